@@ -1,0 +1,218 @@
+/**
+ * The turn statechart. Pure: no I/O. Actors are placeholders that `src/turn/start-turn.ts`
+ * replaces through `.provide()`; guards, actions and the retry delay read only context and
+ * the event, so replaying the persisted transition log through `transition()` reaches the
+ * same states (the decisions that need clocks, headers or configuration are made by the
+ * actors and carried in the events).
+ *
+ * Load it in the Stately inspector or in `@xstate/graph` as it is.
+ */
+import { and, assign, fromCallback, fromPromise, setup } from 'xstate'
+import type { ChartError, TurnContext, TurnEvent, TurnInput, TurnOutput } from './turn.types'
+
+export interface StreamStepInput {
+  turnId: string
+  step: number
+  attempt: number
+  waitedMs: number
+}
+export interface RunToolsInput {
+  turnId: string
+  step: number
+}
+export interface CompactInput {
+  turnId: string
+  step: number
+  /** The compaction was caused by a failed request (retry the step) or by usage. */
+  afterCompaction: 'continue' | 'complete'
+}
+
+function notProvided(name: string): never {
+  throw new Error(`turn chart actor '${name}' is not provided; use startTurn() from turnchart`)
+}
+
+function toChartError(error: unknown): ChartError {
+  if (typeof error === 'object' && error !== null && 'name' in error && 'message' in error) {
+    const record = error as { toJSON?: () => ChartError; name: unknown; message: unknown }
+    if (typeof record.toJSON === 'function') return record.toJSON()
+    return { name: String(record.name), message: String(record.message) }
+  }
+  return { name: 'UnknownError', message: String(error) }
+}
+
+const overflowError = (reason: 'auto-compaction-off' | 'compaction-limit'): ChartError => ({
+  name: 'ContextOverflowError',
+  reason,
+  message:
+    reason === 'auto-compaction-off'
+      ? 'the context is full and compaction.auto is false'
+      : 'the context is still full after the maximum number of compactions in this turn',
+})
+
+export const turnMachine = setup({
+  types: {
+    context: {} as TurnContext,
+    events: {} as TurnEvent,
+    input: {} as TurnInput,
+    output: {} as TurnOutput,
+  },
+  actors: {
+    /** Consumes one step's LLM stream; sends `step.finished` or `step.failed`. */
+    streamStep: fromCallback<TurnEvent, StreamStepInput>(() => notProvided('streamStep')),
+    /** Runs the finished step's tool calls. */
+    runTools: fromPromise<void, RunToolsInput>(async () => notProvided('runTools')),
+    /** Summarises the history into a summary message. */
+    compact: fromPromise<void, CompactInput>(async () => notProvided('compact')),
+  },
+  guards: {
+    hasToolCalls: ({ event }) => event.type === 'step.finished' && event.toolCalls > 0,
+    usageOverflowed: ({ event }) => event.type === 'step.finished' && event.overflow,
+    errorIsOverflow: ({ event }) => event.type === 'step.failed' && event.overflow,
+    retryAllowed: ({ event }) => event.type === 'step.failed' && event.retryDelayMs !== null,
+    overflowPending: ({ context }) => context.overflowPending,
+    canCompact: ({ context }) => context.autoCompact && context.compactions < context.maxCompactions,
+    continuesAfterCompaction: ({ context }) => context.afterCompaction === 'continue',
+  },
+  actions: {
+    startFirstStep: assign({ step: 1, attempt: 1, waitedMs: 0 }),
+    startNextStep: assign({
+      step: ({ context }) => context.step + 1,
+      attempt: 1,
+      waitedMs: 0,
+      overflowPending: false,
+    }),
+    scheduleRetry: assign({
+      retryDelayMs: ({ event }) => (event.type === 'step.failed' ? (event.retryDelayMs ?? 0) : 0),
+      waitedMs: ({ context, event }) =>
+        context.waitedMs + (event.type === 'step.failed' ? (event.retryDelayMs ?? 0) : 0),
+      error: ({ event }) => (event.type === 'step.failed' ? event.error : null),
+    }),
+    startNextAttempt: assign({ attempt: ({ context }) => context.attempt + 1, retryDelayMs: 0 }),
+    markOverflowPending: assign({ overflowPending: ({ event }) => event.type === 'step.finished' && event.overflow }),
+    compactThenComplete: assign({ afterCompaction: 'complete' as const }),
+    compactThenContinue: assign({ afterCompaction: 'continue' as const }),
+    countCompaction: assign({ compactions: ({ context }) => context.compactions + 1, overflowPending: false }),
+    rememberStepError: assign({ error: ({ event }) => (event.type === 'step.failed' ? event.error : null) }),
+    rememberFailure: assign({ error: ({ event }) => (event.type === 'turn.fail' ? event.error : null) }),
+    rememberActorError: assign({
+      error: ({ event }) => toChartError((event as unknown as { error: unknown }).error),
+    }),
+    rememberOverflowAutoOff: assign({
+      error: ({ context }) =>
+        overflowError(context.autoCompact ? 'compaction-limit' : 'auto-compaction-off'),
+    }),
+    setCompleted: assign({ outcome: 'completed' as const, error: null }),
+    setFailed: assign({ outcome: 'failed' as const }),
+    setAborted: assign({
+      outcome: 'aborted' as const,
+      error: { name: 'MessageAbortedError', message: 'The turn was aborted' },
+    }),
+  },
+  delays: {
+    /** The retry delay chosen by the retry policy when the step failed. */
+    retryDelay: ({ context }) => context.retryDelayMs,
+  },
+}).createMachine({
+  id: 'turn',
+  initial: 'idle',
+  context: ({ input }) => ({
+    turnId: input.turnId,
+    sessionId: input.sessionId,
+    step: 0,
+    attempt: 1,
+    retryDelayMs: 0,
+    waitedMs: 0,
+    autoCompact: input.autoCompact,
+    maxCompactions: input.maxCompactions,
+    compactions: 0,
+    overflowPending: false,
+    afterCompaction: 'continue',
+    error: null,
+    outcome: null,
+  }),
+  output: ({ context }) => ({ outcome: context.outcome ?? 'aborted', error: context.error }),
+  on: {
+    'turn.abort': { target: '.aborted' },
+    'turn.fail': { target: '.failed', actions: 'rememberFailure' },
+  },
+  states: {
+    idle: {
+      on: { 'turn.start': { target: 'streaming', actions: 'startFirstStep' } },
+    },
+    streaming: {
+      invoke: {
+        src: 'streamStep',
+        input: ({ context }) => ({
+          turnId: context.turnId,
+          step: context.step,
+          attempt: context.attempt,
+          waitedMs: context.waitedMs,
+        }),
+      },
+      on: {
+        'step.finished': [
+          { guard: 'hasToolCalls', target: 'tool-running', actions: 'markOverflowPending' },
+          {
+            guard: and(['usageOverflowed', 'canCompact']),
+            target: 'compacting',
+            actions: 'compactThenComplete',
+          },
+          { guard: 'usageOverflowed', target: 'failed', actions: 'rememberOverflowAutoOff' },
+          { target: 'completed' },
+        ],
+        'step.failed': [
+          {
+            guard: and(['errorIsOverflow', 'canCompact']),
+            target: 'compacting',
+            actions: 'compactThenContinue',
+          },
+          { guard: 'errorIsOverflow', target: 'failed', actions: 'rememberOverflowAutoOff' },
+          { guard: 'retryAllowed', target: 'retry-waiting', actions: 'scheduleRetry' },
+          { target: 'failed', actions: 'rememberStepError' },
+        ],
+      },
+    },
+    'retry-waiting': {
+      after: {
+        retryDelay: { target: 'streaming', actions: 'startNextAttempt' },
+      },
+    },
+    'tool-running': {
+      invoke: {
+        src: 'runTools',
+        input: ({ context }) => ({ turnId: context.turnId, step: context.step }),
+        onDone: [
+          {
+            guard: and(['overflowPending', 'canCompact']),
+            target: 'compacting',
+            actions: 'compactThenContinue',
+          },
+          { guard: 'overflowPending', target: 'failed', actions: 'rememberOverflowAutoOff' },
+          { target: 'streaming', actions: 'startNextStep' },
+        ],
+        onError: { target: 'failed', actions: 'rememberActorError' },
+      },
+    },
+    compacting: {
+      entry: 'countCompaction',
+      invoke: {
+        src: 'compact',
+        input: ({ context }) => ({
+          turnId: context.turnId,
+          step: context.step,
+          afterCompaction: context.afterCompaction,
+        }),
+        onDone: [
+          { guard: 'continuesAfterCompaction', target: 'streaming', actions: 'startNextStep' },
+          { target: 'completed' },
+        ],
+        onError: { target: 'failed', actions: 'rememberActorError' },
+      },
+    },
+    completed: { type: 'final', entry: 'setCompleted' },
+    failed: { type: 'final', entry: 'setFailed' },
+    aborted: { type: 'final', entry: 'setAborted' },
+  },
+})
+
+export type TurnMachine = typeof turnMachine

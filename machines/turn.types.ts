@@ -1,0 +1,81 @@
+/**
+ * Types of the turn chart: context, events, input and output. Types only, no code,
+ * so that the chart and the runtime agree on one vocabulary.
+ */
+
+/** An error as the chart carries it: the same `{ name, message, ...fields }` that is stored. */
+export interface ChartError {
+  name: string
+  message: string
+  [field: string]: unknown
+}
+
+export interface TurnInput {
+  turnId: string
+  sessionId: string
+  /** `compaction.auto`: false means an overflow fails the turn instead of compacting. */
+  autoCompact: boolean
+  /** At most this many compactions in one turn (the loop guard). */
+  maxCompactions: number
+}
+
+export interface TurnContext {
+  turnId: string
+  sessionId: string
+  /** Step number (1-based) of the current or last LLM call; 0 before the first. */
+  step: number
+  /** Attempt number (1-based) of the current step. */
+  attempt: number
+  /** Delay of the pending retry, read by the `retryDelay` delay. */
+  retryDelayMs: number
+  /** Milliseconds spent waiting for retries in the current step. */
+  waitedMs: number
+  autoCompact: boolean
+  maxCompactions: number
+  compactions: number
+  /** The finished step overflowed the context: compact after its tools ran. */
+  overflowPending: boolean
+  /** What follows a compaction: another step, or the end of the turn. */
+  afterCompaction: 'continue' | 'complete'
+  error: ChartError | null
+  outcome: 'completed' | 'aborted' | 'failed' | null
+}
+
+/** Events the runtime and its actors send to the chart. Payloads are control data only. */
+export type TurnEvent =
+  | { type: 'turn.start' }
+  | { type: 'turn.abort'; reason?: string }
+  /** Something outside the step failed the turn (a database write). */
+  | { type: 'turn.fail'; error: ChartError }
+  | {
+      type: 'step.finished'
+      finishReason: string
+      /** Number of tool calls the step made. */
+      toolCalls: number
+      /** The step's usage filled the usable context. */
+      overflow: boolean
+    }
+  | {
+      type: 'step.failed'
+      error: ChartError
+      /** The provider said the context is full. */
+      overflow: boolean
+      /** Set when the retry policy allows another attempt after this many ms. */
+      retryDelayMs: number | null
+    }
+
+export interface TurnOutput {
+  outcome: 'completed' | 'aborted' | 'failed'
+  error: ChartError | null
+}
+
+/** State names of the turn chart, kebab-case. */
+export type TurnStateName =
+  | 'idle'
+  | 'streaming'
+  | 'tool-running'
+  | 'retry-waiting'
+  | 'compacting'
+  | 'completed'
+  | 'failed'
+  | 'aborted'

@@ -1,0 +1,50 @@
+/**
+ * The bus: typed events to subscribers. Delivery is synchronous and in order; a subscriber
+ * that throws does not stop the engine or the other subscribers, and is reported once.
+ */
+import type { SerializedError } from './errors'
+import type { MessageInfo, Part, SessionStatus } from './types'
+
+export type TurnchartEvent =
+  | { type: 'session.status'; sessionId: string; status: SessionStatus }
+  | { type: 'message.updated'; sessionId: string; info: MessageInfo }
+  | { type: 'part.updated'; sessionId: string; part: Part }
+  | { type: 'part.delta'; sessionId: string; messageId: string; partId: string; field: 'text'; delta: string }
+  | { type: 'session.error'; sessionId: string; turnId: string; error: SerializedError }
+  | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number }
+
+export type TurnchartEventType = TurnchartEvent['type']
+export type Listener = (event: TurnchartEvent) => void
+
+export class Bus {
+  private listeners = new Set<Listener>()
+  private reported = new WeakSet<Listener>()
+
+  constructor(private readonly onListenerError: (error: unknown) => void) {}
+
+  /**
+   * Adds a listener; returns the function that removes it.
+   *
+   * @example
+   * const off = bus.subscribe((e) => { if (e.type === 'part.delta') process.stdout.write(e.delta) })
+   */
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener)
+    return () => {
+      this.listeners.delete(listener)
+    }
+  }
+
+  publish(event: TurnchartEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event)
+      } catch (error) {
+        if (!this.reported.has(listener)) {
+          this.reported.add(listener)
+          this.onListenerError(error)
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Compaction: asks the model for a summary of the history and stores it as a summary message
+ * (a `compaction` part and the summary text). The model is sent only what follows the latest
+ * summary from then on.
+ */
+import { streamText } from 'ai'
+import type { CompactInput } from '../../machines/turn.machine'
+import { CompactionFailedError, ContextOverflowError } from '../errors'
+import { classifyError } from '../policy/classify-error'
+import type { TurnScope } from '../turn/turn-scope'
+
+/**
+ * Summarises the turn's history. Rejects with `ContextOverflowError` when the summary request
+ * itself overflows (no endless compaction loop), or with the classified provider error.
+ *
+ * @example
+ * await summarize(scope, { turnId, step, afterCompaction: 'continue' }, signal)
+ */
+export async function summarize(scope: TurnScope, input: CompactInput, signal: AbortSignal): Promise<void> {
+  let failure: unknown
+  let text = ''
+  try {
+    const result = streamText({
+      model: scope.config.model,
+      system: scope.config.system,
+      messages: [...scope.modelMessages(), { role: 'user', content: scope.config.compaction.prompt }],
+      maxRetries: 0,
+      abortSignal: signal,
+      onError: () => {},
+    })
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta') text += part.text
+      else if (part.type === 'error') {
+        failure = part.error
+        break
+      }
+    }
+  } catch (error) {
+    failure = error
+  }
+  if (signal.aborted) throw signal.reason
+  if (failure !== undefined) {
+    const classified = classifyError(failure)
+    if (classified.kind === 'overflow') {
+      throw new ContextOverflowError({
+        reason: 'summary-overflow',
+        message: `the summary request itself overflowed the context: ${classified.error.message}`,
+      })
+    }
+    throw new CompactionFailedError(classified.error)
+  }
+  scope.addSummary(text.trim(), true)
+  void input
+}

@@ -1,0 +1,194 @@
+/**
+ * `createEngine` options: their types, defaults and validation. Every invalid option fails
+ * with an `InvalidOptionError` naming the option and the value.
+ */
+import type { LanguageModel, ToolSet } from 'ai'
+import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
+
+/** XState's clock interface (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
+export type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>
+import { InvalidOptionError } from './errors'
+import type { Pricing } from './llm/usage'
+import type { ModelLimits } from './policy/overflow'
+import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
+import type { DatabaseOption } from './store/open-database'
+
+export interface CompactionOptions {
+  /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */
+  auto?: boolean
+  /** Tokens kept free for the model's answer. Default min(20000, limits.output). */
+  reserved?: number
+  /** At most this many compactions in one turn (guards against compaction loops). Default 2. */
+  maxPerTurn?: number
+  /** The instruction sent to the model to summarise the history. */
+  prompt?: string
+}
+
+export interface ToolExecutionOptions {
+  /** Tool calls of one step that run at once. Default 4. */
+  concurrency?: number
+  /** A tool run longer than this fails with a timeout error and its signal aborts. Default 300000. */
+  timeoutMs?: number
+}
+
+export interface EngineOptions {
+  /** SQLite file path, ':memory:' (default), or a Kysely instance. */
+  database?: DatabaseOption
+  /** Any AI SDK language model (any provider). */
+  model: LanguageModel
+  /** Token limits of the model; without them overflow is detected only from provider errors. */
+  limits?: ModelLimits
+  /** AI SDK `tool()` definitions with `execute`. */
+  tools?: ToolSet
+  /** System prompt sent with every step. */
+  system?: string
+  /** Retry policy; see `RetryOptions`. */
+  retry?: Partial<RetryOptions>
+  compaction?: CompactionOptions
+  toolExecution?: ToolExecutionOptions
+  /** A stream silent for this long fails the step as retryable. Default 60000. */
+  streamIdleTimeoutMs?: number
+  /** Streaming text is written to the database at most this often. Default 250. */
+  flushIntervalMs?: number
+  /** Prices per million tokens, for `cost` on messages and step-finish parts. */
+  pricing?: Pricing
+  /** Passed to XState's `createActor` (Stately inspector). */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void)
+  /** XState clock for the retry timer; tests pass a `SimulatedClock`. */
+  clock?: Clock
+  /** SQLite busy timeout in ms (file databases opened by turnchart). Default 5000. */
+  busyTimeoutMs?: number
+  /** Called once per subscriber that throws. Default: console.error. */
+  onSubscriberError?: (error: unknown) => void
+}
+
+export interface ResolvedConfig {
+  model: LanguageModel
+  limits: ModelLimits | undefined
+  tools: ToolSet
+  system: string | undefined
+  retry: RetryOptions
+  compaction: { auto: boolean; reserved: number | undefined; maxPerTurn: number; prompt: string }
+  toolExecution: { concurrency: number; timeoutMs: number }
+  streamIdleTimeoutMs: number
+  flushIntervalMs: number
+  pricing: Pricing | undefined
+  inspect: EngineOptions['inspect']
+  clock: Clock | undefined
+  onSubscriberError: (error: unknown) => void
+}
+
+export const defaultSummaryPrompt =
+  'Summarise the conversation so far for a continuation of it: the goal, what was done, ' +
+  'the facts and decisions that matter, tool results still needed, and what remains to do. ' +
+  'Be concise and complete; the earlier messages will be dropped.'
+
+const knownOptions = new Set([
+  'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
+  'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
+])
+
+function nonNegativeInteger(option: string, value: unknown, fallback: number, min = 0): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new InvalidOptionError(option, value, min === 0 ? 'a non-negative integer' : `an integer >= ${min}`)
+  }
+  return value
+}
+
+function plainObject(option: string, value: unknown): Record<string, unknown> {
+  if (value === undefined) return {}
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidOptionError(option, value, 'an object')
+  return value as Record<string, unknown>
+}
+
+function rejectUnknown(option: string, value: Record<string, unknown>, known: string[]): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) throw new InvalidOptionError(`${option}.${key}`, value[key], `one of ${known.join(', ')} (unknown option)`)
+  }
+}
+
+/**
+ * Validates options and fills in defaults (everything but `database`, which `openDatabase`
+ * checks).
+ *
+ * @example
+ * resolveConfig({ model }) // { retry: { maxAttempts: 8, ... }, ... }
+ */
+export function resolveConfig(options: EngineOptions): ResolvedConfig {
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', options, 'an object')
+  for (const key of Object.keys(options)) {
+    if (!knownOptions.has(key)) throw new InvalidOptionError(key, (options as unknown as Record<string, unknown>)[key], `a known option (${[...knownOptions].join(', ')})`)
+  }
+  const model = options.model
+  const isModelObject = typeof model === 'object' && model !== null && typeof (model as { doStream?: unknown }).doStream === 'function'
+  if (!isModelObject && (typeof model !== 'string' || model.length === 0)) {
+    throw new InvalidOptionError('model', model, 'an AI SDK language model (an object with doStream) or a model id string')
+  }
+
+  let limits: ModelLimits | undefined
+  if (options.limits !== undefined) {
+    const raw = plainObject('limits', options.limits)
+    rejectUnknown('limits', raw, ['context', 'output'])
+    limits = {
+      context: nonNegativeInteger('limits.context', raw.context, 0),
+      output: nonNegativeInteger('limits.output', raw.output, 0),
+    }
+  }
+
+  const tools = plainObject('tools', options.tools) as ToolSet
+  for (const [name, tool] of Object.entries(tools)) {
+    if (typeof tool !== 'object' || tool === null) throw new InvalidOptionError(`tools.${name}`, tool, 'an AI SDK tool() definition')
+    if (typeof tool.execute !== 'function') throw new InvalidOptionError(`tools.${name}.execute`, tool.execute, 'a function (turnchart runs the tools)')
+  }
+
+  if (options.system !== undefined && typeof options.system !== 'string') throw new InvalidOptionError('system', options.system, 'a string')
+
+  const compaction = plainObject('compaction', options.compaction)
+  rejectUnknown('compaction', compaction, ['auto', 'reserved', 'maxPerTurn', 'prompt'])
+  if (compaction.auto !== undefined && typeof compaction.auto !== 'boolean') throw new InvalidOptionError('compaction.auto', compaction.auto, 'a boolean')
+  if (compaction.prompt !== undefined && (typeof compaction.prompt !== 'string' || compaction.prompt.length === 0)) {
+    throw new InvalidOptionError('compaction.prompt', compaction.prompt, 'a non-empty string')
+  }
+
+  const toolExecution = plainObject('toolExecution', options.toolExecution)
+  rejectUnknown('toolExecution', toolExecution, ['concurrency', 'timeoutMs'])
+
+  if (options.inspect !== undefined && typeof options.inspect !== 'function' && (typeof options.inspect !== 'object' || options.inspect === null)) {
+    throw new InvalidOptionError('inspect', options.inspect, 'a function or an observer')
+  }
+  if (options.onSubscriberError !== undefined && typeof options.onSubscriberError !== 'function') {
+    throw new InvalidOptionError('onSubscriberError', options.onSubscriberError, 'a function')
+  }
+  const pricing = options.pricing === undefined ? undefined : (plainObject('pricing', options.pricing) as Pricing)
+  if (pricing) {
+    rejectUnknown('pricing', pricing as Record<string, unknown>, ['input', 'output', 'cacheRead', 'cacheWrite'])
+    for (const [key, value] of Object.entries(pricing)) {
+      if (typeof value !== 'number' || !(value >= 0)) throw new InvalidOptionError(`pricing.${key}`, value, 'a non-negative number')
+    }
+  }
+
+  return {
+    model,
+    limits,
+    tools,
+    system: options.system,
+    retry: validateRetryOptions(options.retry ?? {}, 'retry'),
+    compaction: {
+      auto: (compaction.auto as boolean | undefined) ?? true,
+      reserved: compaction.reserved === undefined ? undefined : nonNegativeInteger('compaction.reserved', compaction.reserved, 0),
+      maxPerTurn: nonNegativeInteger('compaction.maxPerTurn', compaction.maxPerTurn, 2),
+      prompt: (compaction.prompt as string | undefined) ?? defaultSummaryPrompt,
+    },
+    toolExecution: {
+      concurrency: nonNegativeInteger('toolExecution.concurrency', toolExecution.concurrency, 4, 1),
+      timeoutMs: nonNegativeInteger('toolExecution.timeoutMs', toolExecution.timeoutMs, 300_000, 1),
+    },
+    streamIdleTimeoutMs: nonNegativeInteger('streamIdleTimeoutMs', options.streamIdleTimeoutMs, 60_000, 1),
+    flushIntervalMs: nonNegativeInteger('flushIntervalMs', options.flushIntervalMs, 250),
+    pricing,
+    inspect: options.inspect,
+    clock: options.clock,
+    onSubscriberError: options.onSubscriberError ?? ((error) => console.error('turnchart: a subscriber threw', error)),
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * Error classes of turnchart. Each has a stable `name`, the fields a caller needs,
+ * a `toJSON()` that gives the JSON-serialisable record stored on an assistant message,
+ * and a static `isInstance` that works across copies of the package (no `instanceof`).
+ */
+
+/** The stored and published form of an error: `{ name, message, ...fields }`. */
+export interface SerializedError {
+  name: string
+  message: string
+  [field: string]: unknown
+}
+
+const marker = Symbol.for('turnchart.error')
+
+/** Base class: every turnchart error carries a marker so `isInstance` survives bundling twice. */
+export abstract class TurnchartError extends Error {
+  private readonly [marker] = true
+  abstract override readonly name: string
+
+  /** True when `value` is any turnchart error. */
+  static isTurnchartError(value: unknown): value is TurnchartError {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[marker] === true
+  }
+
+  /** The record stored on a message and sent in events. */
+  toJSON(): SerializedError {
+    const fields: Record<string, unknown> = {}
+    for (const [key, value] of Object.entries(this)) {
+      if (key !== 'cause' && value !== undefined) fields[key] = value
+    }
+    return { ...fields, name: this.name, message: this.message }
+  }
+}
+
+function isNamed<T extends TurnchartError>(name: string) {
+  return (value: unknown): value is T => TurnchartError.isTurnchartError(value) && value.name === name
+}
+
+/** The provider answered with an HTTP error, or the stream failed. */
+export class APIError extends TurnchartError {
+  readonly name = 'APIError'
+  readonly statusCode?: number
+  readonly isRetryable: boolean
+  readonly responseHeaders?: Record<string, string>
+  readonly responseBody?: string
+  constructor(input: {
+    message: string
+    statusCode?: number
+    isRetryable: boolean
+    responseHeaders?: Record<string, string>
+    responseBody?: string
+  }) {
+    super(input.message)
+    this.statusCode = input.statusCode
+    this.isRetryable = input.isRetryable
+    this.responseHeaders = input.responseHeaders
+    this.responseBody = input.responseBody
+  }
+  static isInstance = isNamed<APIError>('APIError')
+}
+
+/** The provider refused the credentials (HTTP 401 or 403). Never retried. */
+export class ProviderAuthError extends TurnchartError {
+  readonly name = 'ProviderAuthError'
+  readonly statusCode?: number
+  readonly responseBody?: string
+  constructor(input: { message: string; statusCode?: number; responseBody?: string }) {
+    super(input.message)
+    this.statusCode = input.statusCode
+    this.responseBody = input.responseBody
+  }
+  static isInstance = isNamed<ProviderAuthError>('ProviderAuthError')
+}
+
+/** The history does not fit the model's context and compaction could not help. */
+export class ContextOverflowError extends TurnchartError {
+  readonly name = 'ContextOverflowError'
+  readonly reason: 'auto-compaction-off' | 'summary-overflow' | 'compaction-limit'
+  constructor(input: { message: string; reason: ContextOverflowError['reason'] }) {
+    super(input.message)
+    this.reason = input.reason
+  }
+  static isInstance = isNamed<ContextOverflowError>('ContextOverflowError')
+}
+
+/** The turn was aborted (by `abort()`, `engine.abort`, `engine.close` or stopping its actor). */
+export class MessageAbortedError extends TurnchartError {
+  readonly name = 'MessageAbortedError'
+  constructor(message = 'The turn was aborted') {
+    super(message)
+  }
+  static isInstance = isNamed<MessageAbortedError>('MessageAbortedError')
+}
+
+/** Retries of one step were used up; `lastError` is the failure of the last attempt. */
+export class RetriesExhaustedError extends TurnchartError {
+  readonly name = 'RetriesExhaustedError'
+  readonly reason: 'max-attempts' | 'max-total-wait' | 'header-delay-too-long'
+  readonly attempts: number
+  readonly lastError: SerializedError
+  constructor(input: { reason: RetriesExhaustedError['reason']; attempts: number; lastError: SerializedError; message?: string }) {
+    super(input.message ?? retriesExhaustedMessage(input.reason, input.attempts, input.lastError))
+    this.reason = input.reason
+    this.attempts = input.attempts
+    this.lastError = input.lastError
+  }
+  static isInstance = isNamed<RetriesExhaustedError>('RetriesExhaustedError')
+}
+
+function retriesExhaustedMessage(reason: RetriesExhaustedError['reason'], attempts: number, last: SerializedError): string {
+  const why =
+    reason === 'max-attempts'
+      ? `retries exhausted after ${attempts} attempts`
+      : reason === 'max-total-wait'
+        ? `retries exhausted: the total wait of the step would exceed retry.maxTotalWaitMs after ${attempts} attempts`
+        : `the provider asked to wait longer than retry.maxHeaderDelayMs after ${attempts} attempts`
+  return `${why}; last error: ${last.message}`
+}
+
+/** The model stream sent nothing for longer than `streamIdleTimeoutMs`. Retryable. */
+export class StreamIdleTimeoutError extends TurnchartError {
+  readonly name = 'StreamIdleTimeoutError'
+  readonly idleMs: number
+  constructor(idleMs: number) {
+    super(`the model stream sent nothing for ${idleMs} ms`)
+    this.idleMs = idleMs
+  }
+  static isInstance = isNamed<StreamIdleTimeoutError>('StreamIdleTimeoutError')
+}
+
+/** Anything that is not one of the above. */
+export class UnknownError extends TurnchartError {
+  readonly name = 'UnknownError'
+  constructor(message: string) {
+    super(message)
+  }
+  static isInstance = isNamed<UnknownError>('UnknownError')
+}
+
+/** An option of `createEngine` (or of a call) is invalid; `option` names it. */
+export class InvalidOptionError extends TurnchartError {
+  readonly name = 'InvalidOptionError'
+  readonly option: string
+  readonly value: unknown
+  constructor(option: string, value: unknown, expected: string) {
+    super(`invalid option ${option}: expected ${expected}, got ${describe(value)}`)
+    this.option = option
+    this.value = describe(value)
+  }
+  static isInstance = isNamed<InvalidOptionError>('InvalidOptionError')
+}
+
+/** `prompt` on a session that already runs a turn. */
+export class SessionBusyError extends TurnchartError {
+  readonly name = 'SessionBusyError'
+  readonly sessionId: string
+  readonly turnId: string
+  constructor(sessionId: string, turnId: string) {
+    super(`session ${sessionId} is busy with turn ${turnId}; wait for turn.done or abort it first`)
+    this.sessionId = sessionId
+    this.turnId = turnId
+  }
+  static isInstance = isNamed<SessionBusyError>('SessionBusyError')
+}
+
+/** A session id that the database does not hold. */
+export class SessionNotFoundError extends TurnchartError {
+  readonly name = 'SessionNotFoundError'
+  readonly sessionId: string
+  constructor(sessionId: string) {
+    super(`session ${JSON.stringify(sessionId)} does not exist`)
+    this.sessionId = sessionId
+  }
+  static isInstance = isNamed<SessionNotFoundError>('SessionNotFoundError')
+}
+
+/** A call on an engine after `close()`. */
+export class EngineClosedError extends TurnchartError {
+  readonly name = 'EngineClosedError'
+  constructor(operation: string) {
+    super(`engine is closed; cannot ${operation}`)
+  }
+  static isInstance = isNamed<EngineClosedError>('EngineClosedError')
+}
+
+/** A database operation failed; `operation` says which. */
+export class StorageError extends TurnchartError {
+  readonly name = 'StorageError'
+  readonly operation: string
+  constructor(operation: string, cause: unknown) {
+    super(`storage failed during ${operation}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
+    this.operation = operation
+  }
+  static isInstance = isNamed<StorageError>('StorageError')
+}
+
+/** Turns any thrown value into the stored `{ name, message, ...fields }` form. */
+export function serializeError(error: unknown): SerializedError {
+  if (TurnchartError.isTurnchartError(error)) return error.toJSON()
+  if (error instanceof Error) return { name: 'UnknownError', message: error.message || error.name }
+  return { name: 'UnknownError', message: typeof error === 'string' ? error : describe(error) }
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'undefined'
+  if (typeof value === 'function') return 'a function'
+  try {
+    const text = JSON.stringify(value)
+    return text.length > 200 ? text.slice(0, 200) + '…' : text
+  } catch {
+    return String(value)
+  }
+}
+
+/** A bad argument to an engine method; `argument` names it. */
+export class InvalidArgumentError extends TurnchartError {
+  readonly name = 'InvalidArgumentError'
+  readonly argument: string
+  readonly value: unknown
+  constructor(argument: string, value: unknown, expected: string) {
+    super(`invalid argument ${argument}: expected ${expected}, got ${describe(value)}`)
+    this.argument = argument
+    this.value = describe(value)
+  }
+  static isInstance = isNamed<InvalidArgumentError>('InvalidArgumentError')
+}
+
+/** The summary request of a compaction failed for a reason other than overflow. */
+export class CompactionFailedError extends TurnchartError {
+  readonly name = 'CompactionFailedError'
+  readonly lastError: SerializedError
+  constructor(lastError: SerializedError) {
+    super(`compaction failed: ${lastError.message}`)
+    this.lastError = lastError
+  }
+  static isInstance = isNamed<CompactionFailedError>('CompactionFailedError')
+}

@@ -1,0 +1,52 @@
+/**
+ * Identifiers: a prefix, 10 characters of time and 16 random characters (Crockford base32),
+ * like a ULID. Sortable by creation time (so ordering parts and messages by id is ordering by
+ * creation), monotonic within a process, and not guessable from one another.
+ */
+import { randomBytes } from 'node:crypto'
+
+const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
+let lastTime = -1
+let lastRandom: number[] = []
+
+function encodeTime(ms: number): string {
+  let out = ''
+  for (let i = 0; i < 10; i++) {
+    out = alphabet[ms % 32] + out
+    ms = Math.floor(ms / 32)
+  }
+  return out
+}
+
+function freshRandom(): number[] {
+  const bytes = randomBytes(16)
+  return Array.from(bytes, (b) => b & 31)
+}
+
+function increment(digits: number[]): number[] {
+  const next = digits.slice()
+  for (let i = next.length - 1; i >= 0; i--) {
+    if (next[i] < 31) {
+      next[i]++
+      return next
+    }
+    next[i] = 0
+  }
+  return freshRandom() // overflow after 32^16 ids in one millisecond: practically unreachable
+}
+
+/**
+ * A new id with the given prefix.
+ *
+ * @example
+ * newId('ses') // 'ses_01JD3Q6V7Z9X4M2K8N5P0R1S2T'
+ */
+export function newId(prefix: 'ses' | 'msg' | 'prt' | 'trn', now = Date.now()): string {
+  if (now <= lastTime) {
+    lastRandom = increment(lastRandom)
+  } else {
+    lastTime = now
+    lastRandom = freshRandom()
+  }
+  return `${prefix}_${encodeTime(lastTime)}${lastRandom.map((d) => alphabet[d]).join('')}`
+}

@@ -1,0 +1,87 @@
+/**
+ * Stored messages and parts → the AI SDK's `ModelMessage[]`.
+ *
+ * Rules: history starts at the latest compaction summary; of each step only the last
+ * attempt's parts are sent (a failed attempt's text stays stored, closed, but the model never
+ * sees half an answer twice); a step's tool calls are followed by one tool message with their
+ * results, errors included, so the model can act on them.
+ */
+import type { AssistantContent, ModelMessage, ToolResultPart } from 'ai'
+import type { MessageWithParts, Part, ToolPart } from '../types'
+
+export const summaryPreamble = 'The conversation so far was summarised to fit the context window. Summary:\n\n'
+
+/**
+ * Converts messages (in order) to model messages.
+ *
+ * @example
+ * const messages = toModelMessages(await repo.messages(sessionId, { fromLatestSummary: true }))
+ */
+export function toModelMessages(messages: MessageWithParts[]): ModelMessage[] {
+  let start = 0
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i].info.summary) {
+      start = i
+      break
+    }
+  }
+  const out: ModelMessage[] = []
+  for (let i = start; i < messages.length; i++) {
+    const { info, parts } = messages[i]
+    if (info.summary) {
+      const text = parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n')
+      out.push({ role: 'user', content: summaryPreamble + text })
+    } else if (info.role === 'user') {
+      const text = parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n')
+      out.push({ role: 'user', content: text })
+    } else {
+      appendAssistant(out, parts)
+    }
+  }
+  return out
+}
+
+function appendAssistant(out: ModelMessage[], parts: Part[]): void {
+  // Last attempt per step; parts without a step (legacy or foreign rows) count as step 0.
+  const lastAttempt = new Map<number, number>()
+  for (const part of parts) {
+    const step = part.step ?? 0
+    lastAttempt.set(step, Math.max(lastAttempt.get(step) ?? 0, part.attempt ?? 0))
+  }
+  const steps = [...lastAttempt.keys()].sort((a, b) => a - b)
+  for (const step of steps) {
+    const attempt = lastAttempt.get(step)
+    const content: Exclude<AssistantContent, string> = []
+    const results: ToolResultPart[] = []
+    for (const part of parts) {
+      if ((part.step ?? 0) !== step || (part.attempt ?? 0) !== attempt) continue
+      if (part.type === 'text' && part.text.length > 0) content.push({ type: 'text', text: part.text })
+      else if (part.type === 'reasoning' && part.text.length > 0) content.push({ type: 'reasoning', text: part.text })
+      else if (part.type === 'tool') {
+        content.push({ type: 'tool-call', toolCallId: part.callId, toolName: part.tool, input: toolInput(part) })
+        results.push(toolResult(part))
+      }
+    }
+    if (content.length > 0) out.push({ role: 'assistant', content })
+    if (results.length > 0) out.push({ role: 'tool', content: results })
+  }
+}
+
+function toolInput(part: ToolPart): unknown {
+  const input = part.state.input
+  return input === undefined || input === null ? {} : input
+}
+
+function toolResult(part: ToolPart): ToolResultPart {
+  const base = { type: 'tool-result' as const, toolCallId: part.callId, toolName: part.tool }
+  const state = part.state
+  if (state.status === 'completed') {
+    const output = state.output
+    return {
+      ...base,
+      output: typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: (output ?? null) as never },
+    }
+  }
+  if (state.status === 'error') return { ...base, output: { type: 'error-text', value: state.error } }
+  return { ...base, output: { type: 'error-text', value: 'The tool did not run: the step was interrupted' } }
+}

@@ -1,0 +1,261 @@
+/**
+ * One step: one LLM call. Calls `streamText` (no SDK retries, tools without `execute`, so
+ * retries and tool runs are the chart's), maps `fullStream` parts to parts in the database
+ * through the part writer, and resolves with the event the chart decides on:
+ * `step.finished` or `step.failed`. It never rejects.
+ */
+import { streamText, tool as declareTool, type ToolSet } from 'ai'
+import type { StreamStepInput } from '../../machines/turn.machine'
+import type { TurnEvent } from '../../machines/turn.types'
+import { StreamIdleTimeoutError, RetriesExhaustedError, serializeError } from '../errors'
+import { newId } from '../ids'
+import { classifyError } from '../policy/classify-error'
+import { isUsageOverflow } from '../policy/overflow'
+import { planRetry } from '../policy/retry-delay'
+import type { TurnScope } from '../turn/turn-scope'
+import type { MessageWithParts, Part, TextPart, Tokens, ToolPart } from '../types'
+import { addTokens, stepCost, toTokens } from './usage'
+
+/** The user's tools as declared to the model: same names, descriptions and schemas, no execute. */
+export function declaredTools(tools: ToolSet): ToolSet {
+  const out: ToolSet = {}
+  for (const [name, t] of Object.entries(tools)) {
+    out[name] = declareTool({ description: t.description, inputSchema: t.inputSchema } as never)
+  }
+  return out
+}
+
+const declaredCache = new WeakMap<ToolSet, ToolSet>()
+function declared(tools: ToolSet): ToolSet {
+  let value = declaredCache.get(tools)
+  if (!value) declaredCache.set(tools, (value = declaredTools(tools)))
+  return value
+}
+
+/**
+ * Runs one step and reports its outcome as a chart event.
+ *
+ * @example
+ * const event = await streamStep(scope, { turnId, step: 1, attempt: 1, waitedMs: 0 }, signal)
+ */
+export async function streamStep(scope: TurnScope, input: StreamStepInput, signal: AbortSignal): Promise<TurnEvent> {
+  const { config } = scope
+  const message = scope.assistantMessage()
+  const state = new StepState(scope, message, input)
+  const controller = new AbortController()
+  const abortFromOutside = () => controller.abort(signal.reason)
+  signal.addEventListener('abort', abortFromOutside, { once: true })
+  let idleTimer: NodeJS.Timeout | undefined
+  const armIdle = () => {
+    if (idleTimer) clearTimeout(idleTimer)
+    idleTimer = setTimeout(() => controller.abort(new StreamIdleTimeoutError(config.streamIdleTimeoutMs)), config.streamIdleTimeoutMs)
+  }
+
+  let failure: unknown
+  let finishReason = 'unknown'
+  let stepTokens: Tokens | undefined
+  try {
+    armIdle()
+    const result = streamText({
+      model: config.model,
+      system: config.system,
+      messages: scope.modelMessages(),
+      tools: declared(config.tools),
+      maxRetries: 0,
+      abortSignal: controller.signal,
+      onError: () => {}, // errors arrive as `error` parts; the default handler would print them
+    })
+    for await (const part of result.fullStream) {
+      armIdle()
+      switch (part.type) {
+        case 'start-step':
+          state.add({ type: 'step-start', time: { start: Date.now() } })
+          break
+        case 'text-start':
+        case 'reasoning-start':
+          state.openText(part.type === 'text-start' ? 'text' : 'reasoning', part.id)
+          break
+        case 'text-delta':
+        case 'reasoning-delta':
+          state.appendText(part.type === 'text-delta' ? 'text' : 'reasoning', part.id, part.text)
+          break
+        case 'text-end':
+        case 'reasoning-end':
+          state.closeText(part.type === 'text-end' ? 'text' : 'reasoning', part.id)
+          break
+        case 'tool-input-start':
+          state.toolPending(part.id, part.toolName)
+          break
+        case 'tool-call':
+          if ((part as { invalid?: boolean }).invalid) {
+            state.toolError(part.toolCallId, part.toolName, part.input, toolInputError(scope, part.toolName, (part as { error?: unknown }).error))
+          } else {
+            state.toolRunning(part.toolCallId, part.toolName, part.input)
+          }
+          break
+        case 'tool-error':
+          state.toolError(part.toolCallId, part.toolName, part.input, toolInputError(scope, part.toolName, part.error))
+          break
+        case 'finish-step': {
+          finishReason = part.finishReason
+          stepTokens = toTokens(part.usage)
+          const cost = stepCost(stepTokens, config.pricing)
+          state.add({ type: 'step-finish', reason: part.finishReason, tokens: stepTokens, cost, time: { start: Date.now() } })
+          const info = message.info
+          info.tokens = addTokens(info.tokens ?? toTokens(undefined), stepTokens)
+          info.cost = (info.cost ?? 0) + cost
+          info.finish = part.finishReason
+          scope.saveMessage(info)
+          break
+        }
+        case 'error':
+          failure = part.error
+          break
+        case 'abort':
+          failure = controller.signal.reason
+          break
+      }
+      if (failure !== undefined) break
+    }
+  } catch (error) {
+    failure = error
+  } finally {
+    if (idleTimer) clearTimeout(idleTimer)
+    signal.removeEventListener('abort', abortFromOutside)
+  }
+
+  if (failure === undefined && controller.signal.aborted) failure = controller.signal.reason
+  if (failure === undefined && stepTokens === undefined) {
+    // The stream ended without finish-step: treat as a broken stream, retryable.
+    failure = Object.assign(new Error('the model stream ended without finishing the step (terminated)'), { code: 'ECONNRESET' })
+  }
+  if (signal.aborted) {
+    // The chart left `streaming` (abort or stop): the turn's end closes what is open.
+    state.closeOpenText()
+    return { type: 'step.failed', error: serializeError(signal.reason), overflow: false, retryDelayMs: null }
+  }
+  if (failure !== undefined) {
+    // A failed attempt: its text stays, closed; its tool calls never run.
+    state.closeOpenText()
+    state.discardTools('The tool did not run: the model request failed and the step was retried or ended')
+    const reason = controller.signal.aborted && StreamIdleTimeoutError.isInstance(controller.signal.reason) ? controller.signal.reason : failure
+    return failedEvent(scope, input, reason)
+  }
+
+  state.closeOpenText()
+  scope.stepTools = state.tools
+  const overflow = config.limits !== undefined && stepTokens !== undefined && isUsageOverflow(stepTokens, config.limits, config.compaction.reserved)
+  return { type: 'step.finished', finishReason, toolCalls: state.tools.length, overflow }
+}
+
+function failedEvent(scope: TurnScope, input: StreamStepInput, error: unknown): TurnEvent {
+  const classified = classifyError(error)
+  if (classified.kind === 'overflow') return { type: 'step.failed', error: classified.error, overflow: true, retryDelayMs: null }
+  if (classified.kind !== 'retryable') return { type: 'step.failed', error: classified.error, overflow: false, retryDelayMs: null }
+  const plan = planRetry({
+    attempt: input.attempt,
+    headers: classified.headers,
+    waitedMs: input.waitedMs,
+    options: scope.config.retry,
+  })
+  if (plan.action === 'retry') return { type: 'step.failed', error: classified.error, overflow: false, retryDelayMs: plan.delayMs }
+  const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error })
+  return { type: 'step.failed', error: exhausted.toJSON(), overflow: false, retryDelayMs: null }
+}
+
+function toolInputError(scope: TurnScope, toolName: string, error: unknown): string {
+  const names = Object.keys(scope.config.tools)
+  if (!(toolName in scope.config.tools)) {
+    return `unknown tool '${toolName}'; available: ${names.length ? names.join(', ') : '(none)'}`
+  }
+  const detail = error instanceof Error ? error.message : String(error)
+  return `invalid input for tool '${toolName}': ${detail}`
+}
+
+/** The parts one attempt of a step opened, by the stream's ids. */
+class StepState {
+  private open = new Map<string, TextPart>()
+  private toolsById = new Map<string, ToolPart>()
+  readonly tools: ToolPart[] = []
+
+  constructor(
+    private readonly scope: TurnScope,
+    private readonly message: MessageWithParts,
+    private readonly input: StreamStepInput,
+  ) {}
+
+  add(fields: DistributiveOmit<Part, 'id' | 'sessionId' | 'messageId' | 'step' | 'attempt'>): Part {
+    const part = {
+      ...fields,
+      id: newId('prt'),
+      sessionId: this.scope.sessionId,
+      messageId: this.message.info.id,
+      step: this.input.step,
+      attempt: this.input.attempt,
+    } as Part
+    this.scope.addPart(this.message, part)
+    return part
+  }
+
+  openText(type: 'text' | 'reasoning', id: string): void {
+    this.open.set(`${type}:${id}`, this.add({ type, text: '', time: { start: Date.now() } }) as TextPart)
+  }
+
+  appendText(type: 'text' | 'reasoning', id: string, delta: string): void {
+    const part = this.open.get(`${type}:${id}`)
+    if (part && delta.length > 0) this.scope.writer.append(part, delta) // a delta for an id never started is ignored
+  }
+
+  closeText(type: 'text' | 'reasoning', id: string): void {
+    const part = this.open.get(`${type}:${id}`)
+    if (!part) return
+    this.open.delete(`${type}:${id}`)
+    part.time.end = Date.now()
+    this.scope.writer.changed(part)
+  }
+
+  closeOpenText(): void {
+    for (const key of [...this.open.keys()]) {
+      const [type, id] = key.split(':') as ['text' | 'reasoning', string]
+      this.closeText(type, id)
+    }
+  }
+
+  toolPending(callId: string, toolName: string): ToolPart {
+    let part = this.toolsById.get(callId)
+    if (!part) {
+      part = this.add({ type: 'tool', callId, tool: toolName, state: { status: 'pending', input: {} } }) as ToolPart
+      this.toolsById.set(callId, part)
+      this.tools.push(part)
+    }
+    return part
+  }
+
+  toolRunning(callId: string, toolName: string, input: unknown): void {
+    const part = this.toolPending(callId, toolName)
+    if (part.state.status !== 'pending') return
+    part.state = { status: 'running', input, time: { start: Date.now() } }
+    this.scope.writer.changed(part)
+  }
+
+  toolError(callId: string, toolName: string, input: unknown, error: string): void {
+    const part = this.toolPending(callId, toolName)
+    if (part.state.status === 'error') return
+    const now = Date.now()
+    const start = part.state.status === 'running' ? part.state.time.start : now
+    part.state = { status: 'error', input: input ?? {}, error, time: { start, end: now } }
+    this.scope.writer.changed(part)
+  }
+
+  discardTools(reason: string): void {
+    for (const part of this.tools) {
+      if (part.state.status !== 'pending' && part.state.status !== 'running') continue
+      const now = Date.now()
+      const start = part.state.status === 'running' ? part.state.time.start : now
+      part.state = { status: 'error', input: part.state.input, error: reason, metadata: { interrupted: true }, time: { start, end: now } }
+      this.scope.writer.changed(part)
+    }
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never

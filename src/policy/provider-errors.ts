@@ -1,0 +1,176 @@
+/**
+ * The tables behind error classification: what providers say when the context is full, when
+ * they want us to come back later, when coming back will not help, and what a broken
+ * connection looks like in Node. Data only; `classify-error.ts` decides the order.
+ *
+ * Patterns are case-insensitive and written to match both prose ("Too Many Requests") and
+ * machine codes ("too_many_requests", "RESOURCE_EXHAUSTED"), because providers put either
+ * in `error.message`, `error.type`, `error.code` or `error.status`.
+ */
+
+/** Separator that matches a space, underscore or hyphen, so one pattern covers prose and codes. */
+const S = '[\\s_-]*'
+
+/**
+ * Messages that mean "the prompt does not fit the model's context". Checked against the
+ * provider's message, the structured codes and the raw response body.
+ *
+ * @example
+ * contextOverflowPatterns.some((p) => p.test('prompt is too long: 210000 tokens > 200000 maximum')) // true
+ */
+export const contextOverflowPatterns: readonly RegExp[] = [
+  /prompt is too long/i, // Anthropic
+  /exceeds the context window/i, // OpenAI Responses API
+  /maximum context length is \d[\d,]*\s*tokens/i, // OpenAI, Azure, OpenRouter, vLLM, DeepSeek
+  /input token count[\s\S]*?exceeds the maximum/i, // Google Gemini
+  /reduce the length of the messages/i, // OpenAI, Groq, Cerebras
+  new RegExp(`context${S}length${S}exceeded`, 'i'), // codes and prose alike
+  /request entity too large/i, // HTTP 413 pages from gateways
+  /exceeds the available context size/i, // llama.cpp server
+  /greater than the context length/i, // LM Studio, local runners
+  /exceeded model token limit/i, // Moonshot / Kimi
+  new RegExp(`context${S}window${S}exceeded`, 'i'), // several OpenAI-compatible hosts
+  /exceeds? (?:the )?(?:maximum |max )?context length/i, // Ollama ("input length exceeds the context length")
+  /exceeded max context length/i, // Ollama ("prompt too long; exceeded max context length by N tokens")
+  /too large for model with \d+ maximum context length/i, // Mistral
+  /input is too long for requested model/i, // Amazon Bedrock
+  /maximum prompt length is \d+/i, // xAI
+  /prompt token count of \d+ exceeds the limit/i, // GitHub Copilot
+  /longer than the maximum model length/i, // vLLM ("decoder prompt ... is longer than the maximum model length")
+  /`inputs` tokens \+ `max_new_tokens` must be <=/i, // Hugging Face TGI
+]
+
+/** Structured codes (in `error.code`, `error.type`, `code`…) that mean context overflow. */
+export const contextOverflowCodes: readonly string[] = ['context_length_exceeded', 'exceed_context_size_error']
+
+/**
+ * Phrases and types that mean "try again later". Matched against the provider's message and
+ * structured codes/types, and against the error's own message.
+ *
+ * @example
+ * retryablePatterns.some((p) => p.test('overloaded_error')) // true
+ */
+export const retryablePatterns: readonly RegExp[] = [
+  new RegExp(`too${S}many${S}requests`, 'i'), // HTTP 429 text, Anthropic/OpenRouter "too_many_requests"
+  new RegExp(`rate${S}limit`, 'i'), // "rate_limit_exceeded", "rate_limit_error", "Rate limit reached"
+  /overloaded/i, // Anthropic "overloaded_error", OpenAI "engine is currently overloaded"
+  new RegExp(`server${S}error`, 'i'), // OpenAI "server_error", "Internal Server Error"
+  new RegExp(`resource${S}exhausted`, 'i'), // Google "RESOURCE_EXHAUSTED"
+  /\bunavailable\b/i, // Google "UNAVAILABLE", "Service Unavailable"
+  /\bapi_error\b/i, // Anthropic's generic 500 type, also sent mid-stream without a status
+]
+
+/**
+ * Markers in a 429/5xx body that say retrying cannot help: the quota or billing is spent, or
+ * the content was refused. They override the status code (the AI SDK marks these retryable).
+ * `refused` deliberately does not match "connection refused", which is a network failure.
+ *
+ * @example
+ * nonRetryablePatterns.some((p) => p.test('insufficient_quota')) // true
+ */
+export const nonRetryablePatterns: readonly RegExp[] = [
+  new RegExp(`insufficient${S}quota`, 'i'), // OpenAI
+  new RegExp(`quota${S}exceeded`, 'i'), // "Quota exceeded for metric …"
+  /exceeded your current quota/i, // OpenAI's message for insufficient_quota
+  /billing/i, // "check your plan and billing details", "billing_not_active", "billing hard limit"
+  new RegExp(`credit${S}balance`, 'i'), // Anthropic "Your credit balance is too low"
+  /insufficient (?:credits|balance|funds)/i, // OpenRouter 402-style messages on other statuses
+  new RegExp(`content${S}filter`, 'i'), // Azure "content_filter"
+  /moderation/i, // "flagged by moderation"
+  new RegExp(`content${S}(?:management${S})?policy`, 'i'), // Azure "content management policy"
+  /responsibleaipolicyviolation/i, // Azure innererror code
+  /(?<!connection\s+(?:was\s+|been\s+)?)\brefused\b/i, // "the request was refused" (not "connection refused")
+  /\brefusal\b/i,
+]
+
+/** Error `code` values (Node, undici, Bun) of a failed connection. Checked along the cause chain. */
+export const networkErrorCodes: readonly string[] = [
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ENETDOWN',
+  // undici's connection-level codes; not UND_ERR_ABORTED (a deliberate abort) nor argument errors (bugs)
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  // Bun's names for the same failures
+  'ConnectionRefused',
+  'ConnectionClosed',
+  'FailedToOpenSocket',
+]
+
+/**
+ * Message (or `name: message`) patterns of a failed connection, for errors that carry no code.
+ *
+ * @example
+ * networkErrorPatterns.some((p) => p.test('TypeError: fetch failed')) // true
+ */
+export const networkErrorPatterns: readonly RegExp[] = [
+  /ECONNRESET/,
+  /ECONNREFUSED/,
+  /ETIMEDOUT/,
+  /EPIPE/,
+  /EAI_AGAIN/,
+  /UND_ERR_(?:SOCKET|CLOSED|DESTROYED|CONNECT_TIMEOUT|HEADERS_TIMEOUT|BODY_TIMEOUT)/,
+  /socket hang up/i,
+  /fetch failed/i,
+  /failed to fetch/i,
+  /\bterminated\b/i, // undici: the body stream was cut mid-response
+  /other side closed/i, // undici SocketError
+  /premature close/i,
+  /connection (?:was )?(?:reset|refused|closed)/i,
+  /time[_-]?out|timed[\s_-]?out/i, // "timeout", "timed out", "TimeoutError", "ConnectTimeoutError"
+  /network error/i,
+]
+
+/**
+ * Response headers that may be stored on a message. Everything else (cookies, auth echoes,
+ * tracing internals) is dropped. `x-ratelimit-*` is matched by prefix.
+ */
+export const allowedResponseHeaders: readonly string[] = [
+  'content-type',
+  'retry-after',
+  'retry-after-ms',
+  'x-request-id',
+  'request-id',
+]
+
+/** Header name prefixes allowed on the stored record. */
+export const allowedResponseHeaderPrefixes: readonly string[] = ['x-ratelimit-']
+
+/** Stored response bodies are cut to this many characters (8 KB) to keep messages small. */
+export const maxStoredBodyLength = 8 * 1024
+
+/** HTTP statuses that are worth another attempt (request timeout, conflict, rate limit); 5xx is added by rule. */
+export const retryableStatusCodes: readonly number[] = [408, 409, 429]
+
+/** HTTP statuses that mean the credentials were refused. */
+export const authStatusCodes: readonly number[] = [401, 403]
+
+/** Structured codes/types that mean the credentials were refused, for errors that arrive without a status (mid-stream). */
+export const authCodes: readonly string[] = [
+  'authentication_error',
+  'permission_error',
+  'invalid_api_key',
+  'unauthenticated',
+  'permission_denied',
+]
+
+/**
+ * True when any pattern matches the text.
+ *
+ * @example
+ * matchesAny('socket hang up', networkErrorPatterns) // true
+ */
+export function matchesAny(text: string | undefined, patterns: readonly RegExp[]): boolean {
+  if (!text) return false
+  return patterns.some((pattern) => pattern.test(text))
+}

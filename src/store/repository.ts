@@ -1,0 +1,243 @@
+/**
+ * The repository: every read and write of turnchart's tables. Runs unchanged on SQLite and
+ * PostgreSQL. JSON columns are parsed here, explicitly.
+ */
+import type { Kysely, Transaction } from 'kysely'
+import type { SerializedError } from '../errors'
+import type {
+  MessageInfo,
+  MessageWithParts,
+  Part,
+  SessionInfo,
+  TransitionRecord,
+  TurnOutcome,
+  TurnRecord,
+} from '../types'
+import type { TurnchartDatabase } from './schema'
+
+type Executor = Kysely<TurnchartDatabase> | Transaction<TurnchartDatabase>
+
+export interface TurnUpdate {
+  state: string
+  outcome?: TurnOutcome | null
+  step: number
+  attempt: number
+  retryAt: number | null
+  error: SerializedError | null
+}
+
+function messageData(info: MessageInfo): string {
+  const { id: _id, sessionId: _s, role: _r, turnId: _t, summary: _su, ...rest } = info
+  return JSON.stringify({ ...rest })
+}
+
+function num(value: unknown): number {
+  // PostgreSQL returns bigint columns as strings.
+  return typeof value === 'number' ? value : Number(value)
+}
+
+export class Repository {
+  constructor(readonly db: Executor) {}
+
+  /**
+   * Runs `fn` in one transaction with a repository bound to it.
+   *
+   * @example
+   * await repo.transaction(async (tx) => { await tx.upsertParts(parts); await tx.appendTransition(row) })
+   */
+  transaction<T>(fn: (tx: Repository) => Promise<T>): Promise<T> {
+    if (this.db.isTransaction) return fn(this)
+    return (this.db as Kysely<TurnchartDatabase>).transaction().execute((trx) => fn(new Repository(trx)))
+  }
+
+  async insertSession(session: SessionInfo): Promise<void> {
+    await this.db
+      .insertInto('turnchart_sessions')
+      .values({
+        id: session.id,
+        title: session.title,
+        created_at: session.time.created,
+        updated_at: session.time.updated,
+      })
+      .execute()
+  }
+
+  async getSession(id: string): Promise<SessionInfo | undefined> {
+    const row = await this.db.selectFrom('turnchart_sessions').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && { id: row.id, title: row.title, time: { created: num(row.created_at), updated: num(row.updated_at) } }
+  }
+
+  async listSessions(): Promise<SessionInfo[]> {
+    const rows = await this.db.selectFrom('turnchart_sessions').selectAll().orderBy('id').execute()
+    return rows.map((row) => ({ id: row.id, title: row.title, time: { created: num(row.created_at), updated: num(row.updated_at) } }))
+  }
+
+  async touchSession(id: string, now: number): Promise<void> {
+    await this.db.updateTable('turnchart_sessions').set({ updated_at: now }).where('id', '=', id).execute()
+  }
+
+  async upsertMessage(info: MessageInfo): Promise<void> {
+    await this.db
+      .insertInto('turnchart_messages')
+      .values({
+        id: info.id,
+        session_id: info.sessionId,
+        turn_id: info.turnId ?? null,
+        role: info.role,
+        summary: info.summary ? 1 : 0,
+        created_at: info.time.created,
+        data: messageData(info),
+      })
+      .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ data: eb.ref('excluded.data') })))
+      .execute()
+  }
+
+  /** Inserts or replaces parts, in one statement per call. */
+  async upsertParts(parts: Part[], now: number): Promise<void> {
+    if (parts.length === 0) return
+    await this.db
+      .insertInto('turnchart_parts')
+      .values(
+        parts.map((part) => ({
+          id: part.id,
+          session_id: part.sessionId,
+          message_id: part.messageId,
+          type: part.type,
+          data: JSON.stringify(part),
+          updated_at: now,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.column('id').doUpdateSet((eb) => ({ data: eb.ref('excluded.data'), updated_at: eb.ref('excluded.updated_at') })),
+      )
+      .execute()
+  }
+
+  /**
+   * Messages of a session with their parts, in order. With `fromLatestSummary`, starts at the
+   * latest compaction summary (what the model is sent); otherwise the whole conversation.
+   */
+  async messages(sessionId: string, options: { fromLatestSummary?: boolean } = {}): Promise<MessageWithParts[]> {
+    let from: string | undefined
+    if (options.fromLatestSummary) {
+      const latest = await this.db
+        .selectFrom('turnchart_messages')
+        .select('id')
+        .where('session_id', '=', sessionId)
+        .where('summary', '=', 1)
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst()
+      from = latest?.id
+    }
+    let messageQuery = this.db.selectFrom('turnchart_messages').selectAll().where('session_id', '=', sessionId)
+    let partQuery = this.db.selectFrom('turnchart_parts').select(['message_id', 'data']).where('session_id', '=', sessionId)
+    if (from) {
+      messageQuery = messageQuery.where('id', '>=', from)
+      partQuery = partQuery.where('message_id', '>=', from)
+    }
+    const [messages, parts] = await Promise.all([messageQuery.orderBy('id').execute(), partQuery.orderBy('id').execute()])
+    const byMessage = new Map<string, Part[]>()
+    for (const row of parts) {
+      const list = byMessage.get(row.message_id)
+      const part = JSON.parse(row.data) as Part
+      if (list) list.push(part)
+      else byMessage.set(row.message_id, [part])
+    }
+    return messages.map((row) => {
+      const info: MessageInfo = {
+        ...(JSON.parse(row.data) as Omit<MessageInfo, 'id' | 'sessionId' | 'role'>),
+        id: row.id,
+        sessionId: row.session_id,
+        role: row.role,
+        ...(row.turn_id ? { turnId: row.turn_id } : {}),
+        ...(row.summary ? { summary: true } : {}),
+      }
+      return { info, parts: byMessage.get(row.id) ?? [] }
+    })
+  }
+
+  async insertTurn(turn: TurnRecord, input: unknown): Promise<void> {
+    await this.db
+      .insertInto('turnchart_turns')
+      .values({
+        id: turn.id,
+        session_id: turn.sessionId,
+        state: turn.state,
+        outcome: turn.outcome,
+        step: turn.step,
+        attempt: turn.attempt,
+        retry_at: turn.retryAt,
+        error: turn.error ? JSON.stringify(turn.error) : null,
+        input: JSON.stringify(input),
+        created_at: turn.time.created,
+        updated_at: turn.time.updated,
+      })
+      .execute()
+  }
+
+  async updateTurn(id: string, update: TurnUpdate, now: number): Promise<void> {
+    await this.db
+      .updateTable('turnchart_turns')
+      .set({
+        state: update.state,
+        ...(update.outcome !== undefined ? { outcome: update.outcome } : {}),
+        step: update.step,
+        attempt: update.attempt,
+        retry_at: update.retryAt,
+        error: update.error ? JSON.stringify(update.error) : null,
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .execute()
+  }
+
+  async getTurn(id: string): Promise<TurnRecord | undefined> {
+    const row = await this.db.selectFrom('turnchart_turns').selectAll().where('id', '=', id).executeTakeFirst()
+    if (!row) return undefined
+    return {
+      id: row.id,
+      sessionId: row.session_id,
+      state: row.state,
+      outcome: row.outcome as TurnOutcome | null,
+      step: row.step,
+      attempt: row.attempt,
+      retryAt: row.retry_at === null ? null : num(row.retry_at),
+      error: row.error ? (JSON.parse(row.error) as SerializedError) : null,
+      time: { created: num(row.created_at), updated: num(row.updated_at) },
+    }
+  }
+
+  async appendTransition(record: TransitionRecord): Promise<void> {
+    await this.db
+      .insertInto('turnchart_transitions')
+      .values({
+        turn_id: record.turnId,
+        seq: record.seq,
+        from_state: record.from,
+        event_type: record.event,
+        payload: JSON.stringify(record.payload),
+        to_state: record.to,
+        at: record.time,
+      })
+      .execute()
+  }
+
+  async transitions(turnId: string): Promise<TransitionRecord[]> {
+    const rows = await this.db
+      .selectFrom('turnchart_transitions')
+      .selectAll()
+      .where('turn_id', '=', turnId)
+      .orderBy('seq')
+      .execute()
+    return rows.map((row) => ({
+      turnId: row.turn_id,
+      seq: row.seq,
+      from: row.from_state,
+      event: row.event_type,
+      to: row.to_state,
+      payload: JSON.parse(row.payload) as Record<string, unknown>,
+      time: num(row.at),
+    }))
+  }
+}

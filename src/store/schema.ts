@@ -1,0 +1,78 @@
+/**
+ * The Kysely `Database` interface of turnchart's tables. JSON is stored as TEXT and parsed
+ * explicitly by the repository (a plugin that parses any JSON-looking string would also parse
+ * a text part whose content happens to be JSON). Times are epoch milliseconds.
+ */
+import type { ColumnType } from 'kysely'
+
+type Millis = ColumnType<number, number, number>
+
+export interface SessionTable {
+  id: string
+  title: string | null
+  created_at: Millis
+  updated_at: Millis
+}
+
+export interface MessageTable {
+  id: string
+  session_id: string
+  turn_id: string | null
+  role: 'user' | 'assistant'
+  /** 1 on a compaction summary message: history sent to the model starts at the latest one. */
+  summary: number
+  created_at: Millis
+  /** JSON: the rest of MessageInfo (time.completed, error, finish, tokens, cost). */
+  data: string
+}
+
+export interface PartTable {
+  id: string
+  session_id: string
+  message_id: string
+  type: string
+  /** JSON: the whole Part. */
+  data: string
+  updated_at: Millis
+}
+
+export interface TurnTable {
+  id: string
+  session_id: string
+  state: string
+  outcome: string | null
+  step: number
+  attempt: number
+  retry_at: Millis | null
+  /** JSON SerializedError or null. */
+  error: string | null
+  /** JSON: the chart input of the turn (needed to replay its log). */
+  input: string
+  created_at: Millis
+  updated_at: Millis
+}
+
+export interface TransitionTable {
+  turn_id: string
+  seq: number
+  from_state: string
+  event_type: string
+  /** JSON: the event payload (control data only). */
+  payload: string
+  to_state: string
+  at: Millis
+}
+
+export interface MigrationTable {
+  name: string
+  applied_at: Millis
+}
+
+export interface TurnchartDatabase {
+  turnchart_sessions: SessionTable
+  turnchart_messages: MessageTable
+  turnchart_parts: PartTable
+  turnchart_turns: TurnTable
+  turnchart_transitions: TransitionTable
+  turnchart_migrations: MigrationTable
+}

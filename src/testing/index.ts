@@ -1,0 +1,2 @@
+/** Test helpers shipped as `turnchart/testing`. */
+export * from './scripted-server'

@@ -1,0 +1,460 @@
+/**
+ * A real HTTP server that speaks the OpenAI chat-completions streaming protocol and
+ * answers each call with the next scripted reply. Tests point an AI SDK provider
+ * (`createOpenAICompatible({ baseURL: server.url, ... })`) at it, so the whole HTTP,
+ * SSE and parsing path of the SDK runs for real instead of a mocked model.
+ *
+ * Only node built-ins are used, so it can ship in `turnchart/testing` without
+ * adding dependencies.
+ */
+import * as http from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { randomBytes } from 'node:crypto'
+
+/** Token counts reported in the final usage chunk of a streamed reply. */
+export interface ScriptUsage {
+  input: number
+  output: number
+  reasoning?: number
+  cacheRead?: number
+}
+
+/** One piece of a streamed reply. */
+export type ScriptChunk =
+  /** Sent as `delta.content`. */
+  | { text: string }
+  /** Sent as `delta.reasoning_content`. */
+  | { reasoning: string }
+  /**
+   * One tool call. An object `input` is JSON-stringified; a string is sent raw, which
+   * lets tests send invalid JSON. `id` defaults to `call_<n>`.
+   */
+  | { tool: { name: string; input: unknown | string; id?: string } }
+  /** An SSE data line sent verbatim as `data: ${raw}\n\n`. */
+  | { raw: string }
+
+/** A `200 text/event-stream` reply made of scripted chunks. */
+export interface StreamReply {
+  type: 'stream'
+  chunks: ScriptChunk[]
+  /** `finish_reason` of the last choice chunk; default `'tool_calls'` if any tool chunk, else `'stop'`. */
+  finish?: string
+  /** Default `{ input: 10, output: 5 }`; sent as a final chunk with `choices: []`. */
+  usage?: ScriptUsage
+  /**
+   * What happens after the chunks:
+   * - `'done'` (default): finish chunk, usage chunk, `data: [DONE]`, end.
+   * - `'hang'`: nothing more, never ends (until `close()` or the client aborts).
+   * - `'reset'`: the socket is destroyed abruptly, without finish or usage.
+   * - `'close'`: the response ends cleanly but without finish chunk, usage or `[DONE]`.
+   */
+  end?: 'done' | 'hang' | 'reset' | 'close'
+  /** Wait between chunks, in ms (default 0). */
+  delayMs?: number
+  headers?: Record<string, string>
+}
+
+/** An HTTP error reply. A string `body` is sent as is, anything else JSON-stringified. */
+export interface ErrorReply {
+  type: 'error'
+  status: number
+  body: unknown
+  headers?: Record<string, string>
+}
+
+/** Accept the request and never send a status line or body. */
+export interface HangReply {
+  type: 'hang'
+}
+
+export type ScriptReply = StreamReply | ErrorReply | HangReply
+
+/** A call as the server received it. */
+export interface RecordedRequest {
+  /** The parsed JSON body (the raw string if it was not JSON). */
+  body: any
+  headers: Record<string, string | string[] | undefined>
+  /** 1-based number of the call. */
+  call: number
+}
+
+export interface ScriptedServer {
+  /** `http://127.0.0.1:PORT/v1`, the `baseURL` for `createOpenAICompatible`. */
+  readonly url: string
+  /** Number of `POST /v1/chat/completions` received. */
+  readonly calls: number
+  readonly requests: RecordedRequest[]
+  /**
+   * Queue raw replies, answered in order, one per call.
+   * @example server.push({ type: 'stream', chunks: [{ text: 'hi' }], end: 'reset' })
+   */
+  push(...replies: ScriptReply[]): this
+  /**
+   * Queue a text reply, split into `deltas` pieces (default: one piece per word).
+   * @example server.text('Hello world', { usage: { input: 3, output: 2 } })
+   */
+  text(text: string, options?: { usage?: ScriptUsage; deltas?: number; finish?: string }): this
+  /**
+   * Queue a reply with reasoning, optionally followed by text.
+   * @example server.reasoning('Let me think', 'The answer is 4')
+   */
+  reasoning(reasoning: string, text?: string, options?: { usage?: ScriptUsage }): this
+  /**
+   * Queue a reply with one tool call (finish reason `tool_calls`), optionally preceded by text.
+   * The id defaults to `call_<n>`, n counting the tool calls queued on this server (from 1).
+   * @example server.tool('bash', { cmd: 'ls' }, { id: 'call_ls' })
+   */
+  tool(name: string, input: unknown, options?: { id?: string; text?: string; usage?: ScriptUsage }): this
+  /**
+   * Queue a reply with several parallel tool calls (indices 0..k-1).
+   * @example server.tools([{ name: 'read', input: { path: 'a' } }, { name: 'read', input: { path: 'b' } }])
+   */
+  tools(calls: Array<{ name: string; input: unknown; id?: string }>, options?: { usage?: ScriptUsage }): this
+  /**
+   * Queue an HTTP error reply.
+   * @example server.error(429, { error: { message: 'slow down' } }, { 'retry-after': '1' })
+   */
+  error(status: number, body: unknown, headers?: Record<string, string>): this
+  /**
+   * Queue a reply that never answers (abort it from the client, or `close()` the server).
+   * @example server.hang()
+   */
+  hang(): this
+  /**
+   * Resolve when the n-th call (1-based) has arrived, immediately if it already has.
+   * @example const { body } = await server.waitForCall(1)
+   */
+  waitForCall(n: number, timeoutMs?: number): Promise<RecordedRequest>
+  /**
+   * Replies still queued.
+   * @example expect(server.pending()).toBe(0)
+   */
+  pending(): number
+  /**
+   * End hanging responses, destroy open sockets and close the server.
+   * @example afterEach(() => server.close())
+   */
+  close(): Promise<void>
+}
+
+const COMPLETIONS_PATH = '/v1/chat/completions'
+const DEFAULT_USAGE: ScriptUsage = { input: 10, output: 5 }
+
+/** Split text in word-ish pieces (whitespace stays attached), or in `deltas` even pieces. */
+function splitText(text: string, deltas?: number): string[] {
+  if (text === '') return []
+  if (deltas !== undefined && deltas >= 1) {
+    const count = Math.min(Math.floor(deltas), text.length)
+    const size = Math.ceil(text.length / count)
+    const pieces: string[] = []
+    for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size))
+    return pieces
+  }
+  const words = text.match(/\s*\S+\s*/g)
+  return words && words.length > 0 ? words : [text]
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+interface Waiter {
+  n: number
+  resolve: (request: RecordedRequest) => void
+  reject: (error: Error) => void
+  timer: NodeJS.Timeout
+}
+
+class ScriptedServerImpl implements ScriptedServer {
+  readonly requests: RecordedRequest[] = []
+  private readonly queue: ScriptReply[] = []
+  private readonly waiters = new Set<Waiter>()
+  private readonly sockets = new Set<Socket>()
+  /** Responses still open (streaming, hanging); ended by `close()` so it never waits on them. */
+  private readonly open = new Map<http.ServerResponse, { sentHeaders: boolean }>()
+  private toolCounter = 0
+  private chunkCounter = 0
+  private closing: Promise<void> | undefined
+
+  constructor(private readonly server: http.Server) {
+    server.on('connection', (socket) => {
+      this.sockets.add(socket)
+      // A client that aborts mid-stream resets the socket; that must not crash the process.
+      socket.on('error', () => {})
+      socket.on('close', () => this.sockets.delete(socket))
+    })
+    server.on('request', (req, res) => this.handle(req, res))
+  }
+
+  get url(): string {
+    const address = this.server.address() as AddressInfo
+    return `http://127.0.0.1:${address.port}/v1`
+  }
+
+  get calls(): number {
+    return this.requests.length
+  }
+
+  push(...replies: ScriptReply[]): this {
+    // Tool ids are fixed at queue time so a test knows them from the order of its script.
+    for (const reply of replies) {
+      if (reply.type !== 'stream') {
+        this.queue.push(reply)
+        continue
+      }
+      const chunks = reply.chunks.map((chunk) => {
+        if (!('tool' in chunk)) return chunk
+        this.toolCounter += 1
+        return { tool: { ...chunk.tool, id: chunk.tool.id ?? `call_${this.toolCounter}` } }
+      })
+      this.queue.push({ ...reply, chunks })
+    }
+    return this
+  }
+
+  text(text: string, options: { usage?: ScriptUsage; deltas?: number; finish?: string } = {}): this {
+    return this.push({
+      type: 'stream',
+      chunks: splitText(text, options.deltas).map((piece) => ({ text: piece })),
+      usage: options.usage,
+      finish: options.finish,
+    })
+  }
+
+  reasoning(reasoning: string, text?: string, options: { usage?: ScriptUsage } = {}): this {
+    return this.push({
+      type: 'stream',
+      chunks: [
+        ...splitText(reasoning).map((piece) => ({ reasoning: piece })),
+        ...splitText(text ?? '').map((piece) => ({ text: piece })),
+      ],
+      usage: options.usage,
+    })
+  }
+
+  tool(name: string, input: unknown, options: { id?: string; text?: string; usage?: ScriptUsage } = {}): this {
+    return this.push({
+      type: 'stream',
+      chunks: [...splitText(options.text ?? '').map((piece) => ({ text: piece })), { tool: { name, input, id: options.id } }],
+      usage: options.usage,
+    })
+  }
+
+  tools(calls: Array<{ name: string; input: unknown; id?: string }>, options: { usage?: ScriptUsage } = {}): this {
+    return this.push({ type: 'stream', chunks: calls.map((call) => ({ tool: { ...call } })), usage: options.usage })
+  }
+
+  error(status: number, body: unknown, headers?: Record<string, string>): this {
+    return this.push({ type: 'error', status, body, headers })
+  }
+
+  hang(): this {
+    return this.push({ type: 'hang' })
+  }
+
+  waitForCall(n: number, timeoutMs = 10000): Promise<RecordedRequest> {
+    const arrived = this.requests[n - 1]
+    if (arrived) return Promise.resolve(arrived)
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        n,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.waiters.delete(waiter)
+          reject(new Error(`scripted server: waited ${timeoutMs}ms for call ${n}, but only ${this.calls} call(s) arrived`))
+        }, timeoutMs),
+      }
+      this.waiters.add(waiter)
+    })
+  }
+
+  pending(): number {
+    return this.queue.length
+  }
+
+  close(): Promise<void> {
+    this.closing ??= new Promise<void>((resolve) => {
+      // Pending waiters would otherwise keep their timers (and jest) alive.
+      for (const waiter of this.waiters) {
+        clearTimeout(waiter.timer)
+        waiter.reject(new Error(`scripted server: closed while waiting for call ${waiter.n} (${this.calls} call(s) arrived)`))
+      }
+      this.waiters.clear()
+      for (const [res, state] of this.open) {
+        // A stream already started can end cleanly; a hang without a status line can only be cut.
+        if (state.sentHeaders) res.end()
+        else res.socket?.destroy()
+      }
+      this.open.clear()
+      this.server.close(() => resolve())
+      // Keep-alive connections would make server.close() wait for their idle timeout.
+      this.server.closeAllConnections?.()
+      for (const socket of this.sockets) socket.destroy()
+      this.sockets.clear()
+    })
+    return this.closing
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    req.on('error', () => {})
+    res.on('error', () => {})
+    const path = (req.url ?? '').split('?')[0]
+    if (req.method !== 'POST' || path !== COMPLETIONS_PATH) {
+      req.resume()
+      res.writeHead(404, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ error: { message: `scripted server: no route ${req.method} ${req.url}`, type: 'not_found' } }))
+      return
+    }
+    const parts: Buffer[] = []
+    req.on('data', (part: Buffer) => parts.push(part))
+    req.on('end', () => {
+      const text = Buffer.concat(parts).toString('utf8')
+      let body: unknown = text
+      try {
+        body = JSON.parse(text)
+      } catch {
+        // keep the raw text: a test may want to see what a broken client sent
+      }
+      const request: RecordedRequest = { body, headers: { ...req.headers }, call: this.requests.length + 1 }
+      this.requests.push(request)
+      for (const waiter of this.waiters) {
+        if (waiter.n <= request.call) {
+          clearTimeout(waiter.timer)
+          this.waiters.delete(waiter)
+          waiter.resolve(this.requests[waiter.n - 1])
+        }
+      }
+      const reply = this.queue.shift()
+      if (!reply) {
+        // 400, not 5xx: an engine under test then fails fast instead of retrying.
+        res.writeHead(400, { 'content-type': 'application/json' })
+        res.end(
+          JSON.stringify({
+            error: { message: `scripted server: no reply queued for call ${request.call}`, type: 'invalid_request_error' },
+          }),
+        )
+        return
+      }
+      const model = typeof (body as { model?: unknown })?.model === 'string' ? (body as { model: string }).model : 'scripted'
+      this.answer(reply, req, res, model).catch(() => {
+        // the client went away mid-reply; nothing to report
+      })
+    })
+  }
+
+  private async answer(reply: ScriptReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+    if (reply.type === 'error') {
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
+      res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body))
+      return
+    }
+    const state = { sentHeaders: false }
+    this.open.set(res, state)
+    res.on('close', () => this.open.delete(res))
+    if (reply.type === 'hang') return
+
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...reply.headers })
+    // Send the status line now so a client sees the stream start even if nothing follows.
+    res.flushHeaders()
+    state.sentHeaders = true
+
+    const created = Math.floor(Date.now() / 1000)
+    let first = true
+    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
+    const write = (data: string) => {
+      if (!gone()) res.write(`data: ${data}\n\n`)
+    }
+    const send = (delta: Record<string, unknown>, finishReason: string | null = null) => {
+      // The first chunk announces the role, as OpenAI does.
+      if (first) delta = { role: 'assistant', ...delta }
+      first = false
+      write(JSON.stringify(this.chunk(model, created, [{ index: 0, delta, finish_reason: finishReason }])))
+    }
+    const pause = async () => {
+      if (reply.delayMs) await sleep(reply.delayMs)
+    }
+
+    let toolIndex = 0
+    for (const [i, chunk] of reply.chunks.entries()) {
+      if (i > 0) await pause()
+      if (gone()) return
+      if ('text' in chunk) send({ content: chunk.text })
+      else if ('reasoning' in chunk) send({ reasoning_content: chunk.reasoning })
+      else if ('raw' in chunk) write(chunk.raw)
+      else {
+        const index = toolIndex++
+        const { name, input, id } = chunk.tool
+        const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
+        const half = Math.ceil(args.length / 2)
+        send({ tool_calls: [{ index, id, type: 'function', function: { name, arguments: '' } }] })
+        await pause()
+        send({ tool_calls: [{ index, function: { arguments: args.slice(0, half) } }] })
+        await pause()
+        send({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] })
+      }
+    }
+    if (reply.chunks.length > 0) await pause()
+    if (gone()) return
+
+    const end = reply.end ?? 'done'
+    if (end === 'hang') return
+    if (end === 'reset') {
+      req.socket.destroy()
+      return
+    }
+    if (end === 'close') {
+      res.end()
+      return
+    }
+    const hasTool = reply.chunks.some((chunk) => 'tool' in chunk)
+    send({}, reply.finish ?? (hasTool ? 'tool_calls' : 'stop'))
+    const usage = reply.usage ?? DEFAULT_USAGE
+    write(
+      JSON.stringify({
+        ...this.chunk(model, created, []),
+        usage: {
+          prompt_tokens: usage.input,
+          completion_tokens: usage.output,
+          total_tokens: usage.input + usage.output,
+          prompt_tokens_details: { cached_tokens: usage.cacheRead ?? 0 },
+          completion_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 },
+        },
+      }),
+    )
+    write('[DONE]')
+    res.end()
+  }
+
+  private chunk(model: string, created: number, choices: unknown[]) {
+    this.chunkCounter += 1
+    return {
+      id: `chatcmpl-${this.chunkCounter}-${randomBytes(4).toString('hex')}`,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      choices,
+    }
+  }
+}
+
+/**
+ * Start a scripted OpenAI-compatible server on 127.0.0.1 (port 0 picks a free port).
+ * @example
+ * const server = await startScriptedServer()
+ * server.text('Hello world')
+ * const provider = createOpenAICompatible({ name: 'test', baseURL: server.url, apiKey: 'k', includeUsage: true })
+ * const result = streamText({ model: provider('m'), prompt: 'hi' })
+ * await server.close()
+ */
+export function startScriptedServer(options: { port?: number } = {}): Promise<ScriptedServer> {
+  const server = http.createServer()
+  const scripted = new ScriptedServerImpl(server)
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject)
+      resolve(scripted)
+    })
+  })
+}

@@ -1,0 +1,100 @@
+/**
+ * Runs the tool calls of a finished step with the user's `execute`: at most
+ * `toolExecution.concurrency` at once, each with its own AbortSignal and timeout. Results and
+ * errors become tool parts; the next step sends them to the model in call order.
+ */
+import type { ModelMessage } from 'ai'
+import type { ToolPart } from '../types'
+import type { TurnScope } from '../turn/turn-scope'
+
+/**
+ * Runs every `running` tool part of the last step. Resolves when all have settled; a tool
+ * that throws becomes an `error` part, never a rejection.
+ *
+ * @example
+ * await runTools(scope, signal)
+ */
+export async function runTools(scope: TurnScope, signal: AbortSignal): Promise<void> {
+  const calls = scope.stepTools.filter((part) => part.state.status === 'running')
+  if (calls.length === 0) return
+  const messages = scope.modelMessages()
+  let next = 0
+  const worker = async () => {
+    while (next < calls.length && !signal.aborted) {
+      const part = calls[next++]
+      await runOne(scope, part, messages, signal)
+    }
+  }
+  const workers = Array.from({ length: Math.min(scope.config.toolExecution.concurrency, calls.length) }, worker)
+  await Promise.all(workers)
+}
+
+async function runOne(scope: TurnScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal): Promise<void> {
+  if (part.state.status !== 'running') return
+  const { input, time } = part.state
+  const definition = scope.config.tools[part.tool]
+  const timeoutMs = scope.config.toolExecution.timeoutMs
+  const controller = new AbortController()
+  const onTurnAbort = () => controller.abort(turnSignal.reason)
+  turnSignal.addEventListener('abort', onTurnAbort, { once: true })
+  let timer: NodeJS.Timeout | undefined
+  const stopped = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`tool '${part.tool}' timed out after ${timeoutMs} ms`)
+      controller.abort(error)
+      reject(error)
+    }, timeoutMs)
+    controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true })
+  })
+  stopped.catch(() => undefined)
+  try {
+    if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
+    const run = Promise.resolve(
+      definition.execute(input as never, {
+        toolCallId: part.callId,
+        messages,
+        abortSignal: controller.signal,
+      }),
+    ).then(lastValue)
+    const output = await Promise.race([run, stopped])
+    if (turnSignal.aborted) return // the turn's end marks the part aborted
+    part.state = { status: 'completed', input, output: toJsonValue(output), time: { start: time.start, end: Date.now() } }
+  } catch (error) {
+    if (turnSignal.aborted) return
+    part.state = { status: 'error', input, error: errorMessage(error), time: { start: time.start, end: Date.now() } }
+  } finally {
+    if (timer) clearTimeout(timer)
+    turnSignal.removeEventListener('abort', onTurnAbort)
+  }
+  scope.writer.changed(part)
+}
+
+/** A tool may return an async iterable of preliminary outputs; the last one is the result. */
+async function lastValue(value: unknown): Promise<unknown> {
+  if (value && typeof value === 'object' && Symbol.asyncIterator in value) {
+    let last: unknown
+    for await (const item of value as AsyncIterable<unknown>) last = item
+    return last
+  }
+  return value
+}
+
+/** Outputs are stored as JSON: undefined becomes null; what JSON cannot hold becomes a string. */
+function toJsonValue(value: unknown): unknown {
+  if (value === undefined) return null
+  try {
+    return JSON.parse(JSON.stringify(value)) ?? null
+  } catch {
+    return String(value)
+  }
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name
+  if (typeof error === 'string') return error
+  try {
+    return `tool threw a non-Error value: ${JSON.stringify(error)}`
+  } catch {
+    return `tool threw a non-Error value: ${String(error)}`
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Everything one turn's actors share: its ids, its messages in memory (the model history is
+ * built from them without rereading the database each step), the part writer and the write
+ * queue. The chart holds control data; this holds the data.
+ */
+import type { ModelMessage } from 'ai'
+import type { Bus } from '../bus'
+import type { ResolvedConfig } from '../config'
+import { SessionNotFoundError } from '../errors'
+import { newId } from '../ids'
+import { toModelMessages } from '../llm/model-messages'
+import { PartWriter } from '../store/part-writer'
+import type { Repository } from '../store/repository'
+import { WriteQueue } from '../store/write-queue'
+import type { MessageInfo, MessageWithParts, Part, ToolPart } from '../types'
+
+export class TurnScope {
+  readonly queue = new WriteQueue()
+  readonly writer: PartWriter
+  /** This turn's messages, in order: the user prompt, assistant messages, summaries. */
+  readonly messages: MessageWithParts[] = []
+  /** Tool parts of the step that streamed last, in call order. */
+  stepTools: ToolPart[] = []
+  /** Set when a write failed; the turn fails with it. */
+  storageError: unknown
+  private history: ModelMessage[] = []
+  private assistant: MessageWithParts | undefined
+
+  constructor(
+    readonly config: ResolvedConfig,
+    readonly repo: Repository,
+    readonly bus: Bus,
+    readonly turnId: string,
+    readonly sessionId: string,
+    onStorageError: (error: unknown) => void,
+  ) {
+    this.writer = new PartWriter({
+      repo,
+      queue: this.queue,
+      bus,
+      flushIntervalMs: config.flushIntervalMs,
+      now: () => Date.now(),
+      onError: (error) => {
+        this.storageError ??= error
+        onStorageError(error)
+      },
+    })
+  }
+
+  /** Loads the history the model needs and stores the user's prompt, in one transaction. */
+  async begin(prompt: string, turnRow: (tx: Repository) => Promise<void>): Promise<void> {
+    const now = Date.now()
+    const info: MessageInfo = { id: newId('msg', now), sessionId: this.sessionId, role: 'user', turnId: this.turnId, time: { created: now } }
+    const part: Part = {
+      id: newId('prt', now),
+      sessionId: this.sessionId,
+      messageId: info.id,
+      type: 'text',
+      text: prompt,
+      time: { start: now, end: now },
+    }
+    await this.queue.run(() =>
+      this.repo.transaction(async (tx) => {
+        if (!(await tx.getSession(this.sessionId))) throw new SessionNotFoundError(this.sessionId)
+        this.history = toModelMessages(await tx.messages(this.sessionId, { fromLatestSummary: true }))
+        await turnRow(tx)
+        await tx.upsertMessage(info)
+        await tx.upsertParts([part], now)
+        await tx.touchSession(this.sessionId, now)
+      }),
+    )
+    this.messages.push({ info, parts: [part] })
+    this.bus.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
+    this.bus.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+  }
+
+  /** The messages to send for the next LLM call. */
+  modelMessages(): ModelMessage[] {
+    const fromSummary = this.messages.some((m) => m.info.summary)
+    const current = toModelMessages(this.messages)
+    return fromSummary ? current : [...this.history, ...current]
+  }
+
+  /** The assistant message new parts go to; opened on first use (and after a summary). */
+  assistantMessage(): MessageWithParts {
+    if (!this.assistant) {
+      const now = Date.now()
+      const info: MessageInfo = {
+        id: newId('msg', now),
+        sessionId: this.sessionId,
+        role: 'assistant',
+        turnId: this.turnId,
+        time: { created: now },
+      }
+      this.assistant = { info, parts: [] }
+      this.messages.push(this.assistant)
+      this.saveMessage(info)
+    }
+    return this.assistant
+  }
+
+  /** The assistant messages of this turn (a compaction splits a turn into two). */
+  assistantMessages(): MessageWithParts[] {
+    return this.messages.filter((m) => m.info.role === 'assistant' && !m.info.summary)
+  }
+
+  /** Adds a part to `message` and hands it to the writer. */
+  addPart(message: MessageWithParts, part: Part): void {
+    message.parts.push(part)
+    this.writer.add(part)
+  }
+
+  /** Persists a message's info (queued behind earlier writes) and publishes it. */
+  saveMessage(info: MessageInfo): void {
+    this.queue.run(() => this.repo.upsertMessage(info)).catch((error) => {
+      this.storageError ??= error
+    })
+    this.bus.publish({ type: 'message.updated', sessionId: this.sessionId, info: structuredClone(info) })
+  }
+
+  /** Stores a compaction summary; the next step starts a new assistant message after it. */
+  addSummary(text: string, auto: boolean): MessageWithParts {
+    const now = Date.now()
+    const info: MessageInfo = {
+      id: newId('msg', now),
+      sessionId: this.sessionId,
+      role: 'assistant',
+      turnId: this.turnId,
+      summary: true,
+      time: { created: now, completed: now },
+      finish: 'stop',
+    }
+    const summary: MessageWithParts = { info, parts: [] }
+    this.messages.push(summary)
+    this.saveMessage(info)
+    this.addPart(summary, { id: newId('prt', now), sessionId: this.sessionId, messageId: info.id, type: 'compaction', auto, time: { start: now } })
+    this.addPart(summary, { id: newId('prt', now), sessionId: this.sessionId, messageId: info.id, type: 'text', text, time: { start: now, end: now } })
+    this.assistant = undefined
+    return summary
+  }
+}
