@@ -141,6 +141,7 @@ export const turnMachine = setup({
     },
     streaming: {
       invoke: {
+        id: 'streamStep',
         src: 'streamStep',
         input: ({ context }) => ({
           turnId: context.turnId,
@@ -179,6 +180,7 @@ export const turnMachine = setup({
     },
     'tool-running': {
       invoke: {
+        id: 'runTools',
         src: 'runTools',
         input: ({ context }) => ({ turnId: context.turnId, step: context.step }),
         onDone: [
@@ -196,6 +198,7 @@ export const turnMachine = setup({
     compacting: {
       entry: 'countCompaction',
       invoke: {
+        id: 'compact',
         src: 'compact',
         input: ({ context }) => ({
           turnId: context.turnId,

@@ -154,10 +154,6 @@ function splitText(text: string, deltas?: number): string[] {
   return words && words.length > 0 ? words : [text]
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
 interface Waiter {
   n: number
   resolve: (request: RecordedRequest) => void
@@ -172,6 +168,8 @@ class ScriptedServerImpl implements ScriptedServer {
   private readonly sockets = new Set<Socket>()
   /** Responses still open (streaming, hanging); ended by `close()` so it never waits on them. */
   private readonly open = new Map<http.ServerResponse, { sentHeaders: boolean }>()
+  /** Pending `delayMs` waits; `close()` cuts them short so no timer outlives the server. */
+  private readonly sleeps = new Set<() => void>()
   private toolCounter = 0
   private chunkCounter = 0
   private closing: Promise<void> | undefined
@@ -287,6 +285,7 @@ class ScriptedServerImpl implements ScriptedServer {
         else res.socket?.destroy()
       }
       this.open.clear()
+      for (const wake of this.sleeps) wake()
       this.server.close(() => resolve())
       // Keep-alive connections would make server.close() wait for their idle timeout.
       this.server.closeAllConnections?.()
@@ -372,7 +371,7 @@ class ScriptedServerImpl implements ScriptedServer {
       write(JSON.stringify(this.chunk(model, created, [{ index: 0, delta, finish_reason: finishReason }])))
     }
     const pause = async () => {
-      if (reply.delayMs) await sleep(reply.delayMs)
+      if (reply.delayMs) await this.sleep(reply.delayMs)
     }
 
     let toolIndex = 0
@@ -424,6 +423,18 @@ class ScriptedServerImpl implements ScriptedServer {
     )
     write('[DONE]')
     res.end()
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer)
+        this.sleeps.delete(wake)
+        resolve()
+      }
+      const timer = setTimeout(wake, ms)
+      this.sleeps.add(wake)
+    })
   }
 
   private chunk(model: string, created: number, choices: unknown[]) {
