@@ -1,0 +1,134 @@
+/**
+ * What the store holds after a turn: the transition log, the turn row, parts written at
+ * boundaries and on an interval (never per delta), pragmas, and no secrets.
+ */
+import fs from 'node:fs'
+import Database from 'better-sqlite3'
+import { Kysely, SqliteDialect, type LogEvent } from 'kysely'
+import { createEngine } from '../../src'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import { createHarness, modelFor, tempDbPath, type Harness } from '../support/harness'
+
+let h: Harness | undefined
+let server: ScriptedServer | undefined
+afterEach(async () => {
+  await h?.close()
+  await server?.close()
+  h = undefined
+  server = undefined
+})
+
+test('each transition is a row: seq, from, event, to, time; the turn row holds the final state', async () => {
+  h = await createHarness()
+  h.server.text('hello')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'hi')
+  await turn.done
+  const log = await h.engine.transitions(turn.id)
+  expect(log.map(({ seq, from, event, to }) => ({ seq, from, event, to }))).toEqual([
+    { seq: 1, from: 'idle', event: 'turn.start', to: 'streaming' },
+    { seq: 2, from: 'streaming', event: 'step.finished', to: 'completed' },
+  ])
+  expect(log[1].payload).toEqual({ finishReason: 'stop', toolCalls: 0, overflow: false })
+  expect(log[0].time).toBeLessThanOrEqual(log[1].time)
+  expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'completed', outcome: 'completed', step: 1, attempt: 1, retryAt: null, error: null })
+  const transitions = h.events.filter((e) => e.type === 'turn.transition')
+  expect(transitions.map((e) => (e as { to: string }).to)).toEqual(['streaming', 'completed'])
+})
+
+test('messages and parts: shapes of the contract, in order, every streamed part closed', async () => {
+  h = await createHarness({ pricing: { input: 1, output: 2 } })
+  h.server.reasoning('thinking', 'answer', { usage: { input: 1000, output: 500, reasoning: 100, cacheRead: 200 } })
+  const session = await h.engine.createSession()
+  await h.engine.prompt(session.id, 'hi').done
+  const [user, assistant] = await h.engine.messages(session.id)
+  expect(user.info).toMatchObject({ role: 'user', sessionId: session.id })
+  expect(user.parts).toMatchObject([{ type: 'text', text: 'hi' }])
+  expect(assistant.info).toMatchObject({
+    role: 'assistant',
+    finish: 'stop',
+    tokens: { input: 1000, output: 500, reasoning: 100, cache: { read: 200, write: 0 } },
+  })
+  expect(assistant.info.time.completed).toBeGreaterThanOrEqual(assistant.info.time.created)
+  expect(assistant.info.cost).toBeCloseTo((800 * 1 + 200 * 1 + 500 * 2) / 1e6)
+  expect(assistant.parts.map((p) => p.type)).toEqual(['step-start', 'reasoning', 'text', 'step-finish'])
+  for (const part of assistant.parts) {
+    if (part.type === 'text' || part.type === 'reasoning') expect(part.time.end).toBeDefined()
+    expect(part).toMatchObject({ sessionId: session.id, messageId: assistant.info.id })
+  }
+  expect(assistant.parts[3]).toMatchObject({ type: 'step-finish', reason: 'stop', tokens: { input: 1000, output: 500 } })
+})
+
+test('streamed text is written at boundaries and on the interval, never once per delta', async () => {
+  server = await startScriptedServer()
+  const writes: string[] = []
+  const db = new Kysely<any>({
+    dialect: new SqliteDialect({ database: new Database(tempDbPath()) }),
+    log: (event: LogEvent) => {
+      if (event.level === 'query' && /turnchart_parts/.test(event.query.sql) && /^insert/i.test(event.query.sql)) writes.push(event.query.sql)
+    },
+  })
+  const engine = await createEngine({ database: db, model: modelFor(server), flushIntervalMs: 10_000 })
+  const deltas = 2000
+  server.text('x'.repeat(deltas), { deltas })
+  const session = await engine.createSession()
+  let published = 0
+  engine.subscribe((e) => {
+    if (e.type === 'part.delta') published++
+  })
+  await engine.prompt(session.id, 'hi').done
+  expect(published).toBe(deltas)
+  expect(writes.length).toBeLessThan(10)
+  const messages = await engine.messages(session.id)
+  expect(messages[1].parts.find((p) => p.type === 'text')).toMatchObject({ text: 'x'.repeat(deltas) })
+  await engine.close()
+  await db.destroy()
+})
+
+test('while a stream is open, its text reaches the database within the flush interval', async () => {
+  h = await createHarness({ flushIntervalMs: 20 })
+  h.server.push({ type: 'stream', chunks: [{ text: 'partial ' }, { text: 'answer' }], end: 'hang' })
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'hi')
+  await h.waitForEvent((e) => e.type === 'part.delta' && e.delta === 'answer')
+  const deadline = Date.now() + 2000
+  let stored = ''
+  while (Date.now() < deadline) {
+    const parts = (await h.engine.messages(session.id))[1]?.parts ?? []
+    stored = (parts.find((p) => p.type === 'text') as { text: string } | undefined)?.text ?? ''
+    if (stored === 'partial answer') break
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  expect(stored).toBe('partial answer')
+  turn.abort()
+  await turn.done
+})
+
+test('the database file uses WAL and foreign keys; migrations run once', async () => {
+  h = await createHarness()
+  const second = await createEngine({ database: h.dbPath, model: modelFor(h.server) })
+  await second.close()
+  const raw = new Database(h.dbPath, { readonly: true })
+  expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
+  const migrations = raw.prepare('select name from turnchart_migrations').all()
+  expect(migrations).toEqual([{ name: '0001_initial' }])
+  const tables = raw.prepare("select name from sqlite_master where type='table' order by name").all().map((r: any) => r.name)
+  expect(tables).toEqual(['turnchart_messages', 'turnchart_migrations', 'turnchart_parts', 'turnchart_sessions', 'turnchart_transitions', 'turnchart_turns'])
+  raw.close()
+})
+
+test('nothing secret is stored: no API key, no request header, no request URL', async () => {
+  h = await createHarness()
+  h.server.error(400, { error: { message: 'bad request' } }, { 'set-cookie': 'session=secret-cookie', 'x-request-id': 'req_1' })
+  const session = await h.engine.createSession()
+  const result = await h.engine.prompt(session.id, 'hi').done
+  expect(result.outcome).toBe('failed')
+  expect(result.error?.responseHeaders).toMatchObject({ 'x-request-id': 'req_1' })
+  await h.engine.close()
+  const dump = fs.readFileSync(h.dbPath).toString('latin1') + (fs.existsSync(h.dbPath + '-wal') ? fs.readFileSync(h.dbPath + '-wal').toString('latin1') : '')
+  expect(dump).toContain('bad request')
+  expect(dump).not.toContain('test-key')
+  expect(dump.toLowerCase()).not.toContain('authorization')
+  expect(dump).not.toContain('secret-cookie')
+  expect(dump).not.toContain(h.server.url)
+})
