@@ -1,0 +1,22 @@
+// Builds dist/: CommonJS with declarations (tsc), plus thin ES module wrappers that re-export
+// the CommonJS build, so both `import` and `require` get the same single copy of the code.
+import { execFileSync } from 'node:child_process'
+import { createRequire } from 'node:module'
+import fs from 'node:fs'
+import path from 'node:path'
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
+fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true })
+execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' })
+
+const require = createRequire(import.meta.url)
+const entries = { index: 'dist/cjs/src/index.js', testing: 'dist/cjs/src/testing/index.js' }
+fs.mkdirSync(path.join(root, 'dist/esm'), { recursive: true })
+for (const [name, file] of Object.entries(entries)) {
+  const names = Object.keys(require(path.join(root, file))).filter((key) => key !== 'default' && key !== '__esModule')
+  const from = path.relative(path.join(root, 'dist/esm'), path.join(root, file)).split(path.sep).join('/')
+  const lines = [`import cjs from './${from}'`, `export const { ${names.join(', ')} } = cjs`, 'export default cjs', '']
+  fs.writeFileSync(path.join(root, `dist/esm/${name}.mjs`), lines.join('\n'))
+  fs.writeFileSync(path.join(root, `dist/esm/${name}.d.mts`), `export * from './${from.replace(/\.js$/, '')}'\n`)
+}
+console.log('built dist/cjs and dist/esm')

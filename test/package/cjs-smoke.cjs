@@ -1,0 +1,18 @@
+// Runs one turn through the built package from a CommonJS program.
+const { createEngine } = require('turnchart')
+const { startScriptedServer } = require('turnchart/testing')
+const { createOpenAICompatible } = require('@ai-sdk/openai-compatible')
+
+async function main() {
+  const server = await startScriptedServer()
+  server.text('hello from cjs')
+  const model = createOpenAICompatible({ name: 'x', baseURL: server.url, includeUsage: true })('m')
+  const engine = await createEngine({ model })
+  const session = await engine.createSession()
+  const result = await engine.prompt(session.id, 'hi').done
+  const [, a] = await engine.messages(session.id)
+  console.log(JSON.stringify({ outcome: result.outcome, text: a.parts.find((p) => p.type === 'text').text }))
+  await engine.close()
+  await server.close()
+}
+main()
