@@ -23,9 +23,11 @@ import {
   maxStoredBodyLength,
   networkErrorCodes,
   networkErrorPatterns,
-  nonRetryablePatterns,
+  contentRefusedPatterns,
   retryablePatterns,
   retryableStatusCodes,
+  spentQuotaPatterns,
+  windowQuotaPatterns,
 } from './provider-errors'
 
 export type ErrorKind = 'overflow' | 'retryable' | 'auth' | 'fatal'
@@ -60,6 +62,8 @@ interface Evidence {
   responseHeaders: Record<string, string>
   /** Headers for the retry delay: the allowlisted ones plus a delay the body asked for. */
   delayHeaders: Record<string, string>
+  /** The body itself said when to retry (Google RetryInfo). */
+  bodyAskedDelay: boolean
   /** A connection failure somewhere in the cause chain (or the SDK said so without a status). */
   network: boolean
 }
@@ -82,7 +86,7 @@ export function classifyError(error: unknown): ClassifiedError {
   if (APICallError.isInstance(error)) return decide(fromApiCallError(error))
   // Other turnchart errors already carry their own record; they are not provider failures.
   if (TurnchartError.isTurnchartError(error)) return { kind: 'fatal', error: error.toJSON(), headers: {} }
-  if (error instanceof Error) return decide(fromPlainError(error))
+  if (isErrorLike(error)) return decide(fromPlainError(error))
   // Provider error objects arrive as plain values in the stream's `error` part
   // (e.g. `{ type: 'overloaded_error', message: 'Overloaded' }` from Anthropic mid-stream).
   if (isRecord(error)) return decide(fromErrorObject(error))
@@ -122,7 +126,12 @@ function decide(ev: Evidence): ClassifiedError {
         : { name: 'UnknownError', message }
 
   // Quota spent or content refused: another attempt gets the same answer, whatever the status.
-  if (matchesAnyOf([...providerTexts, ev.message], nonRetryablePatterns)) {
+  const texts = [...providerTexts, ev.message]
+  const quotaSpent =
+    matchesAnyOf(texts, spentQuotaPatterns) ||
+    // A provider that says when to come back means a per-window quota, not an empty account.
+    (matchesAnyOf(texts, windowQuotaPatterns) && !ev.bodyAskedDelay)
+  if (quotaSpent || matchesAnyOf(texts, contentRefusedPatterns)) {
     return { kind: 'fatal', error: record(false), headers }
   }
 
@@ -174,6 +183,7 @@ function fromApiCallError(error: APICallError): Evidence {
     bodyIsText: rawText !== undefined && parsed === undefined,
     responseHeaders,
     delayHeaders: withBodyDelay(responseHeaders, facts.retryDelayMs),
+    bodyAskedDelay: facts.retryDelayMs !== undefined,
     // With a status an HTTP answer arrived, so only the causes can tell of a broken
     // connection (status 200 + `TypeError: terminated` is a reset mid-stream). Without
     // a status the SDK only sets isRetryable for connection failures.
@@ -189,6 +199,7 @@ function fromPlainError(error: Error): Evidence {
     bodyIsText: false,
     responseHeaders: {},
     delayHeaders: {},
+    bodyAskedDelay: false,
     network: hasNetworkCause(error, 0),
   }
 }
@@ -212,6 +223,7 @@ function fromErrorObject(value: Record<string, unknown>): Evidence {
     bodyIsText: false,
     responseHeaders: {},
     delayHeaders: withBodyDelay({}, facts.retryDelayMs),
+    bodyAskedDelay: facts.retryDelayMs !== undefined,
     network: false,
   }
 }
@@ -224,6 +236,7 @@ function fromString(text: string): Evidence {
     bodyIsText: false,
     responseHeaders: {},
     delayHeaders: {},
+    bodyAskedDelay: false,
     network: matchesAny(text, networkErrorPatterns),
   }
 }
@@ -288,11 +301,11 @@ function withBodyDelay(headers: Record<string, string>, delayMs: number | undefi
 /** Walks `.cause` (and an AggregateError's `errors`) looking for a connection failure. */
 function hasNetworkCause(error: unknown, startDepth: number): boolean {
   let current: unknown = error
-  for (let depth = 0; depth <= maxCauseDepth && current instanceof Error; depth++) {
+  for (let depth = 0; depth <= maxCauseDepth && isErrorLike(current); depth++) {
     if (depth >= startDepth) {
       if (isNetworkError(current)) return true
       const inner = (current as { errors?: unknown }).errors
-      if (Array.isArray(inner) && inner.slice(0, 5).some((e) => e instanceof Error && isNetworkError(e))) return true
+      if (Array.isArray(inner) && inner.slice(0, 5).some((e) => isErrorLike(e) && isNetworkError(e))) return true
     }
     current = current.cause
   }
@@ -312,7 +325,7 @@ function isNetworkError(error: Error): boolean {
 function chainMessage(error: Error): string {
   let text = error.message || error.name
   let current: unknown = error.cause
-  for (let depth = 1; depth <= maxCauseDepth && current instanceof Error; depth++) {
+  for (let depth = 1; depth <= maxCauseDepth && isErrorLike(current); depth++) {
     const part = current.message
     if (part && !text.includes(part)) text = `${text}: ${part}`
     current = current.cause
@@ -353,6 +366,17 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined
   }
+}
+
+/**
+ * `instanceof Error` fails across realms (DOMException from Node's realm inside a Jest
+ * sandbox, errors from a worker), so an object with a string name and message counts too.
+ */
+function isErrorLike(value: unknown): value is Error {
+  if (value instanceof Error) return true
+  if (typeof value !== 'object' || value === null) return false
+  const { name, message } = value as { name?: unknown; message?: unknown }
+  return typeof name === 'string' && typeof message === 'string' && Object.prototype.toString.call(value) !== '[object Object]'
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -63,25 +63,49 @@ export const retryablePatterns: readonly RegExp[] = [
 /**
  * Markers in a 429/5xx body that say retrying cannot help: the quota or billing is spent, or
  * the content was refused. They override the status code (the AI SDK marks these retryable).
- * `refused` deliberately does not match "connection refused", which is a network failure.
- *
- * @example
- * nonRetryablePatterns.some((p) => p.test('insufficient_quota')) // true
+ * Split in three because one group has an exception (see `windowQuotaPatterns`).
  */
-export const nonRetryablePatterns: readonly RegExp[] = [
-  new RegExp(`insufficient${S}quota`, 'i'), // OpenAI
-  new RegExp(`quota${S}exceeded`, 'i'), // "Quota exceeded for metric …"
-  /exceeded your current quota/i, // OpenAI's message for insufficient_quota
-  /billing/i, // "check your plan and billing details", "billing_not_active", "billing hard limit"
+
+/** The account is out of money or credit: always fatal. */
+export const spentQuotaPatterns: readonly RegExp[] = [
+  new RegExp(`insufficient${S}quota`, 'i'), // OpenAI code and type
   new RegExp(`credit${S}balance`, 'i'), // Anthropic "Your credit balance is too low"
-  /insufficient (?:credits|balance|funds)/i, // OpenRouter 402-style messages on other statuses
+  /insufficient (?:credits|balance|funds)/i, // OpenRouter and resellers
+  new RegExp(`billing${S}(?:hard${S})?limit`, 'i'), // OpenAI "Billing hard limit has been reached"
+  new RegExp(`billing${S}not${S}active`, 'i'), // OpenAI "billing_not_active"
+  // Not a bare /billing/: OpenAI's ordinary rate-limit message links to ".../account/billing".
+]
+
+/**
+ * "Quota exceeded" wording. Fatal, except when the provider also says when to come back
+ * (Google's `RetryInfo.retryDelay`): Gemini sends this wording for per-minute quotas too.
+ */
+export const windowQuotaPatterns: readonly RegExp[] = [
+  new RegExp(`quota${S}exceeded`, 'i'), // Google "Quota exceeded for metric …"
+  /exceeded your current quota/i, // OpenAI (with insufficient_quota) and Gemini
+  /plan and billing details/i, // "please check your plan and billing details"
+]
+
+/**
+ * The content was refused by a filter or the model: sending it again gets the same answer.
+ * `refused` deliberately does not match "connection refused", which is a network failure.
+ */
+export const contentRefusedPatterns: readonly RegExp[] = [
   new RegExp(`content${S}filter`, 'i'), // Azure "content_filter"
   /moderation/i, // "flagged by moderation"
   new RegExp(`content${S}(?:management${S})?policy`, 'i'), // Azure "content management policy"
   /responsibleaipolicyviolation/i, // Azure innererror code
-  /(?<!connection\s+(?:was\s+|been\s+)?)\brefused\b/i, // "the request was refused" (not "connection refused")
+  /(?<!connection\s+(?:was\s+|been\s+)?)\brefused\b/i, // "the request was refused"
   /\brefusal\b/i,
 ]
+
+/**
+ * All non-retryable markers together.
+ *
+ * @example
+ * nonRetryablePatterns.some((p) => p.test('insufficient_quota')) // true
+ */
+export const nonRetryablePatterns: readonly RegExp[] = [...spentQuotaPatterns, ...windowQuotaPatterns, ...contentRefusedPatterns]
 
 /** Error `code` values (Node, undici, Bun) of a failed connection. Checked along the cause chain. */
 export const networkErrorCodes: readonly string[] = [

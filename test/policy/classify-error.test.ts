@@ -175,6 +175,30 @@ describe('classifyError: context overflow', () => {
     expect(typeof result.error.responseBody).toBe('string')
   })
 
+  // Each phrase of the contract on its own, so no case passes thanks to another phrase.
+  const phrases = [
+    'prompt is too long',
+    'Your input exceeds the context window of this model',
+    'maximum context length is 8192 tokens',
+    'The input token count (40000) exceeds the maximum number of tokens allowed (32768).',
+    'Please reduce the length of the messages.',
+    'context length exceeded',
+    'Request Entity Too Large',
+    'the request exceeds the available context size, try increasing it',
+    'requested tokens are greater than the context length',
+    'Your request exceeded model token limit: 131072',
+  ]
+
+  it.each(phrases)('contract phrase %p in a 400 body → overflow', (phrase) => {
+    expect(classifyError(apiError({ statusCode: 400, body: { error: { message: phrase } }, message: 'Bad Request' })).kind).toBe('overflow')
+  })
+
+  it.each(phrases)('contract phrase %p as a plain error message → overflow', (phrase) => {
+    const result = classifyError(new Error(phrase))
+    expect(result.kind).toBe('overflow')
+    expect(result.error).toEqual({ name: 'ContextOverflowError', message: phrase })
+  })
+
   it('uses the provider message as the record message', () => {
     const result = classifyError(apiError({ statusCode: 400, body: cases[0][2], message: 'Bad Request' }))
     expect(result.error).toEqual({
@@ -241,10 +265,38 @@ describe('classifyError: retryable', () => {
     ['400 with structured overloaded_error', 400, { error: { type: 'overloaded_error' } }],
     ['400 with rate_limit_exceeded code', 400, { error: { code: 'rate_limit_exceeded', message: 'slow down' } }],
     ['Ollama 500 string error', 500, { error: 'llama runner process has terminated: signal: killed' }],
+    [
+      'OpenAI 429 rate limit whose message links to the billing page',
+      429,
+      {
+        error: {
+          message:
+            'Rate limit reached for gpt-4o-mini in organization org-abc on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s. Visit https://platform.openai.com/account/rate-limits to learn more. You can increase your rate limit by adding a payment method to your account at https://platform.openai.com/account/billing.',
+          type: 'requests',
+          param: null,
+          code: 'rate_limit_exceeded',
+        },
+      },
+    ],
+    [
+      'Gemini free-tier per-minute quota with RetryInfo',
+      429,
+      {
+        error: {
+          code: 429,
+          message:
+            'You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 15',
+          status: 'RESOURCE_EXHAUSTED',
+          details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '42s' }],
+        },
+      },
+    ],
     ['vLLM 500 top-level', 500, { object: 'error', message: 'Internal server error', type: 'InternalServerError', param: null, code: 500 }],
   ]
 
-  it.each(cases)('%s → retryable', (_name, statusCode, body, headers) => {
+  // Rest parameters: jest would take a fourth named parameter for a `done` callback.
+  it.each(cases)('%s → retryable', (...row) => {
+    const [, statusCode, body, headers] = row
     const result = classifyError(apiError({ statusCode, body, headers, isRetryable: false }))
     expect(result.kind).toBe('retryable')
     expect(result.error.name).toBe('APIError')
@@ -369,6 +421,14 @@ describe('classifyError: not retryable', () => {
       'fatal',
       'APIError',
     ],
+    [
+      'Google quota exceeded without a retry delay',
+      429,
+      { error: { code: 429, message: 'Quota exceeded for quota metric \'Generate Content API requests per day\'', status: 'RESOURCE_EXHAUSTED' } },
+      'fatal',
+      'APIError',
+    ],
+    ['OpenAI billing hard limit', 429, { error: { message: 'Billing hard limit has been reached', type: 'insufficient_quota' } }, 'fatal', 'APIError'],
     ['503 insufficient_quota (SDK says retryable)', 503, { error: { code: 'insufficient_quota', message: 'quota' } }, 'fatal', 'APIError'],
     [
       'Anthropic credit balance',
@@ -403,7 +463,7 @@ describe('classifyError: not retryable', () => {
     ['422 validation', 422, { detail: [{ loc: ['body', 'messages'], msg: 'field required' }] }, 'fatal', 'APIError'],
   ]
 
-  it.each(cases)('%s → %s', (_name, statusCode, body, kind, name) => {
+  it.each(cases)('%s (HTTP %i)', (_name, statusCode, body, kind, name) => {
     const result = classifyError(apiError({ statusCode, body, isRetryable: statusCode >= 429 }))
     expect(result.kind).toBe(kind)
     expect(result.error.name).toBe(name)
