@@ -133,7 +133,6 @@ export const turnMachine = setup({
   output: ({ context }) => ({ outcome: context.outcome ?? 'aborted', error: context.error }),
   on: {
     'turn.abort': { target: '.aborted' },
-    'turn.fail': { target: '.failed', actions: 'rememberFailure' },
   },
   states: {
     idle: {
@@ -151,6 +150,7 @@ export const turnMachine = setup({
         }),
       },
       on: {
+        'turn.fail': { target: 'failed', actions: 'rememberFailure' },
         'step.finished': [
           { guard: 'hasToolCalls', target: 'tool-running', actions: 'markOverflowPending' },
           {
@@ -174,11 +174,13 @@ export const turnMachine = setup({
       },
     },
     'retry-waiting': {
+      on: { 'turn.fail': { target: 'failed', actions: 'rememberFailure' } },
       after: {
         retryDelay: { target: 'streaming', actions: 'startNextAttempt' },
       },
     },
     'tool-running': {
+      on: { 'turn.fail': { target: 'failed', actions: 'rememberFailure' } },
       invoke: {
         id: 'runTools',
         src: 'runTools',
@@ -197,6 +199,7 @@ export const turnMachine = setup({
     },
     compacting: {
       entry: 'countCompaction',
+      on: { 'turn.fail': { target: 'failed', actions: 'rememberFailure' } },
       invoke: {
         id: 'compact',
         src: 'compact',
