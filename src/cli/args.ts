@@ -1,0 +1,42 @@
+/**
+ * A tiny argument parser for the CLI: positionals, boolean flags and `--name value` options.
+ * Anything unexpected is a `UsageError` (usage on stderr, exit status 2).
+ */
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError'
+}
+
+export interface ParsedArgs {
+  positionals: string[]
+  flags: Set<string>
+  values: Map<string, string>
+}
+
+/**
+ * @example
+ * parseArgs(['a.db', '--json'], { flags: ['json'], values: [] }) // { positionals: ['a.db'], flags: {'json'} }
+ */
+export function parseArgs(argv: string[], spec: { flags?: string[]; values?: string[]; positionals: number }): ParsedArgs {
+  const parsed: ParsedArgs = { positionals: [], flags: new Set(), values: new Map() }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg.startsWith('--')) {
+      const [name, inline] = arg.slice(2).split(/=(.*)/s, 2)
+      if (spec.flags?.includes(name) && inline === undefined) parsed.flags.add(name)
+      else if (spec.values?.includes(name)) {
+        const value = inline ?? argv[++i]
+        if (value === undefined || value === '') throw new UsageError(`--${name} needs a value`)
+        parsed.values.set(name, value)
+      } else throw new UsageError(`unknown option ${arg}`)
+    } else if (arg.startsWith('-') && arg !== '-') {
+      throw new UsageError(`unknown option ${arg}`)
+    } else parsed.positionals.push(arg)
+  }
+  if (parsed.positionals.length !== spec.positionals) {
+    throw new UsageError(
+      parsed.positionals.length < spec.positionals ? 'missing argument' : `unexpected argument ${parsed.positionals[spec.positionals]}`,
+    )
+  }
+  return parsed
+}

@@ -1,0 +1,316 @@
+/**
+ * `turnchart demo [--inspect] [--db <file>]`: one real agent session, end to end.
+ *
+ * Without configuration the model is the scripted OpenAI-compatible server
+ * (`turnchart/testing`), started in-process with a built-in script: streamed reasoning and
+ * text, a real tool call (listing a folder), a 429 answered with a retry, a context overflow
+ * answered with a compaction, and an abort. With TURNCHART_BASE_URL, TURNCHART_API_KEY and
+ * TURNCHART_MODEL set, the same agent and prompts run against that endpoint instead.
+ */
+import fs from 'node:fs/promises'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
+import { tool, type LanguageModel } from 'ai'
+import { z } from 'zod'
+import { createEngine, type Engine } from '../engine'
+import type { EngineOptions } from '../config'
+import type { TurnchartEvent } from '../bus'
+import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
+import { parseArgs } from './args'
+import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
+
+/** The three prompts of the demo session (the same against a real model). */
+export const demoPrompts = {
+  list: 'What is in the current folder? Use the list tool.',
+  summarise: 'Read it all and summarise the project for me.',
+  poem: 'Now write a very long poem about state machines.',
+}
+
+/** The entries of a folder (folders with a trailing /), sorted, at most 50. */
+export async function listFolder(folder: string): Promise<string[]> {
+  const entries = await fs.readdir(path.resolve(folder), { withFileTypes: true })
+  return entries
+    .map((e) => (e.isDirectory() ? `${e.name}/` : e.name))
+    .sort()
+    .slice(0, 50)
+}
+
+/** The listing tool: real, read-only, bounded. */
+export const listTool = tool({
+  description: 'List the entries of a folder (names, with a trailing / for folders)',
+  inputSchema: z.object({ path: z.string().describe('the folder, relative to the working directory') }),
+  execute: async ({ path: folder }) => listFolder(folder),
+})
+
+/** The built-in script: what the scripted server answers, call by call. */
+export async function queueDemoScript(server: ScriptedServer, cwd: string): Promise<void> {
+  const entries = await listFolder(cwd)
+  const shown = entries.slice(0, 6).join(', ')
+  // Turn 1: reasoning + text + a tool call; a 429 on the next step; then the answer.
+  server.push({
+    type: 'stream',
+    delayMs: 12,
+    chunks: [
+      ...words('The user wants to know what this folder holds. The list tool can tell me.').map((w) => ({ reasoning: w })),
+      ...words('Let me look at the folder.').map((w) => ({ text: w })),
+      { tool: { name: 'list', input: { path: '.' } } },
+    ],
+    usage: { input: 120, output: 30, reasoning: 14 },
+  })
+  server.error(429, { error: { message: 'Rate limit reached for requests. Please retry shortly.', type: 'rate_limit_error' } }, { 'retry-after-ms': '1500' })
+  server.push({
+    type: 'stream',
+    delayMs: 12,
+    chunks: words(`The folder holds ${entries.length} entries, among them ${shown}.`).map((w) => ({ text: w })),
+    usage: { input: 260, output: 24 },
+  })
+  // Turn 2: the request overflows the context; the history is summarised, then the step is retried.
+  server.error(400, {
+    error: {
+      message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens.",
+      type: 'invalid_request_error',
+      code: 'context_length_exceeded',
+    },
+  })
+  server.text(`Summary: the user asked what the folder holds; the list tool showed ${entries.length} entries (${shown}). Next: summarise the project.`, { usage: { input: 300, output: 40 } })
+  server.push({
+    type: 'stream',
+    delayMs: 12,
+    chunks: words('From what I saw, this is a small project: source code, tests and docs, run by an explicit statechart.').map((w) => ({ text: w })),
+    usage: { input: 90, output: 22 },
+  })
+  // Turn 3: a long answer that is aborted half way.
+  server.push({
+    type: 'stream',
+    delayMs: 40,
+    chunks: words(
+      'In idle the actor waits, a prompt upon the stack; then streaming, token after token, it never looks back; ' +
+        'a tool is called, the tools run, the answer finds its way; and should the model be overloaded, retry-waiting holds the day. ' +
+        'When context overflows its banks, compacting trims the tale, and every transition is a row, so no one tells it stale.',
+    ).map((w) => ({ text: w })),
+    end: 'hang',
+  })
+}
+
+function words(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? [text]
+}
+
+/** Prints the conversation as it streams and each transition as it is committed. */
+export function createPrinter(io: CliIO, c: Colors) {
+  let atLineStart = true
+  const partTypes = new Map<string, string>()
+  const streamed = new Set<string>()
+  const summaries = new Set<string>()
+  let retryTimer: NodeJS.Timeout | undefined
+  const write = (text: string) => {
+    if (text.length === 0) return
+    io.stdout.write(text)
+    atLineStart = text.endsWith('\n')
+  }
+  const line = (text: string) => write(`${atLineStart ? '' : '\n'}${text}\n`)
+  const stopRetryLine = () => {
+    if (!retryTimer) return
+    clearInterval(retryTimer)
+    retryTimer = undefined
+    if (io.stdout.isTTY) write('\r\x1b[2K')
+    line(c.yellow('  … retrying now'))
+  }
+  const onEvent = (event: TurnchartEvent) => {
+    switch (event.type) {
+      case 'part.delta': {
+        const type = partTypes.get(event.partId)
+        if (!streamed.has(event.partId)) {
+          streamed.add(event.partId)
+          write(`${atLineStart ? '' : '\n'}${type === 'reasoning' ? c.dim('thinking ›') : c.green('assistant ›')} `)
+        }
+        write(type === 'reasoning' ? c.dim(event.delta) : event.delta)
+        break
+      }
+      case 'message.updated':
+        if (event.info.summary) summaries.add(event.info.id)
+        break
+      case 'part.updated': {
+        const part = event.part
+        partTypes.set(part.id, part.type)
+        const fromUser = part.step === undefined && !summaries.has(part.messageId)
+        if (fromUser) break
+        if ((part.type === 'text' || part.type === 'reasoning') && part.time.end !== undefined && !streamed.has(part.id) && part.text) {
+          // Not streamed (the compaction summary is produced in one piece): print it whole.
+          streamed.add(part.id)
+          line(`${summaries.has(part.messageId) ? c.magenta('summary ›') : c.green('assistant ›')} ${truncate(part.text, 400)}`)
+        } else if (part.type === 'tool' && part.state.status === 'running') {
+          line(c.yellow(`  ⚙ ${part.tool}(${json(part.state.input)})`))
+        } else if (part.type === 'tool' && part.state.status === 'completed') {
+          line(c.yellow(`  ✓ ${part.tool} → ${truncate(json(part.state.output), 100)}`))
+        } else if (part.type === 'tool' && part.state.status === 'error') {
+          line(c.red(`  ✗ ${part.tool}: ${part.state.error}`))
+        } else if (part.type === 'compaction') {
+          line(c.magenta('  (the context is full: summarising the history)'))
+        }
+        break
+      }
+      case 'turn.transition':
+        if (event.from === 'retry-waiting') stopRetryLine()
+        line(c.dim('  [') + formatTransition(event, c) + c.dim(']'))
+        break
+      case 'session.status':
+        if (event.status.type === 'retry') {
+          const { attempt, message, next } = event.status
+          const show = () => {
+            const left = Math.max(0, next - Date.now()) / 1000
+            const text = c.yellow(`  ⏳ ${truncate(message, 60)}: attempt ${attempt + 1} in ${left.toFixed(1)} s`)
+            if (io.stdout.isTTY) write(`\r\x1b[2K${text}`)
+            else line(text)
+          }
+          if (!atLineStart) write('\n')
+          show()
+          clearInterval(retryTimer)
+          retryTimer = setInterval(show, io.stdout.isTTY ? 100 : 500)
+        } else stopRetryLine()
+        break
+      case 'session.error':
+        line(c.red(`  ! ${event.error.name}: ${event.error.message}`))
+        break
+    }
+  }
+  return { onEvent, line, close: () => clearInterval(retryTimer) }
+}
+
+/** Picks the inspector port: 8080 when free, else any free port. */
+async function freePort(preferred: number): Promise<number> {
+  const tryListen = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      const probe = net.createServer()
+      probe.once('error', reject)
+      probe.listen(port, '127.0.0.1', () => {
+        const bound = (probe.address() as net.AddressInfo).port
+        probe.close(() => resolve(bound))
+      })
+    })
+  return tryListen(preferred).catch(() => tryListen(0))
+}
+
+// A real dynamic import: @statelyai/inspect is ESM only and this file compiles to CommonJS.
+const importEsm = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<any>
+
+async function startInspector(io: CliIO, port: number) {
+  let inspectModule: any
+  let serverModule: any
+  try {
+    inspectModule = await importEsm('@statelyai/inspect')
+    serverModule = await importEsm('@statelyai/inspect/server')
+  } catch {
+    throw new CliError('--inspect needs the optional peer dependency @statelyai/inspect: npm install -D @statelyai/inspect')
+  }
+  const server = serverModule.createInspectorServer({ port, autoOpen: false })
+  const inspector = inspectModule.createWebSocketInspector({ url: `ws://localhost:${port}` })
+  return {
+    inspect: inspector.inspect as EngineOptions['inspect'],
+    url: `http://localhost:${port}`,
+    stop() {
+      inspector.stop()
+      server.stop()
+    },
+  }
+}
+
+function waitForEnter(io: CliIO, prompt: string): Promise<void> {
+  if (!process.stdin.isTTY) return Promise.resolve()
+  io.stdout.write(prompt)
+  return new Promise((resolve) => {
+    process.stdin.resume()
+    process.stdin.once('data', () => {
+      process.stdin.pause()
+      resolve()
+    })
+  })
+}
+
+export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
+  const { flags, values } = parseArgs(argv, { flags: ['inspect'], values: ['db', 'inspect-port'], positionals: 0 })
+  const c = colors(io)
+  const started = Date.now()
+  const database = path.resolve(values.get('db') ?? path.join(os.tmpdir(), `turnchart-demo-${started}.db`))
+  const real = io.env.TURNCHART_BASE_URL
+  let server: ScriptedServer | undefined
+  let model: LanguageModel
+  if (real) {
+    if (!io.env.TURNCHART_MODEL) throw new CliError('TURNCHART_BASE_URL is set: set TURNCHART_MODEL too (and TURNCHART_API_KEY if the server needs one)')
+    model = createOpenAICompatible({ name: 'turnchart-demo', baseURL: real, apiKey: io.env.TURNCHART_API_KEY, includeUsage: true })(io.env.TURNCHART_MODEL)
+  } else {
+    server = await startScriptedServer()
+    await queueDemoScript(server, process.cwd())
+    model = createOpenAICompatible({ name: 'scripted', baseURL: server.url, apiKey: 'demo', includeUsage: true })('scripted-demo')
+  }
+  let inspector: Awaited<ReturnType<typeof startInspector>> | undefined
+  let engine: Engine | undefined
+  const printer = createPrinter(io, c)
+  try {
+    if (flags.has('inspect')) {
+      const port = values.has('inspect-port') ? Number(values.get('inspect-port')) : await freePort(8080)
+      inspector = await startInspector(io, port)
+      printer.line(c.bold(`Stately inspector: open ${inspector.url} in a browser (the inspector UI loads from stately.ai)`))
+      printer.line(c.dim(`  WebSocket: ws://localhost:${port}`))
+      await waitForEnter(io, 'Press Enter to start the demo… ')
+    }
+    printer.line(c.bold(real ? `turnchart demo against ${real} (model ${io.env.TURNCHART_MODEL})` : 'turnchart demo: a scripted OpenAI-compatible server on loopback (no API key needed)'))
+    printer.line(c.dim(`database: ${database}`))
+    engine = await createEngine({
+      database,
+      model,
+      system: 'You are a helpful agent. Use the list tool to look at folders.',
+      tools: { list: listTool },
+      // Short delays keep the demo quick; a real endpoint gets the default policy.
+      retry: real ? {} : { initialDelayMs: 200, maxDelayMs: 1000, maxHeaderDelayMs: 5000, jitter: 0 },
+      compaction: { auto: true, maxPerTurn: 2 },
+      streamIdleTimeoutMs: real ? 60_000 : 5_000,
+      flushIntervalMs: 100,
+      inspect: inspector?.inspect,
+    })
+    engine.subscribe(printer.onEvent)
+    const session = await engine.createSession({ title: 'turnchart demo' })
+    printer.line(c.dim(`session: ${session.id}`))
+    const turnIds: string[] = []
+
+    for (const [key, prompt] of Object.entries(demoPrompts)) {
+      printer.line('')
+      printer.line(`${c.bold('you ›')} ${prompt}`)
+      const turn = engine.prompt(session.id, prompt)
+      turnIds.push(turn.id)
+      let abortTimer: NodeJS.Timeout | undefined
+      let unsubscribe = () => {}
+      if (key === 'poem') {
+        // Abort once the answer is well under way (or after a while, for a slow real model).
+        let deltas = 0
+        const abort = () => {
+          printer.line(c.red('  (aborting the turn)'))
+          turn.abort('the demo aborts the third turn')
+        }
+        unsubscribe = engine.subscribe((event) => {
+          if (event.type === 'part.delta' && ++deltas === (real ? 60 : 14)) abort()
+        })
+        abortTimer = setTimeout(abort, real ? 20_000 : 4_000)
+      }
+      const result = await turn.done
+      clearTimeout(abortTimer)
+      unsubscribe()
+      printer.line(c.bold(`turn ${turn.id}: ${result.outcome}`) + (result.error ? c.dim(` (${result.error.name})`) : ''))
+    }
+
+    printer.line('')
+    printer.line(c.bold(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Everything is stored in ${database}`))
+    printer.line(`  turnchart sessions ${database}`)
+    printer.line(`  turnchart show ${database} ${session.id}`)
+    for (const id of turnIds) printer.line(`  turnchart replay ${database} ${id}`)
+    if (inspector) await waitForEnter(io, 'Press Enter to stop the inspector… ')
+    return 0
+  } finally {
+    printer.close()
+    await engine?.close()
+    await server?.close()
+    inspector?.stop()
+  }
+}

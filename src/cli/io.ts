@@ -1,0 +1,88 @@
+/**
+ * What every command shares: where it writes, colours (only on a terminal, never with
+ * NO_COLOR), opening an existing database, and one-line renderings of parts and transitions.
+ */
+import fs from 'node:fs'
+import { createEngine, type Engine } from '../engine'
+import type { Part, TransitionRecord } from '../types'
+import { shortEvent } from '../chart/chart-edges'
+
+export interface CliIO {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean }
+  stderr: NodeJS.WritableStream
+  env: NodeJS.ProcessEnv
+}
+
+/** A command failed for a reason other than its arguments (exit status 1). */
+export class CliError extends Error {
+  override readonly name = 'CliError'
+}
+
+export interface Colors {
+  dim(text: string): string
+  bold(text: string): string
+  cyan(text: string): string
+  green(text: string): string
+  yellow(text: string): string
+  red(text: string): string
+  magenta(text: string): string
+}
+
+export function colors(io: CliIO): Colors {
+  const on = Boolean(io.stdout.isTTY) && !io.env.NO_COLOR && io.env.TERM !== 'dumb'
+  const wrap = (code: number) => (text: string) => (on ? `\x1b[${code}m${text}\x1b[0m` : text)
+  return { dim: wrap(2), bold: wrap(1), cyan: wrap(36), green: wrap(32), yellow: wrap(33), red: wrap(31), magenta: wrap(35) }
+}
+
+/**
+ * Opens an existing turnchart database for reading. The model is never called, so a
+ * placeholder id is enough. A missing file is an error, not a new empty database.
+ */
+export async function openExisting(database: string): Promise<Engine> {
+  if (!fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
+  return createEngine({ database, model: 'turnchart-cli-read-only' })
+}
+
+export function truncate(text: string, max = 120): string {
+  const flat = text.replace(/\s+/g, ' ').trim()
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
+}
+
+export function json(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** `streaming → tool-running  step.finished` */
+export function formatTransition(t: Pick<TransitionRecord, 'from' | 'to' | 'event'>, c: Colors): string {
+  return `${c.cyan(`${t.from} → ${t.to}`)}  ${c.dim(shortEvent(t.event))}`
+}
+
+/** One or more lines for a stored part (used by `show`). */
+export function formatPart(part: Part, c: Colors): string {
+  const tag = part.step ? c.dim(` (step ${part.step}, attempt ${part.attempt ?? 1})`) : ''
+  switch (part.type) {
+    case 'text':
+      return `${part.text}${part.time.end === undefined ? c.yellow(' [open]') : ''}`
+    case 'reasoning':
+      return c.dim(`thinking: ${part.text}`) + tag
+    case 'tool': {
+      const state = part.state
+      const head = `tool ${c.bold(part.tool)}(${truncate(json(state.input), 80)}) ${state.status}`
+      if (state.status === 'completed') return `${head} → ${truncate(json(state.output))}${tag}`
+      if (state.status === 'error') return `${head}: ${c.red(state.error)}${tag}`
+      return head + tag
+    }
+    case 'step-start':
+      return c.dim(`step ${part.step} start (attempt ${part.attempt ?? 1})`)
+    case 'step-finish':
+      return c.dim(`step ${part.step} finish: ${part.reason}, tokens in ${part.tokens.input} out ${part.tokens.output}${part.tokens.reasoning ? ` reasoning ${part.tokens.reasoning}` : ''}`)
+    case 'compaction':
+      return c.magenta(`compaction (${part.auto ? 'automatic' : 'manual'})`)
+    default:
+      return json(part)
+  }
+}

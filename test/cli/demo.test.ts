@@ -1,0 +1,96 @@
+/**
+ * `turnchart demo` end to end, as a child process: the built-in script (reasoning, a real
+ * tool, a 429 and its retry, an overflow and its compaction, an abort), then `sessions`,
+ * `show` and `replay` on the database it wrote. And the same agent against an endpoint given
+ * by TURNCHART_BASE_URL (here a scripted server the test starts).
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { startScriptedServer } from '../../src/testing'
+import { runCli } from './run-cli'
+
+let dir: string
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-cli-'))
+})
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+test('the demo runs the whole script, stores it, and sessions/show/replay read it back', async () => {
+  const db = path.join(dir, 'demo.db')
+  const started = Date.now()
+  const demo = await runCli(['demo', '--db', db])
+  const seconds = (Date.now() - started) / 1000
+  expect(demo.stderr).toBe('')
+  expect(demo.code).toBe(0)
+  expect(seconds).toBeLessThan(15)
+  const out = demo.stdout
+  // streaming reasoning and text, the real tool (it lists the working directory: the repo)
+  expect(out).toContain('thinking › The user wants to know what this folder holds.')
+  expect(out).toContain('assistant › Let me look at the folder.')
+  expect(out).toContain('⚙ list({"path":"."})')
+  expect(out).toMatch(/✓ list → \[.*"README\.md"/)
+  // the 429, its progress line, the retry
+  expect(out).toContain('streaming → retry-waiting  step.failed')
+  expect(out).toMatch(/⏳ Rate limit reached.*: attempt 2 in \d\.\d s/)
+  expect(out).toContain('retry-waiting → streaming  after(retryDelay)')
+  // the overflow and its compaction
+  expect(out).toContain('streaming → compacting  step.failed')
+  expect(out).toContain('summary › Summary:')
+  expect(out).toContain('compacting → streaming  done(compact)')
+  // the abort
+  expect(out).toContain('streaming → aborted  turn.abort')
+  expect(out).toContain('MessageAbortedError')
+  expect(out.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
+  expect(out).toContain(`Everything is stored in ${db}`)
+  expect(fs.existsSync(db)).toBe(true)
+
+  const sessions = await runCli(['sessions', db])
+  expect(sessions.code).toBe(0)
+  const sessionId = sessions.stdout.split(/\s+/)[0]
+  expect(sessionId).toMatch(/^ses_/)
+  expect(sessions.stdout).toContain('3 turns (completed, completed, aborted)')
+
+  const show = await runCli(['show', db, sessionId])
+  expect(show.code).toBe(0)
+  expect(show.stdout).toContain('idle → streaming → tool-running → streaming → retry-waiting → streaming → completed')
+  expect(show.stdout).toContain('idle → streaming → compacting → streaming → completed')
+  expect(show.stdout).toContain('idle → streaming → aborted')
+  expect(show.stdout).toMatch(/tool list\(\{"path":"\."\}\) completed/)
+  expect(show.stdout).toContain('compaction (automatic)')
+  expect(show.stdout).toContain('error MessageAbortedError')
+
+  const firstTurn = /turnchart replay \S+ (trn_\S+)/.exec(out)![1]
+  const replay = await runCli(['replay', db, firstTurn])
+  expect(replay.code).toBe(0)
+  const arrows = replay.stdout.match(/\S+ → \S+/g)
+  expect(arrows).toEqual([
+    'idle → streaming',
+    'streaming → tool-running',
+    'tool-running → streaming',
+    'streaming → retry-waiting',
+    'retry-waiting → streaming',
+    'streaming → completed',
+  ])
+}, 60_000)
+
+test('with TURNCHART_BASE_URL the same agent runs against that endpoint', async () => {
+  const server = await startScriptedServer()
+  try {
+    server.tool('list', { path: '.' })
+    server.text('Here it is.')
+    server.text('A summary.')
+    server.push({ type: 'stream', chunks: Array.from({ length: 80 }, (_, i) => ({ text: `w${i} ` })), delayMs: 5, end: 'hang' })
+    const db = path.join(dir, 'real.db')
+    const demo = await runCli(['demo', '--db', db], { TURNCHART_BASE_URL: server.url, TURNCHART_MODEL: 'my-model', TURNCHART_API_KEY: 'sk-test' })
+    expect(demo.stderr).toBe('')
+    expect(demo.code).toBe(0)
+    expect(demo.stdout).toContain(`turnchart demo against ${server.url} (model my-model)`)
+    expect(demo.stdout.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
+    expect(server.requests[0].body.model).toBe('my-model')
+    expect(server.requests[0].headers.authorization).toBe('Bearer sk-test')
+    expect(server.requests[0].body.tools[0].function.name).toBe('list')
+  } finally {
+    await server.close()
+  }
+}, 60_000)
