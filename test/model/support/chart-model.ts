@@ -1,0 +1,135 @@
+/**
+ * The chart as a graph for the model-based tests: edge keys, "which edge did this event take
+ * from this snapshot" (asked of the machine itself), path search with @xstate/graph over the
+ * real machine, and the pure replay of a persisted transition log.
+ */
+import { getShortestPaths } from '@xstate/graph'
+import { initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
+import { turnMachine } from '../../../machines/turn.machine'
+import type { TurnInput } from '../../../machines/turn.types'
+import { chartEdges, shortEvent, type ChartEdge } from '../../../src/chart/chart-edges'
+
+export type TurnSnapshot = SnapshotFrom<typeof turnMachine>
+export type ModelEvent = AnyEventObject
+
+/** `streaming --step.failed [retryAllowed]--> retry-waiting`: the name of an edge everywhere. */
+export function edgeKey(edge: ChartEdge): string {
+  return `${edge.source} --${shortEvent(edge.event)}${edge.guard ? ` [${edge.guard}]` : ''}--> ${edge.target}`
+}
+
+/** Every edge of the machine, as keys (the ground truth M). */
+export function allEdgeKeys(): string[] {
+  return chartEdges().map(edgeKey)
+}
+
+/** Same rendering of guards as src/chart/chart-edges.ts (kept in step by the test that compares keys). */
+function guardName(guard: unknown): string | null {
+  if (guard === undefined || guard === null) return null
+  if (typeof guard === 'string') return guard
+  if (typeof guard === 'object' && 'type' in (guard as object)) return String((guard as { type: unknown }).type)
+  if (typeof guard === 'function') {
+    const fn = guard as { guards?: unknown[]; guard?: unknown; name?: string }
+    if (Array.isArray(fn.guards)) return fn.guards.map(guardName).join(fn.name === 'or' ? ' || ' : ' && ')
+    if (fn.guard !== undefined) return `!${guardName(fn.guard)}`
+    return fn.name || 'inline'
+  }
+  return 'inline'
+}
+
+function stateName(snapshot: TurnSnapshot): string {
+  return typeof snapshot.value === 'string' ? snapshot.value : JSON.stringify(snapshot.value)
+}
+
+/**
+ * The edge `event` takes from `snapshot`, as the machine selects it (guards evaluated on the
+ * real context), or null when the event is ignored there (or the snapshot is final).
+ */
+export function edgeOf(snapshot: TurnSnapshot, event: ModelEvent): string | null {
+  if (snapshot.status !== 'active') return null
+  const enabled = turnMachine.getTransitionData(snapshot as never, event as never) ?? []
+  const taken = enabled.find((definition) => (definition.target ?? []).length > 0)
+  if (!taken) return null
+  const target = taken.target![0].key
+  const source = taken.source === turnMachine.root ? stateName(snapshot) : taken.source.key
+  return edgeKey({ source, event: taken.eventType, guard: guardName(taken.guard), target })
+}
+
+export interface PlannedStep {
+  /** Snapshot before the event. */
+  before: TurnSnapshot
+  event: ModelEvent
+  edge: string
+  from: string
+  to: string
+}
+
+/**
+ * For each edge, the shortest event sequence from the initial state that ends with it, found
+ * by @xstate/graph on the real machine (invokes and timers included) with a serialisation
+ * keyed by transition (previous state, concrete event, state), so every edge is a graph node.
+ */
+export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map<string, ModelEvent[]> {
+  const paths = getShortestPaths(turnMachine as never, {
+    input,
+    events,
+    serializeState: (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined) =>
+      // the compaction count is in the key: guards read it, and it is bounded by maxCompactions
+      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${state.context.compactions}`,
+  } as never) as Array<{ steps: Array<{ state: TurnSnapshot; event: ModelEvent }> }>
+  const byEdge = new Map<string, ModelEvent[]>()
+  for (const path of paths) {
+    const sequence = path.steps.map((step) => step.event).filter((event) => event.type !== 'xstate.init')
+    const planned = planPath(input, sequence)
+    if (!planned.ok) continue // an ignored event somewhere: not a walk of the chart
+    const last = planned.steps.at(-1)
+    if (!last) continue
+    const known = byEdge.get(last.edge)
+    if (!known || known.length > sequence.length) byEdge.set(last.edge, sequence)
+  }
+  return byEdge
+}
+
+/** Replays `events` with the pure transition function; every event must take an edge. */
+export function planPath(input: TurnInput, events: ModelEvent[]): { ok: true; steps: PlannedStep[] } | { ok: false; at: number } {
+  let [snapshot] = initialTransition(turnMachine, input)
+  const steps: PlannedStep[] = []
+  for (const [i, event] of events.entries()) {
+    const edge = edgeOf(snapshot, event)
+    if (!edge) return { ok: false, at: i }
+    const [next] = transition(turnMachine, snapshot, event as never)
+    steps.push({ before: snapshot, event, edge, from: stateName(snapshot), to: stateName(next) })
+    snapshot = next
+  }
+  return { ok: true, steps }
+}
+
+export function isFinal(state: string): boolean {
+  const node = (turnMachine.root.states as Record<string, { type: string }>)[state]
+  return node?.type === 'final'
+}
+
+export interface LogRow {
+  seq: number
+  from: string
+  event: string
+  to: string
+  payload: Record<string, unknown>
+}
+
+/**
+ * Replays a persisted log from the turn's stored input with the pure `transition()`. Returns
+ * the states reached and the edges taken; `xstate.stop` (a stopped actor) is recorded by the
+ * engine as `→ aborted` and replayed as the root `turn.abort` it is equivalent to.
+ */
+export function replayLog(input: TurnInput, rows: LogRow[]): { states: string[]; edges: Array<string | null> } {
+  let [snapshot] = initialTransition(turnMachine, input)
+  const states: string[] = []
+  const edges: Array<string | null> = []
+  for (const row of rows) {
+    const event = row.event === 'xstate.stop' ? { type: 'turn.abort' } : { ...row.payload, type: row.event }
+    edges.push(edgeOf(snapshot, event))
+    ;[snapshot] = transition(turnMachine, snapshot, event as never)
+    states.push(stateName(snapshot))
+  }
+  return { states, edges }
+}

@@ -1,0 +1,188 @@
+/**
+ * The real engine the model-based tests drive: the scripted OpenAI-compatible server on
+ * loopback, a SQLite file, one scripted tool (`work`) whose behaviour each call takes from a
+ * queue, and a second SQLite connection to the same file that the tests use to make the
+ * engine's own writes fail (a trigger raising an error inside the engine's transaction).
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import { tool } from 'ai'
+import { z } from 'zod'
+import { createEngine, type Engine, type EngineOptions, type TurnchartEvent } from '../../../src'
+import type { Part } from '../../../src/types'
+import type { TurnInput } from '../../../machines/turn.types'
+import { startScriptedServer, type ScriptedServer } from '../../../src/testing'
+import { modelFor } from '../../support/harness'
+
+/** What the `work` tool does when it is called. */
+export type ToolBehaviour =
+  /** Returns `{ done: n }`. */
+  | 'ok'
+  /** Throws an Error: the part becomes `error`, the turn goes on. */
+  | 'throw'
+  /** Waits until its abort signal fires (abort, turn failure). */
+  | 'block'
+  /** Throws an Error whose `message` getter throws: the only way to make `runTools` itself reject. */
+  | 'hostile'
+
+export const storageFailureMessage = 'model test: simulated storage failure'
+
+export interface Rig {
+  server: ScriptedServer
+  engine: Engine
+  events: TurnchartEvent[]
+  /** Behaviours of the next `work` calls, in call order (empty: 'ok'). */
+  tools: ToolBehaviour[]
+  /** Number of `work` calls started. */
+  toolCalls: number
+  /** Makes the engine's insert of transition row `seq` of `turnId` fail inside its transaction. */
+  failTransitionWrite(turnId: string, seq: number): void
+  /** The chart input stored with the turn (turnchart_turns.input), read over the control connection. */
+  storedInput(turnId: string): TurnInput
+  /** Resolves with the first event (past or future) matching `predicate`. */
+  waitFor(predicate: (event: TurnchartEvent) => boolean, timeoutMs?: number): Promise<TurnchartEvent>
+  close(): Promise<void>
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms)
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer)
+      reject(signal.reason)
+    }, { once: true })
+  })
+}
+
+/** An Error whose message cannot be read: what a hostile or buggy tool can throw. */
+function hostileError(): Error {
+  const error = new Error()
+  Object.defineProperty(error, 'message', {
+    get() {
+      throw new Error('model test: the message getter threw')
+    },
+  })
+  return error
+}
+
+export const rigDefaults: Partial<EngineOptions> = {
+  limits: { context: 1000, output: 100 },
+  compaction: { maxPerTurn: 1 },
+  retry: { initialDelayMs: 1, maxDelayMs: 4, jitter: 0, maxAttempts: 3 },
+  flushIntervalMs: 5,
+  streamIdleTimeoutMs: 2000,
+}
+
+export async function startRig(options: Partial<EngineOptions> = {}): Promise<Rig> {
+  const server = await startScriptedServer()
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-model-'))
+  const dbPath = path.join(dir, 'model.db')
+  const queue: ToolBehaviour[] = []
+  let toolCalls = 0
+  const work = tool({
+    description: 'does some work',
+    inputSchema: z.object({ n: z.number() }),
+    execute: async ({ n }, { abortSignal }) => {
+      toolCalls += 1
+      const behaviour = queue.shift() ?? 'ok'
+      if (behaviour === 'throw') throw new Error(`work ${n} failed`)
+      if (behaviour === 'hostile') throw hostileError()
+      if (behaviour === 'block') await sleep(60_000, abortSignal!)
+      return { done: n }
+    },
+  })
+  const engine = await createEngine({
+    database: dbPath,
+    model: modelFor(server),
+    tools: { work },
+    ...rigDefaults,
+    ...options,
+  })
+  const control = new Database(dbPath)
+  control.pragma('busy_timeout = 5000')
+  let triggers = 0
+  const events: TurnchartEvent[] = []
+  const waiters: Array<{ predicate: (e: TurnchartEvent) => boolean; resolve: (e: TurnchartEvent) => void }> = []
+  engine.subscribe((event) => {
+    events.push(event)
+    for (const waiter of [...waiters]) {
+      if (waiter.predicate(event)) {
+        waiters.splice(waiters.indexOf(waiter), 1)
+        waiter.resolve(event)
+      }
+    }
+  })
+  return {
+    server,
+    engine,
+    events,
+    tools: queue,
+    get toolCalls() {
+      return toolCalls
+    },
+    failTransitionWrite(turnId, seq) {
+      // A persistent (not TEMP) trigger: it fires for the engine's own connection, inside the
+      // engine's transaction, and SQLite's error travels back through better-sqlite3 and Kysely.
+      const quote = (value: string) => `'${value.replace(/'/g, "''")}'`
+      control.exec(
+        `CREATE TRIGGER model_fail_${++triggers} BEFORE INSERT ON turnchart_transitions ` +
+          `WHEN NEW.turn_id = ${quote(turnId)} AND NEW.seq = ${Number(seq)} ` +
+          `BEGIN SELECT RAISE(ABORT, ${quote(storageFailureMessage)}); END`,
+      )
+    },
+    storedInput(turnId) {
+      const row = control.prepare('SELECT input FROM turnchart_turns WHERE id = ?').get(turnId) as { input: string } | undefined
+      if (!row) throw new Error(`no turn row for ${turnId}`)
+      return JSON.parse(row.input) as TurnInput
+    },
+    waitFor(predicate, timeoutMs = 10_000) {
+      const seen = events.find(predicate)
+      if (seen) return Promise.resolve(seen)
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no matching event within ${timeoutMs} ms`)), timeoutMs)
+        waiters.push({ predicate, resolve: (e) => { clearTimeout(timer); resolve(e) } })
+      })
+    },
+    async close() {
+      await engine.close()
+      await server.close()
+      control.close()
+      fs.rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Assistant parts of a session, all messages flattened, as stored. */
+export async function storedAssistantParts(engine: Engine, sessionId: string): Promise<Part[]> {
+  const messages = await engine.messages(sessionId)
+  return messages.filter((m) => m.info.role === 'assistant').flatMap((m) => m.parts)
+}
+
+/**
+ * The invariants every finished turn satisfies, whatever happened in it. Returns the
+ * violations (empty when all hold) so property tests can report them all at once.
+ */
+export async function turnInvariantViolations(engine: Engine, sessionId: string, turnId: string): Promise<string[]> {
+  const problems: string[] = []
+  const parts = await storedAssistantParts(engine, sessionId)
+  for (const part of parts) {
+    if (part.type === 'tool' && (part.state.status === 'pending' || part.state.status === 'running')) {
+      problems.push(`tool part ${part.id} (${part.tool}) left ${part.state.status}`)
+    }
+    if ((part.type === 'text' || part.type === 'reasoning') && part.time.end === undefined) {
+      problems.push(`${part.type} part ${part.id} has no time.end`)
+    }
+  }
+  const status = engine.status(sessionId)
+  if (status.type !== 'idle') problems.push(`session status is ${JSON.stringify(status)}, not idle`)
+  if (engine.activeTurn(sessionId)) problems.push('the session still has an active turn')
+  const turn = await engine.getTurn(turnId)
+  if (!turn) problems.push('the turn row is missing')
+  else {
+    if (!turn.outcome) problems.push(`the turn outcome is not set (state ${turn.state})`)
+    else if (turn.state !== turn.outcome) problems.push(`turn state ${turn.state} but outcome ${turn.outcome}`)
+  }
+  return problems
+}

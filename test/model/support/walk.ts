@@ -1,0 +1,144 @@
+/**
+ * Walks one planned path of the chart against the real engine and checks, step by step,
+ * that the engine took exactly that path and persisted what each step implies.
+ */
+import type { TurnInput } from '../../../machines/turn.types'
+import type { TurnchartEvent } from '../../../src'
+import { edgeOf, isFinal, planPath, type ModelEvent, type PlannedStep } from './chart-model'
+import { recipes, type Arrangement, type WalkResult } from './recipes'
+import { storedAssistantParts, turnInvariantViolations, type Rig } from './rig'
+
+export class MissingRecipeError extends Error {}
+
+/** The planned path, extended with `turn.abort` when it does not end in a final state. */
+export function completePath(input: TurnInput, events: ModelEvent[]): PlannedStep[] {
+  let planned = planPath(input, events)
+  if (!planned.ok) throw new Error(`the path does not walk the chart (event ${planned.at} is ignored)`)
+  const last = planned.steps.at(-1)
+  if (last && !isFinal(last.to)) {
+    planned = planPath(input, [...events, { type: 'turn.abort' }])
+    if (!planned.ok) throw new Error(`cannot abort from ${last.to}`)
+  }
+  return planned.steps
+}
+
+export function arrange(steps: PlannedStep[]): Arrangement {
+  const plan: Arrangement = { replies: [], tools: [], abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0 }
+  for (const [index, step] of steps.entries()) {
+    const recipe = recipes[step.edge]
+    if (!recipe) {
+      throw new MissingRecipeError(
+        `no recipe drives the real engine along edge "${step.edge}": add one to test/model/support/recipes.ts (see docs/testing.md)`,
+      )
+    }
+    recipe.arrange({ plan, index, event: step.event })
+  }
+  return plan
+}
+
+const describeRow = (r: { from: string; event: string; to: string }) => `${r.from} --${r.event}--> ${r.to}`
+
+/**
+ * Runs the turn and asserts: the turn.transition events and the persisted log are the planned
+ * steps (minus the rows whose write the plan made fail), each persisted event replayed from
+ * the planned snapshot takes the planned edge, the session statuses follow the states, the
+ * turn row and parts are final, and each edge's own check holds. Returns the edges walked.
+ */
+export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: string[]; result: WalkResult }> {
+  const plan = arrange(steps)
+  rig.server.push(...plan.replies)
+  rig.tools.splice(0, rig.tools.length, ...plan.tools)
+  const callsBefore = rig.server.calls
+  const session = await rig.engine.createSession()
+  const turn = rig.engine.prompt(session.id, 'walk the chart')
+  for (const seq of plan.failWrites) rig.failTransitionWrite(turn.id, seq)
+  const mine = (e: TurnchartEvent) => 'sessionId' in e && e.sessionId === session.id
+
+  // Per-step checks, run when each state is entered (the row is committed before the event).
+  const stepChecks: Array<Promise<void>> = []
+  const unsubscribe = rig.engine.subscribe((event) => {
+    if (event.type !== 'turn.transition' || event.turnId !== turn.id) return
+    const check = checkEntered(rig, session.id, turn.id, event.to, event.seq)
+    check.catch(() => undefined) // awaited below; never an unhandled rejection if the walk fails first
+    stepChecks.push(check)
+  })
+  if (plan.abortAt === 0) turn.abort()
+  else if (plan.abortAt !== null) {
+    const seq = plan.abortAt
+    void Promise.all([
+      rig.waitFor((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.seq === seq),
+      plan.abortAfterCalls > 0 ? rig.server.waitForCall(callsBefore + plan.abortAfterCalls) : undefined,
+    ]).then(() => turn.abort(), () => turn.abort())
+  }
+  const result = await Promise.race([
+    turn.done,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the turn did not end; log so far: ${rig.events.filter((e) => e.type === 'turn.transition' && e.turnId === turn.id).map((e) => JSON.stringify(e)).join(' ')}`)), 15_000)),
+  ])
+  unsubscribe()
+  await Promise.all(stepChecks)
+
+  const expected = steps
+    .map((step, i) => ({ seq: i + 1, from: step.from, event: step.event.type, to: step.to, step }))
+    .filter((row) => !plan.failWrites.includes(row.seq))
+  const rows = await rig.engine.transitions(turn.id)
+  expect(rows.map(describeRow)).toEqual(expected.map(describeRow))
+  expect(rows.map((r) => r.seq)).toEqual(expected.map((r) => r.seq))
+  const published = rig.events.filter((e): e is Extract<TurnchartEvent, { type: 'turn.transition' }> => e.type === 'turn.transition' && e.turnId === turn.id)
+  expect(published.map(describeRow)).toEqual(expected.map(describeRow))
+
+  // The persisted payload, from the planned snapshot, takes the planned edge.
+  const edges: string[] = []
+  for (const [i, row] of rows.entries()) {
+    const step = expected[i].step
+    expect(edgeOf(step.before, { ...row.payload, type: row.event })).toBe(step.edge)
+    edges.push(step.edge)
+  }
+  // A row the plan made fail is walked when the engine went on from its target state.
+  for (const seq of plan.failWrites) {
+    const step = steps[seq - 1]
+    if (rows.some((row) => row.seq > seq && row.from === step.to)) edges.push(step.edge)
+  }
+
+  // Statuses follow the states: busy / retry while active, idle at the end.
+  const statuses = rig.events.filter((e) => mine(e) && e.type === 'session.status').map((e) => (e as { status: { type: string; state?: string } }).status)
+  expect(statuses).toEqual(
+    expected.map((row) =>
+      isFinal(row.to) ? { type: 'idle' } : row.to === 'retry-waiting' ? expect.objectContaining({ type: 'retry' }) : expect.objectContaining({ type: 'busy', state: row.to }),
+    ),
+  )
+
+  expect(await turnInvariantViolations(rig.engine, session.id, turn.id)).toEqual([])
+  const record = await rig.engine.getTurn(turn.id)
+  const messages = await rig.engine.messages(session.id)
+  const walkResult: WalkResult = { result, turn: record!, parts: await storedAssistantParts(rig.engine, session.id), messages }
+  expect(walkResult.turn.outcome).toBe(steps.at(-1)!.to)
+  const calls = rig.server.calls - callsBefore
+  expect(calls).toBeLessThanOrEqual(plan.replies.length)
+  expect(calls).toBeGreaterThanOrEqual(plan.replies.length - plan.optionalReplies)
+  for (const step of steps) recipes[step.edge].check?.(walkResult)
+  return { edges, result: walkResult }
+}
+
+/** What must be persisted on entering a state (only facts later writes cannot undo). */
+async function checkEntered(rig: Rig, sessionId: string, turnId: string, state: string, seq: number): Promise<void> {
+  const parts = await storedAssistantParts(rig.engine, sessionId)
+  const rows = await rig.engine.transitions(turnId)
+  expect(rows.some((row) => row.seq === seq && row.to === state)).toBe(true)
+  if (state === 'tool-running') {
+    const tools = parts.filter((p) => p.type === 'tool')
+    expect(tools.length).toBeGreaterThan(0)
+    for (const tool of tools) if (tool.type === 'tool') expect(tool.state.status).not.toBe('pending')
+  }
+  if (state === 'retry-waiting') {
+    // the failed attempt's text stays, closed (a later attempt may already be streaming)
+    const latest = new Map<number, number>()
+    for (const part of parts) latest.set(part.step ?? 0, Math.max(latest.get(part.step ?? 0) ?? 0, part.attempt ?? 1))
+    for (const part of parts) {
+      if ((part.type === 'text' || part.type === 'reasoning') && (part.attempt ?? 1) < latest.get(part.step ?? 0)!) expect(part.time.end).toBeDefined()
+    }
+  }
+  if (isFinal(state)) {
+    const turn = await rig.engine.getTurn(turnId)
+    expect(turn).toMatchObject({ state, outcome: state })
+  }
+}
