@@ -123,7 +123,7 @@ async function workload2() {
 /** Workload 3: per system, a fresh process runs `sessions` 3-step turns at once. */
 async function workload3() {
   const results = []
-  for (const id of SYSTEM_NAMES) {
+  for (const id of (process.env.BENCH_SYSTEMS?.split(',') ?? SYSTEM_NAMES)) {
     const lanes = []
     const script = turnScript({ steps: W3.steps, deltas: W3.deltas, marker: true, delayMs: W3.delayMs })
     for (let i = 0; i < W3.sessions; i++) {
@@ -131,7 +131,7 @@ async function workload3() {
       await server.fill(lane, script)
       lanes.push(lane)
     }
-    const child = fork(path.join(here, 'w3.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    const child = fork(path.join(here, 'w3.mjs'), [], { execArgv: process.env.BENCH_W3_EXEC_ARGV?.split(' ') ?? [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
     const result = await new Promise((resolve, reject) => {
       child.once('message', resolve)
       child.once('exit', (code) => reject(new Error(`w3 ${id}: child exited with ${code}`)))
@@ -140,7 +140,7 @@ async function workload3() {
     child.removeAllListeners('exit')
     child.disconnect()
     for (const lane of lanes) await server.drop(lane)
-    log(`w3 ${result.short}: ${result.turnsPerSecond.toFixed(1)} turns/s, p99 ${result.p99.toFixed(1)} ms, errors ${result.errors}`)
+    log(`w3 ${result.short}: ${result.turnsPerSecond.toFixed(1)} turns/s, p99 ${result.p99.toFixed(1)} ms, loop p99/max ${result.loopP99.toFixed(0)}/${result.loopMax.toFixed(0)} ms, errors ${result.errors}`)
     results.push(result)
   }
   return results
@@ -263,11 +263,11 @@ function render({ w1, w2, w3 }) {
     p()
     p(`${W3.sessions} sessions each start a ${W3.steps}-step turn at the same moment (${W3.deltas} deltas per step, the server paces chunks ${W3.delayMs} ms apart like a model streaming ~${Math.round(1000 / W3.delayMs)} tokens/s). Each system runs in a fresh process. Delta delay: from the server writing the SSE chunk (a CLOCK_MONOTONIC timestamp carried in the text) to the subscriber callback. Client CPU: user+system time of the client process during the turns.`)
     p()
-    p('| system | turns/s | wall s | client CPU ms / turn | × fastest peer (CPU) | p50 delay ms | p99 delay ms | max delay ms | peak RSS MB | RSS before turns MB | errors |')
-    p('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    p('| system | turns/s | wall s | client CPU ms / turn | × fastest peer (CPU) | p50 delay ms | p99 delay ms | max delay ms | event-loop delay p99 / max ms | peak RSS MB | RSS before turns MB | errors |')
+    p('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     const fastestCpu = Math.min(...w3.filter((r) => r.kind === 'peer' && !r.errors).map((r) => r.cpuMsPerTurn))
     for (const r of w3) {
-      p(`| ${r.short} | ${r.turnsPerSecond.toFixed(1)} | ${r.wallS.toFixed(2)} | ${r.cpuMsPerTurn.toFixed(1)} | ${(r.cpuMsPerTurn / fastestCpu).toFixed(2)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.maxDelay.toFixed(1)} | ${r.peakRssMb.toFixed(0)} | ${r.baseRssMb.toFixed(0)} | ${r.errors}${r.firstError ? ` (${r.firstError.slice(0, 80)})` : ''} |`)
+      p(`| ${r.short} | ${r.turnsPerSecond.toFixed(1)} | ${r.wallS.toFixed(2)} | ${r.cpuMsPerTurn.toFixed(1)} | ${(r.cpuMsPerTurn / fastestCpu).toFixed(2)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.maxDelay.toFixed(1)} | ${r.loopP99.toFixed(0)} / ${r.loopMax.toFixed(0)} | ${r.peakRssMb.toFixed(0)} | ${r.baseRssMb.toFixed(0)} | ${r.errors}${r.firstError ? ` (${r.firstError.slice(0, 80)})` : ''} |`)
     }
     const tc = w3.find((r) => r.id === 'tc-file')
     if (tc) {

@@ -7,30 +7,27 @@
 // scripted server (server.mjs) picks the replies for this conversation.
 import fs from 'node:fs'
 import path from 'node:path'
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
-import { streamText, stepCountIs, tool, ToolLoopAgent } from 'ai'
-import { z } from 'zod'
-import { ChatOpenAI } from '@langchain/openai'
-import { tool as lcTool } from '@langchain/core/tools'
-import { AIMessageChunk } from '@langchain/core/messages'
-import { createReactAgent } from '@langchain/langgraph/prebuilt'
-import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite'
 import { createRequire } from 'node:module'
-import Database from 'better-sqlite3'
-import { createEngine } from '../dist/esm/index.mjs'
+
+// Every system's modules are imported lazily, so a process running one system (workload 3)
+// loads only that system's code and its RSS is its own.
+const lazy = (name) => import(name)
 
 // turnchart's dist/ loads the root's better-sqlite3; LangGraph's saver loads the bench's.
-const RootDatabase = createRequire(new URL('../package.json', import.meta.url))('better-sqlite3')
+const rootRequire = createRequire(new URL('../package.json', import.meta.url))
 
 export const TOOL_NAME = 'fetch_doc'
 export const TOOL_RESULT = 'x'.repeat(1024) // 1 KB, returned at once
 const TOOL_DESCRIPTION = 'Fetch a document by number'
 const MAX_STEPS = 50 // a bound on every loop, whatever the server sends
 
-function aiSdkModel(baseURL) {
+async function aiSdkModel(baseURL) {
+  const { createOpenAICompatible } = await lazy('@ai-sdk/openai-compatible')
   return createOpenAICompatible({ name: 'bench', baseURL, apiKey: 'bench', includeUsage: true })('scripted')
 }
-function aiSdkTools() {
+async function aiSdkTools() {
+  const { tool } = await lazy('ai')
+  const { z } = await lazy('zod')
   return {
     [TOOL_NAME]: tool({
       description: TOOL_DESCRIPTION,
@@ -41,7 +38,7 @@ function aiSdkTools() {
 }
 
 /** Plain fetch: POST, read the SSE lines, JSON.parse them, append to the history. No library. */
-function floor({ baseURL }) {
+async function floor({ baseURL }) {
   const tools = [{ type: 'function', function: { name: TOOL_NAME, description: TOOL_DESCRIPTION, parameters: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } } }]
   return {
     name: 'transport floor (fetch)',
@@ -94,9 +91,10 @@ function floor({ baseURL }) {
 }
 
 /** A hand-written loop: one streamText call per step, the history kept in memory. */
-function handLoop({ baseURL }) {
-  const model = aiSdkModel(baseURL)
-  const tools = aiSdkTools()
+async function handLoop({ baseURL }) {
+  const { streamText } = await lazy('ai')
+  const model = await aiSdkModel(baseURL)
+  const tools = await aiSdkTools()
   return {
     name: 'AI SDK: hand loop over streamText',
     short: 'hand loop',
@@ -122,9 +120,10 @@ function handLoop({ baseURL }) {
 }
 
 /** streamText with stopWhen: the AI SDK runs the loop. */
-function stopWhenLoop({ baseURL }) {
-  const model = aiSdkModel(baseURL)
-  const tools = aiSdkTools()
+async function stopWhenLoop({ baseURL }) {
+  const { streamText, stepCountIs } = await lazy('ai')
+  const model = await aiSdkModel(baseURL)
+  const tools = await aiSdkTools()
   return {
     name: 'AI SDK: streamText + stopWhen',
     short: 'stopWhen',
@@ -146,8 +145,9 @@ function stopWhenLoop({ baseURL }) {
 }
 
 /** ToolLoopAgent (AI SDK 6). */
-function toolLoopAgent({ baseURL }) {
-  const agent = new ToolLoopAgent({ model: aiSdkModel(baseURL), tools: aiSdkTools(), stopWhen: stepCountIs(MAX_STEPS), maxRetries: 0 })
+async function toolLoopAgent({ baseURL }) {
+  const { ToolLoopAgent, stepCountIs } = await lazy('ai')
+  const agent = new ToolLoopAgent({ model: await aiSdkModel(baseURL), tools: await aiSdkTools(), stopWhen: stepCountIs(MAX_STEPS), maxRetries: 0 })
   return {
     name: 'AI SDK: ToolLoopAgent',
     short: 'ToolLoopAgent',
@@ -169,7 +169,14 @@ function toolLoopAgent({ baseURL }) {
 }
 
 /** LangGraph.js createReactAgent with the SQLite checkpointer on a file (WAL, set by the saver). */
-function langGraph({ baseURL, dir }) {
+async function langGraph({ baseURL, dir }) {
+  const { ChatOpenAI } = await lazy('@langchain/openai')
+  const { tool: lcTool } = await lazy('@langchain/core/tools')
+  const { AIMessageChunk } = await lazy('@langchain/core/messages')
+  const { createReactAgent } = await lazy('@langchain/langgraph/prebuilt')
+  const { SqliteSaver } = await lazy('@langchain/langgraph-checkpoint-sqlite')
+  const { z } = await lazy('zod')
+  const { default: Database } = await lazy('better-sqlite3')
   const dbPath = path.join(dir, 'langgraph.db')
   for (const suffix of ['', '-wal', '-shm']) fs.rmSync(dbPath + suffix, { force: true })
   const saver = SqliteSaver.fromConnString(dbPath)
@@ -202,8 +209,54 @@ function langGraph({ baseURL, dir }) {
   }
 }
 
+/**
+ * Reference, not a peer: a hand loop on the provider's LanguageModelV3 `doStream`, without
+ * streamText. Shows what the AI SDK provider alone costs (SSE parsing, chunk validation).
+ */
+async function doStreamLoop({ baseURL }) {
+  const model = await aiSdkModel(baseURL)
+  const tools = [{ type: 'function', name: TOOL_NAME, description: TOOL_DESCRIPTION, inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } }]
+  return {
+    name: 'reference: hand loop over model.doStream (no streamText)',
+    short: 'doStream loop',
+    kind: 'reference',
+    async newSession() {
+      return { prompt: [] }
+    },
+    async turn(session, prompt, onDelta) {
+      session.prompt.push({ role: 'user', content: [{ type: 'text', text: prompt }] })
+      for (let step = 0; step < MAX_STEPS; step++) {
+        const { stream } = await model.doStream({ prompt: session.prompt, tools })
+        let text = ''
+        const calls = []
+        const reader = stream.getReader()
+        for (;;) {
+          const { done, value: part } = await reader.read()
+          if (done) break
+          if (part.type === 'text-delta') {
+            text += part.delta
+            onDelta(part.delta)
+          } else if (part.type === 'tool-call') calls.push(part)
+          else if (part.type === 'error') throw part.error
+        }
+        const content = text ? [{ type: 'text', text }] : []
+        for (const call of calls) content.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: JSON.parse(call.input) })
+        session.prompt.push({ role: 'assistant', content })
+        if (calls.length === 0) return
+        session.prompt.push({
+          role: 'tool',
+          content: calls.map((call) => ({ type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output: { type: 'text', value: TOOL_RESULT } })),
+        })
+      }
+      throw new Error('doStream loop: too many steps')
+    },
+    async close() {},
+  }
+}
+
 /** turnchart: one engine, a session per conversation, deltas from engine.subscribe. */
-function turnchart({ baseURL, dir }, onDisk) {
+async function turnchart({ baseURL, dir }, onDisk) {
+  const { createEngine } = await lazy('../dist/esm/index.mjs')
   const dbPath = onDisk ? path.join(dir, 'turnchart.db') : undefined
   if (dbPath) for (const suffix of ['', '-wal', '-shm']) fs.rmSync(dbPath + suffix, { force: true })
   let engine
@@ -214,9 +267,9 @@ function turnchart({ baseURL, dir }, onDisk) {
     kind: 'turnchart',
     persistent: onDisk,
     dbPath,
-    sqlite: RootDatabase,
+    sqlite: rootRequire('better-sqlite3'),
     async init() {
-      engine = await createEngine({ database: dbPath ?? ':memory:', model: aiSdkModel(baseURL), tools: aiSdkTools() })
+      engine = await createEngine({ database: dbPath ?? ':memory:', model: await aiSdkModel(baseURL), tools: await aiSdkTools() })
       engine.subscribe((event) => {
         if (event.type === 'part.delta') listeners.get(event.sessionId)?.(event.delta)
       })
@@ -239,12 +292,13 @@ function turnchart({ baseURL, dir }, onDisk) {
   }
 }
 
-export const SYSTEM_NAMES = ['floor', 'hand', 'stopWhen', 'agent', 'langgraph', 'tc-file', 'tc-memory']
+export const SYSTEM_NAMES = ['floor', 'doStream', 'hand', 'stopWhen', 'agent', 'langgraph', 'tc-file', 'tc-memory']
 
 /** Creates the systems (all, or the named ones), in a fixed order. */
 export async function createSystems(options, names = SYSTEM_NAMES) {
   const make = {
     floor: () => floor(options),
+    doStream: () => doStreamLoop(options),
     hand: () => handLoop(options),
     stopWhen: () => stopWhenLoop(options),
     agent: () => toolLoopAgent(options),
@@ -254,7 +308,7 @@ export async function createSystems(options, names = SYSTEM_NAMES) {
   }
   const systems = []
   for (const id of names) {
-    const system = make[id]()
+    const system = await make[id]()
     system.id = id
     await system.init?.()
     systems.push(system)

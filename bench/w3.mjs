@@ -1,5 +1,6 @@
 // Workload 3, one system in a fresh process (forked by run.mjs): all sessions start a turn at
 // once; reports turns/s, client CPU, delta delay percentiles and peak RSS.
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { createSystems } from './systems.mjs'
 import { stats } from './lib.mjs'
 
@@ -12,6 +13,8 @@ process.once('message', async ({ id, baseURL, dir, lanes, expectDeltas }) => {
   const delays = []
   let errors = 0
   let firstError
+  const loop = monitorEventLoopDelay({ resolution: 10 })
+  loop.enable()
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   await Promise.all(
@@ -34,6 +37,7 @@ process.once('message', async ({ id, baseURL, dir, lanes, expectDeltas }) => {
   )
   const wallMs = performance.now() - t0
   const cpu = process.cpuUsage(cpu0)
+  loop.disable()
   await system.close()
   const s = stats(delays.length ? delays : [NaN])
   process.send({
@@ -50,6 +54,8 @@ process.once('message', async ({ id, baseURL, dir, lanes, expectDeltas }) => {
     p99: s.p99,
     maxDelay: s.max,
     samples: delays.length,
+    loopP99: loop.percentile(99) / 1e6,
+    loopMax: loop.max / 1e6,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
     baseRssMb: baseRss / 1024 / 1024,
   })
