@@ -18,7 +18,7 @@ import { createEngine, type Engine } from '../engine'
 import type { EngineOptions } from '../config'
 import type { TurnchartEvent } from '../bus'
 import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
-import { parseArgs } from './args'
+import { parseArgs, UsageError } from './args'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
 
 /** The three prompts of the demo session (the same against a real model). */
@@ -210,7 +210,9 @@ async function startInspector(io: CliIO, port: number) {
   return {
     inspect: inspector.inspect as EngineOptions['inspect'],
     url: `http://localhost:${port}`,
-    stop() {
+    /** Lets the last events leave (forwarding is deferred), then closes both ends. */
+    async stop() {
+      await new Promise((resolve) => setTimeout(resolve, 250))
       inspector.stop()
       server.stop()
     },
@@ -251,6 +253,7 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   try {
     if (flags.has('inspect')) {
       const port = values.has('inspect-port') ? Number(values.get('inspect-port')) : await freePort(8080)
+      if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new UsageError(`--inspect-port must be a port number, not ${values.get('inspect-port')}`)
       inspector = await startInspector(io, port)
       printer.line(c.bold(`Stately inspector: open ${inspector.url} in a browser (the inspector UI loads from stately.ai)`))
       printer.line(c.dim(`  WebSocket: ws://localhost:${port}`))
@@ -311,6 +314,6 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     printer.close()
     await engine?.close()
     await server?.close()
-    inspector?.stop()
+    await inspector?.stop()
   }
 }

@@ -9,7 +9,7 @@ test('chart prints the Mermaid diagram generated from the machine', async () => 
   expect(run.stdout.trim()).toBe(toMermaid(turnMachine))
   expect(run.stdout).toMatch(/^stateDiagram-v2\n/)
   expect(run.stdout).toContain('idle --> streaming: turn.start')
-})
+}, 60_000)
 
 test('chart --json prints the machine definition for the Stately editor', async () => {
   const run = await runCli(['chart', '--json'])
@@ -18,4 +18,4 @@ test('chart --json prints the machine definition for the Stately editor', async 
   expect(definition.id).toBe(turnMachine.id)
   expect(Object.keys(definition.states).sort()).toEqual(Object.keys(turnMachine.root.states).sort())
   expect(definition.states.idle.on['turn.start'][0].target).toEqual(['#turn.streaming'])
-})
+}, 60_000)
