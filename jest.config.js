@@ -1,8 +1,14 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Two jest projects: `sqlite` runs every test; `postgres` runs the store and engine suites
+ * (test/scenarios, test/store) again with the harness on PostgreSQL (TURNCHART_PG_URL, default
+ * postgres://postgres@127.0.0.1:5432/test; a fresh schema per harness). The PostgreSQL half is
+ * skipped, with a line saying so, when TURNCHART_PG_URL is unset and nothing answers on
+ * 127.0.0.1:5432. TURNCHART_DIALECT=sqlite|postgres runs one half only.
+ */
+const net = require('node:net')
+
+const common = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { diagnostics: { warnOnly: false }, isolatedModules: false }],
     // @statelyai/inspect is ESM only: compile it to CommonJS for jest (test/inspect).
@@ -10,5 +16,40 @@ module.exports = {
   },
   transformIgnorePatterns: ['/node_modules/(?!@statelyai/inspect/)'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json', 'node'],
-  testTimeout: 20000,
+}
+
+function answers(host, port, timeoutMs = 500) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port })
+    const done = (ok) => {
+      socket.destroy()
+      resolve(ok)
+    }
+    socket.setTimeout(timeoutMs, () => done(false))
+    socket.once('connect', () => done(true))
+    socket.once('error', () => done(false))
+  })
+}
+
+/** @returns {Promise<import('jest').Config>} */
+module.exports = async () => {
+  const only = process.env.TURNCHART_DIALECT
+  const projects = []
+  if (only !== 'postgres') {
+    projects.push({ ...common, displayName: 'sqlite', roots: ['<rootDir>/test'], testMatch: ['**/*.test.ts'] })
+  }
+  if (only !== 'sqlite') {
+    if (process.env.TURNCHART_PG_URL || (await answers('127.0.0.1', 5432))) {
+      projects.push({
+        ...common,
+        displayName: 'postgres',
+        roots: ['<rootDir>/test/scenarios', '<rootDir>/test/store'],
+        testMatch: ['**/*.test.ts'],
+        globals: { TURNCHART_DIALECT: 'postgres' },
+      })
+    } else {
+      console.log('turnchart: PostgreSQL half skipped: TURNCHART_PG_URL is unset and no server answers on 127.0.0.1:5432')
+    }
+  }
+  return { projects, testTimeout: 20000 }
 }

@@ -72,6 +72,10 @@ export const turnMachine = setup({
     overflowPending: ({ context }) => context.overflowPending,
     canCompact: ({ context }) => context.autoCompact && context.compactions < context.maxCompactions,
     continuesAfterCompaction: ({ context }) => context.afterCompaction === 'continue',
+    interruptedWhileStreaming: ({ context }) => context.interruptedIn === 'streaming',
+    interruptedWhileRunningTools: ({ context }) => context.interruptedIn === 'tool-running',
+    interruptedWhileWaiting: ({ context }) => context.interruptedIn === 'retry-waiting',
+    interruptedWhileCompacting: ({ context }) => context.interruptedIn === 'compacting',
   },
   actions: {
     startFirstStep: assign({ step: 1, attempt: 1, waitedMs: 0 }),
@@ -92,6 +96,15 @@ export const turnMachine = setup({
     compactThenComplete: assign({ afterCompaction: 'complete' as const }),
     compactThenContinue: assign({ afterCompaction: 'continue' as const }),
     countCompaction: assign({ compactions: ({ context }) => context.compactions + 1, overflowPending: false }),
+    markInterruptedStreaming: assign({ interruptedIn: 'streaming' as const }),
+    markInterruptedTools: assign({ interruptedIn: 'tool-running' as const }),
+    markInterruptedWaiting: assign({ interruptedIn: 'retry-waiting' as const }),
+    markInterruptedCompacting: assign({ interruptedIn: 'compacting' as const }),
+    resumeRetryWait: assign({
+      retryDelayMs: ({ event }) => (event.type === 'turn.recover' ? event.retryDelayMs : 0),
+      interruptedIn: null,
+    }),
+    clearInterruption: assign({ interruptedIn: null }),
     rememberStepError: assign({ error: ({ event }) => (event.type === 'step.failed' ? event.error : null) }),
     rememberFailure: assign({ error: ({ event }) => (event.type === 'turn.fail' ? event.error : null) }),
     rememberActorError: assign({
@@ -129,6 +142,7 @@ export const turnMachine = setup({
     afterCompaction: 'continue',
     error: null,
     outcome: null,
+    interruptedIn: null,
   }),
   output: ({ context }) => ({ outcome: context.outcome ?? 'aborted', error: context.error }),
   on: {
@@ -151,12 +165,13 @@ export const turnMachine = setup({
       },
       on: {
         'turn.fail': { target: 'failed', actions: 'rememberFailure' },
+        'turn.crashed': { target: 'interrupted', actions: 'markInterruptedStreaming' },
         'step.finished': [
           { guard: 'hasToolCalls', target: 'tool-running', actions: 'markOverflowPending' },
           {
             guard: and(['usageOverflowed', 'canCompact']),
             target: 'compacting',
-            actions: 'compactThenComplete',
+            actions: ['compactThenComplete', 'countCompaction'],
           },
           { guard: 'usageOverflowed', target: 'failed', actions: 'rememberOverflowAutoOff' },
           { target: 'completed' },
@@ -165,7 +180,7 @@ export const turnMachine = setup({
           {
             guard: and(['errorIsOverflow', 'canCompact']),
             target: 'compacting',
-            actions: 'compactThenContinue',
+            actions: ['compactThenContinue', 'countCompaction'],
           },
           { guard: 'errorIsOverflow', target: 'failed', actions: 'rememberOverflowAutoOff' },
           { guard: 'retryAllowed', target: 'retry-waiting', actions: 'scheduleRetry' },
@@ -174,13 +189,19 @@ export const turnMachine = setup({
       },
     },
     'retry-waiting': {
-      on: { 'turn.fail': { target: 'failed', actions: 'rememberFailure' } },
+      on: {
+        'turn.fail': { target: 'failed', actions: 'rememberFailure' },
+        'turn.crashed': { target: 'interrupted', actions: 'markInterruptedWaiting' },
+      },
       after: {
         retryDelay: { target: 'streaming', actions: 'startNextAttempt' },
       },
     },
     'tool-running': {
-      on: { 'turn.fail': { target: 'failed', actions: 'rememberFailure' } },
+      on: {
+        'turn.fail': { target: 'failed', actions: 'rememberFailure' },
+        'turn.crashed': { target: 'interrupted', actions: 'markInterruptedTools' },
+      },
       invoke: {
         id: 'runTools',
         src: 'runTools',
@@ -189,7 +210,7 @@ export const turnMachine = setup({
           {
             guard: and(['overflowPending', 'canCompact']),
             target: 'compacting',
-            actions: 'compactThenContinue',
+            actions: ['compactThenContinue', 'countCompaction'],
           },
           { guard: 'overflowPending', target: 'failed', actions: 'rememberOverflowAutoOff' },
           { target: 'streaming', actions: 'startNextStep' },
@@ -198,8 +219,10 @@ export const turnMachine = setup({
       },
     },
     compacting: {
-      entry: 'countCompaction',
-      on: { 'turn.fail': { target: 'failed', actions: 'rememberFailure' } },
+      on: {
+        'turn.fail': { target: 'failed', actions: 'rememberFailure' },
+        'turn.crashed': { target: 'interrupted', actions: 'markInterruptedCompacting' },
+      },
       invoke: {
         id: 'compact',
         src: 'compact',
@@ -213,6 +236,21 @@ export const turnMachine = setup({
           { target: 'completed' },
         ],
         onError: { target: 'failed', actions: 'rememberActorError' },
+      },
+    },
+    /**
+     * The process running the turn died; a new engine found it. Entered only through the
+     * log (`turn.crashed`, written by recovery); left by `turn.recover` (policy `resume`) or
+     * `turn.abort` (policy `abort`).
+     */
+    interrupted: {
+      on: {
+        'turn.recover': [
+          { guard: 'interruptedWhileStreaming', target: 'streaming', actions: ['clearInterruption', 'startNextStep'] },
+          { guard: 'interruptedWhileRunningTools', target: 'tool-running', actions: 'clearInterruption' },
+          { guard: 'interruptedWhileWaiting', target: 'retry-waiting', actions: 'resumeRetryWait' },
+          { guard: 'interruptedWhileCompacting', target: 'compacting', actions: 'clearInterruption' },
+        ],
       },
     },
     completed: { type: 'final', entry: 'setCompleted' },

@@ -39,7 +39,12 @@ export interface TurnContext {
   afterCompaction: 'continue' | 'complete'
   error: ChartError | null
   outcome: 'completed' | 'aborted' | 'failed' | null
+  /** The state a crash interrupted (set by `turn.crashed`, read by `turn.recover`). */
+  interruptedIn: InterruptibleState | null
 }
+
+/** States in which a process can die with work in flight. */
+export type InterruptibleState = 'streaming' | 'tool-running' | 'retry-waiting' | 'compacting'
 
 /** Events the runtime and its actors send to the chart. Payloads are control data only. */
 export type TurnEvent =
@@ -47,6 +52,13 @@ export type TurnEvent =
   | { type: 'turn.abort'; reason?: string }
   /** Something outside the step failed the turn (a database write). */
   | { type: 'turn.fail'; error: ChartError }
+  /** Written by recovery: the process running the turn died in this state. */
+  | { type: 'turn.crashed' }
+  /**
+   * Recovery resumes the interrupted turn in the state it was in. `retryDelayMs` is what was
+   * left of a retry wait at the persisted deadline. (Policy `abort` sends `turn.abort`.)
+   */
+  | { type: 'turn.recover'; retryDelayMs: number }
   | {
       type: 'step.finished'
       finishReason: string
@@ -76,6 +88,7 @@ export type TurnStateName =
   | 'tool-running'
   | 'retry-waiting'
   | 'compacting'
+  | 'interrupted'
   | 'completed'
   | 'failed'
   | 'aborted'

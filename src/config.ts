@@ -60,6 +60,17 @@ export interface EngineOptions {
   busyTimeoutMs?: number
   /** Called once per subscriber that throws. Default: console.error. */
   onSubscriberError?: (error: unknown) => void
+  /** What happens to turns found unfinished (a crashed process); see docs/durability.md. */
+  recovery?: RecoveryOptions
+  /** A running turn's lease; renewed every third of it. Another engine may take over a turn whose lease ran out. Default 30000. */
+  leaseMs?: number
+}
+
+export interface RecoveryOptions {
+  /** `resume` (default) continues an interrupted turn; `abort` ends it as aborted. */
+  policy?: 'resume' | 'abort'
+  /** Recover when the engine opens the database. Default true. */
+  onOpen?: boolean
 }
 
 export interface ResolvedConfig {
@@ -76,6 +87,8 @@ export interface ResolvedConfig {
   inspect: EngineOptions['inspect']
   clock: Clock | undefined
   onSubscriberError: (error: unknown) => void
+  recovery: { policy: 'resume' | 'abort'; onOpen: boolean }
+  leaseMs: number
 }
 
 export const defaultSummaryPrompt =
@@ -86,6 +99,7 @@ export const defaultSummaryPrompt =
 const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
+  'recovery', 'leaseMs',
 ])
 
 function nonNegativeInteger(option: string, value: unknown, fallback: number, min = 0): number {
@@ -168,6 +182,13 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     }
   }
 
+  const recovery = plainObject('recovery', options.recovery)
+  rejectUnknown('recovery', recovery, ['policy', 'onOpen'])
+  if (recovery.policy !== undefined && recovery.policy !== 'resume' && recovery.policy !== 'abort') {
+    throw new InvalidOptionError('recovery.policy', recovery.policy, "'resume' or 'abort'")
+  }
+  if (recovery.onOpen !== undefined && typeof recovery.onOpen !== 'boolean') throw new InvalidOptionError('recovery.onOpen', recovery.onOpen, 'a boolean')
+
   return {
     model,
     limits,
@@ -190,5 +211,10 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     inspect: options.inspect,
     clock: options.clock,
     onSubscriberError: options.onSubscriberError ?? ((error) => console.error('turnchart: a subscriber threw', error)),
+    recovery: {
+      policy: (recovery.policy as 'resume' | 'abort' | undefined) ?? 'resume',
+      onOpen: (recovery.onOpen as boolean | undefined) ?? true,
+    },
+    leaseMs: nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100),
   }
 }

@@ -9,7 +9,10 @@ import { newId } from './ids'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
 import { Repository } from './store/repository'
-import { startTurn, type Turn } from './turn/start-turn'
+import { recoverTurns, newOwnerId } from './turn/recover-turns'
+import { replayTransitions, type ReplayStep } from './turn/replay'
+import { startTurn, type Turn, type TurnDeps } from './turn/start-turn'
+import type { TurnInput } from '../machines/turn.types'
 import type { MessageWithParts, SessionInfo, SessionStatus, TransitionRecord, TurnRecord } from './types'
 
 export interface Engine {
@@ -41,6 +44,19 @@ export interface Engine {
   subscribe(listener: Listener): () => void
   /** Aborts running turns, waits for their rows, and closes the database if turnchart opened it. */
   close(): Promise<void>
+  /**
+   * Finds unfinished turns left by a process that died (or whose lease ran out), claims them,
+   * and resumes or ends each per `recovery.policy`. Runs on open unless `recovery.onOpen` is
+   * false. Returns the turns it took over.
+   */
+  recover(): Promise<Turn[]>
+  /**
+   * The turn's state sequence rebuilt from its transition log with the chart's pure
+   * `transition()`. Throws `ReplayMismatchError` at a row the chart would not have taken.
+   */
+  replay(turnId: string): Promise<ReplayStep[]>
+  /** Deletes the transition logs of turns that ended before `olderThan` (a Date or ms); messages and parts stay. Returns the rows deleted. */
+  prune(options: { olderThan: Date | number }): Promise<number>
   /** The resolved configuration (defaults filled in). */
   readonly config: ResolvedConfig
 }
@@ -69,6 +85,25 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const active = new Map<string, Turn>()
   const statuses = new Map<string, SessionStatus>()
   let closed = false
+  const owner = newOwnerId()
+  const track = (turn: Turn) => {
+    active.set(turn.sessionId, turn)
+    void turn.done.then(
+      () => untrack(turn),
+      () => untrack(turn),
+    )
+    return turn
+  }
+  const untrack = (turn: Turn) => {
+    if (active.get(turn.sessionId) === turn) active.delete(turn.sessionId)
+  }
+  const deps: TurnDeps = { config, repo, bus, owner, onSettled: untrack }
+  // Renew the leases of the turns this engine runs, so no other engine takes them over.
+  const renewal = setInterval(() => {
+    const ids = [...active.values()].map((t) => t.id)
+    repo.renewLeases(ids, owner, Date.now() + config.leaseMs).catch(() => undefined)
+  }, Math.max(50, Math.floor(config.leaseMs / 3)))
+  renewal.unref()
 
   bus.subscribe((event) => {
     if (event.type !== 'session.status') return
@@ -97,9 +132,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       if (typeof text !== 'string' || text.trim().length === 0) throw new InvalidArgumentError('text', text, 'a non-empty string')
       const running = active.get(sessionId)
       if (running) throw new SessionBusyError(sessionId, running.id)
-      const turn = startTurn({ config, repo, bus, onSettled: (t) => active.get(sessionId) === t && active.delete(sessionId) }, sessionId, text)
-      active.set(sessionId, turn)
-      return turn
+      return track(startTurn(deps, sessionId, text))
     },
     async abort(sessionId) {
       const turn = active.get(sessionId)
@@ -116,14 +149,40 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     transitions: (turnId) => repo.transitions(turnId),
     getTurn: (turnId) => repo.getTurn(turnId),
     subscribe: (listener) => bus.subscribe(listener),
+    async recover() {
+      requireOpen('recover turns')
+      const running = new Set([...active.values()].map((t) => t.id))
+      const turns = await recoverTurns(deps, (id) => running.has(id))
+      return turns.map(track)
+    },
+    async replay(turnId) {
+      const input = (await repo.turnInput(turnId)) as TurnInput | undefined
+      if (!input) throw new InvalidArgumentError('turnId', turnId, 'the id of a stored turn')
+      return replayTransitions(input, await repo.transitions(turnId)).steps
+    },
+    async prune({ olderThan }) {
+      const before = olderThan instanceof Date ? olderThan.getTime() : olderThan
+      if (typeof before !== 'number' || !Number.isFinite(before)) throw new InvalidArgumentError('olderThan', olderThan, 'a Date or a time in ms')
+      return repo.deleteFinishedTransitions(before)
+    },
     async close() {
       if (closed) return
       closed = true
+      clearInterval(renewal)
       const turns = [...active.values()]
       for (const turn of turns) turn.abort('engine closed')
       await Promise.all(turns.map((turn) => turn.done.catch(() => undefined)))
       await opened.close()
     },
+  }
+  if (config.recovery.onOpen) {
+    try {
+      await engine.recover()
+    } catch (error) {
+      clearInterval(renewal)
+      await opened.close()
+      throw error
+    }
   }
   return engine
 }

@@ -111,6 +111,8 @@ export interface TransitionRecord {
   /** The event's payload as sent to the machine (control data only). */
   payload: Record<string, unknown>
   time: number
+  /** Ids of the parts written with this transition (changed since the previous one). */
+  parts?: string[]
 }
 
 /** The persisted record of a turn. */
@@ -124,6 +126,9 @@ export interface TurnRecord {
   retryAt: number | null
   error: SerializedError | null
   time: { created: number; updated: number }
+  /** The engine that runs the turn, and until when its lease holds (ms). */
+  owner?: string | null
+  leaseUntil?: number | null
 }
 
 export function emptyTokens(): Tokens {

@@ -6,6 +6,7 @@
 import { streamText } from 'ai'
 import type { CompactInput } from '../../machines/turn.machine'
 import { CompactionFailedError, ContextOverflowError } from '../errors'
+import { startIdleTimer } from '../llm/idle-timer'
 import { classifyError } from '../policy/classify-error'
 import type { TurnScope } from '../turn/turn-scope'
 
@@ -19,16 +20,22 @@ import type { TurnScope } from '../turn/turn-scope'
 export async function summarize(scope: TurnScope, input: CompactInput, signal: AbortSignal): Promise<void> {
   let failure: unknown
   let text = ''
+  // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
+  const controller = new AbortController()
+  const abortFromOutside = () => controller.abort(signal.reason)
+  signal.addEventListener('abort', abortFromOutside, { once: true })
+  const idle = startIdleTimer(controller, scope.config.streamIdleTimeoutMs)
   try {
     const result = streamText({
       model: scope.config.model,
       system: scope.config.system,
       messages: [...scope.modelMessages(), { role: 'user', content: scope.config.compaction.prompt }],
       maxRetries: 0,
-      abortSignal: signal,
+      abortSignal: controller.signal,
       onError: () => {},
     })
     for await (const part of result.fullStream) {
+      idle.touch()
       if (part.type === 'text-delta') text += part.text
       else if (part.type === 'error') {
         failure = part.error
@@ -37,8 +44,12 @@ export async function summarize(scope: TurnScope, input: CompactInput, signal: A
     }
   } catch (error) {
     failure = error
+  } finally {
+    idle.stop()
+    signal.removeEventListener('abort', abortFromOutside)
   }
   if (signal.aborted) throw signal.reason
+  if (controller.signal.aborted) failure = controller.signal.reason
   if (failure !== undefined) {
     const classified = classifyError(failure)
     if (classified.kind === 'overflow') {

@@ -14,6 +14,7 @@ import { isUsageOverflow } from '../policy/overflow'
 import { planRetry } from '../policy/retry-delay'
 import type { TurnScope } from '../turn/turn-scope'
 import type { MessageWithParts, Part, TextPart, Tokens, ToolPart } from '../types'
+import { startIdleTimer } from './idle-timer'
 import { addTokens, stepCost, toTokens } from './usage'
 
 /** The user's tools as declared to the model: same names, descriptions and schemas, no execute. */
@@ -45,17 +46,12 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
   const controller = new AbortController()
   const abortFromOutside = () => controller.abort(signal.reason)
   signal.addEventListener('abort', abortFromOutside, { once: true })
-  let idleTimer: NodeJS.Timeout | undefined
-  const armIdle = () => {
-    if (idleTimer) clearTimeout(idleTimer)
-    idleTimer = setTimeout(() => controller.abort(new StreamIdleTimeoutError(config.streamIdleTimeoutMs)), config.streamIdleTimeoutMs)
-  }
+  const idle = startIdleTimer(controller, config.streamIdleTimeoutMs)
 
   let failure: unknown
   let finishReason = 'unknown'
   let stepTokens: Tokens | undefined
   try {
-    armIdle()
     const result = streamText({
       model: config.model,
       system: config.system,
@@ -66,7 +62,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
       onError: () => {}, // errors arrive as `error` parts; the default handler would print them
     })
     for await (const part of result.fullStream) {
-      armIdle()
+      idle.touch()
       switch (part.type) {
         case 'start-step':
           state.add({ type: 'step-start', time: { start: Date.now() } })
@@ -120,7 +116,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
   } catch (error) {
     failure = error
   } finally {
-    if (idleTimer) clearTimeout(idleTimer)
+    idle.stop()
     signal.removeEventListener('abort', abortFromOutside)
   }
 

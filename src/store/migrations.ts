@@ -8,25 +8,35 @@ import type { TurnchartDatabase } from './schema'
 
 export interface Migration {
   name: string
-  up(db: Kysely<any>): Promise<void>
+  /** Runs inside the migration transaction; `dialect` for the few types that differ. */
+  up(db: Kysely<any>, dialect: 'sqlite' | 'postgres'): Promise<void>
+}
+
+/**
+ * The column type of ids: on PostgreSQL with the "C" collation, so that ordering and `>=` on
+ * ids compare bytes (ids sort by creation time) whatever the database's locale.
+ */
+function idType(dialect: 'sqlite' | 'postgres') {
+  return dialect === 'postgres' ? sql`text collate "C"` : ('text' as const)
 }
 
 export const migrations: Migration[] = [
   {
     name: '0001_initial',
-    async up(db) {
+    async up(db, dialect) {
+      const id = idType(dialect)
       await db.schema
         .createTable('turnchart_sessions')
-        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('id', id, (c) => c.primaryKey())
         .addColumn('title', 'text')
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
         .execute()
       await db.schema
         .createTable('turnchart_messages')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('session_id', 'text', (c) => c.notNull().references('turnchart_sessions.id').onDelete('cascade'))
-        .addColumn('turn_id', 'text')
+        .addColumn('id', id, (c) => c.primaryKey())
+        .addColumn('session_id', id, (c) => c.notNull().references('turnchart_sessions.id').onDelete('cascade'))
+        .addColumn('turn_id', id)
         .addColumn('role', 'text', (c) => c.notNull())
         .addColumn('summary', 'integer', (c) => c.notNull().defaultTo(0))
         .addColumn('created_at', 'bigint', (c) => c.notNull())
@@ -35,9 +45,9 @@ export const migrations: Migration[] = [
       await db.schema.createIndex('turnchart_messages_session').on('turnchart_messages').columns(['session_id', 'id']).execute()
       await db.schema
         .createTable('turnchart_parts')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('session_id', 'text', (c) => c.notNull().references('turnchart_sessions.id').onDelete('cascade'))
-        .addColumn('message_id', 'text', (c) => c.notNull().references('turnchart_messages.id').onDelete('cascade'))
+        .addColumn('id', id, (c) => c.primaryKey())
+        .addColumn('session_id', id, (c) => c.notNull().references('turnchart_sessions.id').onDelete('cascade'))
+        .addColumn('message_id', id, (c) => c.notNull().references('turnchart_messages.id').onDelete('cascade'))
         .addColumn('type', 'text', (c) => c.notNull())
         .addColumn('data', 'text', (c) => c.notNull())
         .addColumn('updated_at', 'bigint', (c) => c.notNull())
@@ -46,8 +56,8 @@ export const migrations: Migration[] = [
       await db.schema.createIndex('turnchart_parts_message').on('turnchart_parts').columns(['message_id', 'id']).execute()
       await db.schema
         .createTable('turnchart_turns')
-        .addColumn('id', 'text', (c) => c.primaryKey())
-        .addColumn('session_id', 'text', (c) => c.notNull().references('turnchart_sessions.id').onDelete('cascade'))
+        .addColumn('id', id, (c) => c.primaryKey())
+        .addColumn('session_id', id, (c) => c.notNull().references('turnchart_sessions.id').onDelete('cascade'))
         .addColumn('state', 'text', (c) => c.notNull())
         .addColumn('outcome', 'text')
         .addColumn('step', 'integer', (c) => c.notNull())
@@ -62,7 +72,7 @@ export const migrations: Migration[] = [
       await db.schema.createIndex('turnchart_turns_open').on('turnchart_turns').columns(['outcome', 'state']).execute()
       await db.schema
         .createTable('turnchart_transitions')
-        .addColumn('turn_id', 'text', (c) => c.notNull().references('turnchart_turns.id').onDelete('cascade'))
+        .addColumn('turn_id', id, (c) => c.notNull().references('turnchart_turns.id').onDelete('cascade'))
         .addColumn('seq', 'integer', (c) => c.notNull())
         .addColumn('from_state', 'text', (c) => c.notNull())
         .addColumn('event_type', 'text', (c) => c.notNull())
@@ -73,11 +83,50 @@ export const migrations: Migration[] = [
         .execute()
     },
   },
+  {
+    name: '0002_leases_and_touched_parts',
+    async up(db) {
+      await db.schema.alterTable('turnchart_turns').addColumn('owner', 'text').execute()
+      await db.schema.alterTable('turnchart_turns').addColumn('lease_until', 'bigint').execute()
+      await db.schema.alterTable('turnchart_transitions').addColumn('parts', 'text').execute()
+    },
+  },
 ]
+
+/**
+ * The schema turnchart's tables are created in on PostgreSQL: the first schema of the
+ * connection's `search_path` (set by `?schema=` on a URL, `options=-c search_path=...`, or the
+ * caller's own connection settings). When that schema does not exist yet, `current_schema()`
+ * is null and the name is read from `search_path` so the migration can create it.
+ */
+async function creationSchema(db: Kysely<any>): Promise<{ name: string; exists: boolean }> {
+  const { rows } = await sql<{ current: string | null; path: string; user: string }>`
+    select current_schema() as current, current_setting('search_path') as path, current_user as user`.execute(db)
+  const row = rows[0]
+  if (row.current) return { name: row.current, exists: true }
+  const first = splitSearchPath(row.path)[0]
+  if (!first) throw new Error('turnchart migrations: the PostgreSQL search_path names no schema to create the tables in')
+  return { name: first === '$user' ? row.user : first, exists: false }
+}
+
+/** `a, "B c", $user` → ['a', 'B c', '$user'] (quoted names keep their case, others fold). */
+export function splitSearchPath(path: string): string[] {
+  const names: string[] = []
+  const pattern = /\s*(?:"((?:[^"]|"")*)"|([^,\s]+))\s*(?:,|$)/gy
+  let match: RegExpExecArray | null
+  while (pattern.lastIndex < path.length && (match = pattern.exec(path)) !== null) {
+    if (match[1] !== undefined) names.push(match[1].replace(/""/g, '"'))
+    else names.push(match[2].toLowerCase())
+  }
+  return names
+}
 
 /**
  * Applies the migrations not yet applied, all in one transaction. On SQLite the transaction
  * is `BEGIN IMMEDIATE` on one connection, so two processes opening a new file migrate once.
+ * On PostgreSQL it is an ordinary transaction holding `pg_advisory_xact_lock` keyed by the
+ * target schema, so two processes starting together migrate once; the schema (first of
+ * `search_path`) is created if missing.
  *
  * @example
  * await migrate(db) // idempotent
@@ -94,7 +143,7 @@ export async function migrate(db: Kysely<TurnchartDatabase>, dialect: 'sqlite' |
     const applied: string[] = []
     for (const migration of migrations) {
       if (done.has(migration.name)) continue
-      await migration.up(conn)
+      await migration.up(conn, dialect)
       await conn.insertInto('turnchart_migrations').values({ name: migration.name, applied_at: Date.now() }).execute()
       applied.push(migration.name)
     }
@@ -102,11 +151,14 @@ export async function migrate(db: Kysely<TurnchartDatabase>, dialect: 'sqlite' |
   }
   if (dialect === 'postgres') {
     return db.transaction().execute(async (trx) => {
-      // One migrator at a time across processes; released at commit.
-      await sql`select pg_advisory_xact_lock(hashtext('turnchart_migrations'))`.execute(trx)
+      const schema = await creationSchema(trx)
+      // One migrator at a time per schema, across processes; released at commit.
+      await sql`select pg_advisory_xact_lock(hashtext(${'turnchart_migrations:' + schema.name}))`.execute(trx)
+      if (!schema.exists) await sql`create schema if not exists ${sql.id(schema.name)}`.execute(trx)
       return applyAll(trx)
     })
   }
+  if (await allApplied(db)) return [] // no write lock when there is nothing to do
   return db.connection().execute(async (conn) => {
     await sql`begin immediate`.execute(conn)
     try {
@@ -118,4 +170,15 @@ export async function migrate(db: Kysely<TurnchartDatabase>, dialect: 'sqlite' |
       throw error
     }
   })
+}
+
+/** True when the migration table exists and lists every migration (a read, no lock). */
+async function allApplied(db: Kysely<TurnchartDatabase>): Promise<boolean> {
+  try {
+    const rows = await db.selectFrom('turnchart_migrations').select('name').execute()
+    const done = new Set(rows.map((r) => r.name))
+    return migrations.every((m) => done.has(m.name))
+  } catch {
+    return false // no migration table yet
+  }
 }

@@ -1,19 +1,23 @@
 /**
- * Turns the `database` option into a Kysely instance with the pragmas turnchart relies on.
+ * Turns the `database` option into a Kysely instance with the settings turnchart relies on:
+ * a SQLite file or `':memory:'` (better-sqlite3, pragmas set), a PostgreSQL URL (a `pg` pool,
+ * loaded lazily: `pg` is an optional peer dependency), or a Kysely instance the caller owns.
  */
 import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import { Kysely, SqliteDialect } from 'kysely'
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../errors'
 import type { TurnchartDatabase } from './schema'
 
 export type DatabaseOption = string | Kysely<any>
 
+export type Dialect = 'sqlite' | 'postgres'
+
 export interface OpenedDatabase {
   db: Kysely<TurnchartDatabase>
-  dialect: 'sqlite' | 'postgres'
-  /** Closes the connection when turnchart opened it; a caller's Kysely instance stays open. */
+  dialect: Dialect
+  /** Closes the connection (or pool) when turnchart opened it; a caller's Kysely instance stays open. */
   close(): Promise<void>
 }
 
@@ -22,17 +26,27 @@ export interface SqliteOptions {
   busyTimeoutMs?: number
 }
 
+const expected = "a file path, ':memory:', a postgres:// URL or a Kysely instance"
+
 /**
  * Opens a SQLite file (created if missing; its folder must exist), an in-memory database,
- * or adopts a Kysely instance the caller owns.
+ * a PostgreSQL database from a `postgres://` or `postgresql://` URL, or adopts a Kysely
+ * instance the caller owns.
+ *
+ * PostgreSQL URLs accept two query parameters of turnchart's own, removed before the URL is
+ * handed to `pg`: `schema` (turnchart's tables go into that schema, created by the migration
+ * if missing; sets `search_path` on every connection) and `pool_max` (the pool size, default
+ * 10). Every other parameter is `pg`'s (`sslmode`, `options=-c search_path=x`, ...).
  *
  * @example
  * const { db, close } = openDatabase('./agent.db')
+ * const pg = openDatabase('postgres://app@db.internal:5432/app?schema=agent&pool_max=20')
  */
 export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteOptions = {}): OpenedDatabase {
   const value = option ?? ':memory:'
   if (typeof value === 'string') {
-    if (value.length === 0) throw new InvalidOptionError('database', value, "a file path, ':memory:' or a Kysely instance")
+    if (value.length === 0) throw new InvalidOptionError('database', value, expected)
+    if (isPostgresUrl(value)) return openPostgres(value)
     if (value !== ':memory:') {
       const dir = path.dirname(path.resolve(value))
       if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
@@ -48,11 +62,102 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
     return { db, dialect: 'sqlite', close: () => db.destroy() }
   }
   if (isKysely(value)) {
-    const adapter = value.getExecutor().adapter.constructor.name
-    const dialect = /postgres/i.test(adapter) ? 'postgres' : 'sqlite'
-    return { db: value as Kysely<TurnchartDatabase>, dialect, close: async () => {} }
+    return { db: value as Kysely<TurnchartDatabase>, dialect: detectDialect(value), close: async () => {} }
   }
-  throw new InvalidOptionError('database', value, "a file path, ':memory:' or a Kysely instance")
+  throw new InvalidOptionError('database', value, expected)
+}
+
+/**
+ * The dialect of a Kysely instance (or transaction), from its adapter: `'postgres'` for
+ * Kysely's `PostgresAdapter` (and adapters named like it), otherwise `'sqlite'`.
+ */
+export function detectDialect(db: Kysely<any>): Dialect {
+  const adapter = db.getExecutor().adapter.constructor.name
+  return /postgres/i.test(adapter) ? 'postgres' : 'sqlite'
+}
+
+export function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(value)
+}
+
+/** The URL without its password, for error messages. */
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')
+  }
+}
+
+interface PgModule {
+  Pool: new (config: Record<string, unknown>) => PgPool
+  types: { getTypeParser(oid: number, format?: string): (value: string) => unknown }
+}
+interface PgPool {
+  on(event: 'error', listener: (error: Error) => void): unknown
+  end(): Promise<void>
+}
+
+/** `pg`, loaded only when a PostgreSQL URL is given. Exported for tests. */
+export const pgLoader = {
+  load(): PgModule {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('pg') as PgModule
+  },
+}
+
+const schemaName = /^[a-z_][a-z0-9_]{0,62}$/
+
+function openPostgres(value: string): OpenedDatabase {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new InvalidOptionError('database', redact(value), 'a valid postgres:// URL')
+  }
+  const schema = url.searchParams.get('schema')
+  const poolMax = url.searchParams.get('pool_max')
+  url.searchParams.delete('schema')
+  url.searchParams.delete('pool_max')
+  if (schema !== null) {
+    if (!schemaName.test(schema)) {
+      throw new InvalidOptionError('database', redact(value), 'a URL whose schema parameter is a schema name of lowercase letters, digits and _')
+    }
+    // Applied at connection start-up, so no query runs before it; `pg` takes `options` from the URL.
+    const options = url.searchParams.get('options')
+    url.searchParams.set('options', `${options ? options + ' ' : ''}-c search_path=${schema}`)
+  }
+  let max = 10
+  if (poolMax !== null) {
+    max = Number(poolMax)
+    if (!Number.isInteger(max) || max < 1) throw new InvalidOptionError('database', redact(value), 'a URL whose pool_max parameter is an integer >= 1')
+  }
+
+  let pg: PgModule
+  try {
+    pg = pgLoader.load()
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error
+    throw new InvalidOptionError(
+      'database',
+      redact(value),
+      'a PostgreSQL URL with the optional peer dependency `pg` installed (run `npm install pg`), or a SQLite path',
+    )
+  }
+  const pool = new pg.Pool({
+    connectionString: url.toString(),
+    max,
+    // int8 (bigint: our epoch-ms columns) as numbers; the repository copes with strings too,
+    // for Kysely instances created by the caller.
+    types: { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format)) },
+  })
+  // An idle client that loses its connection emits 'error' on the pool; without a listener
+  // Node would crash. The pool drops that client; the next query reports any real failure.
+  pool.on('error', () => {})
+  const db = new Kysely<TurnchartDatabase>({ dialect: new PostgresDialect({ pool: pool as never }) })
+  return { db, dialect: 'postgres', close: () => db.destroy() }
 }
 
 function isKysely(value: unknown): value is Kysely<any> {

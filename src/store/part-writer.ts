@@ -1,11 +1,12 @@
 /**
- * The part writer owns a turn's parts while they change. Deltas are published at once and
- * written at most every `flushIntervalMs`; part boundaries (open, close, tool state changes)
- * are written at the next turn of the write queue, coalesced with whatever else is dirty.
- * Never one database write per delta.
+ * The part writer owns a turn's rows while they change: its parts and its messages' info.
+ * Deltas are published at once and written at most every `flushIntervalMs`; part boundaries
+ * (open, close, tool state changes) and message changes are written at the next turn of the
+ * write queue, coalesced with whatever else is dirty. A flush writes messages before parts, so
+ * a part never reaches the database before its message. Never one database write per delta.
  */
 import type { Bus } from '../bus'
-import type { Part, TextPart } from '../types'
+import type { MessageInfo, Part, TextPart } from '../types'
 import type { Repository } from './repository'
 import type { WriteQueue } from './write-queue'
 
@@ -21,6 +22,8 @@ export interface PartWriterOptions {
 
 export class PartWriter {
   private dirty = new Map<string, Part>()
+  private dirtyMessages = new Map<string, MessageInfo>()
+  private touched = new Set<string>()
   private timer: NodeJS.Timeout | undefined
   private flushQueued = false
   private sealed = false
@@ -65,23 +68,40 @@ export class PartWriter {
     this.flushSoon()
   }
 
-  /**
-   * Removes and returns the dirty parts, for a caller that writes them inside its own
-   * transaction (the transition recorder). Cancels the pending interval flush.
-   */
-  takeDirty(): Part[] {
-    this.clearTimer()
-    const parts = [...this.dirty.values()]
-    this.dirty.clear()
-    return parts
+  /** A message's info changed (created, usage added, completed): published, written soon. */
+  message(info: MessageInfo): void {
+    if (this.sealed) return
+    this.options.bus.publish({ type: 'message.updated', sessionId: info.sessionId, info: structuredClone(info) })
+    this.dirtyMessages.set(info.id, info)
+    this.flushSoon()
   }
 
-  /** Writes every dirty part now (queued behind earlier writes). */
+  /**
+   * Removes and returns what is dirty, for a caller that writes it inside its own transaction
+   * (the transition recorder). Cancels the pending interval flush.
+   */
+  takeDirty(): { messages: MessageInfo[]; parts: Part[] } {
+    this.clearTimer()
+    const messages = [...this.dirtyMessages.values()]
+    const parts = [...this.dirty.values()]
+    this.dirtyMessages.clear()
+    this.dirty.clear()
+    return { messages, parts }
+  }
+
+  /** Writes what is dirty in `repo` (a transaction of the caller's, or the writer's own). */
+  async writeDirty(repo: Repository = this.options.repo): Promise<void> {
+    const { messages, parts } = this.takeDirty()
+    for (const info of messages) await repo.upsertMessage(info)
+    await repo.upsertParts(parts, this.options.now())
+  }
+
+  /** Writes every dirty row now (queued behind earlier writes), in one transaction. */
   flush(): Promise<void> {
     return this.options.queue.run(async () => {
       this.flushQueued = false
-      const parts = this.takeDirty()
-      await this.options.repo.upsertParts(parts, this.options.now())
+      if (this.dirty.size === 0 && this.dirtyMessages.size === 0) return
+      await this.options.repo.transaction((tx) => this.writeDirty(tx))
     })
   }
 
@@ -93,6 +113,14 @@ export class PartWriter {
 
   private markDirty(part: Part): void {
     this.dirty.set(part.id, part)
+    this.touched.add(part.id)
+  }
+
+  /** Ids of the parts changed since the last call: the parts a transition row names. */
+  takeTouched(): string[] {
+    const ids = [...this.touched]
+    this.touched.clear()
+    return ids
   }
 
   private flushSoon(): void {

@@ -172,6 +172,8 @@ export class Repository {
         input: JSON.stringify(input),
         created_at: turn.time.created,
         updated_at: turn.time.updated,
+        owner: turn.owner ?? null,
+        lease_until: turn.leaseUntil ?? null,
       })
       .execute()
   }
@@ -205,6 +207,8 @@ export class Repository {
       retryAt: row.retry_at === null ? null : num(row.retry_at),
       error: row.error ? (JSON.parse(row.error) as SerializedError) : null,
       time: { created: num(row.created_at), updated: num(row.updated_at) },
+      owner: row.owner,
+      leaseUntil: row.lease_until === null ? null : num(row.lease_until),
     }
   }
 
@@ -219,6 +223,7 @@ export class Repository {
         payload: JSON.stringify(record.payload),
         to_state: record.to,
         at: record.time,
+        parts: record.parts && record.parts.length > 0 ? JSON.stringify(record.parts) : null,
       })
       .execute()
   }
@@ -238,6 +243,78 @@ export class Repository {
       to: row.to_state,
       payload: JSON.parse(row.payload) as Record<string, unknown>,
       time: num(row.at),
+      ...(row.parts ? { parts: JSON.parse(row.parts) as string[] } : {}),
     }))
+  }
+
+  // --- turn ownership and recovery -------------------------------------------------------
+
+  /**
+   * Takes the session's write lock for the current transaction (an UPDATE locks the row on
+   * PostgreSQL and takes SQLite's write lock), so that two processes cannot both start a turn.
+   * Returns false when the session does not exist.
+   */
+  async lockSession(id: string, now: number): Promise<boolean> {
+    const result = await this.db.updateTable('turnchart_sessions').set({ updated_at: now }).where('id', '=', id).executeTakeFirst()
+    return Number(result.numUpdatedRows) > 0
+  }
+
+  /** The session's unfinished turn, if any (run by this or another engine, or left by a crash). */
+  async openTurnOfSession(sessionId: string): Promise<{ id: string; owner: string | null; leaseUntil: number | null } | undefined> {
+    const row = await this.db
+      .selectFrom('turnchart_turns')
+      .select(['id', 'owner', 'lease_until'])
+      .where('session_id', '=', sessionId)
+      .where('outcome', 'is', null)
+      .executeTakeFirst()
+    return row && { id: row.id, owner: row.owner, leaseUntil: row.lease_until === null ? null : num(row.lease_until) }
+  }
+
+  /** Every turn without an outcome, with its chart input. */
+  async openTurns(): Promise<Array<TurnRecord & { input: unknown }>> {
+    const rows = await this.db.selectFrom('turnchart_turns').select('id').where('outcome', 'is', null).orderBy('id').execute()
+    const out: Array<TurnRecord & { input: unknown }> = []
+    for (const { id } of rows) {
+      const turn = await this.getTurn(id)
+      if (turn) out.push({ ...turn, input: await this.turnInput(id) })
+    }
+    return out
+  }
+
+  async turnInput(id: string): Promise<unknown> {
+    const row = await this.db.selectFrom('turnchart_turns').select('input').where('id', '=', id).executeTakeFirst()
+    return row ? JSON.parse(row.input) : undefined
+  }
+
+  /**
+   * Compare-and-set of a turn's owner: succeeds only if the turn is unfinished and still owned
+   * by `expectedOwner`, so of two engines recovering the same turn, one wins.
+   */
+  async claimTurn(id: string, expectedOwner: string | null, owner: string, leaseUntil: number): Promise<boolean> {
+    let query = this.db
+      .updateTable('turnchart_turns')
+      .set({ owner, lease_until: leaseUntil })
+      .where('id', '=', id)
+      .where('outcome', 'is', null)
+    query = expectedOwner === null ? query.where('owner', 'is', null) : query.where('owner', '=', expectedOwner)
+    const result = await query.executeTakeFirst()
+    return Number(result.numUpdatedRows) === 1
+  }
+
+  /** Extends the leases of the turns `owner` runs. */
+  async renewLeases(ids: string[], owner: string, leaseUntil: number): Promise<void> {
+    if (ids.length === 0) return
+    await this.db.updateTable('turnchart_turns').set({ lease_until: leaseUntil }).where('id', 'in', ids).where('owner', '=', owner).execute()
+  }
+
+  /** Deletes the transition logs of turns that ended before `before`; messages and parts stay. */
+  async deleteFinishedTransitions(before: number): Promise<number> {
+    const finished = this.db
+      .selectFrom('turnchart_turns')
+      .select('id')
+      .where('outcome', 'is not', null)
+      .where('updated_at', '<', before)
+    const result = await this.db.deleteFrom('turnchart_transitions').where('turn_id', 'in', finished).executeTakeFirst()
+    return Number(result.numDeletedRows)
   }
 }

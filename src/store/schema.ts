@@ -50,6 +50,10 @@ export interface TurnTable {
   input: string
   created_at: Millis
   updated_at: Millis
+  /** Engine instance running the turn: `host:pid:random`. */
+  owner: string | null
+  /** The owner's lease on the turn ends at this time; another engine may then recover it. */
+  lease_until: Millis | null
 }
 
 export interface TransitionTable {
@@ -61,6 +65,8 @@ export interface TransitionTable {
   payload: string
   to_state: string
   at: Millis
+  /** JSON array of the ids of the parts written with this transition. */
+  parts: string | null
 }
 
 export interface MigrationTable {

@@ -10,7 +10,7 @@ import type { TurnContext, TurnEvent, TurnInput } from '../../machines/turn.type
 import type { Bus } from '../bus'
 import { summarize } from '../compaction/summarize'
 import type { ResolvedConfig } from '../config'
-import { MessageAbortedError, serializeError, StorageError, type SerializedError } from '../errors'
+import { MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, StorageError, type SerializedError } from '../errors'
 import { newId } from '../ids'
 import { streamStep } from '../llm/stream-step'
 import type { Repository } from '../store/repository'
@@ -42,8 +42,22 @@ export interface TurnDeps {
   config: ResolvedConfig
   repo: Repository
   bus: Bus
+  /** This engine's owner id (`host:pid:random`), written on the turns it runs. */
+  owner: string
   /** Called once when the turn has settled (after its last write), successfully or not. */
   onSettled(turn: Turn): void
+}
+
+/** Where a turn's actor starts: a new prompt, or a turn restored from the database. */
+interface TurnStart {
+  turnId: string
+  sessionId: string
+  input: TurnInput
+  scope: TurnScope
+  /** Restored snapshot (recovery) and the seq of the last logged transition. */
+  restored?: { snapshot: TurnSnapshot; seq: number }
+  /** Runs after the actor started: stores the prompt, or does nothing for a restored turn. */
+  begin(turn: Turn, actor: Actor<TurnMachine>): Promise<TurnEvent>
 }
 
 const finalStates = new Set(['completed', 'failed', 'aborted'])
@@ -60,12 +74,77 @@ type TurnSnapshot = SnapshotFrom<TurnMachine>
  * const { outcome } = await turn.done
  */
 export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Turn {
-  const { config, repo, bus } = deps
   const turnId = newId('trn')
-  let actor!: Actor<TurnMachine>
-  const scope = new TurnScope(config, repo, bus, turnId, sessionId, (error) => {
-    actor.send({ type: 'turn.fail', error: new StorageError('writing parts', error).toJSON() })
+  const input: TurnInput = {
+    turnId,
+    sessionId,
+    autoCompact: deps.config.compaction.auto,
+    maxCompactions: deps.config.compaction.maxPerTurn,
+  }
+  const scope = new TurnScope(deps.config, deps.repo, deps.bus, turnId, sessionId)
+  return runTurn(deps, {
+    turnId,
+    sessionId,
+    input,
+    scope,
+    async begin() {
+      await scope.begin(prompt, async (tx) => {
+        const now = Date.now()
+        if (!(await tx.lockSession(sessionId, now))) throw new SessionNotFoundError(sessionId)
+        const open = await tx.openTurnOfSession(sessionId)
+        if (open) throw new SessionBusyError(sessionId, open.id)
+        await tx.insertTurn(
+          {
+            id: turnId,
+            sessionId,
+            state: 'idle',
+            outcome: null,
+            step: 0,
+            attempt: 1,
+            retryAt: null,
+            error: null,
+            time: { created: now, updated: now },
+            owner: deps.owner,
+            leaseUntil: now + deps.config.leaseMs,
+          },
+          input,
+        )
+      })
+      return { type: 'turn.start' }
+    },
   })
+}
+
+/**
+ * Resumes a turn that recovery restored: its actor starts in `interrupted` (the crash is
+ * already logged) and receives `turn.recover`.
+ */
+export function resumeTurn(
+  deps: TurnDeps,
+  restored: { turnId: string; sessionId: string; input: TurnInput; scope: TurnScope; snapshot: TurnSnapshot; seq: number; recover: TurnEvent },
+): Turn {
+  return runTurn(deps, {
+    turnId: restored.turnId,
+    sessionId: restored.sessionId,
+    input: restored.input,
+    scope: restored.scope,
+    restored: { snapshot: restored.snapshot, seq: restored.seq },
+    begin: async () => restored.recover,
+  })
+}
+
+/** Starts a turn whose prompt was stored but whose first transition was not (recovery). */
+export function startTurnFromIdle(deps: TurnDeps, t: { turnId: string; sessionId: string; input: TurnInput; scope: TurnScope }): Turn {
+  return runTurn(deps, { ...t, begin: async () => ({ type: 'turn.start' }) })
+}
+
+function runTurn(deps: TurnDeps, start: TurnStart): Turn {
+  const { config, repo, bus } = deps
+  const { turnId, sessionId, input, scope } = start
+  let actor!: Actor<TurnMachine>
+  scope.onStorageError = (error) => {
+    actor.send({ type: 'turn.fail', error: new StorageError('writing parts', error).toJSON() })
+  }
 
   const machine = turnMachine.provide({
     actors: {
@@ -81,13 +160,6 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
     },
   })
 
-  const input: TurnInput = {
-    turnId,
-    sessionId,
-    autoCompact: config.compaction.auto,
-    maxCompactions: config.compaction.maxPerTurn,
-  }
-
   let resolveDone!: (result: TurnResult) => void
   let rejectDone!: (error: unknown) => void
   const done = new Promise<TurnResult>((resolve, reject) => {
@@ -95,9 +167,8 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
     rejectDone = reject
   })
 
-  let previous = 'idle'
-  let seq = 0
-  let started = false
+  let previous = start.restored ? String(start.restored.snapshot.value) : 'idle'
+  let seq = start.restored?.seq ?? 0
   let startFailed = false
   let settled = false
 
@@ -117,12 +188,20 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
       settled = true
       closeTurn(scope, outcome!, error, now)
     }
-    const row: TransitionRecord = { turnId, seq: ++seq, from, event: event.type, to, payload: eventPayload(event), time: now }
+    const row: TransitionRecord = {
+      turnId,
+      seq: ++seq,
+      from,
+      event: event.type,
+      to,
+      payload: eventPayload(event),
+      time: now,
+      parts: scope.writer.takeTouched(),
+    }
     const retryAt = to === 'retry-waiting' ? now + context.retryDelayMs : null
     const write = scope.queue.run(() =>
       repo.transaction(async (tx) => {
-        await tx.upsertParts(scope.writer.takeDirty(), now)
-        if (final) for (const message of scope.assistantMessages()) await tx.upsertMessage(message.info)
+        await scope.writer.writeDirty(tx)
         await tx.appendTransition(row)
         await tx.updateTurn(turnId, { state: to, outcome, step: context.step, attempt: context.attempt, retryAt, error: final ? error : null }, now)
       }),
@@ -149,9 +228,6 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
       bus.publish({ type: 'session.status', sessionId, status })
       return
     }
-    for (const message of scope.assistantMessages()) {
-      bus.publish({ type: 'message.updated', sessionId, info: structuredClone(message.info) })
-    }
     if (error) bus.publish({ type: 'session.error', sessionId, turnId, error })
     bus.publish({ type: 'session.status', sessionId, status: { type: 'idle' } })
     const outcome = row.to as TurnOutcome
@@ -166,7 +242,12 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
     else user?.next?.(event)
   }
 
-  actor = createActor(machine, { input, inspect, ...(config.clock ? { clock: config.clock } : {}) })
+  actor = createActor(machine, {
+    input,
+    inspect,
+    ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
+    ...(config.clock ? { clock: config.clock } : {}),
+  })
   // An actor error is a bug in turnchart; observe it so it cannot crash the process.
   actor.subscribe({ error: (error) => config.onSubscriberError(error) })
 
@@ -181,27 +262,16 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
   }
 
   actor.start()
-  scope
-    .begin(prompt, (tx) =>
-      tx.insertTurn(
-        { id: turnId, sessionId, state: 'idle', outcome: null, step: 0, attempt: 1, retryAt: null, error: null, time: { created: Date.now(), updated: Date.now() } },
-        input,
-      ),
-    )
-    .then(
-      () => {
-        started = true
-        actor.send({ type: 'turn.start' })
-      },
-      (error) => {
-        startFailed = true
-        scope.writer.seal()
-        actor.stop()
-        deps.onSettled(turn)
-        rejectDone(error)
-      },
-    )
-  void started
+  start.begin(turn, actor).then(
+    (event) => actor.send(event),
+    (error) => {
+      startFailed = true
+      scope.writer.seal()
+      actor.stop()
+      deps.onSettled(turn)
+      rejectDone(error)
+    },
+  )
   return turn
 }
 
@@ -216,6 +286,7 @@ function closeTurn(scope: TurnScope, outcome: TurnOutcome, error: SerializedErro
     assistant.info.time.completed ??= now
   }
   if (outcome !== 'completed' && error) message.info.error = error
+  for (const assistant of scope.assistantMessages()) scope.writer.message(assistant.info)
   scope.writer.seal()
 }
 

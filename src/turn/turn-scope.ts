@@ -6,7 +6,6 @@
 import type { ModelMessage } from 'ai'
 import type { Bus } from '../bus'
 import type { ResolvedConfig } from '../config'
-import { SessionNotFoundError } from '../errors'
 import { newId } from '../ids'
 import { toModelMessages } from '../llm/model-messages'
 import { PartWriter } from '../store/part-writer'
@@ -23,6 +22,8 @@ export class TurnScope {
   stepTools: ToolPart[] = []
   /** Set when a write failed; the turn fails with it. */
   storageError: unknown
+  /** Told when a part flush fails (the turn runtime fails the turn). */
+  onStorageError: (error: unknown) => void = () => {}
   private history: ModelMessage[] = []
   private assistant: MessageWithParts | undefined
 
@@ -32,7 +33,6 @@ export class TurnScope {
     readonly bus: Bus,
     readonly turnId: string,
     readonly sessionId: string,
-    onStorageError: (error: unknown) => void,
   ) {
     this.writer = new PartWriter({
       repo,
@@ -42,13 +42,16 @@ export class TurnScope {
       now: () => Date.now(),
       onError: (error) => {
         this.storageError ??= error
-        onStorageError(error)
+        this.onStorageError(error)
       },
     })
   }
 
-  /** Loads the history the model needs and stores the user's prompt, in one transaction. */
-  async begin(prompt: string, turnRow: (tx: Repository) => Promise<void>): Promise<void> {
+  /**
+   * Stores the user's prompt and loads the history the model needs, in one transaction.
+   * `prepare` runs first in that transaction (it locks the session and inserts the turn row).
+   */
+  async begin(prompt: string, prepare: (tx: Repository) => Promise<void>): Promise<void> {
     const now = Date.now()
     const info: MessageInfo = { id: newId('msg', now), sessionId: this.sessionId, role: 'user', turnId: this.turnId, time: { created: now } }
     const part: Part = {
@@ -61,17 +64,36 @@ export class TurnScope {
     }
     await this.queue.run(() =>
       this.repo.transaction(async (tx) => {
-        if (!(await tx.getSession(this.sessionId))) throw new SessionNotFoundError(this.sessionId)
+        await prepare(tx)
         this.history = toModelMessages(await tx.messages(this.sessionId, { fromLatestSummary: true }))
-        await turnRow(tx)
         await tx.upsertMessage(info)
         await tx.upsertParts([part], now)
-        await tx.touchSession(this.sessionId, now)
       }),
     )
     this.messages.push({ info, parts: [part] })
     this.bus.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
     this.bus.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+  }
+
+  /**
+   * Rebuilds the scope of an interrupted turn from the database (recovery): the turn's own
+   * messages in memory, the history before it, the open assistant message and the tool parts
+   * of its last step.
+   */
+  restore(messages: MessageWithParts[]): void {
+    const first = messages.findIndex((m) => m.info.turnId === this.turnId)
+    const own = first < 0 ? [] : messages.slice(first)
+    this.history = toModelMessages(first < 0 ? messages : messages.slice(0, first))
+    this.messages.push(...own)
+    const last = own.at(-1)
+    this.assistant = last && last.info.role === 'assistant' && !last.info.summary ? last : undefined
+    if (this.assistant) {
+      const step = Math.max(0, ...this.assistant.parts.map((p) => p.step ?? 0))
+      const attempt = Math.max(0, ...this.assistant.parts.filter((p) => (p.step ?? 0) === step).map((p) => p.attempt ?? 0))
+      this.stepTools = this.assistant.parts.filter(
+        (p): p is ToolPart => p.type === 'tool' && (p.step ?? 0) === step && (p.attempt ?? 0) === attempt,
+      )
+    }
   }
 
   /** The messages to send for the next LLM call. */
@@ -110,12 +132,9 @@ export class TurnScope {
     this.writer.add(part)
   }
 
-  /** Persists a message's info (queued behind earlier writes) and publishes it. */
+  /** Persists a message's info (with the next flush) and publishes it. */
   saveMessage(info: MessageInfo): void {
-    this.queue.run(() => this.repo.upsertMessage(info)).catch((error) => {
-      this.storageError ??= error
-    })
-    this.bus.publish({ type: 'message.updated', sessionId: this.sessionId, info: structuredClone(info) })
+    this.writer.message(info)
   }
 
   /** Stores a compaction summary; the next step starts a new assistant message after it. */

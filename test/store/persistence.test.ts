@@ -7,7 +7,7 @@ import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, type LogEvent } from 'kysely'
 import { createEngine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { createHarness, modelFor, tempDbPath, type Harness } from '../support/harness'
+import { createHarness, modelFor, sqliteOnly, tempDbPath, type Harness } from '../support/harness'
 
 let h: Harness | undefined
 let server: ScriptedServer | undefined
@@ -59,7 +59,7 @@ test('messages and parts: shapes of the contract, in order, every streamed part 
   expect(assistant.parts[3]).toMatchObject({ type: 'step-finish', reason: 'stop', tokens: { input: 1000, output: 500 } })
 })
 
-test('streamed text is written at boundaries and on the interval, never once per delta', async () => {
+sqliteOnly('streamed text is written at boundaries and on the interval, never once per delta', async () => {
   server = await startScriptedServer()
   const writes: string[] = []
   const db = new Kysely<any>({
@@ -104,20 +104,20 @@ test('while a stream is open, its text reaches the database within the flush int
   await turn.done
 })
 
-test('the database file uses WAL and foreign keys; migrations run once', async () => {
+sqliteOnly('the database file uses WAL and foreign keys; migrations run once', async () => {
   h = await createHarness()
   const second = await createEngine({ database: h.dbPath, model: modelFor(h.server) })
   await second.close()
   const raw = new Database(h.dbPath, { readonly: true })
   expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
   const migrations = raw.prepare('select name from turnchart_migrations').all()
-  expect(migrations).toEqual([{ name: '0001_initial' }])
+  expect(migrations).toEqual([{ name: '0001_initial' }, { name: '0002_leases_and_touched_parts' }])
   const tables = raw.prepare("select name from sqlite_master where type='table' order by name").all().map((r: any) => r.name)
   expect(tables).toEqual(['turnchart_messages', 'turnchart_migrations', 'turnchart_parts', 'turnchart_sessions', 'turnchart_transitions', 'turnchart_turns'])
   raw.close()
 })
 
-test('nothing secret is stored: no API key, no request header, no request URL', async () => {
+sqliteOnly('nothing secret is stored: no API key, no request header, no request URL', async () => {
   h = await createHarness()
   h.server.error(400, { error: { message: 'bad request' } }, { 'set-cookie': 'session=secret-cookie', 'x-request-id': 'req_1' })
   const session = await h.engine.createSession()

@@ -1,6 +1,11 @@
 /**
  * Test harness: a scripted OpenAI-compatible server on loopback and an engine talking to it
  * through the real AI SDK provider, plus helpers to await events instead of sleeping.
+ *
+ * The dialect comes from the jest project (`globals.TURNCHART_DIALECT`, see jest.config.js)
+ * or the `TURNCHART_DIALECT` env var: `sqlite` (default: a temp file per harness) or
+ * `postgres` (a fresh schema per harness in `TURNCHART_PG_URL`, default
+ * postgres://postgres@127.0.0.1:5432/test, dropped at close).
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -16,8 +21,62 @@ export interface Harness {
   /** Resolves with the first event (past or future) matching `predicate`. */
   waitForEvent<T extends TurnchartEvent>(predicate: (event: TurnchartEvent) => event is T, timeoutMs?: number): Promise<T>
   waitForEvent(predicate: (event: TurnchartEvent) => boolean, timeoutMs?: number): Promise<TurnchartEvent>
+  /** What `database` was: a SQLite file path, or a PostgreSQL URL with `?schema=`. Reopen with it. */
   dbPath: string
+  dialect: TestDialect
   close(): Promise<void>
+}
+
+export type TestDialect = 'sqlite' | 'postgres'
+
+/** The dialect this test run uses. */
+export const testDialect: TestDialect =
+  ((globalThis as { TURNCHART_DIALECT?: string }).TURNCHART_DIALECT ?? process.env.TURNCHART_DIALECT) === 'postgres' ? 'postgres' : 'sqlite'
+
+/** `test` on SQLite runs, `test.skip` on PostgreSQL runs: for tests of the file, pragmas, SqliteDialect. */
+export const sqliteOnly: jest.It = testDialect === 'sqlite' ? test : test.skip
+/** `test` on PostgreSQL runs only. */
+export const postgresOnly: jest.It = testDialect === 'postgres' ? test : test.skip
+
+export const pgBaseUrl = process.env.TURNCHART_PG_URL || 'postgres://postgres@127.0.0.1:5432/test'
+
+/** `base` with query parameters added (keeps the ones already there). */
+export function withParams(base: string, params: Record<string, string>): string {
+  const url = new URL(base)
+  for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value)
+  return url.toString()
+}
+
+let schemaCounter = 0
+
+/** A fresh, empty PostgreSQL schema name (not created: the migration creates it). */
+export function freshSchemaName(): string {
+  return `tc_test_${process.pid}_${Date.now().toString(36)}_${schemaCounter++}`
+}
+
+/** Drops PostgreSQL schemas (cascade), on a connection of its own. */
+export async function dropSchemas(...schemas: string[]): Promise<void> {
+  const { Client } = await import('pg')
+  const client = new Client({ connectionString: pgBaseUrl })
+  await client.connect()
+  try {
+    for (const schema of schemas) await client.query(`drop schema if exists "${schema}" cascade`)
+  } finally {
+    await client.end()
+  }
+}
+
+/**
+ * A fresh database for this run's dialect: a temp SQLite file, or a new schema on PostgreSQL.
+ * `database` is what to pass as the `database` option; `drop()` removes it.
+ */
+export function freshDatabase(): { database: string; schema?: string; drop(): Promise<void> } {
+  if (testDialect === 'postgres') {
+    const schema = freshSchemaName()
+    return { database: withParams(pgBaseUrl, { schema }), schema, drop: () => dropSchemas(schema) }
+  }
+  const file = tempDbPath()
+  return { database: file, drop: async () => fs.rmSync(path.dirname(file), { recursive: true, force: true }) }
 }
 
 export function modelFor(server: ScriptedServer, name = 'test-model') {
@@ -33,7 +92,8 @@ export function tempDbPath(): string {
 /** Fast retries by default so tests do not wait seconds; tests of delays set their own. */
 export async function createHarness(options: Partial<EngineOptions> = {}): Promise<Harness> {
   const server = await startScriptedServer()
-  const dbPath = tempDbPath()
+  const fresh = freshDatabase()
+  const dbPath = fresh.database
   const engine = await createEngine({
     database: dbPath,
     model: modelFor(server),
@@ -66,10 +126,11 @@ export async function createHarness(options: Partial<EngineOptions> = {}): Promi
     events,
     waitForEvent: waitForEvent as Harness['waitForEvent'],
     dbPath,
+    dialect: testDialect,
     async close() {
       await engine.close()
       await server.close()
-      fs.rmSync(path.dirname(dbPath), { recursive: true, force: true })
+      await fresh.drop()
     },
   }
 }

@@ -1,0 +1,170 @@
+/**
+ * Recovery: finds turns left unfinished by a process that died, claims each (one engine wins),
+ * writes the crash into the turn's log with the parts closed, and resumes the turn from the
+ * state it was in, or ends it (policy `abort`). The database rows are the source of truth;
+ * the chart's context is rebuilt by replaying the log.
+ */
+import os from 'node:os'
+import { transition } from 'xstate'
+import { turnMachine } from '../../machines/turn.machine'
+import type { InterruptibleState, TurnInput } from '../../machines/turn.types'
+import { newId } from '../ids'
+import type { Repository } from '../store/repository'
+import { isIdempotent } from '../tools/idempotent'
+import type { MessageWithParts, Part, TurnRecord } from '../types'
+import { replayTransitions } from './replay'
+import { resumeTurn, startTurnFromIdle, type Turn, type TurnDeps } from './start-turn'
+import { TurnScope } from './turn-scope'
+
+const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting'])
+export const interruptedToolMessage = 'interrupted by a restart'
+
+/** A new owner id for an engine: host, pid, and a random part (two engines in one process). */
+export function newOwnerId(): string {
+  return `${os.hostname()}:${process.pid}:${newId('trn').slice(-8)}`
+}
+
+/**
+ * True when another engine may take `turn` over: nobody owns it, its lease ran out, or its
+ * owner was a process on this host that is gone.
+ */
+export function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
+  if (!turn.owner) return true
+  if (turn.owner === owner) return false
+  if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
+  const [host, pid] = turn.owner.split(':')
+  if (host !== os.hostname()) return false
+  const ownerPid = Number(pid)
+  if (!Number.isInteger(ownerPid) || ownerPid === process.pid) return false
+  try {
+    process.kill(ownerPid, 0)
+    return false
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH'
+  }
+}
+
+/**
+ * Recovers every claimable unfinished turn. Returns the turns it resumed (or is ending).
+ *
+ * @example
+ * const turns = await recoverTurns(deps, (id) => active.has(id))
+ * await Promise.all(turns.map((t) => t.done))
+ */
+export async function recoverTurns(deps: TurnDeps, isRunningHere: (turnId: string) => boolean): Promise<Turn[]> {
+  const { repo, config, owner } = deps
+  const recovered: Turn[] = []
+  for (const record of await repo.openTurns()) {
+    if (isRunningHere(record.id)) continue
+    const now = Date.now()
+    if (!isClaimable(record, owner, now)) continue
+    if (!(await repo.claimTurn(record.id, record.owner ?? null, owner, now + config.leaseMs))) continue
+    recovered.push(await recoverOne(deps, record, record.input as TurnInput))
+  }
+  return recovered
+}
+
+async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput): Promise<Turn> {
+  const { repo, config } = deps
+  const rows = await repo.transitions(record.id)
+  const { snapshot } = replayTransitions(input, rows)
+  const state = String(snapshot.value)
+  const scope = new TurnScope(config, repo, deps.bus, record.id, record.sessionId)
+  scope.restore(await repo.messages(record.sessionId, { fromLatestSummary: true }))
+
+  if (state === 'idle') {
+    // The prompt was stored but the turn never started: start it now.
+    return startTurnFromIdle(deps, { turnId: record.id, sessionId: record.sessionId, input, scope })
+  }
+
+  let seq = rows.length
+  let interrupted = snapshot
+  if (interruptible.has(state)) {
+    const now = Date.now()
+    const changed = closeInterruptedWork(scope, state as InterruptibleState, now)
+    ;[interrupted] = transition(turnMachine, snapshot, { type: 'turn.crashed' })
+    seq += 1
+    await repo.transaction(async (tx) => {
+      await tx.upsertParts(changed, now)
+      await tx.appendTransition({
+        turnId: record.id,
+        seq,
+        from: state,
+        event: 'turn.crashed',
+        to: 'interrupted',
+        payload: {},
+        time: now,
+        parts: changed.map((p) => p.id),
+      })
+      await tx.updateTurn(record.id, { state: 'interrupted', step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null }, now)
+    })
+  } else if (state !== 'interrupted') {
+    throw new Error(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
+  }
+
+  const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
+  const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context })
+  return resumeTurn(deps, {
+    turnId: record.id,
+    sessionId: record.sessionId,
+    input,
+    scope,
+    snapshot: restored,
+    seq,
+    recover: config.recovery.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs },
+  })
+}
+
+/**
+ * What a crash leaves open, closed: streamed text ends where the last flush left it; an
+ * interrupted step gets a `step-finish` with reason `interrupted`; tool calls that were not
+ * done become errors, except idempotent tools of a tool-running step, which run again.
+ */
+function closeInterruptedWork(scope: TurnScope, state: InterruptibleState, now: number): Part[] {
+  const changed: Part[] = []
+  const assistant: MessageWithParts | undefined = scope.assistantMessages().at(-1)
+  if (!assistant) return changed
+  for (const part of assistant.parts) {
+    if ((part.type === 'text' || part.type === 'reasoning') && part.time.end === undefined) {
+      part.time.end = now
+      changed.push(part)
+    }
+  }
+  if (state === 'streaming') {
+    const step = Math.max(0, ...assistant.parts.map((p) => p.step ?? 0))
+    const attempt = Math.max(0, ...assistant.parts.filter((p) => p.step === step).map((p) => p.attempt ?? 0))
+    const finished = assistant.parts.some((p) => p.type === 'step-finish' && p.step === step && p.attempt === attempt)
+    if (step > 0 && !finished) {
+      const part: Part = {
+        id: newId('prt', now),
+        sessionId: scope.sessionId,
+        messageId: assistant.info.id,
+        step,
+        attempt,
+        type: 'step-finish',
+        reason: 'interrupted',
+        tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } },
+        cost: 0,
+        time: { start: now },
+      }
+      assistant.parts.push(part)
+      changed.push(part)
+    }
+  }
+  for (const part of assistant.parts) {
+    if (part.type !== 'tool') continue
+    if (part.state.status !== 'pending' && part.state.status !== 'running') continue
+    const rerun = state === 'tool-running' && part.state.status === 'running' && isIdempotent(scope.config.tools[part.tool])
+    if (rerun) continue
+    const start = part.state.status === 'running' ? part.state.time.start : now
+    part.state = {
+      status: 'error',
+      input: part.state.input,
+      error: interruptedToolMessage,
+      metadata: { interrupted: true },
+      time: { start, end: now },
+    }
+    changed.push(part)
+  }
+  return changed
+}

@@ -1,0 +1,277 @@
+/**
+ * One repository, two dialects: the store's round trips (bigint times, JSON columns, id
+ * ordering, upserts, transition sequence) on the dialect of this run, and what only
+ * PostgreSQL has: URLs with a schema, concurrent migrations under the advisory lock, a
+ * caller's Kysely instance without type parsers, the "C" collation of ids, no secrets stored.
+ */
+import { Kysely, PostgresDialect, type LogEvent } from 'kysely'
+import { Client, Pool } from 'pg'
+import { createEngine, InvalidOptionError } from '../../src'
+import { newId } from '../../src/ids'
+import { migrate, migrations, splitSearchPath } from '../../src/store/migrations'
+import { openDatabase, pgLoader } from '../../src/store/open-database'
+import { Repository } from '../../src/store/repository'
+import type { TurnchartDatabase } from '../../src/store/schema'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import type { Part, TurnRecord } from '../../src/types'
+import { dropSchemas, freshDatabase, freshSchemaName, modelFor, pgBaseUrl, postgresOnly, testDialect, withParams } from '../support/harness'
+
+const cleanups: Array<() => Promise<unknown>> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+/** A PostgreSQL client whose search_path is `schema`, closed after the test. */
+async function pgClient(schema: string): Promise<Client> {
+  const client = new Client({ connectionString: pgBaseUrl, options: `-c search_path=${schema}` })
+  await client.connect()
+  cleanups.push(() => client.end())
+  return client
+}
+
+test(`the repository round-trips every column on ${testDialect}`, async () => {
+  const fresh = freshDatabase()
+  cleanups.push(() => fresh.drop())
+  const opened = openDatabase(fresh.database)
+  cleanups.push(() => opened.close())
+  expect(opened.dialect).toBe(testDialect)
+  expect(await migrate(opened.db, opened.dialect)).toEqual(migrations.map((m) => m.name))
+  expect(await migrate(opened.db, opened.dialect)).toEqual([])
+  const repo = new Repository(opened.db)
+
+  const big = 1_795_000_000_123 // beyond int4: a bigint column
+  const session = { id: newId('ses', big), title: 'a "quoted" title', time: { created: big, updated: big + 1 } }
+  await repo.insertSession(session)
+  expect(await repo.getSession(session.id)).toEqual(session)
+  expect(await repo.listSessions()).toEqual([session])
+  await repo.touchSession(session.id, big + 5)
+  expect((await repo.getSession(session.id))!.time.updated).toBe(big + 5)
+
+  const user = { id: newId('msg', big), sessionId: session.id, role: 'user' as const, time: { created: big } }
+  await repo.upsertMessage(user)
+  const assistant = { id: newId('msg', big), sessionId: session.id, role: 'assistant' as const, turnId: 'trn_x', time: { created: big } }
+  await repo.upsertMessage(assistant)
+  // upsert: the second write of a message replaces its data
+  await repo.upsertMessage({ ...assistant, time: { created: big, completed: big + 9 }, finish: 'stop', cost: 0.25 })
+
+  // text that looks like JSON stays text; ids created out of order come back in id order
+  const ids = Array.from({ length: 5 }, () => newId('prt', big))
+  const parts: Part[] = ids.map((id, i) => ({
+    id,
+    sessionId: session.id,
+    messageId: i === 0 ? user.id : assistant.id,
+    type: 'text',
+    text: i === 1 ? '{"looks":"like json"}' : `part ${i} — ünïcode ✓`,
+    time: { start: big + i },
+  }))
+  await repo.upsertParts([parts[3], parts[1]], big)
+  await repo.upsertParts([parts[0], parts[4], parts[2]], big)
+  await repo.upsertParts([{ ...parts[2], text: 'replaced', time: { start: big + 2, end: big + 3 } } as Part], big + 3)
+
+  const messages = await repo.messages(session.id)
+  expect(messages.map((m) => m.info.id)).toEqual([user.id, assistant.id])
+  expect(messages[0].info).toEqual(user)
+  expect(messages[1].info).toEqual({ ...assistant, time: { created: big, completed: big + 9 }, finish: 'stop', cost: 0.25 })
+  expect(messages[0].parts).toEqual([parts[0]])
+  expect(messages[1].parts.map((p) => p.id)).toEqual(ids.slice(1))
+  expect(messages[1].parts[0]).toMatchObject({ text: '{"looks":"like json"}' })
+  expect(messages[1].parts[1]).toMatchObject({ text: 'replaced', time: { end: big + 3 } })
+  expect(typeof (messages[1].parts[0] as { time: { start: number } }).time.start).toBe('number')
+
+  // summaries: fromLatestSummary starts at the latest one (comparison of ids)
+  const summary = { id: newId('msg', big + 20), sessionId: session.id, role: 'assistant' as const, summary: true, time: { created: big + 20 } }
+  await repo.upsertMessage(summary)
+  await repo.upsertParts([{ id: newId('prt', big + 20), sessionId: session.id, messageId: summary.id, type: 'text', text: 's', time: { start: big } }], big)
+  const fromSummary = await repo.messages(session.id, { fromLatestSummary: true })
+  expect(fromSummary.map((m) => m.info.id)).toEqual([summary.id])
+  expect(fromSummary[0].parts.map((p) => p.type)).toEqual(['text'])
+
+  const turn = {
+    id: newId('trn', big),
+    sessionId: session.id,
+    state: 'idle',
+    outcome: null,
+    step: 1,
+    attempt: 1,
+    retryAt: null,
+    error: null,
+    time: { created: big, updated: big },
+  } as TurnRecord
+  await repo.insertTurn(turn, { prompt: 'hi', nested: { a: [1, 2] } })
+  await repo.transaction(async (tx) => {
+    for (let seq = 1; seq <= 12; seq++) {
+      await tx.appendTransition({ turnId: turn.id, seq, from: `s${seq - 1}`, event: 'e', to: `s${seq}`, payload: { seq, ok: true }, time: big + seq })
+    }
+    await tx.updateTurn(turn.id, { state: 'retry-waiting', step: 2, attempt: 3, retryAt: big + 1000, error: { name: 'APIError', message: 'x' } }, big + 50)
+  })
+  const log = await repo.transitions(turn.id)
+  expect(log.map((t) => t.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]) // numeric order, not text order
+  expect(log[9]).toMatchObject({ from: 's9', to: 's10', payload: { seq: 10, ok: true }, time: big + 10 })
+  expect(await repo.getTurn(turn.id)).toMatchObject({
+    state: 'retry-waiting',
+    outcome: null,
+    step: 2,
+    attempt: 3,
+    retryAt: big + 1000,
+    error: { name: 'APIError', message: 'x' },
+    time: { created: big, updated: big + 50 },
+  })
+
+  // a failing transaction leaves nothing behind
+  const failure: unknown = await repo
+    .transaction(async (tx) => {
+      await tx.appendTransition({ turnId: turn.id, seq: 13, from: 'a', event: 'e', to: 'b', payload: {}, time: big })
+      await tx.appendTransition({ turnId: turn.id, seq: 13, from: 'a', event: 'e', to: 'b', payload: {}, time: big })
+    })
+    .then(() => 'resolved', (error: unknown) => error)
+  expect(String((failure as Error)?.message ?? failure)).toMatch(/unique|duplicate/i)
+  expect(await repo.transitions(turn.id)).toHaveLength(12)
+})
+
+test("without pg installed, a PostgreSQL URL fails naming the database option and 'npm install pg'", () => {
+  const load = jest.spyOn(pgLoader, 'load').mockImplementation(() => {
+    throw Object.assign(new Error("Cannot find module 'pg'"), { code: 'MODULE_NOT_FOUND' })
+  })
+  try {
+    let error: unknown
+    try {
+      openDatabase('postgres://app:hunter2@db.internal/app')
+    } catch (e) {
+      error = e
+    }
+    expect(InvalidOptionError.isInstance(error)).toBe(true)
+    expect(error).toMatchObject({ option: 'database' })
+    expect((error as Error).message).toContain('npm install pg')
+    expect((error as Error).message).not.toContain('hunter2')
+  } finally {
+    load.mockRestore()
+  }
+})
+
+test.each([
+  ['postgres://localhost/db?schema=Bad-Name', 'schema'],
+  ['postgresql://localhost/db?pool_max=0', 'pool_max'],
+])('%s is refused naming the database option', (url, parameter) => {
+  expect(() => openDatabase(url)).toThrow(InvalidOptionError)
+  expect(() => openDatabase(url)).toThrow(new RegExp(`invalid option database: .*${parameter}`))
+})
+
+test('search_path parsing', () => {
+  expect(splitSearchPath('"$user", public')).toEqual(['$user', 'public'])
+  expect(splitSearchPath('Agent,"Mixed Case","a""b"')).toEqual(['agent', 'Mixed Case', 'a"b'])
+  expect(splitSearchPath('')).toEqual([])
+})
+
+describe('PostgreSQL', () => {
+  let server: ScriptedServer
+  beforeAll(async () => {
+    if (testDialect === 'postgres') server = await startScriptedServer()
+  })
+  afterAll(async () => {
+    await server?.close()
+  })
+
+  postgresOnly('engines created at the same time on a fresh schema migrate once', async () => {
+    const schema = freshSchemaName()
+    cleanups.push(() => dropSchemas(schema))
+    const url = withParams(pgBaseUrl, { schema })
+    const opened = [openDatabase(url), openDatabase(url), openDatabase(url)]
+    cleanups.push(() => Promise.all(opened.map((o) => o.close())))
+    const applied = await Promise.all(opened.map((o) => migrate(o.db, o.dialect)))
+    expect(applied.map((a) => a.length).sort()).toEqual([0, 0, migrations.length])
+    const engines = await Promise.all([1, 2, 3].map(() => createEngine({ database: url, model: modelFor(server) })))
+    await Promise.all(engines.map((e) => e.close()))
+    const client = await pgClient(schema)
+    const { rows } = await client.query('select name from turnchart_migrations order by name')
+    expect(rows).toEqual(migrations.map((m) => ({ name: m.name })))
+    const tables = await client.query('select table_name from information_schema.tables where table_schema = $1 order by 1', [schema])
+    expect(tables.rows.map((r) => r.table_name)).toEqual([
+      'turnchart_messages',
+      'turnchart_migrations',
+      'turnchart_parts',
+      'turnchart_sessions',
+      'turnchart_transitions',
+      'turnchart_turns',
+    ])
+  })
+
+  postgresOnly('ids use the "C" collation, so id order is creation order in any locale', async () => {
+    const fresh = freshDatabase()
+    cleanups.push(() => fresh.drop())
+    const engine = await createEngine({ database: fresh.database, model: modelFor(server) })
+    await engine.close()
+    const client = await pgClient(fresh.schema!)
+    const { rows } = await client.query(
+      "select table_name, column_name, collation_name from information_schema.columns where table_schema = $1 and column_name in ('id', 'session_id', 'message_id', 'turn_id') order by 1, 2",
+      [fresh.schema],
+    )
+    expect(rows.length).toBeGreaterThanOrEqual(9)
+    for (const row of rows) expect(row).toMatchObject({ collation_name: 'C' })
+  })
+
+  postgresOnly('options=-c search_path=... in the URL puts the tables in that schema too', async () => {
+    const schema = freshSchemaName()
+    cleanups.push(() => dropSchemas(schema))
+    const engine = await createEngine({ database: withParams(pgBaseUrl, { options: `-c search_path=${schema}` }), model: modelFor(server) })
+    server.text('hi')
+    const session = await engine.createSession()
+    expect((await engine.prompt(session.id, 'x').done).outcome).toBe('completed')
+    await engine.close()
+    const client = await pgClient(schema)
+    expect((await client.query('select count(*)::int as n from turnchart_messages')).rows).toEqual([{ n: 2 }])
+  })
+
+  postgresOnly("a caller's Kysely instance (no int8 parser): numbers come back as numbers, text is written at boundaries, the pool stays open", async () => {
+    const schema = freshSchemaName()
+    cleanups.push(() => dropSchemas(schema))
+    const writes: string[] = []
+    const pool = new Pool({ connectionString: pgBaseUrl, options: `-c search_path=${schema}`, max: 4 })
+    const db = new Kysely<TurnchartDatabase>({
+      dialect: new PostgresDialect({ pool }),
+      log: (event: LogEvent) => {
+        if (event.level === 'query' && /turnchart_parts/.test(event.query.sql) && /^insert/i.test(event.query.sql)) writes.push(event.query.sql)
+      },
+    })
+    cleanups.push(() => db.destroy())
+    // the schema does not exist yet: the migration creates it (first of search_path)
+    const engine = await createEngine({ database: db, model: modelFor(server), flushIntervalMs: 10_000 })
+    const deltas = 500
+    server.text('x'.repeat(deltas), { deltas })
+    const session = await engine.createSession()
+    const turn = engine.prompt(session.id, 'hi')
+    expect((await turn.done).outcome).toBe('completed')
+    expect(writes.length).toBeLessThan(10)
+    const messages = await engine.messages(session.id)
+    expect(messages[1].parts.find((p) => p.type === 'text')).toMatchObject({ text: 'x'.repeat(deltas) })
+    expect(typeof messages[0].info.time.created).toBe('number')
+    const log = await engine.transitions(turn.id)
+    expect(log.map((t) => [t.seq, t.to])).toEqual([[1, 'streaming'], [2, 'completed']])
+    expect(typeof log[0].time).toBe('number')
+    const record = await engine.getTurn(turn.id)
+    expect(typeof record!.time.created).toBe('number')
+    expect(typeof (await engine.getSession(session.id))!.time.updated).toBe('number')
+    await engine.close()
+    // the caller's instance is still usable
+    expect(await db.selectFrom('turnchart_sessions').select('id').execute()).toEqual([{ id: session.id }])
+  })
+
+  postgresOnly('nothing secret is stored: no API key, no request header, no request URL', async () => {
+    const fresh = freshDatabase()
+    cleanups.push(() => fresh.drop())
+    const engine = await createEngine({ database: fresh.database, model: modelFor(server) })
+    server.error(400, { error: { message: 'bad request' } }, { 'set-cookie': 'session=secret-cookie', 'x-request-id': 'req_1' })
+    const session = await engine.createSession()
+    expect((await engine.prompt(session.id, 'hi').done).outcome).toBe('failed')
+    await engine.close()
+    const client = await pgClient(fresh.schema!)
+    let dump = ''
+    for (const table of ['turnchart_sessions', 'turnchart_messages', 'turnchart_parts', 'turnchart_turns', 'turnchart_transitions']) {
+      dump += JSON.stringify((await client.query(`select * from ${table}`)).rows)
+    }
+    expect(dump).toContain('bad request')
+    expect(dump).not.toContain('test-key')
+    expect(dump.toLowerCase()).not.toContain('authorization')
+    expect(dump).not.toContain('secret-cookie')
+    expect(dump).not.toContain(server.url)
+  })
+})
