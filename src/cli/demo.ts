@@ -115,7 +115,10 @@ export function createPrinter(io: CliIO, c: Colors) {
     if (!retryTimer) return
     clearInterval(retryTimer)
     retryTimer = undefined
-    if (io.stdout.isTTY) write('\r\x1b[2K')
+    if (io.stdout.isTTY) {
+      io.stdout.write('\r\x1b[2K') // the countdown line is replaced
+      atLineStart = true
+    }
     line(c.yellow('  … retrying now'))
   }
   const onEvent = (event: TurnchartEvent) => {
