@@ -17,6 +17,6 @@ for (const [name, file] of Object.entries(entries)) {
   const from = path.relative(path.join(root, 'dist/esm'), path.join(root, file)).split(path.sep).join('/')
   const lines = [`import cjs from './${from}'`, `export const { ${names.join(', ')} } = cjs`, 'export default cjs', '']
   fs.writeFileSync(path.join(root, `dist/esm/${name}.mjs`), lines.join('\n'))
-  fs.writeFileSync(path.join(root, `dist/esm/${name}.d.mts`), `export * from './${from.replace(/\.js$/, '')}'\n`)
+  fs.writeFileSync(path.join(root, `dist/esm/${name}.d.mts`), `export * from './${from}'\n`)
 }
 console.log('built dist/cjs and dist/esm')

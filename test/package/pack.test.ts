@@ -134,11 +134,9 @@ test('the types resolve for require (nodenext, .cts) and for import under a bund
   expect(tsc('check-bundler.mts', 'esnext', 'bundler')).toBe('')
 })
 
-// Known gap, in scripts/build.mjs: dist/esm/*.d.mts re-export '../cjs/src/index' without the
-// '.js' extension, which `moduleResolution: nodenext` does not resolve for an ES module.
-// When the build writes `export * from './../cjs/src/index.js'`, this test starts passing:
-// turn `test.failing` into `test`.
-test.failing('the types resolve for import (nodenext, .mts)', () => {
+// dist/esm/*.d.mts must re-export with the '.js' extension, or `moduleResolution: nodenext`
+// does not resolve the types for an ES module.
+test('the types resolve for import (nodenext, .mts)', () => {
   expect(tsc('check-esm.mts', 'nodenext', 'nodenext')).toBe('')
 })
 
