@@ -14,7 +14,11 @@
 //                     { id, cmd: 'stats' }               -> { id, calls, lanes }
 import http from 'node:http'
 import { PassThrough } from 'node:stream'
-import { startScriptedServer } from '../dist/esm/testing.mjs'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+
+const dist = process.env.TURNCHART_DIST ?? new URL('../dist', import.meta.url).pathname
+const { startScriptedServer } = await import(pathToFileURL(path.join(dist, 'esm', 'testing.mjs')).href)
 
 const MARK = '@T@'
 const originalWrite = http.ServerResponse.prototype.write

@@ -8,10 +8,20 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
+import { pathToFileURL } from 'node:url'
 
 // Every system's modules are imported lazily, so a process running one system (workload 3)
 // loads only that system's code and its RSS is its own.
 const lazy = (name) => import(name)
+
+/**
+ * turnchart's build. run.mjs snapshots dist/ into bench/out/turnchart (TURNCHART_DIST), so a
+ * rebuild of the shared dist/ during a run cannot pull the files from under it.
+ */
+export function turnchartEntry(file) {
+  const dist = process.env.TURNCHART_DIST ?? new URL('../dist', import.meta.url).pathname
+  return pathToFileURL(path.join(dist, 'esm', file)).href
+}
 
 // turnchart's dist/ loads the root's better-sqlite3; LangGraph's saver loads the bench's.
 const rootRequire = createRequire(new URL('../package.json', import.meta.url))
@@ -256,7 +266,7 @@ async function doStreamLoop({ baseURL }) {
 
 /** turnchart: one engine, a session per conversation, deltas from engine.subscribe. */
 async function turnchart({ baseURL, dir }, onDisk) {
-  const { createEngine } = await lazy('../dist/esm/index.mjs')
+  const { createEngine } = await lazy(turnchartEntry('index.mjs'))
   const dbPath = onDisk ? path.join(dir, 'turnchart.db') : undefined
   if (dbPath) for (const suffix of ['', '-wal', '-shm']) fs.rmSync(dbPath + suffix, { force: true })
   let engine
