@@ -66,6 +66,14 @@ export const turnMachine = setup({
   },
   guards: {
     hasToolCalls: ({ event }) => event.type === 'step.finished' && event.toolCalls > 0,
+    doomLoopDetected: ({ event }) => event.type === 'step.finished' && !!event.doomLoop,
+    needsApproval: ({ event }) => event.type === 'step.finished' && (event.approvals?.length ?? 0) > 0,
+    isPendingApproval: ({ context, event }) =>
+      (event.type === 'tool.approved' || event.type === 'tool.denied') && context.pendingApprovals.includes(event.callId),
+    isLastPendingApproval: ({ context, event }) =>
+      (event.type === 'tool.approved' || event.type === 'tool.denied') &&
+      context.pendingApprovals.length === 1 &&
+      context.pendingApprovals[0] === event.callId,
     usageOverflowed: ({ event }) => event.type === 'step.finished' && event.overflow,
     errorIsOverflow: ({ event }) => event.type === 'step.failed' && event.overflow,
     retryAllowed: ({ event }) => event.type === 'step.failed' && event.retryDelayMs !== null,
@@ -92,6 +100,16 @@ export const turnMachine = setup({
       error: ({ event }) => (event.type === 'step.failed' ? event.error : null),
     }),
     startNextAttempt: assign({ attempt: ({ context }) => context.attempt + 1, retryDelayMs: 0 }),
+    rememberApprovals: assign({
+      pendingApprovals: ({ event }) => (event.type === 'step.finished' ? [...(event.approvals ?? [])] : []),
+    }),
+    settleApproval: assign({
+      pendingApprovals: ({ context, event }) =>
+        event.type === 'tool.approved' || event.type === 'tool.denied'
+          ? context.pendingApprovals.filter((id) => id !== event.callId)
+          : context.pendingApprovals,
+    }),
+    rememberDoomLoop: assign({ error: ({ event }) => (event.type === 'step.finished' ? (event.doomLoop ?? null) : null) }),
     markOverflowPending: assign({ overflowPending: ({ event }) => event.type === 'step.finished' && event.overflow }),
     compactThenComplete: assign({ afterCompaction: 'complete' as const }),
     compactThenContinue: assign({ afterCompaction: 'continue' as const }),
@@ -143,6 +161,7 @@ export const turnMachine = setup({
     error: null,
     outcome: null,
     interruptedIn: null,
+    pendingApprovals: [],
   }),
   output: ({ context }) => ({ outcome: context.outcome ?? 'aborted', error: context.error }),
   on: {
@@ -167,6 +186,8 @@ export const turnMachine = setup({
         'turn.fail': { target: 'failed', actions: 'rememberFailure' },
         'turn.crashed': { target: 'interrupted', actions: 'markInterruptedStreaming' },
         'step.finished': [
+          { guard: 'doomLoopDetected', target: 'failed', actions: 'rememberDoomLoop' },
+          { guard: 'needsApproval', target: 'awaiting-approval', actions: ['markOverflowPending', 'rememberApprovals'] },
           { guard: 'hasToolCalls', target: 'tool-running', actions: 'markOverflowPending' },
           {
             guard: and(['usageOverflowed', 'canCompact']),
@@ -195,6 +216,20 @@ export const turnMachine = setup({
       },
       after: {
         retryDelay: { target: 'streaming', actions: 'startNextAttempt' },
+      },
+    },
+    /** Tool calls wait for `engine.approve` / `engine.deny`; persisted, survives a restart. */
+    'awaiting-approval': {
+      on: {
+        'turn.fail': { target: 'failed', actions: 'rememberFailure' },
+        'tool.approved': [
+          { guard: 'isLastPendingApproval', target: 'tool-running', actions: 'settleApproval' },
+          { guard: 'isPendingApproval', actions: 'settleApproval' },
+        ],
+        'tool.denied': [
+          { guard: 'isLastPendingApproval', target: 'tool-running', actions: 'settleApproval' },
+          { guard: 'isPendingApproval', actions: 'settleApproval' },
+        ],
       },
     },
     'tool-running': {

@@ -39,6 +39,8 @@ export interface TurnContext {
   afterCompaction: 'continue' | 'complete'
   error: ChartError | null
   outcome: 'completed' | 'aborted' | 'failed' | null
+  /** Tool calls of the last step still waiting for `approve`/`deny`. */
+  pendingApprovals: string[]
   /** The state a crash interrupted (set by `turn.crashed`, read by `turn.recover`). */
   interruptedIn: InterruptibleState | null
 }
@@ -66,7 +68,13 @@ export type TurnEvent =
       toolCalls: number
       /** The step's usage filled the usable context. */
       overflow: boolean
+      /** Call ids that need approval before the tools run (absent: none). */
+      approvals?: string[]
+      /** Set when the turn's calls loop and the policy is `stop`: the DoomLoopError record. */
+      doomLoop?: ChartError | null
     }
+  | { type: 'tool.approved'; callId: string }
+  | { type: 'tool.denied'; callId: string; reason?: string }
   | {
       type: 'step.failed'
       error: ChartError
@@ -87,6 +95,7 @@ export type TurnStateName =
   | 'streaming'
   | 'tool-running'
   | 'retry-waiting'
+  | 'awaiting-approval'
   | 'compacting'
   | 'interrupted'
   | 'completed'

@@ -11,6 +11,7 @@ export type TurnchartEvent =
   | { type: 'part.updated'; sessionId: string; part: Part }
   | { type: 'part.delta'; sessionId: string; messageId: string; partId: string; field: 'text'; delta: string }
   | { type: 'session.error'; sessionId: string; turnId: string; error: SerializedError }
+  | { type: 'approval.requested'; sessionId: string; turnId: string; calls: Array<{ callId: string; tool: string; input: unknown }> }
   | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number }
 
 export type TurnchartEventType = TurnchartEvent['type']

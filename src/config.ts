@@ -9,6 +9,7 @@ import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xst
 export type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>
 import { InvalidOptionError } from './errors'
 import type { Pricing } from './llm/usage'
+import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop'
 import type { ModelLimits } from './policy/overflow'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
@@ -27,8 +28,10 @@ export interface CompactionOptions {
 export interface ToolExecutionOptions {
   /** Tool calls of one step that run at once. Default 4. */
   concurrency?: number
-  /** A tool run longer than this fails with a timeout error and its signal aborts. Default 300000. */
+  /** A tool run longer than this fails with a timeout error and its signal aborts. Default 300000. A tool's own `timeoutMs` (see `configureTool`) wins. */
   timeoutMs?: number
+  /** Outputs larger than this (as JSON, in bytes) are truncated, saying so. Default 100000. */
+  maxOutputBytes?: number
 }
 
 export interface EngineOptions {
@@ -60,6 +63,8 @@ export interface EngineOptions {
   busyTimeoutMs?: number
   /** Called once per subscriber that throws. Default: console.error. */
   onSubscriberError?: (error: unknown) => void
+  /** Doom-loop detection: repeated identical tool calls and short cycles; see docs/tools.md. */
+  doomLoop?: Partial<DoomLoopOptions>
   /** What happens to turns found unfinished (a crashed process); see docs/durability.md. */
   recovery?: RecoveryOptions
   /** A running turn's lease; renewed every third of it. Another engine may take over a turn whose lease ran out. Default 30000. */
@@ -80,7 +85,8 @@ export interface ResolvedConfig {
   system: string | undefined
   retry: RetryOptions
   compaction: { auto: boolean; reserved: number | undefined; maxPerTurn: number; prompt: string }
-  toolExecution: { concurrency: number; timeoutMs: number }
+  toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }
+  doomLoop: DoomLoopOptions
   streamIdleTimeoutMs: number
   flushIntervalMs: number
   pricing: Pricing | undefined
@@ -99,7 +105,7 @@ export const defaultSummaryPrompt =
 const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
-  'recovery', 'leaseMs',
+  'recovery', 'leaseMs', 'doomLoop',
 ])
 
 function nonNegativeInteger(option: string, value: unknown, fallback: number, min = 0): number {
@@ -166,7 +172,13 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   }
 
   const toolExecution = plainObject('toolExecution', options.toolExecution)
-  rejectUnknown('toolExecution', toolExecution, ['concurrency', 'timeoutMs'])
+  rejectUnknown('toolExecution', toolExecution, ['concurrency', 'timeoutMs', 'maxOutputBytes'])
+
+  const doomLoop = plainObject('doomLoop', options.doomLoop)
+  rejectUnknown('doomLoop', doomLoop, ['policy', 'repeats', 'maxCycleLength', 'cycleRepeats'])
+  if (doomLoop.policy !== undefined && !['stop', 'ask', 'off'].includes(doomLoop.policy as string)) {
+    throw new InvalidOptionError('doomLoop.policy', doomLoop.policy, "'stop', 'ask' or 'off'")
+  }
 
   if (options.inspect !== undefined && typeof options.inspect !== 'function' && (typeof options.inspect !== 'object' || options.inspect === null)) {
     throw new InvalidOptionError('inspect', options.inspect, 'a function or an observer')
@@ -204,6 +216,13 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     toolExecution: {
       concurrency: nonNegativeInteger('toolExecution.concurrency', toolExecution.concurrency, 4, 1),
       timeoutMs: nonNegativeInteger('toolExecution.timeoutMs', toolExecution.timeoutMs, 300_000, 1),
+      maxOutputBytes: nonNegativeInteger('toolExecution.maxOutputBytes', toolExecution.maxOutputBytes, 100_000, 64),
+    },
+    doomLoop: {
+      policy: (doomLoop.policy as DoomLoopOptions['policy'] | undefined) ?? defaultDoomLoopOptions.policy,
+      repeats: nonNegativeInteger('doomLoop.repeats', doomLoop.repeats, defaultDoomLoopOptions.repeats, 2),
+      maxCycleLength: nonNegativeInteger('doomLoop.maxCycleLength', doomLoop.maxCycleLength, defaultDoomLoopOptions.maxCycleLength, 1),
+      cycleRepeats: nonNegativeInteger('doomLoop.cycleRepeats', doomLoop.cycleRepeats, defaultDoomLoopOptions.cycleRepeats, 2),
     },
     streamIdleTimeoutMs: nonNegativeInteger('streamIdleTimeoutMs', options.streamIdleTimeoutMs, 60_000, 1),
     flushIntervalMs: nonNegativeInteger('flushIntervalMs', options.flushIntervalMs, 250),

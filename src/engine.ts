@@ -4,7 +4,7 @@
  */
 import { Bus, type Listener } from './bus'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
-import { EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError } from './errors'
+import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError } from './errors'
 import { newId } from './ids'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
@@ -28,6 +28,14 @@ export interface Engine {
    * An unknown session id makes `turn.done` reject with `SessionNotFoundError`.
    */
   prompt(sessionId: string, text: string): Turn
+  /**
+   * Approves a tool call of a turn in `awaiting-approval`. Works from any engine on the
+   * database: a turn whose engine is gone is taken over first. Throws
+   * `ApprovalNotPendingError` when the call is not waiting for approval.
+   */
+  approve(turnId: string, callId: string): Promise<void>
+  /** Denies such a call: its part becomes an error carrying `reason`, and the model sees it. */
+  deny(turnId: string, callId: string, reason?: string): Promise<void>
   /** Aborts the session's running turn, if any; resolves when it has ended. */
   abort(sessionId: string): Promise<void>
   /** The running turn of a session, if any. */
@@ -115,6 +123,22 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     if (closed) throw new EngineClosedError(operation)
   }
 
+  const turnAwaitingApproval = async (turnId: string, callId: string): Promise<Turn> => {
+    requireOpen('approve or deny a tool call')
+    const find = () => [...active.values()].find((t) => t.id === turnId)
+    let turn = find()
+    if (!turn) {
+      await engine.recover() // a turn left waiting by an engine that is gone
+      turn = find()
+    }
+    if (!turn) {
+      const record = await repo.getTurn(turnId)
+      const why = !record ? 'no such turn' : record.outcome ? `the turn ended (${record.outcome})` : 'another engine runs the turn'
+      throw new ApprovalNotPendingError(turnId, callId, why)
+    }
+    return turn
+  }
+
   const engine: Engine = {
     config,
     async createSession(sessionOptions = {}) {
@@ -155,6 +179,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       const turns = await recoverTurns(deps, (id) => running.has(id))
       return turns.map(track)
     },
+    async approve(turnId, callId) {
+      ;(await turnAwaitingApproval(turnId, callId)).approve(callId)
+    },
+    async deny(turnId, callId, reason) {
+      ;(await turnAwaitingApproval(turnId, callId)).deny(callId, reason)
+    },
     async replay(turnId) {
       const input = (await repo.turnInput(turnId)) as TurnInput | undefined
       if (!input) throw new InvalidArgumentError('turnId', turnId, 'the id of a stored turn')
@@ -170,8 +200,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       closed = true
       clearInterval(renewal)
       const turns = [...active.values()]
-      for (const turn of turns) turn.abort('engine closed')
+      for (const turn of turns) {
+        // A turn waiting for a human stays waiting, in the database, for the next engine.
+        if (turn.actor.getSnapshot().value === 'awaiting-approval') turn.detach()
+        else turn.abort('engine closed')
+      }
       await Promise.all(turns.map((turn) => turn.done.catch(() => undefined)))
+      await repo.releaseTurns(turns.map((t) => t.id), owner).catch(() => undefined)
       await opened.close()
     },
   }

@@ -236,3 +236,40 @@ export class CompactionFailedError extends TurnchartError {
   }
   static isInstance = isNamed<CompactionFailedError>('CompactionFailedError')
 }
+
+/** The model called the same tool with the same input again and again, or cycled through calls. */
+export class DoomLoopError extends TurnchartError {
+  readonly name = 'DoomLoopError'
+  readonly kind: 'repeat' | 'cycle'
+  readonly tool: string
+  readonly input: unknown
+  /** The calls of one period of the loop. */
+  readonly calls: Array<{ tool: string; input: unknown }>
+  constructor(input: { kind: 'repeat' | 'cycle'; calls: Array<{ tool: string; input: unknown }>; length: number }) {
+    const first = input.calls[0]
+    const shown = input.calls.map((c) => `${c.tool}(${JSON.stringify(c.input)})`).join(', ')
+    super(
+      input.kind === 'repeat'
+        ? `doom loop: tool '${first.tool}' was called ${input.length} times in a row with the same input ${JSON.stringify(first.input)}`
+        : `doom loop: the calls ${shown} repeated ${input.length / input.calls.length} times in a row`,
+    )
+    this.kind = input.kind
+    this.tool = first.tool
+    this.input = first.input
+    this.calls = input.calls
+  }
+  static isInstance = isNamed<DoomLoopError>('DoomLoopError')
+}
+
+/** `approve`/`deny` of a call that is not waiting for approval. */
+export class ApprovalNotPendingError extends TurnchartError {
+  readonly name = 'ApprovalNotPendingError'
+  readonly turnId: string
+  readonly callId: string
+  constructor(turnId: string, callId: string, why: string) {
+    super(`tool call ${callId} of turn ${turnId} is not waiting for approval: ${why}`)
+    this.turnId = turnId
+    this.callId = callId
+  }
+  static isInstance = isNamed<ApprovalNotPendingError>('ApprovalNotPendingError')
+}

@@ -14,3 +14,7 @@ export { planRetry, defaultRetryOptions, type RetryOptions, type RetryPlan } fro
 export { isUsageOverflow, usableContext, type ModelLimits } from './policy/overflow'
 export { toModelMessages } from './llm/model-messages'
 export type { Pricing } from './llm/usage'
+export { configureTool, idempotent, type ToolOptions } from './tools/tool-options'
+export { ReplayMismatchError, type ReplayStep } from './turn/replay'
+export { detectDoomLoop, type DoomLoopOptions } from './policy/doom-loop'
+export type { RecoveryOptions } from './config'

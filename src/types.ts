@@ -49,7 +49,12 @@ export interface TextPart extends PartBase {
 }
 
 export type ToolState =
-  | { status: 'pending'; input: Record<string, unknown> }
+  | {
+      status: 'pending'
+      input: unknown
+      /** `required`: the call waits for `engine.approve` / `engine.deny` (state `awaiting-approval`). */
+      approval?: 'required'
+    }
   | { status: 'running'; input: unknown; time: { start: number } }
   | { status: 'completed'; input: unknown; output: unknown; time: { start: number; end: number } }
   | {

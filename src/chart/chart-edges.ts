@@ -38,7 +38,8 @@ export function chartEdges(machine: AnyStateMachine = turnMachine): ChartEdge[] 
   for (const node of states) {
     for (const [event, definitions] of node.transitions) {
       for (const definition of definitions) {
-        for (const target of definition.target ?? []) {
+        // A targetless transition (an action only) is an edge back to its own state.
+        for (const target of definition.target ?? [node]) {
           edges.push({ source: node.key, event, guard: guardName(definition.guard), target: target.key })
         }
       }
@@ -85,7 +86,7 @@ export function toMermaid(machine: AnyStateMachine = turnMachine): string {
     for (const [event, definitions] of node.transitions) {
       for (const definition of definitions) {
         const guard = guardName(definition.guard)
-        for (const target of definition.target ?? []) {
+        for (const target of definition.target ?? [node]) {
           lines.push(`  ${id(node.key)} --> ${id(target.key)}: ${shortEvent(event)}${guard ? ` [${guard}]` : ''}`)
         }
       }

@@ -7,7 +7,8 @@
 import { streamText, tool as declareTool, type ToolSet } from 'ai'
 import type { StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { StreamIdleTimeoutError, RetriesExhaustedError, serializeError } from '../errors'
+import { DoomLoopError, StreamIdleTimeoutError, RetriesExhaustedError, serializeError, type SerializedError } from '../errors'
+import { canonicalJson, detectDoomLoop } from '../policy/doom-loop'
 import { newId } from '../ids'
 import { classifyError } from '../policy/classify-error'
 import { isUsageOverflow } from '../policy/overflow'
@@ -141,7 +142,54 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
   state.closeOpenText()
   scope.stepTools = state.tools
   const overflow = config.limits !== undefined && stepTokens !== undefined && isUsageOverflow(stepTokens, config.limits, config.compaction.reserved)
-  return { type: 'step.finished', finishReason, toolCalls: state.tools.length, overflow }
+  const { approvals, doomLoop } = await reviewToolCalls(scope, state.tools)
+  return {
+    type: 'step.finished',
+    finishReason,
+    toolCalls: state.tools.length,
+    overflow,
+    ...(approvals.length ? { approvals } : {}),
+    ...(doomLoop ? { doomLoop } : {}),
+  }
+}
+
+/**
+ * Before the step's tools run: which calls need approval (the tool's `needsApproval`, or a
+ * doom loop under policy `ask`), and whether the turn's calls loop (policy `stop`).
+ */
+async function reviewToolCalls(scope: TurnScope, stepTools: ToolPart[]): Promise<{ approvals: string[]; doomLoop: SerializedError | null }> {
+  const runnable = stepTools.filter((p) => p.state.status === 'running')
+  if (runnable.length === 0) return { approvals: [], doomLoop: null }
+  const history = scope
+    .assistantMessages()
+    .flatMap((m) => m.parts)
+    .filter((p): p is ToolPart => p.type === 'tool' && !(p.state.status === 'error' && p.state.metadata?.interrupted))
+    .map((p) => ({ tool: p.tool, input: p.state.input }))
+  const loop = detectDoomLoop(history, scope.config.doomLoop)
+  if (loop && scope.config.doomLoop.policy === 'stop') return { approvals: [], doomLoop: new DoomLoopError(loop).toJSON() }
+  const looping = new Set(loop ? loop.calls.map((c) => `${c.tool}\u0000${canonicalJson(c.input)}`) : [])
+  const approvals: string[] = []
+  for (const part of runnable) {
+    const definition = scope.config.tools[part.tool]
+    const input = part.state.input
+    let needs = looping.has(`${part.tool}\u0000${canonicalJson(input)}`)
+    if (!needs && definition?.needsApproval !== undefined) {
+      try {
+        needs =
+          typeof definition.needsApproval === 'function'
+            ? Boolean(await definition.needsApproval(input as never, { toolCallId: part.callId, messages: [] }))
+            : definition.needsApproval === true
+      } catch {
+        needs = true // a policy that cannot decide asks a human
+      }
+    }
+    if (needs) {
+      part.state = { status: 'pending', input, approval: 'required' }
+      scope.writer.changed(part)
+      approvals.push(part.callId)
+    }
+  }
+  return { approvals, doomLoop: null }
 }
 
 function failedEvent(scope: TurnScope, input: StreamStepInput, error: unknown): TurnEvent {

@@ -317,4 +317,10 @@ export class Repository {
     const result = await this.db.deleteFrom('turnchart_transitions').where('turn_id', 'in', finished).executeTakeFirst()
     return Number(result.numDeletedRows)
   }
+
+  /** Gives up `owner`'s claim on unfinished turns (a clean close), so another engine takes them at once. */
+  async releaseTurns(ids: string[], owner: string): Promise<void> {
+    if (ids.length === 0) return
+    await this.db.updateTable('turnchart_turns').set({ owner: null, lease_until: null }).where('id', 'in', ids).where('owner', '=', owner).where('outcome', 'is', null).execute()
+  }
 }

@@ -6,6 +6,7 @@
 import type { ModelMessage } from 'ai'
 import type { ToolPart } from '../types'
 import type { TurnScope } from '../turn/turn-scope'
+import { toolOptions } from './tool-options'
 
 /**
  * Runs every `running` tool part of the last step. Resolves when all have settled; a tool
@@ -33,7 +34,7 @@ async function runOne(scope: TurnScope, part: ToolPart, messages: ModelMessage[]
   if (part.state.status !== 'running') return
   const { input, time } = part.state
   const definition = scope.config.tools[part.tool]
-  const timeoutMs = scope.config.toolExecution.timeoutMs
+  const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
   const controller = new AbortController()
   const onTurnAbort = () => controller.abort(turnSignal.reason)
   turnSignal.addEventListener('abort', onTurnAbort, { once: true })
@@ -58,7 +59,12 @@ async function runOne(scope: TurnScope, part: ToolPart, messages: ModelMessage[]
     ).then(lastValue)
     const output = await Promise.race([run, stopped])
     if (turnSignal.aborted) return // the turn's end marks the part aborted
-    part.state = { status: 'completed', input, output: toJsonValue(output), time: { start: time.start, end: Date.now() } }
+    part.state = {
+      status: 'completed',
+      input,
+      output: boundedOutput(output, scope.config.toolExecution.maxOutputBytes),
+      time: { start: time.start, end: Date.now() },
+    }
   } catch (error) {
     if (turnSignal.aborted) return
     part.state = { status: 'error', input, error: errorMessage(error), time: { start: time.start, end: Date.now() } }
@@ -79,14 +85,29 @@ async function lastValue(value: unknown): Promise<unknown> {
   return value
 }
 
-/** Outputs are stored as JSON: undefined becomes null; what JSON cannot hold becomes a string. */
-function toJsonValue(value: unknown): unknown {
+/**
+ * Outputs are stored as JSON: undefined becomes null; what JSON cannot hold (a cycle, a
+ * BigInt) becomes its string form; an output over `maxBytes` is cut, saying so, so one tool
+ * cannot fill the context or the database.
+ */
+export function boundedOutput(value: unknown, maxBytes: number): unknown {
   if (value === undefined) return null
+  let json: string
   try {
-    return JSON.parse(JSON.stringify(value)) ?? null
+    json = JSON.stringify(value) ?? 'null'
   } catch {
-    return String(value)
+    return truncate(`[output not JSON-serialisable: ${String(value)}]`, maxBytes)
   }
+  if (Buffer.byteLength(json) <= maxBytes) return JSON.parse(json)
+  return truncate(typeof value === 'string' ? value : json, maxBytes)
+}
+
+function truncate(text: string, maxBytes: number): string {
+  const bytes = Buffer.byteLength(text)
+  if (bytes <= maxBytes) return text
+  const note = `\n[output truncated: ${bytes} bytes, limit ${maxBytes}]`
+  const kept = Buffer.from(text).subarray(0, Math.max(0, maxBytes - Buffer.byteLength(note))).toString('utf8').replace(/\uFFFD$/, '')
+  return kept + note
 }
 
 function errorMessage(error: unknown): string {

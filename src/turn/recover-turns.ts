@@ -10,7 +10,7 @@ import { turnMachine } from '../../machines/turn.machine'
 import type { InterruptibleState, TurnInput } from '../../machines/turn.types'
 import { newId } from '../ids'
 import type { Repository } from '../store/repository'
-import { isIdempotent } from '../tools/idempotent'
+import { isIdempotent } from '../tools/tool-options'
 import type { MessageWithParts, Part, TurnRecord } from '../types'
 import { replayTransitions } from './replay'
 import { resumeTurn, startTurnFromIdle, type Turn, type TurnDeps } from './start-turn'
@@ -75,6 +75,12 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput):
   if (state === 'idle') {
     // The prompt was stored but the turn never started: start it now.
     return startTurnFromIdle(deps, { turnId: record.id, sessionId: record.sessionId, input, scope })
+  }
+
+  if (state === 'awaiting-approval') {
+    // Nothing was in flight: the turn goes on waiting, now in this engine.
+    const waiting = turnMachine.resolveState({ value: 'awaiting-approval', context: snapshot.context })
+    return resumeTurn(deps, { turnId: record.id, sessionId: record.sessionId, input, scope, snapshot: waiting, seq: rows.length, recover: null })
   }
 
   let seq = rows.length

@@ -10,12 +10,12 @@ import type { TurnContext, TurnEvent, TurnInput } from '../../machines/turn.type
 import type { Bus } from '../bus'
 import { summarize } from '../compaction/summarize'
 import type { ResolvedConfig } from '../config'
-import { MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, StorageError, type SerializedError } from '../errors'
+import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, StorageError, type SerializedError } from '../errors'
 import { newId } from '../ids'
 import { streamStep } from '../llm/stream-step'
 import type { Repository } from '../store/repository'
 import { runTools } from '../tools/run-tools'
-import type { Part, SessionStatus, TransitionRecord, TurnOutcome } from '../types'
+import type { Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../types'
 import { TurnScope } from './turn-scope'
 
 export interface TurnResult {
@@ -36,6 +36,12 @@ export interface Turn {
   readonly done: Promise<TurnResult>
   /** Aborts the turn: the in-flight request and running tools get an aborted signal. */
   abort(reason?: string): void
+  /** Approves a tool call waiting in `awaiting-approval`; throws `ApprovalNotPendingError` otherwise. */
+  approve(callId: string): void
+  /** Denies a tool call waiting in `awaiting-approval`: its part becomes an error carrying `reason`, which the model sees. */
+  deny(callId: string, reason?: string): void
+  /** Detaches the turn from this engine without ending it (a turn awaiting approval, at close). */
+  detach(): void
 }
 
 export interface TurnDeps {
@@ -56,8 +62,8 @@ interface TurnStart {
   scope: TurnScope
   /** Restored snapshot (recovery) and the seq of the last logged transition. */
   restored?: { snapshot: TurnSnapshot; seq: number }
-  /** Runs after the actor started: stores the prompt, or does nothing for a restored turn. */
-  begin(turn: Turn, actor: Actor<TurnMachine>): Promise<TurnEvent>
+  /** Runs after the actor started: stores the prompt, or does nothing for a restored turn; its event (if any) is sent. */
+  begin(turn: Turn, actor: Actor<TurnMachine>): Promise<TurnEvent | null>
 }
 
 const finalStates = new Set(['completed', 'failed', 'aborted'])
@@ -121,7 +127,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
  */
 export function resumeTurn(
   deps: TurnDeps,
-  restored: { turnId: string; sessionId: string; input: TurnInput; scope: TurnScope; snapshot: TurnSnapshot; seq: number; recover: TurnEvent },
+  restored: { turnId: string; sessionId: string; input: TurnInput; scope: TurnScope; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null },
 ): Turn {
   return runTurn(deps, {
     turnId: restored.turnId,
@@ -166,17 +172,28 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
     resolveDone = resolve
     rejectDone = reject
   })
+  // A caller that never awaits `done` must not get an unhandled rejection.
+  done.catch(() => undefined)
 
   let previous = start.restored ? String(start.restored.snapshot.value) : 'idle'
+  let previousContext: unknown = start.restored?.snapshot.context
   let seq = start.restored?.seq ?? 0
   let startFailed = false
   let settled = false
+  let detached = false
 
   const record = (event: AnyEventObject, snapshot: TurnSnapshot) => {
     if (settled || startFailed) return
+    if (event.type === 'xstate.init') {
+      previousContext = snapshot.context
+      return
+    }
     const stopped = snapshot.status === 'stopped' && event.type === 'xstate.stop'
+    if (stopped && detached) return
     const to = stopped ? 'aborted' : String(snapshot.value)
-    if (to === previous) return
+    // A transition is a row when the state or the context changed (an approval changes only context).
+    if (to === previous && snapshot.context === previousContext) return
+    previousContext = snapshot.context
     const from = previous
     previous = to
     const now = Date.now()
@@ -226,6 +243,12 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
           ? { type: 'retry', turnId, attempt: context.attempt, message: context.error?.message ?? 'retrying', next: retryAt ?? row.time }
           : { type: 'busy', turnId, state: row.to }
       bus.publish({ type: 'session.status', sessionId, status })
+      if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') {
+        const calls = scope.stepTools
+          .filter((p) => context.pendingApprovals.includes(p.callId))
+          .map((p) => ({ callId: p.callId, tool: p.tool, input: p.state.input }))
+        bus.publish({ type: 'approval.requested', sessionId, turnId, calls })
+      }
       return
     }
     if (error) bus.publish({ type: 'session.error', sessionId, turnId, error })
@@ -259,11 +282,43 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
     abort(reason?: string) {
       actor.send({ type: 'turn.abort', ...(reason ? { reason } : {}) })
     },
+    approve(callId: string) {
+      const part = pendingApproval(callId)
+      part.state = { status: 'running', input: part.state.input, time: { start: Date.now() } }
+      scope.writer.changed(part)
+      actor.send({ type: 'tool.approved', callId })
+    },
+    deny(callId: string, reason?: string) {
+      const part = pendingApproval(callId)
+      const now = Date.now()
+      const error = reason ? `the user denied this tool call: ${reason}` : 'the user denied this tool call'
+      part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true }, time: { start: now, end: now } }
+      scope.writer.changed(part)
+      actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
+    },
+    detach() {
+      detached = true
+      scope.writer.seal()
+      actor.stop()
+      deps.onSettled(turn)
+      rejectDone(new EngineClosedError(`run turn ${turnId}: it waits for approval; approve or deny it from an engine on the same database`))
+    },
+  }
+
+  const pendingApproval = (callId: string): ToolPart => {
+    const snapshot = actor.getSnapshot()
+    if (snapshot.value !== 'awaiting-approval') throw new ApprovalNotPendingError(turnId, callId, `the turn is in '${String(snapshot.value)}'`)
+    if (!snapshot.context.pendingApprovals.includes(callId)) {
+      throw new ApprovalNotPendingError(turnId, callId, `pending calls: ${snapshot.context.pendingApprovals.join(', ') || 'none'}`)
+    }
+    const part = scope.stepTools.find((p) => p.callId === callId)
+    if (!part || part.state.status !== 'pending') throw new ApprovalNotPendingError(turnId, callId, 'its part is not pending')
+    return part
   }
 
   actor.start()
   start.begin(turn, actor).then(
-    (event) => actor.send(event),
+    (event) => event && actor.send(event),
     (error) => {
       startFailed = true
       scope.writer.seal()
@@ -281,8 +336,9 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
  */
 function closeTurn(scope: TurnScope, outcome: TurnOutcome, error: SerializedError | null, now: number): void {
   const message = scope.assistantMessage()
+  const toolMessage = outcome === 'failed' ? `Tool not run: the turn failed${error ? ` (${error.name})` : ''}` : toolAbortedMessage
   for (const assistant of scope.assistantMessages()) {
-    for (const part of assistant.parts) closePart(scope, part, now)
+    for (const part of assistant.parts) closePart(scope, part, now, toolMessage)
     assistant.info.time.completed ??= now
   }
   if (outcome !== 'completed' && error) message.info.error = error
@@ -290,13 +346,13 @@ function closeTurn(scope: TurnScope, outcome: TurnOutcome, error: SerializedErro
   scope.writer.seal()
 }
 
-function closePart(scope: TurnScope, part: Part, now: number): void {
+function closePart(scope: TurnScope, part: Part, now: number, toolMessage: string): void {
   if ((part.type === 'text' || part.type === 'reasoning') && part.time.end === undefined) {
     part.time.end = now
     scope.writer.changed(part)
   } else if (part.type === 'tool' && (part.state.status === 'pending' || part.state.status === 'running')) {
     const start = part.state.status === 'running' ? part.state.time.start : now
-    part.state = { status: 'error', input: part.state.input, error: toolAbortedMessage, metadata: { interrupted: true }, time: { start, end: now } }
+    part.state = { status: 'error', input: part.state.input, error: toolMessage, metadata: { interrupted: true }, time: { start, end: now } }
     scope.writer.changed(part)
   }
 }

@@ -7,7 +7,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { tool } from 'ai'
 import { z } from 'zod'
 import { createEngine } from '../../src'
-import { idempotent } from '../../src/tools/idempotent'
+import { idempotent } from '../../src/tools/tool-options'
 
 export const childTools = {
   /** Never returns: the process dies while it runs. */

@@ -85,7 +85,7 @@ test('@xstate/graph loads the machine and reaches every state', () => {
 
 test('the chart has the states of the contract, and every edge has a source and a target', () => {
   expect(Object.keys(turnMachine.root.states).sort()).toEqual(
-    ['aborted', 'compacting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'streaming', 'tool-running'].sort(),
+    ['aborted', 'awaiting-approval', 'compacting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'streaming', 'tool-running'].sort(),
   )
   const edges = chartEdges()
   expect(edges.length).toBeGreaterThan(20)

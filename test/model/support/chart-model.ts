@@ -47,10 +47,11 @@ function stateName(snapshot: TurnSnapshot): string {
 export function edgeOf(snapshot: TurnSnapshot, event: ModelEvent): string | null {
   if (snapshot.status !== 'active') return null
   const enabled = turnMachine.getTransitionData(snapshot as never, event as never) ?? []
-  const taken = enabled.find((definition) => (definition.target ?? []).length > 0)
+  const taken = enabled[0]
   if (!taken) return null
-  const target = taken.target![0].key
   const source = taken.source === turnMachine.root ? stateName(snapshot) : taken.source.key
+  // A targetless transition (an action only) is an edge back to its own state.
+  const target = taken.target?.[0]?.key ?? source
   return edgeKey({ source, event: taken.eventType, guard: guardName(taken.guard), target })
 }
 

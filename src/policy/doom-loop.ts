@@ -1,0 +1,72 @@
+/**
+ * Doom-loop detection: a model calling the same tool with the same input again and again, or
+ * cycling through a short sequence of calls (A, B, A, B, …). Pure: the calls in, a verdict out.
+ */
+
+export interface DoomLoopOptions {
+  /** `stop` fails the turn with DoomLoopError; `ask` asks for approval of the looping calls; `off`. */
+  policy: 'stop' | 'ask' | 'off'
+  /** The same call this many times in a row is a loop. Default 3. */
+  repeats: number
+  /** Longest cycle looked for (A,B is 2). Default 4. */
+  maxCycleLength: number
+  /** A cycle repeated this many times in a row is a loop (A,B,A,B is 2). Default 2. */
+  cycleRepeats: number
+}
+
+export const defaultDoomLoopOptions: DoomLoopOptions = Object.freeze({
+  policy: 'stop',
+  repeats: 3,
+  maxCycleLength: 4,
+  cycleRepeats: 2,
+}) as DoomLoopOptions
+
+export interface ToolCallSignature {
+  tool: string
+  input: unknown
+}
+
+export interface DoomLoop {
+  kind: 'repeat' | 'cycle'
+  /** The calls of one period of the loop, in order (one call for `repeat`). */
+  calls: ToolCallSignature[]
+  /** How many of the most recent calls the loop covers. */
+  length: number
+}
+
+/** Canonical JSON: object keys sorted, so `{a,b}` and `{b,a}` are the same input. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (value && typeof value === 'object') {
+    const entries = Object.keys(value as object)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
+    return `{${entries.join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
+}
+
+/**
+ * Looks for a loop at the end of `calls` (the turn's tool calls, oldest first).
+ *
+ * @example
+ * detectDoomLoop([a, a, a], defaultDoomLoopOptions) // { kind: 'repeat', calls: [a], length: 3 }
+ * detectDoomLoop([a, b, a, b], defaultDoomLoopOptions) // { kind: 'cycle', calls: [a, b], length: 4 }
+ */
+export function detectDoomLoop(calls: ToolCallSignature[], options: DoomLoopOptions): DoomLoop | null {
+  if (options.policy === 'off') return null
+  const keys = calls.map((c) => `${c.tool}\u0000${canonicalJson(c.input)}`)
+  for (let period = 1; period <= options.maxCycleLength; period++) {
+    const times = period === 1 ? options.repeats : options.cycleRepeats
+    const length = period * times
+    if (times < 2 || keys.length < length) continue
+    const tail = keys.slice(-length)
+    const block = tail.slice(0, period)
+    // A cycle of identical calls is a repeat, reported at period 1.
+    if (period > 1 && block.every((k) => k === block[0])) continue
+    if (tail.every((key, i) => key === block[i % period])) {
+      return { kind: period === 1 ? 'repeat' : 'cycle', calls: calls.slice(-length, -length + period || undefined), length }
+    }
+  }
+  return null
+}

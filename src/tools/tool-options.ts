@@ -1,0 +1,51 @@
+/**
+ * turnchart's options on a tool definition: whether it is idempotent (recovery may run it
+ * again after a crash) and its own timeout. Stored on the tool object under a symbol, so an AI
+ * SDK `tool()` stays an AI SDK tool. (Approval uses the AI SDK's own `needsApproval`.)
+ */
+import type { Tool } from 'ai'
+
+const optionsKey = Symbol.for('turnchart.toolOptions')
+
+export interface ToolOptions {
+  /** Safe to run again after a crash interrupted it. Default false. */
+  idempotent?: boolean
+  /** This tool's timeout, instead of `toolExecution.timeoutMs`. */
+  timeoutMs?: number
+}
+
+/**
+ * Returns `tool` with turnchart's options set.
+ *
+ * @example
+ * tools: { build: configureTool(tool({ description, inputSchema, execute }), { timeoutMs: 600_000 }) }
+ */
+export function configureTool<T extends Tool>(tool: T, options: ToolOptions): T {
+  if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs < 1)) {
+    throw new TypeError(`configureTool: timeoutMs must be an integer >= 1, got ${String(options.timeoutMs)}`)
+  }
+  Object.defineProperty(tool, optionsKey, { value: { ...toolOptions(tool), ...options }, enumerable: false, configurable: true })
+  return tool
+}
+
+/**
+ * Marks `tool` idempotent: recovery re-runs it when a crash interrupted it; any other tool that
+ * was running becomes an error part ("interrupted by a restart").
+ *
+ * @example
+ * tools: { read: idempotent(tool({ description: 'Read a file', inputSchema, execute })) }
+ */
+export function idempotent<T extends Tool>(tool: T): T {
+  return configureTool(tool, { idempotent: true })
+}
+
+/** The options set on `tool` (`idempotent: true` written on the object also counts). */
+export function toolOptions(tool: unknown): ToolOptions {
+  if (typeof tool !== 'object' || tool === null) return {}
+  const set = (tool as Record<symbol, ToolOptions | undefined>)[optionsKey] ?? {}
+  return (tool as { idempotent?: unknown }).idempotent === true ? { idempotent: true, ...set } : set
+}
+
+export function isIdempotent(tool: unknown): boolean {
+  return toolOptions(tool).idempotent === true
+}
