@@ -2,7 +2,9 @@
  * Random scripts, fixed invariants: fast-check generates model behaviour (text, reasoning,
  * tool calls, tool failures, HTTP errors of every class, hangs, resets, early closes, aborts
  * at random moments, overflows); each script runs as one turn of the real engine, and the
- * invariants of issue 3 are checked after every run. Replay a failure with
+ * invariants of issue 3 are checked after every run. Tool calls may need approval (approved,
+ * denied or aborted at random when `approval.requested` arrives) and may repeat their input
+ * across steps (doom loops, policy `stop`). Replay a failure with
  * TURNCHART_SEED=<seed> (and TURNCHART_PATH=<path> for the shrunk case) as printed.
  */
 import fc from 'fast-check'
@@ -14,7 +16,8 @@ import { startRig, turnInvariantViolations, type Rig, type ToolBehaviour } from 
 
 type Behaviour =
   | { kind: 'text'; reasoning: boolean; overflow: boolean }
-  | { kind: 'tools'; calls: number; overflow: boolean; text: boolean }
+  /** `ask`: the first `ask` calls need approval; `same`: every call has input { n: 0 } (doom loops). */
+  | { kind: 'tools'; calls: number; overflow: boolean; text: boolean; ask: number; same: boolean }
   | { kind: 'http'; status: number; body: unknown; headers?: Record<string, string> }
   | { kind: 'broken'; end: 'reset' | 'close' | 'hang' }
   | { kind: 'hang' }
@@ -24,7 +27,11 @@ interface Script {
   tools: ToolBehaviour[]
   /** Abort the turn this many ms after the prompt (null: never). */
   abortAfterMs: number | null
+  /** What is done with each call waiting for approval, in order (then: approve). */
+  decisions: Decision[]
 }
+
+type Decision = 'approve' | 'deny' | 'deny-with-reason' | 'abort'
 
 const httpErrors: Array<Extract<Behaviour, { kind: 'http' }>> = [
   { kind: 'http', status: 429, body: { error: { message: 'rate limited', type: 'rate_limit_error' } }, headers: { 'retry-after-ms': '1' } },
@@ -43,7 +50,19 @@ const httpErrors: Array<Extract<Behaviour, { kind: 'http' }>> = [
 
 const behaviour: fc.Arbitrary<Behaviour> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('text' as const), reasoning: fc.boolean(), overflow: fc.boolean() }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('tools' as const), calls: fc.integer({ min: 1, max: 2 }), overflow: fc.boolean(), text: fc.boolean() }) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .record({
+        kind: fc.constant('tools' as const),
+        calls: fc.integer({ min: 1, max: 2 }),
+        overflow: fc.boolean(),
+        text: fc.boolean(),
+        ask: fc.integer({ min: 0, max: 2 }),
+        same: fc.boolean(),
+      })
+      .map((b) => ({ ...b, ask: Math.min(b.ask, b.calls) })),
+  },
   { weight: 3, arbitrary: fc.constantFrom(...httpErrors) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('broken' as const), end: fc.constantFrom('reset' as const, 'close' as const, 'hang' as const) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'hang' as const }) },
@@ -53,6 +72,7 @@ const script: fc.Arbitrary<Script> = fc.record({
   replies: fc.array(behaviour, { minLength: 1, maxLength: 6 }),
   tools: fc.array(fc.constantFrom<ToolBehaviour>('ok', 'ok', 'throw'), { maxLength: 6 }),
   abortAfterMs: fc.option(fc.integer({ min: 0, max: 40 }), { freq: 3 }),
+  decisions: fc.array(fc.constantFrom<Decision>('approve', 'approve', 'deny', 'deny-with-reason', 'abort'), { maxLength: 6 }),
 })
 
 /** Reply i's words are `r<i>w<j>`: a text part with words of two replies mixes attempts. */
@@ -65,7 +85,10 @@ function toReply(b: Behaviour, i: number): ScriptReply {
     case 'tools':
       return {
         type: 'stream',
-        chunks: [...(b.text ? words : []), ...Array.from({ length: b.calls }, (_, k) => ({ tool: { name: 'work', input: { n: i * 10 + k } } }))],
+        chunks: [
+          ...(b.text ? words : []),
+          ...Array.from({ length: b.calls }, (_, k) => ({ tool: { name: 'work', input: { n: b.same ? 0 : i * 10 + k, ...(k < b.ask ? { ask: true } : {}) } } })),
+        ],
         usage: usage(b.overflow),
       }
     case 'http':
@@ -109,8 +132,34 @@ async function runScript(s: Script): Promise<string[]> {
   rig.tools.splice(0, rig.tools.length, ...s.tools)
   const session = await rig.engine.createSession()
   const turn = rig.engine.prompt(session.id, 'go')
-  const timer = s.abortAfterMs === null ? undefined : setTimeout(() => turn.abort(), s.abortAfterMs)
+  let aborted = false
+  const timer = s.abortAfterMs === null ? undefined : setTimeout(() => ((aborted = true), turn.abort()), s.abortAfterMs)
   const problems: string[] = []
+  // Each call waiting for approval gets the script's next decision, in the order requested.
+  const decisions = [...s.decisions]
+  const made: Array<{ callId: string; decision: Decision }> = []
+  let deciding = Promise.resolve()
+  const unsubscribe = rig.engine.subscribe((event) => {
+    if (event.type !== 'approval.requested' || event.turnId !== turn.id) return
+    deciding = deciding.then(async () => {
+      for (const call of event.calls) {
+        const decision = decisions.shift() ?? 'approve'
+        made.push({ callId: call.callId, decision })
+        try {
+          if (decision === 'abort') {
+            aborted = true
+            turn.abort()
+            return
+          }
+          if (decision === 'approve') await rig.engine.approve(turn.id, call.callId)
+          else await rig.engine.deny(turn.id, call.callId, decision === 'deny-with-reason' ? 'no thanks' : undefined)
+        } catch (error) {
+          // an abort (the script's timer) may end the turn while it waits: then the call is not pending any more
+          if (!aborted) problems.push(`${decision} of ${call.callId} threw ${String(error)}`)
+        }
+      }
+    })
+  })
   let guard: NodeJS.Timeout | undefined
   try {
     const result = await Promise.race([
@@ -130,6 +179,7 @@ async function runScript(s: Script): Promise<string[]> {
     clearTimeout(guard)
     if (result === null) return problems
     clearTimeout(timer)
+    await deciding
     problems.push(...(await turnInvariantViolations(rig.engine, session.id, turn.id)))
     if (!['completed', 'failed', 'aborted'].includes(result.outcome)) problems.push(`outcome ${result.outcome}`)
 
@@ -155,8 +205,40 @@ async function runScript(s: Script): Promise<string[]> {
       if (retries > maxAttempts - 1) problems.push(`${retries + 1} attempts of one step (max ${maxAttempts})`)
     }
 
-    // no text part holds text of two attempts (two replies)
+    // approvals: one approval.requested per committed entry into awaiting-approval, naming calls
+    // that asked (or loop); a denied call is an error saying so and never ran; an approved one ran
+    // (or was stopped by the turn's end)
+    const waits = rows.filter((r) => r.to === 'awaiting-approval' && r.from !== 'awaiting-approval').length
+    const announced = rig.events.filter((e) => e.type === 'approval.requested' && e.turnId === turn.id).length
+    if (announced !== waits) problems.push(`${announced} approval.requested events for ${waits} entries into awaiting-approval`)
     const messages = await rig.engine.messages(session.id)
+    const tools = messages.flatMap((m) => m.parts).filter((p): p is Extract<typeof p, { type: 'tool' }> => p.type === 'tool')
+    for (const { callId, decision } of made) {
+      const part = tools.find((p) => p.callId === callId)
+      if (!part) problems.push(`no part for the call ${callId} that asked for approval`)
+      else if (decision === 'deny' || decision === 'deny-with-reason') {
+        const error = decision === 'deny' ? 'the user denied this tool call' : 'the user denied this tool call: no thanks'
+        if (part.state.status !== 'error' || part.state.error !== error || !part.state.metadata?.denied) {
+          if (!aborted) problems.push(`denied call ${callId} is ${JSON.stringify(part.state)}`)
+        }
+      } else if (decision === 'approve' && part.state.status === 'error' && part.state.metadata?.denied) problems.push(`approved call ${callId} is marked denied`)
+    }
+    for (const part of tools) {
+      if (part.state.status === 'error' && part.state.metadata?.denied && !made.some((m) => m.callId === part.callId && m.decision.startsWith('deny'))) {
+        problems.push(`call ${part.callId} denied by nobody`)
+      }
+    }
+    // the message of a tool that did not run or was stopped says why: the failed request, or the turn's end
+    const endMessage = result.outcome === 'failed' ? `Tool not run: the turn failed (${result.error?.name})` : 'Tool execution aborted'
+    for (const part of tools) {
+      if (part.state.status !== 'error' || !part.state.metadata?.interrupted) continue
+      const ok = part.state.error === 'The tool did not run: the model request failed and the step was retried or ended' || (result.outcome !== 'completed' && part.state.error === endMessage)
+      if (!ok) problems.push(`interrupted tool part ${part.callId} of a ${result.outcome} turn says ${JSON.stringify(part.state.error)}`)
+    }
+    // a doom loop (policy stop) ends the turn at the step that completes the loop
+    if (result.error?.name === 'DoomLoopError' && rows.at(-1)?.event !== 'step.finished') problems.push(`DoomLoopError but the last row is ${rows.at(-1)?.event}`)
+
+    // no text part holds text of two attempts (two replies)
     for (const part of messages.flatMap((m) => m.parts)) {
       if (part.type !== 'text') continue
       const replies = new Set([...part.text.matchAll(/r(\d+)w\d/g)].map((m) => m[1]))
@@ -164,6 +246,7 @@ async function runScript(s: Script): Promise<string[]> {
       if (part.attempt !== undefined && part.attempt > maxAttempts) problems.push(`part attempt ${part.attempt}`)
     }
   } finally {
+    unsubscribe()
     clearTimeout(timer)
     clearTimeout(guard)
     await rig.engine.abort(session.id)
@@ -191,7 +274,12 @@ test(`invariants hold for ${numRuns} random scripts (seed ${seed})`, async () =>
 // (streamIdleTimeoutMs); the summary request has none, so the turn stays in `compacting`
 // forever. ENGINE BUG, reported; flip to `test` once src/compaction/summarize.ts times out.
 test('a hanging summary request ends the turn (streamIdleTimeoutMs applies to compaction)', async () => {
-  const problems = await runScript({ replies: [{ kind: 'tools', calls: 1, overflow: true, text: false }, { kind: 'hang' }], tools: [], abortAfterMs: null })
+  const problems = await runScript({
+    replies: [{ kind: 'tools', calls: 1, overflow: true, text: false, ask: 0, same: false }, { kind: 'hang' }],
+    tools: [],
+    abortAfterMs: null,
+    decisions: [],
+  })
   expect(problems).toEqual([])
   expect(knownHangs).toBe(0)
 }, 10_000)

@@ -74,8 +74,9 @@ export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map
     input,
     events,
     serializeState: (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined) =>
-      // the compaction count is in the key: guards read it, and it is bounded by maxCompactions
-      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${state.context.compactions}`,
+      // the compaction count and the calls waiting for approval are in the key: guards read
+      // them, and both are bounded (maxCompactions; the approvals of the recipes' events)
+      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${state.context.compactions}|${state.context.pendingApprovals.join(',')}`,
   } as never) as Array<{ steps: Array<{ state: TurnSnapshot; event: ModelEvent }> }>
   const byEdge = new Map<string, ModelEvent[]>()
   for (const path of paths) {

@@ -6,6 +6,7 @@
  * Adding an edge to the machine = adding one entry here, keyed by the edge's name as
  * `edgeKey()` prints it (the failing test names the missing key).
  */
+import type { TurnchartEvent } from '../../../src'
 import type { ScriptReply } from '../../../src/testing'
 import type { Part } from '../../../src/types'
 import type { TurnRecord } from '../../../src/types'
@@ -26,6 +27,15 @@ export interface Arrangement {
   failWrites: number[]
   /** Replies at the end that the engine may never request (a storage failure can beat the request). */
   optionalReplies: number
+  /** `engine.approve` / `engine.deny` of a waiting call, once the row with seq `at` (entering awaiting-approval) is published. */
+  decisions: Decision[]
+}
+
+export interface Decision {
+  at: number
+  callId: string
+  decision: 'approve' | 'deny'
+  reason?: string
 }
 
 export interface ArrangeContext {
@@ -43,6 +53,12 @@ export interface WalkResult {
   parts: Part[]
   /** Every stored message (user, assistant, summaries). */
   messages: Array<{ info: { role: string; summary?: boolean; error?: unknown }; parts: Part[] }>
+  /** Bodies of the HTTP requests of this walk, in order. */
+  requests: unknown[]
+  /** Bus events of the walk's session, in order. */
+  events: TurnchartEvent[]
+  /** What the recipes arranged (decisions made, replies, ...). */
+  plan: Arrangement
 }
 
 export interface EdgeRecipe {
@@ -52,6 +68,11 @@ export interface EdgeRecipe {
   arrange(ctx: ArrangeContext): void
   /** What must be persisted once a walk that took this edge has ended (whatever came after it: paths may end with an abort). */
   check?(walk: WalkResult): void
+  /**
+   * Events that end a path whose last edge is this one when it does not end in a final state
+   * (default: `turn.abort`). For an edge into a state the engine leaves at once by itself.
+   */
+  end?: ModelEvent[]
 }
 
 const error = { name: 'ModelError', message: 'model' }
@@ -69,6 +90,18 @@ const toolReply = (index: number, overflow: boolean): ScriptReply => ({
   type: 'stream',
   chunks: [{ text: `calling${index} ` }, { tool: { name: 'work', input: { n: index } } }],
   usage: usage(overflow),
+})
+/** A streamed step whose `work` calls need approval (`ask: true`), with the given call ids. */
+const askReply = (index: number, ids: string[]): ScriptReply => ({
+  type: 'stream',
+  chunks: [{ text: `asking${index} ` }, ...ids.map((id, k) => ({ tool: { name: 'work', input: { n: index * 10 + k, ask: true }, id } }))],
+  usage: usage(false),
+})
+/** A streamed step that calls `work` three times with the same input: a doom loop (repeats 3). */
+const loopReply = (index: number): ScriptReply => ({
+  type: 'stream',
+  chunks: [0, 1, 2].map(() => ({ tool: { name: 'work', input: { n: index } } })),
+  usage: usage(false),
 })
 /** Text, then silence until the client gives up. */
 const hangingStream = (index: number): ScriptReply => ({ type: 'stream', chunks: [{ text: `partial${index} ` }], end: 'hang' })
@@ -93,12 +126,44 @@ const finished = (toolCalls: number, overflow: boolean): ModelEvent => ({
 const failed = (overflow: boolean, retryDelayMs: number | null): ModelEvent => ({ type: 'step.failed', error, overflow, retryDelayMs })
 const abort: ModelEvent = { type: 'turn.abort' }
 const fail: ModelEvent = { type: 'turn.fail', error }
+/** One call waiting for approval, or two (the self-transitions need a second one pending). */
+const askIds = [['call_ask_1'], ['call_ask_1', 'call_ask_2']]
+const asked = (ids: string[]): ModelEvent => ({ ...finished(ids.length, false), approvals: ids })
+const doomLoop: ModelEvent = { ...finished(3, false), doomLoop: { name: 'DoomLoopError', message: 'doom loop' } }
+const approved = ['call_ask_1', 'call_ask_2'].map((callId): ModelEvent => ({ type: 'tool.approved', callId }))
+// one denial with a reason, one without
+const denied: ModelEvent[] = [{ type: 'tool.denied', callId: 'call_ask_1', reason: 'not now' }, { type: 'tool.denied', callId: 'call_ask_2' }]
 const toolsDone: ModelEvent = { type: 'xstate.done.actor.runTools', output: undefined }
 const compactDone: ModelEvent = { type: 'xstate.done.actor.compact', output: undefined }
 
 /** step.finished: the reply that makes the engine report it. */
 const arrangeFinished = ({ plan, index, event }: ArrangeContext) => {
   plan.replies.push(event.toolCalls > 0 ? toolReply(index, event.overflow) : textReply(index, event.overflow))
+}
+
+const decide = (decision: Decision['decision']) => ({ plan, index, event }: ArrangeContext) => {
+  plan.decisions.push({ at: index, callId: event.callId, decision, ...(event.reason ? { reason: event.reason } : {}) })
+}
+
+const toolParts = (walk: WalkResult) => walk.parts.filter((p): p is Extract<Part, { type: 'tool' }> => p.type === 'tool')
+const deniedText = (reason?: string) => `the user denied this tool call${reason ? `: ${reason}` : ''}`
+
+/** Each decision of the walk is in its part: a denial is an error the model sees, marked denied. */
+const expectDecisions = (walk: WalkResult) => {
+  for (const d of walk.plan.decisions) {
+    const part = toolParts(walk).find((p) => p.callId === d.callId)
+    expect(part).toBeDefined()
+    if (d.decision === 'deny') expect(part!.state).toMatchObject({ status: 'error', error: deniedText(d.reason), metadata: { denied: true } })
+    else expect(part!.state.status === 'error' && part!.state.metadata?.denied).toBeFalsy()
+  }
+}
+
+/** The calls nobody decided on (still waiting when the turn ended) carry `message`, marked interrupted. */
+const expectUndecided = (walk: WalkResult, message: string) => {
+  const decided = new Set(walk.plan.decisions.map((d) => d.callId))
+  const waiting = toolParts(walk).filter((p) => p.callId.startsWith('call_ask_') && !decided.has(p.callId))
+  expect(waiting.length).toBeGreaterThan(0)
+  for (const part of waiting) expect(part.state).toMatchObject({ status: 'error', error: message, metadata: { interrupted: true } })
 }
 
 const expectOutcome = (walk: WalkResult, outcome: string, errorName?: string) => {
@@ -191,6 +256,75 @@ export const recipes: Record<string, EdgeRecipe> = {
     },
   },
 
+  'streaming --step.finished [doomLoopDetected]--> failed': {
+    events: [doomLoop],
+    arrange: ({ plan, index }) => plan.replies.push(loopReply(index)),
+    check: (walk) => {
+      expectOutcome(walk, 'failed', 'DoomLoopError')
+      expect(walk.result.error).toMatchObject({ kind: 'repeat', tool: 'work', input: { n: expect.any(Number) } })
+      const tools = toolParts(walk)
+      expect(tools).toHaveLength(3)
+      for (const tool of tools) {
+        expect(tool.state).toMatchObject({ status: 'error', error: 'Tool not run: the turn failed (DoomLoopError)', metadata: { interrupted: true } })
+      }
+    },
+  },
+  'streaming --step.finished [needsApproval]--> awaiting-approval': {
+    events: askIds.map(asked),
+    arrange: ({ plan, index, event }) => plan.replies.push(askReply(index, event.approvals)),
+    check: (walk) => {
+      expect(toolParts(walk).filter((p) => p.callId.startsWith('call_ask_')).length).toBeGreaterThan(0)
+      expectDecisions(walk)
+    },
+  },
+
+  // awaiting-approval: engine.approve / engine.deny, an abort, a storage failure
+  'awaiting-approval --tool.approved [isLastPendingApproval]--> tool-running': {
+    events: approved,
+    arrange: decide('approve'),
+  },
+  'awaiting-approval --tool.approved [isPendingApproval]--> awaiting-approval': {
+    events: approved,
+    arrange: decide('approve'),
+  },
+  'awaiting-approval --tool.denied [isLastPendingApproval]--> tool-running': {
+    events: denied,
+    arrange: decide('deny'),
+    // all calls denied: nothing runs, tool-running ends at once; the model gets the denial and answers
+    end: [toolsDone, finished(0, false)],
+    check: (walk) => {
+      expectDecisions(walk)
+      if (walk.result.outcome === 'completed') {
+        const denial = walk.plan.decisions.filter((d) => d.decision === 'deny').at(-1)!
+        expect(JSON.stringify(walk.requests.at(-1))).toContain(deniedText(denial.reason))
+      }
+    },
+  },
+  'awaiting-approval --tool.denied [isPendingApproval]--> awaiting-approval': {
+    events: denied,
+    arrange: decide('deny'),
+    check: expectDecisions,
+  },
+  'awaiting-approval --turn.fail--> failed': {
+    events: [fail],
+    arrange: ({ plan, index }) => plan.failWrites.push(index), // the row entering awaiting-approval
+    check: (walk) => {
+      expectOutcome(walk, 'failed', 'StorageError')
+      expectUndecided(walk, 'Tool not run: the turn failed (StorageError)')
+    },
+  },
+  'awaiting-approval --turn.abort--> aborted': {
+    events: [abort],
+    arrange: ({ plan, index }) => {
+      plan.abortAt = index
+      plan.abortAfterCalls = plan.replies.length
+    },
+    check: (walk) => {
+      expectOutcome(walk, 'aborted', 'MessageAbortedError')
+      expectUndecided(walk, 'Tool execution aborted')
+    },
+  },
+
   // retry-waiting: the timer, or something during the wait
   'retry-waiting --after(retryDelay)--> streaming': {
     events: [{ type: 'xstate.after.retryDelay.turn.retry-waiting' }],
@@ -243,8 +377,9 @@ export const recipes: Record<string, EdgeRecipe> = {
     events: [toolsDone],
     arrange: ({ plan }) => plan.tools.push('throw'), // a throwing tool is a result, not a failure
     check: (walk) => {
-      const tool = walk.parts.find((p) => p.type === 'tool')
-      expect(tool?.type === 'tool' && tool.state).toMatchObject({ status: 'error', error: expect.stringMatching(/failed/) })
+      // (a step whose only call was denied runs nothing: the denial is its result)
+      const tool = toolParts(walk).find((p) => !(p.state.status === 'error' && p.state.metadata?.denied))
+      if (tool || !walk.plan.decisions.length) expect(tool?.state).toMatchObject({ status: 'error', error: expect.stringMatching(/failed/) })
     },
   },
   'tool-running --error(runTools)--> failed': {

@@ -3,6 +3,8 @@
  * loopback, a SQLite file, one scripted tool (`work`) whose behaviour each call takes from a
  * queue, and a second SQLite connection to the same file that the tests use to make the
  * engine's own writes fail (a trigger raising an error inside the engine's transaction).
+ * A `work` call whose input has `ask: true` needs approval (`needsApproval`), so the reply
+ * decides which calls wait in `awaiting-approval`.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -83,7 +85,9 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
   let toolCalls = 0
   const work = tool({
     description: 'does some work',
-    inputSchema: z.object({ n: z.number() }),
+    // `ask: true` in a call's input: the call needs approval (the AI SDK's `needsApproval`)
+    inputSchema: z.object({ n: z.number(), ask: z.boolean().optional() }),
+    needsApproval: ({ ask }) => ask === true,
     execute: async ({ n }, { abortSignal }) => {
       toolCalls += 1
       const behaviour = queue.shift() ?? 'ok'

@@ -10,20 +10,24 @@ import { storedAssistantParts, turnInvariantViolations, type Rig } from './rig'
 
 export class MissingRecipeError extends Error {}
 
-/** The planned path, extended with `turn.abort` when it does not end in a final state. */
+/**
+ * The planned path, extended when it does not end in a final state: with the last edge's
+ * recipe's `end` events, `turn.abort` by default.
+ */
 export function completePath(input: TurnInput, events: ModelEvent[]): PlannedStep[] {
   let planned = planPath(input, events)
   if (!planned.ok) throw new Error(`the path does not walk the chart (event ${planned.at} is ignored)`)
   const last = planned.steps.at(-1)
   if (last && !isFinal(last.to)) {
-    planned = planPath(input, [...events, { type: 'turn.abort' }])
-    if (!planned.ok) throw new Error(`cannot abort from ${last.to}`)
+    const end = recipes[last.edge]?.end ?? [{ type: 'turn.abort' }]
+    planned = planPath(input, [...events, ...end])
+    if (!planned.ok || !isFinal(planned.steps.at(-1)!.to)) throw new Error(`cannot end the turn from ${last.to} with ${end.map((e) => e.type).join(', ')}`)
   }
   return planned.steps
 }
 
 export function arrange(steps: PlannedStep[]): Arrangement {
-  const plan: Arrangement = { replies: [], tools: [], abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0 }
+  const plan: Arrangement = { replies: [], tools: [], abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [] }
   for (const [index, step] of steps.entries()) {
     const recipe = recipes[step.edge]
     if (!recipe) {
@@ -70,11 +74,28 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
       plan.abortAfterCalls > 0 ? rig.server.waitForCall(callsBefore + plan.abortAfterCalls) : undefined,
     ]).then(() => turn.abort(), () => turn.abort())
   }
+  // Approvals and denials, each once the engine is waiting in the state the plan says (the row
+  // entering it is published), after checking that the call's part waits for it in the database.
+  let decisionError: unknown
+  void (async () => {
+    for (const d of plan.decisions) {
+      await rig.waitFor((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.seq === d.at)
+      const part = (await storedAssistantParts(rig.engine, session.id)).find((p) => p.type === 'tool' && p.callId === d.callId)
+      expect(part?.type === 'tool' && part.state).toMatchObject({ status: 'pending', approval: 'required' })
+      if (d.decision === 'approve') await rig.engine.approve(turn.id, d.callId)
+      else await rig.engine.deny(turn.id, d.callId, d.reason)
+    }
+  })().catch((error) => {
+    decisionError = error
+    turn.abort()
+  })
+  let timeout: NodeJS.Timeout | undefined
   const result = await Promise.race([
     turn.done,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the turn did not end; log so far: ${rig.events.filter((e) => e.type === 'turn.transition' && e.turnId === turn.id).map((e) => JSON.stringify(e)).join(' ')}`)), 15_000)),
-  ])
+    new Promise<never>((_, reject) => (timeout = setTimeout(() => reject(new Error(`the turn did not end; log so far: ${rig.events.filter((e) => e.type === 'turn.transition' && e.turnId === turn.id).map((e) => JSON.stringify(e)).join(' ')}`)), 15_000))),
+  ]).finally(() => clearTimeout(timeout)) // a pending timer would keep jest alive for 15 s after the run
   unsubscribe()
+  if (decisionError) throw decisionError
   await Promise.all(stepChecks)
 
   const expected = steps
@@ -107,10 +128,24 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
     ),
   )
 
+  // Each committed entry into awaiting-approval published one approval.requested with the step's waiting calls.
+  const requested = rig.events.filter((e): e is Extract<TurnchartEvent, { type: 'approval.requested' }> => e.type === 'approval.requested' && e.turnId === turn.id)
+  const entries = rows.map((row, i) => ({ row, step: expected[i].step })).filter(({ row }) => row.to === 'awaiting-approval' && row.from !== 'awaiting-approval')
+  expect(requested.map((e) => e.calls.map((c) => c.callId))).toEqual(entries.map(({ step }) => step.event.approvals))
+  for (const call of requested.flatMap((e) => e.calls)) expect(call).toMatchObject({ tool: 'work', input: { ask: true } })
+
   expect(await turnInvariantViolations(rig.engine, session.id, turn.id)).toEqual([])
   const record = await rig.engine.getTurn(turn.id)
   const messages = await rig.engine.messages(session.id)
-  const walkResult: WalkResult = { result, turn: record!, parts: await storedAssistantParts(rig.engine, session.id), messages }
+  const walkResult: WalkResult = {
+    result,
+    turn: record!,
+    parts: await storedAssistantParts(rig.engine, session.id),
+    messages,
+    requests: rig.server.requests.slice(callsBefore).map((r) => r.body),
+    events: rig.events.filter(mine),
+    plan,
+  }
   expect(walkResult.turn.outcome).toBe(steps.at(-1)!.to)
   const calls = rig.server.calls - callsBefore
   expect(calls).toBeLessThanOrEqual(plan.replies.length)
