@@ -76,6 +76,8 @@ export interface RecoveryOptions {
   policy?: 'resume' | 'abort'
   /** Recover when the engine opens the database. Default true. */
   onOpen?: boolean
+  /** Look for turns to take over (a dead worker's) this often while the engine runs; 0: never. Default `leaseMs`. */
+  intervalMs?: number
 }
 
 export interface ResolvedConfig {
@@ -93,7 +95,7 @@ export interface ResolvedConfig {
   inspect: EngineOptions['inspect']
   clock: Clock | undefined
   onSubscriberError: (error: unknown) => void
-  recovery: { policy: 'resume' | 'abort'; onOpen: boolean }
+  recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
 }
 
@@ -195,7 +197,7 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   }
 
   const recovery = plainObject('recovery', options.recovery)
-  rejectUnknown('recovery', recovery, ['policy', 'onOpen'])
+  rejectUnknown('recovery', recovery, ['policy', 'onOpen', 'intervalMs'])
   if (recovery.policy !== undefined && recovery.policy !== 'resume' && recovery.policy !== 'abort') {
     throw new InvalidOptionError('recovery.policy', recovery.policy, "'resume' or 'abort'")
   }
@@ -233,6 +235,7 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     recovery: {
       policy: (recovery.policy as 'resume' | 'abort' | undefined) ?? 'resume',
       onOpen: (recovery.onOpen as boolean | undefined) ?? true,
+      intervalMs: nonNegativeInteger('recovery.intervalMs', recovery.intervalMs, nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100)),
     },
     leaseMs: nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100),
   }

@@ -199,6 +199,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       if (closed) return
       closed = true
       clearInterval(renewal)
+      clearInterval(sweep)
       const turns = [...active.values()]
       for (const turn of turns) {
         // A turn waiting for a human stays waiting, in the database, for the next engine.
@@ -210,11 +211,20 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await opened.close()
     },
   }
+  // Take over the turns of workers that died while this engine runs (their leases run out).
+  const sweep =
+    config.recovery.intervalMs > 0
+      ? setInterval(() => {
+          if (!closed) engine.recover().catch(() => undefined)
+        }, config.recovery.intervalMs)
+      : undefined
+  sweep?.unref()
   if (config.recovery.onOpen) {
     try {
       await engine.recover()
     } catch (error) {
       clearInterval(renewal)
+      clearInterval(sweep)
       await opened.close()
       throw error
     }

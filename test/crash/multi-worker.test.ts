@@ -1,0 +1,152 @@
+/**
+ * Three worker processes share one PostgreSQL schema and run 60 turns across 20 sessions; one
+ * worker is SIGKILLed mid-run. Every turn completes exactly once, no part is left open, and no
+ * session ever had two turns running at once (checked from the transition log's times).
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import net from 'node:net'
+import path from 'node:path'
+import { Client } from 'pg'
+import { createEngine, type Engine } from '../../src'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, withParams } from '../support/harness'
+
+jest.setTimeout(120_000)
+
+function answers(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: hostname, port: Number(port || 5432) })
+    socket.setTimeout(500, () => (socket.destroy(), resolve(false)))
+    socket.once('connect', () => (socket.destroy(), resolve(true)))
+    socket.once('error', () => resolve(false))
+  })
+}
+
+let available = false
+beforeAll(async () => {
+  available = Boolean(process.env.TURNCHART_PG_URL) || (await answers(pgBaseUrl))
+  if (!available) console.log('turnchart: multi-process PostgreSQL test skipped: TURNCHART_PG_URL unset and no server on 127.0.0.1:5432')
+})
+
+test('3 workers, 60 turns over 20 sessions, one worker killed: every turn completes exactly once', async () => {
+  if (!available) return
+  const schema = freshSchemaName()
+  const database = withParams(pgBaseUrl, { schema })
+  const server: ScriptedServer = await startScriptedServer()
+  // Every reply is the same slow answer, so it does not matter which worker takes which.
+  for (let i = 0; i < 120; i++) server.push({ type: 'stream', chunks: Array.from({ length: 8 }, () => ({ text: 'ok ' })), delayMs: 15 })
+  const setup: Engine = await createEngine({ database, model: modelFor(server), recovery: { onOpen: false, intervalMs: 0 } })
+  const sessions: string[] = []
+  for (let i = 0; i < 20; i++) sessions.push((await setup.createSession()).id)
+
+  const workers: ChildProcess[] = []
+  const alive = new Set<number>()
+  const completed = new Map<string, number>() // turnId → times reported completed
+  const perSession = new Map<string, number>(sessions.map((s) => [s, 0]))
+  const inFlight = new Map<string, number>() // sessionId → worker index running its turn
+  let killed = -1
+  let finish!: () => void
+  const allDone = new Promise<void>((resolve) => (finish = resolve))
+  const totalTurns = 60
+
+  const dispatch = (sessionId: string) => {
+    if ((perSession.get(sessionId) ?? 0) >= 3) return
+    const candidates = [...alive]
+    const index = candidates[(perSession.get(sessionId)! + sessions.indexOf(sessionId)) % candidates.length]
+    inFlight.set(sessionId, index)
+    workers[index].send({ type: 'prompt', sessionId, text: `turn ${perSession.get(sessionId)! + 1}` })
+  }
+
+  // A prompt the killed worker received but never stored has no turn to recover: send it again.
+  const redispatchUnstarted = async (dead: number) => {
+    const client = new Client({ connectionString: pgBaseUrl })
+    await client.connect()
+    try {
+      await client.query(`set search_path to "${schema}"`)
+      for (const [sessionId, worker] of [...inFlight]) {
+        if (worker !== dead) continue
+        const open = await client.query('select id from turnchart_turns where session_id = $1 and outcome is null', [sessionId])
+        if (open.rowCount === 0) dispatch(sessionId)
+      }
+    } finally {
+      await client.end()
+    }
+  }
+
+  await Promise.all(
+    [0, 1, 2].map(
+      (index) =>
+        new Promise<void>((resolve, reject) => {
+          const worker = fork(path.join(__dirname, 'pg-worker.ts'), [database, server.url], {
+            execArgv: ['-r', 'ts-node/register/transpile-only'],
+            stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+          })
+          workers[index] = worker
+          worker.on('message', (m: { type: string; sessionId: string; turnId: string; outcome: string; error?: string }) => {
+            if (m.type === 'ready') {
+              alive.add(index)
+              resolve()
+            } else if (m.type === 'ended') {
+              completed.set(m.turnId, (completed.get(m.turnId) ?? 0) + 1)
+              if (m.outcome !== 'completed') return
+              perSession.set(m.sessionId, (perSession.get(m.sessionId) ?? 0) + 1)
+              inFlight.delete(m.sessionId)
+              const done = [...perSession.values()].reduce((a, b) => a + b, 0)
+              if (done >= 15 && killed < 0) {
+                killed = 1
+                alive.delete(1)
+                workers[1].once('exit', () => void redispatchUnstarted(1))
+                workers[1].kill('SIGKILL')
+              }
+              if (done === totalTurns) finish()
+              else dispatch(m.sessionId)
+            } else if (m.type === 'refused') {
+              // The session is still busy (a turn being taken over): try again shortly.
+              setTimeout(() => dispatch(m.sessionId), 100)
+            }
+          })
+          worker.on('exit', (code, signal) => {
+            alive.delete(index)
+            if (signal !== 'SIGKILL' && code !== 0) reject(new Error(`worker ${index} exited with ${code}`))
+          })
+        }),
+    ),
+  )
+  for (const session of sessions) dispatch(session)
+  await allDone
+
+  for (const worker of workers) if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGTERM')
+  expect(killed).toBe(1)
+
+  const client = new Client({ connectionString: pgBaseUrl })
+  await client.connect()
+  try {
+    await client.query(`set search_path to "${schema}"`)
+    const turns = (await client.query('select id, session_id, outcome from turnchart_turns')).rows
+    expect(turns).toHaveLength(totalTurns)
+    expect(turns.every((t) => t.outcome === 'completed')).toBe(true)
+    const finals = (await client.query("select turn_id, count(*)::int as n from turnchart_transitions where to_state in ('completed','failed','aborted') group by turn_id")).rows
+    expect(finals).toHaveLength(totalTurns)
+    expect(finals.every((r) => r.n === 1)).toBe(true)
+    for (const [, times] of completed) expect(times).toBe(1)
+    const parts = (await client.query('select data from turnchart_parts')).rows.map((r) => JSON.parse(r.data))
+    const open = parts.filter((p) => ((p.type === 'text' || p.type === 'reasoning') && p.time.end == null) || (p.type === 'tool' && ['pending', 'running'].includes(p.state.status)))
+    expect(open).toEqual([])
+    // No session had two turns running at once: each turn's [first, last] transition times are disjoint.
+    const spans = (await client.query('select t.session_id, x.turn_id, min(x.at)::bigint as a, max(x.at)::bigint as b from turnchart_transitions x join turnchart_turns t on t.id = x.turn_id group by t.session_id, x.turn_id')).rows
+    const bySession = new Map<string, Array<{ a: number; b: number }>>()
+    for (const row of spans) bySession.set(row.session_id, [...(bySession.get(row.session_id) ?? []), { a: Number(row.a), b: Number(row.b) }])
+    for (const [, list] of bySession) {
+      list.sort((x, y) => x.a - y.a)
+      for (let i = 1; i < list.length; i++) expect(list[i].a).toBeGreaterThanOrEqual(list[i - 1].b)
+    }
+    const recovered = (await client.query("select count(distinct turn_id)::int as n from turnchart_transitions where event_type = 'turn.crashed'")).rows[0].n
+    console.log(`multi-process: ${totalTurns} turns completed once each; ${recovered} taken over from the killed worker`)
+  } finally {
+    await client.end()
+    await setup.close()
+    await server.close()
+    await dropSchemas(schema)
+  }
+})
