@@ -20,8 +20,6 @@ export class TurnScope {
   readonly messages: MessageWithParts[] = []
   /** Tool parts of the step that streamed last, in call order. */
   stepTools: ToolPart[] = []
-  /** Set when a write failed; the turn fails with it. */
-  storageError: unknown
   /** Told when a part flush fails (the turn runtime fails the turn). */
   onStorageError: (error: unknown) => void = () => {}
   private history: ModelMessage[] = []
@@ -40,10 +38,7 @@ export class TurnScope {
       bus,
       flushIntervalMs: config.flushIntervalMs,
       now: () => Date.now(),
-      onError: (error) => {
-        this.storageError ??= error
-        this.onStorageError(error)
-      },
+      onError: (error) => this.onStorageError(error),
     })
   }
 
