@@ -13,7 +13,8 @@ export interface ChartEdge {
   target: string
 }
 
-function guardName(guard: unknown): string | null {
+/** A guard as written: its name, `a && b` for `and([...])`, `!a` for `not(a)`; null when unguarded. */
+export function guardName(guard: unknown): string | null {
   if (guard === undefined || guard === null) return null
   if (typeof guard === 'string') return guard
   if (typeof guard === 'object' && 'type' in (guard as object)) return String((guard as { type: unknown }).type)

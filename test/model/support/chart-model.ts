@@ -7,7 +7,7 @@ import { getShortestPaths } from '@xstate/graph'
 import { initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
 import { turnMachine } from '../../../machines/turn.machine'
 import type { TurnInput } from '../../../machines/turn.types'
-import { chartEdges, shortEvent, type ChartEdge } from '../../../src/chart/chart-edges'
+import { chartEdges, guardName, shortEvent, type ChartEdge } from '../../../src/chart/chart-edges'
 
 export type TurnSnapshot = SnapshotFrom<typeof turnMachine>
 export type ModelEvent = AnyEventObject
@@ -20,20 +20,6 @@ export function edgeKey(edge: ChartEdge): string {
 /** Every edge of the machine, as keys (the ground truth M). */
 export function allEdgeKeys(): string[] {
   return chartEdges().map(edgeKey)
-}
-
-/** Same rendering of guards as src/chart/chart-edges.ts (kept in step by the test that compares keys). */
-function guardName(guard: unknown): string | null {
-  if (guard === undefined || guard === null) return null
-  if (typeof guard === 'string') return guard
-  if (typeof guard === 'object' && 'type' in (guard as object)) return String((guard as { type: unknown }).type)
-  if (typeof guard === 'function') {
-    const fn = guard as { guards?: unknown[]; guard?: unknown; name?: string }
-    if (Array.isArray(fn.guards)) return fn.guards.map(guardName).join(fn.name === 'or' ? ' || ' : ' && ')
-    if (fn.guard !== undefined) return `!${guardName(fn.guard)}`
-    return fn.name || 'inline'
-  }
-  return 'inline'
 }
 
 function stateName(snapshot: TurnSnapshot): string {
