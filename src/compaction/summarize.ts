@@ -3,10 +3,10 @@
  * (a `compaction` part and the summary text). The model is sent only what follows the latest
  * summary from then on.
  */
-import { streamText } from 'ai'
 import type { CompactInput } from '../../machines/turn.machine'
 import { CompactionFailedError, ContextOverflowError } from '../errors'
 import { startIdleTimer } from '../llm/idle-timer'
+import { modelStream } from '../llm/model-stream'
 import { classifyError } from '../policy/classify-error'
 import type { TurnScope } from '../turn/turn-scope'
 
@@ -26,16 +26,14 @@ export async function summarize(scope: TurnScope, input: CompactInput, signal: A
   signal.addEventListener('abort', abortFromOutside, { once: true })
   const idle = startIdleTimer(controller, scope.config.streamIdleTimeoutMs)
   try {
-    const result = streamText({
+    const events = modelStream({
       model: scope.config.model,
       system: scope.config.system,
       messages: [...scope.modelMessages(), { role: 'user', content: scope.config.compaction.prompt }],
-      maxRetries: 0,
       abortSignal: controller.signal,
-      onError: () => {},
+      onChunk: idle.touch,
     })
-    for await (const part of result.fullStream) {
-      idle.touch()
+    for await (const part of events) {
       if (part.type === 'text-delta') text += part.text
       else if (part.type === 'error') {
         failure = part.error

@@ -1,10 +1,10 @@
 /**
- * One step: one LLM call. Calls `streamText` (no SDK retries, tools without `execute`, so
- * retries and tool runs are the chart's), maps `fullStream` parts to parts in the database
- * through the part writer, and resolves with the event the chart decides on:
- * `step.finished` or `step.failed`. It never rejects.
+ * One step: one LLM call. Streams the model through `modelStream` (the model's `doStream`
+ * directly for a V3 model, `streamText` otherwise; no SDK retries, tools without `execute`, so
+ * retries and tool runs are the chart's), maps its events to parts in the database through the
+ * part writer, and resolves with the event the chart decides on: `step.finished` or
+ * `step.failed`. It never rejects.
  */
-import { streamText, tool as declareTool, type ToolSet } from 'ai'
 import type { StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
 import { DoomLoopError, StreamIdleTimeoutError, RetriesExhaustedError, serializeError, type SerializedError } from '../errors'
@@ -16,23 +16,10 @@ import { planRetry } from '../policy/retry-delay'
 import type { TurnScope } from '../turn/turn-scope'
 import type { MessageWithParts, Part, TextPart, Tokens, ToolPart } from '../types'
 import { startIdleTimer } from './idle-timer'
+import { modelStream } from './model-stream'
 import { addTokens, stepCost, toTokens } from './usage'
 
-/** The user's tools as declared to the model: same names, descriptions and schemas, no execute. */
-export function declaredTools(tools: ToolSet): ToolSet {
-  const out: ToolSet = {}
-  for (const [name, t] of Object.entries(tools)) {
-    out[name] = declareTool({ description: t.description, inputSchema: t.inputSchema } as never)
-  }
-  return out
-}
-
-const declaredCache = new WeakMap<ToolSet, ToolSet>()
-function declared(tools: ToolSet): ToolSet {
-  let value = declaredCache.get(tools)
-  if (!value) declaredCache.set(tools, (value = declaredTools(tools)))
-  return value
-}
+export { declaredTools } from './model-stream'
 
 /**
  * Runs one step and reports its outcome as a chart event.
@@ -53,19 +40,17 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
   let finishReason = 'unknown'
   let stepTokens: Tokens | undefined
   try {
-    const result = streamText({
+    const events = modelStream({
       model: config.model,
       system: config.system,
       messages: scope.modelMessages(),
-      tools: declared(config.tools),
-      maxRetries: 0,
+      tools: config.tools,
       abortSignal: controller.signal,
-      onError: () => {}, // errors arrive as `error` parts; the default handler would print them
+      onChunk: idle.touch,
     })
-    for await (const part of result.fullStream) {
-      idle.touch()
+    for await (const part of events) {
       switch (part.type) {
-        case 'start-step':
+        case 'start':
           state.add({ type: 'step-start', time: { start: Date.now() } })
           break
         case 'text-start':
@@ -84,16 +69,10 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
           state.toolPending(part.id, part.toolName)
           break
         case 'tool-call':
-          if ((part as { invalid?: boolean }).invalid) {
-            state.toolError(part.toolCallId, part.toolName, part.input, toolInputError(scope, part.toolName, (part as { error?: unknown }).error))
-          } else {
-            state.toolRunning(part.toolCallId, part.toolName, part.input)
-          }
+          if (part.error !== undefined) state.toolError(part.callId, part.toolName, part.input, part.error)
+          else state.toolRunning(part.callId, part.toolName, part.input)
           break
-        case 'tool-error':
-          state.toolError(part.toolCallId, part.toolName, part.input, toolInputError(scope, part.toolName, part.error))
-          break
-        case 'finish-step': {
+        case 'finish': {
           finishReason = part.finishReason
           stepTokens = toTokens(part.usage)
           const cost = stepCost(stepTokens, config.pricing)
@@ -205,15 +184,6 @@ function failedEvent(scope: TurnScope, input: StreamStepInput, error: unknown): 
   if (plan.action === 'retry') return { type: 'step.failed', error: classified.error, overflow: false, retryDelayMs: plan.delayMs }
   const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error })
   return { type: 'step.failed', error: exhausted.toJSON(), overflow: false, retryDelayMs: null }
-}
-
-function toolInputError(scope: TurnScope, toolName: string, error: unknown): string {
-  const names = Object.keys(scope.config.tools)
-  if (!(toolName in scope.config.tools)) {
-    return `unknown tool '${toolName}'; available: ${names.length ? names.join(', ') : '(none)'}`
-  }
-  const detail = error instanceof Error ? error.message : String(error)
-  return `invalid input for tool '${toolName}': ${detail}`
 }
 
 /** The parts one attempt of a step opened, by the stream's ids. */
