@@ -150,6 +150,9 @@ export const networkErrorPatterns: readonly RegExp[] = [
   /\bterminated\b/i, // undici: the body stream was cut mid-response
   /other side closed/i, // undici SocketError
   /premature close/i,
+  // @ai-sdk/openai-compatible: the SSE body ended cleanly before any finish_reason (a proxy or
+  // server that closed the stream early, or a 200 that was not an event stream at all)
+  /stream ended without a finish reason/i,
   /connection (?:was )?(?:reset|refused|closed)/i,
   /time[_-]?out|timed[\s_-]?out/i, // "timeout", "timed out", "TimeoutError", "ConnectTimeoutError"
   /network error/i,

@@ -67,7 +67,24 @@ export interface HangReply {
   type: 'hang'
 }
 
-export type ScriptReply = StreamReply | ErrorReply | HangReply
+/**
+ * Any HTTP reply, sent as given: for providers that misbehave below the SSE protocol (a 200
+ * with an HTML or JSON body, an event stream dribbled byte by byte). A string `body` is sent
+ * at once; an array is sent piece by piece, `delayMs` apart. No header is added.
+ */
+export interface RawReply {
+  type: 'raw'
+  /** Default 200. */
+  status?: number
+  headers?: Record<string, string>
+  body: string | string[]
+  /** Wait between pieces of an array `body`, in ms (default 0). */
+  delayMs?: number
+  /** After the body: `'close'` (default) ends the response, `'hang'` keeps it open, `'reset'` destroys the socket. */
+  end?: 'close' | 'hang' | 'reset'
+}
+
+export type ScriptReply = StreamReply | ErrorReply | HangReply | RawReply
 
 /** A call as the server received it. */
 export interface RecordedRequest {
@@ -352,6 +369,7 @@ class ScriptedServerImpl implements ScriptedServer {
     this.open.set(res, state)
     res.on('close', () => this.open.delete(res))
     if (reply.type === 'hang') return
+    if (reply.type === 'raw') return this.answerRaw(reply, req, res, state)
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...reply.headers })
     // Send the status line now so a client sees the stream start even if nothing follows.
@@ -423,6 +441,24 @@ class ScriptedServerImpl implements ScriptedServer {
     )
     write('[DONE]')
     res.end()
+  }
+
+  private async answerRaw(reply: RawReply, req: http.IncomingMessage, res: http.ServerResponse, state: { sentHeaders: boolean }): Promise<void> {
+    res.writeHead(reply.status ?? 200, { ...reply.headers })
+    res.flushHeaders()
+    state.sentHeaders = true
+    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
+    const pieces = typeof reply.body === 'string' ? [reply.body] : reply.body
+    for (const [i, piece] of pieces.entries()) {
+      if (i > 0 && reply.delayMs) await this.sleep(reply.delayMs)
+      if (gone()) return
+      res.write(piece)
+    }
+    if (gone()) return
+    const end = reply.end ?? 'close'
+    if (end === 'hang') return
+    if (end === 'reset') req.socket.destroy()
+    else res.end()
   }
 
   private sleep(ms: number): Promise<void> {
