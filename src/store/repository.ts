@@ -45,9 +45,20 @@ export class Repository {
    * @example
    * await repo.transaction(async (tx) => { await tx.upsertParts(parts); await tx.appendTransition(row) })
    */
-  transaction<T>(fn: (tx: Repository) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Repository) => Promise<T>): Promise<T> {
     if (this.db.isTransaction) return fn(this)
-    return (this.db as Kysely<TurnchartDatabase>).transaction().execute((trx) => fn(new Repository(trx)))
+    // A controlled transaction, so that a failing ROLLBACK cannot hide the error that caused it:
+    // SQLite rolls back by itself on SQLITE_FULL or an I/O error, and the ROLLBACK that follows
+    // then fails with "cannot rollback - no transaction is active".
+    const trx = await (this.db as Kysely<TurnchartDatabase>).startTransaction().execute()
+    try {
+      const result = await fn(new Repository(trx))
+      await trx.commit().execute()
+      return result
+    } catch (error) {
+      await trx.rollback().execute().catch(() => undefined)
+      throw error
+    }
   }
 
   async insertSession(session: SessionInfo): Promise<void> {

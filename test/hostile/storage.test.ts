@@ -1,0 +1,231 @@
+/**
+ * Failing storage on SQLite (issue 9, case 4): the database locked by another process longer
+ * than the busy timeout, the disk full (`PRAGMA max_page_count`), the database made read-only
+ * or deleted under a running engine. The turn fails with a StorageError naming the cause, the
+ * failed transaction leaves no row, the events already published match the rows stored, and
+ * the engine serves other sessions afterwards. See docs/reliability.md.
+ */
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import { Kysely, SqliteDialect } from 'kysely'
+import { createEngine, type Engine, type TurnchartEvent } from '../../src'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import { modelFor, tempDbPath } from '../support/harness'
+import { openParts } from './helpers'
+
+let server: ScriptedServer
+let engine: Engine | undefined
+let cleanup: Array<() => unknown> = []
+const events: TurnchartEvent[] = []
+
+beforeEach(async () => {
+  server = await startScriptedServer()
+  events.length = 0
+})
+afterEach(async () => {
+  await engine?.close().catch(() => undefined)
+  engine = undefined
+  await server.close()
+  for (const fn of cleanup.reverse()) await fn()
+  cleanup = []
+})
+
+async function open(database: string | Kysely<any>, options: { busyTimeoutMs?: number } = {}) {
+  engine = await createEngine({
+    database,
+    model: modelFor(server),
+    retry: { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 },
+    flushIntervalMs: 20,
+    recovery: { onOpen: true, intervalMs: 0 },
+    ...options,
+  })
+  engine.subscribe((e) => events.push(e))
+  return engine
+}
+
+/** A slow answer: `n` chunks 50 ms apart, so a fault can land mid-stream. */
+function slowAnswer(n = 30, piece = 'x'.repeat(2000)) {
+  server.push({ type: 'stream', chunks: Array.from({ length: n }, () => ({ text: piece })), delayMs: 50 })
+}
+
+function waitFor(predicate: (e: TurnchartEvent) => boolean, timeoutMs = 5000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now()
+    const tick = () => {
+      if (events.some(predicate)) return resolve()
+      if (Date.now() - started > timeoutMs) return reject(new Error('event not seen'))
+      setTimeout(tick, 5)
+    }
+    tick()
+  })
+}
+
+/** The rows of a turn read with a connection of our own: transitions and the turn row. */
+function stored(file: string, turnId: string) {
+  const db = new Database(file, { readonly: true })
+  try {
+    const transitions = db.prepare('select seq, from_state, to_state from turnchart_transitions where turn_id = ? order by seq').all(turnId) as Array<{ seq: number; from_state: string; to_state: string }>
+    const turn = db.prepare('select state, outcome from turnchart_turns where id = ?').get(turnId) as { state: string; outcome: string | null }
+    return { transitions, turn }
+  } finally {
+    db.close()
+  }
+}
+
+/** Published transitions of a turn must be exactly the stored ones: a row is published only after its commit. */
+function expectPublishedMatchesStored(file: string, turnId: string) {
+  const published = events
+    .filter((e): e is Extract<TurnchartEvent, { type: 'turn.transition' }> => e.type === 'turn.transition' && e.turnId === turnId)
+    .map((e) => ({ seq: e.seq, from_state: e.from, to_state: e.to }))
+  const rows = stored(file, turnId)
+  return { published, rows }
+}
+
+/** Holds `BEGIN EXCLUSIVE` on `file` from another process for `ms`; resolves once the lock is held, and `released` when it exits. */
+function lockFromAnotherProcess(file: string, ms: number): Promise<{ released: Promise<void> }> {
+  const script = `
+    const Database = require('better-sqlite3')
+    const db = new Database(${JSON.stringify(file)})
+    db.exec('BEGIN EXCLUSIVE')
+    process.stdout.write('locked\\n')
+    setTimeout(() => { db.exec('COMMIT'); db.close(); process.exit(0) }, ${ms})
+  `
+  const child = spawn(process.execPath, ['-e', script], { cwd: path.resolve(__dirname, '../..'), stdio: ['ignore', 'pipe', 'inherit'] })
+  cleanup.push(() => child.kill('SIGKILL'))
+  const released = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (data: Buffer) => {
+      if (data.toString().includes('locked')) resolve({ released })
+    })
+    child.once('exit', (code) => reject(new Error(`lock holder exited with ${code}`)))
+  })
+}
+
+test('locked by another process longer than the busy timeout: StorageError "database is locked"; published = stored; other sessions work after the lock goes', async () => {
+  const file = tempDbPath()
+  cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
+  await open(file, { busyTimeoutMs: 100 })
+  slowAnswer()
+  const session = await engine!.createSession()
+  const turn = engine!.prompt(session.id, 'write a lot')
+  await waitFor((e) => e.type === 'part.delta')
+  const { released } = await lockFromAnotherProcess(file, 1500)
+  const result = await turn.done
+  expect(result.outcome).toBe('failed')
+  expect(result.error).toMatchObject({ name: 'StorageError', message: expect.stringContaining('database is locked') })
+  expect(events.some((e) => e.type === 'session.error' && e.error.name === 'StorageError')).toBe(true)
+  expect(engine!.status(session.id)).toEqual({ type: 'idle' })
+  await released
+
+  const { published, rows } = expectPublishedMatchesStored(file, turn.id)
+  expect(rows.transitions).toEqual(published.filter((p) => rows.transitions.some((r) => r.seq === p.seq)))
+  // Nothing stored that was not published (no partial transaction), and the final row could not be written.
+  expect(rows.transitions.length).toBeLessThanOrEqual(published.length)
+  for (const row of rows.transitions) expect(published).toContainEqual(row)
+  expect(published.at(-1)!.to_state).toBe('failed')
+
+  // The engine serves other sessions once the lock is gone.
+  server.text('fine again')
+  const other = await engine!.createSession()
+  expect((await engine!.prompt(other.id, 'hello').done).outcome).toBe('completed')
+  expect(await openParts(engine!, other.id)).toEqual([])
+})
+
+test('disk full (max_page_count) mid-turn: StorageError "database or disk is full"; no partial rows; the engine serves other sessions when space is back', async () => {
+  const file = tempDbPath()
+  cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
+  const handle = new Database(file)
+  handle.pragma('journal_mode = WAL')
+  handle.pragma('busy_timeout = 1000')
+  handle.pragma('foreign_keys = ON')
+  const db = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }) })
+  cleanup.push(() => db.destroy())
+  await open(db)
+  slowAnswer(30, 'y'.repeat(20_000))
+  const session = await engine!.createSession()
+  const turn = engine!.prompt(session.id, 'fill the disk')
+  await waitFor((e) => e.type === 'part.delta')
+  const pages = handle.pragma('page_count', { simple: true }) as number
+  handle.pragma(`max_page_count = ${pages}`)
+  const result = await turn.done
+  expect(result.outcome).toBe('failed')
+  expect(result.error).toMatchObject({ name: 'StorageError', message: expect.stringContaining('database or disk is full') })
+
+  const { published, rows } = expectPublishedMatchesStored(file, turn.id)
+  for (const row of rows.transitions) expect(published).toContainEqual(row)
+  expect(handle.pragma('integrity_check', { simple: true })).toBe('ok')
+
+  expect(engine!.status(session.id)).toEqual({ type: 'idle' })
+  // Space back: the engine serves other sessions.
+  handle.pragma('max_page_count = 1073741823')
+  server.text('room again')
+  const other = await engine!.createSession()
+  expect((await engine!.prompt(other.id, 'hello').done).outcome).toBe('completed')
+  expect(await openParts(engine!, other.id)).toEqual([])
+})
+
+test('made read-only under the engine (query_only on its connection): StorageError "attempt to write a readonly database"', async () => {
+  const file = tempDbPath()
+  cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
+  const handle = new Database(file)
+  handle.pragma('journal_mode = WAL')
+  const db = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }) })
+  cleanup.push(() => db.destroy())
+  await open(db)
+  slowAnswer(10)
+  const session = await engine!.createSession()
+  const turn = engine!.prompt(session.id, 'read only')
+  await waitFor((e) => e.type === 'part.delta')
+  handle.pragma('query_only = ON')
+  const result = await turn.done
+  expect(result).toMatchObject({ outcome: 'failed', error: { name: 'StorageError', message: expect.stringMatching(/readonly|read-only|query_only/i) } })
+  handle.pragma('query_only = OFF')
+  server.text('writable again')
+  const other = await engine!.createSession()
+  expect((await engine!.prompt(other.id, 'hello').done).outcome).toBe('completed')
+})
+
+test('chmod 0444 on the file under a running engine changes nothing for the open connection: the turn completes', async () => {
+  const file = tempDbPath()
+  cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
+  await open(file)
+  slowAnswer(10)
+  const session = await engine!.createSession()
+  const turn = engine!.prompt(session.id, 'chmod')
+  await waitFor((e) => e.type === 'part.delta')
+  fs.chmodSync(file, 0o444)
+  expect((await turn.done).outcome).toBe('completed')
+  expect(await openParts(engine!, session.id)).toEqual([])
+})
+
+test('the database file deleted under a running engine: SQLite (WAL) keeps writing to the unlinked file; the turn completes, the process stays alive', async () => {
+  const file = tempDbPath()
+  cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
+  await open(file)
+  slowAnswer(10)
+  const session = await engine!.createSession()
+  const turn = engine!.prompt(session.id, 'delete')
+  await waitFor((e) => e.type === 'part.delta')
+  for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix, { force: true })
+  expect((await turn.done).outcome).toBe('completed')
+  expect(await openParts(engine!, session.id)).toEqual([])
+  expect(fs.existsSync(file)).toBe(false)
+})
+
+// KNOWN GAP (reported; not a small fix): in WAL mode SQLite does not notice that its file was
+// unlinked (SQLITE_READONLY_DBMOVED is checked only when a rollback journal is opened), so the
+// rows go to a deleted inode and are lost at close. Detecting it needs an inode check before
+// writes (open-database + repository). Desired behaviour below.
+test.failing('the database file deleted under a running engine fails the turn with a StorageError', async () => {
+  const file = tempDbPath()
+  cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
+  await open(file)
+  slowAnswer(10)
+  const session = await engine!.createSession()
+  const turn = engine!.prompt(session.id, 'delete')
+  await waitFor((e) => e.type === 'part.delta')
+  for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix, { force: true })
+  expect(await turn.done).toMatchObject({ outcome: 'failed', error: { name: 'StorageError' } })
+})
