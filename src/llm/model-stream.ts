@@ -217,9 +217,8 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
           finish = { type: 'finish', finishReason: part.finishReason.unified, usage: asLanguageModelUsage(part.usage) }
           break
         case 'error':
-          ended = true
           yield { type: 'error', error: part.error }
-          return
+          return // the finally cancels the rest of the response
         case 'tool-input-delta':
         case 'tool-input-end':
         case 'file':
@@ -244,8 +243,8 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
     }
   } finally {
     abortSignal.removeEventListener('abort', onAbort)
-    if (!ended) void reader.cancel().catch(() => {}) // the consumer stopped early or the read threw
-    else reader.releaseLock()
+    if (ended) reader.releaseLock()
+    else void reader.cancel().catch(() => {}) // an error part, an early stop by the consumer, or a read that threw
   }
 }
 
