@@ -112,6 +112,7 @@ async function main() {
   const byFault: Record<string, Record<string, number>> = {}
   const sessions: string[] = []
   for (let i = 0; i < CONCURRENCY; i++) sessions.push((await engine.createSession()).id)
+  const allSessions = [...sessions]
   // Replies are answered in call order, so turns run one at a time per worker slot; each slot
   // scripts and runs its turn while holding the server (the queue is shared).
   let lock: Promise<void> = Promise.resolve()
@@ -121,7 +122,16 @@ async function main() {
   let finished = 0
   const t0 = Date.now()
 
-  async function runOne(sessionId: string) {
+  const TURNS_PER_SESSION = 5
+  const sessionTurns = new Map<string, number>()
+  async function runOne(slot: number) {
+    // A fresh session every few turns keeps each request's history small, as in real use.
+    let sessionId = sessions[slot]
+    if ((sessionTurns.get(sessionId) ?? 0) >= TURNS_PER_SESSION) {
+      sessionId = sessions[slot] = (await engine.createSession()).id
+      allSessions.push(sessionId)
+    }
+    sessionTurns.set(sessionId, (sessionTurns.get(sessionId) ?? 0) + 1)
     const name = names[Math.floor(random() * names.length)]
     let release!: () => void
     const previous = lock
@@ -130,6 +140,7 @@ async function main() {
     let result
     try {
       while (server.pending() > 0) await new Promise((r) => setTimeout(r, 1)) // nothing of another turn left queued
+      server.requests.length = 0 // the scripted server keeps every request body; the soak does not need them
       faults[name](server)
       const turn = engine.prompt(sessionId, name === 'hostileStrings' ? hostileText : `turn with fault ${name}`)
       if (name === 'abort') {
@@ -157,10 +168,10 @@ async function main() {
   }
 
   await Promise.all(
-    sessions.map(async (sessionId) => {
+    sessions.map(async (_, slot) => {
       while (started < TURNS) {
         started++
-        await runOne(sessionId)
+        await runOne(slot)
       }
     }),
   )
@@ -170,7 +181,7 @@ async function main() {
 
   // Open parts, read from the database.
   let open = 0
-  for (const sessionId of sessions) {
+  for (const sessionId of allSessions) {
     for (const message of await engine.messages(sessionId)) {
       for (const p of message.parts) {
         if ((p.type === 'text' || p.type === 'reasoning') && p.time.end === undefined) open++
@@ -178,13 +189,13 @@ async function main() {
       }
     }
   }
-  const busy = sessions.filter((s) => engine.status(s).type !== 'idle').length
+  const busy = allSessions.filter((s) => engine.status(s).type !== 'idle').length
   await engine.close()
   await server.close()
   fs.rmSync(dir, { recursive: true, force: true })
 
   const growth = rssMiddle > 0 ? (rssEnd - rssMiddle) / rssMiddle : 0
-  console.log(`soak: ${TURNS} turns in ${seconds.toFixed(1)} s = ${(TURNS / seconds).toFixed(1)} turns/s (seed ${initialSeed}, ${CONCURRENCY} sessions, node ${process.version})`)
+  console.log(`soak: ${TURNS} turns in ${seconds.toFixed(1)} s = ${(TURNS / seconds).toFixed(1)} turns/s (seed ${initialSeed}, ${CONCURRENCY} at once, ${allSessions.length} sessions, node ${process.version})`)
   console.log(`outcomes: ${JSON.stringify(outcomes)}`)
   console.log(`by fault: ${JSON.stringify(byFault)}`)
   console.log(`open parts at the end: ${open}; sessions still busy: ${busy}; subscriber errors: ${subscriberErrors}`)
