@@ -158,7 +158,7 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
       }))(),
     tools ? prepared(tools).call : Promise.resolve({ tools: undefined, toolChoice: undefined }),
   ])
-  const { stream } = await model.doStream({
+  const { stream, response } = await model.doStream({
     prompt,
     tools: call.tools,
     toolChoice: call.toolChoice,
@@ -217,7 +217,7 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
           finish = { type: 'finish', finishReason: part.finishReason.unified, usage: asLanguageModelUsage(part.usage) }
           break
         case 'error':
-          yield { type: 'error', error: part.error }
+          yield { type: 'error', error: namingContentType(part.error, response?.headers) }
           return // the finally cancels the rest of the response
         case 'tool-input-delta':
         case 'tool-input-end':
@@ -314,4 +314,16 @@ async function* sdkStream(request: ModelStreamRequest): AsyncGenerator<ModelStre
 function causeOf(error: unknown): unknown {
   const cause = (error as { cause?: unknown } | undefined)?.cause
   return cause instanceof Error ? cause : error
+}
+
+/**
+ * A 200 answer that is not an event stream (a proxy's HTML page, plain JSON from a wrong
+ * endpoint) fails with a parse error that does not say so: name what came back, keeping the
+ * original message (which the retry classification reads) and the error as the cause.
+ */
+function namingContentType(error: unknown, headers: Record<string, string | undefined> | undefined): unknown {
+  const contentType = headers?.['content-type'] ?? headers?.['Content-Type']
+  if (!contentType || /text\/event-stream/i.test(contentType)) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return new Error(`the model answered with content-type ${contentType}, not an event stream: ${message}`, { cause: error })
 }

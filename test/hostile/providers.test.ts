@@ -129,11 +129,8 @@ test('a 200 HTML answer repeated fails with RetriesExhaustedError', async () => 
   expect(result).toMatchObject({ outcome: 'failed', error: { name: 'RetriesExhaustedError', attempts: 3 } })
 })
 
-// BUG (src/llm/stream-step.ts / model-stream.ts, being rewritten; reported): the error of a 200
-// that is not an event stream says only "Response stream ended without a finish reason.": it
-// should name what came back (status 200, content-type text/html), so an operator can see a
-// proxy or a wrong baseURL. The response headers are known only where the stream is read.
-test.failing('a 200 HTML answer names the content type it got in the error', async () => {
+// A 200 that is not an event stream (a proxy's page, a wrong baseURL) names what came back.
+test('a 200 HTML answer names the content type it got in the error', async () => {
   const { result } = await run({}, (h) => {
     for (let i = 0; i < 3; i++) h.server.push({ type: 'raw', headers: { 'content-type': 'text/html' }, body: '<html>portal</html>' })
   })
