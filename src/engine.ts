@@ -88,7 +88,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     await opened.close()
     throw error
   }
-  const repo = new Repository(opened.db)
+  const repo = new Repository(opened.db, opened.verify)
   const bus = new Bus(config.onSubscriberError)
   const active = new Map<string, Turn>()
   const statuses = new Map<string, SessionStatus>()

@@ -17,6 +17,8 @@ export type Dialect = 'sqlite' | 'postgres'
 export interface OpenedDatabase {
   db: Kysely<TurnchartDatabase>
   dialect: Dialect
+  /** Throws when the database can no longer be written safely (a SQLite file deleted under us). */
+  verify?: () => void
   /** Closes the connection (or pool) when turnchart opened it; a caller's Kysely instance stays open. */
   close(): Promise<void>
 }
@@ -59,12 +61,32 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
     handle.pragma('foreign_keys = ON')
     handle.pragma('synchronous = NORMAL')
     const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
-    return { db, dialect: 'sqlite', close: () => db.destroy() }
+    return { db, dialect: 'sqlite', close: () => db.destroy(), ...(value === ':memory:' ? {} : { verify: fileGuard(value) }) }
   }
   if (isKysely(value)) {
     return { db: value as Kysely<TurnchartDatabase>, dialect: detectDialect(value), close: async () => {} }
   }
   throw new InvalidOptionError('database', value, expected)
+}
+
+/**
+ * In WAL mode SQLite does not notice its file being deleted or replaced under an open
+ * connection: it goes on writing to the unlinked inode, and everything is lost at close. The
+ * guard compares the path's inode with the one opened, before each transaction.
+ */
+function fileGuard(file: string): () => void {
+  const opened = fs.statSync(file)
+  return () => {
+    let now: fs.Stats | undefined
+    try {
+      now = fs.statSync(file)
+    } catch {
+      now = undefined
+    }
+    if (!now || now.ino !== opened.ino || now.dev !== opened.dev) {
+      throw new Error(`the database file ${file} was deleted or replaced while the engine was running`)
+    }
+  }
 }
 
 /**

@@ -37,7 +37,11 @@ function num(value: unknown): number {
 }
 
 export class Repository {
-  constructor(readonly db: Executor) {}
+  /** @param verify run before each transaction; throws when writing is no longer safe. */
+  constructor(
+    readonly db: Executor,
+    private readonly verify?: () => void,
+  ) {}
 
   /**
    * Runs `fn` in one transaction with a repository bound to it.
@@ -47,6 +51,7 @@ export class Repository {
    */
   async transaction<T>(fn: (tx: Repository) => Promise<T>): Promise<T> {
     if (this.db.isTransaction) return fn(this)
+    this.verify?.()
     // A controlled transaction, so that a failing ROLLBACK cannot hide the error that caused it:
     // SQLite rolls back by itself on SQLITE_FULL or an I/O error, and the ROLLBACK that follows
     // then fails with "cannot rollback - no transaction is active".
