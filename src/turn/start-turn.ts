@@ -1,21 +1,21 @@
 /**
- * Starts one turn: the chart with the real actors, and the transition recorder that writes
- * each transition (with the parts that changed and the turn's new state) in one transaction,
- * then publishes it. The end of a turn (completed, failed, aborted, or the actor stopped)
- * closes every open part in the same transaction as the final transition.
+ * Starts one turn: the chart with the real actors (stream, tools, compaction), its actor, and
+ * the turn's handle (`done`, `abort`, `approve`, `deny`). What each transition writes and
+ * publishes is `record-transitions.ts`'s job.
  */
-import { createActor, fromCallback, fromPromise, type Actor, type AnyEventObject, type InspectionEvent, type SnapshotFrom } from 'xstate'
+import { createActor, fromCallback, fromPromise, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
 import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
-import type { TurnContext, TurnEvent, TurnInput } from '../../machines/turn.types'
+import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { summarize } from '../compaction/summarize'
 import type { ResolvedConfig } from '../config'
-import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, StorageError, type SerializedError } from '../errors'
+import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, SessionBusyError, SessionNotFoundError, StorageError, type SerializedError } from '../errors'
 import { newId } from '../ids'
 import { streamStep } from '../llm/stream-step'
 import type { Repository } from '../store/repository'
 import { runTools } from '../tools/run-tools'
-import type { Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../types'
+import type { ToolPart, TurnOutcome } from '../types'
+import { TransitionRecorder } from './record-transitions'
 import { TurnScope } from './turn-scope'
 
 export interface TurnResult {
@@ -65,9 +65,6 @@ interface TurnStart {
   /** Runs after the actor started: stores the prompt, or does nothing for a restored turn; its event (if any) is sent. */
   begin(turn: Turn, actor: Actor<TurnMachine>): Promise<TurnEvent | null>
 }
-
-const finalStates = new Set(['completed', 'failed', 'aborted'])
-const toolAbortedMessage = 'Tool execution aborted'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -175,91 +172,23 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
   // A caller that never awaits `done` must not get an unhandled rejection.
   done.catch(() => undefined)
 
-  let previous = start.restored ? String(start.restored.snapshot.value) : 'idle'
-  let previousContext: unknown = start.restored?.snapshot.context
-  let seq = start.restored?.seq ?? 0
   let startFailed = false
-  let settled = false
-  let detached = false
-
-  const record = (event: AnyEventObject, snapshot: TurnSnapshot) => {
-    if (settled || startFailed) return
-    if (event.type === 'xstate.init') {
-      previousContext = snapshot.context
-      return
-    }
-    const stopped = snapshot.status === 'stopped' && event.type === 'xstate.stop'
-    if (stopped && detached) return
-    const to = stopped ? 'aborted' : String(snapshot.value)
-    // A transition is a row when the state or the context changed (an approval changes only context).
-    if (to === previous && snapshot.context === previousContext) return
-    previousContext = snapshot.context
-    const from = previous
-    previous = to
-    const now = Date.now()
-    const context = snapshot.context
-    const final = finalStates.has(to)
-    const outcome = final ? (to as TurnOutcome) : null
-    const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : context.error
-    if (final) {
-      settled = true
-      closeTurn(scope, outcome!, error, now)
-    }
-    const row: TransitionRecord = {
-      turnId,
-      seq: ++seq,
-      from,
-      event: event.type,
-      to,
-      payload: eventPayload(event),
-      time: now,
-      parts: scope.writer.takeTouched(),
-    }
-    const retryAt = to === 'retry-waiting' ? now + context.retryDelayMs : null
-    const write = scope.queue.run(() =>
-      repo.transaction(async (tx) => {
-        await scope.writer.writeDirty(tx)
-        await tx.appendTransition(row)
-        await tx.updateTurn(turnId, { state: to, outcome, step: context.step, attempt: context.attempt, retryAt, error: final ? error : null }, now)
-      }),
-    )
-    write.then(
-      () => publishTransition(row, context, retryAt, error),
-      (cause) => {
-        if (!final) {
-          actor.send({ type: 'turn.fail', error: new StorageError(`recording the transition to ${to}`, cause).toJSON() })
-        } else {
-          publishTransition(row, context, retryAt, new StorageError(`recording the transition to ${to}`, cause).toJSON())
-        }
-      },
-    )
-  }
-
-  const publishTransition = (row: TransitionRecord, context: TurnContext, retryAt: number | null, error: SerializedError | null) => {
-    bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
-    if (!finalStates.has(row.to)) {
-      const status: SessionStatus =
-        row.to === 'retry-waiting'
-          ? { type: 'retry', turnId, attempt: context.attempt, message: context.error?.message ?? 'retrying', next: retryAt ?? row.time }
-          : { type: 'busy', turnId, state: row.to }
-      bus.publish({ type: 'session.status', sessionId, status })
-      if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') {
-        const calls = scope.stepTools
-          .filter((p) => context.pendingApprovals.includes(p.callId))
-          .map((p) => ({ callId: p.callId, tool: p.tool, input: p.state.input }))
-        bus.publish({ type: 'approval.requested', sessionId, turnId, calls })
-      }
-      return
-    }
-    if (error) bus.publish({ type: 'session.error', sessionId, turnId, error })
-    bus.publish({ type: 'session.status', sessionId, status: { type: 'idle' } })
-    const outcome = row.to as TurnOutcome
-    deps.onSettled(turn)
-    resolveDone({ turnId, sessionId, outcome, ...(error ? { error } : {}) })
-  }
+  const recorder = new TransitionRecorder({
+    turnId,
+    sessionId,
+    scope,
+    repo,
+    bus,
+    restored: start.restored,
+    fail: (error) => actor.send({ type: 'turn.fail', error }),
+    ended: (result) => {
+      deps.onSettled(turn)
+      resolveDone(result)
+    },
+  })
 
   const inspect = (event: InspectionEvent) => {
-    if (event.type === '@xstate.snapshot' && event.actorRef === actor) record(event.event, event.snapshot as TurnSnapshot)
+    if (event.type === '@xstate.snapshot' && event.actorRef === actor && !startFailed) recorder.record(event.event, event.snapshot as TurnSnapshot)
     const user = config.inspect
     if (typeof user === 'function') user(event)
     else user?.next?.(event)
@@ -297,7 +226,7 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
       actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
     },
     detach() {
-      detached = true
+      recorder.detach()
       scope.writer.seal()
       actor.stop()
       deps.onSettled(turn)
@@ -328,39 +257,4 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
     },
   )
   return turn
-}
-
-/**
- * The end of a turn, whatever its outcome: open text closed, tools that had not finished
- * marked as aborted, the assistant message completed and given the error.
- */
-function closeTurn(scope: TurnScope, outcome: TurnOutcome, error: SerializedError | null, now: number): void {
-  const message = scope.assistantMessage()
-  const toolMessage = outcome === 'failed' ? `Tool not run: the turn failed${error ? ` (${error.name})` : ''}` : toolAbortedMessage
-  for (const assistant of scope.assistantMessages()) {
-    for (const part of assistant.parts) closePart(scope, part, now, toolMessage)
-    assistant.info.time.completed ??= now
-  }
-  if (outcome !== 'completed' && error) message.info.error = error
-  for (const assistant of scope.assistantMessages()) scope.writer.message(assistant.info)
-  scope.writer.seal()
-}
-
-function closePart(scope: TurnScope, part: Part, now: number, toolMessage: string): void {
-  if ((part.type === 'text' || part.type === 'reasoning') && part.time.end === undefined) {
-    part.time.end = now
-    scope.writer.changed(part)
-  } else if (part.type === 'tool' && (part.state.status === 'pending' || part.state.status === 'running')) {
-    const start = part.state.status === 'running' ? part.state.time.start : now
-    part.state = { status: 'error', input: part.state.input, error: toolMessage, metadata: { interrupted: true }, time: { start, end: now } }
-    scope.writer.changed(part)
-  }
-}
-
-/** The event's payload without its type; errors serialised (control data only). */
-function eventPayload(event: AnyEventObject): Record<string, unknown> {
-  const { type: _type, ...rest } = event
-  if ('error' in rest && rest.error instanceof Error) rest.error = serializeError(rest.error)
-  if ('output' in rest && rest.output === undefined) delete rest.output
-  return rest
 }
