@@ -5,6 +5,11 @@
  * attempt's parts are sent (a failed attempt's text stays stored, closed, but the model never
  * sees half an answer twice); a step's tool calls are followed by one tool message with their
  * results, errors included, so the model can act on them.
+ *
+ * Within a running turn (`finishedAttemptsOnly`), an attempt without a `step-finish` is one
+ * that failed and is being retried: it is not sent at all, or the model would take its half
+ * answer as its own words and continue them. (A step interrupted by a crash gets a
+ * `step-finish` from recovery; an aborted turn's last words stay visible to later turns.)
  */
 import type { AssistantContent, ModelMessage, ToolResultPart } from 'ai'
 import type { MessageWithParts, Part, ToolPart } from '../types'
@@ -17,7 +22,7 @@ export const summaryPreamble = 'The conversation so far was summarised to fit th
  * @example
  * const messages = toModelMessages(await repo.messages(sessionId, { fromLatestSummary: true }))
  */
-export function toModelMessages(messages: MessageWithParts[]): ModelMessage[] {
+export function toModelMessages(messages: MessageWithParts[], options: { finishedAttemptsOnly?: boolean } = {}): ModelMessage[] {
   let start = 0
   for (let i = messages.length - 1; i >= 0; i--) {
     if (messages[i].info.summary) {
@@ -35,10 +40,15 @@ export function toModelMessages(messages: MessageWithParts[]): ModelMessage[] {
       const text = parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n')
       out.push({ role: 'user', content: text })
     } else {
-      appendAssistant(out, parts)
+      appendAssistant(out, options.finishedAttemptsOnly ? finishedAttempts(parts) : parts)
     }
   }
   return out
+}
+
+function finishedAttempts(parts: Part[]): Part[] {
+  const finished = new Set(parts.filter((p) => p.type === 'step-finish').map((p) => `${p.step ?? 0}:${p.attempt ?? 0}`))
+  return parts.filter((p) => finished.has(`${p.step ?? 0}:${p.attempt ?? 0}`))
 }
 
 function appendAssistant(out: ModelMessage[], parts: Part[]): void {

@@ -94,7 +94,7 @@ export class TurnScope {
   /** The messages to send for the next LLM call. */
   modelMessages(): ModelMessage[] {
     const fromSummary = this.messages.some((m) => m.info.summary)
-    const current = toModelMessages(this.messages.map(withoutFailedAttempts))
+    const current = toModelMessages(this.messages, { finishedAttemptsOnly: true })
     return fromSummary ? current : [...this.history, ...current]
   }
 
@@ -152,17 +152,4 @@ export class TurnScope {
     this.assistant = undefined
     return summary
   }
-}
-
-/**
- * While the turn runs, an attempt without a `step-finish` part is one that failed (the attempt
- * being asked for has no parts yet; a step interrupted by a crash got a `step-finish` from
- * recovery). Its half answer is not sent with the retry: the model would take it as its own
- * words and continue them. It stays stored, closed, and later turns see it per `toModelMessages`.
- */
-function withoutFailedAttempts(message: MessageWithParts): MessageWithParts {
-  if (message.info.role !== 'assistant' || message.info.summary) return message
-  const finished = new Set(message.parts.filter((p) => p.type === 'step-finish').map((p) => `${p.step ?? 0}:${p.attempt ?? 0}`))
-  const parts = message.parts.filter((p) => finished.has(`${p.step ?? 0}:${p.attempt ?? 0}`))
-  return parts.length === message.parts.length ? message : { info: message.info, parts }
 }
