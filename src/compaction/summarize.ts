@@ -3,7 +3,6 @@
  * (a `compaction` part and the summary text). The model is sent only what follows the latest
  * summary from then on.
  */
-import type { CompactInput } from '../../machines/turn.machine'
 import { CompactionFailedError, ContextOverflowError } from '../errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
@@ -15,9 +14,9 @@ import type { TurnScope } from '../turn/turn-scope'
  * itself overflows (no endless compaction loop), or with the classified provider error.
  *
  * @example
- * await summarize(scope, { turnId, step, afterCompaction: 'continue' }, signal)
+ * await summarize(scope, signal)
  */
-export async function summarize(scope: TurnScope, input: CompactInput, signal: AbortSignal): Promise<void> {
+export async function summarize(scope: TurnScope, signal: AbortSignal): Promise<void> {
   let failure: unknown
   let text = ''
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
@@ -59,5 +58,4 @@ export async function summarize(scope: TurnScope, input: CompactInput, signal: A
     throw new CompactionFailedError(classified.error)
   }
   scope.addSummary(text.trim(), true)
-  void input
 }
