@@ -94,12 +94,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const statuses = new Map<string, SessionStatus>()
   let closed = false
   const owner = newOwnerId()
+  // A turn is active from its start until it settles (its runtime calls onSettled before `done` settles).
   const track = (turn: Turn) => {
     active.set(turn.sessionId, turn)
-    void turn.done.then(
-      () => untrack(turn),
-      () => untrack(turn),
-    )
     return turn
   }
   const untrack = (turn: Turn) => {
@@ -112,6 +109,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     repo.renewLeases(ids, owner, Date.now() + config.leaseMs).catch(() => undefined)
   }, Math.max(50, Math.floor(config.leaseMs / 3)))
   renewal.unref()
+  // Takes over the turns of workers that died while this engine runs (set once `engine` exists).
+  let sweep: NodeJS.Timeout | undefined
 
   bus.subscribe((event) => {
     if (event.type !== 'session.status') return
@@ -211,14 +210,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await opened.close()
     },
   }
-  // Take over the turns of workers that died while this engine runs (their leases run out).
-  const sweep =
-    config.recovery.intervalMs > 0
-      ? setInterval(() => {
-          if (!closed) engine.recover().catch(() => undefined)
-        }, config.recovery.intervalMs)
-      : undefined
-  sweep?.unref()
+  if (config.recovery.intervalMs > 0) {
+    sweep = setInterval(() => {
+      if (!closed) engine.recover().catch(() => undefined)
+    }, config.recovery.intervalMs)
+    sweep.unref()
+  }
   if (config.recovery.onOpen) {
     try {
       await engine.recover()
