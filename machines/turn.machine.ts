@@ -25,6 +25,9 @@ export interface CompactInput {
   step: number
   /** The compaction was caused by a failed request (retry the step) or by usage. */
   afterCompaction: 'continue' | 'complete'
+  /** Attempt of the summary request (1-based) and the retry wait so far, for the retry policy. */
+  attempt: number
+  waitedMs: number
 }
 
 function notProvided(name: string): never {
@@ -80,6 +83,8 @@ export const turnMachine = setup({
     overflowPending: ({ context }) => context.overflowPending,
     canCompact: ({ context }) => context.autoCompact && context.compactions < context.maxCompactions,
     continuesAfterCompaction: ({ context }) => context.afterCompaction === 'continue',
+    compactionRetryAllowed: ({ event }) => typeof (event as unknown as { error?: { retryDelayMs?: unknown } }).error?.retryDelayMs === 'number',
+    retryingCompaction: ({ context }) => context.retryTarget === 'compacting',
     interruptedWhileStreaming: ({ context }) => context.interruptedIn === 'streaming',
     interruptedWhileRunningTools: ({ context }) => context.interruptedIn === 'tool-running',
     interruptedWhileWaiting: ({ context }) => context.interruptedIn === 'retry-waiting',
@@ -98,6 +103,12 @@ export const turnMachine = setup({
       waitedMs: ({ context, event }) =>
         context.waitedMs + (event.type === 'step.failed' ? (event.retryDelayMs ?? 0) : 0),
       error: ({ event }) => (event.type === 'step.failed' ? event.error : null),
+      retryTarget: 'streaming' as const,
+    }),
+    scheduleCompactionRetry: assign(({ context, event }) => {
+      const error = toChartError((event as unknown as { error: unknown }).error)
+      const delay = typeof error.retryDelayMs === 'number' ? error.retryDelayMs : 0
+      return { retryDelayMs: delay, waitedMs: context.waitedMs + delay, error, retryTarget: 'compacting' as const }
     }),
     startNextAttempt: assign({ attempt: ({ context }) => context.attempt + 1, retryDelayMs: 0 }),
     rememberApprovals: assign({
@@ -113,7 +124,12 @@ export const turnMachine = setup({
     markOverflowPending: assign({ overflowPending: ({ event }) => event.type === 'step.finished' && event.overflow }),
     compactThenComplete: assign({ afterCompaction: 'complete' as const }),
     compactThenContinue: assign({ afterCompaction: 'continue' as const }),
-    countCompaction: assign({ compactions: ({ context }) => context.compactions + 1, overflowPending: false }),
+    countCompaction: assign({
+      compactions: ({ context }) => context.compactions + 1,
+      overflowPending: false,
+      attempt: 1,
+      waitedMs: 0,
+    }),
     markInterruptedStreaming: assign({ interruptedIn: 'streaming' as const }),
     markInterruptedTools: assign({ interruptedIn: 'tool-running' as const }),
     markInterruptedWaiting: assign({ interruptedIn: 'retry-waiting' as const }),
@@ -153,6 +169,7 @@ export const turnMachine = setup({
     attempt: 1,
     retryDelayMs: 0,
     waitedMs: 0,
+    retryTarget: 'streaming',
     autoCompact: input.autoCompact,
     maxCompactions: input.maxCompactions,
     compactions: 0,
@@ -215,7 +232,10 @@ export const turnMachine = setup({
         'turn.crashed': { target: 'interrupted', actions: 'markInterruptedWaiting' },
       },
       after: {
-        retryDelay: { target: 'streaming', actions: 'startNextAttempt' },
+        retryDelay: [
+          { guard: 'retryingCompaction', target: 'compacting', actions: 'startNextAttempt' },
+          { target: 'streaming', actions: 'startNextAttempt' },
+        ],
       },
     },
     /** Tool calls wait for `engine.approve` / `engine.deny`; persisted, survives a restart. */
@@ -265,12 +285,17 @@ export const turnMachine = setup({
           turnId: context.turnId,
           step: context.step,
           afterCompaction: context.afterCompaction,
+          attempt: context.attempt,
+          waitedMs: context.waitedMs,
         }),
         onDone: [
           { guard: 'continuesAfterCompaction', target: 'streaming', actions: 'startNextStep' },
           { target: 'completed' },
         ],
-        onError: { target: 'failed', actions: 'rememberActorError' },
+        onError: [
+          { guard: 'compactionRetryAllowed', target: 'retry-waiting', actions: 'scheduleCompactionRetry' },
+          { target: 'failed', actions: 'rememberActorError' },
+        ],
       },
     },
     /**

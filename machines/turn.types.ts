@@ -28,8 +28,10 @@ export interface TurnContext {
   attempt: number
   /** Delay of the pending retry, read by the `retryDelay` delay. */
   retryDelayMs: number
-  /** Milliseconds spent waiting for retries in the current step. */
+  /** Milliseconds spent waiting for retries in the current step (or compaction). */
   waitedMs: number
+  /** What a retry goes back to: the step, or the compaction's summary request. */
+  retryTarget: 'streaming' | 'compacting'
   autoCompact: boolean
   maxCompactions: number
   compactions: number

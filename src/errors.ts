@@ -226,13 +226,18 @@ export class InvalidArgumentError extends TurnchartError {
   static isInstance = isNamed<InvalidArgumentError>('InvalidArgumentError')
 }
 
-/** The summary request of a compaction failed for a reason other than overflow. */
+/**
+ * The summary request of a compaction failed for a reason other than overflow. With
+ * `retryDelayMs` the failure is retryable and the chart retries the compaction after that delay.
+ */
 export class CompactionFailedError extends TurnchartError {
   readonly name = 'CompactionFailedError'
   readonly lastError: SerializedError
-  constructor(lastError: SerializedError) {
+  readonly retryDelayMs?: number
+  constructor(lastError: SerializedError, retryDelayMs?: number) {
     super(`compaction failed: ${lastError.message}`)
     this.lastError = lastError
+    this.retryDelayMs = retryDelayMs
   }
   static isInstance = isNamed<CompactionFailedError>('CompactionFailedError')
 }

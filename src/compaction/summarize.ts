@@ -3,20 +3,24 @@
  * (a `compaction` part and the summary text). The model is sent only what follows the latest
  * summary from then on.
  */
-import { CompactionFailedError, ContextOverflowError } from '../errors'
+import type { CompactInput } from '../../machines/turn.machine'
+import { CompactionFailedError, ContextOverflowError, RetriesExhaustedError } from '../errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
 import { classifyError } from '../policy/classify-error'
+import { planRetry } from '../policy/retry-delay'
 import type { TurnScope } from '../turn/turn-scope'
 
 /**
  * Summarises the turn's history. Rejects with `ContextOverflowError` when the summary request
- * itself overflows (no endless compaction loop), or with the classified provider error.
+ * itself overflows (no endless compaction loop); with `CompactionFailedError` otherwise,
+ * carrying `retryDelayMs` when the retry policy allows another attempt (the chart then waits in
+ * `retry-waiting` and compacts again), or `RetriesExhaustedError` as its `lastError` when not.
  *
  * @example
- * await summarize(scope, signal)
+ * await summarize(scope, { attempt: 1, waitedMs: 0 }, signal)
  */
-export async function summarize(scope: TurnScope, signal: AbortSignal): Promise<void> {
+export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'>, signal: AbortSignal): Promise<void> {
   let failure: unknown
   let text = ''
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
@@ -55,7 +59,10 @@ export async function summarize(scope: TurnScope, signal: AbortSignal): Promise<
         message: `the summary request itself overflowed the context: ${classified.error.message}`,
       })
     }
-    throw new CompactionFailedError(classified.error)
+    if (classified.kind !== 'retryable') throw new CompactionFailedError(classified.error)
+    const plan = planRetry({ attempt: input.attempt, headers: classified.headers, waitedMs: input.waitedMs, options: scope.config.retry })
+    if (plan.action === 'retry') throw new CompactionFailedError(classified.error, plan.delayMs)
+    throw new CompactionFailedError(new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error }).toJSON())
   }
   scope.addSummary(text.trim(), true)
 }

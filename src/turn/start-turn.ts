@@ -159,7 +159,7 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
         return () => controller.abort(new MessageAbortedError())
       }),
       runTools: fromPromise(({ signal }) => runTools(scope, signal)),
-      compact: fromPromise(({ signal }) => summarize(scope, signal)),
+      compact: fromPromise(({ input, signal }) => summarize(scope, input, signal)),
     },
   })
 

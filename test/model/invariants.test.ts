@@ -201,7 +201,8 @@ async function runScript(s: Script): Promise<string[]> {
     let retries = 0
     for (const row of rows) {
       if (row.to === 'retry-waiting') retries += 1
-      else if (row.event !== 'xstate.after.retryDelay.turn.retry-waiting' && row.to === 'streaming') retries = 0
+      // attempts count per step, and per compaction (its summary request retries on its own count)
+      else if (row.event !== 'xstate.after.retryDelay.turn.retry-waiting' && (row.to === 'streaming' || row.to === 'compacting')) retries = 0
       if (retries > maxAttempts - 1) problems.push(`${retries + 1} attempts of one step (max ${maxAttempts})`)
     }
 

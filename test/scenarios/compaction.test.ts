@@ -110,3 +110,29 @@ test('usage overflow on a tool step runs the tools, compacts, then continues', a
   expect(sent[0].content).toContain('summary with file contents')
   expect(JSON.stringify(sent)).not.toContain('"x"')
 })
+
+test('a retryable failure of the summary request waits and compacts again', async () => {
+  h = await createHarness()
+  h.server.error(400, { error: { code: 'context_length_exceeded', message: 'too long' } })
+  h.server.error(503, { error: { type: 'overloaded_error', message: 'Overloaded' } })
+  h.server.text('the summary')
+  h.server.text('continued')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'x')
+  expect((await turn.done).outcome).toBe('completed')
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'compacting', 'retry-waiting', 'compacting', 'streaming', 'completed'])
+  expect(h.events.filter((e) => e.type === 'session.status' && e.status.type === 'retry').map((e) => (e as { status: { attempt: number } }).status.attempt)).toEqual([1])
+  expect((await h.engine.messages(session.id)).filter((m) => m.info.summary)).toHaveLength(1)
+})
+
+test('summary retries are bounded too: exhausted, the turn fails with CompactionFailedError', async () => {
+  h = await createHarness({ retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 1, jitter: 0 } })
+  h.server.error(400, { error: { code: 'context_length_exceeded', message: 'too long' } })
+  h.server.error(503, { error: { message: 'server error' } })
+  h.server.error(503, { error: { message: 'server error' } })
+  const session = await h.engine.createSession()
+  const result = await h.engine.prompt(session.id, 'x').done
+  expect(result.outcome).toBe('failed')
+  expect(result.error).toMatchObject({ name: 'CompactionFailedError', lastError: { name: 'RetriesExhaustedError', reason: 'max-attempts', attempts: 2 } })
+  expect(h.server.calls).toBe(3)
+})

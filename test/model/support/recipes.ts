@@ -110,6 +110,7 @@ const fatalError: ScriptReply = { type: 'error', status: 400, body: { error: { t
 /** A mid-stream connection reset: retryable, with text of the failed attempt left behind. */
 const resetStream = (index: number): ScriptReply => ({ type: 'stream', chunks: [{ text: `lost${index} ` }], end: 'reset' })
 /** A retryable error that asks for a long wait (the test acts during it). */
+const overloaded: ScriptReply = { type: 'error', status: 503, body: { error: { type: 'overloaded_error', message: 'overloaded' } } }
 const longWait: ScriptReply = { type: 'error', status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after-ms': '30000' } }
 
 /** The reply that brought the engine into retry-waiting asks for a long wait instead. */
@@ -423,6 +424,14 @@ export const recipes: Record<string, EdgeRecipe> = {
       expectOutcome(walk, 'completed')
       expect(walk.messages.some((m) => m.info.summary)).toBe(true)
     },
+  },
+  'compacting --error(compact) [compactionRetryAllowed]--> retry-waiting': {
+    events: [{ type: 'xstate.error.actor.compact', error: { name: 'CompactionFailedError', message: 'compaction failed: overloaded', retryDelayMs: 1 } }],
+    arrange: ({ plan }) => plan.replies.push(overloaded),
+  },
+  'retry-waiting --after(retryDelay) [retryingCompaction]--> compacting': {
+    events: [{ type: 'xstate.after.retryDelay.turn.retry-waiting' }],
+    arrange: () => {}, // the summary request's tiny backoff elapses, and the compaction runs again
   },
   'compacting --error(compact)--> failed': {
     events: [{ type: 'xstate.error.actor.compact', error }],
