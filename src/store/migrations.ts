@@ -91,6 +91,13 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('turnchart_transitions').addColumn('parts', 'text').execute()
     },
   },
+  {
+    // Parts are read by session (turnchart_parts_session); the by-message index only cost space.
+    name: '0003_drop_parts_by_message_index',
+    async up(db) {
+      await db.schema.dropIndex('turnchart_parts_message').ifExists().execute()
+    },
+  },
 ]
 
 /**

@@ -56,6 +56,8 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
       }
     }
     const handle = new Database(value)
+    // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
+    handle.pragma('page_size = 16384')
     handle.pragma('journal_mode = WAL')
     handle.pragma(`busy_timeout = ${sqlite.busyTimeoutMs ?? 5000}`)
     handle.pragma('foreign_keys = ON')

@@ -31,6 +31,12 @@ function messageData(info: MessageInfo): string {
   return JSON.stringify({ ...rest })
 }
 
+/** A part's JSON without the fields its columns hold (id, session, message, type): less to store. */
+function partData(part: Part): string {
+  const { id: _id, sessionId: _session, messageId: _message, type: _type, ...rest } = part
+  return JSON.stringify(rest)
+}
+
 function num(value: unknown): number {
   // PostgreSQL returns bigint columns as strings.
   return typeof value === 'number' ? value : Number(value)
@@ -119,7 +125,7 @@ export class Repository {
           session_id: part.sessionId,
           message_id: part.messageId,
           type: part.type,
-          data: JSON.stringify(part),
+          data: partData(part),
           updated_at: now,
         })),
       )
@@ -147,7 +153,7 @@ export class Repository {
       from = latest?.id
     }
     let messageQuery = this.db.selectFrom('turnchart_messages').selectAll().where('session_id', '=', sessionId)
-    let partQuery = this.db.selectFrom('turnchart_parts').select(['message_id', 'data']).where('session_id', '=', sessionId)
+    let partQuery = this.db.selectFrom('turnchart_parts').select(['id', 'session_id', 'message_id', 'type', 'data']).where('session_id', '=', sessionId)
     if (from) {
       messageQuery = messageQuery.where('id', '>=', from)
       partQuery = partQuery.where('message_id', '>=', from)
@@ -156,7 +162,7 @@ export class Repository {
     const byMessage = new Map<string, Part[]>()
     for (const row of parts) {
       const list = byMessage.get(row.message_id)
-      const part = JSON.parse(row.data) as Part
+      const part = { id: row.id, sessionId: row.session_id, messageId: row.message_id, type: row.type, ...JSON.parse(row.data) } as Part
       if (list) list.push(part)
       else byMessage.set(row.message_id, [part])
     }

@@ -114,7 +114,7 @@ test('3 workers, 60 turns over 20 sessions, one worker killed: every turn comple
     const finals = (await client.query("select turn_id, count(*)::int as n from turnchart_transitions where to_state in ('completed','failed','aborted') group by turn_id")).rows
     expect(finals).toHaveLength(totalTurns)
     expect(finals.every((r) => r.n === 1)).toBe(true)
-    const parts = (await client.query('select data from turnchart_parts')).rows.map((r) => JSON.parse(r.data))
+    const parts = (await client.query('select type, data from turnchart_parts')).rows.map((r) => ({ type: r.type, ...JSON.parse(r.data) }))
     const open = parts.filter((p) => ((p.type === 'text' || p.type === 'reasoning') && p.time.end == null) || (p.type === 'tool' && ['pending', 'running'].includes(p.state.status)))
     expect(open).toEqual([])
     // No session had two turns running at once: each turn's [first, last] transition times are disjoint.
