@@ -89,11 +89,27 @@ export class PartWriter {
     return { messages, parts }
   }
 
-  /** Writes what is dirty in `repo` (a transaction of the caller's, or the writer's own). */
-  async writeDirty(repo: Repository = this.options.repo): Promise<void> {
+  /**
+   * Writes what is dirty, and then `more` (the recorder's transition row), in one transaction.
+   * If the transaction fails, what it took is dirty again, so the next write carries it:
+   * a rolled-back write loses nothing.
+   *
+   * @example
+   * await writer.commit((tx) => tx.appendTransition(row))
+   */
+  async commit(more?: (tx: Repository) => Promise<void>): Promise<void> {
     const { messages, parts } = this.takeDirty()
-    for (const info of messages) await repo.upsertMessage(info)
-    await repo.upsertParts(parts, this.options.now())
+    try {
+      await this.options.repo.transaction(async (tx) => {
+        for (const info of messages) await tx.upsertMessage(info)
+        await tx.upsertParts(parts, this.options.now())
+        await more?.(tx)
+      })
+    } catch (error) {
+      for (const info of messages) if (!this.dirtyMessages.has(info.id)) this.dirtyMessages.set(info.id, info)
+      for (const part of parts) if (!this.dirty.has(part.id)) this.dirty.set(part.id, part)
+      throw error
+    }
   }
 
   /** Writes every dirty row now (queued behind earlier writes), in one transaction. */
@@ -101,7 +117,7 @@ export class PartWriter {
     return this.options.queue.run(async () => {
       this.flushQueued = false
       if (this.dirty.size === 0 && this.dirtyMessages.size === 0) return
-      await this.options.repo.transaction((tx) => this.writeDirty(tx))
+      await this.commit()
     })
   }
 

@@ -9,7 +9,6 @@ import type { TurnMachine } from '../../machines/turn.machine'
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { MessageAbortedError, serializeError, StorageError, type SerializedError } from '../errors'
-import type { Repository } from '../store/repository'
 import type { Part, SessionStatus, TransitionRecord, TurnOutcome } from '../types'
 import type { TurnScope } from './turn-scope'
 
@@ -22,7 +21,6 @@ export interface RecorderOptions {
   turnId: string
   sessionId: string
   scope: TurnScope
-  repo: Repository
   bus: Bus
   /** A restored turn (recovery): its snapshot and the seq of its last logged transition. */
   restored?: { snapshot: TurnSnapshot; seq: number }
@@ -72,7 +70,7 @@ export class TransitionRecorder {
     const from = this.previous
     this.previous = to
 
-    const { scope, repo, turnId } = this.options
+    const { scope, turnId } = this.options
     const now = Date.now()
     const context = snapshot.context
     const final = finalStates.has(to)
@@ -94,8 +92,7 @@ export class TransitionRecorder {
     }
     const retryAt = to === 'retry-waiting' ? now + context.retryDelayMs : null
     const write = scope.queue.run(() =>
-      repo.transaction(async (tx) => {
-        await scope.writer.writeDirty(tx)
+      scope.writer.commit(async (tx) => {
         await tx.appendTransition(row)
         await tx.updateTurn(turnId, { state: to, outcome, step: context.step, attempt: context.attempt, retryAt, error: final ? error : null }, now)
       }),

@@ -177,7 +177,6 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
     turnId,
     sessionId,
     scope,
-    repo,
     bus,
     restored: start.restored,
     fail: (error) => actor.send({ type: 'turn.fail', error }),
