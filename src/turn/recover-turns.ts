@@ -8,11 +8,12 @@ import os from 'node:os'
 import { transition } from 'xstate'
 import { turnMachine } from '../../machines/turn.machine'
 import type { InterruptibleState, TurnInput } from '../../machines/turn.types'
+import { serializeError } from '../errors'
 import { newId } from '../ids'
 import type { Repository } from '../store/repository'
 import { isIdempotent } from '../tools/tool-options'
 import type { MessageWithParts, Part, TurnRecord } from '../types'
-import { replayTransitions } from './replay'
+import { ReplayMismatchError, replayTransitions } from './replay'
 import { resumeTurn, startTurnFromIdle, type Turn, type TurnDeps } from './start-turn'
 import { TurnScope } from './turn-scope'
 
@@ -59,9 +60,34 @@ export async function recoverTurns(deps: TurnDeps, isRunningHere: (turnId: strin
     const now = Date.now()
     if (!isClaimable(record, owner, now)) continue
     if (!(await repo.claimTurn(record.id, record.owner ?? null, owner, now + config.leaseMs))) continue
-    recovered.push(await recoverOne(deps, record, record.input as TurnInput))
+    try {
+      recovered.push(await recoverOne(deps, record, record.input as TurnInput))
+    } catch (error) {
+      // One turn whose log cannot be resumed (a gap left by a failed write, a hand-edited row)
+      // must not keep the engine from opening: end it as failed, its parts closed.
+      await endUnrecoverable(deps, record, error)
+    }
   }
   return recovered
+}
+
+async function endUnrecoverable(deps: TurnDeps, record: TurnRecord, cause: unknown): Promise<void> {
+  const now = Date.now()
+  const error = serializeError(cause)
+  const scope = new TurnScope(deps.config, deps.repo, deps.bus, record.id, record.sessionId)
+  scope.restore(await deps.repo.messages(record.sessionId, { fromLatestSummary: true }))
+  const changed = closeInterruptedWork(scope, null, now)
+  const assistant = scope.assistantMessages().at(-1)
+  await deps.repo.transaction(async (tx) => {
+    await tx.upsertParts(changed, now)
+    if (assistant) {
+      assistant.info.error = error
+      assistant.info.time.completed ??= now
+      await tx.upsertMessage(assistant.info)
+    }
+    await tx.updateTurn(record.id, { state: 'failed', outcome: 'failed', step: record.step, attempt: record.attempt, retryAt: null, error }, now)
+  })
+  deps.bus.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
 }
 
 async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput): Promise<Turn> {
@@ -69,6 +95,16 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput):
   const rows = await repo.transitions(record.id)
   const { snapshot } = replayTransitions(input, rows)
   const state = String(snapshot.value)
+  if (state !== record.state) {
+    // The turn row is written in the same transaction as each transition: they must agree.
+    throw new ReplayMismatchError({
+      turnId: record.id,
+      seq: rows.length,
+      expected: state,
+      logged: record.state,
+      detail: `the log leads to '${state}', the turn row says '${record.state}'`,
+    })
+  }
   const scope = new TurnScope(config, repo, deps.bus, record.id, record.sessionId)
   scope.restore(await repo.messages(record.sessionId, { fromLatestSummary: true }))
 
@@ -125,8 +161,9 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput):
  * What a crash leaves open, closed: streamed text ends where the last flush left it; an
  * interrupted step gets a `step-finish` with reason `interrupted`; tool calls that were not
  * done become errors, except idempotent tools of a tool-running step, which run again.
+ * With no state (a turn that cannot be resumed), everything open is closed.
  */
-function closeInterruptedWork(scope: TurnScope, state: InterruptibleState, now: number): Part[] {
+function closeInterruptedWork(scope: TurnScope, state: InterruptibleState | null, now: number): Part[] {
   const changed: Part[] = []
   const assistant: MessageWithParts | undefined = scope.assistantMessages().at(-1)
   if (!assistant) return changed

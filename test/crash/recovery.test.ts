@@ -281,3 +281,25 @@ test('every recovery edge of the chart was taken by a test above', () => {
   const covered = coverage.covered()
   expect(recoveryEdges.filter((edge) => !covered.has(edge))).toEqual([])
 })
+
+test('a turn whose log cannot be replayed does not block the engine: it ends failed, its parts closed', async () => {
+  server.push({ type: 'stream', chunks: [{ text: 'half' }], end: 'hang' })
+  const run = await runChild((m) => m.type === 'delta')
+  await untilStored(() => storedText().includes('half'))
+  await kill(run)
+  const Database = require('better-sqlite3')
+  const raw = new Database(dbPath)
+  raw.prepare('delete from turnchart_transitions where turn_id = ? and seq = 1').run(run.turnId) // a hand-edited log
+  raw.close()
+
+  const engine = await createEngine({ database: dbPath, model: modelFor(server), tools: childTools })
+  engines.push(engine)
+  const turn = await engine.getTurn(run.turnId)
+  expect(turn).toMatchObject({ state: 'failed', outcome: 'failed', error: { name: 'ReplayMismatchError' } })
+  const [, assistant] = await engine.messages(run.sessionId)
+  expect(assistant.info.error?.name).toBe('ReplayMismatchError')
+  expect(openParts(assistant.parts)).toEqual([])
+  expect(assistant.parts.find((p) => p.type === 'text')).toMatchObject({ text: 'half' })
+  server.text('the session works again')
+  expect((await engine.prompt(run.sessionId, 'next').done).outcome).toBe('completed')
+})
