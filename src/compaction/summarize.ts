@@ -24,16 +24,13 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
   let failure: unknown
   let text = ''
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
-  const controller = new AbortController()
-  const abortFromOutside = () => controller.abort(signal.reason)
-  signal.addEventListener('abort', abortFromOutside, { once: true })
-  const idle = startIdleTimer(controller, scope.config.streamIdleTimeoutMs)
+  const idle = startIdleTimer(signal, scope.config.streamIdleTimeoutMs)
   try {
     const events = modelStream({
       model: scope.config.model,
       system: scope.config.system,
       messages: [...scope.modelMessages(), { role: 'user', content: scope.config.compaction.prompt }],
-      abortSignal: controller.signal,
+      abortSignal: idle.signal,
       onChunk: idle.touch,
     })
     for await (const part of events) {
@@ -47,10 +44,9 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
     failure = error
   } finally {
     idle.stop()
-    signal.removeEventListener('abort', abortFromOutside)
   }
   if (signal.aborted) throw signal.reason
-  if (controller.signal.aborted) failure = controller.signal.reason
+  if (idle.signal.aborted) failure = idle.signal.reason
   if (failure !== undefined) {
     const classified = classifyError(failure)
     if (classified.kind === 'overflow') {

@@ -1,22 +1,29 @@
 /**
- * Aborts a controller when a stream stays silent too long: `touch()` on every part received.
- * Used by steps and by compaction's summary request, so neither can hang on a silent stream.
+ * The signal a model request runs under: aborted when the turn's signal aborts, or when the
+ * stream stays silent too long (`touch()` on every chunk received). Used by steps and by
+ * compaction's summary request, so neither can hang on a silent stream.
  */
 import { StreamIdleTimeoutError } from '../errors'
 
 export interface IdleTimer {
-  /** Call on every stream part: restarts the countdown. */
+  /** Aborts on the outer signal's abort, or with `StreamIdleTimeoutError` after silence. */
+  readonly signal: AbortSignal
+  /** Call on every stream chunk: restarts the countdown. */
   touch(): void
+  /** Stops the countdown and lets go of the outer signal. */
   stop(): void
 }
 
 /**
  * @example
- * const idle = startIdleTimer(controller, 60_000)
- * for await (const part of stream) { idle.touch(); ... }
+ * const idle = startIdleTimer(signal, 60_000)
+ * for await (const part of modelStream({ ..., abortSignal: idle.signal, onChunk: idle.touch })) { ... }
  * idle.stop()
  */
-export function startIdleTimer(controller: AbortController, idleMs: number): IdleTimer {
+export function startIdleTimer(outer: AbortSignal, idleMs: number): IdleTimer {
+  const controller = new AbortController()
+  const abortFromOutside = () => controller.abort(outer.reason)
+  outer.addEventListener('abort', abortFromOutside, { once: true })
   let timer: NodeJS.Timeout | undefined
   const touch = () => {
     if (timer) clearTimeout(timer)
@@ -24,9 +31,11 @@ export function startIdleTimer(controller: AbortController, idleMs: number): Idl
   }
   touch()
   return {
+    signal: controller.signal,
     touch,
     stop: () => {
       if (timer) clearTimeout(timer)
+      outer.removeEventListener('abort', abortFromOutside)
     },
   }
 }

@@ -31,10 +31,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
   const { config } = scope
   const message = scope.assistantMessage()
   const state = new StepState(scope, message, input)
-  const controller = new AbortController()
-  const abortFromOutside = () => controller.abort(signal.reason)
-  signal.addEventListener('abort', abortFromOutside, { once: true })
-  const idle = startIdleTimer(controller, config.streamIdleTimeoutMs)
+  const idle = startIdleTimer(signal, config.streamIdleTimeoutMs)
 
   let failure: unknown
   let finishReason = 'unknown'
@@ -45,7 +42,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
       system: config.system,
       messages: scope.modelMessages(),
       tools: config.tools,
-      abortSignal: controller.signal,
+      abortSignal: idle.signal,
       onChunk: idle.touch,
     })
     for await (const part of events) {
@@ -88,7 +85,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
           failure = part.error
           break
         case 'abort':
-          failure = controller.signal.reason
+          failure = idle.signal.reason
           break
       }
       if (failure !== undefined) break
@@ -97,10 +94,9 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
     failure = error
   } finally {
     idle.stop()
-    signal.removeEventListener('abort', abortFromOutside)
   }
 
-  if (failure === undefined && controller.signal.aborted) failure = controller.signal.reason
+  if (failure === undefined && idle.signal.aborted) failure = idle.signal.reason
   if (failure === undefined && stepTokens === undefined) {
     // The stream ended without finish-step: treat as a broken stream, retryable.
     failure = Object.assign(new Error('the model stream ended without finishing the step (terminated)'), { code: 'ECONNRESET' })
@@ -114,7 +110,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
     // A failed attempt: its text stays, closed; its tool calls never run.
     state.closeOpenText()
     state.discardTools('The tool did not run: the model request failed and the step was retried or ended')
-    const reason = controller.signal.aborted && StreamIdleTimeoutError.isInstance(controller.signal.reason) ? controller.signal.reason : failure
+    const reason = idle.signal.aborted && StreamIdleTimeoutError.isInstance(idle.signal.reason) ? idle.signal.reason : failure
     return failedEvent(scope, input, reason)
   }
 
