@@ -12,6 +12,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { createEngine, type Engine, type EngineOptions, type TurnchartEvent } from '../../src'
+import { recordEvents } from './event-log'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 
 export interface Harness {
@@ -101,25 +102,7 @@ export async function createHarness(options: Partial<EngineOptions> = {}): Promi
     retry: { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 },
     ...options,
   })
-  const events: TurnchartEvent[] = []
-  const waiters: Array<{ predicate: (e: TurnchartEvent) => boolean; resolve: (e: TurnchartEvent) => void }> = []
-  engine.subscribe((event) => {
-    events.push(event)
-    for (const waiter of [...waiters]) {
-      if (waiter.predicate(event)) {
-        waiters.splice(waiters.indexOf(waiter), 1)
-        waiter.resolve(event)
-      }
-    }
-  })
-  const waitForEvent = (predicate: (event: TurnchartEvent) => boolean, timeoutMs = 10_000) => {
-    const seen = events.find(predicate)
-    if (seen) return Promise.resolve(seen)
-    return new Promise<TurnchartEvent>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching event within ${timeoutMs} ms; saw ${events.map((e) => e.type).join(', ')}`)), timeoutMs)
-      waiters.push({ predicate, resolve: (e) => { clearTimeout(timer); resolve(e) } })
-    })
-  }
+  const { events, waitFor: waitForEvent } = recordEvents(engine)
   return {
     server,
     engine,

@@ -15,6 +15,7 @@ import { z } from 'zod'
 import { createEngine, type Engine, type EngineOptions, type TurnchartEvent } from '../../../src'
 import type { Part } from '../../../src/types'
 import type { TurnInput } from '../../../machines/turn.types'
+import { recordEvents } from '../../support/event-log'
 import { startScriptedServer, type ScriptedServer } from '../../../src/testing'
 import { modelFor } from '../../support/harness'
 
@@ -107,17 +108,7 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
   const control = new Database(dbPath)
   control.pragma('busy_timeout = 5000')
   let triggers = 0
-  const events: TurnchartEvent[] = []
-  const waiters: Array<{ predicate: (e: TurnchartEvent) => boolean; resolve: (e: TurnchartEvent) => void }> = []
-  engine.subscribe((event) => {
-    events.push(event)
-    for (const waiter of [...waiters]) {
-      if (waiter.predicate(event)) {
-        waiters.splice(waiters.indexOf(waiter), 1)
-        waiter.resolve(event)
-      }
-    }
-  })
+  const { events, waitFor } = recordEvents(engine)
   return {
     server,
     engine,
@@ -141,14 +132,7 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
       if (!row) throw new Error(`no turn row for ${turnId}`)
       return JSON.parse(row.input) as TurnInput
     },
-    waitFor(predicate, timeoutMs = 10_000) {
-      const seen = events.find(predicate)
-      if (seen) return Promise.resolve(seen)
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no matching event within ${timeoutMs} ms`)), timeoutMs)
-        waiters.push({ predicate, resolve: (e) => { clearTimeout(timer); resolve(e) } })
-      })
-    },
+    waitFor,
     async close() {
       await engine.close()
       await server.close()
