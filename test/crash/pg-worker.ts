@@ -10,7 +10,9 @@ import { createEngine } from '../../src'
 async function main() {
   const [database, baseURL] = process.argv.slice(2)
   const model = createOpenAICompatible({ name: 'scripted', baseURL, apiKey: 'k', includeUsage: true })('m')
-  const engine = await createEngine({ database, model, leaseMs: 600, recovery: { intervalMs: 200 }, flushIntervalMs: 20 })
+  // A lease well above any event-loop stall under a loaded test run: the killed worker's turns
+  // are taken over at once anyway (its pid is gone), so the lease never has to expire.
+  const engine = await createEngine({ database, model, leaseMs: 5000, recovery: { intervalMs: 200 }, flushIntervalMs: 20 })
   engine.subscribe((event) => {
     if (event.type === 'turn.transition' && ['completed', 'failed', 'aborted'].includes(event.to)) {
       process.send?.({ type: 'ended', sessionId: event.sessionId, turnId: event.turnId, outcome: event.to, pid: process.pid })
