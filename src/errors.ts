@@ -195,6 +195,22 @@ export class StorageError extends TurnchartError {
   static isInstance = isNamed<StorageError>('StorageError')
 }
 
+/**
+ * This engine no longer owns the turn: another engine took it over (its lease ran out while
+ * this one stalled) or it was released. The turn stops here at once and nothing more is written.
+ */
+export class TurnOwnershipLostError extends TurnchartError {
+  readonly name = 'TurnOwnershipLostError'
+  readonly turnId: string
+  readonly owner: string
+  constructor(turnId: string, owner: string, detail = 'another engine took it over') {
+    super(`this engine (${owner}) no longer owns turn ${turnId}: ${detail}`)
+    this.turnId = turnId
+    this.owner = owner
+  }
+  static isInstance = isNamed<TurnOwnershipLostError>('TurnOwnershipLostError')
+}
+
 /** Turns any thrown value into the stored `{ name, message, ...fields }` form. */
 export function serializeError(error: unknown): SerializedError {
   if (TurnchartError.isTurnchartError(error)) return error.toJSON()

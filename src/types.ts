@@ -134,6 +134,8 @@ export interface TurnRecord {
   /** The engine that runs the turn, and until when its lease holds (ms). */
   owner?: string | null
   leaseUntil?: number | null
+  /** Fencing token: incremented each time an engine claims the turn. */
+  epoch?: number
 }
 
 export function emptyTokens(): Tokens {
