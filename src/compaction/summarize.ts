@@ -60,5 +60,9 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
     if (plan.action === 'retry') throw new CompactionFailedError(classified.error, plan.delayMs)
     throw new CompactionFailedError(new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error }).toJSON())
   }
+  // An answer without text would replace the whole history with nothing: the compaction failed.
+  if (text.trim() === '') {
+    throw new CompactionFailedError({ name: 'EmptySummaryError', message: 'the summary answer had no text; the history is kept as it was' })
+  }
   scope.addSummary(text.trim(), true)
 }

@@ -208,27 +208,28 @@ class StepState {
   }
 
   openText(type: 'text' | 'reasoning', id: string): void {
-    this.open.set(`${type}:${id}`, this.add({ type, text: '', time: { start: Date.now() } }) as TextPart)
+    this.open.set(openKey(type, id), this.add({ type, text: '', time: { start: Date.now() } }) as TextPart)
   }
 
   appendText(type: 'text' | 'reasoning', id: string, delta: string): void {
-    const part = this.open.get(`${type}:${id}`)
+    const part = this.open.get(openKey(type, id))
     if (part && delta.length > 0) this.scope.writer.append(part, delta) // a delta for an id never started is ignored
   }
 
   closeText(type: 'text' | 'reasoning', id: string): void {
-    const part = this.open.get(`${type}:${id}`)
-    if (!part) return
-    this.open.delete(`${type}:${id}`)
-    part.time.end = Date.now()
-    this.scope.writer.changed(part)
+    this.closeKey(openKey(type, id))
   }
 
   closeOpenText(): void {
-    for (const key of [...this.open.keys()]) {
-      const [type, id] = key.split(':') as ['text' | 'reasoning', string]
-      this.closeText(type, id)
-    }
+    for (const key of [...this.open.keys()]) this.closeKey(key)
+  }
+
+  private closeKey(key: string): void {
+    const part = this.open.get(key)
+    if (!part) return
+    this.open.delete(key)
+    part.time.end = Date.now()
+    this.scope.writer.changed(part)
   }
 
   toolPending(callId: string, toolName: string): ToolPart {
@@ -267,5 +268,8 @@ class StepState {
     }
   }
 }
+
+/** The key of an open text or reasoning part: the stream's id is any string, so it is never split again. */
+const openKey = (type: 'text' | 'reasoning', id: string) => `${type}\u0000${id}`
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
