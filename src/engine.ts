@@ -218,7 +218,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         // Each turn stays in the state its last committed row names (awaiting-approval included).
         await Promise.all(turns.map((turn) => turn.detach()))
       }
-      await repo.releaseTurns(turns.map((t) => t.id), owner).catch(() => undefined)
+      await repo.releaseTurns(owner).catch(() => undefined)
       await opened.close()
     },
   }

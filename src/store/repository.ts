@@ -379,9 +379,11 @@ export class Repository {
     return Number(result.numDeletedRows)
   }
 
-  /** Gives up `owner`'s claim on unfinished turns (a clean close), so another engine takes them at once. */
-  async releaseTurns(ids: string[], owner: string): Promise<void> {
-    if (ids.length === 0) return
-    await this.db.updateTable('turnchart_turns').set({ owner: null, lease_until: null }).where('id', 'in', ids).where('owner', '=', owner).where('outcome', 'is', null).execute()
+  /**
+   * Gives up `owner`'s claim on every unfinished turn it holds (a clean close), so another
+   * engine takes them at once: the turns it ran, and any it lost track of (a failed final write).
+   */
+  async releaseTurns(owner: string): Promise<void> {
+    await this.db.updateTable('turnchart_turns').set({ owner: null, lease_until: null }).where('owner', '=', owner).where('outcome', 'is', null).execute()
   }
 }
