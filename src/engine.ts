@@ -86,7 +86,7 @@ export interface Engine {
  */
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
-  const opened: OpenedDatabase = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs })
+  const opened: OpenedDatabase = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
   try {
     await migrate(opened.db, opened.dialect)
   } catch (error) {
