@@ -47,3 +47,46 @@ sqliteOnly('a rolled-back transition fails the turn before any effect of the sta
   expect(parts.find((p) => p.type === 'text')).toMatchObject({ text: 'calling the tool', time: { end: expect.any(Number) } })
   expect(parts.find((p) => p.type === 'tool')).toMatchObject({ state: { status: 'error', error: 'Tool not run: the turn failed (StorageError)' } })
 })
+
+sqliteOnly('a failed final row is replaced by the failure\'s row: the turn is never reported completed without its row', async () => {
+  h = await createHarness()
+  h.server.text('the answer')
+  const session = await h.engine.createSession()
+  const raw = new Database(h.dbPath)
+  raw.exec(`create trigger fail_completed before insert on turnchart_transitions when new.to_state = 'completed'
+            begin select raise(abort, 'simulated write failure'); end`)
+  raw.close()
+  const turn = h.engine.prompt(session.id, 'x')
+  expect(await turn.done).toMatchObject({ outcome: 'failed', error: { name: 'StorageError' } })
+  expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'failed', outcome: 'failed', error: { name: 'StorageError' } })
+  expect((await h.engine.transitions(turn.id)).map((t) => `${t.seq} ${t.from} --${t.event}--> ${t.to}`)).toEqual([
+    '1 idle --turn.start--> streaming',
+    '2 streaming --turn.fail--> failed',
+  ])
+  expect((await h.engine.replay(turn.id)).at(-1)?.state).toBe('failed')
+})
+
+sqliteOnly('when no final row can be written the turn is left for recovery, and its own engine takes it back once its lease runs out', async () => {
+  h = await createHarness({ leaseMs: 300, recovery: { onOpen: false, intervalMs: 0 } })
+  h.server.text('the answer')
+  h.server.text('the answer, again')
+  const session = await h.engine.createSession()
+  const raw = new Database(h.dbPath)
+  raw.exec(`create trigger fail_final before insert on turnchart_transitions when new.to_state in ('completed', 'failed')
+            begin select raise(abort, 'simulated write failure'); end`)
+  const turn = h.engine.prompt(session.id, 'x')
+  const result = await turn.done
+  expect(result).toMatchObject({ outcome: 'failed', error: { name: 'StorageError', message: expect.stringContaining('recovery') } })
+  expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'streaming', outcome: null })
+  raw.exec('drop trigger fail_final')
+  raw.close()
+  // Its lease is no longer renewed (the turn left this engine); once it runs out, this engine recovers it.
+  let taken: Awaited<ReturnType<typeof h.engine.recover>> = []
+  for (let i = 0; i < 50 && taken.length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    taken = await h.engine.recover()
+  }
+  expect(taken.map((t) => t.id)).toEqual([turn.id])
+  expect((await taken[0].done).outcome).toBe('completed')
+  expect((await h.engine.replay(turn.id)).at(-1)?.state).toBe('completed')
+})
