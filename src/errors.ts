@@ -294,3 +294,21 @@ export class ApprovalNotPendingError extends TurnchartError {
   }
   static isInstance = isNamed<ApprovalNotPendingError>('ApprovalNotPendingError')
 }
+
+/** A log row the machine would not have taken: the log is corrupted or was edited. */
+export class ReplayMismatchError extends TurnchartError {
+  readonly name = 'ReplayMismatchError'
+  readonly turnId: string
+  readonly seq: number
+  readonly expected: string
+  readonly logged: string
+  constructor(input: { turnId: string; seq: number; expected: string; logged: string; detail: string }) {
+    super(`transition log of turn ${input.turnId} disagrees with the chart at seq ${input.seq}: ${input.detail}`)
+    this.turnId = input.turnId
+    this.seq = input.seq
+    this.expected = input.expected
+    this.logged = input.logged
+  }
+  static isInstance = (value: unknown): value is ReplayMismatchError =>
+    TurnchartError.isTurnchartError(value) && value.name === 'ReplayMismatchError'
+}

@@ -7,19 +7,16 @@
  */
 import type { StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { DoomLoopError, StreamIdleTimeoutError, RetriesExhaustedError, serializeError, type SerializedError } from '../errors'
+import { DoomLoopError, StreamIdleTimeoutError, serializeError, type SerializedError } from '../errors'
 import { canonicalJson, detectDoomLoop } from '../policy/doom-loop'
 import { newId } from '../ids'
-import { classifyError } from '../policy/classify-error'
+import { decideFailure } from '../policy/decide-failure'
 import { isUsageOverflow } from '../policy/overflow'
-import { planRetry } from '../policy/retry-delay'
 import type { TurnScope } from '../turn/turn-scope'
 import type { MessageWithParts, Part, TextPart, Tokens, ToolPart } from '../types'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
 import { addTokens, stepCost, toTokens } from './usage'
-
-export { declaredTools } from './model-stream'
 
 /**
  * Runs one step and reports its outcome as a chart event.
@@ -168,18 +165,13 @@ async function reviewToolCalls(scope: TurnScope, stepTools: ToolPart[]): Promise
 }
 
 function failedEvent(scope: TurnScope, input: StreamStepInput, error: unknown): TurnEvent {
-  const classified = classifyError(error)
-  if (classified.kind === 'overflow') return { type: 'step.failed', error: classified.error, overflow: true, retryDelayMs: null }
-  if (classified.kind !== 'retryable') return { type: 'step.failed', error: classified.error, overflow: false, retryDelayMs: null }
-  const plan = planRetry({
-    attempt: input.attempt,
-    headers: classified.headers,
-    waitedMs: input.waitedMs,
-    options: scope.config.retry,
-  })
-  if (plan.action === 'retry') return { type: 'step.failed', error: classified.error, overflow: false, retryDelayMs: plan.delayMs }
-  const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error })
-  return { type: 'step.failed', error: exhausted.toJSON(), overflow: false, retryDelayMs: null }
+  const decision = decideFailure(error, input, scope.config.failure)
+  return {
+    type: 'step.failed',
+    error: decision.error,
+    overflow: decision.kind === 'overflow',
+    retryDelayMs: decision.kind === 'retry' ? decision.delayMs : null,
+  }
 }
 
 /** The parts one attempt of a step opened, by the stream's ids. */

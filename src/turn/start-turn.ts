@@ -9,7 +9,8 @@ import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { summarize } from '../compaction/summarize'
 import type { ResolvedConfig } from '../config'
-import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnOwnershipLostError } from '../errors'
+import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../errors'
+import { errorFromRecord } from '../restore-error'
 import { newId } from '../ids'
 import { streamStep } from '../llm/stream-step'
 import type { Repository, TurnFence } from '../store/repository'
@@ -22,8 +23,11 @@ export interface TurnResult {
   turnId: string
   sessionId: string
   outcome: TurnOutcome
-  /** The error stored on the assistant message when the turn failed or was aborted. */
-  error?: SerializedError
+  /**
+   * Why the turn failed or was aborted: an error instance (`isInstance` and `instanceof` work);
+   * `error.toJSON()` is the record stored on the assistant message.
+   */
+  error?: TurnchartError & SerializedError
 }
 
 /** A running turn. */
@@ -230,9 +234,9 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
       bus.publish({ type: 'turn.lost', sessionId, turnId, error: error.toJSON() })
       rejectDone(error)
     },
-    ended: (result) => {
+    ended: ({ error, ...result }) => {
       settle()
-      resolveDone(result)
+      resolveDone(error ? { ...result, error: errorFromRecord(error) } : result)
     },
   })
 
