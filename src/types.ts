@@ -137,7 +137,3 @@ export interface TurnRecord {
   /** Fencing token: incremented each time an engine claims the turn. */
   epoch?: number
 }
-
-export function emptyTokens(): Tokens {
-  return { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }
-}
