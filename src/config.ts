@@ -80,6 +80,8 @@ export interface EngineOptions {
   recovery?: RecoveryOptions
   /** A running turn's lease; renewed every third of it. Another engine may take over a turn whose lease ran out. Default 30000. */
   leaseMs?: number
+  /** How often an engine looks for approve/deny/abort requests other engines stored for its turns. Default 200. */
+  controlPollIntervalMs?: number
 }
 
 export interface RecoveryOptions {
@@ -110,6 +112,7 @@ export interface ResolvedConfig {
   onSubscriberError: (error: unknown) => void
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
+  controlPollIntervalMs: number
 }
 
 export const defaultSummaryPrompt =
@@ -121,7 +124,7 @@ const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
   'recovery', 'leaseMs', 'doomLoop',
-  'errorClassifier', 'retryPolicy',
+  'errorClassifier', 'retryPolicy', 'controlPollIntervalMs',
 ])
 
 function nonNegativeInteger(option: string, value: unknown, fallback: number, min = 0): number {
@@ -263,5 +266,6 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
       intervalMs: nonNegativeInteger('recovery.intervalMs', recovery.intervalMs, nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100)),
     },
     leaseMs: nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100),
+    controlPollIntervalMs: nonNegativeInteger('controlPollIntervalMs', options.controlPollIntervalMs, 200, 10),
   }
 }

@@ -3,8 +3,12 @@
  * session, as many sessions at once as the caller likes.
  */
 import { Bus, type Listener } from './bus'
+import { startControlPoller } from './control/control-poller'
+import { readStatus } from './control/read-status'
+import { requestAbort, requestDecision, type RemoteControlDeps } from './control/remote-control'
+import { ControlRequests } from './store/control-requests'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
-import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError, TurnOwnershipLostError } from './errors'
+import { EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError, TurnOwnershipLostError } from './errors'
 import { newId } from './ids'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
@@ -30,18 +34,24 @@ export interface Engine {
   prompt(sessionId: string, text: string): Turn
   /**
    * Approves a tool call of a turn in `awaiting-approval`. Works from any engine on the
-   * database: a turn whose engine is gone is taken over first. Throws
-   * `ApprovalNotPendingError` when the call is not waiting for approval.
+   * database: a turn whose engine is gone is taken over first; a turn another live engine runs
+   * gets a stored request that engine applies within `controlPollIntervalMs` (this resolves
+   * once it did). Throws `ApprovalNotPendingError` when the call is not waiting for approval.
    */
   approve(turnId: string, callId: string): Promise<void>
   /** Denies such a call: its part becomes an error carrying `reason`, and the model sees it. */
   deny(turnId: string, callId: string, reason?: string): Promise<void>
-  /** Aborts the session's running turn, if any; resolves when it has ended. */
+  /** Aborts the session's running turn, if any, whichever engine runs it; resolves when it has ended. */
   abort(sessionId: string): Promise<void>
   /** The running turn of a session, if any. */
   activeTurn(sessionId: string): Turn | undefined
   /** What the session is doing now. */
   status(sessionId: string): SessionStatus
+  /**
+   * What the session is doing, read from the database: answers for a turn any engine runs,
+   * with the calls waiting for a decision in `awaiting-approval`.
+   */
+  readStatus(sessionId: string): Promise<SessionStatus>
   /** Messages with parts, in order, read from the database. */
   messages(sessionId: string): Promise<MessageWithParts[]>
   /** The persisted transition log of a turn, in order. */
@@ -133,21 +143,22 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     if (closed) throw new EngineClosedError(operation)
   }
 
-  const turnAwaitingApproval = async (turnId: string, callId: string): Promise<Turn> => {
-    requireOpen('approve or deny a tool call')
-    const find = () => [...active.values()].find((t) => t.id === turnId)
-    let turn = find()
-    if (!turn) {
-      await engine.recover() // a turn left waiting by an engine that is gone
-      turn = find()
-    }
-    if (!turn) {
-      const record = await repo.getTurn(turnId)
-      const why = !record ? 'no such turn' : record.outcome ? `the turn ended (${record.outcome})` : 'another engine runs the turn'
-      throw new ApprovalNotPendingError(turnId, callId, why)
-    }
-    return turn
+  // Approve, deny and abort from any engine: requests stored for the engine running the turn.
+  const requests = new ControlRequests(opened.db)
+  const remote: RemoteControlDeps = {
+    repo,
+    requests,
+    localTurn: (turnId) => [...active.values()].find((t) => t.id === turnId),
+    recover: () => engine.recover(),
+    waitMs: config.leaseMs + 2 * config.controlPollIntervalMs,
+    checkEveryMs: Math.max(10, Math.floor(config.controlPollIntervalMs / 4)),
   }
+  const poller = startControlPoller({
+    requests,
+    running: () => [...active.values()].filter((t) => t.begun),
+    intervalMs: config.controlPollIntervalMs,
+    onError: () => undefined, // the database is unreachable: the next poll tries again
+  })
 
   const engine: Engine = {
     config,
@@ -169,13 +180,17 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       return track(startTurn(deps, sessionId, text))
     },
     async abort(sessionId) {
+      requireOpen('abort a turn')
       const turn = active.get(sessionId)
-      if (!turn) return
-      turn.abort()
-      await turn.done.catch(() => undefined)
+      if (!turn) await requestAbort(remote, sessionId)
+      const now = active.get(sessionId)
+      if (!now) return
+      now.abort()
+      await now.done.catch(() => undefined)
     },
     activeTurn: (sessionId) => active.get(sessionId),
     status: (sessionId) => statuses.get(sessionId) ?? { type: 'idle' },
+    readStatus: (sessionId) => readStatus(repo, sessionId),
     async messages(sessionId) {
       if (!(await repo.getSession(sessionId))) throw new SessionNotFoundError(sessionId)
       return repo.messages(sessionId)
@@ -190,10 +205,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       return turns.map(track)
     },
     async approve(turnId, callId) {
-      ;(await turnAwaitingApproval(turnId, callId)).approve(callId)
+      requireOpen('approve a tool call')
+      await requestDecision(remote, turnId, callId, 'approve')
     },
     async deny(turnId, callId, reason) {
-      ;(await turnAwaitingApproval(turnId, callId)).deny(callId, reason)
+      requireOpen('deny a tool call')
+      await requestDecision(remote, turnId, callId, 'deny', reason)
     },
     async replay(turnId) {
       const input = (await repo.turnInput(turnId)) as TurnInput | undefined
@@ -210,6 +227,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       closed = true
       clearInterval(renewal)
       clearInterval(sweep)
+      poller.stop()
       const turns = [...active.values()]
       if (closeOptions.abortTurns) {
         for (const turn of turns) turn.abort('engine closed')

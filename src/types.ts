@@ -101,7 +101,8 @@ export interface MessageWithParts {
 /** What a session is doing now. */
 export type SessionStatus =
   | { type: 'idle' }
-  | { type: 'busy'; turnId: string; state: string }
+  /** `approvals`: the calls waiting for a decision, when `state` is `awaiting-approval` (from `readStatus`). */
+  | { type: 'busy'; turnId: string; state: string; approvals?: Array<{ callId: string; tool: string; input: unknown }> }
   | { type: 'retry'; turnId: string; attempt: number; message: string; next: number }
 
 export type TurnOutcome = 'completed' | 'aborted' | 'failed'

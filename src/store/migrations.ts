@@ -106,6 +106,25 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('turnchart_turns').addColumn('epoch', 'integer', (c) => c.notNull().defaultTo(0)).execute()
     },
   },
+  {
+    // Approve, deny and abort from any engine: stored here, applied by the engine running the turn.
+    name: '0005_control_requests',
+    async up(db, dialect) {
+      const id = idType(dialect)
+      await db.schema
+        .createTable('turnchart_controls')
+        .addColumn('id', id, (c) => c.primaryKey())
+        .addColumn('turn_id', id, (c) => c.notNull().references('turnchart_turns.id').onDelete('cascade'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('call_id', 'text')
+        .addColumn('reason', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('handled_at', 'bigint')
+        .addColumn('result', 'text')
+        .execute()
+      await db.schema.createIndex('turnchart_controls_pending').on('turnchart_controls').columns(['handled_at', 'turn_id']).execute()
+    },
+  },
 ]
 
 /**

@@ -71,6 +71,20 @@ export interface TransitionTable {
   parts: string | null
 }
 
+/** Requests to a turn from any engine (approve, deny, abort), applied by the engine that runs it. */
+export interface ControlTable {
+  id: string
+  turn_id: string
+  kind: 'approve' | 'deny' | 'abort'
+  call_id: string | null
+  reason: string | null
+  created_at: Millis
+  /** When the running engine applied it (or refused it: `result` says why). */
+  handled_at: Millis | null
+  /** null: applied; otherwise why it could not be (the call was no longer pending, …). */
+  result: string | null
+}
+
 export interface MigrationTable {
   name: string
   applied_at: Millis
@@ -82,5 +96,6 @@ export interface TurnchartDatabase {
   turnchart_parts: PartTable
   turnchart_turns: TurnTable
   turnchart_transitions: TransitionTable
+  turnchart_controls: ControlTable
   turnchart_migrations: MigrationTable
 }

@@ -1,0 +1,79 @@
+/**
+ * `approve`, `deny` and `abort` from any engine on the database. The engine that runs the turn
+ * applies them at once; a turn whose engine is gone is taken over first; a turn another live
+ * engine runs gets a stored request, which that engine applies within its poll interval (or, if
+ * it dies first, the engine that recovers the turn does).
+ */
+import { ApprovalNotPendingError } from '../errors'
+import { newId } from '../ids'
+import type { ControlRequests } from '../store/control-requests'
+import type { Repository } from '../store/repository'
+import type { ControlTarget } from './control-poller'
+
+export interface RemoteControlDeps {
+  repo: Repository
+  requests: ControlRequests
+  /** The turn if this engine runs it. */
+  localTurn(turnId: string): ControlTarget | undefined
+  /** Takes over the turns of engines that are gone (recovery). */
+  recover(): Promise<unknown>
+  /** How long to wait for the running engine to apply a request before returning anyway. */
+  waitMs: number
+  /** How often to look whether it did. */
+  checkEveryMs: number
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Approves or denies a waiting tool call of `turnId`, wherever the turn runs. Resolves once the
+ * running engine applied it (or after `waitMs`, the request stored); throws
+ * `ApprovalNotPendingError` when the call is not waiting.
+ *
+ * @example
+ * await requestDecision(deps, turnId, 'call_1', 'approve')
+ */
+export async function requestDecision(deps: RemoteControlDeps, turnId: string, callId: string, kind: 'approve' | 'deny', reason?: string): Promise<void> {
+  const apply = (turn: ControlTarget) => (kind === 'approve' ? turn.approve(callId) : turn.deny(callId, reason))
+  let turn = deps.localTurn(turnId)
+  if (!turn) {
+    await deps.recover() // a turn left waiting by an engine that is gone
+    turn = deps.localTurn(turnId)
+  }
+  if (turn) return apply(turn)
+  const record = await deps.repo.getTurn(turnId)
+  if (!record) throw new ApprovalNotPendingError(turnId, callId, 'no such turn')
+  if (record.outcome) throw new ApprovalNotPendingError(turnId, callId, `the turn ended (${record.outcome})`)
+  if (record.state !== 'awaiting-approval') throw new ApprovalNotPendingError(turnId, callId, `the turn is in '${record.state}'`)
+  const id = newId('ctl')
+  await deps.requests.add({ id, turnId, kind, callId, reason: reason ?? null, createdAt: Date.now() })
+  const deadline = Date.now() + deps.waitMs
+  while (Date.now() < deadline) {
+    await sleep(deps.checkEveryMs)
+    const outcome = await deps.requests.outcome(id)
+    if (!outcome?.handled) continue
+    if (outcome.result) throw new ApprovalNotPendingError(turnId, callId, outcome.result)
+    return
+  }
+}
+
+/**
+ * Aborts the unfinished turn of `sessionId`, wherever it runs, and resolves when it has ended
+ * (or after `waitMs`, the request stored). No turn: nothing happens.
+ *
+ * @example
+ * await requestAbort(deps, sessionId, (s) => activeTurns.get(s))
+ */
+export async function requestAbort(deps: RemoteControlDeps, sessionId: string, reason = 'aborted from another engine'): Promise<void> {
+  const open = await deps.repo.openTurnOfSession(sessionId)
+  if (!open) return
+  await deps.recover()
+  const taken = deps.localTurn(open.id)
+  if (taken) return taken.abort(reason)
+  await deps.requests.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
+  const deadline = Date.now() + deps.waitMs
+  while (Date.now() < deadline) {
+    await sleep(deps.checkEveryMs)
+    if ((await deps.repo.getTurn(open.id))?.outcome) return
+  }
+}

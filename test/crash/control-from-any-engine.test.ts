@@ -1,0 +1,133 @@
+/**
+ * approve, deny and abort from an engine that does not run the turn: a child process runs it,
+ * this process's engine decides. Each takes effect within the child's `controlPollIntervalMs`
+ * (100 ms here) plus a query; `readStatus` shows the waiting calls from the database. On a
+ * SQLite file and on PostgreSQL.
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { Client } from 'pg'
+import { createEngine, type Engine } from '../../src'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
+
+jest.setTimeout(60_000)
+
+type Message = { type: string; to?: string; turnId?: string; sessionId?: string; outcome?: string; error?: string; env?: string }
+
+async function postgresAnswers(): Promise<boolean> {
+  const client = new Client({ connectionString: pgBaseUrl, connectionTimeoutMillis: 1000 })
+  try {
+    await client.connect()
+    await client.end()
+    return true
+  } catch {
+    return false
+  }
+}
+
+function startChild(database: string, server: ScriptedServer) {
+  const child: ChildProcess = fork(path.join(__dirname, 'control-child.ts'), [database, server.url], {
+    execArgv: ['-r', 'ts-node/register/transpile-only'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const messages: Message[] = []
+  const waiters: Array<[(m: Message) => boolean, (m: Message) => void]> = []
+  child.on('message', (m: Message) => {
+    messages.push(m)
+    for (const w of [...waiters]) if (w[0](m)) (waiters.splice(waiters.indexOf(w), 1), w[1](m))
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const waitFor = (predicate: (m: Message) => boolean, timeoutMs = 20_000) =>
+    messages.find(predicate) ??
+    new Promise<Message>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no such message from the child; got ${JSON.stringify(messages)}`)), timeoutMs)
+      waiters.push([predicate, (m) => (clearTimeout(timer), resolve(m))])
+    })
+  return { child, messages, waitFor: (p: (m: Message) => boolean) => Promise.resolve(waitFor(p)), exited }
+}
+
+describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
+  let server: ScriptedServer
+  let database: string
+  let cleanup: () => Promise<void>
+  let other: Engine | undefined
+  let child: ReturnType<typeof startChild> | undefined
+
+  beforeEach(async () => {
+    server = await startScriptedServer()
+    if (dialect === 'postgres') {
+      const schema = freshSchemaName()
+      database = withParams(pgBaseUrl, { schema })
+      cleanup = () => dropSchemas(schema)
+    } else {
+      database = tempDbPath()
+      cleanup = async () => fs.rmSync(path.dirname(database), { recursive: true, force: true })
+    }
+  })
+  afterEach(async () => {
+    await other?.close()
+    other = undefined
+    if (child && child.child.exitCode === null) child.child.kill('SIGKILL')
+    await child?.exited
+    child = undefined
+    await server.close()
+    await cleanup()
+  })
+
+  /** The child waits for approval; this process's engine sees it from the database. */
+  async function waiting() {
+    server.tool('deploy', { env: 'prod' }, { id: 'call_deploy' })
+    server.text('deployed, as you asked')
+    child = startChild(database, server)
+    const entered = await child.waitFor((m) => m.type === 'transition' && m.to === 'awaiting-approval')
+    other = await createEngine({ database, model: modelFor(server), recovery: { onOpen: false, intervalMs: 0 } })
+    expect(await other.readStatus(entered.sessionId!)).toEqual({
+      type: 'busy',
+      turnId: entered.turnId,
+      state: 'awaiting-approval',
+      approvals: [{ callId: 'call_deploy', tool: 'deploy', input: { env: 'prod' } }],
+    })
+    // The engine that does not run the turn knows nothing of it in memory.
+    expect(other.status(entered.sessionId!)).toEqual({ type: 'idle' })
+    return { turnId: entered.turnId!, sessionId: entered.sessionId! }
+  }
+
+  test('approve from the other engine: the tool runs once in the engine running the turn', async () => {
+    if (dialect === 'postgres' && !(await postgresAnswers())) return console.log('skipped: no PostgreSQL')
+    const { turnId, sessionId } = await waiting()
+    const started = Date.now()
+    await other!.approve(turnId, 'call_deploy')
+    const tookMs = Date.now() - started
+    expect((await child!.waitFor((m) => m.type === 'done')).outcome).toBe('completed')
+    expect(child!.messages.filter((m) => m.type === 'executed')).toHaveLength(1)
+    expect(await other!.readStatus(sessionId)).toEqual({ type: 'idle' })
+    console.log(`approve from another engine (${dialect}): applied after ${tookMs} ms`)
+    expect(tookMs).toBeLessThan(5_000)
+    await expect(other!.approve(turnId, 'call_deploy')).rejects.toMatchObject({ name: 'ApprovalNotPendingError' })
+  })
+
+  test('deny from the other engine: the tool does not run and the model sees the denial', async () => {
+    if (dialect === 'postgres' && !(await postgresAnswers())) return console.log('skipped: no PostgreSQL')
+    const { turnId, sessionId } = await waiting()
+    await other!.deny(turnId, 'call_deploy', 'not on a Friday')
+    expect((await child!.waitFor((m) => m.type === 'done')).outcome).toBe('completed')
+    expect(child!.messages.filter((m) => m.type === 'executed')).toHaveLength(0)
+    const parts = (await other!.messages(sessionId)).flatMap((m) => m.parts)
+    expect(parts.find((p) => p.type === 'tool')).toMatchObject({ state: { status: 'error', error: expect.stringContaining('not on a Friday') } })
+    expect(JSON.stringify(server.requests.at(-1)!.body)).toContain('not on a Friday')
+  })
+
+  test('abort from the other engine: the turn ends aborted in the engine running it', async () => {
+    if (dialect === 'postgres' && !(await postgresAnswers())) return console.log('skipped: no PostgreSQL')
+    const { turnId, sessionId } = await waiting()
+    const started = Date.now()
+    await other!.abort(sessionId)
+    const tookMs = Date.now() - started
+    expect(await other!.getTurn(turnId)).toMatchObject({ outcome: 'aborted' })
+    expect((await child!.waitFor((m) => m.type === 'done')).outcome).toBe('aborted')
+    expect(child!.messages.filter((m) => m.type === 'executed')).toHaveLength(0)
+    console.log(`abort from another engine (${dialect}): ended after ${tookMs} ms`)
+  })
+})
