@@ -80,7 +80,7 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
   const abortOnDisconnect = (options.onDisconnect ?? 'abort') === 'abort'
 
   /** Streams `turn`; a dropped client aborts it when so configured (only while it streams). */
-  const stream = (request: Request, turn: TurnRef, from: { replay: boolean }, signal?: AbortSignal): Response => {
+  const stream = (request: Request, turn: TurnRef, from: { replay: boolean; messages?: UIMessage[] }, signal?: AbortSignal): Response => {
     let streaming = true
     const snapshot = live.snapshot(turn.sessionId)
     const onClientGone = () => {
@@ -90,6 +90,7 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     return toUIMessageStreamResponse(engine, turn, {
       from: snapshot?.turnId === turn.id ? snapshot : undefined,
       replay: from.replay,
+      originalMessages: from.messages,
       signal: anySignal(request.signal, signal),
       headers,
       onEnd: () => {
@@ -114,7 +115,7 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     }
     try {
       const turn = engine.prompt(body.id, text)
-      return stream(request, turn, { replay: false })
+      return stream(request, turn, { replay: false, messages: body.messages })
     } catch (error) {
       if (SessionBusyError.isInstance(error)) return errorResponse(409, error, headers)
       throw error
@@ -129,7 +130,7 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     if (!id) return errorResponse(409, new ApprovalNotPendingError('', responses[0].toolCallId, 'no turn runs in this chat'), headers)
     const cancel = new AbortController()
     // The stream subscribes before the decisions, so nothing the turn does after them is missed.
-    const response = stream(request, { id, sessionId: body.id }, { replay: false }, cancel.signal)
+    const response = stream(request, { id, sessionId: body.id }, { replay: false, messages: body.messages }, cancel.signal)
     let accepted = 0
     let refusal: unknown
     for (const part of responses) {

@@ -2,7 +2,7 @@
  * A turn as an AI SDK UI message stream (the protocol `useChat` reads), built with the SDK's own
  * `createUIMessageStream` / `createUIMessageStreamResponse` from `engine.subscribe` events.
  */
-import { createUIMessageStream, createUIMessageStreamResponse } from 'ai'
+import { createUIMessageStream, createUIMessageStreamResponse, type UIMessage } from 'ai'
 import type { Engine } from '../engine'
 import type { LiveTurnSnapshot } from './live-turns'
 import type { TurnchartUIMessage } from './ui-messages'
@@ -16,6 +16,11 @@ export interface TurnStreamOptions {
    */
   from?: LiveTurnSnapshot
   replay?: boolean
+  /**
+   * The page's messages (useChat's request body). When the last is an assistant message, the
+   * stream continues it under its id (as after an approval); otherwise it starts a new one.
+   */
+  originalMessages?: UIMessage[]
   /** Ends the stream early (the turn goes on). */
   signal?: AbortSignal
   /** Called once when the stream ends, with why (undefined: ended by `signal`). */
@@ -43,6 +48,7 @@ export interface TurnRef {
  */
 export function toUIMessageStream(engine: Engine, turn: TurnRef, options: TurnStreamOptions = {}): ReadableStream<TurnChunk> {
   return createUIMessageStream<TurnchartUIMessage>({
+    originalMessages: options.originalMessages as TurnchartUIMessage[] | undefined,
     execute: ({ writer }) =>
       new Promise<void>((resolve) => {
         const chunks = new TurnChunkWriter(turn.id, turn.sessionId, (chunk) => writer.write(chunk))
