@@ -81,6 +81,11 @@ function Message({ message, onApproval }: { message: UIMessage; onApproval: (id:
         }
         return null
       })}
+      {(message.metadata as { error?: { name: string; message: string } } | undefined)?.error && (
+        <div className="failure" data-testid="message-error">
+          {(message.metadata as { error: { name: string; message: string } }).error.name}: {(message.metadata as { error: { message: string } }).error.message}
+        </div>
+      )}
     </div>
   )
 }
