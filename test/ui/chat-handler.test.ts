@@ -3,8 +3,10 @@
  * (its fetch calls the handler), and responses are decoded with the SDK's readUIMessageStream.
  */
 import { DefaultChatTransport, readUIMessageStream, tool, type UIMessage, type UIMessageChunk } from 'ai'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { z } from 'zod'
-import { createChatHandler, toUIMessages, type ChatHandler, type ChatHandlerOptions, type TurnchartUIMessage, type TurnStateData } from '../../src'
+import { createChatHandler, toNodeListener, toUIMessages, type ChatHandler, type ChatHandlerOptions, type TurnchartUIMessage, type TurnStateData } from '../../src'
 import { createHarness, type Harness } from '../support/harness'
 
 let h: Harness
@@ -233,4 +235,41 @@ test('resume: a GET after the page dropped its stream replays what was streamed,
   expect(await handler(new Request('http://127.0.0.1/api/chat/chat-z/stream')).then((r) => r.status)).toBe(204)
   const history = await handler(new Request('http://127.0.0.1/api/chat/chat-z/messages'))
   expect(textOf(((await history.json()) as UIMessage[])[1])).toBe(words.join(''))
+})
+
+test('over Node http (toNodeListener): the stream arrives as server-sent events, and a client that goes away aborts the turn', async () => {
+  await setup()
+  const server = http.createServer(toNodeListener(handler))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/chat`
+    h.server.push({ type: 'stream', chunks: [{ text: 'hello ' }], end: 'hang' })
+    const client = new AbortController()
+    const response = await fetch(url, { method: 'POST', body: JSON.stringify({ id: 'chat-n', messages: [userMessage('hi')] }), signal: client.signal })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toBe('text/event-stream')
+    expect(response.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1')
+    const reader = response.body!.getReader()
+    let received = ''
+    while (!received.includes('"delta":"hello "')) received += new TextDecoder().decode((await reader.read()).value)
+    expect(received).toMatch(/^data: \{"type":"start"/)
+    const turn = h.engine.activeTurn('chat-n')!
+    client.abort()
+    expect(await turn.done).toMatchObject({ outcome: 'aborted' })
+  } finally {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+})
+
+test('resume while a tool waits for approval: the GET replays the turn and ends on the approval request', async () => {
+  const transport = await setup({ onDisconnect: 'detach' })
+  h.server.tool('deploy', { env: 'prod' }, { id: 'call_w' })
+  h.server.text('ok')
+  await decode(await transport.sendMessages({ chatId: 'chat-w', messages: [userMessage('ship')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined }))
+  const { message, types } = await decode((await transport.reconnectToStream({ chatId: 'chat-w' }))!)
+  expect(message.parts.find((p) => p.type === 'tool-deploy')).toMatchObject({ state: 'approval-requested', approval: { id: 'call_w' } })
+  expect(message.parts.find((p) => p.type === 'data-turn-state')).toMatchObject({ data: { state: 'awaiting-approval' } })
+  expect(types.at(-1)).toBe('finish')
+  await h.engine.deny(h.engine.activeTurn('chat-w')!.id, 'call_w')
 })
