@@ -20,6 +20,8 @@ export interface ChatHandlerOptions {
   onDisconnect?: 'abort' | 'detach'
   /** Headers added to every response (e.g. CORS). */
   headers?: Record<string, string>
+  /** Called with an unexpected error; the client gets a 500 without its details. */
+  onError?: (error: unknown) => void
 }
 
 /** A request handler, plus `close()` that stops its subscription to the engine. */
@@ -67,7 +69,7 @@ function chatRoute(url: URL): { chatId: string; action: string } | undefined {
  * | `GET <api>/<id>/messages` | the stored conversation as `UIMessage[]` (JSON) |
  *
  * Errors are JSON `{ error: { name, message, ... } }`: 400 for a malformed body, 404 for an
- * unknown route, 405 for a method it does not take.
+ * unknown route, 405 for a method it does not take, 500 (details to `onError` only) otherwise.
  *
  * @example
  * // app/api/chat/[[...path]]/route.ts (Next.js)
@@ -178,7 +180,8 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
       if (!snapshot) return new Response(null, { status: 204, headers })
       return stream(request, { id: snapshot.turnId, sessionId: route.chatId }, { replay: true })
     } catch (error) {
-      return errorResponse(500, error, headers)
+      options.onError?.(error)
+      return json(500, { error: { name: 'InternalError', message: 'the chat handler failed; see the server log' } }, headers)
     }
   }
   return Object.assign(handler, { close: () => live.close() })
