@@ -53,8 +53,8 @@ export function nextTurnState(current: TurnStateData, event: TurnchartEvent): Tu
   }
 }
 
-/** The turn id an event names, if any. */
-function turnIdOf(event: TurnchartEvent): string | undefined {
+/** The turn id an event names, if any (assistant messages only: a user message opens no stream). */
+export function turnIdOf(event: TurnchartEvent): string | undefined {
   switch (event.type) {
     case 'turn.transition':
     case 'session.error':

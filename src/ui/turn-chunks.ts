@@ -7,7 +7,7 @@ import type { FinishReason, InferUIMessageChunk } from 'ai'
 import type { TurnchartEvent } from '../bus'
 import type { SerializedError } from '../errors'
 import type { MessageInfo, Part, ToolPart } from '../types'
-import { nextTurnState, type LiveTurnSnapshot } from './live-turns'
+import { nextTurnState, turnIdOf, type LiveTurnSnapshot } from './live-turns'
 import { isDenied, messageMetadata, type TurnchartUIMessage, type TurnStateData } from './ui-messages'
 
 export type TurnChunk = InferUIMessageChunk<TurnchartUIMessage>
@@ -33,6 +33,8 @@ export class TurnChunkWriter {
   private state: TurnStateData
   private error: SerializedError | undefined
   private started = false
+  /** An event of this turn arrived: only then does the session going idle mean it ended. */
+  private seen = false
   private ended: TurnStreamEnd | undefined
   private emit: (chunk: TurnChunk) => void
 
@@ -58,6 +60,7 @@ export class TurnChunkWriter {
   seed(snapshot: LiveTurnSnapshot, send: boolean): void {
     const write = this.emit
     this.state = snapshot.state
+    this.seen = true
     if (!send) this.emit = () => undefined
     else this.begin(snapshot.messages[0])
     for (const info of snapshot.messages) this.message(info)
@@ -70,6 +73,7 @@ export class TurnChunkWriter {
   /** Handles one engine event; returns true when the stream is over. */
   handle(event: TurnchartEvent): boolean {
     if (this.ended || event.sessionId !== this.sessionId) return this.ended !== undefined
+    if (turnIdOf(event) === this.turnId) this.seen = true
     const state = nextTurnState(this.state, event)
     if (state) {
       this.state = state
@@ -101,7 +105,8 @@ export class TurnChunkWriter {
         this.finish('awaiting-approval')
         break
       case 'session.status':
-        if (event.status.type === 'idle' && finalStates.has(this.state.state)) this.finish(this.state.state as TurnStreamEnd)
+        // Idle ends the stream whatever the last state seen (a turn ended by its engine's close, say).
+        if (event.status.type === 'idle' && this.seen) this.finish(finalStates.has(this.state.state) ? (this.state.state as TurnStreamEnd) : 'completed')
         break
     }
     return this.ended !== undefined
