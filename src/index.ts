@@ -23,4 +23,5 @@ export { toUIMessages, type TurnchartUIMessage, type TurnchartMessageMetadata, t
 export { createChatHandler, type ChatHandler, type ChatHandlerOptions } from './ui/chat-handler'
 export { LiveTurns, type LiveTurnSnapshot } from './ui/live-turns'
 export { toNodeListener } from './ui/node-adapter'
+export { pollTurnStream, unfinishedTurnId } from './ui/poll-turn'
 export type { TurnStreamEnd } from './ui/turn-chunks'

@@ -2,10 +2,11 @@
  * `createChatHandler`: a Web-standard `(request: Request) => Promise<Response>` that speaks what
  * the AI SDK's `useChat` (with `DefaultChatTransport`) sends, for an engine in this process.
  */
-import { isToolUIPart, type UIMessage } from 'ai'
+import { createUIMessageStreamResponse, isToolUIPart, type UIMessage } from 'ai'
 import type { Engine } from '../engine'
 import { ApprovalNotPendingError, SessionBusyError, SessionNotFoundError, serializeError } from '../errors'
 import { LiveTurns } from './live-turns'
+import { pollTurnStream, unfinishedTurnId } from './poll-turn'
 import { toUIMessageStreamResponse, type TurnRef } from './to-ui-message-stream'
 import { toUIMessages } from './ui-messages'
 
@@ -20,6 +21,8 @@ export interface ChatHandlerOptions {
   onDisconnect?: 'abort' | 'detach'
   /** Headers added to every response (e.g. CORS). */
   headers?: Record<string, string>
+  /** How often a resumed stream of a turn run by another process reads its rows (ms, default 250). */
+  pollIntervalMs?: number
   /** Called with an unexpected error; the client gets a 500 without its details. */
   onError?: (error: unknown) => void
 }
@@ -108,8 +111,8 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
       .map((p) => p.text)
       .join('\n')
     if (text.trim().length === 0) return json(400, { error: { name: 'InvalidRequest', message: 'the last user message has no text' } }, headers)
-    const running = engine.activeTurn(body.id)
-    if (running) return errorResponse(409, new SessionBusyError(body.id, running.id), headers)
+    const running = engine.activeTurn(body.id)?.id ?? (await unfinishedTurnId(engine, body.id)) // here, or in another process
+    if (running) return errorResponse(409, new SessionBusyError(body.id, running), headers)
     if (!(await engine.getSession(body.id))) {
       await engine.createSession({ id: body.id }).catch(async (error) => {
         if (!(await engine.getSession(body.id))) throw error // not a concurrent create of the same chat
@@ -177,8 +180,12 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
       }
       if (request.method !== 'GET') return json(405, { error: { name: 'MethodNotAllowed', message: request.method } }, headers)
       const snapshot = live.snapshot(route.chatId)
-      if (!snapshot) return new Response(null, { status: 204, headers })
-      return stream(request, { id: snapshot.turnId, sessionId: route.chatId }, { replay: true })
+      if (snapshot) return stream(request, { id: snapshot.turnId, sessionId: route.chatId }, { replay: true })
+      // Not in this process's mirror: a turn run by another engine (or started before the handler).
+      const turnId = await unfinishedTurnId(engine, route.chatId)
+      if (!turnId) return new Response(null, { status: 204, headers })
+      const polled = pollTurnStream(engine, { id: turnId, sessionId: route.chatId }, { intervalMs: options.pollIntervalMs, signal: request.signal })
+      return createUIMessageStreamResponse({ stream: polled, headers })
     } catch (error) {
       options.onError?.(error)
       return json(500, { error: { name: 'InternalError', message: 'the chat handler failed; see the server log' } }, headers)

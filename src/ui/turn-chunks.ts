@@ -29,6 +29,8 @@ export class TurnChunkWriter {
   private readonly textTypes = new Map<string, 'text' | 'reasoning'>()
   private readonly sentLength = new Map<string, number>()
   private readonly closed = new Set<string>()
+  /** Step boundaries and compaction markers sent (a polled snapshot lists them again). */
+  private readonly marks = new Set<string>()
   private readonly tools = new Map<string, ToolProgress>()
   private state: TurnStateData
   private error: SerializedError | undefined
@@ -68,6 +70,28 @@ export class TurnChunkWriter {
     this.emit = write
     this.begin(undefined)
     if (send && snapshot.state.state === 'awaiting-approval') this.finish('awaiting-approval')
+  }
+
+  /**
+   * Brings the page up to `snapshot` (a turn read from the database, polled): sends what is
+   * new since the last call - text beyond what was sent, tool stages, a changed state - and
+   * ends the stream when the turn waits for an approval or has `outcome`.
+   */
+  sync(snapshot: LiveTurnSnapshot, outcome: TurnStreamEnd | null): void {
+    if (this.ended) return
+    this.seen = true
+    if (!this.started) {
+      this.state = snapshot.state
+      this.begin(snapshot.messages[0])
+    }
+    for (const info of snapshot.messages) this.message(info)
+    for (const part of snapshot.parts) this.part(part)
+    if (JSON.stringify(snapshot.state) !== JSON.stringify(this.state)) {
+      this.state = snapshot.state
+      this.emit({ type: 'data-turn-state', id: 'turn-state', data: { ...snapshot.state } })
+    }
+    if (outcome) this.finish(outcome)
+    else if (snapshot.state.state === 'awaiting-approval') this.finish('awaiting-approval')
   }
 
   /** Handles one engine event; returns true when the stream is over. */
@@ -124,10 +148,11 @@ export class TurnChunkWriter {
     this.begin(undefined)
     this.closeOpenParts()
     const metadata = this.metadata()
+    const error = this.error ?? metadata.error
     if (end === 'aborted') {
-      this.emit({ type: 'abort', reason: this.error?.message ?? 'the turn was aborted' })
+      this.emit({ type: 'abort', reason: error?.message ?? 'the turn was aborted' })
     } else if (end === 'failed') {
-      this.emit({ type: 'error', errorText: this.error?.message ?? 'the turn failed' })
+      this.emit({ type: 'error', errorText: error?.message ?? 'the turn failed' })
       this.emit({ type: 'finish', finishReason: 'error', messageMetadata: metadata })
     } else {
       const finish = metadata.finish && finishReasons.has(metadata.finish) ? (metadata.finish as FinishReason) : end === 'awaiting-approval' ? 'tool-calls' : 'stop'
@@ -181,18 +206,25 @@ export class TurnChunkWriter {
         break
       }
       case 'step-start':
-        this.emit({ type: 'start-step' })
+        if (!this.mark(part.id)) this.emit({ type: 'start-step' })
         break
       case 'step-finish':
-        this.emit({ type: 'finish-step' })
+        if (!this.mark(part.id)) this.emit({ type: 'finish-step' })
         break
       case 'tool':
         this.tool(part)
         break
       case 'compaction':
-        this.emit({ type: 'data-compaction', id: part.id, data: { auto: part.auto } })
+        if (!this.mark(part.id)) this.emit({ type: 'data-compaction', id: part.id, data: { auto: part.auto } })
         break
     }
+  }
+
+  /** Marks a part as sent; true when it already was. */
+  private mark(partId: string): boolean {
+    if (this.marks.has(partId)) return true
+    this.marks.add(partId)
+    return false
   }
 
   private delta(partId: string, delta: string): void {
