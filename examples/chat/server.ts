@@ -13,7 +13,7 @@ import path from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { tool, type LanguageModel } from 'ai'
-import { build } from 'esbuild'
+import { build, stop as stopEsbuild } from 'esbuild'
 import { z } from 'zod'
 import { createChatHandler, createEngine, toNodeListener, type Engine } from '../../src'
 import { listFolder, listTool } from '../../src/cli/demo'
@@ -48,6 +48,7 @@ async function bundlePage(): Promise<string> {
     define: { 'process.env.NODE_ENV': '"production"' },
     logLevel: 'silent',
   })
+  await stopEsbuild() // its service process would keep the server's process alive
   return result.outputFiles[0].text
 }
 
