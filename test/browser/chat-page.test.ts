@@ -119,5 +119,5 @@ browserTest(
 
     await page.screenshot({ path: path.join(outDir, 'chat.png'), fullPage: true })
   },
-  90_000,
+  120_000,
 )
