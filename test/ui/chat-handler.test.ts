@@ -273,3 +273,20 @@ test('resume while a tool waits for approval: the GET replays the turn and ends 
   expect(types.at(-1)).toBe('finish')
   await h.engine.deny(h.engine.activeTurn('chat-w')!.id, 'call_w')
 })
+
+test('a compaction shows as a data-compaction marker; the summary text stays server-side', async () => {
+  const transport = await setup()
+  h.server.text('first answer')
+  h.server.error(400, { error: { code: 'context_length_exceeded', message: 'too long' } })
+  h.server.text('SUMMARY of the conversation')
+  h.server.text('second answer')
+  await decode(await transport.sendMessages({ chatId: 'chat-c', messages: [userMessage('one')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined }))
+  const { message, states } = await decode(
+    await transport.sendMessages({ chatId: 'chat-c', messages: [userMessage('two')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined }),
+  )
+  expect(states.map((s) => s.state)).toContain('compacting')
+  expect(message.parts.filter((p) => p.type === 'data-compaction')).toHaveLength(1)
+  expect(textOf(message)).toBe('second answer')
+  const stored = toUIMessages(await h.engine.messages('chat-c'))
+  expect(stored.find((m) => m.metadata?.summary)).toBeDefined()
+})
