@@ -20,8 +20,8 @@ import type { TurnInput } from '../machines/turn.types'
 import type { MessageWithParts, SessionInfo, SessionStatus, TransitionRecord, TurnRecord } from './types'
 
 export interface Engine {
-  /** Creates a session (a conversation). */
-  createSession(options?: { title?: string }): Promise<SessionInfo>
+  /** Creates a session (a conversation); `id` lets a caller choose it (e.g. a chat id from a web page). */
+  createSession(options?: { title?: string; id?: string }): Promise<SessionInfo>
   /** A session by id, or undefined. */
   getSession(sessionId: string): Promise<SessionInfo | undefined>
   /** All sessions, oldest first. */
@@ -165,7 +165,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async createSession(sessionOptions = {}) {
       requireOpen('create a session')
       const now = Date.now()
-      const session: SessionInfo = { id: newId('ses', now), title: sessionOptions.title ?? null, time: { created: now, updated: now } }
+      const { id } = sessionOptions
+      if (id !== undefined && (typeof id !== 'string' || !/^[\w.:-]{1,200}$/.test(id))) {
+        throw new InvalidArgumentError('id', id, 'a session id of 1-200 letters, digits, _ . : -')
+      }
+      const session: SessionInfo = { id: id ?? newId('ses', now), title: sessionOptions.title ?? null, time: { created: now, updated: now } }
       await repo.insertSession(session)
       return session
     },

@@ -1,0 +1,181 @@
+/**
+ * The example's page: the AI SDK's useChat against turnchart's chat handler. It shows the
+ * conversation, reasoning, tool calls, the chart's state with a retry countdown, a stop button
+ * and approve/deny buttons; a reload resumes the running turn (`resume: true`).
+ */
+import { useChat } from '@ai-sdk/react'
+import { DefaultChatTransport, getToolName, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai'
+import { useEffect, useState } from 'react'
+import { createRoot } from 'react-dom/client'
+
+interface TurnState {
+  state: string
+  attempt: number
+  retryAt: number | null
+  message?: string
+}
+
+const chartStates = ['streaming', 'tool-running', 'awaiting-approval', 'retry-waiting', 'compacting', 'completed', 'failed', 'aborted']
+
+/** The chat id lives in the URL, so a reload reopens the same conversation. */
+function chatIdFromUrl(): string {
+  const url = new URL(window.location.href)
+  let id = url.searchParams.get('chat')
+  if (!id) {
+    id = `chat-${Math.random().toString(36).slice(2, 10)}`
+    url.searchParams.set('chat', id)
+    window.history.replaceState(null, '', url)
+  }
+  return id
+}
+
+function useNow(active: boolean): number {
+  const [now, setNow] = useState(Date.now())
+  useEffect(() => {
+    if (!active) return
+    const timer = setInterval(() => setNow(Date.now()), 200)
+    return () => clearInterval(timer)
+  }, [active])
+  return now
+}
+
+function ChartState({ turn }: { turn: TurnState | undefined }) {
+  const waiting = turn?.state === 'retry-waiting' && turn.retryAt !== null
+  const now = useNow(waiting)
+  return (
+    <div className="chart" data-testid="chart">
+      {chartStates.map((s) => (
+        <span key={s} className={`state ${turn?.state === s ? 'current' : ''}`} data-state={s}>
+          {s}
+        </span>
+      ))}
+      {waiting && (
+        <div className="retry" data-testid="retry">
+          attempt {turn!.attempt} in {Math.max(0, Math.ceil((turn!.retryAt! - now) / 1000))} s: {turn!.message}
+        </div>
+      )}
+    </div>
+  )
+}
+
+function Message({ message, onApproval }: { message: UIMessage; onApproval: (id: string, approved: boolean) => void }) {
+  return (
+    <div className={`message ${message.role}`} data-testid={`message-${message.role}`}>
+      {message.parts.map((part, i) => {
+        if (part.type === 'text') return <p key={i} className="text">{part.text}</p>
+        if (part.type === 'reasoning') return <p key={i} className="reasoning" data-testid="reasoning">{part.text}</p>
+        if (isToolUIPart(part)) {
+          return (
+            <div key={i} className={`tool ${part.state}`} data-testid={`tool-${getToolName(part)}`} data-tool-state={part.state}>
+              <b>{getToolName(part)}</b> <code>{JSON.stringify(part.input ?? {})}</code> <i>{part.state}</i>
+              {part.state === 'output-available' && <pre className="output">{JSON.stringify(part.output, null, 1)}</pre>}
+              {part.state === 'output-error' && <pre className="error">{part.errorText}</pre>}
+              {part.state === 'approval-requested' && (
+                <span className="approval">
+                  <button data-testid="approve" onClick={() => onApproval(part.approval.id, true)}>Approve</button>
+                  <button data-testid="deny" onClick={() => onApproval(part.approval.id, false)}>Deny</button>
+                </span>
+              )}
+            </div>
+          )
+        }
+        return null
+      })}
+      {(message.metadata as { error?: { name: string; message: string } } | undefined)?.error && (
+        <div className="failure" data-testid="message-error">
+          {(message.metadata as { error: { name: string; message: string } }).error.name}: {(message.metadata as { error: { message: string } }).error.message}
+        </div>
+      )}
+    </div>
+  )
+}
+
+function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
+  const { messages, sendMessage, status, stop, error, addToolApprovalResponse } = useChat({
+    id,
+    messages: initial,
+    resume: true,
+    transport: new DefaultChatTransport({ api: '/api/chat' }),
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+  })
+  const [input, setInput] = useState('')
+  const last = [...messages].reverse().find((m) => m.role === 'assistant')
+  const turn = last?.parts.find((p) => p.type === 'data-turn-state') as { data: TurnState } | undefined
+  const busy = status === 'submitted' || status === 'streaming'
+  const prompts = (window as unknown as { __PROMPTS__: string[] }).__PROMPTS__ ?? []
+  const send = (text: string) => {
+    if (!text.trim() || busy) return
+    void sendMessage({ text })
+    setInput('')
+  }
+  const stopTurn = () => {
+    // The server keeps turns running when a stream drops (so a reload resumes): stop explicitly.
+    void fetch(`/api/chat/${encodeURIComponent(id)}/stream`, { method: 'DELETE' })
+    void stop()
+  }
+  return (
+    <main>
+      <h1>turnchart chat</h1>
+      <ChartState turn={turn?.data} />
+      <div className="messages">
+        {messages.map((m) => (
+          <Message key={m.id} message={m} onApproval={(approvalId, approved) => void addToolApprovalResponse({ id: approvalId, approved, ...(approved ? {} : { reason: 'denied from the page' }) })} />
+        ))}
+      </div>
+      {error && <div className="failure" data-testid="error">{error.message}</div>}
+      <div className="status" data-testid="status">{status}</div>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          send(input)
+        }}
+      >
+        <input data-testid="prompt" value={input} placeholder="Ask something" onChange={(e) => setInput(e.target.value)} />
+        <button type="submit" data-testid="send" disabled={busy}>Send</button>
+        <button type="button" data-testid="stop" disabled={!busy} onClick={stopTurn}>Stop</button>
+      </form>
+      <div className="prompts">
+        {prompts.map((p) => (
+          <button key={p} type="button" disabled={busy} onClick={() => send(p)}>{p}</button>
+        ))}
+      </div>
+    </main>
+  )
+}
+
+function App() {
+  const [id] = useState(chatIdFromUrl)
+  const [initial, setInitial] = useState<UIMessage[] | undefined>()
+  useEffect(() => {
+    fetch(`/api/chat/${encodeURIComponent(id)}/messages`)
+      .then((r) => r.json())
+      .then((messages: UIMessage[]) => setInitial(messages))
+      .catch(() => setInitial([]))
+  }, [id])
+  return initial ? <Chat id={id} initial={initial} /> : <p>loading…</p>
+}
+
+const style = document.createElement('style')
+style.textContent = `
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0; background: #f6f7f9; color: #1d2330; }
+main { max-width: 820px; margin: 0 auto; padding: 16px; }
+h1 { font-size: 20px; margin: 4px 0 12px; }
+.chart { display: flex; flex-wrap: wrap; gap: 6px; margin-bottom: 12px; align-items: center; }
+.state { padding: 2px 8px; border-radius: 10px; background: #e3e6eb; color: #5a6272; font-size: 12px; }
+.state.current { background: #2f6fed; color: white; font-weight: 600; }
+.retry { width: 100%; color: #a35a00; font-size: 13px; }
+.message { padding: 8px 12px; margin: 8px 0; border-radius: 8px; background: white; box-shadow: 0 1px 2px #0001; }
+.message.user { background: #e8f0ff; }
+.reasoning { color: #6b7280; font-style: italic; }
+.tool { border-left: 3px solid #2f6fed; padding: 4px 8px; margin: 6px 0; background: #f3f6fd; font-size: 13px; }
+.tool.output-error, .tool.output-denied { border-color: #c0392b; }
+.output { margin: 4px 0 0; max-height: 120px; overflow: auto; }
+.approval button { margin-left: 8px; }
+form { display: flex; gap: 6px; margin-top: 12px; }
+input { flex: 1; padding: 6px 8px; }
+.prompts { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 8px; }
+.status { color: #6b7280; font-size: 12px; }
+.failure { color: #c0392b; }
+`
+document.head.append(style)
+createRoot(document.getElementById('root')!).render(<App />)

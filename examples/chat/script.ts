@@ -1,0 +1,57 @@
+/**
+ * What the scripted model answers in the example, chosen by a keyword of the prompt, so every
+ * feature of the page can be tried in any order without an API key.
+ */
+import type { ScriptedServer } from '../../src/testing'
+
+/** The prompts the page suggests; each shows one feature. */
+export const examplePrompts = {
+  folder: 'What is in this folder?',
+  deploy: 'Deploy the site to production',
+  poem: 'Write a very long poem about state machines',
+  story: 'Tell me a story about a statechart',
+}
+
+function words(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? [text]
+}
+
+/** The story's text, in full (the browser test checks the resumed page ends with exactly this). */
+export const storyText =
+  'Once upon a time a turn woke up in idle. It streamed a word, and then another, each one a delta on the bus. ' +
+  'The page that watched it was reloaded half way, yet the story went on, because every part it had told was still in memory, ' +
+  'and the page asked for them again before the next word arrived. Nothing was lost and nothing was told twice. The end.'
+
+/** Queues the replies for `prompt` on the scripted server (call before the turn starts). */
+export function queueReplies(server: ScriptedServer, prompt: string, folderEntries: string[]): void {
+  const text = prompt.toLowerCase()
+  if (text.includes('folder')) {
+    server.push({
+      type: 'stream',
+      delayMs: 15,
+      chunks: [
+        ...words('The user wants the folder listing; the list tool gives it.').map((w) => ({ reasoning: w })),
+        ...words('Let me look at the folder.').map((w) => ({ text: w })),
+        { tool: { name: 'list', input: { path: '.' } } },
+      ],
+      usage: { input: 120, output: 30, reasoning: 12 },
+    })
+    server.error(429, { error: { message: 'Rate limit reached. Please retry shortly.', type: 'rate_limit_error' } }, { 'retry-after-ms': '3000' })
+    server.push({
+      type: 'stream',
+      delayMs: 15,
+      chunks: words(`The folder holds ${folderEntries.length} entries, among them ${folderEntries.slice(0, 5).join(', ')}.`).map((w) => ({ text: w })),
+      usage: { input: 260, output: 24 },
+    })
+  } else if (text.includes('deploy')) {
+    server.push({ type: 'stream', delayMs: 15, chunks: [...words('Deploying needs your approval.').map((w) => ({ text: w })), { tool: { name: 'deploy', input: { env: 'production' } } }] })
+    server.push({ type: 'stream', delayMs: 15, chunks: words('Done: the site is live in production.').map((w) => ({ text: w })) })
+  } else if (text.includes('poem')) {
+    const verse = 'In idle the actor waits, a prompt upon the stack; then streaming, token after token, it never looks back. '
+    server.push({ type: 'stream', delayMs: 120, chunks: words(verse.repeat(20)).map((w) => ({ text: w })), end: 'hang' })
+  } else if (text.includes('story')) {
+    server.push({ type: 'stream', delayMs: 70, chunks: words(storyText).map((w) => ({ text: w })) })
+  } else {
+    server.text(`You said: ${prompt}. Try one of the suggested prompts to see tools, retries, approvals and stops.`)
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The chat example: a Node HTTP server on 127.0.0.1 with turnchart's chat handler under
+ * /api/chat and a useChat page bundled by esbuild at start (no CDN; works offline).
+ *
+ *   npm run example:chat            # scripted model (no key), prints the URL
+ *   PORT=3000 npm run example:chat  # a fixed port
+ *   TURNCHART_BASE_URL=... TURNCHART_MODEL=... TURNCHART_API_KEY=... npm run example:chat  # a real endpoint
+ */
+import fs from 'node:fs'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
+import { tool, type LanguageModel } from 'ai'
+import { build, stop as stopEsbuild } from 'esbuild'
+import { z } from 'zod'
+import { createChatHandler, createEngine, toNodeListener, type Engine } from '../../src'
+import { listFolder, listTool } from '../../src/cli/demo'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import { examplePrompts, queueReplies } from './script'
+
+export interface ChatExample {
+  url: string
+  engine: Engine
+  /** The scripted model server, when no real endpoint is configured. */
+  scripted?: ScriptedServer
+  close(): Promise<void>
+}
+
+const deployTool = tool({
+  description: 'Deploy the site to an environment (asks the user first)',
+  inputSchema: z.object({ env: z.string() }),
+  needsApproval: true,
+  execute: async ({ env }) => `deployed to ${env}`,
+})
+
+/** Bundles the page (React + useChat) into one script, in memory. */
+async function bundlePage(): Promise<string> {
+  const result = await build({
+    entryPoints: [path.join(__dirname, 'page.tsx')],
+    bundle: true,
+    write: false,
+    format: 'esm',
+    platform: 'browser',
+    jsx: 'automatic',
+    minify: true,
+    define: { 'process.env.NODE_ENV': '"production"' },
+    logLevel: 'silent',
+  })
+  await stopEsbuild() // its service process would keep the server's process alive
+  return result.outputFiles[0].text
+}
+
+/**
+ * Starts the example. `port` 0 (default) takes a free one.
+ *
+ * @example
+ * const app = await startChatExample({ port: 0 })
+ * console.log(app.url)
+ */
+export async function startChatExample(options: { port?: number; database?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ChatExample> {
+  const env = options.env ?? process.env
+  let scripted: ScriptedServer | undefined
+  let model: LanguageModel
+  if (env.TURNCHART_BASE_URL) {
+    if (!env.TURNCHART_MODEL) throw new Error('TURNCHART_BASE_URL is set: set TURNCHART_MODEL too (and TURNCHART_API_KEY if the server needs one)')
+    model = createOpenAICompatible({ name: 'turnchart-example', baseURL: env.TURNCHART_BASE_URL, apiKey: env.TURNCHART_API_KEY, includeUsage: true })(env.TURNCHART_MODEL)
+  } else {
+    scripted = await startScriptedServer()
+    model = createOpenAICompatible({ name: 'scripted', baseURL: scripted.url, apiKey: 'example', includeUsage: true })('scripted-example')
+  }
+  const dir = options.database ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-chat-'))
+  const engine = await createEngine({
+    database: options.database ?? path.join(dir!, 'chat.db'),
+    model,
+    limits: { context: 128_000, output: 8_192 },
+    tools: { list: listTool, deploy: deployTool },
+  })
+  // 'detach': a reload must not abort the turn; the page's stop button sends DELETE.
+  const handler = createChatHandler(engine, { onDisconnect: 'detach' })
+  // With the scripted model, a new prompt first queues the replies its keyword calls for.
+  const api = toNodeListener(async (request) => {
+    if (scripted && request.method === 'POST') {
+      const body = (await request.clone().json().catch(() => undefined)) as { id?: string; messages?: Array<{ role: string; parts: Array<{ text?: string }> }> } | undefined
+      const last = body?.messages?.at(-1)
+      if (last?.role === 'user' && body?.id && !engine.activeTurn(body.id)) queueReplies(scripted, last.parts.map((p) => p.text ?? '').join(' '), entries)
+    }
+    return handler(request)
+  })
+  const [script, entries] = await Promise.all([bundlePage(), listFolder(process.cwd())])
+  const page = `<!doctype html><html><head><meta charset="utf-8"><title>turnchart chat</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<script>window.__PROMPTS__ = ${JSON.stringify(Object.values(examplePrompts))}</script></head>
+<body><div id="root"></div><script type="module" src="/page.js"></script></body></html>`
+
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1')
+    if (url.pathname.startsWith('/api/chat')) return api(req, res)
+    if (url.pathname === '/page.js') {
+      res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' })
+      return res.end(script)
+    }
+    if (url.pathname === '/') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      return res.end(page)
+    }
+    res.writeHead(404).end()
+  })
+
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+  return {
+    url,
+    engine,
+    scripted,
+    async close() {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      handler.close()
+      await engine.close()
+      await scripted?.close()
+      if (dir) fs.rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+if (require.main === module) {
+  startChatExample({ port: process.env.PORT ? Number(process.env.PORT) : 0 }).then(
+    (app) => {
+      console.log(`turnchart chat example: ${app.url}`)
+      console.log(app.scripted ? `scripted model; try: ${Object.values(examplePrompts).join(' | ')}` : 'model: TURNCHART_BASE_URL')
+      const stop = () => app.close().then(() => process.exit(0))
+      process.once('SIGINT', stop)
+      process.once('SIGTERM', stop)
+    },
+    (error) => {
+      console.error(error instanceof Error ? error.message : error)
+      process.exit(1)
+    },
+  )
+}

@@ -1,0 +1,147 @@
+/**
+ * An in-memory mirror of the turns running in this process, fed by `engine.subscribe`: for each
+ * running turn, its assistant messages, their parts with the text streamed so far, and the
+ * chart's state. A page that reloads mid-turn reattaches from a snapshot of it: the snapshot and
+ * the live subscription are taken in the same tick (the bus delivers synchronously), so the
+ * resumed stream has no gap and no duplicate. The database lags behind by up to a flush
+ * interval, which is why resuming reads this mirror rather than the rows.
+ *
+ * Memory: only running turns are held; a turn is dropped when its session goes idle.
+ */
+import type { TurnchartEvent } from '../bus'
+import type { Engine } from '../engine'
+import type { MessageInfo, Part } from '../types'
+import type { TurnStateData } from './ui-messages'
+
+/** What a running turn has produced so far. */
+export interface LiveTurnSnapshot {
+  turnId: string
+  sessionId: string
+  /** Assistant messages of the turn, in order of creation. */
+  messages: MessageInfo[]
+  /** Their parts, in order of creation, with the text streamed so far. */
+  parts: Part[]
+  state: TurnStateData
+}
+
+interface LiveTurn {
+  turnId: string
+  sessionId: string
+  messages: Map<string, MessageInfo>
+  parts: Map<string, Part>
+  state: TurnStateData
+}
+
+/** Applies one event to a turn's state data (shared by the mirror and the stream). */
+export function nextTurnState(current: TurnStateData, event: TurnchartEvent): TurnStateData | undefined {
+  switch (event.type) {
+    case 'turn.transition':
+      return event.turnId === current.turnId ? { ...current, state: event.to, retryAt: null, message: undefined } : undefined
+    case 'session.status':
+      if (event.status.type === 'retry' && event.status.turnId === current.turnId) {
+        // The status counts retries (first retry: 1); the page shows the attempt it waits for.
+        return { ...current, state: 'retry-waiting', attempt: event.status.attempt + 1, retryAt: event.status.next, message: event.status.message }
+      }
+      return undefined
+    case 'part.updated':
+      if (event.part.type === 'step-start' && event.part.attempt !== undefined && event.part.attempt !== current.attempt) {
+        return { ...current, attempt: event.part.attempt }
+      }
+      return undefined
+    default:
+      return undefined
+  }
+}
+
+/** The turn id an event names, if any (assistant messages only: a user message opens no stream). */
+export function turnIdOf(event: TurnchartEvent): string | undefined {
+  switch (event.type) {
+    case 'turn.transition':
+    case 'session.error':
+    case 'approval.requested':
+      return event.turnId
+    case 'session.status':
+      return event.status.type === 'idle' ? undefined : event.status.turnId
+    case 'message.updated':
+      return event.info.role === 'assistant' ? event.info.turnId : undefined
+    default:
+      return undefined
+  }
+}
+
+export class LiveTurns {
+  private readonly bySession = new Map<string, LiveTurn>()
+  private readonly byMessage = new Map<string, LiveTurn>()
+  private readonly unsubscribe: () => void
+
+  /**
+   * Starts mirroring `engine`'s running turns (those that start from now on).
+   *
+   * @example
+   * const live = new LiveTurns(engine)
+   * const snapshot = live.snapshot(sessionId) // undefined when nothing runs
+   */
+  constructor(engine: Engine) {
+    this.unsubscribe = engine.subscribe((event) => this.apply(event))
+  }
+
+  /** A copy of what the session's running turn has produced so far, or undefined. */
+  snapshot(sessionId: string): LiveTurnSnapshot | undefined {
+    const live = this.bySession.get(sessionId)
+    if (!live) return undefined
+    return structuredClone({
+      turnId: live.turnId,
+      sessionId: live.sessionId,
+      messages: [...live.messages.values()],
+      parts: [...live.parts.values()],
+      state: live.state,
+    })
+  }
+
+  /** Stops mirroring. */
+  close(): void {
+    this.unsubscribe()
+    this.bySession.clear()
+    this.byMessage.clear()
+  }
+
+  private apply(event: TurnchartEvent): void {
+    if (event.type === 'session.status' && event.status.type === 'idle') {
+      this.drop(event.sessionId)
+      return
+    }
+    const turnId = turnIdOf(event)
+    let live = this.bySession.get(event.sessionId)
+    if (turnId && live?.turnId !== turnId) {
+      if (live) this.drop(event.sessionId)
+      live = { turnId, sessionId: event.sessionId, messages: new Map(), parts: new Map(), state: { turnId, state: 'streaming', attempt: 1, retryAt: null } }
+      this.bySession.set(event.sessionId, live)
+    }
+    if (!live) return
+    const state = nextTurnState(live.state, event)
+    if (state) live.state = state
+    switch (event.type) {
+      case 'message.updated':
+        if (event.info.role === 'assistant' && event.info.turnId === live.turnId) {
+          live.messages.set(event.info.id, event.info)
+          this.byMessage.set(event.info.id, live)
+        }
+        break
+      case 'part.updated':
+        if (this.byMessage.get(event.part.messageId) === live) live.parts.set(event.part.id, event.part)
+        break
+      case 'part.delta': {
+        const part = live.parts.get(event.partId)
+        if (part && (part.type === 'text' || part.type === 'reasoning')) part.text += event.delta
+        break
+      }
+    }
+  }
+
+  private drop(sessionId: string): void {
+    const live = this.bySession.get(sessionId)
+    if (!live) return
+    this.bySession.delete(sessionId)
+    for (const id of live.messages.keys()) this.byMessage.delete(id)
+  }
+}

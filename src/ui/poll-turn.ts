@@ -1,0 +1,69 @@
+/**
+ * Resuming a turn that runs in another process (several engines on one PostgreSQL database):
+ * the stream is rebuilt by polling the turn's rows. Text arrives in batches, one per flush of
+ * the running engine (`flushIntervalMs`), never twice: the chunk writer sends only the text
+ * beyond what it sent. One read of the session's messages and one of the turn row per poll.
+ */
+import { createUIMessageStream } from 'ai'
+import type { Engine } from '../engine'
+import type { LiveTurnSnapshot } from './live-turns'
+import { TurnChunkWriter, type TurnChunk, type TurnStreamEnd } from './turn-chunks'
+import type { TurnchartUIMessage } from './ui-messages'
+
+/** The session's turn that is not finished, per the database, or undefined. */
+export async function unfinishedTurnId(engine: Engine, sessionId: string): Promise<string | undefined> {
+  const session = await engine.getSession(sessionId)
+  if (!session) return undefined
+  const messages = await engine.messages(sessionId)
+  const turnId = messages.map((m) => m.info.turnId).filter((id): id is string => id !== undefined).at(-1)
+  if (!turnId) return undefined
+  const record = await engine.getTurn(turnId)
+  return record && record.outcome === null ? turnId : undefined
+}
+
+/** The turn as stored now: its assistant messages and parts, its state and outcome. */
+export async function readTurnSnapshot(engine: Engine, sessionId: string, turnId: string): Promise<{ snapshot: LiveTurnSnapshot; outcome: TurnStreamEnd | null }> {
+  const [messages, record] = await Promise.all([engine.messages(sessionId), engine.getTurn(turnId)])
+  const own = messages.filter((m) => m.info.role === 'assistant' && m.info.turnId === turnId)
+  return {
+    snapshot: {
+      turnId,
+      sessionId,
+      messages: own.map((m) => m.info),
+      parts: own.flatMap((m) => m.parts),
+      state: { turnId, state: record?.state ?? 'streaming', attempt: record?.attempt ?? 1, retryAt: record?.retryAt ?? null },
+    },
+    outcome: record?.outcome ?? null,
+  }
+}
+
+/**
+ * The UI message stream of a turn read from the database every `intervalMs` (default 250):
+ * for a page that reattaches to a turn run by another engine process.
+ *
+ * @example
+ * const turnId = await unfinishedTurnId(engine, chatId)
+ * if (turnId) return createUIMessageStreamResponse({ stream: pollTurnStream(engine, { id: turnId, sessionId: chatId }) })
+ */
+export function pollTurnStream(engine: Engine, turn: { id: string; sessionId: string }, options: { intervalMs?: number; signal?: AbortSignal } = {}): ReadableStream<TurnChunk> {
+  const intervalMs = options.intervalMs ?? 250
+  return createUIMessageStream<TurnchartUIMessage>({
+    execute: async ({ writer }) => {
+      const chunks = new TurnChunkWriter(turn.id, turn.sessionId, (chunk) => writer.write(chunk))
+      while (!options.signal?.aborted) {
+        const { snapshot, outcome } = await readTurnSnapshot(engine, turn.sessionId, turn.id)
+        chunks.sync(snapshot, outcome)
+        if (chunks.end) return
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, intervalMs)
+          function done() {
+            clearTimeout(timer)
+            options.signal?.removeEventListener('abort', done)
+            resolve()
+          }
+          options.signal?.addEventListener('abort', done, { once: true })
+        })
+      }
+    },
+  })
+}

@@ -1,0 +1,109 @@
+/**
+ * Stored messages and parts as the AI SDK's `UIMessage` shape, which `useChat` renders: a page
+ * loads a conversation from the database with these, then streams new turns on top.
+ */
+import type { UIMessage } from 'ai'
+import type { SerializedError } from '../errors'
+import type { MessageInfo, MessageWithParts, Part, Tokens, ToolPart } from '../types'
+
+/** The chart's state as the page sees it (the `data-turn-state` part). */
+export interface TurnStateData {
+  turnId: string
+  /** The chart state: `streaming`, `tool-running`, `retry-waiting`, `awaiting-approval`, `completed`… */
+  state: string
+  /** Attempt number of the current step (1-based). */
+  attempt: number
+  /** When the next attempt starts (ms since epoch), while in `retry-waiting`; else null. */
+  retryAt: number | null
+  /** Why the step is retried, while in `retry-waiting`. */
+  message?: string
+}
+
+/** Message metadata: the turn, its usage and how it ended. */
+export interface TurnchartMessageMetadata {
+  turnId?: string
+  tokens?: Tokens
+  cost?: number
+  finish?: string
+  error?: SerializedError
+  /** True on a compaction summary. */
+  summary?: boolean
+}
+
+/** The `UIMessage` that turnchart's streams and `toUIMessages` produce. */
+export type TurnchartUIMessage = UIMessage<TurnchartMessageMetadata, { 'turn-state': TurnStateData; compaction: { auto: boolean } }>
+
+type UIPart = TurnchartUIMessage['parts'][number]
+
+/** The message metadata of a stored message (only the fields that are set). */
+export function messageMetadata(info: MessageInfo): TurnchartMessageMetadata {
+  const metadata: TurnchartMessageMetadata = {}
+  if (info.turnId) metadata.turnId = info.turnId
+  if (info.tokens) metadata.tokens = info.tokens
+  if (info.cost !== undefined) metadata.cost = info.cost
+  if (info.finish) metadata.finish = info.finish
+  if (info.error) metadata.error = info.error
+  if (info.summary) metadata.summary = true
+  return metadata
+}
+
+/** True when a tool part's error is a denial by the user (`engine.deny`). */
+export function isDenied(part: ToolPart): boolean {
+  return part.state.status === 'error' && part.state.metadata?.denied === true
+}
+
+/** One stored tool part as a static tool UI part (`tool-<name>`), in the AI SDK's states. */
+export function toolUIPart(part: ToolPart): UIPart {
+  const base = { type: `tool-${part.tool}` as const, toolCallId: part.callId }
+  const state = part.state
+  switch (state.status) {
+    case 'pending':
+      if (state.approval === 'required') return { ...base, state: 'approval-requested', input: state.input, approval: { id: part.callId } } as UIPart
+      return { ...base, state: 'input-available', input: state.input } as UIPart
+    case 'running':
+      return { ...base, state: 'input-available', input: state.input } as UIPart
+    case 'completed':
+      return { ...base, state: 'output-available', input: state.input, output: state.output } as UIPart
+    case 'error':
+      if (isDenied(part)) {
+        const reason = state.error.replace(/^the user denied this tool call:?\s*/, '')
+        return { ...base, state: 'output-denied', input: state.input, approval: { id: part.callId, approved: false, ...(reason ? { reason } : {}) } } as UIPart
+      }
+      return { ...base, state: 'output-error', input: state.input, errorText: state.error } as UIPart
+  }
+}
+
+function toUIPart(part: Part): UIPart | undefined {
+  switch (part.type) {
+    case 'text':
+      return { type: 'text', text: part.text, state: 'done' }
+    case 'reasoning':
+      return { type: 'reasoning', text: part.text, state: 'done' }
+    case 'step-start':
+      return { type: 'step-start' }
+    case 'tool':
+      return toolUIPart(part)
+    case 'compaction':
+      return { type: 'data-compaction', id: part.id, data: { auto: part.auto } }
+    case 'step-finish':
+      return undefined // its usage is in the message metadata
+  }
+}
+
+/**
+ * Converts stored messages (`engine.messages(sessionId)`) to `UIMessage[]` for `useChat`'s
+ * `messages`: text, reasoning, step boundaries, tools (with approval requests and denials) and
+ * compaction markers as parts; usage, finish reason and error as metadata.
+ *
+ * @example
+ * const messages = toUIMessages(await engine.messages(sessionId))
+ * // in the page: useChat({ id: sessionId, messages })
+ */
+export function toUIMessages(messages: MessageWithParts[]): TurnchartUIMessage[] {
+  return messages.map(({ info, parts }) => ({
+    id: info.id,
+    role: info.role,
+    metadata: messageMetadata(info),
+    parts: parts.map(toUIPart).filter((p): p is UIPart => p !== undefined),
+  }))
+}

@@ -1,0 +1,123 @@
+/**
+ * The example chat page in a real browser: Debian's headless Chromium driven by playwright-core
+ * against the example server (scripted model). A person's path through it: a prompt with
+ * reasoning, a tool and a retry countdown; an approval; a stop; a reload mid-turn.
+ * The last screenshot is kept under test/browser/out/ (git-ignored).
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { startChatExample, type ChatExample } from '../../examples/chat/server'
+import { examplePrompts, storyText } from '../../examples/chat/script'
+
+const executablePath = '/usr/bin/chromium'
+const present = fs.existsSync(executablePath)
+if (!present) console.log(`browser test skipped: ${executablePath} is missing (.ci/run installs Debian's chromium)`)
+// In CI the browser must be there: a missing one fails instead of skipping.
+const browserTest = present || process.env.CI ? test : test.skip
+const outDir = path.join(__dirname, 'out')
+
+let app: ChatExample
+let context: BrowserContext
+let profile: string
+afterAll(async () => {
+  await context?.close()
+  await app?.close()
+  if (profile) fs.rmSync(profile, { recursive: true, force: true })
+})
+
+async function send(page: Page, text: string) {
+  await page.getByTestId('prompt').fill(text)
+  await page.getByTestId('send').click()
+}
+
+async function lastAssistantText(page: Page): Promise<string> {
+  return page.locator('[data-testid=message-assistant]').last().locator('.text').allTextContents().then((t) => t.join(''))
+}
+
+/** Waits until the `index`th assistant message contains `text`. */
+const assistant = (page: Page, index: number, text: string) =>
+  page.locator('[data-testid=message-assistant]').nth(index).filter({ hasText: text }).waitFor()
+
+const ready = (page: Page) => page.waitForSelector('[data-testid=status]:text-is("ready")')
+
+browserTest(
+  'the example page: streamed text, a tool result, a retry countdown, an approval, a stop, a reload mid-turn',
+  async () => {
+    app = await startChatExample({ port: 0 })
+    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-chromium-'))
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 900, height: 1000 },
+    })
+    const page = context.pages()[0] ?? (await context.newPage())
+    await page.goto(app.url)
+    await page.getByTestId('prompt').waitFor()
+    const chatId = new URL(page.url()).searchParams.get('chat')!
+
+    // 1. Reasoning, streamed text, a tool result, and the retry countdown of a 429.
+    await send(page, examplePrompts.folder)
+    await page.getByTestId('reasoning').first().waitFor()
+    await page.locator('[data-testid=tool-list][data-tool-state=output-available]').waitFor()
+    const retry = page.getByTestId('retry')
+    await retry.waitFor()
+    expect(await retry.textContent()).toMatch(/attempt 2 in \d+ s: .*Rate limit/)
+    expect(await page.locator('.state.current').textContent()).toBe('retry-waiting')
+    fs.mkdirSync(outDir, { recursive: true })
+    await page.screenshot({ path: path.join(outDir, 'retry.png') })
+    await assistant(page, 0, 'The folder holds')
+    await ready(page)
+    expect(await page.locator('.state.current').textContent()).toBe('completed')
+    expect(await lastAssistantText(page)).toMatch(/^Let me look at the folder\.The folder holds \d+ entries/)
+
+    // 2. A tool that needs approval: the page's Approve button reaches engine.approve.
+    await send(page, examplePrompts.deploy)
+    await page.getByTestId('approve').waitFor()
+    await page.screenshot({ path: path.join(outDir, 'approval.png') })
+    await page.getByTestId('approve').click()
+    await page.locator('[data-testid=tool-deploy][data-tool-state=output-available]').waitFor()
+    await assistant(page, 1, 'live in production')
+    await ready(page)
+
+    // 3. A long answer stopped half way: the turn is aborted on the server.
+    await send(page, examplePrompts.poem)
+    await assistant(page, 2, 'token after token')
+    const aborted = new Promise<void>((resolve) => {
+      const off = app.engine.subscribe((e) => {
+        if (e.type === 'session.error' && e.sessionId === chatId && e.error.name === 'MessageAbortedError') {
+          off()
+          resolve()
+        }
+      })
+    })
+    await page.getByTestId('stop').click()
+    await aborted
+    await ready(page)
+    const stopped = await app.engine.messages(chatId)
+    expect(stopped.at(-1)!.info.error).toMatchObject({ name: 'MessageAbortedError' })
+
+    // 4. A reload mid-turn: the page reattaches and the same turn continues to its end.
+    await send(page, examplePrompts.story)
+    await assistant(page, 3, 'another')
+    const turnBefore = app.engine.activeTurn(chatId)!.id
+    const partial = await lastAssistantText(page)
+    expect(storyText.startsWith(partial)).toBe(true)
+    expect(partial.length).toBeLessThan(storyText.length)
+    await page.reload()
+    await assistant(page, 3, 'The end.')
+    await ready(page)
+    expect(await lastAssistantText(page)).toBe(storyText) // no gap, no duplicate
+    expect(await page.locator('[data-testid=message-assistant]').count()).toBe(4)
+    expect((await app.engine.getTurn(turnBefore))!.outcome).toBe('completed')
+    // The earlier turns came back from the database: the tool results and the stopped poem.
+    expect(await page.locator('[data-testid=tool-list][data-tool-state=output-available]').count()).toBe(1)
+    expect(await page.locator('[data-testid=tool-deploy][data-tool-state=output-available]').count()).toBe(1)
+    expect(await page.getByTestId('message-error').textContent()).toMatch(/^MessageAbortedError/)
+
+    await page.screenshot({ path: path.join(outDir, 'chat.png'), fullPage: true })
+  },
+  120_000,
+)
