@@ -8,7 +8,22 @@ import { CompactionFailedError, ContextOverflowError } from '../errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
 import { decideFailure } from '../policy/decide-failure'
-import type { TurnScope } from '../turn/turn-scope'
+import type { LanguageModel, ModelMessage } from 'ai'
+import type { FailurePolicies } from '../policy/decide-failure'
+
+/** What a compaction needs from the turn: the model and its settings, the history, where the summary goes. */
+export interface SummaryScope {
+  readonly config: {
+    model: LanguageModel
+    system: string | undefined
+    streamIdleTimeoutMs: number
+    compaction: { prompt: string }
+    failure: FailurePolicies
+  }
+  modelMessages(): ModelMessage[]
+  /** Stores the summary message; the model is sent only what follows it from then on. */
+  addSummary(text: string, auto: boolean): unknown
+}
 
 /**
  * Summarises the turn's history. Rejects with `ContextOverflowError` when the summary request
@@ -19,7 +34,7 @@ import type { TurnScope } from '../turn/turn-scope'
  * @example
  * await summarize(scope, { attempt: 1, waitedMs: 0 }, signal)
  */
-export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'>, signal: AbortSignal): Promise<void> {
+export async function summarize(scope: SummaryScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'>, signal: AbortSignal): Promise<void> {
   let failure: unknown
   let text = ''
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.

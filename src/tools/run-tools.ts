@@ -3,10 +3,20 @@
  * `toolExecution.concurrency` at once, each with its own AbortSignal and timeout. Results and
  * errors become tool parts; the next step sends them to the model in call order.
  */
-import type { ModelMessage } from 'ai'
-import type { ToolPart } from '../types'
-import type { TurnScope } from '../turn/turn-scope'
+import type { ModelMessage, ToolSet } from 'ai'
+import type { Part, ToolPart } from '../types'
 import { toolOptions } from './tool-options'
+
+/** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
+export interface ToolRunScope {
+  /** The tool parts of the step that streamed last; the `running` ones are run. */
+  readonly stepTools: ToolPart[]
+  /** The history the tools are given (`messages` of the AI SDK's tool options). */
+  modelMessages(): ModelMessage[]
+  readonly config: { tools: ToolSet; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number } }
+  /** Told of each part whose state changed. */
+  readonly writer: { changed(part: Part): void }
+}
 
 /**
  * Runs every `running` tool part of the last step. Resolves when all have settled; a tool
@@ -15,7 +25,7 @@ import { toolOptions } from './tool-options'
  * @example
  * await runTools(scope, signal)
  */
-export async function runTools(scope: TurnScope, signal: AbortSignal): Promise<void> {
+export async function runTools(scope: ToolRunScope, signal: AbortSignal): Promise<void> {
   const calls = scope.stepTools.filter((part) => part.state.status === 'running')
   if (calls.length === 0) return
   const messages = scope.modelMessages()
@@ -30,7 +40,7 @@ export async function runTools(scope: TurnScope, signal: AbortSignal): Promise<v
   await Promise.all(workers)
 }
 
-async function runOne(scope: TurnScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal): Promise<void> {
+async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal): Promise<void> {
   if (part.state.status !== 'running') return
   const { input, time } = part.state
   const definition = scope.config.tools[part.tool]
