@@ -8,6 +8,7 @@ import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xst
 /** XState's clock interface (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
 export type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>
 import { InvalidOptionError } from './errors'
+import { isSupportedModel, supportedModelsText, type ProviderLanguageModel } from './llm/language-model'
 import type { Pricing } from './llm/usage'
 import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop'
 import type { ModelLimits } from './policy/overflow'
@@ -34,11 +35,14 @@ export interface ToolExecutionOptions {
   maxOutputBytes?: number
 }
 
+/** A language model object (not a model id string) of the app's `ai` major; see `supportedSpecificationVersions`. */
+export type EngineModel = Exclude<LanguageModel, string>
+
 export interface EngineOptions {
   /** SQLite file path, ':memory:' (default), or a Kysely instance. */
   database?: DatabaseOption
-  /** Any AI SDK language model (any provider). */
-  model: LanguageModel
+  /** An AI SDK language model object of any provider: a `LanguageModelV3` (ai v6 providers) or a `LanguageModelV4` (ai v7 providers). */
+  model: EngineModel
   /** Token limits of the model; without them overflow is detected only from provider errors. */
   limits?: ModelLimits
   /** AI SDK `tool()` definitions with `execute`. */
@@ -81,7 +85,7 @@ export interface RecoveryOptions {
 }
 
 export interface ResolvedConfig {
-  model: LanguageModel
+  model: ProviderLanguageModel
   limits: ModelLimits | undefined
   tools: ToolSet
   system: string | undefined
@@ -130,6 +134,13 @@ function rejectUnknown(option: string, value: Record<string, unknown>, known: st
   }
 }
 
+/** What an error may say about a rejected model: never the whole object (its config may hold secrets). */
+function modelSummary(model: unknown): unknown {
+  if (typeof model !== 'object' || model === null) return model
+  const { specificationVersion, provider, modelId } = model as Record<string, unknown>
+  return { specificationVersion, provider, modelId }
+}
+
 /**
  * Validates options and fills in defaults (everything but `database`, which `openDatabase`
  * checks).
@@ -142,11 +153,8 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   for (const key of Object.keys(options)) {
     if (!knownOptions.has(key)) throw new InvalidOptionError(key, (options as unknown as Record<string, unknown>)[key], `a known option (${[...knownOptions].join(', ')})`)
   }
-  const model = options.model
-  const isModelObject = typeof model === 'object' && model !== null && typeof (model as { doStream?: unknown }).doStream === 'function'
-  if (!isModelObject && (typeof model !== 'string' || model.length === 0)) {
-    throw new InvalidOptionError('model', model, 'an AI SDK language model (an object with doStream) or a model id string')
-  }
+  const model: unknown = options.model
+  if (!isSupportedModel(model)) throw new InvalidOptionError('model', modelSummary(model), supportedModelsText)
 
   let limits: ModelLimits | undefined
   if (options.limits !== undefined) {

@@ -1,6 +1,6 @@
 /**
  * One step: one LLM call. Streams the model through `modelStream` (the model's `doStream`
- * directly for a V3 model, `streamText` otherwise; no SDK retries, tools without `execute`, so
+ * directly, V3 or V4; no SDK retries, tools without `execute`, so
  * retries and tool runs are the chart's), maps its events to parts in the database through the
  * part writer, and resolves with the event the chart decides on: `step.finished` or
  * `step.failed`. It never rejects.
@@ -18,8 +18,6 @@ import type { MessageWithParts, Part, TextPart, Tokens, ToolPart } from '../type
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
 import { addTokens, stepCost, toTokens } from './usage'
-
-export { declaredTools } from './model-stream'
 
 /**
  * Runs one step and reports its outcome as a chart event.
