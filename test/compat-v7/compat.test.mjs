@@ -34,6 +34,7 @@ test('runs on Node 22 with an ai v7 provider, whose models are LanguageModelV4',
 })
 
 test('a text turn', async () => {
+  assert.equal(server.pending(), 0)
   server.text('hello from ai v7', { usage: { input: 7, output: 4 } })
   const engine = await createEngine({ model: model() })
   try {
@@ -48,9 +49,9 @@ test('a text turn', async () => {
 })
 
 test("a tool call of a tool made by ai v7's tool() with a zod schema, its result sent back", async () => {
+  assert.equal(server.pending(), 0, 'a reply left over by the previous test')
   const calls = server.calls
-  server.reasoning('I should add.', undefined)
-  server.tool('add', { a: 2, b: 3 }, { id: 'call_add' })
+  server.push({ type: 'stream', chunks: [{ reasoning: 'I should add.' }, { tool: { name: 'add', input: { a: 2, b: 3 }, id: 'call_add' } }] })
   server.text('2 + 3 = 5')
   const add = tool({
     description: 'Add two numbers',
@@ -80,6 +81,7 @@ test("a tool call of a tool made by ai v7's tool() with a zod schema, its result
 })
 
 test('a retryable error (503 overloaded) is retried, then the turn completes', async () => {
+  assert.equal(server.pending(), 0, 'a reply left over by the previous test')
   const calls = server.calls
   server.error(503, { error: { message: 'The server is overloaded, try again later', type: 'server_error' } })
   server.text('after the retry')
@@ -107,6 +109,7 @@ test('a model id string is refused by createEngine, naming the versions supporte
 })
 
 test('the CommonJS entry (require) runs a turn too, with the ES-module-only ai v7', async () => {
+  assert.equal(server.pending(), 0, 'a reply left over by the previous test')
   const cjs = createRequire(import.meta.url)('turnchart')
   server.text('hello from require')
   const engine = await cjs.createEngine({ model: model() })
