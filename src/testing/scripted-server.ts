@@ -1,8 +1,10 @@
 /**
- * A real HTTP server that speaks the OpenAI chat-completions streaming protocol and
- * answers each call with the next scripted reply. Tests point an AI SDK provider
- * (`createOpenAICompatible({ baseURL: server.url, ... })`) at it, so the whole HTTP,
- * SSE and parsing path of the SDK runs for real instead of a mocked model.
+ * A real HTTP server that speaks the OpenAI chat-completions streaming protocol
+ * (`POST /v1/chat/completions`) and the Anthropic Messages streaming protocol
+ * (`POST /v1/messages`), and answers each call with the next scripted reply, in the protocol
+ * of the path it arrived on. Tests point an AI SDK provider
+ * (`createOpenAICompatible({ baseURL: server.url, ... })`, `createAnthropic({ baseURL: server.url, ... })`)
+ * at it, so the whole HTTP, SSE and parsing path of the SDK runs for real instead of a mocked model.
  *
  * Only node built-ins are used, so it can ship in `turnchart/testing` without
  * adding dependencies.
@@ -23,23 +25,32 @@ export interface ScriptUsage {
 export type ScriptChunk =
   /** Sent as `delta.content`. */
   | { text: string }
-  /** Sent as `delta.reasoning_content`. */
-  | { reasoning: string }
+  /**
+   * Sent as `delta.reasoning_content` (chat completions) or a `thinking_delta` (Anthropic);
+   * `signature` ends the Anthropic thinking block with a `signature_delta`.
+   */
+  | { reasoning: string; signature?: string }
   /**
    * One tool call. An object `input` is JSON-stringified; a string is sent raw, which
    * lets tests send invalid JSON. `id` defaults to `call_<n>`.
    */
   | { tool: { name: string; input: unknown | string; id?: string } }
-  /** An SSE data line sent verbatim as `data: ${raw}\n\n`. */
+  /**
+   * An SSE data line sent verbatim as `data: ${raw}\n\n` (on the Anthropic path preceded by
+   * `event: <type>` when `raw` is JSON with a `type`).
+   */
   | { raw: string }
 
 /** A `200 text/event-stream` reply made of scripted chunks. */
 export interface StreamReply {
   type: 'stream'
   chunks: ScriptChunk[]
-  /** `finish_reason` of the last choice chunk; default `'tool_calls'` if any tool chunk, else `'stop'`. */
+  /**
+   * `finish_reason` of the last choice chunk; default `'tool_calls'` if any tool chunk, else `'stop'`.
+   * On the Anthropic path the `stop_reason`; default `'tool_use'` or `'end_turn'`.
+   */
   finish?: string
-  /** Default `{ input: 10, output: 5 }`; sent as a final chunk with `choices: []`. */
+  /** Default `{ input: 10, output: 5 }`; sent as a final chunk with `choices: []` (Anthropic: in `message_start` and `message_delta`). */
   usage?: ScriptUsage
   /**
    * What happens after the chunks:
@@ -86,8 +97,19 @@ export interface RawReply {
 
 export type ScriptReply = StreamReply | ErrorReply | HangReply | RawReply
 
+/** The wire protocols the server speaks: OpenAI chat completions and Anthropic Messages. */
+export type ScriptProtocol = 'openai-chat' | 'anthropic'
+
+/** Request paths, by protocol (under the server's `url`, which ends in `/v1`). */
+const protocolPaths: Record<string, ScriptProtocol> = {
+  '/v1/chat/completions': 'openai-chat',
+  '/v1/messages': 'anthropic',
+}
+
 /** A call as the server received it. */
 export interface RecordedRequest {
+  /** Which protocol the call used, by its path. */
+  protocol: ScriptProtocol
   /** The parsed JSON body (the raw string if it was not JSON). */
   body: any
   headers: Record<string, string | string[] | undefined>
@@ -96,9 +118,9 @@ export interface RecordedRequest {
 }
 
 export interface ScriptedServer {
-  /** `http://127.0.0.1:PORT/v1`, the `baseURL` for `createOpenAICompatible`. */
+  /** `http://127.0.0.1:PORT/v1`, the `baseURL` for `createOpenAICompatible` and `createAnthropic`. */
   readonly url: string
-  /** Number of `POST /v1/chat/completions` received. */
+  /** Number of model calls received (any protocol). */
   readonly calls: number
   readonly requests: RecordedRequest[]
   /**
@@ -154,7 +176,6 @@ export interface ScriptedServer {
   close(): Promise<void>
 }
 
-const COMPLETIONS_PATH = '/v1/chat/completions'
 const DEFAULT_USAGE: ScriptUsage = { input: 10, output: 5 }
 
 /** Split text in word-ish pieces (whitespace stays attached), or in `deltas` even pieces. */
@@ -316,7 +337,8 @@ class ScriptedServerImpl implements ScriptedServer {
     req.on('error', () => {})
     res.on('error', () => {})
     const path = (req.url ?? '').split('?')[0]
-    if (req.method !== 'POST' || path !== COMPLETIONS_PATH) {
+    const protocol = protocolPaths[path]
+    if (req.method !== 'POST' || protocol === undefined) {
       req.resume()
       res.writeHead(404, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ error: { message: `scripted server: no route ${req.method} ${req.url}`, type: 'not_found' } }))
@@ -332,7 +354,7 @@ class ScriptedServerImpl implements ScriptedServer {
       } catch {
         // keep the raw text: a test may want to see what a broken client sent
       }
-      const request: RecordedRequest = { body, headers: { ...req.headers }, call: this.requests.length + 1 }
+      const request: RecordedRequest = { protocol, body, headers: { ...req.headers }, call: this.requests.length + 1 }
       this.requests.push(request)
       for (const waiter of this.waiters) {
         if (waiter.n <= request.call) {
@@ -344,22 +366,19 @@ class ScriptedServerImpl implements ScriptedServer {
       const reply = this.queue.shift()
       if (!reply) {
         // 400, not 5xx: an engine under test then fails fast instead of retrying.
+        const error = { message: `scripted server: no reply queued for call ${request.call}`, type: 'invalid_request_error' }
         res.writeHead(400, { 'content-type': 'application/json' })
-        res.end(
-          JSON.stringify({
-            error: { message: `scripted server: no reply queued for call ${request.call}`, type: 'invalid_request_error' },
-          }),
-        )
+        res.end(JSON.stringify(protocol === 'anthropic' ? { type: 'error', error } : { error }))
         return
       }
       const model = typeof (body as { model?: unknown })?.model === 'string' ? (body as { model: string }).model : 'scripted'
-      this.answer(reply, req, res, model).catch(() => {
+      this.answer(reply, req, res, model, protocol).catch(() => {
         // the client went away mid-reply; nothing to report
       })
     })
   }
 
-  private async answer(reply: ScriptReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+  private async answer(reply: ScriptReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, protocol: ScriptProtocol): Promise<void> {
     if (reply.type === 'error') {
       res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
       res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body))
@@ -375,6 +394,7 @@ class ScriptedServerImpl implements ScriptedServer {
     // Send the status line now so a client sees the stream start even if nothing follows.
     res.flushHeaders()
     state.sentHeaders = true
+    if (protocol === 'anthropic') return this.streamAnthropic(reply, req, res, model)
 
     const created = Math.floor(Date.now() / 1000)
     let first = true
@@ -440,6 +460,93 @@ class ScriptedServerImpl implements ScriptedServer {
       }),
     )
     write('[DONE]')
+    res.end()
+  }
+
+  /** A stream reply in the Anthropic Messages protocol: one content block per run of text, thinking, or tool call. */
+  private async streamAnthropic(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
+    const event = (data: { type: string } & Record<string, unknown>) => {
+      if (!gone()) res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`)
+    }
+    const pause = async () => {
+      if (reply.delayMs) await this.sleep(reply.delayMs)
+    }
+    const usage = reply.usage ?? DEFAULT_USAGE
+    this.chunkCounter += 1
+    event({
+      type: 'message_start',
+      message: {
+        id: `msg_${this.chunkCounter}_${randomBytes(4).toString('hex')}`,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: usage.input, cache_creation_input_tokens: 0, cache_read_input_tokens: usage.cacheRead ?? 0, output_tokens: 1 },
+      },
+    })
+    let index = -1
+    let open: { kind: 'text' | 'thinking' | 'tool'; signed?: boolean } | undefined
+    const stop = () => {
+      if (open) event({ type: 'content_block_stop', index })
+      open = undefined
+    }
+    const start = (kind: 'text' | 'thinking' | 'tool', block: Record<string, unknown>) => {
+      stop()
+      index += 1
+      open = { kind }
+      event({ type: 'content_block_start', index, content_block: block })
+    }
+    for (const [i, chunk] of reply.chunks.entries()) {
+      if (i > 0) await pause()
+      if (gone()) return
+      if ('text' in chunk) {
+        if (open?.kind !== 'text') start('text', { type: 'text', text: '' })
+        event({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: chunk.text } })
+      } else if ('reasoning' in chunk) {
+        if (open?.kind !== 'thinking' || open.signed) start('thinking', { type: 'thinking', thinking: '', signature: '' })
+        event({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: chunk.reasoning } })
+        if (chunk.signature !== undefined) {
+          event({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: chunk.signature } })
+          open!.signed = true
+        }
+      } else if ('raw' in chunk) {
+        let type: unknown
+        try {
+          type = (JSON.parse(chunk.raw) as { type?: unknown }).type
+        } catch {
+          type = undefined
+        }
+        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${chunk.raw}\n\n`)
+      } else {
+        const { name, input, id } = chunk.tool
+        const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
+        const half = Math.ceil(args.length / 2)
+        start('tool', { type: 'tool_use', id, name, input: {} })
+        await pause()
+        event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: args.slice(0, half) } })
+        await pause()
+        event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: args.slice(half) } })
+      }
+    }
+    if (reply.chunks.length > 0) await pause()
+    if (gone()) return
+    const end = reply.end ?? 'done'
+    if (end === 'hang') return
+    if (end === 'reset') {
+      req.socket.destroy()
+      return
+    }
+    if (end === 'close') {
+      res.end()
+      return
+    }
+    stop()
+    const hasTool = reply.chunks.some((chunk) => 'tool' in chunk)
+    event({ type: 'message_delta', delta: { stop_reason: reply.finish ?? (hasTool ? 'tool_use' : 'end_turn'), stop_sequence: null }, usage: { output_tokens: usage.output } })
+    event({ type: 'message_stop' })
     res.end()
   }
 
