@@ -13,16 +13,23 @@ import type { ProviderLanguageModel } from './language-model'
 import { toProviderPrompt } from './provider-prompt'
 import { prepareTools } from './provider-tools'
 
-/** A normalized event of one model call. */
+/**
+ * What a provider attached to a part, by provider name (Anthropic thinking signatures and
+ * redacted thinking, Gemini thought signatures, OpenAI Responses item ids and encrypted
+ * reasoning). Stored with the part and sent back as the part's `providerOptions`.
+ */
+export type ProviderMetadata = Record<string, Record<string, unknown>>
+
+/** A normalized event of one model call. `providerMetadata` only when the provider sent some. */
 export type ModelStreamEvent =
   /** The first chunk of the response arrived (streamText's `start-step`). */
   | { type: 'start' }
-  | { type: 'text-start' | 'reasoning-start'; id: string }
-  | { type: 'text-delta' | 'reasoning-delta'; id: string; text: string }
-  | { type: 'text-end' | 'reasoning-end'; id: string }
+  | { type: 'text-start' | 'reasoning-start'; id: string; providerMetadata?: ProviderMetadata }
+  | { type: 'text-delta' | 'reasoning-delta'; id: string; text: string; providerMetadata?: ProviderMetadata }
+  | { type: 'text-end' | 'reasoning-end'; id: string; providerMetadata?: ProviderMetadata }
   | { type: 'tool-input-start'; id: string; toolName: string }
   /** A complete tool call; `error` (the message stored on the tool part) when its input is unusable. */
-  | { type: 'tool-call'; callId: string; toolName: string; input: unknown; error?: string }
+  | { type: 'tool-call'; callId: string; toolName: string; input: unknown; error?: string; providerMetadata?: ProviderMetadata }
   | { type: 'finish'; finishReason: string; usage: LanguageModelUsage }
   | { type: 'error'; error: unknown }
   /** The call was aborted through `abortSignal`. */
@@ -43,11 +50,11 @@ export interface ModelStreamRequest {
 /** The stream parts of V3 and V4 that turnchart reads (the same fields in both). */
 type StreamPart =
   | { type: 'stream-start' | 'response-metadata' | 'raw' | 'ping' }
-  | { type: 'text-start' | 'reasoning-start' | 'text-end' | 'reasoning-end'; id: string }
-  | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string }
+  | { type: 'text-start' | 'reasoning-start' | 'text-end' | 'reasoning-end'; id: string; providerMetadata?: ProviderMetadata }
+  | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string; providerMetadata?: ProviderMetadata }
   | { type: 'tool-input-start'; id: string; toolName: string; providerExecuted?: boolean }
   | { type: 'tool-input-delta' | 'tool-input-end'; id: string }
-  | { type: 'tool-call'; toolCallId: string; toolName: string; input: string; providerExecuted?: boolean }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: string; providerExecuted?: boolean; providerMetadata?: ProviderMetadata }
   | { type: 'finish'; usage: ProviderUsage; finishReason: { unified: string } | string }
   | { type: 'error'; error: unknown }
   | { type: 'file' | 'source' | 'tool-result' | 'tool-approval-request' | 'custom' | 'reasoning-file' }
@@ -196,15 +203,15 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
         case 'text-end':
         case 'reasoning-end':
           output = true
-          yield { type: part.type, id: part.id }
+          yield { type: part.type, id: part.id, ...metadataOf(part) }
           break
         case 'text-delta':
           output = true
-          if (part.delta.length > 0) yield { type: 'text-delta', id: part.id, text: part.delta }
+          if (part.delta.length > 0 || part.providerMetadata) yield { type: 'text-delta', id: part.id, text: part.delta, ...metadataOf(part) }
           break
         case 'reasoning-delta':
           output = true
-          yield { type: 'reasoning-delta', id: part.id, text: part.delta }
+          yield { type: 'reasoning-delta', id: part.id, text: part.delta, ...metadataOf(part) }
           break
         case 'tool-input-start':
           output = true
@@ -216,8 +223,8 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
           if (part.providerExecuted) break
           const { input, error } = await parseToolInput(tools, part.toolName, part.input)
           yield error === undefined
-            ? { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input }
-            : { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, error }
+            ? { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, ...metadataOf(part) }
+            : { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, error, ...metadataOf(part) }
           break
         }
         case 'finish':
@@ -256,6 +263,12 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
     if (ended) reader.releaseLock()
     else void reader.cancel().catch(() => {}) // an error part, an early stop by the consumer, or a read that threw
   }
+}
+
+/** `{ providerMetadata }` when the part carries a non-empty one, else nothing. */
+function metadataOf(part: { providerMetadata?: ProviderMetadata }): { providerMetadata?: ProviderMetadata } {
+  const metadata = part.providerMetadata
+  return metadata && typeof metadata === 'object' && Object.keys(metadata).length > 0 ? { providerMetadata: metadata } : {}
 }
 
 /**

@@ -14,7 +14,7 @@ import { classifyError } from '../policy/classify-error'
 import { isUsageOverflow } from '../policy/overflow'
 import { planRetry } from '../policy/retry-delay'
 import type { TurnScope } from '../turn/turn-scope'
-import type { MessageWithParts, Part, TextPart, Tokens, ToolPart } from '../types'
+import type { MessageWithParts, Part, PartProviderMetadata, TextPart, Tokens, ToolPart } from '../types'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
 import { addTokens, stepCost, toTokens } from './usage'
@@ -50,22 +50,22 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
           break
         case 'text-start':
         case 'reasoning-start':
-          state.openText(part.type === 'text-start' ? 'text' : 'reasoning', part.id)
+          state.openText(part.type === 'text-start' ? 'text' : 'reasoning', part.id, part.providerMetadata)
           break
         case 'text-delta':
         case 'reasoning-delta':
-          state.appendText(part.type === 'text-delta' ? 'text' : 'reasoning', part.id, part.text)
+          state.appendText(part.type === 'text-delta' ? 'text' : 'reasoning', part.id, part.text, part.providerMetadata)
           break
         case 'text-end':
         case 'reasoning-end':
-          state.closeText(part.type === 'text-end' ? 'text' : 'reasoning', part.id)
+          state.closeText(part.type === 'text-end' ? 'text' : 'reasoning', part.id, part.providerMetadata)
           break
         case 'tool-input-start':
           state.toolPending(part.id, part.toolName)
           break
         case 'tool-call':
-          if (part.error !== undefined) state.toolError(part.callId, part.toolName, part.input, part.error)
-          else state.toolRunning(part.callId, part.toolName, part.input)
+          if (part.error !== undefined) state.toolError(part.callId, part.toolName, part.input, part.error, part.providerMetadata)
+          else state.toolRunning(part.callId, part.toolName, part.input, part.providerMetadata)
           break
         case 'finish': {
           finishReason = part.finishReason
@@ -205,19 +205,24 @@ class StepState {
     return part
   }
 
-  openText(type: 'text' | 'reasoning', id: string): void {
-    this.open.set(`${type}:${id}`, this.add({ type, text: '', time: { start: Date.now() } }) as TextPart)
+  openText(type: 'text' | 'reasoning', id: string, metadata?: PartProviderMetadata): void {
+    const fields = { type, text: '', time: { start: Date.now() }, ...(metadata ? { providerMetadata: metadata } : {}) }
+    this.open.set(`${type}:${id}`, this.add(fields) as TextPart)
   }
 
-  appendText(type: 'text' | 'reasoning', id: string, delta: string): void {
+  appendText(type: 'text' | 'reasoning', id: string, delta: string, metadata?: PartProviderMetadata): void {
     const part = this.open.get(`${type}:${id}`)
-    if (part && delta.length > 0) this.scope.writer.append(part, delta) // a delta for an id never started is ignored
+    if (!part) return // a delta for an id never started is ignored
+    if (delta.length > 0) this.scope.writer.append(part, delta)
+    // Rare (a signature at the end of a thinking block): one more change to flush, not a write per token.
+    if (metadata && mergeMetadata(part, metadata)) this.scope.writer.changed(part)
   }
 
-  closeText(type: 'text' | 'reasoning', id: string): void {
+  closeText(type: 'text' | 'reasoning', id: string, metadata?: PartProviderMetadata): void {
     const part = this.open.get(`${type}:${id}`)
     if (!part) return
     this.open.delete(`${type}:${id}`)
+    if (metadata) mergeMetadata(part, metadata)
     part.time.end = Date.now()
     this.scope.writer.changed(part)
   }
@@ -239,16 +244,18 @@ class StepState {
     return part
   }
 
-  toolRunning(callId: string, toolName: string, input: unknown): void {
+  toolRunning(callId: string, toolName: string, input: unknown, metadata?: PartProviderMetadata): void {
     const part = this.toolPending(callId, toolName)
     if (part.state.status !== 'pending') return
+    if (metadata) mergeMetadata(part, metadata)
     part.state = { status: 'running', input, time: { start: Date.now() } }
     this.scope.writer.changed(part)
   }
 
-  toolError(callId: string, toolName: string, input: unknown, error: string): void {
+  toolError(callId: string, toolName: string, input: unknown, error: string, metadata?: PartProviderMetadata): void {
     const part = this.toolPending(callId, toolName)
     if (part.state.status === 'error') return
+    if (metadata) mergeMetadata(part, metadata)
     const now = Date.now()
     const start = part.state.status === 'running' ? part.state.time.start : now
     part.state = { status: 'error', input: input ?? {}, error, time: { start, end: now } }
@@ -267,3 +274,20 @@ class StepState {
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+
+/**
+ * Merges a provider's metadata into the part's, per provider name (later fields win, as the
+ * AI SDK keeps the latest): a signature that arrives after the thinking text joins what the
+ * block's start said. Returns whether anything changed.
+ */
+function mergeMetadata(part: TextPart | ToolPart, metadata: PartProviderMetadata): boolean {
+  let changed = false
+  const merged: PartProviderMetadata = { ...part.providerMetadata }
+  for (const [provider, fields] of Object.entries(metadata)) {
+    if (typeof fields !== 'object' || fields === null) continue
+    merged[provider] = { ...merged[provider], ...fields }
+    changed = true
+  }
+  if (changed) part.providerMetadata = merged
+  return changed
+}

@@ -158,3 +158,35 @@ test('abort mid-stream: the turn ends aborted and keeps the text streamed so far
   const text = (await assistantParts(h.engine, session.id)).find((p) => p.type === 'text')
   expect(text).toMatchObject({ text: 'partial answer' })
 })
+
+test('thinking signatures and redacted thinking are stored with their parts and sent back on the next request', async () => {
+  h = await createHarness({ tools: { echo } }, anthropicModelFor)
+  h.server.push({
+    type: 'stream',
+    chunks: [
+      // A redacted thinking block (encrypted by Anthropic's safety systems): no text, only data.
+      { raw: JSON.stringify({ type: 'content_block_start', index: 9, content_block: { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' } }) },
+      { raw: JSON.stringify({ type: 'content_block_stop', index: 9 }) },
+      { reasoning: 'The user wants an echo. ' },
+      { reasoning: 'I will call it.', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3h' },
+      { tool: { name: 'echo', input: { text: 'ping' }, id: 'toolu_01' } },
+    ],
+  })
+  h.server.text('done')
+  const { result, parts } = await run('echo ping')
+  expect(result.outcome).toBe('completed')
+  const reasoning = parts.filter((p) => p.type === 'reasoning')
+  expect(reasoning.map((p) => [(p as { text: string }).text, p.type === 'reasoning' ? p.providerMetadata : undefined])).toEqual([
+    ['', { anthropic: { redactedData: 'EmwKAhgBEgy3va3pzix' } }],
+    ['The user wants an echo. I will call it.', { anthropic: { signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3h' } }],
+  ])
+  // What Anthropic requires with extended thinking and tools: the thinking blocks, unchanged, before the tool_use.
+  expect(h.server.requests[1].body.messages[1]).toEqual({
+    role: 'assistant',
+    content: [
+      { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' },
+      { type: 'thinking', thinking: 'The user wants an echo. I will call it.', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3h' },
+      { type: 'tool_use', id: 'toolu_01', name: 'echo', input: { text: 'ping' } },
+    ],
+  })
+})
