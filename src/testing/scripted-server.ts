@@ -27,14 +27,15 @@ export type ScriptChunk =
   | { text: string }
   /**
    * Sent as `delta.reasoning_content` (chat completions) or a `thinking_delta` (Anthropic);
-   * `signature` ends the Anthropic thinking block with a `signature_delta`.
+   * `signature` ends the Anthropic thinking block with a `signature_delta`, or is the Gemini
+   * part's `thoughtSignature` (on a tool chunk too).
    */
   | { reasoning: string; signature?: string }
   /**
    * One tool call. An object `input` is JSON-stringified; a string is sent raw, which
    * lets tests send invalid JSON. `id` defaults to `call_<n>`.
    */
-  | { tool: { name: string; input: unknown | string; id?: string } }
+  | { tool: { name: string; input: unknown | string; id?: string; signature?: string } }
   /**
    * An SSE data line sent verbatim as `data: ${raw}\n\n` (on the Anthropic path preceded by
    * `event: <type>` when `raw` is JSON with a `type`).
@@ -97,13 +98,15 @@ export interface RawReply {
 
 export type ScriptReply = StreamReply | ErrorReply | HangReply | RawReply
 
-/** The wire protocols the server speaks: OpenAI chat completions and Anthropic Messages. */
-export type ScriptProtocol = 'openai-chat' | 'anthropic'
+/** The wire protocols the server speaks: OpenAI chat completions, Anthropic Messages, Gemini streamGenerateContent. */
+export type ScriptProtocol = 'openai-chat' | 'anthropic' | 'google'
 
-/** Request paths, by protocol (under the server's `url`, which ends in `/v1`). */
-const protocolPaths: Record<string, ScriptProtocol> = {
-  '/v1/chat/completions': 'openai-chat',
-  '/v1/messages': 'anthropic',
+/** The protocol of a request path (under the server's `url`, which ends in `/v1`). */
+function protocolOf(path: string): ScriptProtocol | undefined {
+  if (path === '/v1/chat/completions') return 'openai-chat'
+  if (path === '/v1/messages') return 'anthropic'
+  if (/^\/v1\/models\/[^/]+:streamGenerateContent$/.test(path)) return 'google'
+  return undefined
 }
 
 /** A call as the server received it. */
@@ -337,7 +340,7 @@ class ScriptedServerImpl implements ScriptedServer {
     req.on('error', () => {})
     res.on('error', () => {})
     const path = (req.url ?? '').split('?')[0]
-    const protocol = protocolPaths[path]
+    const protocol = protocolOf(path)
     if (req.method !== 'POST' || protocol === undefined) {
       req.resume()
       res.writeHead(404, { 'content-type': 'application/json' })
@@ -368,10 +371,14 @@ class ScriptedServerImpl implements ScriptedServer {
         // 400, not 5xx: an engine under test then fails fast instead of retrying.
         const error = { message: `scripted server: no reply queued for call ${request.call}`, type: 'invalid_request_error' }
         res.writeHead(400, { 'content-type': 'application/json' })
-        res.end(JSON.stringify(protocol === 'anthropic' ? { type: 'error', error } : { error }))
+        const bodies = { anthropic: { type: 'error', error }, google: { error: { code: 400, message: error.message, status: 'INVALID_ARGUMENT' } }, 'openai-chat': { error } }
+        res.end(JSON.stringify(bodies[protocol]))
         return
       }
-      const model = typeof (body as { model?: unknown })?.model === 'string' ? (body as { model: string }).model : 'scripted'
+      const model =
+        typeof (body as { model?: unknown })?.model === 'string'
+          ? (body as { model: string }).model
+          : (/^\/v1\/models\/([^/:]+)/.exec(path)?.[1] ?? 'scripted') // Gemini names the model in the path
       this.answer(reply, req, res, model, protocol).catch(() => {
         // the client went away mid-reply; nothing to report
       })
@@ -395,6 +402,7 @@ class ScriptedServerImpl implements ScriptedServer {
     res.flushHeaders()
     state.sentHeaders = true
     if (protocol === 'anthropic') return this.streamAnthropic(reply, req, res, model)
+    if (protocol === 'google') return this.streamGemini(reply, req, res, model)
 
     const created = Math.floor(Date.now() / 1000)
     let first = true
@@ -547,6 +555,72 @@ class ScriptedServerImpl implements ScriptedServer {
     const hasTool = reply.chunks.some((chunk) => 'tool' in chunk)
     event({ type: 'message_delta', delta: { stop_reason: reply.finish ?? (hasTool ? 'tool_use' : 'end_turn'), stop_sequence: null }, usage: { output_tokens: usage.output } })
     event({ type: 'message_stop' })
+    res.end()
+  }
+
+  /**
+   * A stream reply in Gemini's `streamGenerateContent?alt=sse` protocol: one candidate chunk per
+   * script chunk (thoughts are `thought: true` text parts, tool calls whole `functionCall` parts),
+   * then a chunk with `finishReason` and `usageMetadata`.
+   */
+  private async streamGemini(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
+    const write = (data: string) => {
+      if (!gone()) res.write(`data: ${data}\r\n\r\n`)
+    }
+    this.chunkCounter += 1
+    const responseId = `resp_${this.chunkCounter}_${randomBytes(4).toString('hex')}`
+    const candidate = (parts: unknown[], extra: Record<string, unknown> = {}) =>
+      JSON.stringify({ candidates: [{ content: { parts, role: 'model' }, index: 0, ...extra }], modelVersion: model, responseId })
+    const pause = async () => {
+      if (reply.delayMs) await this.sleep(reply.delayMs)
+    }
+    for (const [i, chunk] of reply.chunks.entries()) {
+      if (i > 0) await pause()
+      if (gone()) return
+      if ('text' in chunk) write(candidate([{ text: chunk.text }]))
+      else if ('reasoning' in chunk) write(candidate([{ text: chunk.reasoning, thought: true, ...(chunk.signature ? { thoughtSignature: chunk.signature } : {}) }]))
+      else if ('raw' in chunk) write(chunk.raw)
+      else {
+        const { name, input, id, signature } = chunk.tool
+        let args: unknown = input ?? {}
+        if (typeof input === 'string') {
+          try {
+            args = JSON.parse(input)
+          } catch {
+            args = input // Gemini sends parsed args; a string that is not JSON stays a string
+          }
+        }
+        write(candidate([{ functionCall: { ...(id ? { id } : {}), name, args }, ...(signature ? { thoughtSignature: signature } : {}) }]))
+      }
+    }
+    if (reply.chunks.length > 0) await pause()
+    if (gone()) return
+    const end = reply.end ?? 'done'
+    if (end === 'hang') return
+    if (end === 'reset') {
+      req.socket.destroy()
+      return
+    }
+    if (end === 'close') {
+      res.end()
+      return
+    }
+    const usage = reply.usage ?? DEFAULT_USAGE
+    write(
+      JSON.stringify({
+        candidates: [{ content: { parts: [{ text: '' }], role: 'model' }, finishReason: reply.finish ?? 'STOP', index: 0 }],
+        usageMetadata: {
+          promptTokenCount: usage.input,
+          candidatesTokenCount: usage.output - (usage.reasoning ?? 0),
+          totalTokenCount: usage.input + usage.output,
+          ...(usage.reasoning ? { thoughtsTokenCount: usage.reasoning } : {}),
+          ...(usage.cacheRead ? { cachedContentTokenCount: usage.cacheRead } : {}),
+        },
+        modelVersion: model,
+        responseId,
+      }),
+    )
     res.end()
   }
 

@@ -11,6 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createAnthropic } from '@ai-sdk/anthropic'
+import { createGoogleGenerativeAI } from '@ai-sdk/google'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { createEngine, type Engine, type EngineOptions, type TurnchartEvent } from '../../src'
 import { recordEvents } from './event-log'
@@ -94,6 +95,11 @@ export function tempDbPath(): string {
 /** An Anthropic model (`@ai-sdk/anthropic`) talking to the scripted server's Messages protocol. */
 export function anthropicModelFor(server: ScriptedServer, name = 'claude-test') {
   return createAnthropic({ baseURL: server.url, apiKey: 'test-key' })(name)
+}
+
+/** A Gemini model (`@ai-sdk/google`) talking to the scripted server's streamGenerateContent protocol. */
+export function googleModelFor(server: ScriptedServer, name = 'gemini-test') {
+  return createGoogleGenerativeAI({ baseURL: server.url, apiKey: 'test-key' })(name)
 }
 
 /**
