@@ -98,12 +98,13 @@ export interface RawReply {
 
 export type ScriptReply = StreamReply | ErrorReply | HangReply | RawReply
 
-/** The wire protocols the server speaks: OpenAI chat completions, Anthropic Messages, Gemini streamGenerateContent. */
-export type ScriptProtocol = 'openai-chat' | 'anthropic' | 'google'
+/** The wire protocols the server speaks: OpenAI chat completions and Responses, Anthropic Messages, Gemini streamGenerateContent. */
+export type ScriptProtocol = 'openai-chat' | 'openai-responses' | 'anthropic' | 'google'
 
 /** The protocol of a request path (under the server's `url`, which ends in `/v1`). */
 function protocolOf(path: string): ScriptProtocol | undefined {
   if (path === '/v1/chat/completions') return 'openai-chat'
+  if (path === '/v1/responses') return 'openai-responses'
   if (path === '/v1/messages') return 'anthropic'
   if (/^\/v1\/models\/[^/]+:streamGenerateContent$/.test(path)) return 'google'
   return undefined
@@ -371,7 +372,7 @@ class ScriptedServerImpl implements ScriptedServer {
         // 400, not 5xx: an engine under test then fails fast instead of retrying.
         const error = { message: `scripted server: no reply queued for call ${request.call}`, type: 'invalid_request_error' }
         res.writeHead(400, { 'content-type': 'application/json' })
-        const bodies = { anthropic: { type: 'error', error }, google: { error: { code: 400, message: error.message, status: 'INVALID_ARGUMENT' } }, 'openai-chat': { error } }
+        const bodies = { anthropic: { type: 'error', error }, google: { error: { code: 400, message: error.message, status: 'INVALID_ARGUMENT' } }, 'openai-chat': { error }, 'openai-responses': { error } }
         res.end(JSON.stringify(bodies[protocol]))
         return
       }
@@ -403,6 +404,7 @@ class ScriptedServerImpl implements ScriptedServer {
     state.sentHeaders = true
     if (protocol === 'anthropic') return this.streamAnthropic(reply, req, res, model)
     if (protocol === 'google') return this.streamGemini(reply, req, res, model)
+    if (protocol === 'openai-responses') return this.streamResponses(reply, req, res, model)
 
     const created = Math.floor(Date.now() / 1000)
     let first = true
@@ -555,6 +557,119 @@ class ScriptedServerImpl implements ScriptedServer {
     const hasTool = reply.chunks.some((chunk) => 'tool' in chunk)
     event({ type: 'message_delta', delta: { stop_reason: reply.finish ?? (hasTool ? 'tool_use' : 'end_turn'), stop_sequence: null }, usage: { output_tokens: usage.output } })
     event({ type: 'message_stop' })
+    res.end()
+  }
+
+  /**
+   * A stream reply in the OpenAI Responses protocol: one output item per run of reasoning
+   * (a summary; `signature` is its `encrypted_content`), text (a message) or tool call (a
+   * `function_call`), between `response.created` and `response.completed` (or
+   * `response.incomplete` when `finish` is given, e.g. `'max_output_tokens'`).
+   */
+  private async streamResponses(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
+    let sequence = 0
+    const event = (data: { type: string } & Record<string, unknown>) => {
+      if (!gone()) res.write(`event: ${data.type}\ndata: ${JSON.stringify({ ...data, sequence_number: sequence++ })}\n\n`)
+    }
+    const pause = async () => {
+      if (reply.delayMs) await this.sleep(reply.delayMs)
+    }
+    this.chunkCounter += 1
+    const tag = `${this.chunkCounter}${randomBytes(4).toString('hex')}`
+    const responseId = `resp_${tag}`
+    const created_at = Math.floor(Date.now() / 1000)
+    event({ type: 'response.created', response: { id: responseId, object: 'response', created_at, model, status: 'in_progress', output: [] } })
+    let outputIndex = -1
+    type Open = { kind: 'reasoning' | 'text'; id: string; text: string; encrypted?: string }
+    let open: Open | undefined
+    const item = (o: Open, status: string) =>
+      o.kind === 'text'
+        ? { type: 'message', id: o.id, role: 'assistant', status, content: status === 'completed' ? [{ type: 'output_text', text: o.text, annotations: [] }] : [] }
+        : { type: 'reasoning', id: o.id, summary: status === 'completed' ? [{ type: 'summary_text', text: o.text }] : [], encrypted_content: o.encrypted ?? null }
+    const close = () => {
+      if (!open) return
+      if (open.kind === 'reasoning') event({ type: 'response.reasoning_summary_part.done', item_id: open.id, output_index: outputIndex, summary_index: 0, part: { type: 'summary_text', text: open.text } })
+      else event({ type: 'response.output_text.done', item_id: open.id, output_index: outputIndex, content_index: 0, text: open.text })
+      event({ type: 'response.output_item.done', output_index: outputIndex, item: item(open, 'completed') })
+      open = undefined
+    }
+    const start = (kind: 'reasoning' | 'text', encrypted?: string) => {
+      close()
+      outputIndex += 1
+      open = { kind, id: `${kind === 'text' ? 'msg' : 'rs'}_${tag}_${outputIndex}`, text: '', encrypted }
+      event({ type: 'response.output_item.added', output_index: outputIndex, item: item(open, 'in_progress') })
+      if (kind === 'reasoning') event({ type: 'response.reasoning_summary_part.added', item_id: open.id, output_index: outputIndex, summary_index: 0, part: { type: 'summary_text', text: '' } })
+    }
+    for (const [i, chunk] of reply.chunks.entries()) {
+      if (i > 0) await pause()
+      if (gone()) return
+      if ('text' in chunk) {
+        if (open?.kind !== 'text') start('text')
+        open!.text += chunk.text
+        event({ type: 'response.output_text.delta', item_id: open!.id, output_index: outputIndex, content_index: 0, delta: chunk.text, logprobs: [] })
+      } else if ('reasoning' in chunk) {
+        if (open?.kind !== 'reasoning') start('reasoning', chunk.signature)
+        if (chunk.signature !== undefined) open!.encrypted = chunk.signature
+        open!.text += chunk.reasoning
+        event({ type: 'response.reasoning_summary_text.delta', item_id: open!.id, output_index: outputIndex, summary_index: 0, delta: chunk.reasoning })
+      } else if ('raw' in chunk) {
+        let type: unknown
+        try {
+          type = (JSON.parse(chunk.raw) as { type?: unknown }).type
+        } catch {
+          type = undefined
+        }
+        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${chunk.raw}\n\n`)
+      } else {
+        close()
+        outputIndex += 1
+        const { name, input, id } = chunk.tool
+        const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
+        const half = Math.ceil(args.length / 2)
+        const call = { type: 'function_call', id: `fc_${tag}_${outputIndex}`, call_id: id, name, arguments: '', status: 'in_progress' }
+        event({ type: 'response.output_item.added', output_index: outputIndex, item: call })
+        await pause()
+        event({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: outputIndex, delta: args.slice(0, half) })
+        await pause()
+        event({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: outputIndex, delta: args.slice(half) })
+        event({ type: 'response.function_call_arguments.done', item_id: call.id, output_index: outputIndex, arguments: args })
+        event({ type: 'response.output_item.done', output_index: outputIndex, item: { ...call, arguments: args, status: 'completed' } })
+      }
+    }
+    if (reply.chunks.length > 0) await pause()
+    if (gone()) return
+    const end = reply.end ?? 'done'
+    if (end === 'hang') return
+    if (end === 'reset') {
+      req.socket.destroy()
+      return
+    }
+    if (end === 'close') {
+      res.end()
+      return
+    }
+    close()
+    const usage = reply.usage ?? DEFAULT_USAGE
+    const incomplete = reply.finish !== undefined && reply.finish !== 'completed'
+    event({
+      type: incomplete ? 'response.incomplete' : 'response.completed',
+      response: {
+        id: responseId,
+        object: 'response',
+        created_at,
+        model,
+        status: incomplete ? 'incomplete' : 'completed',
+        incomplete_details: incomplete ? { reason: reply.finish } : null,
+        usage: {
+          input_tokens: usage.input,
+          input_tokens_details: { cached_tokens: usage.cacheRead ?? 0 },
+          output_tokens: usage.output,
+          output_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 },
+          total_tokens: usage.input + usage.output,
+        },
+      },
+    })
     res.end()
   }
 

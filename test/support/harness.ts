@@ -12,6 +12,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createAnthropic } from '@ai-sdk/anthropic'
 import { createGoogleGenerativeAI } from '@ai-sdk/google'
+import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { createEngine, type Engine, type EngineOptions, type TurnchartEvent } from '../../src'
 import { recordEvents } from './event-log'
@@ -100,6 +101,11 @@ export function anthropicModelFor(server: ScriptedServer, name = 'claude-test') 
 /** A Gemini model (`@ai-sdk/google`) talking to the scripted server's streamGenerateContent protocol. */
 export function googleModelFor(server: ScriptedServer, name = 'gemini-test') {
   return createGoogleGenerativeAI({ baseURL: server.url, apiKey: 'test-key' })(name)
+}
+
+/** An OpenAI Responses model (`@ai-sdk/openai`) talking to the scripted server's Responses protocol. */
+export function openaiResponsesModelFor(server: ScriptedServer, name = 'gpt-test') {
+  return createOpenAI({ baseURL: server.url, apiKey: 'test-key' }).responses(name)
 }
 
 /**
