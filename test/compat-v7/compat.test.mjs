@@ -3,6 +3,9 @@
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import { after, before, test } from 'node:test'
+import { createAnthropic } from '@ai-sdk/anthropic'
+import { createGoogleGenerativeAI } from '@ai-sdk/google'
+import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { tool } from 'ai'
 import { z } from 'zod'
@@ -121,3 +124,55 @@ test('the CommonJS entry (require) runs a turn too, with the ES-module-only ai v
     await engine.close()
   }
 })
+
+// The v7 providers of the other protocols: a two-step tool turn whose second request carries
+// the first step's signatures or item references, and a retried provider error.
+const protocols = [
+  {
+    name: '@ai-sdk/anthropic (Messages)',
+    model: () => createAnthropic({ baseURL: server.url, apiKey: 'test-key' })('claude-test'),
+    overloaded: [529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }],
+    followUp: (body) => body.messages[1].content[0],
+    expected: { type: 'thinking', thinking: 'I should echo.', signature: 'sig-v7' },
+  },
+  {
+    name: '@ai-sdk/google (streamGenerateContent)',
+    model: () => createGoogleGenerativeAI({ baseURL: server.url, apiKey: 'test-key' })('gemini-test'),
+    overloaded: [503, { error: { code: 503, message: 'The model is overloaded. Please try again later.', status: 'UNAVAILABLE' } }],
+    followUp: (body) => body.contents[1].parts[0],
+    expected: { text: 'I should echo.', thought: true, thoughtSignature: 'sig-v7' },
+  },
+  {
+    name: '@ai-sdk/openai (Responses)',
+    model: () => createOpenAI({ baseURL: server.url, apiKey: 'test-key' }).responses('gpt-test'),
+    overloaded: [503, { error: { message: 'The engine is currently overloaded, please try again later', type: 'server_error', param: null, code: null } }],
+    followUp: (body) => body.input[1],
+    expected: { type: 'item_reference' },
+  },
+]
+
+for (const protocol of protocols) {
+  test(`${protocol.name} v7: a retried error, then a tool turn whose next request carries the signature`, async () => {
+    assert.equal(server.pending(), 0, 'a reply left over by the previous test')
+    const model = protocol.model()
+    assert.equal(model.specificationVersion, 'v4')
+    const calls = server.calls
+    server.error(...protocol.overloaded)
+    server.push({ type: 'stream', chunks: [{ reasoning: 'I should echo.', signature: 'sig-v7' }, { tool: { name: 'echo', input: { text: 'ping' }, id: 'call_v7' } }] })
+    server.text('done')
+    const echo = tool({ description: 'Echo the text', inputSchema: z.object({ text: z.string() }), execute: async ({ text }) => ({ echoed: text }) })
+    const engine = await createEngine({ model, tools: { echo }, retry: { initialDelayMs: 10, jitter: 0 } })
+    try {
+      const { result, messages } = await run(engine, 'echo ping')
+      assert.equal(result.outcome, 'completed', JSON.stringify(result.error))
+      assert.equal(server.calls - calls, 3)
+      const toolPart = messages[1].parts.find((p) => p.type === 'tool')
+      assert.equal(toolPart.state.status, 'completed')
+      assert.deepEqual(toolPart.state.output, { echoed: 'ping' })
+      const followUp = protocol.followUp(server.requests.at(-1).body)
+      for (const [key, value] of Object.entries(protocol.expected)) assert.deepEqual(followUp[key], value, JSON.stringify(followUp))
+    } finally {
+      await engine.close()
+    }
+  })
+}
