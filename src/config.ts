@@ -14,6 +14,7 @@ import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop
 import type { ModelLimits } from './policy/overflow'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
+import { Telemetry, type TelemetryOptions } from './telemetry/telemetry'
 
 export interface CompactionOptions {
   /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */
@@ -73,6 +74,8 @@ export interface EngineOptions {
   recovery?: RecoveryOptions
   /** A running turn's lease; renewed every third of it. Another engine may take over a turn whose lease ran out. Default 30000. */
   leaseMs?: number
+  /** OpenTelemetry spans (turn, state visits, model calls, tool runs); see docs/telemetry.md. Default: the global tracer (a no-op without an SDK), no inputs or outputs recorded. */
+  telemetry?: TelemetryOptions
 }
 
 export interface RecoveryOptions {
@@ -101,6 +104,7 @@ export interface ResolvedConfig {
   onSubscriberError: (error: unknown) => void
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
+  telemetry: Telemetry
 }
 
 export const defaultSummaryPrompt =
@@ -111,7 +115,7 @@ export const defaultSummaryPrompt =
 const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
-  'recovery', 'leaseMs', 'doomLoop',
+  'recovery', 'leaseMs', 'doomLoop', 'telemetry',
 ])
 
 function nonNegativeInteger(option: string, value: unknown, fallback: number, min = 0): number {
@@ -211,6 +215,15 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   }
   if (recovery.onOpen !== undefined && typeof recovery.onOpen !== 'boolean') throw new InvalidOptionError('recovery.onOpen', recovery.onOpen, 'a boolean')
 
+  const telemetry = plainObject('telemetry', options.telemetry)
+  rejectUnknown('telemetry', telemetry, ['tracer', 'recordInputs', 'recordOutputs'])
+  if (telemetry.tracer !== undefined && typeof (telemetry.tracer as { startSpan?: unknown } | null)?.startSpan !== 'function') {
+    throw new InvalidOptionError('telemetry.tracer', telemetry.tracer, 'an OpenTelemetry Tracer (with startSpan)')
+  }
+  for (const key of ['recordInputs', 'recordOutputs']) {
+    if (telemetry[key] !== undefined && typeof telemetry[key] !== 'boolean') throw new InvalidOptionError(`telemetry.${key}`, telemetry[key], 'a boolean')
+  }
+
   return {
     model,
     limits,
@@ -246,5 +259,6 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
       intervalMs: nonNegativeInteger('recovery.intervalMs', recovery.intervalMs, nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100)),
     },
     leaseMs: nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100),
+    telemetry: new Telemetry(telemetry as TelemetryOptions),
   }
 }

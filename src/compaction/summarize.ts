@@ -25,6 +25,8 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
   let text = ''
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
   const idle = startIdleTimer(signal, scope.config.streamIdleTimeoutMs)
+  const { model, telemetry } = scope.config
+  const span = telemetry.modelCall({ turnId: scope.turnId, sessionId: scope.sessionId, provider: model.provider, model: model.modelId, attempt: input.attempt })
   try {
     const events = modelStream({
       model: scope.config.model,
@@ -45,6 +47,8 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
   } finally {
     idle.stop()
   }
+  if (idle.signal.aborted && !signal.aborted) failure = idle.signal.reason
+  span?.end(signal.aborted ? { error: signal.reason } : failure !== undefined ? { error: failure } : { finishReason: 'stop', output: telemetry.recordOutputs ? text : undefined })
   if (signal.aborted) throw signal.reason
   if (idle.signal.aborted) failure = idle.signal.reason
   if (failure !== undefined) {

@@ -34,11 +34,21 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
   let failure: unknown
   let finishReason = 'unknown'
   let stepTokens: Tokens | undefined
+  const messages = scope.modelMessages()
+  const span = config.telemetry.modelCall({
+    turnId: scope.turnId,
+    sessionId: scope.sessionId,
+    provider: config.model.provider,
+    model: config.model.modelId,
+    step: input.step,
+    attempt: input.attempt,
+    input: () => (config.system === undefined ? messages : [{ role: 'system', content: config.system }, ...messages]),
+  })
   try {
     const events = modelStream({
       model: config.model,
       system: config.system,
-      messages: scope.modelMessages(),
+      messages,
       tools: config.tools,
       abortSignal: idle.signal,
       onChunk: idle.touch,
@@ -99,6 +109,18 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
     // The stream ended without finish-step: treat as a broken stream, retryable.
     failure = Object.assign(new Error('the model stream ended without finishing the step (terminated)'), { code: 'ECONNRESET' })
   }
+  span?.end(
+    failure !== undefined || signal.aborted
+      ? { error: signal.aborted ? signal.reason : failure }
+      : {
+          finishReason,
+          inputTokens: stepTokens?.input,
+          outputTokens: stepTokens?.output,
+          reasoningTokens: stepTokens?.reasoning,
+          cacheReadTokens: stepTokens?.cache.read,
+          output: config.telemetry.recordOutputs ? state.output() : undefined,
+        },
+  )
   if (signal.aborted) {
     // The chart left `streaming` (abort or stop): the turn's end closes what is open.
     state.closeOpenText()
@@ -225,6 +247,17 @@ class StepState {
     if (metadata) mergeMetadata(part, metadata)
     part.time.end = Date.now()
     this.scope.writer.changed(part)
+  }
+
+  /** What the model answered in this attempt (for telemetry's recorded outputs). */
+  output(): Array<{ type: string; text?: string; tool?: string; input?: unknown }> {
+    const out: Array<{ type: string; text?: string; tool?: string; input?: unknown }> = []
+    for (const p of this.message.parts) {
+      if (p.step !== this.input.step || p.attempt !== this.input.attempt) continue
+      if (p.type === 'text' || p.type === 'reasoning') out.push({ type: p.type, text: p.text })
+      else if (p.type === 'tool') out.push({ type: 'tool-call', tool: p.tool, input: p.state.input })
+    }
+    return out
   }
 
   closeOpenText(): void {

@@ -48,6 +48,7 @@ async function runOne(scope: TurnScope, part: ToolPart, messages: ModelMessage[]
     controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true })
   })
   stopped.catch(() => undefined)
+  const span = scope.config.telemetry.toolCall({ turnId: scope.turnId, sessionId: scope.sessionId, tool: part.tool, callId: part.callId, input })
   try {
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
     const run = Promise.resolve(
@@ -71,6 +72,14 @@ async function runOne(scope: TurnScope, part: ToolPart, messages: ModelMessage[]
   } finally {
     if (timer) clearTimeout(timer)
     turnSignal.removeEventListener('abort', onTurnAbort)
+    const state = part.state
+    span?.end(
+      turnSignal.aborted
+        ? { error: 'the turn was aborted while the tool ran' }
+        : state.status === 'completed'
+          ? { output: state.output }
+          : { error: state.status === 'error' ? state.error : 'the tool did not finish' },
+    )
   }
   scope.writer.changed(part)
 }

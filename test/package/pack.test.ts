@@ -95,7 +95,7 @@ test('the installed package.json: engines, bin, and optional peers that are not 
   const installed = JSON.parse(fs.readFileSync(path.join(app, 'node_modules/turnchart/package.json'), 'utf8'))
   expect(installed.engines).toEqual({ node: '>=20' })
   expect(installed.bin).toEqual({ turnchart: './dist/cjs/src/cli/main.js' })
-  expect(installed.peerDependenciesMeta).toEqual({ '@ai-sdk/openai-compatible': { optional: true }, '@statelyai/inspect': { optional: true }, pg: { optional: true } })
+  expect(installed.peerDependenciesMeta).toEqual({ '@ai-sdk/openai-compatible': { optional: true }, '@opentelemetry/api': { optional: true }, '@statelyai/inspect': { optional: true }, pg: { optional: true } })
   expect(installed.peerDependencies.ai).toBe('^6.0.0 || ^7.0.0')
   expect(Object.keys(installed.dependencies).sort()).toEqual(['better-sqlite3', 'kysely', 'xstate'])
   // One copy of `ai`: the app's.
