@@ -36,8 +36,11 @@ export interface ToolExecutionOptions {
   maxOutputBytes?: number
 }
 
-/** A language model object (not a model id string) of the app's `ai` major; see `supportedSpecificationVersions`. */
-export type EngineModel = Exclude<LanguageModel, string>
+/**
+ * A language model object of the app's `ai` major (`LanguageModelV3` with ai v6, also
+ * `LanguageModelV4` with ai v7): not a model id string, not a V2 model.
+ */
+export type EngineModel = Exclude<LanguageModel, string | { readonly specificationVersion: 'v2' }>
 
 export interface EngineOptions {
   /** SQLite file path, ':memory:' (default), or a Kysely instance. */
