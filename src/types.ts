@@ -102,7 +102,29 @@ export interface CompactionPart extends PartBase {
   time: { start: number }
 }
 
-export type Part = TextPart | ToolPart | StepStartPart | StepFinishPart | CompactionPart
+/** A file the model produced (an image, audio…): base64 `data` or a `url`. */
+export interface FilePart extends PartBase {
+  type: 'file'
+  mediaType: string
+  /** Base64 content (bytes from the provider are encoded). */
+  data?: string
+  url?: string
+  providerMetadata?: PartProviderMetadata
+}
+
+/** A source the model cited (a web page, a document). Stored, not sent back to the model. */
+export interface SourcePart extends PartBase {
+  type: 'source'
+  sourceType: string
+  sourceId: string
+  url?: string
+  title?: string
+  mediaType?: string
+  filename?: string
+  providerMetadata?: PartProviderMetadata
+}
+
+export type Part = TextPart | ToolPart | StepStartPart | StepFinishPart | CompactionPart | FilePart | SourcePart
 
 export interface MessageWithParts {
   info: MessageInfo

@@ -30,6 +30,10 @@ export type ModelStreamEvent =
   | { type: 'tool-input-start'; id: string; toolName: string }
   /** A complete tool call; `error` (the message stored on the tool part) when its input is unusable. */
   | { type: 'tool-call'; callId: string; toolName: string; input: unknown; error?: string; providerMetadata?: ProviderMetadata }
+  /** A file the model produced: base64 `data` or a `url`. */
+  | { type: 'file'; mediaType: string; data?: string; url?: string; providerMetadata?: ProviderMetadata }
+  /** A source the model cited. */
+  | { type: 'source'; sourceType: string; sourceId: string; url?: string; title?: string; mediaType?: string; filename?: string; providerMetadata?: ProviderMetadata }
   | { type: 'finish'; finishReason: string; usage: LanguageModelUsage }
   | { type: 'error'; error: unknown }
   /** The call was aborted through `abortSignal`. */
@@ -57,7 +61,10 @@ type StreamPart =
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: string; providerExecuted?: boolean; providerMetadata?: ProviderMetadata }
   | { type: 'finish'; usage: ProviderUsage; finishReason: { unified: string } | string }
   | { type: 'error'; error: unknown }
-  | { type: 'file' | 'source' | 'tool-result' | 'tool-approval-request' | 'custom' | 'reasoning-file' }
+  // V3: data is base64 or bytes; V4: a tagged `{ type: 'data', data } | { type: 'url', url }`.
+  | { type: 'file'; mediaType: string; data: unknown; providerMetadata?: ProviderMetadata }
+  | { type: 'source'; sourceType: string; id: string; url?: string; title?: string; mediaType?: string; filename?: string; providerMetadata?: ProviderMetadata }
+  | { type: 'tool-result' | 'tool-approval-request' | 'custom' | 'reasoning-file' }
 
 interface ProviderUsage {
   inputTokens?: { total?: number; noCache?: number; cacheRead?: number; cacheWrite?: number }
@@ -171,7 +178,7 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
   const tools = request.tools && Object.keys(request.tools).length > 0 ? request.tools : undefined
   const call = tools ? await prepareTools(tools).call : { tools: undefined, toolChoice: undefined }
   const { stream, response } = await model.doStream({
-    prompt: toProviderPrompt(request.system, request.messages),
+    prompt: toProviderPrompt(request.system, request.messages, model.specificationVersion),
     tools: call.tools,
     toolChoice: call.toolChoice,
     abortSignal,
@@ -233,10 +240,27 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
         case 'error':
           yield { type: 'error', error: namingContentType(part.error, response?.headers) }
           return // the finally cancels the rest of the response
+        case 'file': {
+          output = true
+          const file = fileData(part.data)
+          if (file) yield { type: 'file', mediaType: part.mediaType, ...file, ...metadataOf(part) }
+          break
+        }
+        case 'source':
+          output = true
+          yield {
+            type: 'source',
+            sourceType: part.sourceType,
+            sourceId: part.id,
+            ...(part.url !== undefined ? { url: part.url } : {}),
+            ...(part.title !== undefined ? { title: part.title } : {}),
+            ...(part.mediaType !== undefined ? { mediaType: part.mediaType } : {}),
+            ...(part.filename !== undefined ? { filename: part.filename } : {}),
+            ...metadataOf(part),
+          }
+          break
         case 'tool-input-delta':
         case 'tool-input-end':
-        case 'file':
-        case 'source':
         case 'tool-approval-request':
         case 'tool-result':
         case 'custom':
@@ -263,6 +287,19 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
     if (ended) reader.releaseLock()
     else void reader.cancel().catch(() => {}) // an error part, an early stop by the consumer, or a read that threw
   }
+}
+
+/** A file part's data (V3: base64 string or bytes; V4: tagged data or URL) as base64 or a URL. */
+function fileData(data: unknown): { data: string } | { url: string } | undefined {
+  if (typeof data === 'string') return { data }
+  if (data instanceof Uint8Array) return { data: Buffer.from(data).toString('base64') }
+  if (data instanceof URL) return { url: data.href }
+  if (typeof data === 'object' && data !== null) {
+    const tagged = data as { type?: string; data?: unknown; url?: unknown }
+    if (tagged.type === 'data') return fileData(tagged.data)
+    if (tagged.type === 'url') return { url: String(tagged.url) }
+  }
+  return undefined
 }
 
 /** `{ providerMetadata }` when the part carries a non-empty one, else nothing. */

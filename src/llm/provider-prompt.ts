@@ -25,7 +25,7 @@ export class UnsupportedPromptPartError extends Error {
     readonly role: string,
     readonly partType: string,
   ) {
-    super(`a ${role} message part of type '${partType}' cannot be sent by turnchart (text, reasoning, tool-call and tool-result parts only)`)
+    super(`a ${role} message part of type '${partType}' cannot be sent by turnchart (text, reasoning, tool-call, tool-result and model file parts only)`)
   }
   static isInstance(error: unknown): error is UnsupportedPromptPartError {
     return error instanceof Error && error.name === 'UnsupportedPromptPartError'
@@ -40,7 +40,7 @@ export class UnsupportedPromptPartError extends Error {
  * toProviderPrompt('Be brief.', [{ role: 'user', content: 'hi' }])
  * // [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'hi' }] }]
  */
-export function toProviderPrompt(system: string | undefined, messages: ModelMessage[]): ProviderMessage[] {
+export function toProviderPrompt(system: string | undefined, messages: ModelMessage[], version: 'v3' | 'v4' = 'v3'): ProviderMessage[] {
   const out: ProviderMessage[] = []
   if (system !== undefined) out.push({ role: 'system', content: system })
   for (const message of messages) {
@@ -54,12 +54,12 @@ export function toProviderPrompt(system: string | undefined, messages: ModelMess
         const parts = typeof message.content === 'string' ? [{ type: 'text' as const, text: message.content }] : (message.content as ProviderContentPart[])
         const content = parts
           .filter((part) => part.type !== 'text' || part.text !== '' || part.providerOptions != null)
-          .map((part) => contentPart(message.role, part as ProviderContentPart))
+          .map((part) => contentPart(message.role, part as ProviderContentPart, version))
         out.push({ role: message.role, content, ...(providerOptions ? { providerOptions } : {}) })
         break
       }
       case 'tool': {
-        const content = (message.content as ProviderContentPart[]).map((part) => contentPart('tool', part))
+        const content = (message.content as ProviderContentPart[]).map((part) => contentPart('tool', part, version))
         const last = out.at(-1)
         if (last?.role === 'tool') last.content.push(...content)
         else out.push({ role: 'tool', content, ...(providerOptions ? { providerOptions } : {}) })
@@ -70,7 +70,7 @@ export function toProviderPrompt(system: string | undefined, messages: ModelMess
   return out
 }
 
-function contentPart(role: string, part: ProviderContentPart): ProviderContentPart {
+function contentPart(role: string, part: ProviderContentPart, version: 'v3' | 'v4'): ProviderContentPart {
   const providerOptions = part.providerOptions ? { providerOptions: part.providerOptions } : {}
   switch (part.type) {
     case 'text':
@@ -86,6 +86,14 @@ function contentPart(role: string, part: ProviderContentPart): ProviderContentPa
         ...(part.providerExecuted ? { providerExecuted: true } : {}),
         ...providerOptions,
       }
+    case 'file': {
+      // A file the model produced, sent back with its turn. V3 takes base64 or a URL as is;
+      // V4 a tagged `{ type: 'data' | 'url' }`.
+      if (role !== 'assistant') break
+      const data = part.data
+      const tagged = data instanceof URL ? { type: 'url', url: data } : { type: 'data', data }
+      return { type: 'file', data: version === 'v4' ? tagged : data, mediaType: part.mediaType, ...(part.filename ? { filename: part.filename } : {}), ...providerOptions }
+    }
     case 'tool-result':
       if (role === 'user') break
       return { type: 'tool-result', toolCallId: part.toolCallId, toolName: part.toolName, output: part.output, ...providerOptions }

@@ -77,6 +77,16 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
           if (part.error !== undefined) state.toolError(part.callId, part.toolName, part.input, part.error, part.providerMetadata)
           else state.toolRunning(part.callId, part.toolName, part.input, part.providerMetadata)
           break
+        case 'file': {
+          const { type: _type, ...file } = part
+          state.add({ type: 'file', ...file })
+          break
+        }
+        case 'source': {
+          const { type: _type, ...source } = part
+          state.add({ type: 'source', ...source })
+          break
+        }
         case 'finish': {
           finishReason = part.finishReason
           stepTokens = toTokens(part.usage)

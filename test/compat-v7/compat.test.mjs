@@ -176,3 +176,22 @@ for (const protocol of protocols) {
     }
   })
 }
+
+test('@ai-sdk/google v7: a generated image is stored as a file part and goes back with its turn (V4 file data)', async () => {
+  assert.equal(server.pending(), 0, 'a reply left over by the previous test')
+  const png = Buffer.from('not really a png').toString('base64')
+  server.push({ type: 'stream', chunks: [{ raw: JSON.stringify({ candidates: [{ content: { parts: [{ inlineData: { mimeType: 'image/png', data: png } }], role: 'model' }, index: 0 }] }) }, { text: 'A cat.' }] })
+  server.text('It is a cat.')
+  const engine = await createEngine({ model: createGoogleGenerativeAI({ baseURL: server.url, apiKey: 'test-key' })('gemini-test') })
+  try {
+    const session = await engine.createSession()
+    assert.equal((await engine.prompt(session.id, 'draw a cat').done).outcome, 'completed')
+    const [, assistant] = await engine.messages(session.id)
+    const file = assistant.parts.find((p) => p.type === 'file')
+    assert.deepEqual([file.mediaType, file.data], ['image/png', png])
+    assert.equal((await engine.prompt(session.id, 'what is it?').done).outcome, 'completed')
+    assert.deepEqual(server.requests.at(-1).body.contents[1].parts[0], { inlineData: { mimeType: 'image/png', data: png } })
+  } finally {
+    await engine.close()
+  }
+})

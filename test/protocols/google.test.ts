@@ -162,3 +162,29 @@ test('abort mid-stream: the turn ends aborted and keeps the text streamed so far
   expect((await turn.done).outcome).toBe('aborted')
   expect((await assistantParts(h.engine, session.id)).find((p) => p.type === 'text')).toMatchObject({ text: 'partial answer' })
 })
+
+test('a generated image (inlineData) and grounding sources become file and source parts; the image goes back with its turn', async () => {
+  h = await createHarness({}, googleModelFor)
+  const png = Buffer.from('not really a png').toString('base64')
+  const candidate = (parts: unknown[], extra: Record<string, unknown> = {}) => JSON.stringify({ candidates: [{ content: { parts, role: 'model' }, index: 0, ...extra }] })
+  h.server.push({
+    type: 'stream',
+    chunks: [
+      { raw: candidate([{ text: 'Here is a drawing, based on ' }], { groundingMetadata: { groundingChunks: [{ web: { uri: 'https://example.com/cats', title: 'Cats' } }] } }) },
+      { raw: candidate([{ inlineData: { mimeType: 'image/png', data: png }, thoughtSignature: 'sig-img' }]) },
+      { text: 'a cat.' },
+    ],
+  })
+  h.server.text('It is a cat.')
+  const session = await h.engine.createSession()
+  expect((await h.engine.prompt(session.id, 'draw a cat').done).outcome).toBe('completed')
+  const parts = await assistantParts(h.engine, session.id)
+  expect(parts.find((p) => p.type === 'file')).toMatchObject({ type: 'file', mediaType: 'image/png', data: png, providerMetadata: { google: { thoughtSignature: 'sig-img' } } })
+  expect(parts.find((p) => p.type === 'source')).toMatchObject({ type: 'source', sourceType: 'url', url: 'https://example.com/cats', title: 'Cats' })
+
+  expect((await h.engine.prompt(session.id, 'what is it?').done).outcome).toBe('completed')
+  const modelTurn = h.server.requests[1].body.contents[1]
+  expect(modelTurn.role).toBe('model')
+  expect(modelTurn.parts).toContainEqual({ inlineData: { mimeType: 'image/png', data: png }, thoughtSignature: 'sig-img' })
+  expect(JSON.stringify(modelTurn)).not.toContain('example.com') // sources are not sent back
+})
