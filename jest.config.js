@@ -16,6 +16,9 @@ const common = {
   },
   transformIgnorePatterns: ['/node_modules/(?!@statelyai/inspect/)'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json', 'node'],
+  // test/compat-v7 is an app of its own (ai v7, Node 22), run by `npm run test:compat`.
+  modulePathIgnorePatterns: ['<rootDir>/test/compat-v7/'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/compat-v7/'],
 }
 
 function answers(host, port, timeoutMs = 500) {

@@ -8,12 +8,14 @@ import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xst
 /** XState's clock interface (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
 export type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>
 import { InvalidOptionError } from './errors'
+import { isSupportedModel, supportedModelsText, type ProviderLanguageModel } from './llm/language-model'
 import type { Pricing } from './llm/usage'
 import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop'
 import type { ModelLimits } from './policy/overflow'
 import { defaultFailurePolicies, type ErrorClassifier, type FailurePolicies, type RetryPolicy } from './policy/decide-failure'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
+import { Telemetry, type TelemetryOptions } from './telemetry/telemetry'
 
 export interface CompactionOptions {
   /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */
@@ -35,11 +37,17 @@ export interface ToolExecutionOptions {
   maxOutputBytes?: number
 }
 
+/**
+ * A language model object of the app's `ai` major (`LanguageModelV3` with ai v6, also
+ * `LanguageModelV4` with ai v7): not a model id string, not a V2 model.
+ */
+export type EngineModel = Exclude<LanguageModel, string | { readonly specificationVersion: 'v2' }>
+
 export interface EngineOptions {
   /** SQLite file path, ':memory:' (default), or a Kysely instance. */
   database?: DatabaseOption
-  /** Any AI SDK language model (any provider). */
-  model: LanguageModel
+  /** An AI SDK language model object of any provider: a `LanguageModelV3` (ai v6 providers) or a `LanguageModelV4` (ai v7 providers). */
+  model: EngineModel
   /** Token limits of the model; without them overflow is detected only from provider errors. */
   limits?: ModelLimits
   /** AI SDK `tool()` definitions with `execute`. */
@@ -82,6 +90,8 @@ export interface EngineOptions {
   leaseMs?: number
   /** How often an engine looks for approve/deny/abort requests other engines stored for its turns. Default 200. */
   controlPollIntervalMs?: number
+  /** OpenTelemetry spans (turn, state visits, model calls, tool runs); see docs/telemetry.md. Default: the global tracer (a no-op without an SDK), no inputs or outputs recorded. */
+  telemetry?: TelemetryOptions
 }
 
 export interface RecoveryOptions {
@@ -94,7 +104,7 @@ export interface RecoveryOptions {
 }
 
 export interface ResolvedConfig {
-  model: LanguageModel
+  model: ProviderLanguageModel
   limits: ModelLimits | undefined
   tools: ToolSet
   system: string | undefined
@@ -113,6 +123,7 @@ export interface ResolvedConfig {
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
   controlPollIntervalMs: number
+  telemetry: Telemetry
 }
 
 export const defaultSummaryPrompt =
@@ -123,7 +134,7 @@ export const defaultSummaryPrompt =
 const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
-  'recovery', 'leaseMs', 'doomLoop',
+  'recovery', 'leaseMs', 'doomLoop', 'telemetry',
   'errorClassifier', 'retryPolicy', 'controlPollIntervalMs',
 ])
 
@@ -152,6 +163,13 @@ function rejectUnknown(option: string, value: Record<string, unknown>, known: st
   }
 }
 
+/** What an error may say about a rejected model: never the whole object (its config may hold secrets). */
+function modelSummary(model: unknown): unknown {
+  if (typeof model !== 'object' || model === null) return model
+  const { specificationVersion, provider, modelId } = model as Record<string, unknown>
+  return { specificationVersion, provider, modelId }
+}
+
 /**
  * Validates options and fills in defaults (everything but `database`, which `openDatabase`
  * checks).
@@ -164,11 +182,8 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   for (const key of Object.keys(options)) {
     if (!knownOptions.has(key)) throw new InvalidOptionError(key, (options as unknown as Record<string, unknown>)[key], `a known option (${[...knownOptions].join(', ')})`)
   }
-  const model = options.model
-  const isModelObject = typeof model === 'object' && model !== null && typeof (model as { doStream?: unknown }).doStream === 'function'
-  if (!isModelObject && (typeof model !== 'string' || model.length === 0)) {
-    throw new InvalidOptionError('model', model, 'an AI SDK language model (an object with doStream) or a model id string')
-  }
+  const model: unknown = options.model
+  if (!isSupportedModel(model)) throw new InvalidOptionError('model', modelSummary(model), supportedModelsText)
 
   let limits: ModelLimits | undefined
   if (options.limits !== undefined) {
@@ -227,6 +242,15 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
 
   const retry = validateRetryOptions(options.retry ?? {}, 'retry')
   const defaults = defaultFailurePolicies(retry)
+  const telemetry = plainObject('telemetry', options.telemetry)
+  rejectUnknown('telemetry', telemetry, ['tracer', 'recordInputs', 'recordOutputs'])
+  if (telemetry.tracer !== undefined && typeof (telemetry.tracer as { startSpan?: unknown } | null)?.startSpan !== 'function') {
+    throw new InvalidOptionError('telemetry.tracer', telemetry.tracer, 'an OpenTelemetry Tracer (with startSpan)')
+  }
+  for (const key of ['recordInputs', 'recordOutputs']) {
+    if (telemetry[key] !== undefined && typeof telemetry[key] !== 'boolean') throw new InvalidOptionError(`telemetry.${key}`, telemetry[key], 'a boolean')
+  }
+
   return {
     model,
     limits,
@@ -267,5 +291,6 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     },
     leaseMs: nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100),
     controlPollIntervalMs: nonNegativeInteger('controlPollIntervalMs', options.controlPollIntervalMs, 200, 10),
+    telemetry: new Telemetry(telemetry as TelemetryOptions),
   }
 }

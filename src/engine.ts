@@ -133,6 +133,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // Takes over the turns of workers that died while this engine runs (set once `engine` exists).
   let sweep: NodeJS.Timeout | undefined
 
+  // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
+  bus.subscribe((event) => config.telemetry.observe(event))
   bus.subscribe((event) => {
     if (event.type !== 'session.status') return
     if (event.status.type === 'idle') statuses.delete(event.sessionId)

@@ -2,7 +2,8 @@
  * turnchart: an LLM agent's turn as an explicit XState v5 statechart, persisted with Kysely.
  */
 export { createEngine, type Engine } from './engine'
-export type { EngineOptions, CompactionOptions, ToolExecutionOptions, ResolvedConfig } from './config'
+export type { EngineOptions, EngineModel, CompactionOptions, ToolExecutionOptions, ResolvedConfig } from './config'
+export { supportedSpecificationVersions, isSupportedModel, type ProviderLanguageModel } from './llm/language-model'
 export type { Turn, TurnResult } from './turn/start-turn'
 export type { TurnchartEvent, TurnchartEventType, Listener } from './bus'
 export * from './errors'

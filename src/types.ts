@@ -42,10 +42,19 @@ interface PartBase {
   attempt?: number
 }
 
+/**
+ * What a provider attached to a part, by provider name (e.g. `{ anthropic: { signature } }`,
+ * `{ google: { thoughtSignature } }`, `{ openai: { itemId, reasoningEncryptedContent } }`).
+ * Sent back with the part on the next request, as the provider requires.
+ */
+export type PartProviderMetadata = Record<string, Record<string, unknown>>
+
 export interface TextPart extends PartBase {
   type: 'text' | 'reasoning'
   text: string
   time: { start: number; end?: number }
+  /** The provider's metadata for this text or reasoning (signatures, item ids), when it sent some. */
+  providerMetadata?: PartProviderMetadata
 }
 
 export type ToolState =
@@ -70,6 +79,8 @@ export interface ToolPart extends PartBase {
   callId: string
   tool: string
   state: ToolState
+  /** The provider's metadata for the call (e.g. a Gemini thought signature), when it sent some. */
+  providerMetadata?: PartProviderMetadata
 }
 
 export interface StepStartPart extends PartBase {
@@ -91,7 +102,29 @@ export interface CompactionPart extends PartBase {
   time: { start: number }
 }
 
-export type Part = TextPart | ToolPart | StepStartPart | StepFinishPart | CompactionPart
+/** A file the model produced (an image, audio…): base64 `data` or a `url`. */
+export interface FilePart extends PartBase {
+  type: 'file'
+  mediaType: string
+  /** Base64 content (bytes from the provider are encoded). */
+  data?: string
+  url?: string
+  providerMetadata?: PartProviderMetadata
+}
+
+/** A source the model cited (a web page, a document). Stored, not sent back to the model. */
+export interface SourcePart extends PartBase {
+  type: 'source'
+  sourceType: string
+  sourceId: string
+  url?: string
+  title?: string
+  mediaType?: string
+  filename?: string
+  providerMetadata?: PartProviderMetadata
+}
+
+export type Part = TextPart | ToolPart | StepStartPart | StepFinishPart | CompactionPart | FilePart | SourcePart
 
 export interface MessageWithParts {
   info: MessageInfo

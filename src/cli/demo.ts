@@ -11,9 +11,7 @@ import fs from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
-import { tool, type LanguageModel } from 'ai'
-import { z } from 'zod'
+import { jsonSchema, tool } from 'ai'
 import { createEngine, type Engine } from '../engine'
 import type { EngineOptions } from '../config'
 import type { TurnchartEvent } from '../bus'
@@ -40,7 +38,12 @@ export async function listFolder(folder: string): Promise<string[]> {
 /** The listing tool: real, read-only, bounded. */
 export const listTool = tool({
   description: 'List the entries of a folder (names, with a trailing / for folders)',
-  inputSchema: z.object({ path: z.string().describe('the folder, relative to the working directory') }),
+  inputSchema: jsonSchema<{ path: string }>({
+    type: 'object',
+    properties: { path: { type: 'string', description: 'the folder, relative to the working directory' } },
+    required: ['path'],
+    additionalProperties: false,
+  }),
   execute: async ({ path: folder }) => listFolder(folder),
 })
 
@@ -234,6 +237,15 @@ function waitForEnter(io: CliIO, prompt: string): Promise<void> {
   })
 }
 
+/** The demo's provider, an optional peer of turnchart (loaded only when the demo runs). */
+function openAICompatible(): typeof import('@ai-sdk/openai-compatible').createOpenAICompatible {
+  try {
+    return (require('@ai-sdk/openai-compatible') as typeof import('@ai-sdk/openai-compatible')).createOpenAICompatible
+  } catch (error) {
+    throw new CliError(`the demo needs @ai-sdk/openai-compatible (npm install @ai-sdk/openai-compatible): ${error instanceof Error ? error.message : String(error)}`)
+  }
+}
+
 export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const { flags, values } = parseArgs(argv, { flags: ['inspect'], values: ['db', 'inspect-port'], positionals: 0 })
   const c = colors(io)
@@ -241,7 +253,8 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const database = path.resolve(values.get('db') ?? path.join(os.tmpdir(), `turnchart-demo-${started}.db`))
   const real = io.env.TURNCHART_BASE_URL
   let server: ScriptedServer | undefined
-  let model: LanguageModel
+  let model: EngineOptions['model']
+  const createOpenAICompatible = openAICompatible()
   if (real) {
     if (!io.env.TURNCHART_MODEL) throw new CliError('TURNCHART_BASE_URL is set: set TURNCHART_MODEL too (and TURNCHART_API_KEY if the server needs one)')
     model = createOpenAICompatible({ name: 'turnchart-demo', baseURL: real, apiKey: io.env.TURNCHART_API_KEY, includeUsage: true })(io.env.TURNCHART_MODEL)

@@ -5,6 +5,7 @@
 import fs from 'node:fs'
 import { createEngine, type Engine } from '../engine'
 import type { Part, TransitionRecord } from '../types'
+import type { EngineModel } from '../config'
 import { shortEvent } from '../chart/chart-edges'
 
 export interface CliIO {
@@ -34,13 +35,23 @@ export function colors(io: CliIO): Colors {
   return { dim: wrap(2), bold: wrap(1), cyan: wrap(36), green: wrap(32), yellow: wrap(33), red: wrap(31), magenta: wrap(35) }
 }
 
+/** The CLI's reading commands never call a model; the engine still needs one to be created. */
+const readOnlyModel = {
+  specificationVersion: 'v3',
+  provider: 'turnchart-cli',
+  modelId: 'read-only',
+  supportedUrls: {},
+  doGenerate: () => Promise.reject(new Error('the turnchart CLI opened this database read-only: no model is called')),
+  doStream: () => Promise.reject(new Error('the turnchart CLI opened this database read-only: no model is called')),
+} as unknown as EngineModel
+
 /**
  * Opens an existing turnchart database for reading. The model is never called, so a
- * placeholder id is enough. A missing file is an error, not a new empty database.
+ * placeholder model is enough. A missing file is an error, not a new empty database.
  */
 export async function openExisting(database: string): Promise<Engine> {
   if (!fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
-  return createEngine({ database, model: 'turnchart-cli-read-only' })
+  return createEngine({ database, model: readOnlyModel })
 }
 
 export function truncate(text: string, max = 120): string {

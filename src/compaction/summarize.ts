@@ -8,13 +8,18 @@ import { CompactionFailedError, ContextOverflowError } from '../errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
 import { decideFailure } from '../policy/decide-failure'
-import type { LanguageModel, ModelMessage } from 'ai'
+import type { ModelMessage } from 'ai'
+import type { ProviderLanguageModel } from '../llm/language-model'
+import type { Telemetry } from '../telemetry/telemetry'
 import type { FailurePolicies } from '../policy/decide-failure'
 
 /** What a compaction needs from the turn: the model and its settings, the history, where the summary goes. */
 export interface SummaryScope {
+  readonly turnId: string
+  readonly sessionId: string
   readonly config: {
-    model: LanguageModel
+    model: ProviderLanguageModel
+    telemetry: Pick<Telemetry, 'modelCall' | 'recordOutputs'>
     system: string | undefined
     streamIdleTimeoutMs: number
     compaction: { prompt: string }
@@ -39,6 +44,8 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
   let text = ''
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
   const idle = startIdleTimer(signal, scope.config.streamIdleTimeoutMs)
+  const { model, telemetry } = scope.config
+  const span = telemetry.modelCall({ turnId: scope.turnId, sessionId: scope.sessionId, provider: model.provider, model: model.modelId, attempt: input.attempt })
   try {
     const events = modelStream({
       model: scope.config.model,
@@ -59,6 +66,8 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
   } finally {
     idle.stop()
   }
+  if (idle.signal.aborted && !signal.aborted) failure = idle.signal.reason
+  span?.end(signal.aborted ? { error: signal.reason } : failure !== undefined ? { error: failure } : { finishReason: 'stop', output: telemetry.recordOutputs ? text : undefined })
   if (signal.aborted) throw signal.reason
   if (idle.signal.aborted) failure = idle.signal.reason
   if (failure !== undefined) {

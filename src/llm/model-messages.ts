@@ -12,7 +12,7 @@
  * `step-finish` from recovery; an aborted turn's last words stay visible to later turns.)
  */
 import type { AssistantContent, ModelMessage, ToolResultPart } from 'ai'
-import type { MessageWithParts, Part, ToolPart } from '../types'
+import type { FilePart, MessageWithParts, Part, TextPart, ToolPart } from '../types'
 
 export const summaryPreamble = 'The conversation so far was summarised to fit the context window. Summary:\n\n'
 
@@ -65,10 +65,13 @@ function appendAssistant(out: ModelMessage[], parts: Part[]): void {
     const results: ToolResultPart[] = []
     for (const part of parts) {
       if ((part.step ?? 0) !== step || (part.attempt ?? 0) !== attempt) continue
-      if (part.type === 'text' && part.text.length > 0) content.push({ type: 'text', text: part.text })
-      else if (part.type === 'reasoning' && part.text.length > 0) content.push({ type: 'reasoning', text: part.text })
-      else if (part.type === 'tool') {
-        content.push({ type: 'tool-call', toolCallId: part.callId, toolName: part.tool, input: toolInput(part) })
+      // A part with provider metadata goes back even when empty (Anthropic redacted thinking).
+      if ((part.type === 'text' || part.type === 'reasoning') && (part.text.length > 0 || part.providerMetadata)) {
+        content.push({ type: part.type, text: part.text, ...providerOptions(part) })
+      } else if (part.type === 'file' && (part.data !== undefined || part.url !== undefined)) {
+        content.push({ type: 'file', data: part.data ?? new URL(part.url!), mediaType: part.mediaType, ...providerOptions(part) })
+      } else if (part.type === 'tool') {
+        content.push({ type: 'tool-call', toolCallId: part.callId, toolName: part.tool, input: toolInput(part), ...providerOptions(part) })
         results.push(toolResult(part))
       }
     }
@@ -76,6 +79,17 @@ function appendAssistant(out: ModelMessage[], parts: Part[]): void {
     if (results.length > 0) out.push({ role: 'tool', content: results })
   }
 }
+
+/**
+ * The provider metadata stored with a part, sent back as its `providerOptions`: what providers
+ * require on the next request (Anthropic thinking signatures, Gemini thought signatures, OpenAI
+ * Responses item ids), as the AI SDK's own `streamText` loop does.
+ */
+function providerOptions(part: TextPart | ToolPart | FilePart): { providerOptions?: ProviderOptions } {
+  return part.providerMetadata ? { providerOptions: part.providerMetadata as ProviderOptions } : {}
+}
+
+type ProviderOptions = NonNullable<ToolResultPart['providerOptions']>
 
 function toolInput(part: ToolPart): unknown {
   const input = part.state.input

@@ -1,34 +1,48 @@
 /**
  * One LLM call as turnchart's own stream events.
  *
- * For a `LanguageModelV3` object the model's `doStream` is called directly: the prompt is
- * converted without the AI SDK's zod pass over the whole history, the tools' JSON schemas are
- * computed once per tool set, and the provider's stream is read in one loop (no `streamText`
- * transform pipeline). Any other model (a model id string, a V2 model) goes through
- * `streamText(...).fullStream`, mapped to the same events, so stream-step and compaction keep one
- * loop whatever the model is.
+ * The model's `doStream` is called directly, for a `LanguageModelV3` (ai v6 providers) and a
+ * `LanguageModelV4` (ai v7 providers) alike: the prompt is converted without the AI SDK's zod
+ * pass over the whole history (provider-prompt), the tools' JSON schemas are computed once per
+ * tool set (provider-tools), and the provider's stream is read in one loop. The stream parts
+ * turnchart reads have the same shape in both versions; parts a version adds (V4 `ping`,
+ * `custom`, `reasoning-file`) count as output or activity and are otherwise skipped.
  */
 import { untilAborted } from './idle-timer'
-import { asSchema, NoOutputGeneratedError, parsePartialJson, streamText, tool as declareTool, type LanguageModel, type LanguageModelUsage, type ModelMessage, type ToolSet } from 'ai'
-import { asLanguageModelUsage, convertToLanguageModelPrompt, prepareToolsAndToolChoice } from 'ai/internal'
+import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
+import type { ProviderLanguageModel } from './language-model'
+import { toProviderPrompt } from './provider-prompt'
+import { prepareTools } from './provider-tools'
 
-/** A normalized event of one model call. */
+/**
+ * What a provider attached to a part, by provider name (Anthropic thinking signatures and
+ * redacted thinking, Gemini thought signatures, OpenAI Responses item ids and encrypted
+ * reasoning). Stored with the part and sent back as the part's `providerOptions`.
+ */
+export type ProviderMetadata = Record<string, Record<string, unknown>>
+
+/** A normalized event of one model call. `providerMetadata` only when the provider sent some. */
 export type ModelStreamEvent =
   /** The first chunk of the response arrived (streamText's `start-step`). */
   | { type: 'start' }
-  | { type: 'text-start' | 'reasoning-start'; id: string }
-  | { type: 'text-delta' | 'reasoning-delta'; id: string; text: string }
-  | { type: 'text-end' | 'reasoning-end'; id: string }
+  | { type: 'text-start' | 'reasoning-start'; id: string; providerMetadata?: ProviderMetadata }
+  | { type: 'text-delta' | 'reasoning-delta'; id: string; text: string; providerMetadata?: ProviderMetadata }
+  | { type: 'text-end' | 'reasoning-end'; id: string; providerMetadata?: ProviderMetadata }
   | { type: 'tool-input-start'; id: string; toolName: string }
   /** A complete tool call; `error` (the message stored on the tool part) when its input is unusable. */
-  | { type: 'tool-call'; callId: string; toolName: string; input: unknown; error?: string }
+  | { type: 'tool-call'; callId: string; toolName: string; input: unknown; error?: string; providerMetadata?: ProviderMetadata }
+  /** A file the model produced: base64 `data` or a `url`. */
+  | { type: 'file'; mediaType: string; data?: string; url?: string; providerMetadata?: ProviderMetadata }
+  /** A source the model cited. */
+  | { type: 'source'; sourceType: string; sourceId: string; url?: string; title?: string; mediaType?: string; filename?: string; providerMetadata?: ProviderMetadata }
   | { type: 'finish'; finishReason: string; usage: LanguageModelUsage }
   | { type: 'error'; error: unknown }
   /** The call was aborted through `abortSignal`. */
   | { type: 'abort' }
 
 export interface ModelStreamRequest {
-  model: LanguageModel
+  /** A V3 or V4 model object (checked by `resolveConfig`). */
+  model: unknown
   system?: string
   messages: ModelMessage[]
   /** The user's tools (declared to the model without `execute`); omit for none. */
@@ -38,66 +52,68 @@ export interface ModelStreamRequest {
   onChunk?: () => void
 }
 
-type ModelObject = Exclude<LanguageModel, string>
-type ModelV3 = Extract<ModelObject, { specificationVersion: 'v3' }>
-type V3Result = Awaited<ReturnType<ModelV3['doStream']>>
-type V3Part = V3Result['stream'] extends ReadableStream<infer P> ? P : never
-type V3CallOptions = Parameters<ModelV3['doStream']>[0]
+/** The stream parts of V3 and V4 that turnchart reads (the same fields in both). */
+type StreamPart =
+  | { type: 'stream-start' | 'response-metadata' | 'raw' | 'ping' }
+  | { type: 'text-start' | 'reasoning-start' | 'text-end' | 'reasoning-end'; id: string; providerMetadata?: ProviderMetadata }
+  | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string; providerMetadata?: ProviderMetadata }
+  | { type: 'tool-input-start'; id: string; toolName: string; providerExecuted?: boolean }
+  | { type: 'tool-input-delta' | 'tool-input-end'; id: string }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: string; providerExecuted?: boolean; providerMetadata?: ProviderMetadata }
+  | { type: 'finish'; usage: ProviderUsage; finishReason: { unified: string } | string }
+  | { type: 'error'; error: unknown }
+  // V3: data is base64 or bytes; V4: a tagged `{ type: 'data', data } | { type: 'url', url }`.
+  | { type: 'file'; mediaType: string; data: unknown; providerMetadata?: ProviderMetadata }
+  | { type: 'source'; sourceType: string; id: string; url?: string; title?: string; mediaType?: string; filename?: string; providerMetadata?: ProviderMetadata }
+  | { type: 'tool-result' | 'tool-approval-request' | 'custom' | 'reasoning-file' }
 
-/** Whether `model` is called through `doStream` directly (a V3 model object). */
-export function isDirectModel(model: LanguageModel): model is ModelV3 {
-  return typeof model === 'object' && model !== null && (model as { specificationVersion?: unknown }).specificationVersion === 'v3' && typeof (model as { doStream?: unknown }).doStream === 'function'
+interface ProviderUsage {
+  inputTokens?: { total?: number; noCache?: number; cacheRead?: number; cacheWrite?: number }
+  outputTokens?: { total?: number; text?: number; reasoning?: number }
+  raw?: unknown
 }
 
 /**
- * Streams one model call as `ModelStreamEvent`s. HTTP errors of the request may be thrown (V3
- * path) or yielded as `error` events (streamText path); a broken stream throws.
+ * Streams one model call as `ModelStreamEvent`s. HTTP errors of the request are thrown; an
+ * `error` part of the stream is yielded as an `error` event; a broken stream throws.
  *
  * @example
  * for await (const event of modelStream({ model, messages, tools, abortSignal })) { ... }
  */
 export function modelStream(request: ModelStreamRequest): AsyncGenerator<ModelStreamEvent> {
-  return isDirectModel(request.model) ? directStream(request.model, request) : sdkStream(request)
+  return directStream(request.model as ProviderLanguageModel, request)
+}
+
+/** The AI SDK's usage object from a provider's usage (V3 and V4 report the same fields). */
+export function toLanguageModelUsage(usage: ProviderUsage | undefined): LanguageModelUsage {
+  const input = usage?.inputTokens ?? {}
+  const output = usage?.outputTokens ?? {}
+  const total = input.total === undefined && output.total === undefined ? undefined : (input.total ?? 0) + (output.total ?? 0)
+  return {
+    inputTokens: input.total,
+    inputTokenDetails: { noCacheTokens: input.noCache, cacheReadTokens: input.cacheRead, cacheWriteTokens: input.cacheWrite },
+    outputTokens: output.total,
+    outputTokenDetails: { textTokens: output.text, reasoningTokens: output.reasoning },
+    totalTokens: total,
+    raw: usage?.raw,
+    reasoningTokens: output.reasoning,
+    cachedInputTokens: input.cacheRead,
+  } as LanguageModelUsage
+}
+
+/** The model stream ended with no output and no finish part. */
+export class EmptyModelStreamError extends Error {
+  override readonly name = 'EmptyModelStreamError'
+  constructor() {
+    super('No output generated. The model stream ended without a finish chunk.')
+  }
+  static isInstance(error: unknown): error is EmptyModelStreamError {
+    return error instanceof Error && error.name === 'EmptyModelStreamError'
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tools: declared once per tool set.
-
-interface PreparedTools {
-  /** The user's tools without `execute` (for streamText). */
-  declared: ToolSet
-  /** `tools` and `toolChoice` as `doStream` takes them (JSON schemas computed once). */
-  call: Promise<Pick<V3CallOptions, 'tools' | 'toolChoice'>>
-  /** Input schemas, by tool name, for validating tool-call input. */
-  schemas: Map<string, ReturnType<typeof asSchema>>
-}
-
-/** The user's tools as declared to the model: same names, descriptions and schemas, no execute. */
-export function declaredTools(tools: ToolSet): ToolSet {
-  const out: ToolSet = {}
-  for (const [name, t] of Object.entries(tools)) {
-    out[name] = declareTool({ description: t.description, inputSchema: t.inputSchema } as never)
-  }
-  return out
-}
-
-const preparedCache = new WeakMap<ToolSet, PreparedTools>()
-const noTools: ToolSet = {}
-
-function prepared(tools: ToolSet | undefined): PreparedTools {
-  const key = tools ?? noTools
-  let value = preparedCache.get(key)
-  if (!value) {
-    const declared = declaredTools(key)
-    const call = prepareToolsAndToolChoice({ tools: declared, toolChoice: undefined, activeTools: undefined })
-    call.catch(() => {}) // a schema that cannot be converted fails the call that awaits it, not the process
-    const schemas = new Map<string, ReturnType<typeof asSchema>>()
-    for (const [name, t] of Object.entries(key)) schemas.set(name, asSchema(t.inputSchema))
-    value = { declared, call, schemas }
-    preparedCache.set(key, value)
-  }
-  return value
-}
+// Tool-call input.
 
 /** The message stored on a tool part whose call cannot run. */
 export function toolInputError(tools: ToolSet | undefined, toolName: string, error: unknown): string {
@@ -114,7 +130,7 @@ export function toolInputError(tools: ToolSet | undefined, toolName: string, err
  * streamText: an empty input is `{}`; an unusable input is kept parsed if it is JSON, else as text.
  */
 async function parseToolInput(tools: ToolSet | undefined, toolName: string, text: string): Promise<{ input: unknown; error?: string }> {
-  const schema = tools && toolName in tools ? prepared(tools).schemas.get(toolName) : undefined
+  const schema = tools && toolName in tools ? prepareTools(tools).schemas.get(toolName) : undefined
   const parsed = text.trim() === '' ? { ok: true as const, value: {} } : await parseJson(text)
   if (!schema) return { input: parsed.ok ? parsed.value : text, error: toolInputError(tools, toolName, undefined) }
   if (!parsed.ok) return { input: text, error: toolInputError(tools, toolName, parsed.error) }
@@ -130,38 +146,47 @@ async function parseToolInput(tools: ToolSet | undefined, toolName: string, text
   return { input: parsed.value, error: toolInputError(tools, toolName, error) }
 }
 
-/** JSON through the AI SDK's prototype-safe parser; the error says why the text is not JSON. */
+/** JSON without prototype keys (as the AI SDK's secure parser); the error says why the text is unusable. */
 async function parseJson(text: string): Promise<{ ok: true; value: unknown } | { ok: false; error: Error }> {
-  const { value, state } = await parsePartialJson(text)
-  if (state === 'successful-parse') return { ok: true, value }
-  let reason = 'not valid JSON'
+  let value: unknown
   try {
-    JSON.parse(text)
+    value = JSON.parse(text)
   } catch (error) {
-    reason = error instanceof Error ? error.message : String(error)
+    return { ok: false, error: new Error(`the input is not valid JSON: ${error instanceof Error ? error.message : String(error)}`) }
   }
-  return { ok: false, error: new Error(`the input is not valid JSON: ${reason}`) }
+  if (/__proto__|constructor/.test(text) && hasPrototypeKey(value)) {
+    return { ok: false, error: new Error('the input is not valid JSON: it contains a forbidden prototype property') }
+  }
+  return { ok: true, value }
+}
+
+function hasPrototypeKey(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false
+  for (const key of Object.keys(value)) {
+    const child = (value as Record<string, unknown>)[key]
+    if (key === '__proto__') return true
+    if (key === 'constructor' && typeof child === 'object' && child !== null && Object.prototype.hasOwnProperty.call(child, 'prototype')) return true
+    if (hasPrototypeKey(child)) return true
+  }
+  return false
 }
 
 // ---------------------------------------------------------------------------------------------
-// V3: doStream directly.
+// doStream directly (V3 and V4).
 
-async function* directStream(model: ModelV3, request: ModelStreamRequest): AsyncGenerator<ModelStreamEvent> {
+async function* directStream(model: ProviderLanguageModel, request: ModelStreamRequest): AsyncGenerator<ModelStreamEvent> {
   const { abortSignal, onChunk } = request
   const tools = request.tools && Object.keys(request.tools).length > 0 ? request.tools : undefined
-  const [prompt, call] = await Promise.all([
-    (async () =>
-      convertToLanguageModelPrompt({
-        prompt: { system: request.system, messages: request.messages },
-        supportedUrls: await model.supportedUrls,
-        download: undefined,
-        abortSignal,
-      }))(),
-    tools ? prepared(tools).call : Promise.resolve({ tools: undefined, toolChoice: undefined }),
-  ])
+  const call = tools ? await prepareTools(tools).call : { tools: undefined, toolChoice: undefined }
   // The idle timeout covers the wait for the stream too: an adapter may ignore the signal.
   const { stream, response } = await untilAborted(
-    model.doStream({ prompt, tools: call.tools, toolChoice: call.toolChoice, abortSignal, includeRawChunks: false }),
+    model.doStream({
+      prompt: toProviderPrompt(request.system, request.messages, model.specificationVersion),
+      tools: call.tools,
+      toolChoice: call.toolChoice,
+      abortSignal,
+      includeRawChunks: false,
+    }),
     abortSignal ?? new AbortController().signal,
   )
 
@@ -178,7 +203,7 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
       const { done, value } = await reader.read()
       if (done) break
       onChunk?.()
-      const part = value as V3Part
+      const part = value as StreamPart
       if (part.type === 'stream-start') continue
       if (first) {
         first = false
@@ -190,43 +215,65 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
         case 'text-end':
         case 'reasoning-end':
           output = true
-          yield { type: part.type, id: part.id }
+          yield { type: part.type, id: part.id, ...metadataOf(part) }
           break
         case 'text-delta':
           output = true
-          if (part.delta.length > 0) yield { type: 'text-delta', id: part.id, text: part.delta }
+          if (part.delta.length > 0 || part.providerMetadata) yield { type: 'text-delta', id: part.id, text: part.delta, ...metadataOf(part) }
           break
         case 'reasoning-delta':
           output = true
-          yield { type: 'reasoning-delta', id: part.id, text: part.delta }
+          yield { type: 'reasoning-delta', id: part.id, text: part.delta, ...metadataOf(part) }
           break
         case 'tool-input-start':
           output = true
+          if (part.providerExecuted) break // the provider runs it (web search...): not turnchart's call
           yield { type: 'tool-input-start', id: part.id, toolName: part.toolName }
           break
         case 'tool-call': {
           output = true
+          if (part.providerExecuted) break
           const { input, error } = await parseToolInput(tools, part.toolName, part.input)
           yield error === undefined
-            ? { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input }
-            : { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, error }
+            ? { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, ...metadataOf(part) }
+            : { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, error, ...metadataOf(part) }
           break
         }
         case 'finish':
-          finish = { type: 'finish', finishReason: part.finishReason.unified, usage: asLanguageModelUsage(part.usage) }
+          finish = { type: 'finish', finishReason: typeof part.finishReason === 'string' ? part.finishReason : part.finishReason.unified, usage: toLanguageModelUsage(part.usage) }
           break
         case 'error':
           yield { type: 'error', error: namingContentType(part.error, response?.headers) }
           return // the finally cancels the rest of the response
+        case 'file': {
+          output = true
+          const file = fileData(part.data)
+          if (file) yield { type: 'file', mediaType: part.mediaType, ...file, ...metadataOf(part) }
+          break
+        }
+        case 'source':
+          output = true
+          yield {
+            type: 'source',
+            sourceType: part.sourceType,
+            sourceId: part.id,
+            ...(part.url !== undefined ? { url: part.url } : {}),
+            ...(part.title !== undefined ? { title: part.title } : {}),
+            ...(part.mediaType !== undefined ? { mediaType: part.mediaType } : {}),
+            ...(part.filename !== undefined ? { filename: part.filename } : {}),
+            ...metadataOf(part),
+          }
+          break
         case 'tool-input-delta':
         case 'tool-input-end':
-        case 'file':
-        case 'source':
         case 'tool-approval-request':
+        case 'tool-result':
+        case 'custom':
+        case 'reasoning-file':
           output = true
           break
         default:
-          break // response-metadata, raw, provider-executed tool results
+          break // response-metadata, raw, ping
       }
     }
     ended = true
@@ -236,9 +283,9 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
       yield finish
     } else if (output) {
       // As streamText: output without a finish chunk still finishes the step, with unknown usage.
-      yield { type: 'finish', finishReason: 'other', usage: asLanguageModelUsage(emptyUsage) }
+      yield { type: 'finish', finishReason: 'other', usage: toLanguageModelUsage(undefined) }
     } else {
-      yield { type: 'error', error: new NoOutputGeneratedError({ message: 'No output generated. The model stream ended without a finish chunk.' }) }
+      yield { type: 'error', error: new EmptyModelStreamError() }
     }
   } finally {
     abortSignal.removeEventListener('abort', onAbort)
@@ -247,72 +294,23 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
   }
 }
 
-const emptyUsage = {
-  inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: undefined, text: undefined, reasoning: undefined },
-}
-
-// ---------------------------------------------------------------------------------------------
-// Fallback: streamText (model id strings, V2 models).
-
-async function* sdkStream(request: ModelStreamRequest): AsyncGenerator<ModelStreamEvent> {
-  const { tools, abortSignal, onChunk } = request
-  const result = streamText({
-    model: request.model,
-    system: request.system,
-    messages: request.messages,
-    ...(tools ? { tools: prepared(tools).declared } : {}),
-    maxRetries: 0,
-    abortSignal,
-    onError: () => {}, // errors arrive as `error` parts; the default handler would print them
-  })
-  for await (const part of result.fullStream) {
-    onChunk?.()
-    switch (part.type) {
-      case 'start-step':
-        yield { type: 'start' }
-        break
-      case 'text-start':
-      case 'reasoning-start':
-      case 'text-end':
-      case 'reasoning-end':
-        yield { type: part.type, id: part.id }
-        break
-      case 'text-delta':
-      case 'reasoning-delta':
-        yield { type: part.type, id: part.id, text: part.text }
-        break
-      case 'tool-input-start':
-        yield { type: 'tool-input-start', id: part.id, toolName: part.toolName }
-        break
-      case 'tool-call':
-        if ((part as { invalid?: boolean }).invalid) {
-          const error = toolInputError(tools, part.toolName, causeOf((part as { error?: unknown }).error))
-          yield { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input: part.input, error }
-        } else {
-          yield { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input: part.input }
-        }
-        break
-      case 'tool-error':
-        yield { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input: part.input, error: toolInputError(tools, part.toolName, part.error) }
-        break
-      case 'finish-step':
-        yield { type: 'finish', finishReason: part.finishReason, usage: part.usage }
-        break
-      case 'error':
-        yield { type: 'error', error: part.error }
-        return
-      case 'abort':
-        yield { type: 'abort' }
-        return
-    }
+/** A file part's data (V3: base64 string or bytes; V4: tagged data or URL) as base64 or a URL. */
+function fileData(data: unknown): { data: string } | { url: string } | undefined {
+  if (typeof data === 'string') return { data }
+  if (data instanceof Uint8Array) return { data: Buffer.from(data).toString('base64') }
+  if (data instanceof URL) return { url: data.href }
+  if (typeof data === 'object' && data !== null) {
+    const tagged = data as { type?: string; data?: unknown; url?: unknown }
+    if (tagged.type === 'data') return fileData(tagged.data)
+    if (tagged.type === 'url') return { url: String(tagged.url) }
   }
+  return undefined
 }
 
-/** streamText wraps a bad input in InvalidToolInputError; its cause is what the V3 path reports. */
-function causeOf(error: unknown): unknown {
-  const cause = (error as { cause?: unknown } | undefined)?.cause
-  return cause instanceof Error ? cause : error
+/** `{ providerMetadata }` when the part carries a non-empty one, else nothing. */
+function metadataOf(part: { providerMetadata?: ProviderMetadata }): { providerMetadata?: ProviderMetadata } {
+  const metadata = part.providerMetadata
+  return metadata && typeof metadata === 'object' && Object.keys(metadata).length > 0 ? { providerMetadata: metadata } : {}
 }
 
 /**

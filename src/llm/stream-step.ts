@@ -1,6 +1,6 @@
 /**
  * One step: one LLM call. Streams the model through `modelStream` (the model's `doStream`
- * directly for a V3 model, `streamText` otherwise; no SDK retries, tools without `execute`, so
+ * directly, V3 or V4; no SDK retries, tools without `execute`, so
  * retries and tool runs are the chart's), maps its events to parts in the database through the
  * part writer, and resolves with the event the chart decides on: `step.finished` or
  * `step.failed`. It never rejects.
@@ -13,7 +13,7 @@ import { newId } from '../ids'
 import { decideFailure } from '../policy/decide-failure'
 import { isUsageOverflow } from '../policy/overflow'
 import type { TurnScope } from '../turn/turn-scope'
-import type { MessageWithParts, Part, TextPart, Tokens, ToolPart } from '../types'
+import type { MessageWithParts, Part, PartProviderMetadata, TextPart, Tokens, ToolPart } from '../types'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
 import { addTokens, stepCost, toTokens } from './usage'
@@ -33,11 +33,21 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
   let failure: unknown
   let finishReason = 'unknown'
   let stepTokens: Tokens | undefined
+  const messages = scope.modelMessages()
+  const span = config.telemetry.modelCall({
+    turnId: scope.turnId,
+    sessionId: scope.sessionId,
+    provider: config.model.provider,
+    model: config.model.modelId,
+    step: input.step,
+    attempt: input.attempt,
+    input: () => (config.system === undefined ? messages : [{ role: 'system', content: config.system }, ...messages]),
+  })
   try {
     const events = modelStream({
       model: config.model,
       system: config.system,
-      messages: scope.modelMessages(),
+      messages,
       tools: config.tools,
       abortSignal: idle.signal,
       onChunk: idle.touch,
@@ -49,23 +59,33 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
           break
         case 'text-start':
         case 'reasoning-start':
-          state.openText(part.type === 'text-start' ? 'text' : 'reasoning', part.id)
+          state.openText(part.type === 'text-start' ? 'text' : 'reasoning', part.id, part.providerMetadata)
           break
         case 'text-delta':
         case 'reasoning-delta':
-          state.appendText(part.type === 'text-delta' ? 'text' : 'reasoning', part.id, part.text)
+          state.appendText(part.type === 'text-delta' ? 'text' : 'reasoning', part.id, part.text, part.providerMetadata)
           break
         case 'text-end':
         case 'reasoning-end':
-          state.closeText(part.type === 'text-end' ? 'text' : 'reasoning', part.id)
+          state.closeText(part.type === 'text-end' ? 'text' : 'reasoning', part.id, part.providerMetadata)
           break
         case 'tool-input-start':
           state.toolPending(part.id, part.toolName)
           break
         case 'tool-call':
-          if (part.error !== undefined) state.toolError(part.callId, part.toolName, part.input, part.error)
-          else state.toolRunning(part.callId, part.toolName, part.input)
+          if (part.error !== undefined) state.toolError(part.callId, part.toolName, part.input, part.error, part.providerMetadata)
+          else state.toolRunning(part.callId, part.toolName, part.input, part.providerMetadata)
           break
+        case 'file': {
+          const { type: _type, ...file } = part
+          state.add({ type: 'file', ...file })
+          break
+        }
+        case 'source': {
+          const { type: _type, ...source } = part
+          state.add({ type: 'source', ...source })
+          break
+        }
         case 'finish': {
           finishReason = part.finishReason
           stepTokens = toTokens(part.usage)
@@ -98,6 +118,18 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
     // The stream ended without finish-step: treat as a broken stream, retryable.
     failure = Object.assign(new Error('the model stream ended without finishing the step (terminated)'), { code: 'ECONNRESET' })
   }
+  span?.end(
+    failure !== undefined || signal.aborted
+      ? { error: signal.aborted ? signal.reason : failure }
+      : {
+          finishReason,
+          inputTokens: stepTokens?.input,
+          outputTokens: stepTokens?.output,
+          reasoningTokens: stepTokens?.reasoning,
+          cacheReadTokens: stepTokens?.cache.read,
+          output: config.telemetry.recordOutputs ? state.output() : undefined,
+        },
+  )
   if (signal.aborted) {
     // The chart left `streaming` (abort or stop): the turn's end closes what is open.
     state.closeOpenText()
@@ -199,17 +231,37 @@ class StepState {
     return part
   }
 
-  openText(type: 'text' | 'reasoning', id: string): void {
-    this.open.set(openKey(type, id), this.add({ type, text: '', time: { start: Date.now() } }) as TextPart)
+  openText(type: 'text' | 'reasoning', id: string, metadata?: PartProviderMetadata): void {
+    const fields = { type, text: '', time: { start: Date.now() }, ...(metadata ? { providerMetadata: metadata } : {}) }
+    this.open.set(openKey(type, id), this.add(fields) as TextPart)
   }
 
-  appendText(type: 'text' | 'reasoning', id: string, delta: string): void {
+  appendText(type: 'text' | 'reasoning', id: string, delta: string, metadata?: PartProviderMetadata): void {
     const part = this.open.get(openKey(type, id))
-    if (part && delta.length > 0) this.scope.writer.append(part, delta) // a delta for an id never started is ignored
+    if (!part) return // a delta for an id never started is ignored
+    if (delta.length > 0) this.scope.writer.append(part, delta)
+    // Rare (a signature at the end of a thinking block): one more change to flush, not a write per token.
+    if (metadata && mergeMetadata(part, metadata)) this.scope.writer.changed(part)
   }
 
-  closeText(type: 'text' | 'reasoning', id: string): void {
-    this.closeKey(openKey(type, id))
+  closeText(type: 'text' | 'reasoning', id: string, metadata?: PartProviderMetadata): void {
+    const key = openKey(type, id)
+    if (metadata) {
+      const part = this.open.get(key)
+      if (part) mergeMetadata(part, metadata)
+    }
+    this.closeKey(key)
+  }
+
+  /** What the model answered in this attempt (for telemetry's recorded outputs). */
+  output(): Array<{ type: string; text?: string; tool?: string; input?: unknown }> {
+    const out: Array<{ type: string; text?: string; tool?: string; input?: unknown }> = []
+    for (const p of this.message.parts) {
+      if (p.step !== this.input.step || p.attempt !== this.input.attempt) continue
+      if (p.type === 'text' || p.type === 'reasoning') out.push({ type: p.type, text: p.text })
+      else if (p.type === 'tool') out.push({ type: 'tool-call', tool: p.tool, input: p.state.input })
+    }
+    return out
   }
 
   closeOpenText(): void {
@@ -234,16 +286,18 @@ class StepState {
     return part
   }
 
-  toolRunning(callId: string, toolName: string, input: unknown): void {
+  toolRunning(callId: string, toolName: string, input: unknown, metadata?: PartProviderMetadata): void {
     const part = this.toolPending(callId, toolName)
     if (part.state.status !== 'pending') return
+    if (metadata) mergeMetadata(part, metadata)
     part.state = { status: 'running', input, time: { start: Date.now() } }
     this.scope.writer.changed(part)
   }
 
-  toolError(callId: string, toolName: string, input: unknown, error: string): void {
+  toolError(callId: string, toolName: string, input: unknown, error: string, metadata?: PartProviderMetadata): void {
     const part = this.toolPending(callId, toolName)
     if (part.state.status === 'error') return
+    if (metadata) mergeMetadata(part, metadata)
     const now = Date.now()
     const start = part.state.status === 'running' ? part.state.time.start : now
     part.state = { status: 'error', input: input ?? {}, error, time: { start, end: now } }
@@ -265,3 +319,20 @@ class StepState {
 const openKey = (type: 'text' | 'reasoning', id: string) => `${type}\u0000${id}`
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+
+/**
+ * Merges a provider's metadata into the part's, per provider name (later fields win, as the
+ * AI SDK keeps the latest): a signature that arrives after the thinking text joins what the
+ * block's start said. Returns whether anything changed.
+ */
+function mergeMetadata(part: TextPart | ToolPart, metadata: PartProviderMetadata): boolean {
+  let changed = false
+  const merged: PartProviderMetadata = { ...part.providerMetadata }
+  for (const [provider, fields] of Object.entries(metadata)) {
+    if (typeof fields !== 'object' || fields === null) continue
+    merged[provider] = { ...merged[provider], ...fields }
+    changed = true
+  }
+  if (changed) part.providerMetadata = merged
+  return changed
+}

@@ -58,6 +58,23 @@ export const retryablePatterns: readonly RegExp[] = [
   new RegExp(`resource${S}exhausted`, 'i'), // Google "RESOURCE_EXHAUSTED"
   /\bunavailable\b/i, // Google "UNAVAILABLE", "Service Unavailable"
   /\bapi_error\b/i, // Anthropic's generic 500 type, also sent mid-stream without a status
+  // Wording of gateways and of providers that send only text (no status-specific body, or an
+  // error event mid-stream without a status). Not a bare "try again": 400s say "fix it and try again".
+  /try (?:your request |it )?again (?:later|shortly|soon|in a (?:few|moment|bit|minute)|in \d)/i, // "Please try again later"
+  /retry (?:your request|later|shortly|in a (?:few|moment))/i, // "Please retry your request", "retry later"
+  /\bat (?:full )?capacity\b/i, // "Selected model is at capacity", "We are at capacity"
+  /(?:insufficient|no|out of) (?:\w+ )?capacity/i, // "insufficient capacity", "no capacity available", "out of GPU capacity"
+  /capacity (?:constraints|exceeded|limit)/i, // "Due to capacity constraints…"
+  /high (?:demand|load|traffic)/i, // "experiencing high demand", "the server is under high load"
+  new RegExp(`high${S}concurrency|concurrency${S}limit`, 'i'), // Zhipu / Moonshot "High concurrency usage…", "concurrency limit exceeded"
+  /\b(?:server|service|system|engine|model|provider|upstream) (?:is )?(?:currently |too )?busy\b/i, // DeepSeek "Server is busy"
+  /no healthy upstream/i, // Envoy's 503 page
+  /upstream connect error/i, // Envoy "upstream connect error or disconnect/reset before headers"
+  /bad gateway/i, // 502 pages passed through as text
+  /is currently loading/i, // Hugging Face "Model … is currently loading"
+  /resource has been exhausted/i, // Google "Resource has been exhausted (e.g. check quota)." as text only
+  /internal error/i, // Google "Internal error encountered." mid-stream
+  /temporarily (?:unavailable|overloaded|down|unable)/i, // "temporarily unable to serve your request"
 ]
 
 /**

@@ -1,8 +1,10 @@
 /**
- * A real HTTP server that speaks the OpenAI chat-completions streaming protocol and
- * answers each call with the next scripted reply. Tests point an AI SDK provider
- * (`createOpenAICompatible({ baseURL: server.url, ... })`) at it, so the whole HTTP,
- * SSE and parsing path of the SDK runs for real instead of a mocked model.
+ * A real HTTP server that speaks the OpenAI chat-completions streaming protocol
+ * (`POST /v1/chat/completions`) and the Anthropic Messages streaming protocol
+ * (`POST /v1/messages`), and answers each call with the next scripted reply, in the protocol
+ * of the path it arrived on. Tests point an AI SDK provider
+ * (`createOpenAICompatible({ baseURL: server.url, ... })`, `createAnthropic({ baseURL: server.url, ... })`)
+ * at it, so the whole HTTP, SSE and parsing path of the SDK runs for real instead of a mocked model.
  *
  * Only node built-ins are used, so it can ship in `turnchart/testing` without
  * adding dependencies.
@@ -23,23 +25,33 @@ export interface ScriptUsage {
 export type ScriptChunk =
   /** Sent as `delta.content`. */
   | { text: string }
-  /** Sent as `delta.reasoning_content`. */
-  | { reasoning: string }
+  /**
+   * Sent as `delta.reasoning_content` (chat completions) or a `thinking_delta` (Anthropic);
+   * `signature` ends the Anthropic thinking block with a `signature_delta`, or is the Gemini
+   * part's `thoughtSignature` (on a tool chunk too).
+   */
+  | { reasoning: string; signature?: string }
   /**
    * One tool call. An object `input` is JSON-stringified; a string is sent raw, which
    * lets tests send invalid JSON. `id` defaults to `call_<n>`.
    */
-  | { tool: { name: string; input: unknown | string; id?: string } }
-  /** An SSE data line sent verbatim as `data: ${raw}\n\n`. */
+  | { tool: { name: string; input: unknown | string; id?: string; signature?: string } }
+  /**
+   * An SSE data line sent verbatim as `data: ${raw}\n\n` (on the Anthropic path preceded by
+   * `event: <type>` when `raw` is JSON with a `type`).
+   */
   | { raw: string }
 
 /** A `200 text/event-stream` reply made of scripted chunks. */
 export interface StreamReply {
   type: 'stream'
   chunks: ScriptChunk[]
-  /** `finish_reason` of the last choice chunk; default `'tool_calls'` if any tool chunk, else `'stop'`. */
+  /**
+   * `finish_reason` of the last choice chunk; default `'tool_calls'` if any tool chunk, else `'stop'`.
+   * On the Anthropic path the `stop_reason`; default `'tool_use'` or `'end_turn'`.
+   */
   finish?: string
-  /** Default `{ input: 10, output: 5 }`; sent as a final chunk with `choices: []`. */
+  /** Default `{ input: 10, output: 5 }`; sent as a final chunk with `choices: []` (Anthropic: in `message_start` and `message_delta`). */
   usage?: ScriptUsage
   /**
    * What happens after the chunks:
@@ -86,8 +98,22 @@ export interface RawReply {
 
 export type ScriptReply = StreamReply | ErrorReply | HangReply | RawReply
 
+/** The wire protocols the server speaks: OpenAI chat completions and Responses, Anthropic Messages, Gemini streamGenerateContent. */
+export type ScriptProtocol = 'openai-chat' | 'openai-responses' | 'anthropic' | 'google'
+
+/** The protocol of a request path (under the server's `url`, which ends in `/v1`). */
+function protocolOf(path: string): ScriptProtocol | undefined {
+  if (path === '/v1/chat/completions') return 'openai-chat'
+  if (path === '/v1/responses') return 'openai-responses'
+  if (path === '/v1/messages') return 'anthropic'
+  if (/^\/v1\/models\/[^/]+:streamGenerateContent$/.test(path)) return 'google'
+  return undefined
+}
+
 /** A call as the server received it. */
 export interface RecordedRequest {
+  /** Which protocol the call used, by its path. */
+  protocol: ScriptProtocol
   /** The parsed JSON body (the raw string if it was not JSON). */
   body: any
   headers: Record<string, string | string[] | undefined>
@@ -96,9 +122,9 @@ export interface RecordedRequest {
 }
 
 export interface ScriptedServer {
-  /** `http://127.0.0.1:PORT/v1`, the `baseURL` for `createOpenAICompatible`. */
+  /** `http://127.0.0.1:PORT/v1`, the `baseURL` for `createOpenAICompatible` and `createAnthropic`. */
   readonly url: string
-  /** Number of `POST /v1/chat/completions` received. */
+  /** Number of model calls received (any protocol). */
   readonly calls: number
   readonly requests: RecordedRequest[]
   /**
@@ -154,7 +180,6 @@ export interface ScriptedServer {
   close(): Promise<void>
 }
 
-const COMPLETIONS_PATH = '/v1/chat/completions'
 const DEFAULT_USAGE: ScriptUsage = { input: 10, output: 5 }
 
 /** Split text in word-ish pieces (whitespace stays attached), or in `deltas` even pieces. */
@@ -316,7 +341,8 @@ class ScriptedServerImpl implements ScriptedServer {
     req.on('error', () => {})
     res.on('error', () => {})
     const path = (req.url ?? '').split('?')[0]
-    if (req.method !== 'POST' || path !== COMPLETIONS_PATH) {
+    const protocol = protocolOf(path)
+    if (req.method !== 'POST' || protocol === undefined) {
       req.resume()
       res.writeHead(404, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ error: { message: `scripted server: no route ${req.method} ${req.url}`, type: 'not_found' } }))
@@ -332,7 +358,7 @@ class ScriptedServerImpl implements ScriptedServer {
       } catch {
         // keep the raw text: a test may want to see what a broken client sent
       }
-      const request: RecordedRequest = { body, headers: { ...req.headers }, call: this.requests.length + 1 }
+      const request: RecordedRequest = { protocol, body, headers: { ...req.headers }, call: this.requests.length + 1 }
       this.requests.push(request)
       for (const waiter of this.waiters) {
         if (waiter.n <= request.call) {
@@ -344,22 +370,23 @@ class ScriptedServerImpl implements ScriptedServer {
       const reply = this.queue.shift()
       if (!reply) {
         // 400, not 5xx: an engine under test then fails fast instead of retrying.
+        const error = { message: `scripted server: no reply queued for call ${request.call}`, type: 'invalid_request_error' }
         res.writeHead(400, { 'content-type': 'application/json' })
-        res.end(
-          JSON.stringify({
-            error: { message: `scripted server: no reply queued for call ${request.call}`, type: 'invalid_request_error' },
-          }),
-        )
+        const bodies = { anthropic: { type: 'error', error }, google: { error: { code: 400, message: error.message, status: 'INVALID_ARGUMENT' } }, 'openai-chat': { error }, 'openai-responses': { error } }
+        res.end(JSON.stringify(bodies[protocol]))
         return
       }
-      const model = typeof (body as { model?: unknown })?.model === 'string' ? (body as { model: string }).model : 'scripted'
-      this.answer(reply, req, res, model).catch(() => {
+      const model =
+        typeof (body as { model?: unknown })?.model === 'string'
+          ? (body as { model: string }).model
+          : (/^\/v1\/models\/([^/:]+)/.exec(path)?.[1] ?? 'scripted') // Gemini names the model in the path
+      this.answer(reply, req, res, model, protocol).catch(() => {
         // the client went away mid-reply; nothing to report
       })
     })
   }
 
-  private async answer(reply: ScriptReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+  private async answer(reply: ScriptReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, protocol: ScriptProtocol): Promise<void> {
     if (reply.type === 'error') {
       res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
       res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body))
@@ -375,6 +402,9 @@ class ScriptedServerImpl implements ScriptedServer {
     // Send the status line now so a client sees the stream start even if nothing follows.
     res.flushHeaders()
     state.sentHeaders = true
+    if (protocol === 'anthropic') return this.streamAnthropic(reply, req, res, model)
+    if (protocol === 'google') return this.streamGemini(reply, req, res, model)
+    if (protocol === 'openai-responses') return this.streamResponses(reply, req, res, model)
 
     const created = Math.floor(Date.now() / 1000)
     let first = true
@@ -440,6 +470,272 @@ class ScriptedServerImpl implements ScriptedServer {
       }),
     )
     write('[DONE]')
+    res.end()
+  }
+
+  /** A stream reply in the Anthropic Messages protocol: one content block per run of text, thinking, or tool call. */
+  private async streamAnthropic(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
+    const event = (data: { type: string } & Record<string, unknown>) => {
+      if (!gone()) res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`)
+    }
+    const pause = async () => {
+      if (reply.delayMs) await this.sleep(reply.delayMs)
+    }
+    const usage = reply.usage ?? DEFAULT_USAGE
+    this.chunkCounter += 1
+    event({
+      type: 'message_start',
+      message: {
+        id: `msg_${this.chunkCounter}_${randomBytes(4).toString('hex')}`,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: usage.input, cache_creation_input_tokens: 0, cache_read_input_tokens: usage.cacheRead ?? 0, output_tokens: 1 },
+      },
+    })
+    let index = -1
+    let open: { kind: 'text' | 'thinking' | 'tool'; signed?: boolean } | undefined
+    const stop = () => {
+      if (open) event({ type: 'content_block_stop', index })
+      open = undefined
+    }
+    const start = (kind: 'text' | 'thinking' | 'tool', block: Record<string, unknown>) => {
+      stop()
+      index += 1
+      open = { kind }
+      event({ type: 'content_block_start', index, content_block: block })
+    }
+    for (const [i, chunk] of reply.chunks.entries()) {
+      if (i > 0) await pause()
+      if (gone()) return
+      if ('text' in chunk) {
+        if (open?.kind !== 'text') start('text', { type: 'text', text: '' })
+        event({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: chunk.text } })
+      } else if ('reasoning' in chunk) {
+        if (open?.kind !== 'thinking' || open.signed) start('thinking', { type: 'thinking', thinking: '', signature: '' })
+        event({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: chunk.reasoning } })
+        if (chunk.signature !== undefined) {
+          event({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: chunk.signature } })
+          open!.signed = true
+        }
+      } else if ('raw' in chunk) {
+        let type: unknown
+        try {
+          type = (JSON.parse(chunk.raw) as { type?: unknown }).type
+        } catch {
+          type = undefined
+        }
+        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${chunk.raw}\n\n`)
+      } else {
+        const { name, input, id } = chunk.tool
+        const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
+        const half = Math.ceil(args.length / 2)
+        start('tool', { type: 'tool_use', id, name, input: {} })
+        await pause()
+        event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: args.slice(0, half) } })
+        await pause()
+        event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: args.slice(half) } })
+      }
+    }
+    if (reply.chunks.length > 0) await pause()
+    if (gone()) return
+    const end = reply.end ?? 'done'
+    if (end === 'hang') return
+    if (end === 'reset') {
+      req.socket.destroy()
+      return
+    }
+    if (end === 'close') {
+      res.end()
+      return
+    }
+    stop()
+    const hasTool = reply.chunks.some((chunk) => 'tool' in chunk)
+    event({ type: 'message_delta', delta: { stop_reason: reply.finish ?? (hasTool ? 'tool_use' : 'end_turn'), stop_sequence: null }, usage: { output_tokens: usage.output } })
+    event({ type: 'message_stop' })
+    res.end()
+  }
+
+  /**
+   * A stream reply in the OpenAI Responses protocol: one output item per run of reasoning
+   * (a summary; `signature` is its `encrypted_content`), text (a message) or tool call (a
+   * `function_call`), between `response.created` and `response.completed` (or
+   * `response.incomplete` when `finish` is given, e.g. `'max_output_tokens'`).
+   */
+  private async streamResponses(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
+    let sequence = 0
+    const event = (data: { type: string } & Record<string, unknown>) => {
+      if (!gone()) res.write(`event: ${data.type}\ndata: ${JSON.stringify({ ...data, sequence_number: sequence++ })}\n\n`)
+    }
+    const pause = async () => {
+      if (reply.delayMs) await this.sleep(reply.delayMs)
+    }
+    this.chunkCounter += 1
+    const tag = `${this.chunkCounter}${randomBytes(4).toString('hex')}`
+    const responseId = `resp_${tag}`
+    const created_at = Math.floor(Date.now() / 1000)
+    event({ type: 'response.created', response: { id: responseId, object: 'response', created_at, model, status: 'in_progress', output: [] } })
+    let outputIndex = -1
+    type Open = { kind: 'reasoning' | 'text'; id: string; text: string; encrypted?: string }
+    let open: Open | undefined
+    const item = (o: Open, status: string) =>
+      o.kind === 'text'
+        ? { type: 'message', id: o.id, role: 'assistant', status, content: status === 'completed' ? [{ type: 'output_text', text: o.text, annotations: [] }] : [] }
+        : { type: 'reasoning', id: o.id, summary: status === 'completed' ? [{ type: 'summary_text', text: o.text }] : [], encrypted_content: o.encrypted ?? null }
+    const close = () => {
+      if (!open) return
+      if (open.kind === 'reasoning') event({ type: 'response.reasoning_summary_part.done', item_id: open.id, output_index: outputIndex, summary_index: 0, part: { type: 'summary_text', text: open.text } })
+      else event({ type: 'response.output_text.done', item_id: open.id, output_index: outputIndex, content_index: 0, text: open.text })
+      event({ type: 'response.output_item.done', output_index: outputIndex, item: item(open, 'completed') })
+      open = undefined
+    }
+    const start = (kind: 'reasoning' | 'text', encrypted?: string) => {
+      close()
+      outputIndex += 1
+      open = { kind, id: `${kind === 'text' ? 'msg' : 'rs'}_${tag}_${outputIndex}`, text: '', encrypted }
+      event({ type: 'response.output_item.added', output_index: outputIndex, item: item(open, 'in_progress') })
+      if (kind === 'reasoning') event({ type: 'response.reasoning_summary_part.added', item_id: open.id, output_index: outputIndex, summary_index: 0, part: { type: 'summary_text', text: '' } })
+    }
+    for (const [i, chunk] of reply.chunks.entries()) {
+      if (i > 0) await pause()
+      if (gone()) return
+      if ('text' in chunk) {
+        if (open?.kind !== 'text') start('text')
+        open!.text += chunk.text
+        event({ type: 'response.output_text.delta', item_id: open!.id, output_index: outputIndex, content_index: 0, delta: chunk.text, logprobs: [] })
+      } else if ('reasoning' in chunk) {
+        if (open?.kind !== 'reasoning') start('reasoning', chunk.signature)
+        if (chunk.signature !== undefined) open!.encrypted = chunk.signature
+        open!.text += chunk.reasoning
+        event({ type: 'response.reasoning_summary_text.delta', item_id: open!.id, output_index: outputIndex, summary_index: 0, delta: chunk.reasoning })
+      } else if ('raw' in chunk) {
+        let type: unknown
+        try {
+          type = (JSON.parse(chunk.raw) as { type?: unknown }).type
+        } catch {
+          type = undefined
+        }
+        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${chunk.raw}\n\n`)
+      } else {
+        close()
+        outputIndex += 1
+        const { name, input, id } = chunk.tool
+        const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
+        const half = Math.ceil(args.length / 2)
+        const call = { type: 'function_call', id: `fc_${tag}_${outputIndex}`, call_id: id, name, arguments: '', status: 'in_progress' }
+        event({ type: 'response.output_item.added', output_index: outputIndex, item: call })
+        await pause()
+        event({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: outputIndex, delta: args.slice(0, half) })
+        await pause()
+        event({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: outputIndex, delta: args.slice(half) })
+        event({ type: 'response.function_call_arguments.done', item_id: call.id, output_index: outputIndex, arguments: args })
+        event({ type: 'response.output_item.done', output_index: outputIndex, item: { ...call, arguments: args, status: 'completed' } })
+      }
+    }
+    if (reply.chunks.length > 0) await pause()
+    if (gone()) return
+    const end = reply.end ?? 'done'
+    if (end === 'hang') return
+    if (end === 'reset') {
+      req.socket.destroy()
+      return
+    }
+    if (end === 'close') {
+      res.end()
+      return
+    }
+    close()
+    const usage = reply.usage ?? DEFAULT_USAGE
+    const incomplete = reply.finish !== undefined && reply.finish !== 'completed'
+    event({
+      type: incomplete ? 'response.incomplete' : 'response.completed',
+      response: {
+        id: responseId,
+        object: 'response',
+        created_at,
+        model,
+        status: incomplete ? 'incomplete' : 'completed',
+        incomplete_details: incomplete ? { reason: reply.finish } : null,
+        usage: {
+          input_tokens: usage.input,
+          input_tokens_details: { cached_tokens: usage.cacheRead ?? 0 },
+          output_tokens: usage.output,
+          output_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 },
+          total_tokens: usage.input + usage.output,
+        },
+      },
+    })
+    res.end()
+  }
+
+  /**
+   * A stream reply in Gemini's `streamGenerateContent?alt=sse` protocol: one candidate chunk per
+   * script chunk (thoughts are `thought: true` text parts, tool calls whole `functionCall` parts),
+   * then a chunk with `finishReason` and `usageMetadata`.
+   */
+  private async streamGemini(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
+    const write = (data: string) => {
+      if (!gone()) res.write(`data: ${data}\r\n\r\n`)
+    }
+    this.chunkCounter += 1
+    const responseId = `resp_${this.chunkCounter}_${randomBytes(4).toString('hex')}`
+    const candidate = (parts: unknown[], extra: Record<string, unknown> = {}) =>
+      JSON.stringify({ candidates: [{ content: { parts, role: 'model' }, index: 0, ...extra }], modelVersion: model, responseId })
+    const pause = async () => {
+      if (reply.delayMs) await this.sleep(reply.delayMs)
+    }
+    for (const [i, chunk] of reply.chunks.entries()) {
+      if (i > 0) await pause()
+      if (gone()) return
+      if ('text' in chunk) write(candidate([{ text: chunk.text }]))
+      else if ('reasoning' in chunk) write(candidate([{ text: chunk.reasoning, thought: true, ...(chunk.signature ? { thoughtSignature: chunk.signature } : {}) }]))
+      else if ('raw' in chunk) write(chunk.raw)
+      else {
+        const { name, input, id, signature } = chunk.tool
+        let args: unknown = input ?? {}
+        if (typeof input === 'string') {
+          try {
+            args = JSON.parse(input)
+          } catch {
+            args = input // Gemini sends parsed args; a string that is not JSON stays a string
+          }
+        }
+        write(candidate([{ functionCall: { ...(id ? { id } : {}), name, args }, ...(signature ? { thoughtSignature: signature } : {}) }]))
+      }
+    }
+    if (reply.chunks.length > 0) await pause()
+    if (gone()) return
+    const end = reply.end ?? 'done'
+    if (end === 'hang') return
+    if (end === 'reset') {
+      req.socket.destroy()
+      return
+    }
+    if (end === 'close') {
+      res.end()
+      return
+    }
+    const usage = reply.usage ?? DEFAULT_USAGE
+    write(
+      JSON.stringify({
+        candidates: [{ content: { parts: [{ text: '' }], role: 'model' }, finishReason: reply.finish ?? 'STOP', index: 0 }],
+        usageMetadata: {
+          promptTokenCount: usage.input,
+          candidatesTokenCount: usage.output - (usage.reasoning ?? 0),
+          totalTokenCount: usage.input + usage.output,
+          ...(usage.reasoning ? { thoughtsTokenCount: usage.reasoning } : {}),
+          ...(usage.cacheRead ? { cachedContentTokenCount: usage.cacheRead } : {}),
+        },
+        modelVersion: model,
+        responseId,
+      }),
+    )
     res.end()
   }
 

@@ -5,15 +5,18 @@
  */
 import type { ModelMessage, ToolSet } from 'ai'
 import type { Part, ToolPart } from '../types'
+import type { Telemetry } from '../telemetry/telemetry'
 import { toolOptions } from './tool-options'
 
 /** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
 export interface ToolRunScope {
+  readonly turnId: string
+  readonly sessionId: string
   /** The tool parts of the step that streamed last; the `running` ones are run. */
   readonly stepTools: ToolPart[]
   /** The history the tools are given (`messages` of the AI SDK's tool options). */
   modelMessages(): ModelMessage[]
-  readonly config: { tools: ToolSet; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number } }
+  readonly config: { tools: ToolSet; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }; telemetry: Pick<Telemetry, 'toolCall'> }
   /** Told of each part whose state changed. */
   readonly writer: { changed(part: Part): void }
 }
@@ -58,6 +61,7 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
     controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true })
   })
   stopped.catch(() => undefined)
+  const span = scope.config.telemetry.toolCall({ turnId: scope.turnId, sessionId: scope.sessionId, tool: part.tool, callId: part.callId, input })
   try {
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
     const run = Promise.resolve(
@@ -81,6 +85,14 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
   } finally {
     if (timer) clearTimeout(timer)
     turnSignal.removeEventListener('abort', onTurnAbort)
+    const state = part.state
+    span?.end(
+      turnSignal.aborted
+        ? { error: 'the turn was aborted while the tool ran' }
+        : state.status === 'completed'
+          ? { output: state.output }
+          : { error: state.status === 'error' ? state.error : 'the tool did not finish' },
+    )
   }
   scope.writer.changed(part)
 }

@@ -48,8 +48,9 @@ beforeAll(() => {
   fs.mkdirSync(app)
   fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }))
   const full = process.env.TURNCHART_PACK_FULL_INSTALL === '1'
-  const openaiCompatible = `@ai-sdk/openai-compatible@${repoPackage.dependencies['@ai-sdk/openai-compatible']}`
-  run('npm', ['install', tarball, openaiCompatible, '--prefer-offline', '--no-audit', '--no-fund', ...(full ? [] : ['--ignore-scripts'])], app, 600_000)
+  // As an app does: turnchart, plus `ai` and a provider of the app's major (peers of turnchart).
+  const peers = ['ai', '@ai-sdk/openai-compatible'].map((name) => `${name}@${repoPackage.devDependencies[name]}`)
+  run('npm', ['install', tarball, ...peers, '--prefer-offline', '--no-audit', '--no-fund', ...(full ? [] : ['--ignore-scripts'])], app, 600_000)
   if (!full) {
     const binding = 'build/Release/better_sqlite3.node'
     const ours = path.join(root, 'node_modules/better-sqlite3')
@@ -94,8 +95,12 @@ test('the installed package.json: engines, bin, and optional peers that are not 
   const installed = JSON.parse(fs.readFileSync(path.join(app, 'node_modules/turnchart/package.json'), 'utf8'))
   expect(installed.engines).toEqual({ node: '>=20' })
   expect(installed.bin).toEqual({ turnchart: './dist/cjs/src/cli/main.js' })
-  expect(installed.peerDependenciesMeta).toEqual({ '@statelyai/inspect': { optional: true }, pg: { optional: true } })
-  expect(Object.keys(installed.dependencies).sort()).toEqual(['@ai-sdk/openai-compatible', 'ai', 'better-sqlite3', 'kysely', 'xstate', 'zod'])
+  expect(installed.peerDependenciesMeta).toEqual({ '@ai-sdk/openai-compatible': { optional: true }, '@opentelemetry/api': { optional: true }, '@statelyai/inspect': { optional: true }, pg: { optional: true } })
+  expect(installed.peerDependencies.ai).toBe('^6.0.0 || ^7.0.0')
+  expect(Object.keys(installed.dependencies).sort()).toEqual(['better-sqlite3', 'kysely', 'xstate'])
+  // One copy of `ai`: the app's.
+  const copies = run('npm', ['ls', 'ai', '--all', '--parseable'], app).trim().split('\n').filter(Boolean)
+  expect(copies).toEqual([path.join(app, 'node_modules/ai')])
   expect(fs.existsSync(path.join(app, 'node_modules/@statelyai/inspect'))).toBe(false)
   expect(fs.existsSync(path.join(app, 'node_modules/pg'))).toBe(false)
 })

@@ -395,6 +395,41 @@ describe('classifyError: retryable', () => {
   })
 })
 
+describe('classifyError: capacity and "try again" wording of gateways and text-only providers', () => {
+  // One row per pattern. Each arrives where the status says nothing (400, or none mid-stream),
+  // so only the wording can tell that another attempt may succeed.
+  const rows: Array<[string, unknown]> = [
+    ['try again later (text body)', apiError({ statusCode: 400, body: 'The service is busy right now. Please try again later.' })],
+    ['try your request again shortly', { error: { message: 'Something went wrong on our side, try your request again shortly' } }],
+    ['retry your request', apiError({ statusCode: 400, body: { error: { message: 'An error occurred while processing. Please retry your request.' } } })],
+    ['at capacity (Copilot-style gateway)', apiError({ statusCode: 400, body: { error: { message: 'Selected model is at capacity. Please try a different model.' } } })],
+    ['insufficient / no capacity', { error: { message: 'No capacity available for model claude-x on this endpoint' } }],
+    ['capacity constraints', 'Due to capacity constraints, this request could not be served'],
+    ['high demand', apiError({ statusCode: 400, body: 'We are currently experiencing high demand. Please be patient.' })],
+    ['high concurrency (Zhipu)', apiError({ statusCode: 400, body: { error: { code: '1302', message: 'High concurrency usage of this API, please reduce concurrency or contact customer service' } } })],
+    ['server is busy (DeepSeek)', { error: { message: 'Server is busy', type: 'service_busy' } }],
+    ['no healthy upstream (Envoy, text only)', apiError({ statusCode: 200, body: 'no healthy upstream', message: 'Invalid JSON response' })],
+    ['upstream connect error (Envoy)', 'upstream connect error or disconnect/reset before headers. reset reason: overflow'],
+    ['bad gateway page on a 400', apiError({ statusCode: 400, body: '<html><body><h1>Bad Gateway</h1></body></html>' })],
+    ['model is currently loading (Hugging Face)', apiError({ statusCode: 400, body: { error: 'Model meta/x is currently loading', estimated_time: 20 } })],
+    ['resource has been exhausted (text only)', { message: 'Some resource has been exhausted' }],
+    ['internal error mid-stream (Gemini)', { error: { message: 'Internal error encountered.' } }],
+    ['temporarily unable', apiError({ statusCode: 400, body: 'The provider is temporarily unable to serve your request' })],
+  ]
+
+  it.each(rows)('%s → retryable', (_name, error) => {
+    expect(classifyError(error).kind).toBe('retryable')
+  })
+
+  it.each([
+    ['a 400 that asks to fix the request and try again', apiError({ statusCode: 400, body: { error: { message: 'Invalid image. Please make sure the image is valid and try again.' } } })],
+    ['a 404 that says to try pulling the model', apiError({ statusCode: 404, body: { error: 'model "llama9" not found, try pulling it first' } })],
+    ['a spent quota that says to try again later', apiError({ statusCode: 429, body: { error: { message: 'Insufficient credits. Add more and try again later.' } } })],
+  ])('%s stays fatal', (_name, error) => {
+    expect(classifyError(error).kind).toBe('fatal')
+  })
+})
+
 describe('classifyError: not retryable', () => {
   it('400 no_kv_space → fatal APIError with the provider message', () => {
     const body = '{"error":{"message":"no_kv_space"}}'

@@ -11,7 +11,7 @@ afterEach(async () => {
 })
 
 describe('createEngine validates options and names the one that is wrong', () => {
-  const model = { doStream: async () => ({}) } as never
+  const model = { specificationVersion: 'v3', provider: 'p', modelId: 'm', doStream: async () => ({}) } as never
   test.each([
     ['model', { model: undefined }],
     ['limits.context', { model, limits: { context: -1, output: 10 } }],
@@ -28,6 +28,27 @@ describe('createEngine validates options and names the one that is wrong', () =>
     expect(InvalidOptionError.isInstance(error)).toBe(true)
     expect(error).toMatchObject({ name: 'InvalidOptionError', option })
     expect((error as Error).message).toContain(option)
+  })
+
+  test.each([
+    ['a model id string (the AI SDK gateway)', 'openai/gpt-5', '"openai/gpt-5"'],
+    ['a V2 model (ai v5 providers)', { specificationVersion: 'v2', provider: 'old', modelId: 'm2', doStream: async () => ({}) }, '"specificationVersion":"v2"'],
+    ['a model of a future version', { specificationVersion: 'v5', provider: 'next', modelId: 'm5', doStream: async () => ({}) }, '"specificationVersion":"v5"'],
+  ])('model: %s is refused, naming the versions supported', async (_kind, model, shown) => {
+    const error = await createEngine({ model } as never).catch((e: unknown) => e)
+    expect(InvalidOptionError.isInstance(error)).toBe(true)
+    expect(error).toMatchObject({ name: 'InvalidOptionError', option: 'model' })
+    const message = (error as Error).message
+    expect(message).toContain("specificationVersion 'v3' or 'v4'")
+    expect(message).toContain('ai v6')
+    expect(message).toContain('ai v7')
+    expect(message).toContain(shown)
+  })
+
+  test('a refused model object is described by version, provider and id only (its config may hold secrets)', async () => {
+    const model = { specificationVersion: 'v2', provider: 'old', modelId: 'm2', config: { apiKey: 'sk-secret' }, doStream: async () => ({}) }
+    const error = await createEngine({ model } as never).catch((e: unknown) => e)
+    expect((error as Error).message).not.toContain('sk-secret')
   })
 })
 

@@ -10,6 +10,9 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { createAnthropic } from '@ai-sdk/anthropic'
+import { createGoogleGenerativeAI } from '@ai-sdk/google'
+import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { createEngine, type Engine, type EngineOptions, type TurnchartEvent } from '../../src'
 import { recordEvents } from './event-log'
@@ -90,14 +93,35 @@ export function tempDbPath(): string {
   return path.join(dir, 'test.db')
 }
 
-/** Fast retries by default so tests do not wait seconds; tests of delays set their own. */
-export async function createHarness(options: Partial<EngineOptions> = {}): Promise<Harness> {
+/** An Anthropic model (`@ai-sdk/anthropic`) talking to the scripted server's Messages protocol. */
+export function anthropicModelFor(server: ScriptedServer, name = 'claude-test') {
+  return createAnthropic({ baseURL: server.url, apiKey: 'test-key' })(name)
+}
+
+/** A Gemini model (`@ai-sdk/google`) talking to the scripted server's streamGenerateContent protocol. */
+export function googleModelFor(server: ScriptedServer, name = 'gemini-test') {
+  return createGoogleGenerativeAI({ baseURL: server.url, apiKey: 'test-key' })(name)
+}
+
+/** An OpenAI Responses model (`@ai-sdk/openai`) talking to the scripted server's Responses protocol. */
+export function openaiResponsesModelFor(server: ScriptedServer, name = 'gpt-test') {
+  return createOpenAI({ baseURL: server.url, apiKey: 'test-key' }).responses(name)
+}
+
+/**
+ * Fast retries by default so tests do not wait seconds; tests of delays set their own.
+ * `model` picks the provider (default: openai-compatible, `modelFor`).
+ */
+export async function createHarness(
+  options: Partial<EngineOptions> = {},
+  model: (server: ScriptedServer) => EngineOptions['model'] = modelFor,
+): Promise<Harness> {
   const server = await startScriptedServer()
   const fresh = freshDatabase()
   const dbPath = fresh.database
   const engine = await createEngine({
     database: dbPath,
-    model: modelFor(server),
+    model: model(server),
     limits: { context: 100_000, output: 10_000 },
     retry: { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 },
     ...options,

@@ -341,3 +341,51 @@ describe('scripted server wire format', () => {
     await expect(waiting).rejects.toThrow(/closed/)
   })
 })
+
+describe('scripted server: one script, the protocol of the path', () => {
+  const postTo = (path: string, body: unknown) =>
+    fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const events = async (response: Response) =>
+    (await response.text())
+      .split(/\r?\n\r?\n/)
+      .filter(Boolean)
+      .map((block) => JSON.parse(block.split(/\r?\n/).find((line) => line.startsWith('data: '))!.slice('data: '.length)))
+
+  test('the same reply in each protocol: Anthropic, Gemini, OpenAI Responses events', async () => {
+    for (let i = 0; i < 3; i++) server.push({ type: 'stream', chunks: [{ text: 'hi' }, { tool: { name: 'f', input: { a: 1 }, id: 'c1' } }], usage: { input: 3, output: 2 } })
+    const anthropic = await events(await postTo('/messages', { model: 'claude-x', stream: true }))
+    expect(anthropic.map((e) => e.type)).toEqual([
+      'message_start', 'content_block_start', 'content_block_delta', 'content_block_stop',
+      'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop',
+    ])
+    expect(anthropic[4].content_block).toEqual({ type: 'tool_use', id: 'c1', name: 'f', input: {} })
+    expect(anthropic[8]).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 2 } })
+
+    const gemini = await events(await postTo('/models/gemini-x:streamGenerateContent?alt=sse', { contents: [] }))
+    expect(gemini.map((e) => e.candidates[0].content.parts[0])).toEqual([{ text: 'hi' }, { functionCall: { id: 'c1', name: 'f', args: { a: 1 } } }, { text: '' }])
+    expect(gemini[2]).toMatchObject({ candidates: [{ finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 2 }, modelVersion: 'gemini-x' })
+
+    const responses = await events(await postTo('/responses', { model: 'gpt-x', stream: true }))
+    expect(responses.map((e) => e.type)).toEqual([
+      'response.created', 'response.output_item.added', 'response.output_text.delta', 'response.output_text.done', 'response.output_item.done',
+      'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.delta', 'response.function_call_arguments.done',
+      'response.output_item.done', 'response.completed',
+    ])
+    expect(responses.map((e) => e.sequence_number)).toEqual(responses.map((_, i) => i))
+    expect(server.requests.map((r) => r.protocol)).toEqual(['anthropic', 'google', 'openai-responses'])
+  })
+
+  test("no reply queued: a 400 in the path's protocol error shape", async () => {
+    const anthropic = await postTo('/messages', {})
+    expect(anthropic.status).toBe(400)
+    expect(await anthropic.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'scripted server: no reply queued for call 1' } })
+    const gemini = await postTo('/models/g:streamGenerateContent', {})
+    expect(await gemini.json()).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'scripted server: no reply queued for call 2' } })
+  })
+
+  test('an unknown path is a 404 and takes no reply from the script', async () => {
+    server.text('kept')
+    expect((await postTo('/embeddings', {})).status).toBe(404)
+    expect(server.pending()).toBe(1)
+  })
+})

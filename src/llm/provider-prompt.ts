@@ -1,0 +1,102 @@
+/**
+ * `ModelMessage[]` (what turnchart builds from stored parts) → the provider-level prompt that a
+ * model's `doStream` takes. The prompt shapes of `LanguageModelV3` and `LanguageModelV4` agree
+ * on the parts turnchart sends: system text, user text, assistant text / reasoning / tool calls,
+ * tool results. This replaces the AI SDK's internal `convertToLanguageModelPrompt` (not a public
+ * API): no zod pass over the history, no downloads (turnchart never sends file URLs).
+ */
+import type { ModelMessage } from 'ai'
+
+type ProviderOptions = Record<string, Record<string, unknown>> | undefined
+
+/** One message of the provider prompt (the subset of V3/V4 `LanguageModelPrompt` turnchart sends). */
+export type ProviderMessage =
+  | { role: 'system'; content: string; providerOptions?: ProviderOptions }
+  | { role: 'user'; content: ProviderContentPart[]; providerOptions?: ProviderOptions }
+  | { role: 'assistant'; content: ProviderContentPart[]; providerOptions?: ProviderOptions }
+  | { role: 'tool'; content: ProviderContentPart[]; providerOptions?: ProviderOptions }
+
+export type ProviderContentPart = { type: string; providerOptions?: ProviderOptions } & Record<string, unknown>
+
+/** A message part turnchart cannot send to a provider (it never builds one itself). */
+export class UnsupportedPromptPartError extends Error {
+  override readonly name = 'UnsupportedPromptPartError'
+  constructor(
+    readonly role: string,
+    readonly partType: string,
+  ) {
+    super(`a ${role} message part of type '${partType}' cannot be sent by turnchart (text, reasoning, tool-call, tool-result and model file parts only)`)
+  }
+  static isInstance(error: unknown): error is UnsupportedPromptPartError {
+    return error instanceof Error && error.name === 'UnsupportedPromptPartError'
+  }
+}
+
+/**
+ * Builds the provider prompt: the system message first, then the messages, consecutive tool
+ * messages merged (as the AI SDK does), empty assistant text parts dropped.
+ *
+ * @example
+ * toProviderPrompt('Be brief.', [{ role: 'user', content: 'hi' }])
+ * // [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'hi' }] }]
+ */
+export function toProviderPrompt(system: string | undefined, messages: ModelMessage[], version: 'v3' | 'v4' = 'v3'): ProviderMessage[] {
+  const out: ProviderMessage[] = []
+  if (system !== undefined) out.push({ role: 'system', content: system })
+  for (const message of messages) {
+    const providerOptions = message.providerOptions as ProviderOptions
+    switch (message.role) {
+      case 'system':
+        out.push({ role: 'system', content: message.content, ...(providerOptions ? { providerOptions } : {}) })
+        break
+      case 'user':
+      case 'assistant': {
+        const parts = typeof message.content === 'string' ? [{ type: 'text' as const, text: message.content }] : (message.content as ProviderContentPart[])
+        const content = parts
+          .filter((part) => part.type !== 'text' || part.text !== '' || part.providerOptions != null)
+          .map((part) => contentPart(message.role, part as ProviderContentPart, version))
+        out.push({ role: message.role, content, ...(providerOptions ? { providerOptions } : {}) })
+        break
+      }
+      case 'tool': {
+        const content = (message.content as ProviderContentPart[]).map((part) => contentPart('tool', part, version))
+        const last = out.at(-1)
+        if (last?.role === 'tool') last.content.push(...content)
+        else out.push({ role: 'tool', content, ...(providerOptions ? { providerOptions } : {}) })
+        break
+      }
+    }
+  }
+  return out
+}
+
+function contentPart(role: string, part: ProviderContentPart, version: 'v3' | 'v4'): ProviderContentPart {
+  const providerOptions = part.providerOptions ? { providerOptions: part.providerOptions } : {}
+  switch (part.type) {
+    case 'text':
+    case 'reasoning':
+      return { type: part.type, text: part.text, ...providerOptions }
+    case 'tool-call':
+      if (role !== 'assistant') break
+      return {
+        type: 'tool-call',
+        toolCallId: part.toolCallId,
+        toolName: part.toolName,
+        input: part.input,
+        ...(part.providerExecuted ? { providerExecuted: true } : {}),
+        ...providerOptions,
+      }
+    case 'file': {
+      // A file the model produced, sent back with its turn. V3 takes base64 or a URL as is;
+      // V4 a tagged `{ type: 'data' | 'url' }`.
+      if (role !== 'assistant') break
+      const data = part.data
+      const tagged = data instanceof URL ? { type: 'url', url: data } : { type: 'data', data }
+      return { type: 'file', data: version === 'v4' ? tagged : data, mediaType: part.mediaType, ...(part.filename ? { filename: part.filename } : {}), ...providerOptions }
+    }
+    case 'tool-result':
+      if (role === 'user') break
+      return { type: 'tool-result', toolCallId: part.toolCallId, toolName: part.toolName, output: part.output, ...providerOptions }
+  }
+  throw new UnsupportedPromptPartError(role, String(part.type))
+}
