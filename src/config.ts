@@ -13,6 +13,7 @@ import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop
 import type { ModelLimits } from './policy/overflow'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
+import { validateTurnSettings, type TurnSettings } from './conversation/call-settings'
 
 export interface CompactionOptions {
   /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */
@@ -37,8 +38,16 @@ export interface ToolExecutionOptions {
 export interface EngineOptions {
   /** SQLite file path, ':memory:' (default), or a Kysely instance. */
   database?: DatabaseOption
-  /** Any AI SDK language model (any provider). */
-  model: LanguageModel
+  /** Any AI SDK language model (any provider); the model named `'default'`. Required unless `models.default` is given. */
+  model?: LanguageModel
+  /** Models by name, for `prompt(..., { model: 'fast' })` and `createSession({ model })`; `model` is `default`. */
+  models?: Record<string, LanguageModel>
+  /** Default call settings of every turn (`temperature`, `maxOutputTokens`, `topP`, `topK`, `seed`, `stopSequences`, `presencePenalty`, `frequencyPenalty`, `headers`, `providerOptions`, `toolChoice`). */
+  settings?: Omit<TurnSettings, 'maxSteps'>
+  /** Steps (LLM calls) one turn may make. Default 100. */
+  maxSteps?: number
+  /** Largest file or image a prompt may carry as bytes (stored in the database). Default 10 MB. */
+  maxFileBytes?: number
   /** Token limits of the model; without them overflow is detected only from provider errors. */
   limits?: ModelLimits
   /** AI SDK `tool()` definitions with `execute`. */
@@ -82,6 +91,12 @@ export interface RecoveryOptions {
 
 export interface ResolvedConfig {
   model: LanguageModel
+  /** Registered models by name; `default` is `model`. */
+  models: Record<string, LanguageModel>
+  /** Call settings of the turn (engine defaults; per turn, the turn's). */
+  call: Omit<TurnSettings, 'maxSteps'>
+  maxSteps: number | undefined
+  maxFileBytes: number
   limits: ModelLimits | undefined
   tools: ToolSet
   system: string | undefined
@@ -107,8 +122,13 @@ export const defaultSummaryPrompt =
 const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
-  'recovery', 'leaseMs', 'doomLoop',
+  'recovery', 'leaseMs', 'doomLoop', 'models', 'settings', 'maxSteps', 'maxFileBytes',
 ])
+
+function isModel(model: unknown): boolean {
+  const isModelObject = typeof model === 'object' && model !== null && typeof (model as { doStream?: unknown }).doStream === 'function'
+  return isModelObject || (typeof model === 'string' && model.length > 0)
+}
 
 function nonNegativeInteger(option: string, value: unknown, fallback: number, min = 0): number {
   if (value === undefined) return fallback
@@ -142,11 +162,21 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   for (const key of Object.keys(options)) {
     if (!knownOptions.has(key)) throw new InvalidOptionError(key, (options as unknown as Record<string, unknown>)[key], `a known option (${[...knownOptions].join(', ')})`)
   }
-  const model = options.model
-  const isModelObject = typeof model === 'object' && model !== null && typeof (model as { doStream?: unknown }).doStream === 'function'
-  if (!isModelObject && (typeof model !== 'string' || model.length === 0)) {
+  const models = { ...plainObject('models', options.models) } as Record<string, LanguageModel>
+  for (const [name, m] of Object.entries(models)) {
+    if (!isModel(m)) throw new InvalidOptionError(`models.${name}`, m, 'an AI SDK language model (an object with doStream) or a model id string')
+  }
+  if (options.model !== undefined && models.default !== undefined && options.model !== models.default) {
+    throw new InvalidOptionError('models.default', models.default, 'absent when `model` is given (`model` is the default model)')
+  }
+  const model = (options.model ?? models.default) as LanguageModel
+  if (!isModel(model)) {
     throw new InvalidOptionError('model', model, 'an AI SDK language model (an object with doStream) or a model id string')
   }
+  models.default = model
+  const settings = plainObject('settings', options.settings) as Omit<TurnSettings, 'maxSteps'>
+  validateTurnSettings('settings', settings, (name, value, expected) => new InvalidOptionError(name, value, expected))
+  if ('maxSteps' in settings) throw new InvalidOptionError('settings.maxSteps', settings.maxSteps, 'the top-level option maxSteps')
 
   let limits: ModelLimits | undefined
   if (options.limits !== undefined) {
@@ -205,6 +235,10 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
 
   return {
     model,
+    models,
+    call: { ...(limits && limits.output > 0 ? { maxOutputTokens: limits.output } : {}), ...settings },
+    maxSteps: options.maxSteps === null ? undefined : nonNegativeInteger('maxSteps', options.maxSteps, 100, 1),
+    maxFileBytes: nonNegativeInteger('maxFileBytes', options.maxFileBytes, 10_000_000, 0),
     limits,
     tools,
     system: options.system,

@@ -13,21 +13,46 @@ import { recoverTurns, newOwnerId } from './turn/recover-turns'
 import { replayTransitions, type ReplayStep } from './turn/replay'
 import { startTurn, type Turn, type TurnDeps } from './turn/start-turn'
 import type { TurnInput } from '../machines/turn.types'
-import type { MessageWithParts, SessionInfo, SessionStatus, TransitionRecord, TurnRecord } from './types'
+import type { MessageWithParts, SessionInfo, SessionStatus, SessionUsage, TransitionRecord, TurnRecord } from './types'
+import { validateSessionDefaults, type PromptOptions, type SessionDefaults } from './conversation/call-settings'
+import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from './conversation/history'
+import { turnRequest } from './conversation/turn-options'
+import { userParts, type PromptInput } from './conversation/user-input'
 
 export interface Engine {
-  /** Creates a session (a conversation). */
-  createSession(options?: { title?: string }): Promise<SessionInfo>
+  /**
+   * Creates a session (a conversation), with defaults for its turns: `system`, `model` and
+   * `tools` (registered names) and call `settings`. Stored; a prompt's options win over them.
+   */
+  createSession(options?: { title?: string } & SessionDefaults): Promise<SessionInfo>
+  /** Renames a session. Refused with `SessionBusyError` while it runs a turn. */
+  updateSession(sessionId: string, changes: { title?: string | null }): Promise<SessionInfo>
+  /** Deletes a session with its messages, parts, turns and logs. Refused with `SessionBusyError` while it runs a turn. */
+  deleteSession(sessionId: string): Promise<void>
+  /**
+   * Hides the messages after `messageId` from `messages()` and the model; `unrevert` shows them
+   * again, the next prompt deletes them. Refused with `SessionBusyError` while a turn runs.
+   */
+  revert(sessionId: string, messageId: string): Promise<SessionInfo>
+  /** Undoes `revert` (before the next prompt). */
+  unrevert(sessionId: string): Promise<SessionInfo>
+  /** A new session holding a copy of the history up to and including `messageId`. Refused with `SessionBusyError` while a turn runs. */
+  fork(sessionId: string, messageId: string, options?: { title?: string | null }): Promise<SessionInfo>
+  /** Tokens and cost of the session: total and per turn, compactions included. */
+  usage(sessionId: string): Promise<SessionUsage>
   /** A session by id, or undefined. */
   getSession(sessionId: string): Promise<SessionInfo | undefined>
   /** All sessions, oldest first. */
   listSessions(): Promise<SessionInfo[]>
   /**
-   * Starts a turn. Throws `SessionBusyError` when the session already runs a turn (turns are
-   * not queued), `EngineClosedError` after `close()`, `InvalidArgumentError` for a bad prompt.
+   * Starts a turn. `input` is text or an AI SDK user message content (text, image and file
+   * parts); `options` are the turn's model and tools (registered names), system prompt, call
+   * settings and `maxSteps`. Throws `SessionBusyError` when the session already runs a turn
+   * (turns are not queued), `EngineClosedError` after `close()`, `InvalidArgumentError` for a
+   * bad input or option, `FileTooLargeError` for bytes over `maxFileBytes`.
    * An unknown session id makes `turn.done` reject with `SessionNotFoundError`.
    */
-  prompt(sessionId: string, text: string): Turn
+  prompt(sessionId: string, input: PromptInput, options?: PromptOptions): Turn
   /**
    * Approves a tool call of a turn in `awaiting-approval`. Works from any engine on the
    * database: a turn whose engine is gone is taken over first. Throws
@@ -103,6 +128,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     if (active.get(turn.sessionId) === turn) active.delete(turn.sessionId)
   }
   const deps: TurnDeps = { config, repo, bus, owner, onSettled: untrack }
+  const history: HistoryDeps = { repo, runningHere: (sessionId) => active.get(sessionId)?.id }
   // Renew the leases of the turns this engine runs, so no other engine takes them over.
   const renewal = setInterval(() => {
     const ids = [...active.values()].map((t) => t.id)
@@ -143,19 +169,48 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async createSession(sessionOptions = {}) {
       requireOpen('create a session')
       const now = Date.now()
-      const session: SessionInfo = { id: newId('ses', now), title: sessionOptions.title ?? null, time: { created: now, updated: now } }
+      const { title, ...defaults } = sessionOptions
+      validateSessionDefaults(config, defaults)
+      const session: SessionInfo = {
+        id: newId('ses', now),
+        title: title ?? null,
+        time: { created: now, updated: now },
+        ...(Object.keys(defaults).length ? { defaults } : {}),
+      }
       await repo.insertSession(session)
       return session
     },
+    updateSession(sessionId, changes) {
+      requireOpen('update a session')
+      return updateSession(history, sessionId, changes)
+    },
+    deleteSession(sessionId) {
+      requireOpen('delete a session')
+      return deleteSession(history, sessionId)
+    },
+    revert(sessionId, messageId) {
+      requireOpen('revert a session')
+      return revert(history, sessionId, messageId)
+    },
+    unrevert(sessionId) {
+      requireOpen('unrevert a session')
+      return unrevert(history, sessionId)
+    },
+    fork(sessionId, messageId, forkOptions) {
+      requireOpen('fork a session')
+      return fork(history, sessionId, messageId, forkOptions)
+    },
+    usage: (sessionId) => sessionUsage(repo, sessionId),
     getSession: (sessionId) => repo.getSession(sessionId),
     listSessions: () => repo.listSessions(),
-    prompt(sessionId, text) {
+    prompt(sessionId, input, promptOptions) {
       requireOpen('start a turn')
       if (typeof sessionId !== 'string' || sessionId.length === 0) throw new InvalidArgumentError('sessionId', sessionId, 'a session id')
-      if (typeof text !== 'string' || text.trim().length === 0) throw new InvalidArgumentError('text', text, 'a non-empty string')
+      const parts = userParts(input, config.maxFileBytes)
+      const request = turnRequest(config, sessionId, promptOptions)
       const running = active.get(sessionId)
       if (running) throw new SessionBusyError(sessionId, running.id)
-      return track(startTurn(deps, sessionId, text))
+      return track(startTurn(deps, sessionId, parts, request))
     },
     async abort(sessionId) {
       const turn = active.get(sessionId)
@@ -166,8 +221,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     activeTurn: (sessionId) => active.get(sessionId),
     status: (sessionId) => statuses.get(sessionId) ?? { type: 'idle' },
     async messages(sessionId) {
-      if (!(await repo.getSession(sessionId))) throw new SessionNotFoundError(sessionId)
-      return repo.messages(sessionId)
+      const session = await repo.getSession(sessionId)
+      if (!session) throw new SessionNotFoundError(sessionId)
+      return visibleMessages(await repo.messages(sessionId), session.revertedTo)
     },
     transitions: (turnId) => repo.transitions(turnId),
     getTurn: (turnId) => repo.getTurn(turnId),

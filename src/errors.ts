@@ -278,3 +278,42 @@ export class ApprovalNotPendingError extends TurnchartError {
   }
   static isInstance = isNamed<ApprovalNotPendingError>('ApprovalNotPendingError')
 }
+
+/** A turn reached `maxSteps` and its last step still called tools: the next step is not started. */
+export class StepLimitError extends TurnchartError {
+  readonly name = 'StepLimitError'
+  readonly maxSteps: number
+  constructor(maxSteps: number) {
+    super(`the turn reached its step limit (maxSteps ${maxSteps}) while the model still called tools; the next step was not started`)
+    this.maxSteps = maxSteps
+  }
+  static isInstance = isNamed<StepLimitError>('StepLimitError')
+}
+
+/** A file or image given to `prompt` as bytes is larger than `maxFileBytes`. */
+export class FileTooLargeError extends TurnchartError {
+  readonly name = 'FileTooLargeError'
+  readonly bytes: number
+  readonly limit: number
+  readonly mediaType: string | undefined
+  constructor(bytes: number, limit: number, mediaType: string | undefined) {
+    super(`a prompt file of ${bytes} bytes${mediaType ? ` (${mediaType})` : ''} is larger than maxFileBytes (${limit}); pass a URL instead, or raise maxFileBytes`)
+    this.bytes = bytes
+    this.limit = limit
+    this.mediaType = mediaType
+  }
+  static isInstance = isNamed<FileTooLargeError>('FileTooLargeError')
+}
+
+/** A message id that is not in the session (revert, fork). */
+export class MessageNotFoundError extends TurnchartError {
+  readonly name = 'MessageNotFoundError'
+  readonly sessionId: string
+  readonly messageId: string
+  constructor(sessionId: string, messageId: string) {
+    super(`session ${sessionId} has no visible message ${messageId}`)
+    this.sessionId = sessionId
+    this.messageId = messageId
+  }
+  static isInstance = isNamed<MessageNotFoundError>('MessageNotFoundError')
+}

@@ -3,6 +3,7 @@
  * Field names follow what agent UIs already know (opencode's message-v2 shapes).
  */
 import type { SerializedError } from './errors'
+import type { SessionDefaults } from './conversation/call-settings'
 
 export interface Tokens {
   input: number
@@ -15,6 +16,10 @@ export interface SessionInfo {
   id: string
   title: string | null
   time: { created: number; updated: number }
+  /** Defaults for the session's turns (`createSession({ system, model, tools, settings })`). */
+  defaults?: SessionDefaults
+  /** Set after `engine.revert`: the last message still shown; later ones are hidden until the next prompt deletes them (or `unrevert`). */
+  revertedTo?: string
 }
 
 export interface MessageInfo {
@@ -91,7 +96,40 @@ export interface CompactionPart extends PartBase {
   time: { start: number }
 }
 
-export type Part = TextPart | ToolPart | StepStartPart | StepFinishPart | CompactionPart
+/**
+ * An image or file of a user prompt: a URL, or the bytes (base64) stored in the database
+ * (up to `maxFileBytes`). `image: true` when it was given as an AI SDK image part.
+ */
+export interface FilePart extends PartBase {
+  type: 'file'
+  /** Absent only on an image given without one (the provider detects it). */
+  mediaType?: string
+  filename?: string
+  url?: string
+  /** Base64 bytes. */
+  data?: string
+  image?: boolean
+  time: { start: number; end?: number }
+}
+
+export type Part = TextPart | ToolPart | StepStartPart | StepFinishPart | CompactionPart | FilePart
+
+/** Tokens and cost. */
+export interface Usage {
+  tokens: Tokens
+  cost: number
+}
+
+/** A turn's usage: its steps and its compactions (the summary requests), together and apart. */
+export interface TurnUsage extends Usage {
+  turnId: string
+  compaction: Usage
+}
+
+/** `engine.usage(sessionId)`: totals of every turn the session ran (reverted ones included), and each turn's. */
+export interface SessionUsage extends Usage {
+  turns: TurnUsage[]
+}
 
 export interface MessageWithParts {
   info: MessageInfo

@@ -7,6 +7,8 @@ import type { CompactInput } from '../../machines/turn.machine'
 import { CompactionFailedError, ContextOverflowError, RetriesExhaustedError } from '../errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
+import { stepCost, toTokens } from '../llm/usage'
+import type { Tokens } from '../types'
 import { classifyError } from '../policy/classify-error'
 import { planRetry } from '../policy/retry-delay'
 import type { TurnScope } from '../turn/turn-scope'
@@ -23,6 +25,7 @@ import type { TurnScope } from '../turn/turn-scope'
 export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'>, signal: AbortSignal): Promise<void> {
   let failure: unknown
   let text = ''
+  let tokens: Tokens | undefined
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
   const idle = startIdleTimer(signal, scope.config.streamIdleTimeoutMs)
   try {
@@ -30,11 +33,13 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
       model: scope.config.model,
       system: scope.config.system,
       messages: [...scope.modelMessages(), { role: 'user', content: scope.config.compaction.prompt }],
+      settings: { ...scope.config.call, toolChoice: undefined },
       abortSignal: idle.signal,
       onChunk: idle.touch,
     })
     for await (const part of events) {
       if (part.type === 'text-delta') text += part.text
+      else if (part.type === 'finish') tokens = toTokens(part.usage)
       else if (part.type === 'error') {
         failure = part.error
         break
@@ -60,5 +65,11 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
     if (plan.action === 'retry') throw new CompactionFailedError(classified.error, plan.delayMs)
     throw new CompactionFailedError(new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error }).toJSON())
   }
-  scope.addSummary(text.trim(), true)
+  const summary = scope.addSummary(text.trim(), true)
+  if (tokens) {
+    // The summary request's usage, on the summary message (counted in the turn's usage).
+    summary.info.tokens = tokens
+    summary.info.cost = stepCost(tokens, scope.config.pricing)
+    scope.saveMessage(summary.info)
+  }
 }

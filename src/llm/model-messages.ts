@@ -13,6 +13,7 @@
  */
 import type { AssistantContent, ModelMessage, ToolResultPart } from 'ai'
 import type { MessageWithParts, Part, ToolPart } from '../types'
+import { userContent } from '../conversation/user-input'
 
 export const summaryPreamble = 'The conversation so far was summarised to fit the context window. Summary:\n\n'
 
@@ -37,8 +38,7 @@ export function toModelMessages(messages: MessageWithParts[], options: { finishe
       const text = parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n')
       out.push({ role: 'user', content: summaryPreamble + text })
     } else if (info.role === 'user') {
-      const text = parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n')
-      out.push({ role: 'user', content: text })
+      out.push({ role: 'user', content: userContent(parts) })
     } else {
       appendAssistant(out, options.finishedAttemptsOnly ? finishedAttempts(parts) : parts)
     }

@@ -10,6 +10,7 @@
  */
 import { asSchema, NoOutputGeneratedError, parsePartialJson, streamText, tool as declareTool, type LanguageModel, type LanguageModelUsage, type ModelMessage, type ToolSet } from 'ai'
 import { asLanguageModelUsage, convertToLanguageModelPrompt, prepareToolsAndToolChoice } from 'ai/internal'
+import type { TurnSettings } from '../conversation/call-settings'
 
 /** A normalized event of one model call. */
 export type ModelStreamEvent =
@@ -35,6 +36,8 @@ export interface ModelStreamRequest {
   abortSignal: AbortSignal
   /** Called on every chunk the provider sends, also those that map to no event (idle timer). */
   onChunk?: () => void
+  /** Call settings (temperature, maxOutputTokens, headers, providerOptions, toolChoice...), sent as they are. */
+  settings?: Omit<TurnSettings, 'maxSteps'>
 }
 
 type ModelObject = Exclude<LanguageModel, string>
@@ -158,10 +161,12 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
       }))(),
     tools ? prepared(tools).call : Promise.resolve({ tools: undefined, toolChoice: undefined }),
   ])
+  const { toolChoice, ...settings } = request.settings ?? {}
   const { stream, response } = await model.doStream({
+    ...settings,
     prompt,
     tools: call.tools,
-    toolChoice: call.toolChoice,
+    toolChoice: tools && toolChoice ? (typeof toolChoice === 'string' ? { type: toolChoice } : toolChoice) : call.toolChoice,
     abortSignal,
     includeRawChunks: false,
   })
@@ -258,7 +263,10 @@ const emptyUsage = {
 
 async function* sdkStream(request: ModelStreamRequest): AsyncGenerator<ModelStreamEvent> {
   const { tools, abortSignal, onChunk } = request
+  const { toolChoice, ...settings } = request.settings ?? {}
   const result = streamText({
+    ...settings,
+    ...(tools && toolChoice ? { toolChoice } : {}),
     model: request.model,
     system: request.system,
     messages: request.messages,

@@ -42,6 +42,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
       system: config.system,
       messages: scope.modelMessages(),
       tools: config.tools,
+      settings: config.call,
       abortSignal: idle.signal,
       onChunk: idle.touch,
     })

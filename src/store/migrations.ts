@@ -98,6 +98,17 @@ export const migrations: Migration[] = [
       await db.schema.dropIndex('turnchart_parts_message').ifExists().execute()
     },
   },
+  {
+    // Session defaults and revert marker; a turn's call options (to resume it with the same
+    // model, tools and settings) and its usage totals (kept when reverted messages are deleted).
+    name: '0004_conversation',
+    async up(db) {
+      await db.schema.alterTable('turnchart_sessions').addColumn('defaults', 'text').execute()
+      await db.schema.alterTable('turnchart_sessions').addColumn('reverted_to', 'text').execute()
+      await db.schema.alterTable('turnchart_turns').addColumn('options', 'text').execute()
+      await db.schema.alterTable('turnchart_turns').addColumn('usage', 'text').execute()
+    },
+  },
 ]
 
 /**

@@ -12,6 +12,10 @@ export interface SessionTable {
   title: string | null
   created_at: Millis
   updated_at: Millis
+  /** JSON: the session's defaults (system, model, tools, settings); null when none. */
+  defaults: ColumnType<string | null, string | null | undefined, string | null>
+  /** Id of the last message still shown after `engine.revert`; later ones are hidden until the next prompt deletes them. */
+  reverted_to: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface MessageTable {
@@ -54,6 +58,10 @@ export interface TurnTable {
   owner: string | null
   /** The owner's lease on the turn ends at this time; another engine may then recover it. */
   lease_until: Millis | null
+  /** JSON: the turn's call options (model and tool names, system, settings; never headers). */
+  options: ColumnType<string | null, string | null | undefined, string | null>
+  /** JSON: the turn's usage totals, written when it ends. */
+  usage: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface TransitionTable {

@@ -14,7 +14,9 @@ import { newId } from '../ids'
 import { streamStep } from '../llm/stream-step'
 import type { Repository } from '../store/repository'
 import { runTools } from '../tools/run-tools'
-import type { ToolPart, TurnOutcome } from '../types'
+import type { ToolPart, TurnOutcome, TurnUsage } from '../types'
+import type { UserPartDraft } from '../conversation/user-input'
+import { recordTurnResult } from '../conversation/turn-result'
 import { TransitionRecorder } from './record-transitions'
 import { TurnScope } from './turn-scope'
 
@@ -24,6 +26,18 @@ export interface TurnResult {
   outcome: TurnOutcome
   /** The error stored on the assistant message when the turn failed or was aborted. */
   error?: SerializedError
+  /** Tokens and cost of the turn's steps and compactions. */
+  usage: TurnUsage
+  /** The text of the turn's last step (its final answer when it completed). */
+  text: string
+}
+
+/** What a turn needs beyond its prompt (see src/conversation/turn-options.ts). */
+export interface TurnRequest {
+  /** The chart's step limit. */
+  maxSteps?: number
+  /** Runs in the transaction that stores the prompt, after the turn row is inserted. */
+  prepare?(tx: Repository, scope: TurnScope): Promise<void>
 }
 
 /** A running turn. */
@@ -76,13 +90,14 @@ type TurnSnapshot = SnapshotFrom<TurnMachine>
  * const turn = startTurn(deps, session.id, 'hi')
  * const { outcome } = await turn.done
  */
-export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Turn {
+export function startTurn(deps: TurnDeps, sessionId: string, prompt: string | UserPartDraft[], request: TurnRequest = {}): Turn {
   const turnId = newId('trn')
   const input: TurnInput = {
     turnId,
     sessionId,
     autoCompact: deps.config.compaction.auto,
     maxCompactions: deps.config.compaction.maxPerTurn,
+    ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {}),
   }
   const scope = new TurnScope(deps.config, deps.repo, deps.bus, turnId, sessionId)
   return runTurn(deps, {
@@ -112,6 +127,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
           },
           input,
         )
+        await request.prepare?.(tx, scope)
       })
       return { type: 'turn.start' }
     },
@@ -181,8 +197,11 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
     restored: start.restored,
     fail: (error) => actor.send({ type: 'turn.fail', error }),
     ended: (result) => {
-      deps.onSettled(turn)
-      resolveDone(result)
+      // The turn's usage is kept on its row (reverting its messages later does not lose it).
+      void recordTurnResult(repo, scope).then((extra) => {
+        deps.onSettled(turn)
+        resolveDone({ ...result, ...extra })
+      })
     },
   })
 
