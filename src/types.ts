@@ -3,7 +3,7 @@
  * Field names follow what agent UIs already know (opencode's message-v2 shapes).
  */
 import type { SerializedError } from './errors'
-import type { SessionDefaults } from './conversation/call-settings'
+import type { SessionDefaults, StoredTurnOptions } from './conversation/call-settings'
 
 export interface Tokens {
   input: number
@@ -172,6 +172,8 @@ export interface TurnRecord {
   /** The engine that runs the turn, and until when its lease holds (ms). */
   owner?: string | null
   leaseUntil?: number | null
+  /** The model and tool names, system prompt and call settings the turn runs with (never its headers). */
+  options?: StoredTurnOptions
 }
 
 export function emptyTokens(): Tokens {

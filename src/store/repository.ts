@@ -242,6 +242,7 @@ export class Repository {
       time: { created: num(row.created_at), updated: num(row.updated_at) },
       owner: row.owner,
       leaseUntil: row.lease_until === null ? null : num(row.lease_until),
+      ...(row.options ? { options: JSON.parse(row.options) as TurnRecord['options'] } : {}),
     }
   }
 

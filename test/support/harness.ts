@@ -91,8 +91,11 @@ export function tempDbPath(): string {
 }
 
 /** Fast retries by default so tests do not wait seconds; tests of delays set their own. */
-export async function createHarness(options: Partial<EngineOptions> = {}): Promise<Harness> {
+export async function createHarness(
+  options: Partial<EngineOptions> | ((server: ScriptedServer) => Partial<EngineOptions>) = {},
+): Promise<Harness> {
   const server = await startScriptedServer()
+  if (typeof options === 'function') options = options(server)
   const fresh = freshDatabase()
   const dbPath = fresh.database
   const engine = await createEngine({
