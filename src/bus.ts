@@ -13,6 +13,8 @@ export type TurnchartEvent =
   | { type: 'session.error'; sessionId: string; turnId: string; error: SerializedError }
   | { type: 'approval.requested'; sessionId: string; turnId: string; calls: Array<{ callId: string; tool: string; input: unknown }> }
   | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number }
+  /** A prompt was queued (`whenBusy: 'enqueue'`) and stored; `id` is its turn's to be. */
+  | { type: 'prompt.queued'; sessionId: string; id: string }
 
 export type TurnchartEventType = TurnchartEvent['type']
 export type Listener = (event: TurnchartEvent) => void

@@ -4,7 +4,7 @@
  */
 import { Bus, type Listener } from './bus'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
-import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError } from './errors'
+import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError, SessionNotFoundError } from './errors'
 import { newId } from './ids'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
@@ -18,6 +18,11 @@ import { validateSessionDefaults, type PromptOptions, type SessionDefaults } fro
 import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from './conversation/history'
 import { turnRequest } from './conversation/turn-options'
 import { userParts, type PromptInput } from './conversation/user-input'
+import { PromptQueue, type QueuedPrompt } from './conversation/prompt-queue'
+import { idleSessionsWithQueue, takeQueued, type QueuedPromptRecord } from './store/queue-store'
+
+/** What `prompt` does on a busy session. */
+export type WhenBusy = 'reject' | 'enqueue' | 'interrupt'
 
 export interface Engine {
   /**
@@ -49,10 +54,23 @@ export interface Engine {
    * parts); `options` are the turn's model and tools (registered names), system prompt, call
    * settings and `maxSteps`. Throws `SessionBusyError` when the session already runs a turn
    * (turns are not queued), `EngineClosedError` after `close()`, `InvalidArgumentError` for a
-   * bad input or option, `FileTooLargeError` for bytes over `maxFileBytes`.
+   * bad input or option, `FileTooLargeError` for bytes over `maxFileBytes`. `whenBusy`:
+   * `'reject'` (default) throws `SessionBusyError` on a busy session; `'interrupt'` aborts the
+   * turn this engine runs on the session first (one run by another engine makes `done` reject
+   * with `SessionBusyError`).
    * An unknown session id makes `turn.done` reject with `SessionNotFoundError`.
    */
-  prompt(sessionId: string, input: PromptInput, options?: PromptOptions): Turn
+  prompt(sessionId: string, input: PromptInput, options?: PromptOptions & { whenBusy?: 'reject' | 'interrupt' }): Turn
+  /**
+   * With `whenBusy: 'enqueue'`: stores the prompt and starts it when the session is idle (at
+   * once if it is), in order, from any engine on the database, also after a crash. Returns the
+   * queued prompt's handle: `{ id, sessionId, done, cancel() }`.
+   */
+  prompt(sessionId: string, input: PromptInput, options: PromptOptions & { whenBusy: 'enqueue' }): QueuedPrompt
+  /** The session's queued prompts, oldest first: `{ id, sessionId, input, options, time }`. */
+  queue(sessionId: string): Promise<QueuedPromptRecord[]>
+  /** Cancels a queued prompt by id; false when its turn already started (or there is no such prompt). */
+  cancelQueued(id: string): Promise<boolean>
   /**
    * Approves a tool call of a turn in `awaiting-approval`. Works from any engine on the
    * database: a turn whose engine is gone is taken over first. Throws
@@ -122,6 +140,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // A turn is active from its start until it settles (its runtime calls onSettled before `done` settles).
   const track = (turn: Turn) => {
     active.set(turn.sessionId, turn)
+    // When a turn ends, the session's next queued prompt starts (in this engine).
+    turn.done.then(() => queue.drain(turn.sessionId), () => undefined)
     return turn
   }
   const untrack = (turn: Turn) => {
@@ -129,6 +149,27 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   }
   const deps: TurnDeps = { config, repo, bus, owner, onSettled: untrack }
   const history: HistoryDeps = { repo, runningHere: (sessionId) => active.get(sessionId)?.id }
+  const queue = new PromptQueue({
+    repo,
+    bus,
+    config,
+    isClosed: () => closed,
+    activeTurn: (sessionId) => active.get(sessionId),
+    start(record, headers) {
+      const request = turnRequest(config, record.sessionId, headers ? { ...record.options, headers } : record.options)
+      return track(
+        startTurn(deps, record.sessionId, record.input, {
+          ...request,
+          turnId: record.id,
+          async prepare(tx, scope) {
+            // The queue row is taken with the turn's insert: of two engines, one starts it.
+            if (!(await takeQueued(tx, record.id))) throw new QueuedPromptCancelledError(record.sessionId, record.id)
+            await request.prepare?.(tx, scope)
+          },
+        }),
+      )
+    },
+  })
   // Renew the leases of the turns this engine runs, so no other engine takes them over.
   const renewal = setInterval(() => {
     const ids = [...active.values()].map((t) => t.id)
@@ -203,15 +244,24 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     usage: (sessionId) => sessionUsage(repo, sessionId),
     getSession: (sessionId) => repo.getSession(sessionId),
     listSessions: () => repo.listSessions(),
-    prompt(sessionId, input, promptOptions) {
+    prompt: ((sessionId: string, input: PromptInput, promptOptions?: PromptOptions & { whenBusy?: WhenBusy }): Turn | QueuedPrompt => {
       requireOpen('start a turn')
       if (typeof sessionId !== 'string' || sessionId.length === 0) throw new InvalidArgumentError('sessionId', sessionId, 'a session id')
       const parts = userParts(input, config.maxFileBytes)
-      const request = turnRequest(config, sessionId, promptOptions)
+      const { whenBusy = 'reject', ...callOptions } = promptOptions ?? {}
+      if (!['reject', 'enqueue', 'interrupt'].includes(whenBusy)) throw new InvalidArgumentError('options.whenBusy', whenBusy, "'reject', 'enqueue' or 'interrupt'")
+      const request = turnRequest(config, sessionId, callOptions)
+      if (whenBusy === 'enqueue') return queue.enqueue(sessionId, parts, callOptions)
       const running = active.get(sessionId)
-      if (running) throw new SessionBusyError(sessionId, running.id)
+      if (running && whenBusy === 'reject') throw new SessionBusyError(sessionId, running.id)
+      if (running) {
+        running.abort('interrupted by a new prompt')
+        request.before = () => running.done.then(() => undefined, () => undefined)
+      }
       return track(startTurn(deps, sessionId, parts, request))
-    },
+    }) as Engine['prompt'],
+    queue: (sessionId) => queue.list(sessionId),
+    cancelQueued: (id) => queue.cancel(id),
     async abort(sessionId) {
       const turn = active.get(sessionId)
       if (!turn) return
@@ -231,8 +281,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async recover() {
       requireOpen('recover turns')
       const running = new Set([...active.values()].map((t) => t.id))
-      const turns = await recoverTurns(deps, (id) => running.has(id))
-      return turns.map(track)
+      const turns = (await recoverTurns(deps, (id) => running.has(id))).map(track)
+      // Queues that stand still (the engine that would have started them died): start them here.
+      for (const sessionId of await idleSessionsWithQueue(repo)) void queue.drain(sessionId)
+      return turns
     },
     async approve(turnId, callId) {
       ;(await turnAwaitingApproval(turnId, callId)).approve(callId)
@@ -255,6 +307,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       closed = true
       clearInterval(renewal)
       clearInterval(sweep)
+      queue.close()
       const turns = [...active.values()]
       for (const turn of turns) {
         // A turn waiting for a human stays waiting, in the database, for the next engine.

@@ -317,3 +317,16 @@ export class MessageNotFoundError extends TurnchartError {
   }
   static isInstance = isNamed<MessageNotFoundError>('MessageNotFoundError')
 }
+
+/** A queued prompt was cancelled (`cancel()`, `engine.cancelQueued`, or its session deleted) before its turn started. */
+export class QueuedPromptCancelledError extends TurnchartError {
+  readonly name = 'QueuedPromptCancelledError'
+  readonly sessionId: string
+  readonly turnId: string
+  constructor(sessionId: string, turnId: string) {
+    super(`the queued prompt ${turnId} of session ${sessionId} was cancelled before it started`)
+    this.sessionId = sessionId
+    this.turnId = turnId
+  }
+  static isInstance = isNamed<QueuedPromptCancelledError>('QueuedPromptCancelledError')
+}

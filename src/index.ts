@@ -1,7 +1,9 @@
 /**
  * turnchart: an LLM agent's turn as an explicit XState v5 statechart, persisted with Kysely.
  */
-export { createEngine, type Engine } from './engine'
+export { createEngine, type Engine, type WhenBusy } from './engine'
+export type { QueuedPrompt } from './conversation/prompt-queue'
+export type { QueuedPromptRecord } from './store/queue-store'
 export type { EngineOptions, CompactionOptions, ToolExecutionOptions, ResolvedConfig } from './config'
 export type { Turn, TurnResult } from './turn/start-turn'
 export type { CallSettings, TurnSettings, PromptOptions, SessionDefaults, ToolChoiceOption, StoredTurnOptions } from './conversation/call-settings'

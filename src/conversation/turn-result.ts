@@ -5,7 +5,7 @@
 import { addUsage, emptyTurnUsage, setTurnUsage } from '../store/conversation-store'
 import type { Repository } from '../store/repository'
 import type { TurnScope } from '../turn/turn-scope'
-import type { TurnUsage } from '../types'
+import type { MessageWithParts, TurnUsage } from '../types'
 
 /**
  * The turn's usage, from its assistant and summary messages as stored (a recovered turn's
@@ -29,7 +29,12 @@ export async function turnUsage(repo: Repository, turnId: string): Promise<TurnU
  * finalText(scope) // 'Here is what I found.'
  */
 export function finalText(scope: TurnScope): string {
-  const last = scope.assistantMessages().at(-1)
+  return finalTextOf(scope.assistantMessages())
+}
+
+/** `finalText` of stored messages: the last assistant message that is not a summary. */
+export function finalTextOf(messages: MessageWithParts[]): string {
+  const last = messages.filter((m) => m.info.role === 'assistant' && !m.info.summary).at(-1)
   if (!last) return ''
   const step = Math.max(0, ...last.parts.map((p) => p.step ?? 0))
   const attempt = Math.max(0, ...last.parts.filter((p) => (p.step ?? 0) === step).map((p) => p.attempt ?? 0))

@@ -39,6 +39,7 @@ export async function deleteSessionRows(repo: Repository, sessionId: string): Pr
   const turns = repo.db.selectFrom('turnchart_turns').select('id').where('session_id', '=', sessionId)
   await repo.db.deleteFrom('turnchart_transitions').where('turn_id', 'in', turns).execute()
   await repo.db.deleteFrom('turnchart_turns').where('session_id', '=', sessionId).execute()
+  await repo.db.deleteFrom('turnchart_queue').where('session_id', '=', sessionId).execute()
   await repo.db.deleteFrom('turnchart_parts').where('session_id', '=', sessionId).execute()
   await repo.db.deleteFrom('turnchart_messages').where('session_id', '=', sessionId).execute()
   const result = await repo.db.deleteFrom('turnchart_sessions').where('id', '=', sessionId).executeTakeFirst()

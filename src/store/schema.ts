@@ -77,6 +77,17 @@ export interface TransitionTable {
   parts: string | null
 }
 
+export interface QueueTable {
+  /** The id the prompt's turn will have. */
+  id: string
+  session_id: string
+  /** JSON: the prompt's parts (text, files). */
+  input: string
+  /** JSON: the prompt's options, without headers. */
+  options: string
+  created_at: Millis
+}
+
 export interface MigrationTable {
   name: string
   applied_at: Millis
@@ -89,4 +100,5 @@ export interface TurnchartDatabase {
   turnchart_turns: TurnTable
   turnchart_transitions: TransitionTable
   turnchart_migrations: MigrationTable
+  turnchart_queue: QueueTable
 }

@@ -34,8 +34,12 @@ export interface TurnResult {
 
 /** What a turn needs beyond its prompt (see src/conversation/turn-options.ts). */
 export interface TurnRequest {
+  /** The turn's id (a queued prompt's, given when it was queued); default a new one. */
+  turnId?: string
   /** The chart's step limit. */
   maxSteps?: number
+  /** Awaited before the prompt is stored (an interrupted turn's end). */
+  before?(): Promise<void>
   /** Runs in the transaction that stores the prompt, after the turn row is inserted. */
   prepare?(tx: Repository, scope: TurnScope): Promise<void>
 }
@@ -91,7 +95,7 @@ type TurnSnapshot = SnapshotFrom<TurnMachine>
  * const { outcome } = await turn.done
  */
 export function startTurn(deps: TurnDeps, sessionId: string, prompt: string | UserPartDraft[], request: TurnRequest = {}): Turn {
-  const turnId = newId('trn')
+  const turnId = request.turnId ?? newId('trn')
   const input: TurnInput = {
     turnId,
     sessionId,
@@ -106,6 +110,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string | Us
     input,
     scope,
     async begin() {
+      await request.before?.()
       await scope.begin(prompt, async (tx) => {
         const now = Date.now()
         if (!(await tx.lockSession(sessionId, now))) throw new SessionNotFoundError(sessionId)
