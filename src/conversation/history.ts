@@ -70,8 +70,8 @@ export async function deleteSession(deps: HistoryDeps, sessionId: string): Promi
 export async function revert(deps: HistoryDeps, sessionId: string, messageId: string): Promise<SessionInfo> {
   return whileIdle(deps, sessionId, async (tx, now) => {
     const session = (await tx.getSession(sessionId))!
-    const messages = visibleMessages(await tx.messages(sessionId), session.revertedTo)
-    if (!messages.some((m) => m.info.id === messageId)) throw new MessageNotFoundError(sessionId, messageId)
+    const row = await tx.db.selectFrom('turnchart_messages').select('id').where('session_id', '=', sessionId).where('id', '=', messageId).executeTakeFirst()
+    if (!row || (session.revertedTo !== undefined && messageId > session.revertedTo)) throw new MessageNotFoundError(sessionId, messageId)
     await setRevertedTo(tx, sessionId, messageId, now)
     return (await tx.getSession(sessionId))!
   })
