@@ -202,11 +202,9 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
     restored: start.restored,
     fail: (error) => actor.send({ type: 'turn.fail', error }),
     ended: (result) => {
+      deps.onSettled(turn) // the session is free at once; `done` waits for the usage row
       // The turn's usage is kept on its row (reverting its messages later does not lose it).
-      void recordTurnResult(repo, scope).then((extra) => {
-        deps.onSettled(turn)
-        resolveDone({ ...result, ...extra })
-      })
+      void recordTurnResult(repo, scope).then((extra) => resolveDone({ ...result, ...extra }))
     },
   })
 
