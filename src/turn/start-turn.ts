@@ -109,8 +109,12 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string | Us
     sessionId,
     input,
     scope,
-    async begin() {
-      await request.before?.()
+    async begin(_turn, actor) {
+      if (request.before) {
+        // (awaited only when given: an abort right after `prompt` must find the prompt's write queued first)
+        await request.before()
+        if (actor.getSnapshot().status !== 'active') return null // aborted while waiting: nothing stored
+      }
       await scope.begin(prompt, async (tx) => {
         const now = Date.now()
         if (!(await tx.lockSession(sessionId, now))) throw new SessionNotFoundError(sessionId)
