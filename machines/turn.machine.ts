@@ -70,6 +70,9 @@ export const turnMachine = setup({
   guards: {
     hasToolCalls: ({ event }) => event.type === 'step.finished' && event.toolCalls > 0,
     doomLoopDetected: ({ event }) => event.type === 'step.finished' && !!event.doomLoop,
+    /** The last allowed step still called tools: the next step would pass `maxSteps`. */
+    stepLimitReached: ({ context, event }) =>
+      event.type === 'step.finished' && event.toolCalls > 0 && context.maxSteps !== null && context.step >= context.maxSteps,
     needsApproval: ({ event }) => event.type === 'step.finished' && (event.approvals?.length ?? 0) > 0,
     isPendingApproval: ({ context, event }) =>
       (event.type === 'tool.approved' || event.type === 'tool.denied') && context.pendingApprovals.includes(event.callId),
@@ -119,6 +122,13 @@ export const turnMachine = setup({
         event.type === 'tool.approved' || event.type === 'tool.denied'
           ? context.pendingApprovals.filter((id) => id !== event.callId)
           : context.pendingApprovals,
+    }),
+    rememberStepLimit: assign({
+      error: ({ context }) => ({
+        name: 'StepLimitError',
+        maxSteps: context.maxSteps,
+        message: `the turn reached its step limit (maxSteps ${context.maxSteps}) while the model still called tools; the next step was not started`,
+      }),
     }),
     rememberDoomLoop: assign({ error: ({ event }) => (event.type === 'step.finished' ? (event.doomLoop ?? null) : null) }),
     markOverflowPending: assign({ overflowPending: ({ event }) => event.type === 'step.finished' && event.overflow }),
@@ -179,6 +189,7 @@ export const turnMachine = setup({
     outcome: null,
     interruptedIn: null,
     pendingApprovals: [],
+    maxSteps: input.maxSteps ?? null,
   }),
   output: ({ context }) => ({ outcome: context.outcome ?? 'aborted', error: context.error }),
   on: {
@@ -208,6 +219,7 @@ export const turnMachine = setup({
         'turn.crashed': { target: 'interrupted', actions: 'markInterruptedStreaming' },
         'step.finished': [
           { guard: 'doomLoopDetected', target: 'failed', actions: 'rememberDoomLoop' },
+          { guard: 'stepLimitReached', target: 'failed', actions: 'rememberStepLimit' },
           { guard: 'needsApproval', target: 'awaiting-approval', actions: ['markOverflowPending', 'rememberApprovals'] },
           { guard: 'hasToolCalls', target: 'tool-running', actions: 'markOverflowPending' },
           {

@@ -17,6 +17,8 @@ export interface TurnInput {
   autoCompact: boolean
   /** At most this many compactions in one turn (the loop guard). */
   maxCompactions: number
+  /** Steps (LLM calls) the turn may make; absent: no limit. */
+  maxSteps?: number
 }
 
 export interface TurnContext {
@@ -45,6 +47,8 @@ export interface TurnContext {
   pendingApprovals: string[]
   /** The state a crash interrupted (set by `turn.crashed`, read by `turn.recover`). */
   interruptedIn: InterruptibleState | null
+  /** Steps the turn may make (`maxSteps`); null: no limit. */
+  maxSteps: number | null
 }
 
 /** States in which a process can die with work in flight. */

@@ -16,6 +16,7 @@ import { defaultFailurePolicies, type ErrorClassifier, type FailurePolicies, typ
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
 import { Telemetry, type TelemetryOptions } from './telemetry/telemetry'
+import { validateTurnSettings, type TurnSettings } from './conversation/call-settings'
 
 export interface CompactionOptions {
   /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */
@@ -46,8 +47,16 @@ export type EngineModel = Exclude<LanguageModel, string | { readonly specificati
 export interface EngineOptions {
   /** SQLite file path, ':memory:' (default), or a Kysely instance. */
   database?: DatabaseOption
-  /** An AI SDK language model object of any provider: a `LanguageModelV3` (ai v6 providers) or a `LanguageModelV4` (ai v7 providers). */
-  model: EngineModel
+  /** An AI SDK language model object of any provider: a `LanguageModelV3` (ai v6 providers) or a `LanguageModelV4` (ai v7 providers); the model named `'default'`. Required unless `models.default` is given. */
+  model?: EngineModel
+  /** Models by name, for `prompt(..., { model: 'fast' })` and `createSession({ model })`; `model` is `default`. */
+  models?: Record<string, EngineModel>
+  /** Default call settings of every turn (`temperature`, `maxOutputTokens`, `topP`, `topK`, `seed`, `stopSequences`, `presencePenalty`, `frequencyPenalty`, `headers`, `providerOptions`, `toolChoice`). */
+  settings?: Omit<TurnSettings, 'maxSteps'>
+  /** Steps (LLM calls) one turn may make. Default 100. */
+  maxSteps?: number
+  /** Largest file or image a prompt may carry as bytes (stored in the database). Default 10 MB. */
+  maxFileBytes?: number
   /** Token limits of the model; without them overflow is detected only from provider errors. */
   limits?: ModelLimits
   /** AI SDK `tool()` definitions with `execute`. */
@@ -105,6 +114,12 @@ export interface RecoveryOptions {
 
 export interface ResolvedConfig {
   model: ProviderLanguageModel
+  /** Registered models by name; `default` is `model`. */
+  models: Record<string, ProviderLanguageModel>
+  /** Call settings of the turn (engine defaults; per turn, the turn's). */
+  call: Omit<TurnSettings, 'maxSteps'>
+  maxSteps: number | undefined
+  maxFileBytes: number
   limits: ModelLimits | undefined
   tools: ToolSet
   system: string | undefined
@@ -134,7 +149,7 @@ export const defaultSummaryPrompt =
 const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
-  'recovery', 'leaseMs', 'doomLoop', 'telemetry',
+  'recovery', 'leaseMs', 'doomLoop', 'telemetry', 'models', 'settings', 'maxSteps', 'maxFileBytes',
   'errorClassifier', 'retryPolicy', 'controlPollIntervalMs',
 ])
 
@@ -182,8 +197,19 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   for (const key of Object.keys(options)) {
     if (!knownOptions.has(key)) throw new InvalidOptionError(key, (options as unknown as Record<string, unknown>)[key], `a known option (${[...knownOptions].join(', ')})`)
   }
-  const model: unknown = options.model
+  const models = { ...plainObject('models', options.models) } as Record<string, unknown>
+  for (const [name, m] of Object.entries(models)) {
+    if (!isSupportedModel(m)) throw new InvalidOptionError(`models.${name}`, modelSummary(m), supportedModelsText)
+  }
+  if (options.model !== undefined && models.default !== undefined && options.model !== models.default) {
+    throw new InvalidOptionError('models.default', modelSummary(models.default), 'absent when `model` is given (`model` is the default model)')
+  }
+  const model: unknown = options.model ?? models.default
   if (!isSupportedModel(model)) throw new InvalidOptionError('model', modelSummary(model), supportedModelsText)
+  models.default = model
+  const settings = plainObject('settings', options.settings) as Omit<TurnSettings, 'maxSteps'>
+  validateTurnSettings('settings', settings, (name, value, expected) => new InvalidOptionError(name, value, expected))
+  if ('maxSteps' in settings) throw new InvalidOptionError('settings.maxSteps', settings.maxSteps, 'the top-level option maxSteps')
 
   let limits: ModelLimits | undefined
   if (options.limits !== undefined) {
@@ -253,6 +279,10 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
 
   return {
     model,
+    models: models as Record<string, ProviderLanguageModel>,
+    call: { ...(limits && limits.output > 0 ? { maxOutputTokens: limits.output } : {}), ...settings },
+    maxSteps: options.maxSteps === null ? undefined : nonNegativeInteger('maxSteps', options.maxSteps, 100, 1),
+    maxFileBytes: nonNegativeInteger('maxFileBytes', options.maxFileBytes, 10_000_000, 0),
     limits,
     tools,
     system: options.system,

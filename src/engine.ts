@@ -8,7 +8,7 @@ import { readStatus } from './control/read-status'
 import { requestAbort, requestDecision, type RemoteControlDeps } from './control/remote-control'
 import { ControlRequests } from './store/control-requests'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
-import { EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError, TurnOwnershipLostError } from './errors'
+import { EngineClosedError, InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError, SessionNotFoundError, TurnOwnershipLostError } from './errors'
 import { newId } from './ids'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
@@ -17,21 +17,64 @@ import { recoverTurns, newOwnerId } from './turn/recover-turns'
 import { replayTransitions, type ReplayStep } from './turn/replay'
 import { startTurn, type RunningTurn, type Turn, type TurnDeps } from './turn/start-turn'
 import type { TurnInput } from '../machines/turn.types'
-import type { MessageWithParts, SessionInfo, SessionStatus, TransitionRecord, TurnRecord } from './types'
+import type { MessageWithParts, SessionInfo, SessionStatus, SessionUsage, TransitionRecord, TurnRecord } from './types'
+import { validateSessionDefaults, type PromptOptions, type SessionDefaults } from './conversation/call-settings'
+import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from './conversation/history'
+import { turnRequest } from './conversation/turn-options'
+import { userParts, type PromptInput } from './conversation/user-input'
+import { PromptQueue, type QueuedPrompt } from './conversation/prompt-queue'
+import { idleSessionsWithQueue, takeQueued, type QueuedPromptRecord } from './store/queue-store'
+
+/** What `prompt` does on a busy session. */
+export type WhenBusy = 'reject' | 'enqueue' | 'interrupt'
 
 export interface Engine {
-  /** Creates a session (a conversation); `id` lets a caller choose it (e.g. a chat id from a web page). */
-  createSession(options?: { title?: string; id?: string }): Promise<SessionInfo>
+  /**
+   * Creates a session (a conversation), with defaults for its turns: `system`, `model` and
+   * `tools` (registered names) and call `settings`. Stored; a prompt's options win over them. `id` lets a caller choose it (e.g. a chat id from a web page).
+   */
+  createSession(options?: { title?: string; id?: string } & SessionDefaults): Promise<SessionInfo>
+  /** Renames a session. Refused with `SessionBusyError` while it runs a turn. */
+  updateSession(sessionId: string, changes: { title?: string | null }): Promise<SessionInfo>
+  /** Deletes a session with its messages, parts, turns and logs. Refused with `SessionBusyError` while it runs a turn. */
+  deleteSession(sessionId: string): Promise<void>
+  /**
+   * Hides the messages after `messageId` from `messages()` and the model; `unrevert` shows them
+   * again, the next prompt deletes them. Refused with `SessionBusyError` while a turn runs.
+   */
+  revert(sessionId: string, messageId: string): Promise<SessionInfo>
+  /** Undoes `revert` (before the next prompt). */
+  unrevert(sessionId: string): Promise<SessionInfo>
+  /** A new session holding a copy of the history up to and including `messageId`. Refused with `SessionBusyError` while a turn runs. */
+  fork(sessionId: string, messageId: string, options?: { title?: string | null }): Promise<SessionInfo>
+  /** Tokens and cost of the session: total and per turn, compactions included. */
+  usage(sessionId: string): Promise<SessionUsage>
   /** A session by id, or undefined. */
   getSession(sessionId: string): Promise<SessionInfo | undefined>
   /** All sessions, oldest first. */
   listSessions(): Promise<SessionInfo[]>
   /**
-   * Starts a turn. Throws `SessionBusyError` when the session already runs a turn (turns are
-   * not queued), `EngineClosedError` after `close()`, `InvalidArgumentError` for a bad prompt.
+   * Starts a turn. `input` is text or an AI SDK user message content (text, image and file
+   * parts); `options` are the turn's model and tools (registered names), system prompt, call
+   * settings and `maxSteps`. Throws `SessionBusyError` when the session already runs a turn
+   * (turns are not queued), `EngineClosedError` after `close()`, `InvalidArgumentError` for a
+   * bad input or option, `FileTooLargeError` for bytes over `maxFileBytes`. `whenBusy`:
+   * `'reject'` (default) throws `SessionBusyError` on a busy session; `'interrupt'` aborts the
+   * turn this engine runs on the session first (one run by another engine makes `done` reject
+   * with `SessionBusyError`).
    * An unknown session id makes `turn.done` reject with `SessionNotFoundError`.
    */
-  prompt(sessionId: string, text: string): Turn
+  prompt(sessionId: string, input: PromptInput, options?: PromptOptions & { whenBusy?: 'reject' | 'interrupt' }): Turn
+  /**
+   * With `whenBusy: 'enqueue'`: stores the prompt and starts it when the session is idle (at
+   * once if it is), in order, from any engine on the database, also after a crash. Returns the
+   * queued prompt's handle: `{ id, sessionId, done, cancel() }`.
+   */
+  prompt(sessionId: string, input: PromptInput, options: PromptOptions & { whenBusy: 'enqueue' }): QueuedPrompt
+  /** The session's queued prompts, oldest first: `{ id, sessionId, input, options, time }`. */
+  queue(sessionId: string): Promise<QueuedPromptRecord[]>
+  /** Cancels a queued prompt by id; false when its turn already started (or there is no such prompt). */
+  cancelQueued(id: string): Promise<boolean>
   /**
    * Approves a tool call of a turn in `awaiting-approval`. Works from any engine on the
    * database: a turn whose engine is gone is taken over first; a turn another live engine runs
@@ -112,12 +155,36 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // A turn is active from its start until it settles (its runtime calls onSettled before `done` settles).
   const track = (turn: RunningTurn) => {
     active.set(turn.sessionId, turn)
+    // When a turn ends, the session's next queued prompt starts (in this engine).
+    turn.done.then(() => queue.drain(turn.sessionId), () => undefined)
     return turn
   }
   const untrack = (turn: RunningTurn) => {
     if (active.get(turn.sessionId) === turn) active.delete(turn.sessionId)
   }
   const deps: TurnDeps = { config, repo, bus, owner, onSettled: untrack }
+  const history: HistoryDeps = { repo, runningHere: (sessionId) => active.get(sessionId)?.id }
+  const queue = new PromptQueue({
+    repo,
+    bus,
+    config,
+    isClosed: () => closed,
+    activeTurn: (sessionId) => active.get(sessionId),
+    start(record, headers) {
+      const request = turnRequest(config, record.sessionId, headers ? { ...record.options, headers } : record.options)
+      return track(
+        startTurn(deps, record.sessionId, record.input, {
+          ...request,
+          turnId: record.id,
+          async prepare(tx, scope) {
+            // The queue row is taken with the turn's insert: of two engines, one starts it.
+            if (!(await takeQueued(tx, record.id))) throw new QueuedPromptCancelledError(record.sessionId, record.id)
+            await request.prepare?.(tx, scope)
+          },
+        }),
+      )
+    },
+  })
   // Renew the leases of the turns this engine runs, so no other engine takes them over. A turn
   // whose lease could not be renewed belongs to another engine now: it stops here.
   const renewal = setInterval(() => {
@@ -167,24 +234,61 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async createSession(sessionOptions = {}) {
       requireOpen('create a session')
       const now = Date.now()
-      const { id } = sessionOptions
+      const { title, id, ...defaults } = sessionOptions
       if (id !== undefined && (typeof id !== 'string' || !/^[\w.:-]{1,200}$/.test(id))) {
         throw new InvalidArgumentError('id', id, 'a session id of 1-200 letters, digits, _ . : -')
       }
-      const session: SessionInfo = { id: id ?? newId('ses', now), title: sessionOptions.title ?? null, time: { created: now, updated: now } }
+      validateSessionDefaults(config, defaults)
+      const session: SessionInfo = {
+        id: id ?? newId('ses', now),
+        title: title ?? null,
+        time: { created: now, updated: now },
+        ...(Object.keys(defaults).length ? { defaults } : {}),
+      }
       await repo.insertSession(session)
       return session
     },
+    updateSession(sessionId, changes) {
+      requireOpen('update a session')
+      return updateSession(history, sessionId, changes)
+    },
+    deleteSession(sessionId) {
+      requireOpen('delete a session')
+      return deleteSession(history, sessionId)
+    },
+    revert(sessionId, messageId) {
+      requireOpen('revert a session')
+      return revert(history, sessionId, messageId)
+    },
+    unrevert(sessionId) {
+      requireOpen('unrevert a session')
+      return unrevert(history, sessionId)
+    },
+    fork(sessionId, messageId, forkOptions) {
+      requireOpen('fork a session')
+      return fork(history, sessionId, messageId, forkOptions)
+    },
+    usage: (sessionId) => sessionUsage(repo, sessionId),
     getSession: (sessionId) => repo.getSession(sessionId),
     listSessions: () => repo.listSessions(),
-    prompt(sessionId, text) {
+    prompt: ((sessionId: string, input: PromptInput, promptOptions?: PromptOptions & { whenBusy?: WhenBusy }): Turn | QueuedPrompt => {
       requireOpen('start a turn')
       if (typeof sessionId !== 'string' || sessionId.length === 0) throw new InvalidArgumentError('sessionId', sessionId, 'a session id')
-      if (typeof text !== 'string' || text.trim().length === 0) throw new InvalidArgumentError('text', text, 'a non-empty string')
+      const parts = userParts(input, config.maxFileBytes)
+      const { whenBusy = 'reject', ...callOptions } = promptOptions ?? {}
+      if (!['reject', 'enqueue', 'interrupt'].includes(whenBusy)) throw new InvalidArgumentError('options.whenBusy', whenBusy, "'reject', 'enqueue' or 'interrupt'")
+      const request = turnRequest(config, sessionId, callOptions)
+      if (whenBusy === 'enqueue') return queue.enqueue(sessionId, parts, callOptions)
       const running = active.get(sessionId)
-      if (running) throw new SessionBusyError(sessionId, running.id)
-      return track(startTurn(deps, sessionId, text))
-    },
+      if (running && whenBusy === 'reject') throw new SessionBusyError(sessionId, running.id)
+      if (running) {
+        running.abort('interrupted by a new prompt')
+        request.before = () => running.done.then(() => undefined, () => undefined)
+      }
+      return track(startTurn(deps, sessionId, parts, request))
+    }) as Engine['prompt'],
+    queue: (sessionId) => queue.list(sessionId),
+    cancelQueued: (id) => queue.cancel(id),
     async abort(sessionId) {
       requireOpen('abort a turn')
       const turn = active.get(sessionId)
@@ -198,8 +302,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     status: (sessionId) => statuses.get(sessionId) ?? { type: 'idle' },
     readStatus: (sessionId) => readStatus(repo, sessionId),
     async messages(sessionId) {
-      if (!(await repo.getSession(sessionId))) throw new SessionNotFoundError(sessionId)
-      return repo.messages(sessionId)
+      const session = await repo.getSession(sessionId)
+      if (!session) throw new SessionNotFoundError(sessionId)
+      return visibleMessages(await repo.messages(sessionId), session.revertedTo)
     },
     transitions: (turnId) => repo.transitions(turnId),
     getTurn: (turnId) => repo.getTurn(turnId),
@@ -207,8 +312,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async recover() {
       requireOpen('recover turns')
       const running = new Set([...active.values()].map((t) => t.id))
-      const turns = await recoverTurns(deps, (id) => running.has(id))
-      return turns.map(track)
+      const turns = (await recoverTurns(deps, (id) => running.has(id))).map(track)
+      // Queues that stand still (the engine that would have started them died): start them here.
+      for (const sessionId of await idleSessionsWithQueue(repo)) void queue.drain(sessionId)
+      return turns
     },
     async approve(turnId, callId) {
       requireOpen('approve a tool call')
@@ -234,6 +341,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       clearInterval(renewal)
       clearInterval(sweep)
       poller.stop()
+      queue.close()
       const turns = [...active.values()]
       if (closeOptions.abortTurns) {
         for (const turn of turns) turn.abort('engine closed')

@@ -312,3 +312,55 @@ export class ReplayMismatchError extends TurnchartError {
   static isInstance = (value: unknown): value is ReplayMismatchError =>
     TurnchartError.isTurnchartError(value) && value.name === 'ReplayMismatchError'
 }
+
+/** A turn reached `maxSteps` and its last step still called tools: the next step is not started. */
+export class StepLimitError extends TurnchartError {
+  readonly name = 'StepLimitError'
+  readonly maxSteps: number
+  constructor(maxSteps: number) {
+    super(`the turn reached its step limit (maxSteps ${maxSteps}) while the model still called tools; the next step was not started`)
+    this.maxSteps = maxSteps
+  }
+  static isInstance = isNamed<StepLimitError>('StepLimitError')
+}
+
+/** A file or image given to `prompt` as bytes is larger than `maxFileBytes`. */
+export class FileTooLargeError extends TurnchartError {
+  readonly name = 'FileTooLargeError'
+  readonly bytes: number
+  readonly limit: number
+  readonly mediaType: string | undefined
+  constructor(bytes: number, limit: number, mediaType: string | undefined) {
+    super(`a prompt file of ${bytes} bytes${mediaType ? ` (${mediaType})` : ''} is larger than maxFileBytes (${limit}); pass a URL instead, or raise maxFileBytes`)
+    this.bytes = bytes
+    this.limit = limit
+    this.mediaType = mediaType
+  }
+  static isInstance = isNamed<FileTooLargeError>('FileTooLargeError')
+}
+
+/** A message id that is not in the session (revert, fork). */
+export class MessageNotFoundError extends TurnchartError {
+  readonly name = 'MessageNotFoundError'
+  readonly sessionId: string
+  readonly messageId: string
+  constructor(sessionId: string, messageId: string) {
+    super(`session ${sessionId} has no visible message ${messageId}`)
+    this.sessionId = sessionId
+    this.messageId = messageId
+  }
+  static isInstance = isNamed<MessageNotFoundError>('MessageNotFoundError')
+}
+
+/** A queued prompt was cancelled (`cancel()`, `engine.cancelQueued`, or its session deleted) before its turn started. */
+export class QueuedPromptCancelledError extends TurnchartError {
+  readonly name = 'QueuedPromptCancelledError'
+  readonly sessionId: string
+  readonly turnId: string
+  constructor(sessionId: string, turnId: string) {
+    super(`the queued prompt ${turnId} of session ${sessionId} was cancelled before it started`)
+    this.sessionId = sessionId
+    this.turnId = turnId
+  }
+  static isInstance = isNamed<QueuedPromptCancelledError>('QueuedPromptCancelledError')
+}

@@ -1,10 +1,15 @@
 /**
  * turnchart: an LLM agent's turn as an explicit XState v5 statechart, persisted with Kysely.
  */
-export { createEngine, type Engine } from './engine'
+export { createEngine, type Engine, type WhenBusy } from './engine'
+export type { QueuedPrompt } from './conversation/prompt-queue'
+export type { QueuedPromptRecord } from './store/queue-store'
 export type { EngineOptions, EngineModel, CompactionOptions, ToolExecutionOptions, ResolvedConfig } from './config'
 export { supportedSpecificationVersions, isSupportedModel, type ProviderLanguageModel } from './llm/language-model'
 export type { Turn, TurnResult } from './turn/start-turn'
+export type { CallSettings, TurnSettings, PromptOptions, SessionDefaults, ToolChoiceOption, StoredTurnOptions } from './conversation/call-settings'
+export type { PromptInput } from './conversation/user-input'
+export { turnOfTool, type TurnToolContext } from './tools/run-tools'
 export type { TurnchartEvent, TurnchartEventType, Listener } from './bus'
 export * from './errors'
 export type * from './types'

@@ -3,6 +3,7 @@
  * Field names follow what agent UIs already know (opencode's message-v2 shapes).
  */
 import type { SerializedError } from './errors'
+import type { SessionDefaults, StoredTurnOptions } from './conversation/call-settings'
 
 export interface Tokens {
   input: number
@@ -15,6 +16,10 @@ export interface SessionInfo {
   id: string
   title: string | null
   time: { created: number; updated: number }
+  /** Defaults for the session's turns (`createSession({ system, model, tools, settings })`). */
+  defaults?: SessionDefaults
+  /** Set after `engine.revert`: the last message still shown; later ones are hidden until the next prompt deletes them (or `unrevert`). */
+  revertedTo?: string
 }
 
 export interface MessageInfo {
@@ -102,14 +107,22 @@ export interface CompactionPart extends PartBase {
   time: { start: number }
 }
 
-/** A file the model produced (an image, audio…): base64 `data` or a `url`. */
+/**
+ * A file: an image or file of a user prompt, or one the model produced. A URL, or the bytes
+ * (base64) stored in the database (a prompt's up to `maxFileBytes`). `image: true` when a prompt
+ * gave it as an AI SDK image part.
+ */
 export interface FilePart extends PartBase {
   type: 'file'
-  mediaType: string
-  /** Base64 content (bytes from the provider are encoded). */
-  data?: string
+  /** Absent only on a prompt image given without one (the provider detects it). */
+  mediaType?: string
+  filename?: string
   url?: string
+  /** Base64 bytes. */
+  data?: string
+  image?: boolean
   providerMetadata?: PartProviderMetadata
+  time?: { start: number; end?: number }
 }
 
 /** A source the model cited (a web page, a document). Stored, not sent back to the model. */
@@ -125,6 +138,23 @@ export interface SourcePart extends PartBase {
 }
 
 export type Part = TextPart | ToolPart | StepStartPart | StepFinishPart | CompactionPart | FilePart | SourcePart
+
+/** Tokens and cost. */
+export interface Usage {
+  tokens: Tokens
+  cost: number
+}
+
+/** A turn's usage: its steps and its compactions (the summary requests), together and apart. */
+export interface TurnUsage extends Usage {
+  turnId: string
+  compaction: Usage
+}
+
+/** `engine.usage(sessionId)`: totals of every turn the session ran (reverted ones included), and each turn's. */
+export interface SessionUsage extends Usage {
+  turns: TurnUsage[]
+}
 
 export interface MessageWithParts {
   info: MessageInfo
@@ -170,4 +200,10 @@ export interface TurnRecord {
   leaseUntil?: number | null
   /** Fencing token: incremented each time an engine claims the turn. */
   epoch?: number
+  /** The model and tool names, system prompt and call settings the turn runs with (never its headers). */
+  options?: StoredTurnOptions
+}
+
+export function emptyTokens(): Tokens {
+  return { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }
 }

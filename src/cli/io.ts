@@ -93,6 +93,11 @@ export function formatPart(part: Part, c: Colors): string {
       return c.dim(`step ${part.step} finish: ${part.reason}, tokens in ${part.tokens.input} out ${part.tokens.output}${part.tokens.reasoning ? ` reasoning ${part.tokens.reasoning}` : ''}`)
     case 'compaction':
       return c.magenta(`compaction (${part.auto ? 'automatic' : 'manual'})`)
+    case 'file': {
+      // never the bytes: their size
+      const what = part.url ?? `${Math.floor(((part.data ?? '').length * 3) / 4)} bytes`
+      return c.dim(`${part.image ? 'image' : 'file'}${part.filename ? ` ${part.filename}` : ''} ${part.mediaType ?? ''} ${what}`)
+    }
     default:
       return json(part)
   }

@@ -7,11 +7,13 @@ import type { CompactInput } from '../../machines/turn.machine'
 import { CompactionFailedError, ContextOverflowError } from '../errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
-import { decideFailure } from '../policy/decide-failure'
+import { stepCost, toTokens, type Pricing } from '../llm/usage'
+import type { TurnSettings } from '../conversation/call-settings'
+import { decideFailure, type FailurePolicies } from '../policy/decide-failure'
 import type { ModelMessage } from 'ai'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Telemetry } from '../telemetry/telemetry'
-import type { FailurePolicies } from '../policy/decide-failure'
+import type { MessageInfo, MessageWithParts, Tokens } from '../types'
 
 /** What a compaction needs from the turn: the model and its settings, the history, where the summary goes. */
 export interface SummaryScope {
@@ -24,10 +26,15 @@ export interface SummaryScope {
     streamIdleTimeoutMs: number
     compaction: { prompt: string }
     failure: FailurePolicies
+    /** The turn's call settings (the summary request uses them, without a tool choice). */
+    call: Omit<TurnSettings, 'maxSteps'>
+    pricing: Pricing | undefined
   }
   modelMessages(): ModelMessage[]
   /** Stores the summary message; the model is sent only what follows it from then on. */
-  addSummary(text: string, auto: boolean): unknown
+  addSummary(text: string, auto: boolean): MessageWithParts
+  /** Persists a message's changed info (the summary's usage). */
+  saveMessage(info: MessageInfo): void
 }
 
 /**
@@ -42,6 +49,7 @@ export interface SummaryScope {
 export async function summarize(scope: SummaryScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'>, signal: AbortSignal): Promise<void> {
   let failure: unknown
   let text = ''
+  let tokens: Tokens | undefined
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
   const idle = startIdleTimer(signal, scope.config.streamIdleTimeoutMs)
   const { model, telemetry } = scope.config
@@ -51,11 +59,13 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
       model: scope.config.model,
       system: scope.config.system,
       messages: [...scope.modelMessages(), { role: 'user', content: scope.config.compaction.prompt }],
+      settings: { ...scope.config.call, toolChoice: undefined },
       abortSignal: idle.signal,
       onChunk: idle.touch,
     })
     for await (const part of events) {
       if (part.type === 'text-delta') text += part.text
+      else if (part.type === 'finish') tokens = toTokens(part.usage)
       else if (part.type === 'error') {
         failure = part.error
         break
@@ -84,5 +94,11 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
   if (text.trim() === '') {
     throw new CompactionFailedError({ name: 'EmptySummaryError', message: 'the summary answer had no text; the history is kept as it was' })
   }
-  scope.addSummary(text.trim(), true)
+  const summary = scope.addSummary(text.trim(), true)
+  if (tokens) {
+    // The summary request's usage, on the summary message (counted in the turn's usage).
+    summary.info.tokens = tokens
+    summary.info.cost = stepCost(tokens, scope.config.pricing)
+    scope.saveMessage(summary.info)
+  }
 }

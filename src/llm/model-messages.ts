@@ -13,6 +13,7 @@
  */
 import type { AssistantContent, ModelMessage, ToolResultPart } from 'ai'
 import type { FilePart, MessageWithParts, Part, TextPart, ToolPart } from '../types'
+import { userContent } from '../conversation/user-input'
 
 export const summaryPreamble = 'The conversation so far was summarised to fit the context window. Summary:\n\n'
 
@@ -37,8 +38,7 @@ export function toModelMessages(messages: MessageWithParts[], options: { finishe
       const text = parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n')
       out.push({ role: 'user', content: summaryPreamble + text })
     } else if (info.role === 'user') {
-      const text = parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n')
-      out.push({ role: 'user', content: text })
+      out.push({ role: 'user', content: userContent(parts) })
     } else {
       appendAssistant(out, options.finishedAttemptsOnly ? finishedAttempts(parts) : parts)
     }
@@ -69,7 +69,7 @@ function appendAssistant(out: ModelMessage[], parts: Part[]): void {
       if ((part.type === 'text' || part.type === 'reasoning') && (part.text.length > 0 || part.providerMetadata)) {
         content.push({ type: part.type, text: part.text, ...providerOptions(part) })
       } else if (part.type === 'file' && (part.data !== undefined || part.url !== undefined)) {
-        content.push({ type: 'file', data: part.data ?? new URL(part.url!), mediaType: part.mediaType, ...providerOptions(part) })
+        content.push({ type: 'file', data: part.data ?? new URL(part.url!), mediaType: part.mediaType ?? 'application/octet-stream', ...providerOptions(part) })
       } else if (part.type === 'tool') {
         content.push({ type: 'tool-call', toolCallId: part.callId, toolName: part.tool, input: toolInput(part), ...providerOptions(part) })
         results.push(toolResult(part))

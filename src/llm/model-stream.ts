@@ -13,6 +13,7 @@ import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { ProviderLanguageModel } from './language-model'
 import { toProviderPrompt } from './provider-prompt'
 import { prepareTools } from './provider-tools'
+import type { TurnSettings } from '../conversation/call-settings'
 
 /**
  * What a provider attached to a part, by provider name (Anthropic thinking signatures and
@@ -50,6 +51,8 @@ export interface ModelStreamRequest {
   abortSignal: AbortSignal
   /** Called on every chunk the provider sends, also those that map to no event (idle timer). */
   onChunk?: () => void
+  /** Call settings (temperature, maxOutputTokens, headers, providerOptions, toolChoice...), sent as they are. */
+  settings?: Omit<TurnSettings, 'maxSteps'>
 }
 
 /** The stream parts of V3 and V4 that turnchart reads (the same fields in both). */
@@ -178,15 +181,17 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
   const { abortSignal, onChunk } = request
   const tools = request.tools && Object.keys(request.tools).length > 0 ? request.tools : undefined
   const call = tools ? await prepareTools(tools).call : { tools: undefined, toolChoice: undefined }
+  const { toolChoice, ...settings } = request.settings ?? {}
   // The idle timeout covers the wait for the stream too: an adapter may ignore the signal.
   const { stream, response } = await untilAborted(
     model.doStream({
+      ...settings,
       prompt: toProviderPrompt(request.system, request.messages, model.specificationVersion),
       tools: call.tools,
-      toolChoice: call.toolChoice,
+      toolChoice: tools && toolChoice ? (typeof toolChoice === 'string' ? { type: toolChoice } : toolChoice) : call.toolChoice,
       abortSignal,
       includeRawChunks: false,
-    }),
+    } as Parameters<ProviderLanguageModel['doStream']>[0]),
     abortSignal ?? new AbortController().signal,
   )
 

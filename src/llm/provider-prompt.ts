@@ -3,7 +3,7 @@
  * model's `doStream` takes. The prompt shapes of `LanguageModelV3` and `LanguageModelV4` agree
  * on the parts turnchart sends: system text, user text, assistant text / reasoning / tool calls,
  * tool results. This replaces the AI SDK's internal `convertToLanguageModelPrompt` (not a public
- * API): no zod pass over the history, no downloads (turnchart never sends file URLs).
+ * API): no zod pass over the history, no downloads (a file URL goes to the provider as a URL).
  */
 import type { ModelMessage } from 'ai'
 
@@ -25,7 +25,7 @@ export class UnsupportedPromptPartError extends Error {
     readonly role: string,
     readonly partType: string,
   ) {
-    super(`a ${role} message part of type '${partType}' cannot be sent by turnchart (text, reasoning, tool-call, tool-result and model file parts only)`)
+    super(`a ${role} message part of type '${partType}' cannot be sent by turnchart (text, reasoning, tool calls and results, images and files)`)
   }
   static isInstance(error: unknown): error is UnsupportedPromptPartError {
     return error instanceof Error && error.name === 'UnsupportedPromptPartError'
@@ -86,7 +86,11 @@ function contentPart(role: string, part: ProviderContentPart, version: 'v3' | 'v
         ...(part.providerExecuted ? { providerExecuted: true } : {}),
         ...providerOptions,
       }
+    case 'image':
+      if (role !== 'user') break
+      return userFile(part, part.image, (part.mediaType as string | undefined) ?? 'image/*', version)
     case 'file': {
+      if (role === 'user') return userFile(part, part.data, (part.mediaType as string | undefined) ?? 'application/octet-stream', version)
       // A file the model produced, sent back with its turn. V3 takes base64 or a URL as is;
       // V4 a tagged `{ type: 'data' | 'url' }`.
       if (role !== 'assistant') break
@@ -99,4 +103,24 @@ function contentPart(role: string, part: ProviderContentPart, version: 'v3' | 'v
       return { type: 'tool-result', toolCallId: part.toolCallId, toolName: part.toolName, output: part.output, ...providerOptions }
   }
   throw new UnsupportedPromptPartError(role, String(part.type))
+}
+
+/**
+ * An image or file of a user prompt as the provider's `file` part: an http(s) URL stays a URL
+ * (the provider decides how to send it; turnchart downloads nothing), a `data:` URL becomes its
+ * base64 and media type, bytes and base64 go as they are.
+ */
+function userFile(part: ProviderContentPart, raw: unknown, fallbackType: string, version: 'v3' | 'v4'): ProviderContentPart {
+  let data = raw
+  let mediaType = fallbackType
+  if (typeof raw === 'string') {
+    const inline = /^data:([^;,]+)?(?:;base64)?,(.*)$/is.exec(raw)
+    if (inline) {
+      data = inline[2]
+      mediaType = (part.mediaType as string | undefined) ?? inline[1] ?? fallbackType
+    } else if (/^https?:/i.test(raw)) data = new URL(raw)
+  }
+  const tagged = data instanceof URL ? { type: 'url', url: data } : { type: 'data', data }
+  const providerOptions = part.providerOptions ? { providerOptions: part.providerOptions } : {}
+  return { type: 'file', data: version === 'v4' ? tagged : data, mediaType, ...(part.filename ? { filename: part.filename } : {}), ...providerOptions }
 }

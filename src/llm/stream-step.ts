@@ -49,6 +49,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
       system: config.system,
       messages,
       tools: config.tools,
+      settings: config.call,
       abortSignal: idle.signal,
       onChunk: idle.touch,
     })

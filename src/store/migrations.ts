@@ -125,6 +125,28 @@ export const migrations: Migration[] = [
       await db.schema.createIndex('turnchart_controls_pending').on('turnchart_controls').columns(['handled_at', 'turn_id']).execute()
     },
   },
+  {
+    // Session defaults and revert marker; a turn's call options (to resume it with the same
+    // model, tools and settings) and its usage totals (kept when reverted messages are deleted).
+    name: '0006_conversation',
+    async up(db, dialect) {
+      const id = idType(dialect)
+      // Prompts waiting for their session to be idle (`whenBusy: 'enqueue'`); the id is the turn's to be.
+      await db.schema
+        .createTable('turnchart_queue')
+        .addColumn('id', id, (c) => c.primaryKey())
+        .addColumn('session_id', id, (c) => c.notNull().references('turnchart_sessions.id').onDelete('cascade'))
+        .addColumn('input', 'text', (c) => c.notNull())
+        .addColumn('options', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema.createIndex('turnchart_queue_session').on('turnchart_queue').columns(['session_id', 'id']).execute()
+      await db.schema.alterTable('turnchart_sessions').addColumn('defaults', 'text').execute()
+      await db.schema.alterTable('turnchart_sessions').addColumn('reverted_to', 'text').execute()
+      await db.schema.alterTable('turnchart_turns').addColumn('options', 'text').execute()
+      await db.schema.alterTable('turnchart_turns').addColumn('usage', 'text').execute()
+    },
+  },
 ]
 
 /**

@@ -2,7 +2,7 @@
  * The repository: every read and write of turnchart's tables. Runs unchanged on SQLite and
  * PostgreSQL. JSON columns are parsed here, explicitly.
  */
-import type { Kysely, Transaction } from 'kysely'
+import type { Kysely, Selectable, Transaction } from 'kysely'
 import { TurnOwnershipLostError, type SerializedError } from '../errors'
 import type {
   MessageInfo,
@@ -13,7 +13,7 @@ import type {
   TurnOutcome,
   TurnRecord,
 } from '../types'
-import type { TurnchartDatabase } from './schema'
+import type { SessionTable, TurnchartDatabase } from './schema'
 
 type Executor = Kysely<TurnchartDatabase> | Transaction<TurnchartDatabase>
 
@@ -46,6 +46,16 @@ function partData(part: Part): string {
 function num(value: unknown): number {
   // PostgreSQL returns bigint columns as strings.
   return typeof value === 'number' ? value : Number(value)
+}
+
+function sessionFromRow(row: Selectable<SessionTable>): SessionInfo {
+  return {
+    id: row.id,
+    title: row.title,
+    time: { created: num(row.created_at), updated: num(row.updated_at) },
+    ...(row.defaults ? { defaults: JSON.parse(row.defaults) as SessionInfo['defaults'] } : {}),
+    ...(row.reverted_to ? { revertedTo: row.reverted_to } : {}),
+  }
 }
 
 export class Repository {
@@ -86,18 +96,19 @@ export class Repository {
         title: session.title,
         created_at: session.time.created,
         updated_at: session.time.updated,
+        defaults: session.defaults ? JSON.stringify(session.defaults) : null,
       })
       .execute()
   }
 
   async getSession(id: string): Promise<SessionInfo | undefined> {
     const row = await this.db.selectFrom('turnchart_sessions').selectAll().where('id', '=', id).executeTakeFirst()
-    return row && { id: row.id, title: row.title, time: { created: num(row.created_at), updated: num(row.updated_at) } }
+    return row && sessionFromRow(row)
   }
 
   async listSessions(): Promise<SessionInfo[]> {
     const rows = await this.db.selectFrom('turnchart_sessions').selectAll().orderBy('id').execute()
-    return rows.map((row) => ({ id: row.id, title: row.title, time: { created: num(row.created_at), updated: num(row.updated_at) } }))
+    return rows.map(sessionFromRow)
   }
 
   async upsertMessage(info: MessageInfo): Promise<void> {
@@ -257,6 +268,7 @@ export class Repository {
       owner: row.owner,
       leaseUntil: row.lease_until === null ? null : num(row.lease_until),
       epoch: num(row.epoch),
+      ...(row.options ? { options: JSON.parse(row.options) as TurnRecord['options'] } : {}),
     }
   }
 

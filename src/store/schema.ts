@@ -12,6 +12,10 @@ export interface SessionTable {
   title: string | null
   created_at: Millis
   updated_at: Millis
+  /** JSON: the session's defaults (system, model, tools, settings); null when none. */
+  defaults: ColumnType<string | null, string | null | undefined, string | null>
+  /** Id of the last message still shown after `engine.revert`; later ones are hidden until the next prompt deletes them. */
+  reverted_to: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface MessageTable {
@@ -56,6 +60,10 @@ export interface TurnTable {
   lease_until: Millis | null
   /** Fencing token: incremented by each claim; writes of a running turn require it unchanged. */
   epoch: Generated<number>
+  /** JSON: the turn's call options (model and tool names, system, settings; never headers). */
+  options: ColumnType<string | null, string | null | undefined, string | null>
+  /** JSON: the turn's usage totals, written when it ends. */
+  usage: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface TransitionTable {
@@ -85,6 +93,17 @@ export interface ControlTable {
   result: string | null
 }
 
+export interface QueueTable {
+  /** The id the prompt's turn will have. */
+  id: string
+  session_id: string
+  /** JSON: the prompt's parts (text, files). */
+  input: string
+  /** JSON: the prompt's options, without headers. */
+  options: string
+  created_at: Millis
+}
+
 export interface MigrationTable {
   name: string
   applied_at: Millis
@@ -98,4 +117,5 @@ export interface TurnchartDatabase {
   turnchart_transitions: TransitionTable
   turnchart_controls: ControlTable
   turnchart_migrations: MigrationTable
+  turnchart_queue: QueueTable
 }

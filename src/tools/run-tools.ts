@@ -43,6 +43,28 @@ export async function runTools(scope: ToolRunScope, signal: AbortSignal): Promis
   await Promise.all(workers)
 }
 
+/** What a tool's `execute` gets besides the AI SDK's options: the session and turn it runs for. */
+export interface TurnToolContext {
+  sessionId: string
+  turnId: string
+}
+
+function toolContext(scope: ToolRunScope): TurnToolContext & { experimental_context: TurnToolContext } {
+  const context = { sessionId: scope.sessionId, turnId: scope.turnId }
+  return { ...context, experimental_context: context }
+}
+
+/**
+ * The session and turn a tool call runs for, read from the options `execute` receives.
+ *
+ * @example
+ * execute: async (input, options) => { const { sessionId, turnId } = turnOfTool(options); ... }
+ */
+export function turnOfTool(options: unknown): TurnToolContext {
+  const context = (options as { experimental_context?: Partial<TurnToolContext> } | undefined)?.experimental_context
+  return { sessionId: String(context?.sessionId ?? ''), turnId: String(context?.turnId ?? '') }
+}
+
 async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal): Promise<void> {
   if (part.state.status !== 'running') return
   const { input, time } = part.state
@@ -69,7 +91,9 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
         toolCallId: part.callId,
         messages,
         abortSignal: controller.signal,
-      }),
+        // Which session and turn the call runs for: as fields, and as the AI SDK's context.
+        ...toolContext(scope),
+      } as never),
     ).then(lastValue)
     const output = await Promise.race([run, stopped])
     if (turnSignal.aborted) return // the turn's end marks the part aborted

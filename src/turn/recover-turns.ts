@@ -16,6 +16,7 @@ import type { MessageWithParts, Part, TurnRecord } from '../types'
 import { ReplayMismatchError, replayTransitions } from './replay'
 import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from './start-turn'
 import { TurnScope } from './turn-scope'
+import { storedTurnConfig } from '../conversation/turn-options'
 
 const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting'])
 export const interruptedToolMessage = 'interrupted by a restart'
@@ -78,6 +79,7 @@ async function endUnrecoverable(deps: TurnDeps, record: TurnRecord, cause: unkno
   const now = Date.now()
   const error = serializeError(cause)
   const scope = new TurnScope(deps.config, deps.repo, deps.bus, record.id, record.sessionId, fence)
+  scope.useConfig(await storedTurnConfig(deps.config, deps.repo, record.id).catch(() => deps.config))
   scope.restore(await deps.repo.messages(record.sessionId, { fromLatestSummary: true }))
   const changed = closeInterruptedWork(scope, null, now)
   const assistant = scope.assistantMessages().at(-1)
@@ -109,6 +111,7 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
     })
   }
   const scope = new TurnScope(config, repo, deps.bus, record.id, record.sessionId, fence)
+  scope.useConfig(await storedTurnConfig(config, repo, record.id)) // the turn's own model, tools and settings
   scope.restore(await repo.messages(record.sessionId, { fromLatestSummary: true }))
 
   if (state === 'idle') {

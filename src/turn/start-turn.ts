@@ -15,7 +15,9 @@ import { newId } from '../ids'
 import { streamStep } from '../llm/stream-step'
 import type { Repository, TurnFence } from '../store/repository'
 import { runTools } from '../tools/run-tools'
-import type { ToolPart, TurnOutcome } from '../types'
+import type { ToolPart, TurnOutcome, TurnUsage } from '../types'
+import type { UserPartDraft } from '../conversation/user-input'
+import { recordTurnResult } from '../conversation/turn-result'
 import { publishApprovalRequest, TransitionRecorder } from './record-transitions'
 import { TurnScope } from './turn-scope'
 
@@ -28,6 +30,22 @@ export interface TurnResult {
    * `error.toJSON()` is the record stored on the assistant message.
    */
   error?: TurnchartError & SerializedError
+  /** Tokens and cost of the turn's steps and compactions. */
+  usage: TurnUsage
+  /** The text of the turn's last step (its final answer when it completed). */
+  text: string
+}
+
+/** What a turn needs beyond its prompt (see src/conversation/turn-options.ts). */
+export interface TurnRequest {
+  /** The turn's id (a queued prompt's, given when it was queued); default a new one. */
+  turnId?: string
+  /** The chart's step limit. */
+  maxSteps?: number
+  /** Awaited before the prompt is stored (an interrupted turn's end). */
+  before?(): Promise<void>
+  /** Runs in the transaction that stores the prompt, after the turn row is inserted. */
+  prepare?(tx: Repository, scope: TurnScope): Promise<void>
 }
 
 /** A running turn. */
@@ -94,13 +112,14 @@ type TurnSnapshot = SnapshotFrom<TurnMachine>
  * const turn = startTurn(deps, session.id, 'hi')
  * const { outcome } = await turn.done
  */
-export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): RunningTurn {
-  const turnId = newId('trn')
+export function startTurn(deps: TurnDeps, sessionId: string, prompt: string | UserPartDraft[], request: TurnRequest = {}): RunningTurn {
+  const turnId = request.turnId ?? newId('trn')
   const input: TurnInput = {
     turnId,
     sessionId,
     autoCompact: deps.config.compaction.auto,
     maxCompactions: deps.config.compaction.maxPerTurn,
+    ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {}),
   }
   const scope = new TurnScope(deps.config, deps.repo, deps.bus, turnId, sessionId, { owner: deps.owner, epoch: 0 })
   return runTurn(deps, {
@@ -108,7 +127,12 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Ru
     sessionId,
     input,
     scope,
-    async begin() {
+    async begin(_turn, actor) {
+      if (request.before) {
+        // (awaited only when given: an abort right after `prompt` must find the prompt's write queued first)
+        await request.before()
+        if (actor.getSnapshot().status !== 'active') return null // aborted while waiting: nothing stored
+      }
       await scope.begin(prompt, async (tx) => {
         const now = Date.now()
         if (!(await tx.lockSession(sessionId, now))) throw new SessionNotFoundError(sessionId)
@@ -130,6 +154,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Ru
           },
           input,
         )
+        await request.prepare?.(tx, scope)
       })
       return { type: 'turn.start' }
     },
@@ -235,8 +260,9 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
       rejectDone(error)
     },
     ended: ({ error, ...result }) => {
-      settle()
-      resolveDone(error ? { ...result, error: errorFromRecord(error) } : result)
+      settle() // the session is free at once; `done` waits for the usage row
+      // The turn's usage is kept on its row (reverting its messages later does not lose it).
+      void recordTurnResult(deps.repo, scope).then((extra) => resolveDone({ ...result, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
     },
   })
 

@@ -12,6 +12,7 @@ import { PartWriter } from '../store/part-writer'
 import type { Repository, TurnFence } from '../store/repository'
 import { WriteQueue } from '../store/write-queue'
 import type { MessageInfo, MessageWithParts, Part, ToolPart } from '../types'
+import type { UserPartDraft } from '../conversation/user-input'
 
 export class TurnScope {
   readonly queue = new WriteQueue()
@@ -26,7 +27,7 @@ export class TurnScope {
   private assistant: MessageWithParts | undefined
 
   constructor(
-    readonly config: ResolvedConfig,
+    public config: ResolvedConfig,
     readonly repo: Repository,
     readonly bus: Bus,
     readonly turnId: string,
@@ -46,31 +47,36 @@ export class TurnScope {
   }
 
   /**
-   * Stores the user's prompt and loads the history the model needs, in one transaction.
-   * `prepare` runs first in that transaction (it locks the session and inserts the turn row).
+   * The turn's own configuration (its model, tools, system prompt and call settings), set
+   * before its first step (see src/conversation/turn-options.ts).
    */
-  async begin(prompt: string, prepare: (tx: Repository) => Promise<void>): Promise<void> {
+  useConfig(config: ResolvedConfig): void {
+    this.config = config
+  }
+
+  /**
+   * Stores the user's prompt (text, or text, image and file parts) and loads the history the
+   * model needs, in one transaction. `prepare` runs first in that transaction (it locks the
+   * session and inserts the turn row).
+   */
+  async begin(prompt: string | UserPartDraft[], prepare: (tx: Repository) => Promise<void>): Promise<void> {
     const now = Date.now()
     const info: MessageInfo = { id: newId('msg', now), sessionId: this.sessionId, role: 'user', turnId: this.turnId, time: { created: now } }
-    const part: Part = {
-      id: newId('prt', now),
-      sessionId: this.sessionId,
-      messageId: info.id,
-      type: 'text',
-      text: prompt,
-      time: { start: now, end: now },
-    }
+    const drafts: UserPartDraft[] = typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt
+    const parts = drafts.map(
+      (draft) => ({ ...draft, id: newId('prt', now), sessionId: this.sessionId, messageId: info.id, time: { start: now, end: now } }) as Part,
+    )
     await this.queue.run(() =>
       this.repo.transaction(async (tx) => {
         await prepare(tx)
         this.history = toModelMessages(await tx.messages(this.sessionId, { fromLatestSummary: true }))
         await tx.upsertMessage(info)
-        await tx.upsertParts([part], now)
+        await tx.upsertParts(parts, now)
       }),
     )
-    this.messages.push({ info, parts: [part] })
+    this.messages.push({ info, parts })
     this.bus.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
-    this.bus.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+    for (const part of parts) this.bus.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
   }
 
   /**

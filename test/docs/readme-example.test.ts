@@ -8,16 +8,24 @@ import path from 'node:path'
 
 const root = path.resolve(__dirname, '../..')
 
-test('the README example compiles', () => {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('## Example'))
+/** The first ts block after a README heading. */
+function blockAfter(readme: string, heading: string): string {
+  const section = readme.slice(readme.indexOf(heading))
   const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1]
   expect(code).toContain("from 'turnchart'")
+  return code!
+}
+
+test('the README examples (Example, Conversations) compile', () => {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8')
+  const code = blockAfter(readme, '## Example')
+  const conversations = blockAfter(readme, '## Conversations')
   // Inside the repository (tmp/ is git-ignored), so packages resolve from its node_modules.
   fs.mkdirSync(path.join(root, 'tmp'), { recursive: true })
   const dir = fs.mkdtempSync(path.join(root, 'tmp', 'readme-'))
   try {
-    fs.writeFileSync(path.join(dir, 'example.mts'), code!)
+    fs.writeFileSync(path.join(dir, 'example.mts'), code)
+    fs.writeFileSync(path.join(dir, 'conversations.mts'), conversations)
     fs.writeFileSync(
       path.join(dir, 'tsconfig.json'),
       JSON.stringify({
@@ -31,7 +39,7 @@ test('the README example compiles', () => {
           types: ['node'],
           paths: { turnchart: [path.join(root, 'src/index.ts')] },
         },
-        files: ['example.mts'],
+        files: ['example.mts', 'conversations.mts'],
       }),
     )
     const tsc = path.join(root, 'node_modules/typescript/bin/tsc')

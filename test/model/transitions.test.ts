@@ -17,6 +17,7 @@ const input = {
   sessionId: 'ses_model',
   autoCompact: rigDefaults.compaction?.auto ?? true,
   maxCompactions: rigDefaults.compaction?.maxPerTurn ?? 2,
+  maxSteps: rigDefaults.maxSteps,
 }
 const edges = allEdgeKeys()
 const events: ModelEvent[] = Object.values(recipes).flatMap((recipe) => recipe.events)

@@ -189,6 +189,7 @@ describe('PostgreSQL', () => {
       'turnchart_messages',
       'turnchart_migrations',
       'turnchart_parts',
+      'turnchart_queue',
       'turnchart_sessions',
       'turnchart_transitions',
       'turnchart_turns',

@@ -113,10 +113,11 @@ export function openaiResponsesModelFor(server: ScriptedServer, name = 'gpt-test
  * `model` picks the provider (default: openai-compatible, `modelFor`).
  */
 export async function createHarness(
-  options: Partial<EngineOptions> = {},
+  options: Partial<EngineOptions> | ((server: ScriptedServer) => Partial<EngineOptions>) = {},
   model: (server: ScriptedServer) => EngineOptions['model'] = modelFor,
 ): Promise<Harness> {
   const server = await startScriptedServer()
+  if (typeof options === 'function') options = options(server)
   const fresh = freshDatabase()
   const dbPath = fresh.database
   const engine = await createEngine({

@@ -61,8 +61,9 @@ export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map
     events,
     serializeState: (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined) =>
       // the compaction count and the calls waiting for approval are in the key: guards read
-      // them, and both are bounded (maxCompactions; the approvals of the recipes' events)
-      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${state.context.compactions}|${state.context.pendingApprovals.join(',')}`,
+      // them, and both are bounded (maxCompactions; the approvals of the recipes' events); so is
+      // the step number once it reaches the step limit (the stepLimitReached guard reads it)
+      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${state.context.compactions}|${state.context.pendingApprovals.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}`,
   } as never) as Array<{ steps: Array<{ state: TurnSnapshot; event: ModelEvent }> }>
   const byEdge = new Map<string, ModelEvent[]>()
   for (const path of paths) {

@@ -282,6 +282,18 @@ export const recipes: Record<string, EdgeRecipe> = {
       }
     },
   },
+  'streaming --step.finished [stepLimitReached]--> failed': {
+    events: [finished(1, false)],
+    arrange: arrangeFinished,
+    check: (walk) => {
+      expectOutcome(walk, 'failed', 'StepLimitError')
+      expect(walk.result.error).toMatchObject({ maxSteps: expect.any(Number) })
+      // the last step's call was not run, and no step followed it
+      const last = toolParts(walk).at(-1)!
+      expect(last.state).toMatchObject({ status: 'error', error: 'Tool not run: the turn failed (StepLimitError)' })
+      expect(walk.requests).toHaveLength(walk.result.error!.maxSteps as number)
+    },
+  },
   'streaming --step.finished [needsApproval]--> awaiting-approval': {
     events: askIds.map(asked),
     arrange: ({ plan, index, event }) => plan.replies.push(askReply(index, event.approvals)),

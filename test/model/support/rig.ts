@@ -76,6 +76,8 @@ export const rigDefaults: Partial<EngineOptions> = {
   retry: { initialDelayMs: 1, maxDelayMs: 4, jitter: 0, maxAttempts: 3 },
   flushIntervalMs: 5,
   streamIdleTimeoutMs: 2000,
+  // small, so that a walk reaches the step limit in a few tool steps
+  maxSteps: 4,
 }
 
 export async function startRig(options: Partial<EngineOptions> = {}): Promise<Rig> {

@@ -1,0 +1,136 @@
+/**
+ * History operations on a session: rename, delete, revert (hide the messages after one until
+ * the next prompt), unrevert, fork (a new session holding a copy of the history up to a
+ * message), and usage totals. Each that changes the session refuses while a turn runs on it,
+ * in this engine or another (the check and the change share one transaction holding the
+ * session's write lock, as starting a turn does).
+ */
+import { MessageNotFoundError, SessionBusyError, SessionNotFoundError } from '../errors'
+import { newId } from '../ids'
+import { deleteSessionRows, sessionTurnUsages, setRevertedTo, setSessionTitle, sumUsage } from '../store/conversation-store'
+import type { Repository } from '../store/repository'
+import type { MessageWithParts, Part, SessionInfo, SessionUsage } from '../types'
+
+export interface HistoryDeps {
+  repo: Repository
+  /** The id of the session's turn running in this engine, if any. */
+  runningHere(sessionId: string): string | undefined
+}
+
+/** Runs `fn` holding the session's write lock, refusing when the session runs a turn. */
+async function whileIdle<T>(deps: HistoryDeps, sessionId: string, fn: (tx: Repository, now: number) => Promise<T>): Promise<T> {
+  const here = deps.runningHere(sessionId)
+  if (here) throw new SessionBusyError(sessionId, here)
+  return deps.repo.transaction(async (tx) => {
+    const now = Date.now()
+    if (!(await tx.lockSession(sessionId, now))) throw new SessionNotFoundError(sessionId)
+    const open = await tx.openTurnOfSession(sessionId)
+    if (open) throw new SessionBusyError(sessionId, open.id)
+    return fn(tx, now)
+  })
+}
+
+/** Messages shown: all of them, or those up to the revert marker. */
+export function visibleMessages(messages: MessageWithParts[], revertedTo: string | undefined): MessageWithParts[] {
+  return revertedTo ? messages.filter((m) => m.info.id <= revertedTo) : messages
+}
+
+/**
+ * Sets a session's title.
+ *
+ * @example
+ * await updateSession(deps, sessionId, { title: 'Trip to Lyon' })
+ */
+export async function updateSession(deps: HistoryDeps, sessionId: string, changes: { title?: string | null }): Promise<SessionInfo> {
+  return whileIdle(deps, sessionId, async (tx, now) => {
+    if (changes.title !== undefined) await setSessionTitle(tx, sessionId, changes.title, now)
+    return (await tx.getSession(sessionId))!
+  })
+}
+
+/**
+ * Deletes a session, its messages, parts, turns and transition logs.
+ *
+ * @example
+ * await deleteSession(deps, sessionId)
+ */
+export async function deleteSession(deps: HistoryDeps, sessionId: string): Promise<void> {
+  await whileIdle(deps, sessionId, async (tx) => {
+    await deleteSessionRows(tx, sessionId)
+  })
+}
+
+/**
+ * Hides the messages after `messageId` from `messages()` and from the model. Restorable with
+ * `unrevert` until the next prompt, which deletes them.
+ *
+ * @example
+ * await revert(deps, sessionId, messages[1].info.id)
+ */
+export async function revert(deps: HistoryDeps, sessionId: string, messageId: string): Promise<SessionInfo> {
+  return whileIdle(deps, sessionId, async (tx, now) => {
+    const session = (await tx.getSession(sessionId))!
+    const row = await tx.db.selectFrom('turnchart_messages').select('id').where('session_id', '=', sessionId).where('id', '=', messageId).executeTakeFirst()
+    if (!row || (session.revertedTo !== undefined && messageId > session.revertedTo)) throw new MessageNotFoundError(sessionId, messageId)
+    await setRevertedTo(tx, sessionId, messageId, now)
+    return (await tx.getSession(sessionId))!
+  })
+}
+
+/**
+ * Shows the messages a `revert` hid again (nothing to do when none are hidden).
+ *
+ * @example
+ * await unrevert(deps, sessionId)
+ */
+export async function unrevert(deps: HistoryDeps, sessionId: string): Promise<SessionInfo> {
+  return whileIdle(deps, sessionId, async (tx, now) => {
+    await setRevertedTo(tx, sessionId, null, now)
+    return (await tx.getSession(sessionId))!
+  })
+}
+
+/**
+ * A new session with a copy of the history up to and including `messageId` (new ids, same
+ * order and contents) and the source session's defaults.
+ *
+ * @example
+ * const copy = await fork(deps, sessionId, messages[3].info.id)
+ */
+export async function fork(deps: HistoryDeps, sessionId: string, messageId: string, options: { title?: string | null } = {}): Promise<SessionInfo> {
+  return whileIdle(deps, sessionId, async (tx, now) => {
+    const source = (await tx.getSession(sessionId))!
+    const messages = visibleMessages(await tx.messages(sessionId), source.revertedTo)
+    const end = messages.findIndex((m) => m.info.id === messageId)
+    if (end < 0) throw new MessageNotFoundError(sessionId, messageId)
+    const session: SessionInfo = {
+      id: newId('ses', now),
+      title: options.title !== undefined ? options.title : source.title,
+      time: { created: now, updated: now },
+      ...(source.defaults ? { defaults: source.defaults } : {}),
+    }
+    await tx.insertSession(session)
+    // New ids are made in order, so the copy sorts as the original did.
+    const parts: Part[] = []
+    for (const message of messages.slice(0, end + 1)) {
+      const info = { ...message.info, id: newId('msg', now), sessionId: session.id }
+      await tx.upsertMessage(info)
+      for (const part of message.parts) parts.push({ ...part, id: newId('prt', now), sessionId: session.id, messageId: info.id })
+    }
+    for (let i = 0; i < parts.length; i += 200) await tx.upsertParts(parts.slice(i, i + 200), now)
+    return session
+  })
+}
+
+/**
+ * Tokens and cost of the session: in total and per turn (steps and compactions; reverted turns
+ * included: they were paid for).
+ *
+ * @example
+ * const { tokens, cost, turns } = await usage(repo, sessionId)
+ */
+export async function sessionUsage(repo: Repository, sessionId: string): Promise<SessionUsage> {
+  if (!(await repo.getSession(sessionId))) throw new SessionNotFoundError(sessionId)
+  const turns = await sessionTurnUsages(repo, sessionId)
+  return { ...sumUsage(turns), turns }
+}

@@ -1,0 +1,199 @@
+/**
+ * Queued prompts (`prompt(..., { whenBusy: 'enqueue' })`): stored in the database, started in
+ * order when their session is idle, by whichever engine sees it idle first: the one whose turn
+ * just ended, the one that queued the prompt, or one that recovered a crashed turn (the
+ * transaction that starts the turn takes the queue row, so each prompt runs once). The handle's
+ * `done` follows the turn wherever it runs (another engine's: by reading its row).
+ */
+import { errorFromRecord } from '../restore-error'
+import type { Bus } from '../bus'
+import type { ResolvedConfig } from '../config'
+import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError, type SerializedError } from '../errors'
+import { newId } from '../ids'
+import { insertQueued, listQueued, oldestQueued, queuedExists, takeQueued, type QueuedPromptRecord } from '../store/queue-store'
+import type { Repository } from '../store/repository'
+import type { Turn, TurnResult } from '../turn/start-turn'
+import type { PromptOptions } from './call-settings'
+import { finalTextOf, turnUsage } from './turn-result'
+import type { UserPartDraft } from './user-input'
+
+/** A prompt waiting for its session to be idle. */
+export interface QueuedPrompt {
+  /** The id its turn will have (`engine.getTurn`, `engine.activeTurn(sessionId)?.id` once it runs). */
+  readonly id: string
+  readonly sessionId: string
+  /** Resolves when its turn has ended (whichever engine ran it); rejects with `QueuedPromptCancelledError` when cancelled first. */
+  readonly done: Promise<TurnResult>
+  /** Removes it from the queue; false when its turn already started (or it is gone). */
+  cancel(): Promise<boolean>
+}
+
+export interface PromptQueueDeps {
+  repo: Repository
+  bus: Bus
+  config: ResolvedConfig
+  isClosed(): boolean
+  activeTurn(sessionId: string): Turn | undefined
+  /** Starts the queued prompt's turn in this engine (its start takes the queue row). */
+  start(record: QueuedPromptRecord, headers: Record<string, string> | undefined): Turn
+}
+
+interface Waiter {
+  sessionId: string
+  resolve(result: TurnResult): void
+  reject(error: unknown): void
+}
+
+/** How often a queued prompt's handle looks for its turn's end when another engine runs it. */
+const pollMs = 200
+
+export class PromptQueue {
+  private readonly waiters = new Map<string, Waiter>()
+  /** Headers of prompts queued here: never stored, used when this engine starts them. */
+  private readonly headers = new Map<string, Record<string, string>>()
+  /** Queued prompts running in this engine (their handle settles from their `done`). */
+  private readonly runningHere = new Set<string>()
+  private readonly draining = new Set<string>()
+  private poll: NodeJS.Timeout | undefined
+
+  constructor(private readonly deps: PromptQueueDeps) {}
+
+  /**
+   * Stores the prompt and starts it at once if its session is idle.
+   *
+   * @example
+   * const queued = queue.enqueue(sessionId, parts, { model: 'fast' })
+   */
+  enqueue(sessionId: string, input: UserPartDraft[], options: PromptOptions): QueuedPrompt {
+    const id = newId('trn')
+    const { headers, ...stored } = options
+    if (headers) this.headers.set(id, headers)
+    let resolve!: (result: TurnResult) => void
+    let reject!: (error: unknown) => void
+    const done = new Promise<TurnResult>((res, rej) => {
+      resolve = res
+      reject = rej
+    })
+    done.catch(() => undefined) // a caller that never awaits `done` gets no unhandled rejection
+    this.waiters.set(id, { sessionId, resolve, reject })
+    const now = Date.now()
+    this.deps.repo
+      .transaction(async (tx) => {
+        // A write first (SQLite: a read-then-write transaction fails at once with SQLITE_BUSY when another connection wrote in between).
+        if (!(await tx.lockSession(sessionId, now))) throw new SessionNotFoundError(sessionId)
+        await insertQueued(tx, { id, sessionId, input, options: stored, time: { created: now } })
+      })
+      .then(
+        () => {
+          this.deps.bus.publish({ type: 'prompt.queued', sessionId, id })
+          this.ensurePolling()
+          return this.drain(sessionId)
+        },
+        (error) => this.settle(id, error),
+      )
+    return { id, sessionId, done, cancel: () => this.cancel(id) }
+  }
+
+  /** The session's queued prompts, oldest first. */
+  list(sessionId: string): Promise<QueuedPromptRecord[]> {
+    return listQueued(this.deps.repo, sessionId)
+  }
+
+  /** Cancels a queued prompt; false when its turn already started (or there is no such prompt). */
+  async cancel(id: string): Promise<boolean> {
+    const record = await this.deps.repo.db.selectFrom('turnchart_queue').select('session_id').where('id', '=', id).executeTakeFirst()
+    if (!record || !(await takeQueued(this.deps.repo, id))) return false
+    this.settle(id, new QueuedPromptCancelledError(record.session_id, id))
+    return true
+  }
+
+  /**
+   * Starts the session's oldest queued prompt if the session is idle (no turn here or in
+   * another engine). Called when a turn ends, after a prompt is queued, and by the sweep.
+   */
+  async drain(sessionId: string): Promise<void> {
+    const { repo } = this.deps
+    if (this.deps.isClosed() || this.deps.activeTurn(sessionId) || this.draining.has(sessionId)) return
+    this.draining.add(sessionId)
+    try {
+      if (await repo.openTurnOfSession(sessionId)) return // its engine drains when it ends
+      const record = await oldestQueued(repo, sessionId)
+      if (!record || this.deps.isClosed() || this.deps.activeTurn(sessionId)) return
+      let turn: Turn
+      try {
+        turn = this.deps.start(record, this.headers.get(record.id))
+      } catch (error) {
+        // It cannot start here (e.g. its model is not registered on this engine): drop it, saying why.
+        if (await takeQueued(repo, record.id)) this.settle(record.id, error)
+        return
+      }
+      this.runningHere.add(record.id)
+      turn.done.then(
+        (result) => this.settle(record.id, null, result),
+        () => this.runningHere.delete(record.id), // not started: another engine took it, or the session is busy
+      )
+    } catch {
+      // a read failed (database closing): the next drain or sweep tries again
+    } finally {
+      this.draining.delete(sessionId)
+    }
+  }
+
+  /** Rejects the handles still waiting (the engine closes; the prompts stay queued for other engines). */
+  close(): void {
+    clearInterval(this.poll)
+    for (const [id, waiter] of this.waiters) {
+      if (!this.runningHere.has(id)) waiter.reject(new EngineClosedError(`follow queued prompt ${id} (it stays queued for the engines on this database)`))
+    }
+    this.waiters.clear()
+  }
+
+  private settle(id: string, error: unknown, result?: TurnResult): void {
+    const waiter = this.waiters.get(id)
+    this.waiters.delete(id)
+    this.headers.delete(id)
+    this.runningHere.delete(id)
+    if (!waiter) return
+    if (result) waiter.resolve(result)
+    else waiter.reject(error)
+  }
+
+  private ensurePolling(): void {
+    if (this.poll) return
+    this.poll = setInterval(() => void this.check(), pollMs)
+    this.poll.unref()
+  }
+
+  /** Handles of prompts another engine runs (or cancelled there): settled from the rows. */
+  private async check(): Promise<void> {
+    if (this.waiters.size === 0) {
+      clearInterval(this.poll)
+      this.poll = undefined
+      return
+    }
+    const { repo } = this.deps
+    for (const [id, waiter] of [...this.waiters]) {
+      if (this.runningHere.has(id) || this.deps.isClosed()) continue
+      try {
+        const turn = await repo.getTurn(id)
+        if (turn?.outcome) {
+          const messages = (await repo.messages(turn.sessionId)).filter((m) => m.info.turnId === id)
+          this.settle(id, null, {
+            turnId: id,
+            sessionId: turn.sessionId,
+            outcome: turn.outcome,
+            ...(turn.error ? { error: errorFromRecord(turn.error) } : {}),
+            usage: await turnUsage(repo, id),
+            text: finalTextOf(messages),
+          })
+        } else if (!turn && !(await queuedExists(repo, id))) {
+          this.settle(id, new QueuedPromptCancelledError(waiter.sessionId, id))
+        } else if (!turn) {
+          await this.drain(waiter.sessionId)
+        }
+      } catch {
+        // the database is closing: the engine's close settles the handles
+      }
+    }
+  }
+}

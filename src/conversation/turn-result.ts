@@ -1,0 +1,63 @@
+/**
+ * What `turn.done` adds to the outcome: the turn's usage (its steps and compactions) and the
+ * text of its last step; the usage is also written on the turn row.
+ */
+import { addUsage, emptyTurnUsage, setTurnUsage } from '../store/conversation-store'
+import type { Repository } from '../store/repository'
+import type { TurnScope } from '../turn/turn-scope'
+import type { MessageWithParts, TurnUsage } from '../types'
+
+/**
+ * The turn's usage, from its assistant and summary messages as stored (a recovered turn's
+ * earlier messages included).
+ *
+ * @example
+ * const usage = await turnUsage(repo, turnId)
+ */
+export async function turnUsage(repo: Repository, turnId: string): Promise<TurnUsage> {
+  const rows = await repo.db.selectFrom('turnchart_messages').select(['summary', 'data']).where('turn_id', '=', turnId).where('role', '=', 'assistant').execute()
+  const usage = emptyTurnUsage(turnId)
+  for (const row of rows) addUsage(usage, JSON.parse(row.data), Number(row.summary) === 1)
+  return usage
+}
+
+/**
+ * The text parts of the last step of the turn's last assistant message (the final answer of
+ * a completed turn), joined.
+ *
+ * @example
+ * finalText(scope) // 'Here is what I found.'
+ */
+export function finalText(scope: TurnScope): string {
+  return finalTextOf(scope.assistantMessages())
+}
+
+/** `finalText` of stored messages: the last assistant message that is not a summary. */
+export function finalTextOf(messages: MessageWithParts[]): string {
+  const last = messages.filter((m) => m.info.role === 'assistant' && !m.info.summary).at(-1)
+  if (!last) return ''
+  const step = Math.max(0, ...last.parts.map((p) => p.step ?? 0))
+  const attempt = Math.max(0, ...last.parts.filter((p) => (p.step ?? 0) === step).map((p) => p.attempt ?? 0))
+  return last.parts
+    .filter((p) => p.type === 'text' && (p.step ?? 0) === step && (p.attempt ?? 0) === attempt)
+    .map((p) => (p as { text: string }).text)
+    .join('')
+}
+
+/**
+ * After the turn's last write: its usage written on its row, and what `turn.done` adds. Never
+ * rejects (a failed write leaves the usage to be summed from the messages).
+ */
+export async function recordTurnResult(repo: Repository, scope: TurnScope): Promise<{ usage: TurnUsage; text: string }> {
+  const text = finalText(scope)
+  try {
+    const usage = await scope.queue.run(async () => {
+      const usage = await turnUsage(repo, scope.turnId)
+      await setTurnUsage(repo, scope.turnId, usage)
+      return usage
+    })
+    return { usage, text }
+  } catch {
+    return { usage: emptyTurnUsage(scope.turnId), text }
+  }
+}
