@@ -13,6 +13,7 @@ import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop
 import type { ModelLimits } from './policy/overflow'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
+import { createRedactor, minSecretLength, type Redactor } from './security/redact-secrets'
 
 export interface CompactionOptions {
   /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */
@@ -69,6 +70,16 @@ export interface EngineOptions {
   recovery?: RecoveryOptions
   /** A running turn's lease; renewed every third of it. Another engine may take over a turn whose lease ran out. Default 30000. */
   leaseMs?: number
+  /** Credentials removed from every stored or published error on top of the built-in patterns; see docs/security.md. */
+  redact?: RedactOptions
+}
+
+export interface RedactOptions {
+  /**
+   * Exact strings never stored nor published (replaced by `[redacted]`): pass the provider's
+   * API key here, since turnchart cannot read it from the model. At least 6 characters each.
+   */
+  secrets?: string[]
 }
 
 export interface RecoveryOptions {
@@ -97,6 +108,8 @@ export interface ResolvedConfig {
   onSubscriberError: (error: unknown) => void
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
+  /** Removes credentials (the patterns plus `redact.secrets`) from errors before they are stored or published. */
+  redactor: Redactor
 }
 
 export const defaultSummaryPrompt =
@@ -107,7 +120,7 @@ export const defaultSummaryPrompt =
 const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
-  'recovery', 'leaseMs', 'doomLoop',
+  'recovery', 'leaseMs', 'doomLoop', 'redact',
 ])
 
 function nonNegativeInteger(option: string, value: unknown, fallback: number, min = 0): number {
@@ -203,6 +216,17 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   }
   if (recovery.onOpen !== undefined && typeof recovery.onOpen !== 'boolean') throw new InvalidOptionError('recovery.onOpen', recovery.onOpen, 'a boolean')
 
+  const redact = plainObject('redact', options.redact)
+  rejectUnknown('redact', redact, ['secrets'])
+  const secrets = redact.secrets ?? []
+  if (!Array.isArray(secrets)) throw new InvalidOptionError('redact.secrets', '(hidden)', 'an array of strings')
+  secrets.forEach((secret, i) => {
+    // The value itself is a secret: the error names its index, never its text.
+    if (typeof secret !== 'string' || secret.length < minSecretLength) {
+      throw new InvalidOptionError(`redact.secrets[${i}]`, typeof secret === 'string' ? `(a string of ${secret.length} characters)` : typeof secret, `a string of at least ${minSecretLength} characters`)
+    }
+  })
+
   return {
     model,
     limits,
@@ -238,5 +262,6 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
       intervalMs: nonNegativeInteger('recovery.intervalMs', recovery.intervalMs, nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100)),
     },
     leaseMs: nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100),
+    redactor: createRedactor(secrets as string[]),
   }
 }

@@ -48,7 +48,8 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
   if (signal.aborted) throw signal.reason
   if (idle.signal.aborted) failure = idle.signal.reason
   if (failure !== undefined) {
-    const classified = classifyError(failure)
+    const raw = classifyError(failure)
+    const classified = { ...raw, error: scope.config.redactor.value(raw.error) }
     if (classified.kind === 'overflow') {
       throw new ContextOverflowError({
         reason: 'summary-overflow',

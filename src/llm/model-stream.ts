@@ -101,7 +101,8 @@ function prepared(tools: ToolSet | undefined): PreparedTools {
 /** The message stored on a tool part whose call cannot run. */
 export function toolInputError(tools: ToolSet | undefined, toolName: string, error: unknown): string {
   const names = Object.keys(tools ?? {})
-  if (!tools || !(toolName in tools)) {
+  // Own properties only: a model calling `constructor` or `__proto__` calls no tool.
+  if (!tools || !Object.hasOwn(tools, toolName)) {
     return `unknown tool '${toolName}'; available: ${names.length ? names.join(', ') : '(none)'}`
   }
   const detail = error instanceof Error ? error.message : String(error)
@@ -113,7 +114,7 @@ export function toolInputError(tools: ToolSet | undefined, toolName: string, err
  * streamText: an empty input is `{}`; an unusable input is kept parsed if it is JSON, else as text.
  */
 async function parseToolInput(tools: ToolSet | undefined, toolName: string, text: string): Promise<{ input: unknown; error?: string }> {
-  const schema = tools && toolName in tools ? prepared(tools).schemas.get(toolName) : undefined
+  const schema = tools && Object.hasOwn(tools, toolName) ? prepared(tools).schemas.get(toolName) : undefined
   const parsed = text.trim() === '' ? { ok: true as const, value: {} } : await parseJson(text)
   if (!schema) return { input: parsed.ok ? parsed.value : text, error: toolInputError(tools, toolName, undefined) }
   if (!parsed.ok) return { input: text, error: toolInputError(tools, toolName, parsed.error) }

@@ -3,6 +3,7 @@
  * (retryable), stop with an auth error, or stop with the error on the message (fatal).
  * Pure: the input error is only read, never changed.
  */
+import { redactSecrets } from '../security/redact-secrets'
 import { APICallError } from 'ai'
 import {
   APIError,
@@ -81,6 +82,12 @@ interface Evidence {
  * // { kind: 'retryable', error: { name: 'APIError', statusCode: 429, isRetryable: true, … }, headers: { 'retry-after': '3' } }
  */
 export function classifyError(error: unknown): ClassifiedError {
+  const classified = classify(error)
+  // The record is stored and published: no credential leaves, whatever the provider echoed.
+  return { ...classified, error: redactSecrets.value(classified.error) }
+}
+
+function classify(error: unknown): ClassifiedError {
   // Our own idle timeout is a stalled stream: always worth another attempt.
   if (StreamIdleTimeoutError.isInstance(error)) return { kind: 'retryable', error: error.toJSON(), headers: {} }
   if (APICallError.isInstance(error)) return decide(fromApiCallError(error))

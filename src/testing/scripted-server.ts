@@ -30,8 +30,11 @@ export type ScriptChunk =
    * lets tests send invalid JSON. `id` defaults to `call_<n>`.
    */
   | { tool: { name: string; input: unknown | string; id?: string } }
-  /** An SSE data line sent verbatim as `data: ${raw}\n\n`. */
-  | { raw: string }
+  /**
+   * An SSE data line sent verbatim as `data: ${raw}\n\n`. A function builds it from the
+   * request (e.g. a provider error that echoes the request headers).
+   */
+  | { raw: string | ((request: RecordedRequest) => string) }
 
 /** A `200 text/event-stream` reply made of scripted chunks. */
 export interface StreamReply {
@@ -54,11 +57,15 @@ export interface StreamReply {
   headers?: Record<string, string>
 }
 
-/** An HTTP error reply. A string `body` is sent as is, anything else JSON-stringified. */
+/**
+ * An HTTP error reply. A string `body` is sent as is, anything else JSON-stringified; a
+ * function builds the body from the request (e.g. to echo its headers or URL, as some
+ * providers and proxies do).
+ */
 export interface ErrorReply {
   type: 'error'
   status: number
-  body: unknown
+  body: unknown | ((request: RecordedRequest) => unknown)
   headers?: Record<string, string>
 }
 
@@ -93,6 +100,8 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>
   /** 1-based number of the call. */
   call: number
+  /** The request target: path and query string (`/v1/chat/completions?key=…`). */
+  url: string
 }
 
 export interface ScriptedServer {
@@ -332,7 +341,7 @@ class ScriptedServerImpl implements ScriptedServer {
       } catch {
         // keep the raw text: a test may want to see what a broken client sent
       }
-      const request: RecordedRequest = { body, headers: { ...req.headers }, call: this.requests.length + 1 }
+      const request: RecordedRequest = { body, headers: { ...req.headers }, call: this.requests.length + 1, url: req.url ?? '' }
       this.requests.push(request)
       for (const waiter of this.waiters) {
         if (waiter.n <= request.call) {
@@ -353,16 +362,17 @@ class ScriptedServerImpl implements ScriptedServer {
         return
       }
       const model = typeof (body as { model?: unknown })?.model === 'string' ? (body as { model: string }).model : 'scripted'
-      this.answer(reply, req, res, model).catch(() => {
+      this.answer(reply, req, res, model, request).catch(() => {
         // the client went away mid-reply; nothing to report
       })
     })
   }
 
-  private async answer(reply: ScriptReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+  private async answer(reply: ScriptReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, request: RecordedRequest): Promise<void> {
     if (reply.type === 'error') {
+      const body = typeof reply.body === 'function' ? (reply.body as (r: RecordedRequest) => unknown)(request) : reply.body
       res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
-      res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body))
+      res.end(typeof body === 'string' ? body : JSON.stringify(body))
       return
     }
     const state = { sentHeaders: false }
@@ -398,7 +408,7 @@ class ScriptedServerImpl implements ScriptedServer {
       if (gone()) return
       if ('text' in chunk) send({ content: chunk.text })
       else if ('reasoning' in chunk) send({ reasoning_content: chunk.reasoning })
-      else if ('raw' in chunk) write(chunk.raw)
+      else if ('raw' in chunk) write(typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw)
       else {
         const index = toolIndex++
         const { name, input, id } = chunk.tool

@@ -7,6 +7,7 @@ import type { ModelMessage } from 'ai'
 import type { ToolPart } from '../types'
 import type { TurnScope } from '../turn/turn-scope'
 import { toolOptions } from './tool-options'
+import { safeMessage } from '../errors'
 
 /**
  * Runs every `running` tool part of the last step. Resolves when all have settled; a tool
@@ -33,7 +34,8 @@ export async function runTools(scope: TurnScope, signal: AbortSignal): Promise<v
 async function runOne(scope: TurnScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal): Promise<void> {
   if (part.state.status !== 'running') return
   const { input, time } = part.state
-  const definition = scope.config.tools[part.tool]
+  // Own properties only: `constructor`, `__proto__` or `toString` is an unknown tool, not Object's.
+  const definition = Object.hasOwn(scope.config.tools, part.tool) ? scope.config.tools[part.tool] : undefined
   const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
   const controller = new AbortController()
   const onTurnAbort = () => controller.abort(turnSignal.reason)
@@ -67,7 +69,7 @@ async function runOne(scope: TurnScope, part: ToolPart, messages: ModelMessage[]
     }
   } catch (error) {
     if (turnSignal.aborted) return
-    part.state = { status: 'error', input, error: errorMessage(error), time: { start: time.start, end: Date.now() } }
+    part.state = { status: 'error', input, error: errorMessage(error, scope.config.redactor.text), time: { start: time.start, end: Date.now() } }
   } finally {
     if (timer) clearTimeout(timer)
     turnSignal.removeEventListener('abort', onTurnAbort)
@@ -110,12 +112,17 @@ function truncate(text: string, maxBytes: number): string {
   return kept + note
 }
 
-function errorMessage(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name
-  if (typeof error === 'string') return error
+/**
+ * The stored message of whatever a tool threw. Never throws: a Proxy, a revoked Proxy or an
+ * Error whose `message` getter throws still becomes a message, and the turn goes on.
+ */
+function errorMessage(error: unknown, redact: (text: string) => string): string {
+  let isError = false
   try {
-    return `tool threw a non-Error value: ${JSON.stringify(error)}`
+    isError = error instanceof Error
   } catch {
-    return `tool threw a non-Error value: ${String(error)}`
+    // a revoked Proxy throws on its prototype lookup
   }
+  const message = safeMessage(error)
+  return redact(isError || typeof error === 'string' ? message : `tool threw a non-Error value: ${message}`)
 }

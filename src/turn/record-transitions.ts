@@ -75,7 +75,8 @@ export class TransitionRecorder {
     const context = snapshot.context
     const final = finalStates.has(to)
     const outcome = final ? (to as TurnOutcome) : null
-    const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : context.error
+    // Last net before the rows and events: the engine's secrets removed from whatever error got here.
+    const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : scope.config.redactor.value(context.error)
     if (final) {
       this.settled = true
       closeTurn(scope, outcome!, error, now)
@@ -86,7 +87,7 @@ export class TransitionRecorder {
       from,
       event: event.type,
       to,
-      payload: eventPayload(event),
+      payload: scope.config.redactor.value(eventPayload(event)),
       time: now,
       parts: scope.writer.takeTouched(),
     }
@@ -114,7 +115,7 @@ export class TransitionRecorder {
     if (!finalStates.has(row.to)) {
       const status: SessionStatus =
         row.to === 'retry-waiting'
-          ? { type: 'retry', turnId, attempt: context.attempt, message: context.error?.message ?? 'retrying', next: retryAt ?? row.time }
+          ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: retryAt ?? row.time }
           : { type: 'busy', turnId, state: row.to }
       bus.publish({ type: 'session.status', sessionId, status })
       if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') {
