@@ -13,6 +13,7 @@ import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop
 import type { ModelLimits } from './policy/overflow'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
+import { maxTimerMs } from './timer-limit'
 import { createRedactor, minSecretLength, type Redactor } from './security/redact-secrets'
 
 export interface CompactionOptions {
@@ -131,6 +132,13 @@ function nonNegativeInteger(option: string, value: unknown, fallback: number, mi
   return value
 }
 
+/** A delay that becomes a Node timer: an integer from `min` to 2^31-1 ms (larger ones fire after 1 ms). */
+function timerMs(option: string, value: unknown, fallback: number, min = 0): number {
+  const ms = nonNegativeInteger(option, value, fallback, min)
+  if (ms > maxTimerMs) throw new InvalidOptionError(option, value, `an integer from ${min} to ${maxTimerMs} ms (the longest delay a timer can hold)`)
+  return ms
+}
+
 function plainObject(option: string, value: unknown): Record<string, unknown> {
   if (value === undefined) return {}
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidOptionError(option, value, 'an object')
@@ -216,6 +224,10 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   }
   if (recovery.onOpen !== undefined && typeof recovery.onOpen !== 'boolean') throw new InvalidOptionError('recovery.onOpen', recovery.onOpen, 'a boolean')
 
+  if (options.busyTimeoutMs !== undefined) timerMs('busyTimeoutMs', options.busyTimeoutMs, 5000)
+  if (options.clock !== undefined && (typeof options.clock !== 'object' || options.clock === null || typeof options.clock.setTimeout !== 'function')) {
+    throw new InvalidOptionError('clock', options.clock, 'an XState clock (setTimeout and clearTimeout), e.g. a SimulatedClock')
+  }
   const redact = plainObject('redact', options.redact)
   rejectUnknown('redact', redact, ['secrets'])
   const secrets = redact.secrets ?? []
@@ -241,7 +253,7 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     },
     toolExecution: {
       concurrency: nonNegativeInteger('toolExecution.concurrency', toolExecution.concurrency, 4, 1),
-      timeoutMs: nonNegativeInteger('toolExecution.timeoutMs', toolExecution.timeoutMs, 300_000, 1),
+      timeoutMs: timerMs('toolExecution.timeoutMs', toolExecution.timeoutMs, 300_000, 1),
       maxOutputBytes: nonNegativeInteger('toolExecution.maxOutputBytes', toolExecution.maxOutputBytes, 100_000, 64),
     },
     doomLoop: {
@@ -250,8 +262,8 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
       maxCycleLength: nonNegativeInteger('doomLoop.maxCycleLength', doomLoop.maxCycleLength, defaultDoomLoopOptions.maxCycleLength, 1),
       cycleRepeats: nonNegativeInteger('doomLoop.cycleRepeats', doomLoop.cycleRepeats, defaultDoomLoopOptions.cycleRepeats, 2),
     },
-    streamIdleTimeoutMs: nonNegativeInteger('streamIdleTimeoutMs', options.streamIdleTimeoutMs, 60_000, 1),
-    flushIntervalMs: nonNegativeInteger('flushIntervalMs', options.flushIntervalMs, 250),
+    streamIdleTimeoutMs: timerMs('streamIdleTimeoutMs', options.streamIdleTimeoutMs, 60_000, 1),
+    flushIntervalMs: timerMs('flushIntervalMs', options.flushIntervalMs, 250),
     pricing,
     inspect: options.inspect,
     clock: options.clock,
@@ -259,9 +271,9 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     recovery: {
       policy: (recovery.policy as 'resume' | 'abort' | undefined) ?? 'resume',
       onOpen: (recovery.onOpen as boolean | undefined) ?? true,
-      intervalMs: nonNegativeInteger('recovery.intervalMs', recovery.intervalMs, nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100)),
+      intervalMs: timerMs('recovery.intervalMs', recovery.intervalMs, timerMs('leaseMs', options.leaseMs, 30_000, 100)),
     },
-    leaseMs: nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100),
+    leaseMs: timerMs('leaseMs', options.leaseMs, 30_000, 100),
     redactor: createRedactor(secrets as string[]),
   }
 }

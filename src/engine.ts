@@ -6,6 +6,7 @@ import { Bus, type Listener } from './bus'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
 import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError } from './errors'
 import { newId } from './ids'
+import { optionalString, requireFunction, requireId, sessionOptions } from './arguments'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
 import { Repository } from './store/repository'
@@ -140,38 +141,41 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
   const engine: Engine = {
     config,
-    async createSession(sessionOptions = {}) {
+    async createSession(options) {
+      const { title } = sessionOptions(options)
       requireOpen('create a session')
       const now = Date.now()
-      const session: SessionInfo = { id: newId('ses', now), title: sessionOptions.title ?? null, time: { created: now, updated: now } }
+      const session: SessionInfo = { id: newId('ses', now), title, time: { created: now, updated: now } }
       await repo.insertSession(session)
       return session
     },
-    getSession: (sessionId) => repo.getSession(sessionId),
+    getSession: async (sessionId) => repo.getSession(requireId('sessionId', sessionId)),
     listSessions: () => repo.listSessions(),
     prompt(sessionId, text) {
       requireOpen('start a turn')
-      if (typeof sessionId !== 'string' || sessionId.length === 0) throw new InvalidArgumentError('sessionId', sessionId, 'a session id')
+      requireId('sessionId', sessionId)
       if (typeof text !== 'string' || text.trim().length === 0) throw new InvalidArgumentError('text', text, 'a non-empty string')
       const running = active.get(sessionId)
       if (running) throw new SessionBusyError(sessionId, running.id)
       return track(startTurn(deps, sessionId, text))
     },
     async abort(sessionId) {
+      requireId('sessionId', sessionId)
       const turn = active.get(sessionId)
       if (!turn) return
       turn.abort()
       await turn.done.catch(() => undefined)
     },
-    activeTurn: (sessionId) => active.get(sessionId),
-    status: (sessionId) => statuses.get(sessionId) ?? { type: 'idle' },
+    activeTurn: (sessionId) => active.get(requireId('sessionId', sessionId)),
+    status: (sessionId) => statuses.get(requireId('sessionId', sessionId)) ?? { type: 'idle' },
     async messages(sessionId) {
+      requireId('sessionId', sessionId)
       if (!(await repo.getSession(sessionId))) throw new SessionNotFoundError(sessionId)
       return repo.messages(sessionId)
     },
-    transitions: (turnId) => repo.transitions(turnId),
-    getTurn: (turnId) => repo.getTurn(turnId),
-    subscribe: (listener) => bus.subscribe(listener),
+    transitions: async (turnId) => repo.transitions(requireId('turnId', turnId)),
+    getTurn: async (turnId) => repo.getTurn(requireId('turnId', turnId)),
+    subscribe: (listener) => bus.subscribe(requireFunction('listener', listener)),
     async recover() {
       requireOpen('recover turns')
       const running = new Set([...active.values()].map((t) => t.id))
@@ -179,17 +183,25 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       return turns.map(track)
     },
     async approve(turnId, callId) {
+      requireId('turnId', turnId)
+      requireId('callId', callId)
       ;(await turnAwaitingApproval(turnId, callId)).approve(callId)
     },
     async deny(turnId, callId, reason) {
+      requireId('turnId', turnId)
+      requireId('callId', callId)
+      optionalString('reason', reason)
       ;(await turnAwaitingApproval(turnId, callId)).deny(callId, reason)
     },
     async replay(turnId) {
+      requireId('turnId', turnId)
       const input = (await repo.turnInput(turnId)) as TurnInput | undefined
       if (!input) throw new InvalidArgumentError('turnId', turnId, 'the id of a stored turn')
       return replayTransitions(input, await repo.transitions(turnId)).steps
     },
-    async prune({ olderThan }) {
+    async prune(options) {
+      if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object like { olderThan }')
+      const { olderThan } = options
       const before = olderThan instanceof Date ? olderThan.getTime() : olderThan
       if (typeof before !== 'number' || !Number.isFinite(before)) throw new InvalidArgumentError('olderThan', olderThan, 'a Date or a time in ms')
       return repo.deleteFinishedTransitions(before)
