@@ -98,7 +98,7 @@ export function boundedOutput(value: unknown, maxBytes: number): unknown {
   try {
     json = JSON.stringify(value) ?? 'null'
   } catch {
-    return truncate(`[output not JSON-serialisable: ${String(value)}]`, maxBytes)
+    return truncate(`[output not JSON-serialisable: ${safeMessage(value)}]`, maxBytes)
   }
   if (Buffer.byteLength(json) <= maxBytes) return JSON.parse(json)
   return truncate(typeof value === 'string' ? value : json, maxBytes)
