@@ -6,6 +6,7 @@ import { Bus, type Listener } from './bus'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
 import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError } from './errors'
 import { newId } from './ids'
+import { checkToolSchemas } from './tools/json-schema-validator'
 import { optionalString, requireFunction, requireId, sessionOptions } from './arguments'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
@@ -82,6 +83,7 @@ export interface Engine {
  */
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
+  await checkToolSchemas(config.tools)
   const opened: OpenedDatabase = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs })
   try {
     await migrate(opened.db, opened.dialect)

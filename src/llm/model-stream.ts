@@ -8,6 +8,7 @@
  * `streamText(...).fullStream`, mapped to the same events, so stream-step and compaction keep one
  * loop whatever the model is.
  */
+import { jsonSchemaValidator } from '../tools/json-schema-validator'
 import { asSchema, NoOutputGeneratedError, parsePartialJson, streamText, tool as declareTool, type LanguageModel, type LanguageModelUsage, type ModelMessage, type ToolSet } from 'ai'
 import { asLanguageModelUsage, convertToLanguageModelPrompt, prepareToolsAndToolChoice } from 'ai/internal'
 
@@ -118,7 +119,10 @@ async function parseToolInput(tools: ToolSet | undefined, toolName: string, text
   const parsed = text.trim() === '' ? { ok: true as const, value: {} } : await parseJson(text)
   if (!schema) return { input: parsed.ok ? parsed.value : text, error: toolInputError(tools, toolName, undefined) }
   if (!parsed.ok) return { input: text, error: toolInputError(tools, toolName, parsed.error) }
-  if (!schema.validate) return { input: parsed.value }
+  if (!schema.validate) {
+    const message = await checkPlainSchema(schema, parsed.value)
+    return message === undefined ? { input: parsed.value } : { input: parsed.value, error: toolInputError(tools, toolName, new Error(message)) }
+  }
   let error: unknown
   try {
     const result = await schema.validate(parsed.value)
@@ -128,6 +132,30 @@ async function parseToolInput(tools: ToolSet | undefined, toolName: string, text
     error = thrown
   }
   return { input: parsed.value, error: toolInputError(tools, toolName, error) }
+}
+
+/**
+ * A tool declared with `jsonSchema()` and no `validate`: its input is checked against the JSON
+ * Schema with ajv. Returns what is wrong, or undefined when the input fits.
+ */
+async function checkPlainSchema(schema: ReturnType<typeof asSchema>, input: unknown): Promise<string | undefined> {
+  let check: ReturnType<typeof jsonSchemaValidator>
+  try {
+    check = jsonSchemaValidator(await schema.jsonSchema)
+  } catch (error) {
+    return `the tool's input schema cannot be compiled: ${error instanceof Error ? error.message : String(error)}`
+  }
+  const result = check(input)
+  return result.ok ? undefined : result.message
+}
+
+/** The error of a valid-looking streamText tool call whose tool has a plain JSON Schema the input does not fit. */
+async function plainSchemaError(tools: ToolSet | undefined, toolName: string, input: unknown): Promise<string | undefined> {
+  if (!tools || !Object.hasOwn(tools, toolName)) return undefined
+  const schema = prepared(tools).schemas.get(toolName)
+  if (!schema || schema.validate) return undefined
+  const message = await checkPlainSchema(schema, input)
+  return message === undefined ? undefined : toolInputError(tools, toolName, new Error(message))
 }
 
 /** JSON through the AI SDK's prototype-safe parser; the error says why the text is not JSON. */
@@ -292,7 +320,8 @@ async function* sdkStream(request: ModelStreamRequest): AsyncGenerator<ModelStre
           const error = toolInputError(tools, part.toolName, causeOf((part as { error?: unknown }).error))
           yield { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input: part.input, error }
         } else {
-          yield { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input: part.input }
+          const error = await plainSchemaError(tools, part.toolName, part.input)
+          yield { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input: part.input, ...(error ? { error } : {}) }
         }
         break
       case 'tool-error':

@@ -3,10 +3,10 @@
  * Error whose `message` getter throws, any non-Error value) becomes that tool's error part and
  * the turn goes on; a model calling a name from Object.prototype gets "unknown tool".
  */
-import { tool } from 'ai'
+import { jsonSchema, tool } from 'ai'
 import { z } from 'zod'
 import { createHarness, assistantParts, type Harness } from '../support/harness'
-import type { ToolPart } from '../../src'
+import { createEngine, type ToolPart } from '../../src'
 
 let h: Harness
 afterEach(async () => {
@@ -114,4 +114,56 @@ test.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'])
   const call = (await assistantParts(h.engine, session.id)).find((p): p is ToolPart => p.type === 'tool')!
   expect(call.tool).toBe(name)
   expect(call.state).toMatchObject({ status: 'error', error: `unknown tool '${name}'; available: echo` })
+})
+
+describe('jsonSchema() without a validator: the input is checked with ajv', () => {
+  const run = (inputSchema: Parameters<typeof tool>[0]['inputSchema']) => {
+    const seen: unknown[] = []
+    const plain = tool({ description: 'plain', inputSchema, execute: async (input: unknown) => { seen.push(input); return 'ran' } } as never)
+    return { plain, seen }
+  }
+
+  test('input that does not fit the schema is an error part and execute never runs', async () => {
+    const { plain, seen } = run(jsonSchema({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'], additionalProperties: false }))
+    h = await createHarness({ tools: { plain } })
+    h.server.tools([
+      { name: 'plain', input: { path: 5 } },
+      { name: 'plain', input: {} },
+      { name: 'plain', input: { path: 'a', extra: true } },
+      { name: 'plain', input: { path: 'ok' } },
+    ])
+    h.server.text('done')
+    const session = await h.engine.createSession()
+    expect((await h.engine.prompt(session.id, 'x').done).outcome).toBe('completed')
+    const calls = (await assistantParts(h.engine, session.id)).filter((p): p is ToolPart => p.type === 'tool')
+    expect(calls.map((c) => (c.state.status === 'error' ? c.state.error : c.state.status))).toEqual([
+      "invalid input for tool 'plain': /path must be string",
+      "invalid input for tool 'plain': must have required property 'path'",
+      "invalid input for tool 'plain': must NOT have additional properties",
+      'completed',
+    ])
+    expect(seen).toEqual([{ path: 'ok' }])
+  })
+
+  test('a 2020-12 schema is read as 2020-12', async () => {
+    const { plain, seen } = run(
+      jsonSchema({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', $defs: { positive: { type: 'integer', minimum: 1 } }, properties: { n: { $ref: '#/$defs/positive' } }, required: ['n'] }),
+    )
+    h = await createHarness({ tools: { plain } })
+    h.server.tools([{ name: 'plain', input: { n: 0 } }, { name: 'plain', input: { n: 2 } }])
+    h.server.text('done')
+    const session = await h.engine.createSession()
+    expect((await h.engine.prompt(session.id, 'x').done).outcome).toBe('completed')
+    const calls = (await assistantParts(h.engine, session.id)).filter((p): p is ToolPart => p.type === 'tool')
+    expect(calls[0].state).toMatchObject({ status: 'error', error: "invalid input for tool 'plain': /n must be >= 1" })
+    expect(seen).toEqual([{ n: 2 }])
+  })
+
+  test('a schema ajv cannot compile fails createEngine, naming the tool', async () => {
+    const { plain } = run(jsonSchema({ type: 'object', properties: { a: { type: 'no-such-type' } } } as never))
+    await expect(createEngine({ model: { doStream: async () => ({}) } as never, tools: { plain } })).rejects.toMatchObject({
+      name: 'InvalidOptionError',
+      option: 'tools.plain.inputSchema',
+    })
+  })
 })

@@ -95,7 +95,7 @@ test('the installed package.json: engines, bin, and optional peers that are not 
   expect(installed.engines).toEqual({ node: '>=20' })
   expect(installed.bin).toEqual({ turnchart: './dist/cjs/src/cli/main.js' })
   expect(installed.peerDependenciesMeta).toEqual({ '@statelyai/inspect': { optional: true }, pg: { optional: true } })
-  expect(Object.keys(installed.dependencies).sort()).toEqual(['@ai-sdk/openai-compatible', 'ai', 'better-sqlite3', 'kysely', 'xstate', 'zod'])
+  expect(Object.keys(installed.dependencies).sort()).toEqual(['@ai-sdk/openai-compatible', 'ai', 'ajv', 'better-sqlite3', 'kysely', 'xstate', 'zod'])
   expect(fs.existsSync(path.join(app, 'node_modules/@statelyai/inspect'))).toBe(false)
   expect(fs.existsSync(path.join(app, 'node_modules/pg'))).toBe(false)
 })
