@@ -48,8 +48,7 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
   if (signal.aborted) throw signal.reason
   if (idle.signal.aborted) failure = idle.signal.reason
   if (failure !== undefined) {
-    const raw = classifyError(failure)
-    const classified = { ...raw, error: scope.config.redactor.value(raw.error) }
+    const classified = classifyError(failure, scope.config.redactor)
     if (classified.kind === 'overflow') {
       throw new ContextOverflowError({
         reason: 'summary-overflow',

@@ -168,9 +168,8 @@ async function reviewToolCalls(scope: TurnScope, stepTools: ToolPart[]): Promise
 }
 
 function failedEvent(scope: TurnScope, input: StreamStepInput, error: unknown): TurnEvent {
-  const raw = classifyError(error)
   // The app's own secrets (redact.secrets) go too, not only the shapes classifyError knows.
-  const classified = { ...raw, error: scope.config.redactor.value(raw.error) }
+  const classified = classifyError(error, scope.config.redactor)
   if (classified.kind === 'overflow') return { type: 'step.failed', error: classified.error, overflow: true, retryDelayMs: null }
   if (classified.kind !== 'retryable') return { type: 'step.failed', error: classified.error, overflow: false, retryDelayMs: null }
   const plan = planRetry({

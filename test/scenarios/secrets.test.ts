@@ -214,3 +214,26 @@ test('a stored body keeps status, type and message around the redaction', async 
     await fresh.drop()
   }
 })
+
+test('a key where the stored body is cut (8 KB) is redacted before the cut, not half-kept', async () => {
+  const server = await startScriptedServer()
+  const fresh = freshDatabase()
+  const key = 'opaque-tcCutProbe-0123456789abcdef'
+  const provider = createOpenAICompatible({ name: 'probe', baseURL: server.url, apiKey: key, includeUsage: true })
+  // The key straddles the 8,192-character limit of a stored body.
+  const filler = 'x'.repeat(8 * 1024 - 40)
+  server.error(400, `${filler} your key ${key} is not valid for this model`)
+  const engine = await createEngine({ database: fresh.database, model: provider('m'), redact: { secrets: [key] } })
+  try {
+    const session = await engine.createSession()
+    const done = await engine.prompt(session.id, 'hi').done
+    const body = done.error!.responseBody as string
+    expect(body.endsWith('…[truncated]')).toBe(true)
+    expect(body).toContain('your key [redacted]')
+    expect(JSON.stringify(await engine.messages(session.id))).not.toContain(key.slice(0, 12))
+  } finally {
+    await engine.close()
+    await server.close()
+    await fresh.drop()
+  }
+})
