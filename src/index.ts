@@ -18,3 +18,5 @@ export { configureTool, idempotent, type ToolOptions } from './tools/tool-option
 export { ReplayMismatchError, type ReplayStep } from './turn/replay'
 export { detectDoomLoop, type DoomLoopOptions } from './policy/doom-loop'
 export type { RecoveryOptions } from './config'
+export type { RedactOptions } from './config'
+export { createRedactor, redactSecrets, REDACTED, type Redactor } from './security/redact-secrets'
