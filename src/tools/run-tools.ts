@@ -17,6 +17,16 @@ import { safeMessage } from '../errors'
  * await runTools(scope, signal)
  */
 export async function runTools(scope: TurnScope, signal: AbortSignal): Promise<void> {
+  try {
+    await runAll(scope, signal)
+  } catch (error) {
+    // Only a defect gets here (a tool's throw is its part). The chart reads the rejection's
+    // message: a hostile value (a Proxy, a throwing getter) would crash the actor instead.
+    throw new Error(`running the tools failed: ${safeMessage(error)}`)
+  }
+}
+
+async function runAll(scope: TurnScope, signal: AbortSignal): Promise<void> {
   const calls = scope.stepTools.filter((part) => part.state.status === 'running')
   if (calls.length === 0) return
   const messages = scope.modelMessages()
