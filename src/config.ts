@@ -11,6 +11,8 @@ import { InvalidOptionError } from './errors'
 import type { Pricing } from './llm/usage'
 import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop'
 import type { ModelLimits } from './policy/overflow'
+import { defaultFailurePolicies, type ErrorClassifier, type FailurePolicies, type RetryPolicy } from './policy/decide-failure'
+import { classifyError } from './policy/classify-error'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
 import { maxTimerMs } from './timer-limit'
@@ -49,6 +51,16 @@ export interface EngineOptions {
   system?: string
   /** Retry policy; see `RetryOptions`. */
   retry?: Partial<RetryOptions>
+  /**
+   * Replaces turnchart's error classifier (which errors are retryable, an overflow, auth, or
+   * fatal). Default: `classifyError`, with its provider tables. Wrap it to add a rule.
+   */
+  errorClassifier?: ErrorClassifier
+  /**
+   * Replaces the retry policy (whether and how long to wait before another attempt). Default:
+   * `planRetry` with the `retry` options.
+   */
+  retryPolicy?: RetryPolicy
   compaction?: CompactionOptions
   toolExecution?: ToolExecutionOptions
   /** A stream silent for this long fails the step as retryable. Default 60000. */
@@ -98,6 +110,8 @@ export interface ResolvedConfig {
   tools: ToolSet
   system: string | undefined
   retry: RetryOptions
+  /** The error classifier and the retry policy every failed model request is decided by. */
+  failure: FailurePolicies
   compaction: { auto: boolean; reserved: number | undefined; maxPerTurn: number; prompt: string }
   toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }
   doomLoop: DoomLoopOptions
@@ -122,6 +136,7 @@ const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
   'recovery', 'leaseMs', 'doomLoop', 'redact',
+  'errorClassifier', 'retryPolicy',
 ])
 
 function nonNegativeInteger(option: string, value: unknown, fallback: number, min = 0): number {
@@ -137,6 +152,11 @@ function timerMs(option: string, value: unknown, fallback: number, min = 0): num
   const ms = nonNegativeInteger(option, value, fallback, min)
   if (ms > maxTimerMs) throw new InvalidOptionError(option, value, `an integer from ${min} to ${maxTimerMs} ms (the longest delay a timer can hold)`)
   return ms
+}
+
+function functionOption<T>(option: string, value: T | undefined): T | undefined {
+  if (value !== undefined && typeof value !== 'function') throw new InvalidOptionError(option, value, 'a function')
+  return value
 }
 
 function plainObject(option: string, value: unknown): Record<string, unknown> {
@@ -239,12 +259,20 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     }
   })
 
+  const retry = validateRetryOptions(options.retry ?? {}, 'retry')
+  const defaults = defaultFailurePolicies(retry)
+  const redactor = createRedactor(secrets as string[])
   return {
     model,
     limits,
     tools,
     system: options.system,
-    retry: validateRetryOptions(options.retry ?? {}, 'retry'),
+    retry,
+    failure: {
+      // The default classifier gets the app's secrets, so a body is redacted before it is cut to 8 KB.
+      classify: functionOption('errorClassifier', options.errorClassifier) ?? ((error: unknown) => classifyError(error, redactor)),
+      retry: functionOption('retryPolicy', options.retryPolicy) ?? defaults.retry,
+    },
     compaction: {
       auto: (compaction.auto as boolean | undefined) ?? true,
       reserved: compaction.reserved === undefined ? undefined : nonNegativeInteger('compaction.reserved', compaction.reserved, 0),
@@ -274,6 +302,6 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
       intervalMs: timerMs('recovery.intervalMs', recovery.intervalMs, timerMs('leaseMs', options.leaseMs, 30_000, 100)),
     },
     leaseMs: timerMs('leaseMs', options.leaseMs, 30_000, 100),
-    redactor: createRedactor(secrets as string[]),
+    redactor,
   }
 }

@@ -105,7 +105,7 @@ test.each([
   ['a CommonJS program (require)', 'cjs-smoke.cjs', 'hello from cjs'],
 ])('runs a turn from %s', (_kind, file, text) => {
   const out = run(process.execPath, [file], app, 60_000)
-  expect(JSON.parse(out.trim())).toEqual({ outcome: 'completed', text })
+  expect(JSON.parse(out.trim())).toEqual({ outcome: 'completed', text, errorValue: true })
 })
 
 const typeCheck = [
