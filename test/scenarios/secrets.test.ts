@@ -237,3 +237,31 @@ test('a key where the stored body is cut (8 KB) is redacted before the cut, not 
     await fresh.drop()
   }
 })
+
+test('a replaced errorClassifier that returns the key: redacted before any row or event', async () => {
+  const server = await startScriptedServer()
+  const fresh = freshDatabase()
+  const key = 'opaque-tcClassifierProbe-0123456789'
+  const provider = createOpenAICompatible({ name: 'probe', baseURL: server.url, apiKey: key, includeUsage: true })
+  server.error(400, { error: { message: 'nope' } })
+  const engine = await createEngine({
+    database: fresh.database,
+    model: provider('m'),
+    redact: { secrets: [key] },
+    errorClassifier: () => ({ kind: 'fatal', error: { name: 'APIError', message: `rejected key ${key}`, isRetryable: false, detail: { key } }, headers: {} }),
+  })
+  const { events } = recordEvents(engine)
+  try {
+    const session = await engine.createSession()
+    const done = await engine.prompt(session.id, 'hi').done
+    expect(done.error).toMatchObject({ name: 'APIError', message: 'rejected key [redacted]' })
+    await engine.close()
+    const everything = [await dumpDatabase(fresh.database, fresh.schema), JSON.stringify(events), JSON.stringify(done)].join('\n')
+    expect(everything).not.toContain(key.slice(0, 12))
+    expect(everything).not.toContain(key.slice(-12))
+  } finally {
+    await engine.close()
+    await server.close()
+    await fresh.drop()
+  }
+})
