@@ -7,9 +7,10 @@
  * is typed as). `format` keywords are not checked (no format plugin); unknown keywords are
  * ignored (`strict: false`) rather than refused, as providers accept them.
  */
-import Ajv, { type ValidateFunction } from 'ajv'
-import Ajv2019 from 'ajv/dist/2019'
-import Ajv2020 from 'ajv/dist/2020'
+import type Ajv from 'ajv'
+import type { ValidateFunction } from 'ajv'
+import type Ajv2019 from 'ajv/dist/2019'
+import type Ajv2020 from 'ajv/dist/2020'
 import { asSchema, type ToolSet } from 'ai'
 import { InvalidOptionError } from '../errors'
 
@@ -22,11 +23,12 @@ let draft2019: Ajv2019 | undefined
 let draft2020: Ajv2020 | undefined
 const compiled = new WeakMap<object, ValidateFunction>()
 
+// ajv is loaded on first use: most apps' tools carry zod schemas, and loading it costs ~0.1-0.4 s at start-up.
 function ajvFor(schema: Record<string, unknown>): Ajv | Ajv2019 | Ajv2020 {
   const uri = typeof schema.$schema === 'string' ? schema.$schema : ''
-  if (uri.includes('2020-12')) return (draft2020 ??= new Ajv2020(options))
-  if (uri.includes('2019-09')) return (draft2019 ??= new Ajv2019(options))
-  return (draft07 ??= new Ajv(options))
+  if (uri.includes('2020-12')) return (draft2020 ??= new (require('ajv/dist/2020') as { default: typeof Ajv2020 }).default(options))
+  if (uri.includes('2019-09')) return (draft2019 ??= new (require('ajv/dist/2019') as { default: typeof Ajv2019 }).default(options))
+  return (draft07 ??= new (require('ajv') as { default: typeof Ajv }).default(options))
 }
 
 /**
