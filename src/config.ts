@@ -13,10 +13,13 @@ import type { Pricing } from './llm/usage'
 import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop'
 import type { ModelLimits } from './policy/overflow'
 import { defaultFailurePolicies, type ErrorClassifier, type FailurePolicies, type RetryPolicy } from './policy/decide-failure'
+import { classifyError } from './policy/classify-error'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
 import { Telemetry, type TelemetryOptions } from './telemetry/telemetry'
 import { validateTurnSettings, type TurnSettings } from './conversation/call-settings'
+import { maxTimerMs } from './timer-limit'
+import { createRedactor, minSecretLength, type Redactor } from './security/redact-secrets'
 
 export interface CompactionOptions {
   /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */
@@ -101,6 +104,16 @@ export interface EngineOptions {
   controlPollIntervalMs?: number
   /** OpenTelemetry spans (turn, state visits, model calls, tool runs); see docs/telemetry.md. Default: the global tracer (a no-op without an SDK), no inputs or outputs recorded. */
   telemetry?: TelemetryOptions
+  /** Credentials removed from every stored or published error on top of the built-in patterns; see docs/security.md. */
+  redact?: RedactOptions
+}
+
+export interface RedactOptions {
+  /**
+   * Exact strings never stored nor published (replaced by `[redacted]`): pass the provider's
+   * API key here, since turnchart cannot read it from the model. At least 6 characters each.
+   */
+  secrets?: string[]
 }
 
 export interface RecoveryOptions {
@@ -139,6 +152,8 @@ export interface ResolvedConfig {
   leaseMs: number
   controlPollIntervalMs: number
   telemetry: Telemetry
+  /** Removes credentials (the patterns plus `redact.secrets`) from errors before they are stored or published. */
+  redactor: Redactor
 }
 
 export const defaultSummaryPrompt =
@@ -149,7 +164,7 @@ export const defaultSummaryPrompt =
 const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
-  'recovery', 'leaseMs', 'doomLoop', 'telemetry', 'models', 'settings', 'maxSteps', 'maxFileBytes',
+  'recovery', 'leaseMs', 'doomLoop', 'telemetry', 'models', 'settings', 'maxSteps', 'maxFileBytes', 'redact',
   'errorClassifier', 'retryPolicy', 'controlPollIntervalMs',
 ])
 
@@ -159,6 +174,13 @@ function nonNegativeInteger(option: string, value: unknown, fallback: number, mi
     throw new InvalidOptionError(option, value, min === 0 ? 'a non-negative integer' : `an integer >= ${min}`)
   }
   return value
+}
+
+/** A delay that becomes a Node timer: an integer from `min` to 2^31-1 ms (larger ones fire after 1 ms). */
+function timerMs(option: string, value: unknown, fallback: number, min = 0): number {
+  const ms = nonNegativeInteger(option, value, fallback, min)
+  if (ms > maxTimerMs) throw new InvalidOptionError(option, value, `an integer from ${min} to ${maxTimerMs} ms (the longest delay a timer can hold)`)
+  return ms
 }
 
 function functionOption<T>(option: string, value: T | undefined): T | undefined {
@@ -266,6 +288,21 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   }
   if (recovery.onOpen !== undefined && typeof recovery.onOpen !== 'boolean') throw new InvalidOptionError('recovery.onOpen', recovery.onOpen, 'a boolean')
 
+  if (options.busyTimeoutMs !== undefined) timerMs('busyTimeoutMs', options.busyTimeoutMs, 5000)
+  if (options.clock !== undefined && (typeof options.clock !== 'object' || options.clock === null || typeof options.clock.setTimeout !== 'function')) {
+    throw new InvalidOptionError('clock', options.clock, 'an XState clock (setTimeout and clearTimeout), e.g. a SimulatedClock')
+  }
+  const redact = plainObject('redact', options.redact)
+  rejectUnknown('redact', redact, ['secrets'])
+  const secrets = redact.secrets ?? []
+  if (!Array.isArray(secrets)) throw new InvalidOptionError('redact.secrets', '(hidden)', 'an array of strings')
+  secrets.forEach((secret, i) => {
+    // The value itself is a secret: the error names its index, never its text.
+    if (typeof secret !== 'string' || secret.length < minSecretLength) {
+      throw new InvalidOptionError(`redact.secrets[${i}]`, typeof secret === 'string' ? `(a string of ${secret.length} characters)` : typeof secret, `a string of at least ${minSecretLength} characters`)
+    }
+  })
+
   const retry = validateRetryOptions(options.retry ?? {}, 'retry')
   const defaults = defaultFailurePolicies(retry)
   const telemetry = plainObject('telemetry', options.telemetry)
@@ -277,6 +314,7 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     if (telemetry[key] !== undefined && typeof telemetry[key] !== 'boolean') throw new InvalidOptionError(`telemetry.${key}`, telemetry[key], 'a boolean')
   }
 
+  const redactor = createRedactor(secrets as string[])
   return {
     model,
     models: models as Record<string, ProviderLanguageModel>,
@@ -288,7 +326,8 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     system: options.system,
     retry,
     failure: {
-      classify: functionOption('errorClassifier', options.errorClassifier) ?? defaults.classify,
+      // The default classifier gets the app's secrets, so a body is redacted before it is cut to 8 KB.
+      classify: functionOption('errorClassifier', options.errorClassifier) ?? ((error: unknown) => classifyError(error, redactor)),
       retry: functionOption('retryPolicy', options.retryPolicy) ?? defaults.retry,
     },
     compaction: {
@@ -299,7 +338,7 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     },
     toolExecution: {
       concurrency: nonNegativeInteger('toolExecution.concurrency', toolExecution.concurrency, 4, 1),
-      timeoutMs: nonNegativeInteger('toolExecution.timeoutMs', toolExecution.timeoutMs, 300_000, 1),
+      timeoutMs: timerMs('toolExecution.timeoutMs', toolExecution.timeoutMs, 300_000, 1),
       maxOutputBytes: nonNegativeInteger('toolExecution.maxOutputBytes', toolExecution.maxOutputBytes, 100_000, 64),
     },
     doomLoop: {
@@ -308,8 +347,8 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
       maxCycleLength: nonNegativeInteger('doomLoop.maxCycleLength', doomLoop.maxCycleLength, defaultDoomLoopOptions.maxCycleLength, 1),
       cycleRepeats: nonNegativeInteger('doomLoop.cycleRepeats', doomLoop.cycleRepeats, defaultDoomLoopOptions.cycleRepeats, 2),
     },
-    streamIdleTimeoutMs: nonNegativeInteger('streamIdleTimeoutMs', options.streamIdleTimeoutMs, 60_000, 1),
-    flushIntervalMs: nonNegativeInteger('flushIntervalMs', options.flushIntervalMs, 250),
+    streamIdleTimeoutMs: timerMs('streamIdleTimeoutMs', options.streamIdleTimeoutMs, 60_000, 1),
+    flushIntervalMs: timerMs('flushIntervalMs', options.flushIntervalMs, 250),
     pricing,
     inspect: options.inspect,
     clock: options.clock,
@@ -317,10 +356,11 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     recovery: {
       policy: (recovery.policy as 'resume' | 'abort' | undefined) ?? 'resume',
       onOpen: (recovery.onOpen as boolean | undefined) ?? true,
-      intervalMs: nonNegativeInteger('recovery.intervalMs', recovery.intervalMs, nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100)),
+      intervalMs: timerMs('recovery.intervalMs', recovery.intervalMs, timerMs('leaseMs', options.leaseMs, 30_000, 100)),
     },
-    leaseMs: nonNegativeInteger('leaseMs', options.leaseMs, 30_000, 100),
-    controlPollIntervalMs: nonNegativeInteger('controlPollIntervalMs', options.controlPollIntervalMs, 200, 10),
+    leaseMs: timerMs('leaseMs', options.leaseMs, 30_000, 100),
+    controlPollIntervalMs: timerMs('controlPollIntervalMs', options.controlPollIntervalMs, 200, 10),
     telemetry: new Telemetry(telemetry as TelemetryOptions),
+    redactor,
   }
 }

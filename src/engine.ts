@@ -10,6 +10,8 @@ import { ControlRequests } from './store/control-requests'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
 import { EngineClosedError, InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError, SessionNotFoundError, TurnOwnershipLostError } from './errors'
 import { newId } from './ids'
+import { checkToolSchemas } from './tools/json-schema-validator'
+import { optionalString, requireFunction, requireId, sessionOptions } from './arguments'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
 import { Repository } from './store/repository'
@@ -139,6 +141,7 @@ export interface Engine {
  */
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
+  await checkToolSchemas(config.tools)
   const opened: OpenedDatabase = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
   try {
     await migrate(opened.db, opened.dialect)
@@ -231,10 +234,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
   const engine: Engine = {
     config,
-    async createSession(sessionOptions = {}) {
+    async createSession(options) {
       requireOpen('create a session')
+      const { title, id, ...defaults } = sessionOptions(options)
       const now = Date.now()
-      const { title, id, ...defaults } = sessionOptions
       if (id !== undefined && (typeof id !== 'string' || !/^[\w.:-]{1,200}$/.test(id))) {
         throw new InvalidArgumentError('id', id, 'a session id of 1-200 letters, digits, _ . : -')
       }
@@ -269,11 +272,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       return fork(history, sessionId, messageId, forkOptions)
     },
     usage: (sessionId) => sessionUsage(repo, sessionId),
-    getSession: (sessionId) => repo.getSession(sessionId),
+    getSession: async (sessionId) => repo.getSession(requireId('sessionId', sessionId)),
     listSessions: () => repo.listSessions(),
     prompt: ((sessionId: string, input: PromptInput, promptOptions?: PromptOptions & { whenBusy?: WhenBusy }): Turn | QueuedPrompt => {
       requireOpen('start a turn')
-      if (typeof sessionId !== 'string' || sessionId.length === 0) throw new InvalidArgumentError('sessionId', sessionId, 'a session id')
+      requireId('sessionId', sessionId)
       const parts = userParts(input, config.maxFileBytes)
       const { whenBusy = 'reject', ...callOptions } = promptOptions ?? {}
       if (!['reject', 'enqueue', 'interrupt'].includes(whenBusy)) throw new InvalidArgumentError('options.whenBusy', whenBusy, "'reject', 'enqueue' or 'interrupt'")
@@ -291,6 +294,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     cancelQueued: (id) => queue.cancel(id),
     async abort(sessionId) {
       requireOpen('abort a turn')
+      requireId('sessionId', sessionId)
       const turn = active.get(sessionId)
       if (!turn) await requestAbort(remote, sessionId)
       const now = active.get(sessionId)
@@ -298,17 +302,18 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       now.abort()
       await now.done.catch(() => undefined)
     },
-    activeTurn: (sessionId) => active.get(sessionId),
-    status: (sessionId) => statuses.get(sessionId) ?? { type: 'idle' },
-    readStatus: (sessionId) => readStatus(repo, sessionId),
+    activeTurn: (sessionId) => active.get(requireId('sessionId', sessionId)),
+    status: (sessionId) => statuses.get(requireId('sessionId', sessionId)) ?? { type: 'idle' },
+    readStatus: async (sessionId) => readStatus(repo, requireId('sessionId', sessionId)),
     async messages(sessionId) {
+      requireId('sessionId', sessionId)
       const session = await repo.getSession(sessionId)
       if (!session) throw new SessionNotFoundError(sessionId)
       return visibleMessages(await repo.messages(sessionId), session.revertedTo)
     },
-    transitions: (turnId) => repo.transitions(turnId),
-    getTurn: (turnId) => repo.getTurn(turnId),
-    subscribe: (listener) => bus.subscribe(listener),
+    transitions: async (turnId) => repo.transitions(requireId('turnId', turnId)),
+    getTurn: async (turnId) => repo.getTurn(requireId('turnId', turnId)),
+    subscribe: (listener) => bus.subscribe(requireFunction('listener', listener)),
     async recover() {
       requireOpen('recover turns')
       const running = new Set([...active.values()].map((t) => t.id))
@@ -319,18 +324,26 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     },
     async approve(turnId, callId) {
       requireOpen('approve a tool call')
+      requireId('turnId', turnId)
+      requireId('callId', callId)
       await requestDecision(remote, turnId, callId, 'approve')
     },
     async deny(turnId, callId, reason) {
       requireOpen('deny a tool call')
+      requireId('turnId', turnId)
+      requireId('callId', callId)
+      optionalString('reason', reason)
       await requestDecision(remote, turnId, callId, 'deny', reason)
     },
     async replay(turnId) {
+      requireId('turnId', turnId)
       const input = (await repo.turnInput(turnId)) as TurnInput | undefined
       if (!input) throw new InvalidArgumentError('turnId', turnId, 'the id of a stored turn')
       return replayTransitions(input, await repo.transitions(turnId)).steps
     },
-    async prune({ olderThan }) {
+    async prune(options) {
+      if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object like { olderThan }')
+      const { olderThan } = options
       const before = olderThan instanceof Date ? olderThan.getTime() : olderThan
       if (typeof before !== 'number' || !Number.isFinite(before)) throw new InvalidArgumentError('olderThan', olderThan, 'a Date or a time in ms')
       return repo.deleteFinishedTransitions(before)

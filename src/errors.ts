@@ -4,6 +4,8 @@
  * and a static `isInstance` that works across copies of the package (no `instanceof`).
  */
 
+import { redactSecrets } from './security/redact-secrets'
+
 /** The stored and published form of an error: `{ name, message, ...fields }`. */
 export interface SerializedError {
   name: string
@@ -29,7 +31,8 @@ export abstract class TurnchartError extends Error {
     for (const [key, value] of Object.entries(this)) {
       if (key !== 'cause' && value !== undefined) fields[key] = value
     }
-    return { ...fields, name: this.name, message: this.message }
+    // Credentials in any field (a provider body echoing the request headers) never leave as a record.
+    return redactSecrets.value({ ...fields, name: this.name, message: this.message })
   }
 }
 
@@ -214,18 +217,57 @@ export class TurnOwnershipLostError extends TurnchartError {
 /** Turns any thrown value into the stored `{ name, message, ...fields }` form. */
 export function serializeError(error: unknown): SerializedError {
   if (TurnchartError.isTurnchartError(error)) return error.toJSON()
-  if (error instanceof Error) return { name: 'UnknownError', message: error.message || error.name }
-  return { name: 'UnknownError', message: typeof error === 'string' ? error : describe(error) }
+  return redactSecrets.value({ name: 'UnknownError', message: safeMessage(error) })
+}
+
+/**
+ * The message of any thrown value, never throwing itself: a Proxy, a revoked Proxy or an
+ * Error whose `message` getter throws still gives a string.
+ *
+ * @example
+ * safeMessage(new Error('boom')) // 'boom'
+ * safeMessage(42) // '42'
+ */
+export function safeMessage(error: unknown): string {
+  try {
+    if (typeof error === 'string') return error
+    if (error instanceof Error) {
+      const message = error.message
+      if (typeof message === 'string' && message) return message
+      const name = error.name
+      return typeof name === 'string' && name ? name : 'Error'
+    }
+    return describe(error)
+  } catch {
+    return `a value that cannot be read (${safeTypeOf(error)})`
+  }
+}
+
+function safeTypeOf(value: unknown): string {
+  try {
+    if (value === null) return 'null'
+    if (typeof value !== 'object') return typeof value
+    return Array.isArray(value) ? 'array' : 'object'
+  } catch {
+    return 'object' // Array.isArray throws on a revoked Proxy
+  }
 }
 
 function describe(value: unknown): string {
   if (value === undefined) return 'undefined'
   if (typeof value === 'function') return 'a function'
+  if (typeof value === 'bigint') return `${value}n`
+  if (typeof value === 'symbol') return value.toString()
   try {
     const text = JSON.stringify(value)
+    if (text === undefined) return String(value)
     return text.length > 200 ? text.slice(0, 200) + '…' : text
   } catch {
-    return String(value)
+    try {
+      return String(value)
+    } catch {
+      return `a value that cannot be shown (${safeTypeOf(value)})`
+    }
   }
 }
 

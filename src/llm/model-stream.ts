@@ -8,6 +8,7 @@
  * turnchart reads have the same shape in both versions; parts a version adds (V4 `ping`,
  * `custom`, `reasoning-file`) count as output or activity and are otherwise skipped.
  */
+import { jsonSchemaValidator } from '../tools/json-schema-validator'
 import { untilAborted } from './idle-timer'
 import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { ProviderLanguageModel } from './language-model'
@@ -121,7 +122,8 @@ export class EmptyModelStreamError extends Error {
 /** The message stored on a tool part whose call cannot run. */
 export function toolInputError(tools: ToolSet | undefined, toolName: string, error: unknown): string {
   const names = Object.keys(tools ?? {})
-  if (!tools || !(toolName in tools)) {
+  // Own properties only: a model calling `constructor` or `__proto__` calls no tool.
+  if (!tools || !Object.hasOwn(tools, toolName)) {
     return `unknown tool '${toolName}'; available: ${names.length ? names.join(', ') : '(none)'}`
   }
   const detail = error instanceof Error ? error.message : String(error)
@@ -133,11 +135,14 @@ export function toolInputError(tools: ToolSet | undefined, toolName: string, err
  * streamText: an empty input is `{}`; an unusable input is kept parsed if it is JSON, else as text.
  */
 async function parseToolInput(tools: ToolSet | undefined, toolName: string, text: string): Promise<{ input: unknown; error?: string }> {
-  const schema = tools && toolName in tools ? prepareTools(tools).schemas.get(toolName) : undefined
+  const schema = tools && Object.hasOwn(tools, toolName) ? prepareTools(tools).schemas.get(toolName) : undefined
   const parsed = text.trim() === '' ? { ok: true as const, value: {} } : await parseJson(text)
   if (!schema) return { input: parsed.ok ? parsed.value : text, error: toolInputError(tools, toolName, undefined) }
   if (!parsed.ok) return { input: text, error: toolInputError(tools, toolName, parsed.error) }
-  if (!schema.validate) return { input: parsed.value }
+  if (!schema.validate) {
+    const message = await checkPlainSchema(schema, parsed.value)
+    return message === undefined ? { input: parsed.value } : { input: parsed.value, error: toolInputError(tools, toolName, new Error(message)) }
+  }
   let error: unknown
   try {
     const result = await schema.validate(parsed.value)
@@ -147,6 +152,21 @@ async function parseToolInput(tools: ToolSet | undefined, toolName: string, text
     error = thrown
   }
   return { input: parsed.value, error: toolInputError(tools, toolName, error) }
+}
+
+/**
+ * A tool declared with `jsonSchema()` and no `validate`: its input is checked against the JSON
+ * Schema with ajv. Returns what is wrong, or undefined when the input fits.
+ */
+async function checkPlainSchema(schema: { jsonSchema: unknown }, input: unknown): Promise<string | undefined> {
+  let check: ReturnType<typeof jsonSchemaValidator>
+  try {
+    check = jsonSchemaValidator(await schema.jsonSchema)
+  } catch (error) {
+    return `the tool's input schema cannot be compiled: ${error instanceof Error ? error.message : String(error)}`
+  }
+  const result = check(input)
+  return result.ok ? undefined : result.message
 }
 
 /** JSON without prototype keys (as the AI SDK's secure parser); the error says why the text is unusable. */

@@ -134,7 +134,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
   if (signal.aborted) {
     // The chart left `streaming` (abort or stop): the turn's end closes what is open.
     state.closeOpenText()
-    return { type: 'step.failed', error: serializeError(signal.reason), overflow: false, retryDelayMs: null }
+    return { type: 'step.failed', error: scope.config.redactor.value(serializeError(signal.reason)), overflow: false, retryDelayMs: null }
   }
   if (failure !== undefined) {
     // A failed attempt: its text stays, closed; its tool calls never run.
@@ -175,7 +175,7 @@ async function reviewToolCalls(scope: TurnScope, stepTools: ToolPart[]): Promise
   const looping = new Set(loop ? loop.calls.map((c) => `${c.tool}\u0000${canonicalJson(c.input)}`) : [])
   const approvals: string[] = []
   for (const part of runnable) {
-    const definition = scope.config.tools[part.tool]
+    const definition = Object.hasOwn(scope.config.tools, part.tool) ? scope.config.tools[part.tool] : undefined
     const input = part.state.input
     let needs = looping.has(`${part.tool}\u0000${canonicalJson(input)}`)
     if (!needs && definition?.needsApproval !== undefined) {

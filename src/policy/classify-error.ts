@@ -3,6 +3,7 @@
  * (retryable), stop with an auth error, or stop with the error on the message (fatal).
  * Pure: the input error is only read, never changed.
  */
+import { redactSecrets, type Redactor } from '../security/redact-secrets'
 import { APICallError } from 'ai'
 import {
   APIError,
@@ -80,24 +81,31 @@ interface Evidence {
  * classifyError(e)
  * // { kind: 'retryable', error: { name: 'APIError', statusCode: 429, isRetryable: true, … }, headers: { 'retry-after': '3' } }
  */
-export function classifyError(error: unknown): ClassifiedError {
+export function classifyError(error: unknown, redactor: Redactor = redactSecrets): ClassifiedError {
+  const classified = classify(error, redactor)
+  // The record is stored and published: no credential leaves, whatever the provider echoed.
+  return { ...classified, error: redactor.value(classified.error) }
+}
+
+function classify(error: unknown, redactor: Redactor): ClassifiedError {
   // Our own idle timeout is a stalled stream: always worth another attempt.
   if (StreamIdleTimeoutError.isInstance(error)) return { kind: 'retryable', error: error.toJSON(), headers: {} }
-  if (APICallError.isInstance(error)) return decide(fromApiCallError(error))
+  if (APICallError.isInstance(error)) return decide(fromApiCallError(error), redactor)
   // Other turnchart errors already carry their own record; they are not provider failures.
   if (TurnchartError.isTurnchartError(error)) return { kind: 'fatal', error: error.toJSON(), headers: {} }
-  if (isErrorLike(error)) return decide(fromPlainError(error))
+  if (isErrorLike(error)) return decide(fromPlainError(error), redactor)
   // Provider error objects arrive as plain values in the stream's `error` part
   // (e.g. `{ type: 'overloaded_error', message: 'Overloaded' }` from Anthropic mid-stream).
-  if (isRecord(error)) return decide(fromErrorObject(error))
-  if (typeof error === 'string' && error.trim()) return decide(fromString(error))
+  if (isRecord(error)) return decide(fromErrorObject(error), redactor)
+  if (typeof error === 'string' && error.trim()) return decide(fromString(error), redactor)
   return { kind: 'fatal', error: serializeError(error), headers: {} }
 }
 
-function decide(ev: Evidence): ClassifiedError {
+function decide(ev: Evidence, redactor: Redactor): ClassifiedError {
   const headers = ev.delayHeaders
   const message = ev.providerMessage ?? ev.message
-  const responseBody = ev.rawBody === undefined ? undefined : truncate(ev.rawBody)
+  // Redacted before the cut: a key cut in half by the truncation would no longer match.
+  const responseBody = ev.rawBody === undefined ? undefined : truncate(redactor.text(ev.rawBody))
   const providerTexts = [ev.providerMessage, ...ev.codes, ev.bodyIsText ? ev.rawBody : undefined]
 
   if (isOverflow(ev, providerTexts)) {

@@ -2,6 +2,7 @@
  * How long to wait before the next attempt of a failed step, or whether to give up.
  * Pure: the clock and the random source are parameters (defaulted for production use).
  */
+import { maxTimerMs } from '../timer-limit'
 import { InvalidOptionError } from '../errors'
 
 export interface RetryOptions {
@@ -126,6 +127,7 @@ export function backoffDelay(attempt: number, options: RetryOptions, random: () 
 
 const integerFields = ['maxAttempts'] as const
 const delayFields = ['initialDelayMs', 'maxDelayMs', 'maxHeaderDelayMs', 'maxTotalWaitMs'] as const
+const timerFields = ['initialDelayMs', 'maxDelayMs', 'maxHeaderDelayMs'] as const
 
 /**
  * Merges user retry options with the defaults and checks each field. Throws an
@@ -161,6 +163,10 @@ export function validateRetryOptions(partial: unknown, optionName = 'retry'): Re
   }
   for (const key of delayFields) {
     if (!isFiniteNumber(merged[key]) || merged[key] < 0) fail(key, 'a finite number of milliseconds >= 0')
+  }
+  // Each of these becomes (or caps) a timer; maxTotalWaitMs is only a budget compared with sums.
+  for (const key of timerFields) {
+    if (merged[key] > maxTimerMs) fail(key, `at most ${maxTimerMs} ms (the longest delay a timer can hold)`)
   }
   if (!isFiniteNumber(merged.backoffFactor) || merged.backoffFactor < 1) fail('backoffFactor', 'a finite number >= 1')
   if (!isFiniteNumber(merged.jitter) || merged.jitter < 0 || merged.jitter > 1) fail('jitter', 'a number from 0 to 1')

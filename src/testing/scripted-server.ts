@@ -38,9 +38,10 @@ export type ScriptChunk =
   | { tool: { name: string; input: unknown | string; id?: string; signature?: string } }
   /**
    * An SSE data line sent verbatim as `data: ${raw}\n\n` (on the Anthropic path preceded by
-   * `event: <type>` when `raw` is JSON with a `type`).
+   * `event: <type>` when `raw` is JSON with a `type`). A function builds it from the request
+   * (e.g. a provider error that echoes the request headers).
    */
-  | { raw: string }
+  | { raw: string | ((request: RecordedRequest) => string) }
 
 /** A `200 text/event-stream` reply made of scripted chunks. */
 export interface StreamReply {
@@ -66,11 +67,15 @@ export interface StreamReply {
   headers?: Record<string, string>
 }
 
-/** An HTTP error reply. A string `body` is sent as is, anything else JSON-stringified. */
+/**
+ * An HTTP error reply. A string `body` is sent as is, anything else JSON-stringified; a
+ * function builds the body from the request (e.g. to echo its headers or URL, as some
+ * providers and proxies do).
+ */
 export interface ErrorReply {
   type: 'error'
   status: number
-  body: unknown
+  body: unknown | ((request: RecordedRequest) => unknown)
   headers?: Record<string, string>
 }
 
@@ -119,6 +124,8 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>
   /** 1-based number of the call. */
   call: number
+  /** The request target: path and query string (`/v1/chat/completions?key=…`). */
+  url: string
 }
 
 export interface ScriptedServer {
@@ -358,7 +365,7 @@ class ScriptedServerImpl implements ScriptedServer {
       } catch {
         // keep the raw text: a test may want to see what a broken client sent
       }
-      const request: RecordedRequest = { protocol, body, headers: { ...req.headers }, call: this.requests.length + 1 }
+      const request: RecordedRequest = { protocol, body, headers: { ...req.headers }, call: this.requests.length + 1, url: req.url ?? '' }
       this.requests.push(request)
       for (const waiter of this.waiters) {
         if (waiter.n <= request.call) {
@@ -380,16 +387,17 @@ class ScriptedServerImpl implements ScriptedServer {
         typeof (body as { model?: unknown })?.model === 'string'
           ? (body as { model: string }).model
           : (/^\/v1\/models\/([^/:]+)/.exec(path)?.[1] ?? 'scripted') // Gemini names the model in the path
-      this.answer(reply, req, res, model, protocol).catch(() => {
+      this.answer(reply, req, res, model, protocol, request).catch(() => {
         // the client went away mid-reply; nothing to report
       })
     })
   }
 
-  private async answer(reply: ScriptReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, protocol: ScriptProtocol): Promise<void> {
+  private async answer(reply: ScriptReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, protocol: ScriptProtocol, request: RecordedRequest): Promise<void> {
     if (reply.type === 'error') {
+      const body = typeof reply.body === 'function' ? (reply.body as (r: RecordedRequest) => unknown)(request) : reply.body
       res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
-      res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body))
+      res.end(typeof body === 'string' ? body : JSON.stringify(body))
       return
     }
     const state = { sentHeaders: false }
@@ -402,9 +410,9 @@ class ScriptedServerImpl implements ScriptedServer {
     // Send the status line now so a client sees the stream start even if nothing follows.
     res.flushHeaders()
     state.sentHeaders = true
-    if (protocol === 'anthropic') return this.streamAnthropic(reply, req, res, model)
-    if (protocol === 'google') return this.streamGemini(reply, req, res, model)
-    if (protocol === 'openai-responses') return this.streamResponses(reply, req, res, model)
+    if (protocol === 'anthropic') return this.streamAnthropic(reply, req, res, model, request)
+    if (protocol === 'google') return this.streamGemini(reply, req, res, model, request)
+    if (protocol === 'openai-responses') return this.streamResponses(reply, req, res, model, request)
 
     const created = Math.floor(Date.now() / 1000)
     let first = true
@@ -428,7 +436,7 @@ class ScriptedServerImpl implements ScriptedServer {
       if (gone()) return
       if ('text' in chunk) send({ content: chunk.text })
       else if ('reasoning' in chunk) send({ reasoning_content: chunk.reasoning })
-      else if ('raw' in chunk) write(chunk.raw)
+      else if ('raw' in chunk) write(typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw)
       else {
         const index = toolIndex++
         const { name, input, id } = chunk.tool
@@ -474,7 +482,7 @@ class ScriptedServerImpl implements ScriptedServer {
   }
 
   /** A stream reply in the Anthropic Messages protocol: one content block per run of text, thinking, or tool call. */
-  private async streamAnthropic(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+  private async streamAnthropic(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, request: RecordedRequest): Promise<void> {
     const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
     const event = (data: { type: string } & Record<string, unknown>) => {
       if (!gone()) res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`)
@@ -523,13 +531,14 @@ class ScriptedServerImpl implements ScriptedServer {
           open!.signed = true
         }
       } else if ('raw' in chunk) {
+        const raw = typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw
         let type: unknown
         try {
-          type = (JSON.parse(chunk.raw) as { type?: unknown }).type
+          type = (JSON.parse(raw) as { type?: unknown }).type
         } catch {
           type = undefined
         }
-        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${chunk.raw}\n\n`)
+        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${raw}\n\n`)
       } else {
         const { name, input, id } = chunk.tool
         const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
@@ -566,7 +575,7 @@ class ScriptedServerImpl implements ScriptedServer {
    * `function_call`), between `response.created` and `response.completed` (or
    * `response.incomplete` when `finish` is given, e.g. `'max_output_tokens'`).
    */
-  private async streamResponses(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+  private async streamResponses(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, request: RecordedRequest): Promise<void> {
     const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
     let sequence = 0
     const event = (data: { type: string } & Record<string, unknown>) => {
@@ -614,13 +623,14 @@ class ScriptedServerImpl implements ScriptedServer {
         open!.text += chunk.reasoning
         event({ type: 'response.reasoning_summary_text.delta', item_id: open!.id, output_index: outputIndex, summary_index: 0, delta: chunk.reasoning })
       } else if ('raw' in chunk) {
+        const raw = typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw
         let type: unknown
         try {
-          type = (JSON.parse(chunk.raw) as { type?: unknown }).type
+          type = (JSON.parse(raw) as { type?: unknown }).type
         } catch {
           type = undefined
         }
-        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${chunk.raw}\n\n`)
+        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${raw}\n\n`)
       } else {
         close()
         outputIndex += 1
@@ -678,7 +688,7 @@ class ScriptedServerImpl implements ScriptedServer {
    * script chunk (thoughts are `thought: true` text parts, tool calls whole `functionCall` parts),
    * then a chunk with `finishReason` and `usageMetadata`.
    */
-  private async streamGemini(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string): Promise<void> {
+  private async streamGemini(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, request: RecordedRequest): Promise<void> {
     const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
     const write = (data: string) => {
       if (!gone()) res.write(`data: ${data}\r\n\r\n`)
@@ -695,7 +705,7 @@ class ScriptedServerImpl implements ScriptedServer {
       if (gone()) return
       if ('text' in chunk) write(candidate([{ text: chunk.text }]))
       else if ('reasoning' in chunk) write(candidate([{ text: chunk.reasoning, thought: true, ...(chunk.signature ? { thoughtSignature: chunk.signature } : {}) }]))
-      else if ('raw' in chunk) write(chunk.raw)
+      else if ('raw' in chunk) write(typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw)
       else {
         const { name, input, id, signature } = chunk.tool
         let args: unknown = input ?? {}

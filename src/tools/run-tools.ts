@@ -6,7 +6,9 @@
 import type { ModelMessage, ToolSet } from 'ai'
 import type { Part, ToolPart } from '../types'
 import type { Telemetry } from '../telemetry/telemetry'
+import type { Redactor } from '../security/redact-secrets'
 import { toolOptions } from './tool-options'
+import { safeMessage } from '../errors'
 
 /** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
 export interface ToolRunScope {
@@ -16,7 +18,7 @@ export interface ToolRunScope {
   readonly stepTools: ToolPart[]
   /** The history the tools are given (`messages` of the AI SDK's tool options). */
   modelMessages(): ModelMessage[]
-  readonly config: { tools: ToolSet; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }; telemetry: Pick<Telemetry, 'toolCall'> }
+  readonly config: { tools: ToolSet; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }; telemetry: Pick<Telemetry, 'toolCall'>; redactor: Pick<Redactor, 'text'> }
   /** Told of each part whose state changed. */
   readonly writer: { changed(part: Part): void }
 }
@@ -29,6 +31,16 @@ export interface ToolRunScope {
  * await runTools(scope, signal)
  */
 export async function runTools(scope: ToolRunScope, signal: AbortSignal): Promise<void> {
+  try {
+    await runAll(scope, signal)
+  } catch (error) {
+    // Only a defect gets here (a tool's throw is its part). The chart reads the rejection's
+    // message: a hostile value (a Proxy, a throwing getter) would crash the actor instead.
+    throw new Error(`running the tools failed: ${safeMessage(error)}`)
+  }
+}
+
+async function runAll(scope: ToolRunScope, signal: AbortSignal): Promise<void> {
   const calls = scope.stepTools.filter((part) => part.state.status === 'running')
   if (calls.length === 0) return
   const messages = scope.modelMessages()
@@ -68,7 +80,8 @@ export function turnOfTool(options: unknown): TurnToolContext {
 async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal): Promise<void> {
   if (part.state.status !== 'running') return
   const { input, time } = part.state
-  const definition = scope.config.tools[part.tool]
+  // Own properties only: `constructor`, `__proto__` or `toString` is an unknown tool, not Object's.
+  const definition = Object.hasOwn(scope.config.tools, part.tool) ? scope.config.tools[part.tool] : undefined
   const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
   const controller = new AbortController()
   const onTurnAbort = () => controller.abort(turnSignal.reason)
@@ -105,7 +118,7 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
     }
   } catch (error) {
     if (turnSignal.aborted) return
-    part.state = { status: 'error', input, error: errorMessage(error), time: { start: time.start, end: Date.now() } }
+    part.state = { status: 'error', input, error: errorMessage(error, scope.config.redactor.text), time: { start: time.start, end: Date.now() } }
   } finally {
     if (timer) clearTimeout(timer)
     turnSignal.removeEventListener('abort', onTurnAbort)
@@ -142,7 +155,7 @@ export function boundedOutput(value: unknown, maxBytes: number): unknown {
   try {
     json = JSON.stringify(value) ?? 'null'
   } catch {
-    return truncate(`[output not JSON-serialisable: ${String(value)}]`, maxBytes)
+    return truncate(`[output not JSON-serialisable: ${safeMessage(value)}]`, maxBytes)
   }
   if (Buffer.byteLength(json) <= maxBytes) return JSON.parse(json)
   return truncate(typeof value === 'string' ? value : json, maxBytes)
@@ -156,12 +169,17 @@ function truncate(text: string, maxBytes: number): string {
   return kept + note
 }
 
-function errorMessage(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name
-  if (typeof error === 'string') return error
+/**
+ * The stored message of whatever a tool threw. Never throws: a Proxy, a revoked Proxy or an
+ * Error whose `message` getter throws still becomes a message, and the turn goes on.
+ */
+function errorMessage(error: unknown, redact: (text: string) => string): string {
+  let isError = false
   try {
-    return `tool threw a non-Error value: ${JSON.stringify(error)}`
+    isError = error instanceof Error
   } catch {
-    return `tool threw a non-Error value: ${String(error)}`
+    // a revoked Proxy throws on its prototype lookup
   }
+  const message = safeMessage(error)
+  return redact(isError || typeof error === 'string' ? message : `tool threw a non-Error value: ${message}`)
 }

@@ -4,6 +4,8 @@
  * SDK `tool()` stays an AI SDK tool. (Approval uses the AI SDK's own `needsApproval`.)
  */
 import type { Tool } from 'ai'
+import { InvalidArgumentError } from '../errors'
+import { maxTimerMs } from '../timer-limit'
 
 const optionsKey = Symbol.for('turnchart.toolOptions')
 
@@ -21,8 +23,8 @@ export interface ToolOptions {
  * tools: { build: configureTool(tool({ description, inputSchema, execute }), { timeoutMs: 600_000 }) }
  */
 export function configureTool<T extends Tool>(tool: T, options: ToolOptions): T {
-  if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs < 1)) {
-    throw new TypeError(`configureTool: timeoutMs must be an integer >= 1, got ${String(options.timeoutMs)}`)
+  if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs < 1 || options.timeoutMs > maxTimerMs)) {
+    throw new InvalidArgumentError('timeoutMs', options.timeoutMs, `an integer from 1 to ${maxTimerMs} (configureTool)`)
   }
   Object.defineProperty(tool, optionsKey, { value: { ...toolOptions(tool), ...options }, enumerable: false, configurable: true })
   return tool

@@ -165,12 +165,15 @@ export class TransitionRecorder {
       from: this.#committed.state,
       event: event.type,
       to,
-      payload: eventPayload(event),
+      // Control data, but a step's error rides in it: no credential goes into the log.
+      payload: this.#options.scope.config.redactor.value(eventPayload(event)),
       time: now,
       ...(parts.length ? { parts } : {}),
     }
     if (this.#failure) return this.#writeFailed(row, context, this.#failure)
-    const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : context.error
+    // Last net before the rows and events: the engine's secrets removed from whatever error got here
+    // (a replaced errorClassifier included).
+    const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : this.#options.scope.config.redactor.value(context.error)
     try {
       await this.#commit(row, context, final ? error : null)
       return { row, error: final ? error : null }
@@ -247,7 +250,7 @@ export class TransitionRecorder {
     if (!finalStates.has(row.to)) {
       const status: SessionStatus =
         row.to === 'retry-waiting'
-          ? { type: 'retry', turnId, attempt: context.attempt, message: context.error?.message ?? 'retrying', next: row.time + context.retryDelayMs }
+          ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
           : { type: 'busy', turnId, state: row.to }
       bus.publish({ type: 'session.status', sessionId, status })
       if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') publishApprovalRequest(bus, scope, context.pendingApprovals)

@@ -97,7 +97,7 @@ test('the installed package.json: engines, bin, and optional peers that are not 
   expect(installed.bin).toEqual({ turnchart: './dist/cjs/src/cli/main.js' })
   expect(installed.peerDependenciesMeta).toEqual({ '@ai-sdk/openai-compatible': { optional: true }, '@opentelemetry/api': { optional: true }, '@statelyai/inspect': { optional: true }, pg: { optional: true } })
   expect(installed.peerDependencies.ai).toBe('^6.0.0 || ^7.0.0')
-  expect(Object.keys(installed.dependencies).sort()).toEqual(['better-sqlite3', 'kysely', 'xstate'])
+  expect(Object.keys(installed.dependencies).sort()).toEqual(['ajv', 'better-sqlite3', 'kysely', 'xstate'])
   // One copy of `ai`: the app's.
   const copies = run('npm', ['ls', 'ai', '--all', '--parseable'], app).trim().split('\n').filter(Boolean)
   expect(copies).toEqual([path.join(app, 'node_modules/ai')])

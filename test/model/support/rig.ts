@@ -27,7 +27,11 @@ export type ToolBehaviour =
   | 'throw'
   /** Waits until its abort signal fires (abort, turn failure). */
   | 'block'
-  /** Throws an Error whose `message` getter throws: the only way to make `runTools` itself reject. */
+  /**
+   * The tool definition's turnchart options cannot be read (its getter throws an Error whose
+   * `message` getter throws): the only way left to make `runTools` itself reject, since
+   * whatever `execute` throws becomes the tool's error part.
+   */
   | 'hostile'
 
 export const storageFailureMessage = 'model test: simulated storage failure'
@@ -95,15 +99,25 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
       toolCalls += 1
       const behaviour = queue.shift() ?? 'ok'
       if (behaviour === 'throw') throw new Error(`work ${n} failed`)
-      if (behaviour === 'hostile') throw hostileError()
       if (behaviour === 'block') await sleep(60_000, abortSignal!)
       return { done: n }
+    },
+  })
+  const toolOptionsKey = Symbol.for('turnchart.toolOptions')
+  const hostileWork = new Proxy(work, {
+    get(target, key, receiver) {
+      if (key === toolOptionsKey && queue[0] === 'hostile') {
+        queue.shift()
+        toolCalls += 1
+        throw hostileError()
+      }
+      return Reflect.get(target, key, receiver)
     },
   })
   const engine = await createEngine({
     database: dbPath,
     model: modelFor(server),
-    tools: { work },
+    tools: { work: hostileWork },
     ...rigDefaults,
     ...options,
   })
