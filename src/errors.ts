@@ -195,6 +195,22 @@ export class StorageError extends TurnchartError {
   static isInstance = isNamed<StorageError>('StorageError')
 }
 
+/**
+ * A database that does not hold turnchart's tables (or holds them at a schema version this
+ * turnchart cannot read without migrating). Raised by the read-only CLI, which never migrates.
+ */
+export class NotATurnchartDatabaseError extends TurnchartError {
+  readonly name = 'NotATurnchartDatabaseError'
+  readonly database: string
+  readonly reason: string
+  constructor(database: string, reason: string) {
+    super(`${database} is not a turnchart database: ${reason}`)
+    this.database = database
+    this.reason = reason
+  }
+  static isInstance = isNamed<NotATurnchartDatabaseError>('NotATurnchartDatabaseError')
+}
+
 /** Turns any thrown value into the stored `{ name, message, ...fields }` form. */
 export function serializeError(error: unknown): SerializedError {
   if (TurnchartError.isTurnchartError(error)) return error.toJSON()

@@ -1,9 +1,10 @@
 /**
  * What every command shares: where it writes, colours (only on a terminal, never with
- * NO_COLOR), opening an existing database, and one-line renderings of parts and transitions.
+ * NO_COLOR), opening an existing database read-only, and one-line renderings of parts and transitions.
  */
 import fs from 'node:fs'
-import { createEngine, type Engine } from '../engine'
+import { isPostgresUrl } from '../store/open-database'
+import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
 import type { Part, TransitionRecord } from '../types'
 import { shortEvent } from '../chart/chart-edges'
 
@@ -35,12 +36,25 @@ export function colors(io: CliIO): Colors {
 }
 
 /**
- * Opens an existing turnchart database for reading. The model is never called, so a
- * placeholder id is enough. A missing file is an error, not a new empty database.
+ * Opens an existing turnchart database for reading only: no migration, no recovery, no write
+ * (see `openReadOnlyStore`). A missing file is an error, never a new empty database; a
+ * database without turnchart's tables is refused with `NotATurnchartDatabaseError`.
  */
-export async function openExisting(database: string): Promise<Engine> {
-  if (!fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
-  return createEngine({ database, model: 'turnchart-cli-read-only' })
+export async function openForReading(database: string): Promise<ReadOnlyStore> {
+  const postgres = isPostgresUrl(database)
+  if (!postgres && !fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
+  return openReadOnlyStore(database, postgres ? redactUrl(database) : database)
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')
+  }
 }
 
 export function truncate(text: string, max = 120): string {

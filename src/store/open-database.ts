@@ -72,6 +72,24 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
 }
 
 /**
+ * Opens an existing database for reading only: a SQLite file with `readonly: true` (never
+ * created, no pragma that writes, so the file stays byte-for-byte the same), or a PostgreSQL
+ * URL whose connections start with `default_transaction_read_only=on`. Used by the CLI's
+ * read commands; it neither migrates nor recovers.
+ *
+ * @example
+ * const { db, close } = openDatabaseReadOnly('./agent.db')
+ */
+export function openDatabaseReadOnly(value: string): OpenedDatabase {
+  if (typeof value !== 'string' || value.length === 0 || value === ':memory:') throw new InvalidOptionError('database', value, 'a SQLite file path or a postgres:// URL')
+  if (isPostgresUrl(value)) return openPostgres(value, { readOnly: true })
+  const handle = new Database(value, { readonly: true, fileMustExist: true })
+  handle.pragma('busy_timeout = 5000')
+  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
+  return { db, dialect: 'sqlite', close: () => db.destroy() }
+}
+
+/**
  * In WAL mode SQLite does not notice its file being deleted or replaced under an open
  * connection: it goes on writing to the unlinked inode, and everything is lost at close. The
  * guard compares the path's inode with the one opened, before each transaction.
@@ -134,7 +152,7 @@ export const pgLoader = {
 
 const schemaName = /^[a-z_][a-z0-9_]{0,62}$/
 
-function openPostgres(value: string): OpenedDatabase {
+function openPostgres(value: string, mode: { readOnly?: boolean } = {}): OpenedDatabase {
   let url: URL
   try {
     url = new URL(value)
@@ -152,6 +170,11 @@ function openPostgres(value: string): OpenedDatabase {
     // Applied at connection start-up, so no query runs before it; `pg` takes `options` from the URL.
     const options = url.searchParams.get('options')
     url.searchParams.set('options', `${options ? options + ' ' : ''}-c search_path=${schema}`)
+  }
+  if (mode.readOnly) {
+    // Every transaction of every connection read-only, whatever the caller runs.
+    const options = url.searchParams.get('options')
+    url.searchParams.set('options', `${options ? options + ' ' : ''}-c default_transaction_read_only=on`)
   }
   let max = 10
   if (poolMax !== null) {
