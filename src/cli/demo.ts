@@ -11,7 +11,6 @@ import fs from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { tool, type LanguageModel } from 'ai'
 import { z } from 'zod'
 import { createEngine, type Engine } from '../engine'
@@ -234,6 +233,20 @@ function waitForEnter(io: CliIO, prompt: string): Promise<void> {
   })
 }
 
+/**
+ * The demo's provider, `@ai-sdk/openai-compatible`, is an optional peer dependency (an app
+ * brings its own provider): loaded only here, with a message saying what to install.
+ */
+export function loadDemoProvider(): typeof import('@ai-sdk/openai-compatible').createOpenAICompatible {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return (require('@ai-sdk/openai-compatible') as typeof import('@ai-sdk/openai-compatible')).createOpenAICompatible
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error
+    throw new CliError('the demo needs the optional peer dependency @ai-sdk/openai-compatible: npm install @ai-sdk/openai-compatible@^2')
+  }
+}
+
 export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const { flags, values } = parseArgs(argv, { flags: ['inspect'], values: ['db', 'inspect-port'], positionals: 0 })
   const c = colors(io)
@@ -242,6 +255,7 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const real = io.env.TURNCHART_BASE_URL
   let server: ScriptedServer | undefined
   let model: LanguageModel
+  const createOpenAICompatible = loadDemoProvider()
   if (real) {
     if (!io.env.TURNCHART_MODEL) throw new CliError('TURNCHART_BASE_URL is set: set TURNCHART_MODEL too (and TURNCHART_API_KEY if the server needs one)')
     model = createOpenAICompatible({ name: 'turnchart-demo', baseURL: real, apiKey: io.env.TURNCHART_API_KEY, includeUsage: true })(io.env.TURNCHART_MODEL)

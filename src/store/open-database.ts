@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import Database from 'better-sqlite3'
+import type BetterSqlite3 from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../errors'
 import type { TurnchartDatabase } from './schema'
@@ -55,6 +55,7 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
         throw new InvalidOptionError('database', value, `a file path in an existing folder (${dir} does not exist)`)
       }
     }
+    const Database = loadSqliteDriver(value)
     const handle = new Database(value)
     // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
     handle.pragma('page_size = 16384')
@@ -71,6 +72,33 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
   throw new InvalidOptionError('database', value, expected)
 }
 
+/** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
+export const sqliteLoader = {
+  load(): typeof BetterSqlite3 {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('better-sqlite3') as typeof BetterSqlite3
+  },
+}
+
+/**
+ * better-sqlite3 is an optional dependency (installed by default; a PostgreSQL-only app may
+ * omit it, and a failed native build does not fail the app's install): missing, it is an
+ * option error that says what to install.
+ */
+function loadSqliteDriver(value: string): typeof BetterSqlite3 {
+  try {
+    return sqliteLoader.load()
+  } catch (error) {
+    const code = (error as { code?: string }).code
+    if (code !== 'MODULE_NOT_FOUND' && !/bindings|better_sqlite3\.node/.test(String((error as Error).message))) throw error
+    throw new InvalidOptionError(
+      'database',
+      value,
+      'a SQLite path with the optional dependency `better-sqlite3` installed and built (run `npm install better-sqlite3`), or a postgres:// URL',
+    )
+  }
+}
+
 /**
  * Opens an existing database for reading only: a SQLite file with `readonly: true` (never
  * created, no pragma that writes, so the file stays byte-for-byte the same), or a PostgreSQL
@@ -83,6 +111,7 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
 export function openDatabaseReadOnly(value: string): OpenedDatabase {
   if (typeof value !== 'string' || value.length === 0 || value === ':memory:') throw new InvalidOptionError('database', value, 'a SQLite file path or a postgres:// URL')
   if (isPostgresUrl(value)) return openPostgres(value, { readOnly: true })
+  const Database = loadSqliteDriver(value)
   const handle = new Database(value, { readonly: true, fileMustExist: true })
   handle.pragma('busy_timeout = 5000')
   const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
