@@ -66,7 +66,10 @@ beforeAll(async () => {
   clone = path.join(work, 'clone')
   run('git', ['clone', '--quiet', '--no-hardlinks', root, clone], work)
   fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'), 'dir')
-  const packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', work], clone, 300_000))
+  // stdout holds the prepack build's output, then npm's JSON.
+  const out = run('npm', ['pack', '--json', '--pack-destination', work], clone, 300_000)
+  expect(out).toContain('built dist/cjs and dist/esm')
+  const packed = JSON.parse(out.slice(out.search(/^\[$/m)))
   tarball = path.join(work, packed[0].filename)
   files = packed[0].files.map((f: { path: string }) => f.path)
   ;[apps.esm, apps.cjs] = await Promise.all([makeApp('esm'), makeApp('cjs')])
