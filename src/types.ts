@@ -102,6 +102,10 @@ export interface MessageWithParts {
 export type SessionStatus =
   | { type: 'idle' }
   | { type: 'busy'; turnId: string; state: string }
+  /**
+   * Waiting to retry: `attempt` is the attempt that failed, numbered as on parts (the first
+   * request of a step is attempt 1), so the next request is `attempt + 1`, at time `next`.
+   */
   | { type: 'retry'; turnId: string; attempt: number; message: string; next: number }
 
 export type TurnOutcome = 'completed' | 'aborted' | 'failed'

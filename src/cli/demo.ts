@@ -18,6 +18,7 @@ import type { EngineOptions } from '../config'
 import type { TurnchartEvent } from '../bus'
 import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
 import { parseArgs, UsageError } from './args'
+import { onTerminationSignals } from './signals'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
 
 /** The three prompts of the demo session (the same against a real model). */
@@ -110,8 +111,10 @@ export function createPrinter(io: CliIO, c: Colors) {
     atLineStart = text.endsWith('\n')
   }
   const line = (text: string) => write(`${atLineStart ? '' : '\n'}${text}\n`)
+  let retrying = false
   const stopRetryLine = () => {
-    if (!retryTimer) return
+    if (!retrying) return
+    retrying = false
     clearInterval(retryTimer)
     retryTimer = undefined
     if (io.stdout.isTTY) {
@@ -161,16 +164,19 @@ export function createPrinter(io: CliIO, c: Colors) {
       case 'session.status':
         if (event.status.type === 'retry') {
           const { attempt, message, next } = event.status
+          // `attempt` is the attempt that failed, numbered as on parts (the first is 1).
           const show = () => {
             const left = Math.max(0, next - Date.now()) / 1000
-            const text = c.yellow(`  ⏳ ${truncate(message, 60)}: attempt ${attempt + 1} in ${left.toFixed(1)} s`)
+            const text = c.yellow(`  ⏳ attempt ${attempt} failed (${truncate(message, 60)}): attempt ${attempt + 1} in ${left.toFixed(1)} s`)
             if (io.stdout.isTTY) write(`\r\x1b[2K${text}`)
             else line(text)
           }
           if (!atLineStart) write('\n')
           show()
           clearInterval(retryTimer)
-          retryTimer = setInterval(show, io.stdout.isTTY ? 100 : 500)
+          retrying = true
+          // A live countdown on a terminal; elsewhere (a log, a pipe) one line per attempt.
+          retryTimer = io.stdout.isTTY ? setInterval(show, 100) : undefined
         } else stopRetryLine()
         break
       case 'session.error':
@@ -267,6 +273,13 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   let inspector: Awaited<ReturnType<typeof startInspector>> | undefined
   let engine: Engine | undefined
   const printer = createPrinter(io, c)
+  // Ctrl-C or a SIGTERM closes the engine (its turns end cleanly or stay resumable) before exiting.
+  const signals = onTerminationSignals(async () => {
+    printer.close()
+    await engine?.close()
+    await server?.close()
+    await inspector?.stop()
+  }, (text) => io.stderr.write(text))
   try {
     if (flags.has('inspect')) {
       const port = values.has('inspect-port') ? Number(values.get('inspect-port')) : await freePort(8080)
@@ -328,6 +341,7 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     if (inspector) await waitForEnter(io, 'Press Enter to stop the inspector… ')
     return 0
   } finally {
+    signals.dispose()
     printer.close()
     await engine?.close()
     await server?.close()

@@ -32,7 +32,7 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
   expect(out).toMatch(/✓ list → \[.*"README\.md"/)
   // the 429, its progress line, the retry
   expect(out).toContain('streaming → retry-waiting  step.failed')
-  expect(out).toMatch(/⏳ Rate limit reached.*: attempt 2 in \d\.\d s/)
+  expect(out).toMatch(/⏳ attempt 1 failed \(Rate limit reached.*\): attempt 2 in \d\.\d s/)
   expect(out).toContain('retry-waiting → streaming  after(retryDelay)')
   // the overflow and its compaction
   expect(out).toContain('streaming → compacting  step.failed')
