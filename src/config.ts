@@ -37,8 +37,8 @@ export interface ToolExecutionOptions {
 export interface EngineOptions {
   /** SQLite file path, ':memory:' (default), or a Kysely instance. */
   database?: DatabaseOption
-  /** Any AI SDK language model (any provider). */
-  model: LanguageModel
+  /** An AI SDK language model object from any provider (a model id string is refused). */
+  model: Exclude<LanguageModel, string>
   /** Token limits of the model; without them overflow is detected only from provider errors. */
   limits?: ModelLimits
   /** AI SDK `tool()` definitions with `execute`. */
@@ -144,8 +144,16 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   }
   const model = options.model
   const isModelObject = typeof model === 'object' && model !== null && typeof (model as { doStream?: unknown }).doStream === 'function'
-  if (!isModelObject && (typeof model !== 'string' || model.length === 0)) {
-    throw new InvalidOptionError('model', model, 'an AI SDK language model (an object with doStream) or a model id string')
+  if (!isModelObject) {
+    // A bare id string would make the AI SDK resolve it through its hosted gateway (a provider
+    // the app did not choose, failing later with an authentication error): refuse it here.
+    throw new InvalidOptionError(
+      'model',
+      model,
+      typeof model === 'string'
+        ? "a language model object from a provider (e.g. createOpenAICompatible({ ... })('" + model + "')), not a model id string"
+        : 'an AI SDK language model (an object with doStream)',
+    )
   }
 
   let limits: ModelLimits | undefined

@@ -4,7 +4,8 @@
  */
 import { Bus, type Listener } from './bus'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
-import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError } from './errors'
+import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError, TurnNotFoundError } from './errors'
+import { engineCalls } from './engine-calls'
 import { newId } from './ids'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
@@ -18,7 +19,7 @@ import type { MessageWithParts, SessionInfo, SessionStatus, TransitionRecord, Tu
 export interface Engine {
   /** Creates a session (a conversation). */
   createSession(options?: { title?: string }): Promise<SessionInfo>
-  /** A session by id, or undefined. */
+  /** A session by id, or undefined when the database does not hold it (a lookup). */
   getSession(sessionId: string): Promise<SessionInfo | undefined>
   /** All sessions, oldest first. */
   listSessions(): Promise<SessionInfo[]>
@@ -40,13 +41,16 @@ export interface Engine {
   abort(sessionId: string): Promise<void>
   /** The running turn of a session, if any. */
   activeTurn(sessionId: string): Turn | undefined
-  /** What the session is doing now. */
+  /**
+   * What the session is doing now, from this engine's memory (synchronous, no database read):
+   * `idle` for any session this engine runs no turn of, whether or not the session exists.
+   */
   status(sessionId: string): SessionStatus
-  /** Messages with parts, in order, read from the database. */
+  /** Messages with parts, in order, read from the database. Throws `SessionNotFoundError` for an unknown session. */
   messages(sessionId: string): Promise<MessageWithParts[]>
-  /** The persisted transition log of a turn, in order. */
+  /** The persisted transition log of a turn, in order. Throws `TurnNotFoundError` for an unknown turn. */
   transitions(turnId: string): Promise<TransitionRecord[]>
-  /** The persisted record of a turn. */
+  /** The persisted record of a turn, or undefined when the database does not hold it (a lookup). */
   getTurn(turnId: string): Promise<TurnRecord | undefined>
   /** Receives every event; returns the function that unsubscribes. */
   subscribe(listener: Listener): () => void
@@ -60,7 +64,8 @@ export interface Engine {
   recover(): Promise<Turn[]>
   /**
    * The turn's state sequence rebuilt from its transition log with the chart's pure
-   * `transition()`. Throws `ReplayMismatchError` at a row the chart would not have taken.
+   * `transition()`. Throws `ReplayMismatchError` at a row the chart would not have taken,
+   * `TurnNotFoundError` for an unknown turn.
    */
   replay(turnId: string): Promise<ReplayStep[]>
   /** Deletes the transition logs of turns that ended before `olderThan` (a Date or ms); messages and parts stay. Returns the rows deleted. */
@@ -121,6 +126,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const requireOpen = (operation: string) => {
     if (closed) throw new EngineClosedError(operation)
   }
+  // Database work of the methods below: EngineClosedError after close, StorageError for the driver's errors.
+  const call = engineCalls(() => closed)
 
   const turnAwaitingApproval = async (turnId: string, callId: string): Promise<Turn> => {
     requireOpen('approve or deny a tool call')
@@ -144,11 +151,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       requireOpen('create a session')
       const now = Date.now()
       const session: SessionInfo = { id: newId('ses', now), title: sessionOptions.title ?? null, time: { created: now, updated: now } }
-      await repo.insertSession(session)
+      await call('create a session', () => repo.insertSession(session))
       return session
     },
-    getSession: (sessionId) => repo.getSession(sessionId),
-    listSessions: () => repo.listSessions(),
+    getSession: (sessionId) => call('get a session', () => repo.getSession(sessionId)),
+    listSessions: () => call('list sessions', () => repo.listSessions()),
     prompt(sessionId, text) {
       requireOpen('start a turn')
       if (typeof sessionId !== 'string' || sessionId.length === 0) throw new InvalidArgumentError('sessionId', sessionId, 'a session id')
@@ -158,20 +165,35 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       return track(startTurn(deps, sessionId, text))
     },
     async abort(sessionId) {
+      requireOpen('abort a turn')
       const turn = active.get(sessionId)
       if (!turn) return
       turn.abort()
       await turn.done.catch(() => undefined)
     },
-    activeTurn: (sessionId) => active.get(sessionId),
-    status: (sessionId) => statuses.get(sessionId) ?? { type: 'idle' },
-    async messages(sessionId) {
-      if (!(await repo.getSession(sessionId))) throw new SessionNotFoundError(sessionId)
-      return repo.messages(sessionId)
+    activeTurn(sessionId) {
+      requireOpen('get the active turn')
+      return active.get(sessionId)
     },
-    transitions: (turnId) => repo.transitions(turnId),
-    getTurn: (turnId) => repo.getTurn(turnId),
-    subscribe: (listener) => bus.subscribe(listener),
+    status(sessionId) {
+      requireOpen('get a session status')
+      return statuses.get(sessionId) ?? { type: 'idle' }
+    },
+    messages: (sessionId) =>
+      call('read messages', async () => {
+        if (!(await repo.getSession(sessionId))) throw new SessionNotFoundError(sessionId)
+        return repo.messages(sessionId)
+      }),
+    transitions: (turnId) =>
+      call('read transitions', async () => {
+        if (!(await repo.getTurn(turnId))) throw new TurnNotFoundError(turnId)
+        return repo.transitions(turnId)
+      }),
+    getTurn: (turnId) => call('get a turn', () => repo.getTurn(turnId)),
+    subscribe(listener) {
+      requireOpen('subscribe')
+      return bus.subscribe(listener)
+    },
     async recover() {
       requireOpen('recover turns')
       const running = new Set([...active.values()].map((t) => t.id))
@@ -184,15 +206,17 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async deny(turnId, callId, reason) {
       ;(await turnAwaitingApproval(turnId, callId)).deny(callId, reason)
     },
-    async replay(turnId) {
-      const input = (await repo.turnInput(turnId)) as TurnInput | undefined
-      if (!input) throw new InvalidArgumentError('turnId', turnId, 'the id of a stored turn')
-      return replayTransitions(input, await repo.transitions(turnId)).steps
-    },
+    replay: (turnId) =>
+      call('replay a turn', async () => {
+        const input = (await repo.turnInput(turnId)) as TurnInput | undefined
+        if (!input) throw new TurnNotFoundError(turnId)
+        return replayTransitions(input, await repo.transitions(turnId)).steps
+      }),
     async prune({ olderThan }) {
+      requireOpen('prune transition logs')
       const before = olderThan instanceof Date ? olderThan.getTime() : olderThan
       if (typeof before !== 'number' || !Number.isFinite(before)) throw new InvalidArgumentError('olderThan', olderThan, 'a Date or a time in ms')
-      return repo.deleteFinishedTransitions(before)
+      return call('prune transition logs', () => repo.deleteFinishedTransitions(before))
     },
     async close() {
       if (closed) return

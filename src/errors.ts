@@ -175,6 +175,17 @@ export class SessionNotFoundError extends TurnchartError {
   static isInstance = isNamed<SessionNotFoundError>('SessionNotFoundError')
 }
 
+/** A turn id that the database does not hold (`transitions`, `replay`). */
+export class TurnNotFoundError extends TurnchartError {
+  readonly name = 'TurnNotFoundError'
+  readonly turnId: string
+  constructor(turnId: string) {
+    super(`turn ${JSON.stringify(turnId)} does not exist`)
+    this.turnId = turnId
+  }
+  static isInstance = isNamed<TurnNotFoundError>('TurnNotFoundError')
+}
+
 /** A call on an engine after `close()`. */
 export class EngineClosedError extends TurnchartError {
   readonly name = 'EngineClosedError'

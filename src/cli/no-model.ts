@@ -6,7 +6,7 @@
  */
 import type { LanguageModel } from 'ai'
 
-export function noModel(command: string): LanguageModel {
+export function noModel(command: string): Exclude<LanguageModel, string> {
   const refuse = async (): Promise<never> => {
     throw new Error(`turnchart ${command} does not call a model`)
   }
@@ -17,5 +17,5 @@ export function noModel(command: string): LanguageModel {
     supportedUrls: {},
     doGenerate: refuse,
     doStream: refuse,
-  } as LanguageModel
+  } as Exclude<LanguageModel, string>
 }

@@ -9,6 +9,7 @@ import type BetterSqlite3 from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../errors'
 import type { TurnchartDatabase } from './schema'
+import { shareConnection } from './shared-connections'
 
 export type DatabaseOption = string | Kysely<any>
 
@@ -49,27 +50,35 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
   if (typeof value === 'string') {
     if (value.length === 0) throw new InvalidOptionError('database', value, expected)
     if (isPostgresUrl(value)) return openPostgres(value)
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)
+    if (scheme) throw new InvalidOptionError('database', redact(value), `${expected} (the URL scheme ${scheme[1]}: is not supported)`)
     if (value !== ':memory:') {
       const dir = path.dirname(path.resolve(value))
       if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
         throw new InvalidOptionError('database', value, `a file path in an existing folder (${dir} does not exist)`)
       }
     }
-    const Database = loadSqliteDriver(value)
-    const handle = new Database(value)
-    // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
-    handle.pragma('page_size = 16384')
-    handle.pragma('journal_mode = WAL')
-    handle.pragma(`busy_timeout = ${sqlite.busyTimeoutMs ?? 5000}`)
-    handle.pragma('foreign_keys = ON')
-    handle.pragma('synchronous = NORMAL')
-    const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
-    return { db, dialect: 'sqlite', close: () => db.destroy(), ...(value === ':memory:' ? {} : { verify: fileGuard(value) }) }
+    if (value === ':memory:') return openSqlite(value, sqlite)
+    // Engines of one process on one file share its connection (see shared-connections.ts).
+    return shareConnection(value, () => openSqlite(value, sqlite))
   }
   if (isKysely(value)) {
     return { db: value as Kysely<TurnchartDatabase>, dialect: detectDialect(value), close: async () => {} }
   }
   throw new InvalidOptionError('database', value, expected)
+}
+
+function openSqlite(value: string, sqlite: SqliteOptions): OpenedDatabase {
+  const Database = loadSqliteDriver(value)
+  const handle = new Database(value)
+  // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
+  handle.pragma('page_size = 16384')
+  handle.pragma('journal_mode = WAL')
+  handle.pragma(`busy_timeout = ${sqlite.busyTimeoutMs ?? 5000}`)
+  handle.pragma('foreign_keys = ON')
+  handle.pragma('synchronous = NORMAL')
+  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
+  return { db, dialect: 'sqlite', close: () => db.destroy(), ...(value === ':memory:' ? {} : { verify: fileGuard(value) }) }
 }
 
 /** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
