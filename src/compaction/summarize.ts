@@ -9,6 +9,7 @@ import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
 import { classifyError } from '../policy/classify-error'
 import { planRetry } from '../policy/retry-delay'
+import { retryOptionsFor } from '../policy/connection-refused'
 import type { TurnScope } from '../turn/turn-scope'
 
 /**
@@ -56,7 +57,7 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
       })
     }
     if (classified.kind !== 'retryable') throw new CompactionFailedError(classified.error)
-    const plan = planRetry({ attempt: input.attempt, headers: classified.headers, waitedMs: input.waitedMs, options: scope.config.retry })
+    const plan = planRetry({ attempt: input.attempt, headers: classified.headers, waitedMs: input.waitedMs, options: retryOptionsFor(failure, scope.config.retry) })
     if (plan.action === 'retry') throw new CompactionFailedError(classified.error, plan.delayMs)
     throw new CompactionFailedError(new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error }).toJSON())
   }

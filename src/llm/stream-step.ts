@@ -13,6 +13,7 @@ import { newId } from '../ids'
 import { classifyError } from '../policy/classify-error'
 import { isUsageOverflow } from '../policy/overflow'
 import { planRetry } from '../policy/retry-delay'
+import { retryOptionsFor } from '../policy/connection-refused'
 import type { TurnScope } from '../turn/turn-scope'
 import type { MessageWithParts, Part, TextPart, Tokens, ToolPart } from '../types'
 import { startIdleTimer } from './idle-timer'
@@ -175,7 +176,7 @@ function failedEvent(scope: TurnScope, input: StreamStepInput, error: unknown): 
     attempt: input.attempt,
     headers: classified.headers,
     waitedMs: input.waitedMs,
-    options: scope.config.retry,
+    options: retryOptionsFor(error, scope.config.retry),
   })
   if (plan.action === 'retry') return { type: 'step.failed', error: classified.error, overflow: false, retryDelayMs: plan.delayMs }
   const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error })
