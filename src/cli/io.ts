@@ -6,7 +6,6 @@ import fs from 'node:fs'
 import { isPostgresUrl } from '../store/open-database'
 import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
 import type { Part, TransitionRecord } from '../types'
-import { shortEvent } from '../chart/chart-edges'
 
 export interface CliIO {
   stdout: NodeJS.WritableStream & { isTTY?: boolean }
@@ -70,9 +69,9 @@ export function json(value: unknown): string {
   }
 }
 
-/** `streaming → tool-running  step.finished` */
+/** `streaming → tool-running  step.finished`: the event as the log stores it. */
 export function formatTransition(t: Pick<TransitionRecord, 'from' | 'to' | 'event'>, c: Colors): string {
-  return `${c.cyan(`${t.from} → ${t.to}`)}  ${c.dim(shortEvent(t.event))}`
+  return `${c.cyan(`${t.from} → ${t.to}`)}  ${c.dim(t.event)}`
 }
 
 /** One or more lines for a stored part (used by `show`). */
