@@ -12,6 +12,7 @@ import { replayCommand } from './replay'
 import { sessionsCommand } from './sessions'
 import { showCommand } from './show'
 import { packageVersion } from './version'
+import { viewCommand } from './view'
 import { pruneCommand, recoverCommand } from './write-commands'
 
 export const usage = `usage: turnchart <command> [options]
@@ -29,6 +30,8 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
   show <db> <session> [--json]
                               a session's conversation: messages, parts, turns and states
   replay <db> <turn> [--json] a turn's transition timeline, replayed through the chart
+  view <db> [--port <n>]      serve an offline viewer on 127.0.0.1: sessions, conversations,
+                              each turn's path through the chart (live for running turns)
 
 writing (change the database):
   recover <db> [--json]       end as aborted the unfinished turns of processes that died
@@ -48,6 +51,7 @@ const commands: Record<string, (argv: string[], io: CliIO) => Promise<number>> =
   chart: chartCommand,
   recover: recoverCommand,
   prune: pruneCommand,
+  view: viewCommand,
 }
 
 /**

@@ -3,34 +3,10 @@
  * chart's pure `transition()` from the stored log (a log the chart would not have taken is
  * reported with the row where it disagrees). Read-only.
  */
-import type { TurnInput } from '../../machines/turn.types'
-import type { Repository } from '../store/repository'
-import { replayTransitions, type ReplayStep } from '../turn/replay'
-import type { TransitionRecord, TurnRecord } from '../types'
+import type { TransitionRecord } from '../types'
+import { replayTurn } from '../views/read-views'
 import { parseArgs } from './args'
 import { CliError, colors, formatTransition, json, openForReading, truncate, type CliIO } from './io'
-
-export interface TurnReplay {
-  turn: TurnRecord
-  transitions: TransitionRecord[]
-  /** The states the chart reaches from the log; absent when the log disagrees with the chart. */
-  steps?: ReplayStep[]
-  /** Why the log could not be replayed through the chart. */
-  mismatch?: string
-}
-
-/** A turn's record, its transition log and the chart's replay of it; undefined for an unknown turn. */
-export async function replayTurn(repo: Repository, turnId: string): Promise<TurnReplay | undefined> {
-  const turn = await repo.getTurn(turnId)
-  if (!turn) return undefined
-  const transitions = await repo.transitions(turnId)
-  const input = (await repo.turnInput(turnId)) as TurnInput
-  try {
-    return { turn, transitions, steps: replayTransitions(input, transitions).steps }
-  } catch (error) {
-    return { turn, transitions, mismatch: error instanceof Error ? error.message : String(error) }
-  }
-}
 
 export async function replayCommand(argv: string[], io: CliIO): Promise<number> {
   const { positionals, flags } = parseArgs(argv, { flags: ['json'], positionals: ['db', 'turn'] })

@@ -2,31 +2,9 @@
  * `turnchart sessions <db> [--json]`: the sessions of a database, oldest first, with their
  * turns. Read-only: the database is neither migrated nor recovered.
  */
-import type { Repository } from '../store/repository'
-import type { SessionInfo } from '../types'
+import { summarizeSessions } from '../views/read-views'
 import { parseArgs } from './args'
 import { colors, openForReading, type CliIO } from './io'
-
-export interface SessionSummary extends SessionInfo {
-  messages: number
-  turns: Array<{ id: string; state: string; outcome: string | null }>
-}
-
-/** Each session with its message count and its turns (state and outcome), oldest first. */
-export async function summarizeSessions(repo: Repository): Promise<SessionSummary[]> {
-  const out: SessionSummary[] = []
-  for (const session of await repo.listSessions()) {
-    const messages = await repo.messages(session.id)
-    const turnIds = [...new Set(messages.map((m) => m.info.turnId).filter((id): id is string => Boolean(id)))]
-    const turns = []
-    for (const id of turnIds) {
-      const turn = await repo.getTurn(id)
-      turns.push({ id, state: turn?.state ?? 'unknown', outcome: turn?.outcome ?? null })
-    }
-    out.push({ ...session, messages: messages.length, turns })
-  }
-  return out
-}
 
 export async function sessionsCommand(argv: string[], io: CliIO): Promise<number> {
   const { positionals, flags } = parseArgs(argv, { flags: ['json'], positionals: ['db'] })

@@ -2,29 +2,9 @@
  * `turnchart show <db> <session> [--json]`: the conversation, message by message with its
  * parts, and for each turn its outcome and the states it went through. Read-only.
  */
-import type { Repository } from '../store/repository'
-import type { MessageWithParts, SessionInfo, TransitionRecord, TurnRecord } from '../types'
+import { viewSession } from '../views/read-views'
 import { parseArgs } from './args'
 import { CliError, colors, formatPart, openForReading, type CliIO } from './io'
-
-export interface SessionView {
-  session: SessionInfo
-  messages: MessageWithParts[]
-  turns: Array<TurnRecord & { transitions: TransitionRecord[] }>
-}
-
-/** A session's messages and its turns with their transition logs; undefined for an unknown session. */
-export async function viewSession(repo: Repository, sessionId: string): Promise<SessionView | undefined> {
-  const session = await repo.getSession(sessionId)
-  if (!session) return undefined
-  const messages = await repo.messages(sessionId)
-  const turns: SessionView['turns'] = []
-  for (const id of new Set(messages.map((m) => m.info.turnId).filter((id): id is string => Boolean(id)))) {
-    const turn = await repo.getTurn(id)
-    if (turn) turns.push({ ...turn, transitions: await repo.transitions(id) })
-  }
-  return { session, messages, turns }
-}
 
 export async function showCommand(argv: string[], io: CliIO): Promise<number> {
   const { positionals, flags } = parseArgs(argv, { flags: ['json'], positionals: ['db', 'session'] })

@@ -95,6 +95,7 @@ test('npm pack in a fresh clone builds (prepack): the tarball holds both entries
       'dist/cjs/src/testing/index.js',
       'dist/cjs/src/testing/index.d.ts',
       'dist/cjs/src/cli/main.js',
+      'dist/cjs/src/viewer/viewer-page.html',
       'dist/cjs/machines/turn.machine.js',
       'docs/architecture.md',
     ]),
