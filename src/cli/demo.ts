@@ -19,6 +19,7 @@ import type { TurnchartEvent } from '../bus'
 import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
 import { parseArgs, UsageError } from './args'
 import { onTerminationSignals } from './signals'
+import { inspectorUiUrl, startInspectorRelay } from './inspector-relay'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
 
 /** The three prompts of the demo session (the same against a real model). */
@@ -204,27 +205,39 @@ async function freePort(preferred: number): Promise<number> {
 // A real dynamic import: @statelyai/inspect is ESM only and this file compiles to CommonJS.
 const importEsm = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<any>
 
-async function startInspector(io: CliIO, port: number) {
+async function startInspector(port: number) {
   let inspectModule: any
-  let serverModule: any
   try {
     inspectModule = await importEsm('@statelyai/inspect')
-    serverModule = await importEsm('@statelyai/inspect/server')
   } catch {
     throw new CliError('--inspect needs the optional peer dependency @statelyai/inspect: npm install -D @statelyai/inspect')
   }
-  const server = serverModule.createInspectorServer({ port, autoOpen: false })
-  const inspector = inspectModule.createWebSocketInspector({ url: `ws://localhost:${port}` })
+  const relay = await startInspectorRelay(port)
+  const inspector = inspectModule.createWebSocketInspector({ url: `ws://127.0.0.1:${relay.port}` })
   return {
     inspect: inspector.inspect as EngineOptions['inspect'],
-    url: `http://localhost:${port}`,
+    url: relay.url,
+    port: relay.port,
     /** Lets the last events leave (forwarding is deferred), then closes both ends. */
     async stop() {
       await new Promise((resolve) => setTimeout(resolve, 250))
       inspector.stop()
-      server.stop()
+      await relay.stop()
     },
   }
+}
+
+/** Resolves at the first SIGINT or SIGTERM (the inspector keeps serving until then). */
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop)
+      process.off('SIGTERM', stop)
+      resolve()
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
 }
 
 function waitForEnter(io: CliIO, prompt: string): Promise<void> {
@@ -284,9 +297,9 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     if (flags.has('inspect')) {
       const port = values.has('inspect-port') ? Number(values.get('inspect-port')) : await freePort(8080)
       if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new UsageError(`--inspect-port must be a port number, not ${values.get('inspect-port')}`)
-      inspector = await startInspector(io, port)
-      printer.line(c.bold(`Stately inspector: open ${inspector.url} in a browser (the inspector UI loads from stately.ai)`))
-      printer.line(c.dim(`  WebSocket: ws://localhost:${port}`))
+      inspector = await startInspector(port)
+      printer.line(c.bold(`Stately inspector: open ${inspector.url} in a browser (127.0.0.1 only)`))
+      printer.line(c.dim(`  online: that page embeds Stately's inspector UI from ${inspectorUiUrl}; the events stay on this machine (WebSocket ws://127.0.0.1:${inspector.port})`))
       await waitForEnter(io, 'Press Enter to start the demo… ')
     }
     printer.line(c.bold(real ? `turnchart demo against ${real} (model ${io.env.TURNCHART_MODEL})` : 'turnchart demo: a scripted OpenAI-compatible server on loopback (no API key needed)'))
@@ -338,7 +351,12 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     printer.line(`  turnchart sessions ${database}`)
     printer.line(`  turnchart show ${database} ${session.id}`)
     for (const id of turnIds) printer.line(`  turnchart replay ${database} ${id}`)
-    if (inspector) await waitForEnter(io, 'Press Enter to stop the inspector… ')
+    if (inspector) {
+      // Keep serving the inspector (with or without a terminal) until Ctrl-C or SIGTERM.
+      signals.dispose()
+      printer.line(c.bold(`The inspector is still serving ${inspector.url}: Ctrl-C stops it.`))
+      await waitForSignal()
+    }
     return 0
   } finally {
     signals.dispose()
