@@ -24,3 +24,14 @@ export function engineCalls(isClosed: () => boolean) {
     }
   }
 }
+
+/**
+ * `error` as turnchart reports it: a turnchart error as is, anything else (the driver's) as a
+ * `StorageError` of `operation` with the original as `cause`.
+ *
+ * @example
+ * throw asStorageError('open the database', error)
+ */
+export function asStorageError(operation: string, error: unknown): Error {
+  return TurnchartError.isTurnchartError(error) ? error : new StorageError(operation, error)
+}

@@ -5,7 +5,7 @@
 import { Bus, type Listener } from './bus'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
 import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError, TurnNotFoundError } from './errors'
-import { engineCalls } from './engine-calls'
+import { asStorageError, engineCalls } from './engine-calls'
 import { newId } from './ids'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
@@ -86,12 +86,17 @@ export interface Engine {
  */
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
-  const opened: OpenedDatabase = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs })
+  let opened: OpenedDatabase
+  try {
+    opened = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs })
+  } catch (error) {
+    throw asStorageError('open the database', error)
+  }
   try {
     await migrate(opened.db, opened.dialect)
   } catch (error) {
     await opened.close()
-    throw error
+    throw asStorageError('migrate the database', error)
   }
   const repo = new Repository(opened.db, opened.verify)
   const bus = new Bus(config.onSubscriberError)

@@ -124,3 +124,20 @@ sqliteOnly('two engines of one process on one SQLite file share its connection: 
     await second.close()
   }
 })
+
+sqliteOnly('createEngine on a file that is not a database: StorageError with the driver error as cause', async () => {
+  const fs = require('node:fs')
+  const path = require('node:path')
+  const os = require('node:os')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-notdb-'))
+  const file = path.join(dir, 'notes.db')
+  fs.writeFileSync(file, 'plain text, not SQLite '.repeat(200))
+  try {
+    const error = await createEngine({ database: file, model: { doStream: async () => ({}) } as never }).catch((e: unknown) => e)
+    expect(StorageError.isInstance(error)).toBe(true)
+    expect(error).toMatchObject({ operation: expect.stringMatching(/database/) })
+    expect(String((error as { cause: Error }).cause.message)).toMatch(/not a database/)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
