@@ -5,15 +5,8 @@
  */
 import { NotATurnchartDatabaseError } from '../errors'
 import { UsageError } from './args'
-import { chartCommand } from './chart'
-import { demoCommand } from './demo'
 import { CliError, type CliIO } from './io'
-import { replayCommand } from './replay'
-import { sessionsCommand } from './sessions'
-import { showCommand } from './show'
 import { packageVersion } from './version'
-import { viewCommand } from './view'
-import { pruneCommand, recoverCommand } from './write-commands'
 
 export const usage = `usage: turnchart <command> [options]
 
@@ -43,15 +36,18 @@ writing (change the database):
 TURNCHART_DEBUG=1 prints stack traces.
 `
 
-const commands: Record<string, (argv: string[], io: CliIO) => Promise<number>> = {
-  demo: demoCommand,
-  sessions: sessionsCommand,
-  show: showCommand,
-  replay: replayCommand,
-  chart: chartCommand,
-  recover: recoverCommand,
-  prune: pruneCommand,
-  view: viewCommand,
+type Command = (argv: string[], io: CliIO) => Promise<number>
+
+// Each command's module is loaded when it runs: `turnchart show` need not load the AI SDK.
+const commands: Record<string, () => Promise<Command>> = {
+  demo: async () => (await import('./demo')).demoCommand,
+  sessions: async () => (await import('./sessions')).sessionsCommand,
+  show: async () => (await import('./show')).showCommand,
+  replay: async () => (await import('./replay')).replayCommand,
+  chart: async () => (await import('./chart')).chartCommand,
+  recover: async () => (await import('./write-commands')).recoverCommand,
+  prune: async () => (await import('./write-commands')).pruneCommand,
+  view: async () => (await import('./view')).viewCommand,
 }
 
 /**
@@ -70,10 +66,10 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     io.stdout.write(`${packageVersion()}\n`)
     return 0
   }
-  const command = name === undefined ? undefined : commands[name]
+  const load = name !== undefined && Object.hasOwn(commands, name) ? commands[name] : undefined
   try {
-    if (!command) throw new UsageError(name === undefined ? 'missing command' : `unknown command ${name}`)
-    return await command(rest, io)
+    if (!load) throw new UsageError(name === undefined ? 'missing command' : `unknown command ${name}`)
+    return await (await load())(rest, io)
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`turnchart: ${error.message}\n\n${usage}`)
