@@ -122,3 +122,32 @@ withBrowser('a running turn is shown live: its current state marked, the page po
   expect(turnSection).toMatch(/running \(streaming\)/)
   expect(turnSection).toMatch(/<g class="state visited current" data-state="streaming"/)
 })
+
+test('turnchart view <db>: prints its 127.0.0.1 URL, serves the API, and stops on SIGTERM (exit 0)', async () => {
+  const { spawn } = require('node:child_process') as typeof import('node:child_process')
+  const tsNode = require.resolve('ts-node/dist/bin.js', { paths: [root] })
+  const child = spawn(process.execPath, [tsNode, '--transpile-only', path.join(root, 'src/cli/main.ts'), 'view', dbPath], {
+    cwd: root,
+    env: { ...process.env, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk) => {
+        stdout += chunk
+        const match = /open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(stdout)
+        if (match) resolve(match[1])
+      })
+      child.on('exit', () => reject(new Error(`view exited early: ${stdout}`)))
+    })
+    const sessions = (await (await fetch(`${url}api/sessions`)).json()) as Array<{ id: string }>
+    expect(sessions.map((s) => s.id)).toEqual([ids.done, ids.live])
+    expect((await fetch(url)).headers.get('content-type')).toContain('text/html')
+    child.kill('SIGTERM')
+    expect(await exited).toBe(0)
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  }
+})
