@@ -186,7 +186,11 @@ export const turnMachine = setup({
   },
   states: {
     idle: {
-      on: { 'turn.start': { target: 'streaming', actions: 'startFirstStep' } },
+      on: {
+        'turn.start': { target: 'streaming', actions: 'startFirstStep' },
+        // The row that would start the turn could not be written: it fails before any effect.
+        'turn.fail': { target: 'failed', actions: 'rememberFailure' },
+      },
     },
     streaming: {
       invoke: {

@@ -13,6 +13,8 @@ export type TurnchartEvent =
   | { type: 'session.error'; sessionId: string; turnId: string; error: SerializedError }
   | { type: 'approval.requested'; sessionId: string; turnId: string; calls: Array<{ callId: string; tool: string; input: unknown }> }
   | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number }
+  /** This engine lost the turn to another engine (fencing): it stopped here; the other engine goes on. */
+  | { type: 'turn.lost'; sessionId: string; turnId: string; error: SerializedError }
 
 export type TurnchartEventType = TurnchartEvent['type']
 export type Listener = (event: TurnchartEvent) => void

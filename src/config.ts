@@ -11,6 +11,7 @@ import { InvalidOptionError } from './errors'
 import type { Pricing } from './llm/usage'
 import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop'
 import type { ModelLimits } from './policy/overflow'
+import { defaultFailurePolicies, type ErrorClassifier, type FailurePolicies, type RetryPolicy } from './policy/decide-failure'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
 
@@ -47,6 +48,16 @@ export interface EngineOptions {
   system?: string
   /** Retry policy; see `RetryOptions`. */
   retry?: Partial<RetryOptions>
+  /**
+   * Replaces turnchart's error classifier (which errors are retryable, an overflow, auth, or
+   * fatal). Default: `classifyError`, with its provider tables. Wrap it to add a rule.
+   */
+  errorClassifier?: ErrorClassifier
+  /**
+   * Replaces the retry policy (whether and how long to wait before another attempt). Default:
+   * `planRetry` with the `retry` options.
+   */
+  retryPolicy?: RetryPolicy
   compaction?: CompactionOptions
   toolExecution?: ToolExecutionOptions
   /** A stream silent for this long fails the step as retryable. Default 60000. */
@@ -86,6 +97,8 @@ export interface ResolvedConfig {
   tools: ToolSet
   system: string | undefined
   retry: RetryOptions
+  /** The error classifier and the retry policy every failed model request is decided by. */
+  failure: FailurePolicies
   compaction: { auto: boolean; reserved: number | undefined; maxPerTurn: number; prompt: string }
   toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }
   doomLoop: DoomLoopOptions
@@ -108,6 +121,7 @@ const knownOptions = new Set([
   'database', 'model', 'limits', 'tools', 'system', 'retry', 'compaction', 'toolExecution',
   'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing', 'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError',
   'recovery', 'leaseMs', 'doomLoop',
+  'errorClassifier', 'retryPolicy',
 ])
 
 function nonNegativeInteger(option: string, value: unknown, fallback: number, min = 0): number {
@@ -115,6 +129,11 @@ function nonNegativeInteger(option: string, value: unknown, fallback: number, mi
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
     throw new InvalidOptionError(option, value, min === 0 ? 'a non-negative integer' : `an integer >= ${min}`)
   }
+  return value
+}
+
+function functionOption<T>(option: string, value: T | undefined): T | undefined {
+  if (value !== undefined && typeof value !== 'function') throw new InvalidOptionError(option, value, 'a function')
   return value
 }
 
@@ -211,12 +230,18 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   }
   if (recovery.onOpen !== undefined && typeof recovery.onOpen !== 'boolean') throw new InvalidOptionError('recovery.onOpen', recovery.onOpen, 'a boolean')
 
+  const retry = validateRetryOptions(options.retry ?? {}, 'retry')
+  const defaults = defaultFailurePolicies(retry)
   return {
     model,
     limits,
     tools,
     system: options.system,
-    retry: validateRetryOptions(options.retry ?? {}, 'retry'),
+    retry,
+    failure: {
+      classify: functionOption('errorClassifier', options.errorClassifier) ?? defaults.classify,
+      retry: functionOption('retryPolicy', options.retryPolicy) ?? defaults.retry,
+    },
     compaction: {
       auto: (compaction.auto as boolean | undefined) ?? true,
       reserved: compaction.reserved === undefined ? undefined : nonNegativeInteger('compaction.reserved', compaction.reserved, 0),

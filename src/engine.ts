@@ -4,7 +4,7 @@
  */
 import { Bus, type Listener } from './bus'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
-import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError, TurnNotFoundError } from './errors'
+import { ApprovalNotPendingError, EngineClosedError, InvalidArgumentError, SessionBusyError, SessionNotFoundError, TurnNotFoundError, TurnOwnershipLostError } from './errors'
 import { asStorageError, engineCalls } from './engine-calls'
 import { newId } from './ids'
 import { migrate } from './store/migrations'
@@ -12,7 +12,7 @@ import { openDatabase, type OpenedDatabase } from './store/open-database'
 import { Repository } from './store/repository'
 import { recoverTurns, newOwnerId } from './turn/recover-turns'
 import { replayTransitions, type ReplayStep } from './turn/replay'
-import { startTurn, type Turn, type TurnDeps } from './turn/start-turn'
+import { startTurn, type RunningTurn, type Turn, type TurnDeps } from './turn/start-turn'
 import type { TurnInput } from '../machines/turn.types'
 import type { MessageWithParts, SessionInfo, SessionStatus, TransitionRecord, TurnRecord } from './types'
 
@@ -54,8 +54,13 @@ export interface Engine {
   getTurn(turnId: string): Promise<TurnRecord | undefined>
   /** Receives every event; returns the function that unsubscribes. */
   subscribe(listener: Listener): () => void
-  /** Aborts running turns, waits for their rows, and closes the database if turnchart opened it. */
-  close(): Promise<void>
+  /**
+   * Stops this engine: every running turn stops where it is, its pending writes land, and it
+   * stays open in the database (released, so the next engine on the database resumes it at
+   * once; a turn awaiting approval goes on waiting there). With `{ abortTurns: true }` the
+   * turns are aborted instead. Then closes the database if turnchart opened it.
+   */
+  close(options?: { abortTurns?: boolean }): Promise<void>
   /**
    * Finds unfinished turns left by a process that died (or whose lease ran out), claims them,
    * and resumes or ends each per `recovery.policy`. Runs on open unless `recovery.onOpen` is
@@ -88,7 +93,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
   let opened: OpenedDatabase
   try {
-    opened = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs })
+    opened = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
   } catch (error) {
     throw asStorageError('open the database', error)
   }
@@ -100,23 +105,29 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   }
   const repo = new Repository(opened.db, opened.verify)
   const bus = new Bus(config.onSubscriberError)
-  const active = new Map<string, Turn>()
+  const active = new Map<string, RunningTurn>()
   const statuses = new Map<string, SessionStatus>()
   let closed = false
   const owner = newOwnerId()
   // A turn is active from its start until it settles (its runtime calls onSettled before `done` settles).
-  const track = (turn: Turn) => {
+  const track = (turn: RunningTurn) => {
     active.set(turn.sessionId, turn)
     return turn
   }
-  const untrack = (turn: Turn) => {
+  const untrack = (turn: RunningTurn) => {
     if (active.get(turn.sessionId) === turn) active.delete(turn.sessionId)
   }
   const deps: TurnDeps = { config, repo, bus, owner, onSettled: untrack }
-  // Renew the leases of the turns this engine runs, so no other engine takes them over.
+  // Renew the leases of the turns this engine runs, so no other engine takes them over. A turn
+  // whose lease could not be renewed belongs to another engine now: it stops here.
   const renewal = setInterval(() => {
-    const ids = [...active.values()].map((t) => t.id)
-    repo.renewLeases(ids, owner, Date.now() + config.leaseMs).catch(() => undefined)
+    const turns = [...active.values()].filter((t) => t.begun)
+    repo.renewLeases(turns.map((t) => ({ id: t.id, epoch: t.fence.epoch })), owner, Date.now() + config.leaseMs).then(
+      (renewed) => {
+        for (const turn of turns) if (!renewed.has(turn.id) && turn.begun) turn.lose(new TurnOwnershipLostError(turn.id, owner, 'its lease could not be renewed'))
+      },
+      () => undefined, // the database is unreachable: the next renewal tries again
+    )
   }, Math.max(50, Math.floor(config.leaseMs / 3)))
   renewal.unref()
   // Takes over the turns of workers that died while this engine runs (set once `engine` exists).
@@ -223,19 +234,20 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       if (typeof before !== 'number' || !Number.isFinite(before)) throw new InvalidArgumentError('olderThan', olderThan, 'a Date or a time in ms')
       return call('prune transition logs', () => repo.deleteFinishedTransitions(before))
     },
-    async close() {
+    async close(closeOptions = {}) {
       if (closed) return
       closed = true
       clearInterval(renewal)
       clearInterval(sweep)
       const turns = [...active.values()]
-      for (const turn of turns) {
-        // A turn waiting for a human stays waiting, in the database, for the next engine.
-        if (turn.actor.getSnapshot().value === 'awaiting-approval') turn.detach()
-        else turn.abort('engine closed')
+      if (closeOptions.abortTurns) {
+        for (const turn of turns) turn.abort('engine closed')
+        await Promise.all(turns.map((turn) => turn.done.catch(() => undefined)))
+      } else {
+        // Each turn stays in the state its last committed row names (awaiting-approval included).
+        await Promise.all(turns.map((turn) => turn.detach()))
       }
-      await Promise.all(turns.map((turn) => turn.done.catch(() => undefined)))
-      await repo.releaseTurns(turns.map((t) => t.id), owner).catch(() => undefined)
+      await repo.releaseTurns(owner).catch(() => undefined)
       await opened.close()
     },
   }

@@ -222,6 +222,22 @@ export class NotATurnchartDatabaseError extends TurnchartError {
   static isInstance = isNamed<NotATurnchartDatabaseError>('NotATurnchartDatabaseError')
 }
 
+/**
+ * This engine no longer owns the turn: another engine took it over (its lease ran out while
+ * this one stalled) or it was released. The turn stops here at once and nothing more is written.
+ */
+export class TurnOwnershipLostError extends TurnchartError {
+  readonly name = 'TurnOwnershipLostError'
+  readonly turnId: string
+  readonly owner: string
+  constructor(turnId: string, owner: string, detail = 'another engine took it over') {
+    super(`this engine (${owner}) no longer owns turn ${turnId}: ${detail}`)
+    this.turnId = turnId
+    this.owner = owner
+  }
+  static isInstance = isNamed<TurnOwnershipLostError>('TurnOwnershipLostError')
+}
+
 /** Turns any thrown value into the stored `{ name, message, ...fields }` form. */
 export function serializeError(error: unknown): SerializedError {
   if (TurnchartError.isTurnchartError(error)) return error.toJSON()
@@ -304,4 +320,22 @@ export class ApprovalNotPendingError extends TurnchartError {
     this.callId = callId
   }
   static isInstance = isNamed<ApprovalNotPendingError>('ApprovalNotPendingError')
+}
+
+/** A log row the machine would not have taken: the log is corrupted or was edited. */
+export class ReplayMismatchError extends TurnchartError {
+  readonly name = 'ReplayMismatchError'
+  readonly turnId: string
+  readonly seq: number
+  readonly expected: string
+  readonly logged: string
+  constructor(input: { turnId: string; seq: number; expected: string; logged: string; detail: string }) {
+    super(`transition log of turn ${input.turnId} disagrees with the chart at seq ${input.seq}: ${input.detail}`)
+    this.turnId = input.turnId
+    this.seq = input.seq
+    this.expected = input.expected
+    this.logged = input.logged
+  }
+  static isInstance = (value: unknown): value is ReplayMismatchError =>
+    TurnchartError.isTurnchartError(value) && value.name === 'ReplayMismatchError'
 }

@@ -138,8 +138,6 @@ export interface TurnRecord {
   /** The engine that runs the turn, and until when its lease holds (ms). */
   owner?: string | null
   leaseUntil?: number | null
-}
-
-export function emptyTokens(): Tokens {
-  return { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }
+  /** Fencing token: incremented each time an engine claims the turn. */
+  epoch?: number
 }

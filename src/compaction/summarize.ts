@@ -4,12 +4,10 @@
  * summary from then on.
  */
 import type { CompactInput } from '../../machines/turn.machine'
-import { CompactionFailedError, ContextOverflowError, RetriesExhaustedError } from '../errors'
+import { CompactionFailedError, ContextOverflowError } from '../errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
-import { classifyError } from '../policy/classify-error'
-import { planRetry } from '../policy/retry-delay'
-import { retryOptionsFor } from '../policy/connection-refused'
+import { decideFailure } from '../policy/decide-failure'
 import type { TurnScope } from '../turn/turn-scope'
 
 /**
@@ -49,17 +47,18 @@ export async function summarize(scope: TurnScope, input: Pick<CompactInput, 'att
   if (signal.aborted) throw signal.reason
   if (idle.signal.aborted) failure = idle.signal.reason
   if (failure !== undefined) {
-    const classified = classifyError(failure)
-    if (classified.kind === 'overflow') {
+    const decision = decideFailure(failure, input, scope.config.failure)
+    if (decision.kind === 'overflow') {
       throw new ContextOverflowError({
         reason: 'summary-overflow',
-        message: `the summary request itself overflowed the context: ${classified.error.message}`,
+        message: `the summary request itself overflowed the context: ${decision.error.message}`,
       })
     }
-    if (classified.kind !== 'retryable') throw new CompactionFailedError(classified.error)
-    const plan = planRetry({ attempt: input.attempt, headers: classified.headers, waitedMs: input.waitedMs, options: retryOptionsFor(failure, scope.config.retry) })
-    if (plan.action === 'retry') throw new CompactionFailedError(classified.error, plan.delayMs)
-    throw new CompactionFailedError(new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error }).toJSON())
+    throw new CompactionFailedError(decision.error, decision.kind === 'retry' ? decision.delayMs : undefined)
+  }
+  // An answer without text would replace the whole history with nothing: the compaction failed.
+  if (text.trim() === '') {
+    throw new CompactionFailedError({ name: 'EmptySummaryError', message: 'the summary answer had no text; the history is kept as it was' })
   }
   scope.addSummary(text.trim(), true)
 }

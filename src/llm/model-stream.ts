@@ -8,6 +8,7 @@
  * `streamText(...).fullStream`, mapped to the same events, so stream-step and compaction keep one
  * loop whatever the model is.
  */
+import { untilAborted } from './idle-timer'
 import { asSchema, NoOutputGeneratedError, parsePartialJson, streamText, tool as declareTool, type LanguageModel, type LanguageModelUsage, type ModelMessage, type ToolSet } from 'ai'
 import { asLanguageModelUsage, convertToLanguageModelPrompt, prepareToolsAndToolChoice } from 'ai/internal'
 
@@ -158,13 +159,11 @@ async function* directStream(model: ModelV3, request: ModelStreamRequest): Async
       }))(),
     tools ? prepared(tools).call : Promise.resolve({ tools: undefined, toolChoice: undefined }),
   ])
-  const { stream, response } = await model.doStream({
-    prompt,
-    tools: call.tools,
-    toolChoice: call.toolChoice,
-    abortSignal,
-    includeRawChunks: false,
-  })
+  // The idle timeout covers the wait for the stream too: an adapter may ignore the signal.
+  const { stream, response } = await untilAborted(
+    model.doStream({ prompt, tools: call.tools, toolChoice: call.toolChoice, abortSignal, includeRawChunks: false }),
+    abortSignal ?? new AbortController().signal,
+  )
 
   const reader = stream.getReader()
   // A provider whose stream ignores the signal still stops: a pending read ends at once.

@@ -7,20 +7,16 @@
  */
 import type { StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { DoomLoopError, StreamIdleTimeoutError, RetriesExhaustedError, serializeError, type SerializedError } from '../errors'
+import { DoomLoopError, StreamIdleTimeoutError, serializeError, type SerializedError } from '../errors'
 import { canonicalJson, detectDoomLoop } from '../policy/doom-loop'
 import { newId } from '../ids'
-import { classifyError } from '../policy/classify-error'
+import { decideFailure } from '../policy/decide-failure'
 import { isUsageOverflow } from '../policy/overflow'
-import { planRetry } from '../policy/retry-delay'
-import { retryOptionsFor } from '../policy/connection-refused'
 import type { TurnScope } from '../turn/turn-scope'
 import type { MessageWithParts, Part, TextPart, Tokens, ToolPart } from '../types'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
 import { addTokens, stepCost, toTokens } from './usage'
-
-export { declaredTools } from './model-stream'
 
 /**
  * Runs one step and reports its outcome as a chart event.
@@ -169,18 +165,13 @@ async function reviewToolCalls(scope: TurnScope, stepTools: ToolPart[]): Promise
 }
 
 function failedEvent(scope: TurnScope, input: StreamStepInput, error: unknown): TurnEvent {
-  const classified = classifyError(error)
-  if (classified.kind === 'overflow') return { type: 'step.failed', error: classified.error, overflow: true, retryDelayMs: null }
-  if (classified.kind !== 'retryable') return { type: 'step.failed', error: classified.error, overflow: false, retryDelayMs: null }
-  const plan = planRetry({
-    attempt: input.attempt,
-    headers: classified.headers,
-    waitedMs: input.waitedMs,
-    options: retryOptionsFor(error, scope.config.retry),
-  })
-  if (plan.action === 'retry') return { type: 'step.failed', error: classified.error, overflow: false, retryDelayMs: plan.delayMs }
-  const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: input.attempt, lastError: classified.error })
-  return { type: 'step.failed', error: exhausted.toJSON(), overflow: false, retryDelayMs: null }
+  const decision = decideFailure(error, input, scope.config.failure)
+  return {
+    type: 'step.failed',
+    error: decision.error,
+    overflow: decision.kind === 'overflow',
+    retryDelayMs: decision.kind === 'retry' ? decision.delayMs : null,
+  }
 }
 
 /** The parts one attempt of a step opened, by the stream's ids. */
@@ -209,27 +200,28 @@ class StepState {
   }
 
   openText(type: 'text' | 'reasoning', id: string): void {
-    this.open.set(`${type}:${id}`, this.add({ type, text: '', time: { start: Date.now() } }) as TextPart)
+    this.open.set(openKey(type, id), this.add({ type, text: '', time: { start: Date.now() } }) as TextPart)
   }
 
   appendText(type: 'text' | 'reasoning', id: string, delta: string): void {
-    const part = this.open.get(`${type}:${id}`)
+    const part = this.open.get(openKey(type, id))
     if (part && delta.length > 0) this.scope.writer.append(part, delta) // a delta for an id never started is ignored
   }
 
   closeText(type: 'text' | 'reasoning', id: string): void {
-    const part = this.open.get(`${type}:${id}`)
-    if (!part) return
-    this.open.delete(`${type}:${id}`)
-    part.time.end = Date.now()
-    this.scope.writer.changed(part)
+    this.closeKey(openKey(type, id))
   }
 
   closeOpenText(): void {
-    for (const key of [...this.open.keys()]) {
-      const [type, id] = key.split(':') as ['text' | 'reasoning', string]
-      this.closeText(type, id)
-    }
+    for (const key of [...this.open.keys()]) this.closeKey(key)
+  }
+
+  private closeKey(key: string): void {
+    const part = this.open.get(key)
+    if (!part) return
+    this.open.delete(key)
+    part.time.end = Date.now()
+    this.scope.writer.changed(part)
   }
 
   toolPending(callId: string, toolName: string): ToolPart {
@@ -268,5 +260,8 @@ class StepState {
     }
   }
 }
+
+/** The key of an open text or reasoning part: the stream's id is any string, so it is never split again. */
+const openKey = (type: 'text' | 'reasoning', id: string) => `${type}\u0000${id}`
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never

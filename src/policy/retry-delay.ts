@@ -61,19 +61,22 @@ export function planRetry(input: {
   let delayMs: number
   let source: 'retry-after-ms' | 'retry-after' | 'backoff'
   if (fromHeader) {
-    if (fromHeader.delayMs > options.maxHeaderDelayMs) {
+    if (fromHeader.delayMs > Math.min(options.maxHeaderDelayMs, maxTimerDelayMs)) {
       return { action: 'give-up', reason: 'header-delay-too-long', delayMs: fromHeader.delayMs }
     }
     delayMs = fromHeader.delayMs
     source = fromHeader.source
   } else {
-    delayMs = backoffDelay(attempt, options, input.random)
+    delayMs = Math.min(backoffDelay(attempt, options, input.random), maxTimerDelayMs)
     source = 'backoff'
   }
 
   if (waitedMs + delayMs > options.maxTotalWaitMs) return { action: 'give-up', reason: 'max-total-wait', delayMs }
   return { action: 'retry', delayMs, source }
 }
+
+/** The longest delay `setTimeout` holds (2^31 − 1 ms, about 24.8 days); a longer one would fire at once. */
+export const maxTimerDelayMs = 2 ** 31 - 1
 
 /**
  * The delay a response asked for: `retry-after-ms` (milliseconds, OpenAI and Azure), else

@@ -98,6 +98,14 @@ export const migrations: Migration[] = [
       await db.schema.dropIndex('turnchart_parts_message').ifExists().execute()
     },
   },
+  {
+    // The fencing token: recovery increments it when it claims a turn, and every write of a
+    // running turn is conditional on (owner, epoch), so a stalled engine cannot write after a takeover.
+    name: '0004_turn_epoch',
+    async up(db) {
+      await db.schema.alterTable('turnchart_turns').addColumn('epoch', 'integer', (c) => c.notNull().defaultTo(0)).execute()
+    },
+  },
 ]
 
 /**

@@ -27,6 +27,12 @@ export interface OpenedDatabase {
 export interface SqliteOptions {
   /** Milliseconds SQLite waits for a lock held by another connection. Default 5000. */
   busyTimeoutMs?: number
+  /**
+   * PostgreSQL URLs: a transaction left idle longer than this is ended by the server
+   * (`idle_in_transaction_session_timeout`), so an engine stalled inside one cannot hold the
+   * turn's row lock past its lease. The engine passes its `leaseMs`.
+   */
+  idleInTransactionTimeoutMs?: number
 }
 
 const expected = "a file path, ':memory:', a postgres:// URL or a Kysely instance"
@@ -49,7 +55,7 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
   const value = option ?? ':memory:'
   if (typeof value === 'string') {
     if (value.length === 0) throw new InvalidOptionError('database', value, expected)
-    if (isPostgresUrl(value)) return openPostgres(value)
+    if (isPostgresUrl(value)) return openPostgres(value, { idleInTransactionTimeoutMs: sqlite.idleInTransactionTimeoutMs })
     const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)
     if (scheme) throw new InvalidOptionError('database', redact(value), `${expected} (the URL scheme ${scheme[1]}: is not supported)`)
     if (value !== ':memory:') {
@@ -177,6 +183,7 @@ interface PgModule {
 }
 interface PgPool {
   on(event: 'error', listener: (error: Error) => void): unknown
+  on(event: 'connect', listener: (client: { on(event: 'error', listener: (error: Error) => void): unknown }) => void): unknown
   end(): Promise<void>
 }
 
@@ -190,7 +197,7 @@ export const pgLoader = {
 
 const schemaName = /^[a-z_][a-z0-9_]{0,62}$/
 
-function openPostgres(value: string, mode: { readOnly?: boolean } = {}): OpenedDatabase {
+function openPostgres(value: string, mode: { readOnly?: boolean; idleInTransactionTimeoutMs?: number } = {}): OpenedDatabase {
   let url: URL
   try {
     url = new URL(value)
@@ -213,6 +220,10 @@ function openPostgres(value: string, mode: { readOnly?: boolean } = {}): OpenedD
     // Every transaction of every connection read-only, whatever the caller runs.
     const options = url.searchParams.get('options')
     url.searchParams.set('options', `${options ? options + ' ' : ''}-c default_transaction_read_only=on`)
+  }
+  if (mode.idleInTransactionTimeoutMs !== undefined) {
+    const options = url.searchParams.get('options')
+    url.searchParams.set('options', `${options ? options + ' ' : ''}-c idle_in_transaction_session_timeout=${Math.round(mode.idleInTransactionTimeoutMs)}`)
   }
   let max = 10
   if (poolMax !== null) {
@@ -241,6 +252,9 @@ function openPostgres(value: string, mode: { readOnly?: boolean } = {}): OpenedD
   // An idle client that loses its connection emits 'error' on the pool; without a listener
   // Node would crash. The pool drops that client; the next query reports any real failure.
   pool.on('error', () => {})
+  // A client checked out in a transaction that the server ends (idle_in_transaction_session_timeout,
+  // a restart) emits 'error' too; its pending or next query fails, and that failure is reported.
+  pool.on('connect', (client) => client.on('error', () => {}))
   const db = new Kysely<TurnchartDatabase>({ dialect: new PostgresDialect({ pool: pool as never }) })
   return { db, dialect: 'postgres', close: () => db.destroy() }
 }

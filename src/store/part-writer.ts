@@ -18,6 +18,11 @@ export interface PartWriterOptions {
   now: () => number
   /** A flush failed: the turn decides what that means. */
   onError: (error: unknown) => void
+  /**
+   * Runs first in every transaction that writes the turn's rows and throws when this engine no
+   * longer owns the turn (fencing), so nothing is written after a takeover.
+   */
+  fence?: (tx: Repository) => Promise<void>
 }
 
 export class PartWriter {
@@ -68,6 +73,16 @@ export class PartWriter {
     this.flushSoon()
   }
 
+  /**
+   * Like `changed`, but written only with the next transition row, in its transaction (an
+   * approval decision must commit together with the transition it causes).
+   */
+  stage(part: Part): void {
+    if (this.sealed) return
+    this.publish(part)
+    this.markDirty(part)
+  }
+
   /** A message's info changed (created, usage added, completed): published, written soon. */
   message(info: MessageInfo): void {
     if (this.sealed) return
@@ -94,13 +109,16 @@ export class PartWriter {
    * If the transaction fails, what it took is dirty again, so the next write carries it:
    * a rolled-back write loses nothing.
    *
+   * The fence runs first unless `more` fences the write itself (`fencedByMore`).
+   *
    * @example
    * await writer.commit((tx) => tx.appendTransition(row))
    */
-  async commit(more?: (tx: Repository) => Promise<void>): Promise<void> {
+  async commit(more?: (tx: Repository) => Promise<void>, options: { fencedByMore?: boolean } = {}): Promise<void> {
     const { messages, parts } = this.takeDirty()
     try {
       await this.options.repo.transaction(async (tx) => {
+        if (!options.fencedByMore) await this.options.fence?.(tx)
         for (const info of messages) await tx.upsertMessage(info)
         await tx.upsertParts(parts, this.options.now())
         await more?.(tx)

@@ -3,7 +3,7 @@
  * PostgreSQL. JSON columns are parsed here, explicitly.
  */
 import type { Kysely, Transaction } from 'kysely'
-import type { SerializedError } from '../errors'
+import { TurnOwnershipLostError, type SerializedError } from '../errors'
 import type {
   MessageInfo,
   MessageWithParts,
@@ -24,6 +24,12 @@ export interface TurnUpdate {
   attempt: number
   retryAt: number | null
   error: SerializedError | null
+}
+
+/** Who may write a running turn: its owner at the epoch of its claim (the fencing token). */
+export interface TurnFence {
+  owner: string
+  epoch: number
 }
 
 function messageData(info: MessageInfo): string {
@@ -92,10 +98,6 @@ export class Repository {
   async listSessions(): Promise<SessionInfo[]> {
     const rows = await this.db.selectFrom('turnchart_sessions').selectAll().orderBy('id').execute()
     return rows.map((row) => ({ id: row.id, title: row.title, time: { created: num(row.created_at), updated: num(row.updated_at) } }))
-  }
-
-  async touchSession(id: string, now: number): Promise<void> {
-    await this.db.updateTable('turnchart_sessions').set({ updated_at: now }).where('id', '=', id).execute()
   }
 
   async upsertMessage(info: MessageInfo): Promise<void> {
@@ -200,8 +202,12 @@ export class Repository {
       .execute()
   }
 
-  async updateTurn(id: string, update: TurnUpdate, now: number): Promise<void> {
-    await this.db
+  /**
+   * Updates a running turn's row. With `fence`, only while that engine still owns the turn at
+   * that epoch: otherwise throws `TurnOwnershipLostError` (and the transaction rolls back).
+   */
+  async updateTurn(id: string, update: TurnUpdate, now: number, fence?: TurnFence): Promise<void> {
+    let query = this.db
       .updateTable('turnchart_turns')
       .set({
         state: update.state,
@@ -213,7 +219,26 @@ export class Repository {
         updated_at: now,
       })
       .where('id', '=', id)
-      .execute()
+    if (fence) query = query.where('owner', '=', fence.owner).where('epoch', '=', fence.epoch)
+    const result = await query.executeTakeFirst()
+    if (fence && Number(result.numUpdatedRows) !== 1) throw new TurnOwnershipLostError(id, fence.owner)
+  }
+
+  /**
+   * Fails (with `TurnOwnershipLostError`) unless `fence.owner` still owns the unfinished turn
+   * at `fence.epoch`. Run inside every transaction that writes a running turn's rows; on
+   * PostgreSQL the row lock it takes holds off a concurrent claim until the commit.
+   */
+  async checkFence(id: string, fence: TurnFence): Promise<void> {
+    const result = await this.db
+      .updateTable('turnchart_turns')
+      .set({ epoch: fence.epoch })
+      .where('id', '=', id)
+      .where('owner', '=', fence.owner)
+      .where('epoch', '=', fence.epoch)
+      .where('outcome', 'is', null)
+      .executeTakeFirst()
+    if (Number(result.numUpdatedRows) !== 1) throw new TurnOwnershipLostError(id, fence.owner)
   }
 
   async getTurn(id: string): Promise<TurnRecord | undefined> {
@@ -231,6 +256,7 @@ export class Repository {
       time: { created: num(row.created_at), updated: num(row.updated_at) },
       owner: row.owner,
       leaseUntil: row.lease_until === null ? null : num(row.lease_until),
+      epoch: num(row.epoch),
     }
   }
 
@@ -312,21 +338,34 @@ export class Repository {
    * Compare-and-set of a turn's owner: succeeds only if the turn is unfinished and still owned
    * by `expectedOwner`, so of two engines recovering the same turn, one wins.
    */
-  async claimTurn(id: string, expectedOwner: string | null, owner: string, leaseUntil: number): Promise<boolean> {
+  async claimTurn(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null> {
     let query = this.db
       .updateTable('turnchart_turns')
-      .set({ owner, lease_until: leaseUntil })
+      .set({ owner, lease_until: leaseUntil, epoch: expected.epoch + 1 })
       .where('id', '=', id)
       .where('outcome', 'is', null)
-    query = expectedOwner === null ? query.where('owner', 'is', null) : query.where('owner', '=', expectedOwner)
+      .where('epoch', '=', expected.epoch)
+    query = expected.owner === null ? query.where('owner', 'is', null) : query.where('owner', '=', expected.owner)
     const result = await query.executeTakeFirst()
-    return Number(result.numUpdatedRows) === 1
+    return Number(result.numUpdatedRows) === 1 ? { owner, epoch: expected.epoch + 1 } : null
   }
 
-  /** Extends the leases of the turns `owner` runs. */
-  async renewLeases(ids: string[], owner: string, leaseUntil: number): Promise<void> {
-    if (ids.length === 0) return
-    await this.db.updateTable('turnchart_turns').set({ lease_until: leaseUntil }).where('id', 'in', ids).where('owner', '=', owner).execute()
+  /**
+   * Extends the leases of the turns `owner` runs (each at its epoch). Returns the ids renewed:
+   * a turn missing from it was taken over or released, and its runner must stop.
+   */
+  async renewLeases(turns: Array<{ id: string; epoch: number }>, owner: string, leaseUntil: number): Promise<Set<string>> {
+    if (turns.length === 0) return new Set()
+    const rows = await this.db
+      .updateTable('turnchart_turns')
+      .set({ lease_until: leaseUntil })
+      .where('id', 'in', turns.map((t) => t.id))
+      .where('owner', '=', owner)
+      .where('outcome', 'is', null)
+      .returning(['id', 'epoch'])
+      .execute()
+    const epochs = new Map(turns.map((t) => [t.id, t.epoch]))
+    return new Set(rows.filter((row) => epochs.get(row.id) === Number(row.epoch)).map((row) => row.id))
   }
 
   /** Deletes the transition logs of turns that ended before `before`; messages and parts stay. */
@@ -340,9 +379,11 @@ export class Repository {
     return Number(result.numDeletedRows)
   }
 
-  /** Gives up `owner`'s claim on unfinished turns (a clean close), so another engine takes them at once. */
-  async releaseTurns(ids: string[], owner: string): Promise<void> {
-    if (ids.length === 0) return
-    await this.db.updateTable('turnchart_turns').set({ owner: null, lease_until: null }).where('id', 'in', ids).where('owner', '=', owner).where('outcome', 'is', null).execute()
+  /**
+   * Gives up `owner`'s claim on every unfinished turn it holds (a clean close), so another
+   * engine takes them at once: the turns it ran, and any it lost track of (a failed final write).
+   */
+  async releaseTurns(owner: string): Promise<void> {
+    await this.db.updateTable('turnchart_turns').set({ owner: null, lease_until: null }).where('owner', '=', owner).where('outcome', 'is', null).execute()
   }
 }

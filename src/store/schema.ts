@@ -3,7 +3,7 @@
  * explicitly by the repository (a plugin that parses any JSON-looking string would also parse
  * a text part whose content happens to be JSON). Times are epoch milliseconds.
  */
-import type { ColumnType } from 'kysely'
+import type { ColumnType, Generated } from 'kysely'
 
 type Millis = ColumnType<number, number, number>
 
@@ -54,6 +54,8 @@ export interface TurnTable {
   owner: string | null
   /** The owner's lease on the turn ends at this time; another engine may then recover it. */
   lease_until: Millis | null
+  /** Fencing token: incremented by each claim; writes of a running turn require it unchanged. */
+  epoch: Generated<number>
 }
 
 export interface TransitionTable {

@@ -16,9 +16,4 @@ export class WriteQueue {
     this.tail = result.catch(() => undefined)
     return result
   }
-
-  /** Resolves when every job queued so far has settled. */
-  idle(): Promise<void> {
-    return this.tail.then(() => undefined)
-  }
 }

@@ -1,14 +1,22 @@
 /**
- * The transition recorder: the one writer of a turn's log. Each transition of the chart is
- * written in one transaction with the rows that changed since the last one (parts, messages)
- * and the turn's new state, then published. The end of a turn (completed, failed, aborted, or
- * the actor stopped) closes every open part in the same transaction as the final transition.
+ * The transition recorder: the one writer of a turn's log, and the gate of its effects.
+ *
+ * Each transition of the chart is written in one transaction with the rows that changed since
+ * the last one (parts, messages) and the turn's new state, fenced on this engine still owning
+ * the turn. The actors of a state wait for `committed()` before they do anything (write-ahead):
+ * no model request, tool run or summary starts before the row that entered its state is in the
+ * database. Events are published after the commit.
+ *
+ * A failed write fails the turn: nothing but the final row is written after it, and that row
+ * leaves the last committed state (`<committed> --turn.fail--> failed`), so the log always
+ * replays. A write that finds the turn owned by another engine stops the turn here at once.
  */
 import type { AnyEventObject, SnapshotFrom } from 'xstate'
 import type { TurnMachine } from '../../machines/turn.machine'
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../bus'
-import { MessageAbortedError, serializeError, StorageError, type SerializedError } from '../errors'
+import { MessageAbortedError, serializeError, StorageError, TurnOwnershipLostError, type SerializedError } from '../errors'
+import type { TurnFence } from '../store/repository'
 import type { Part, SessionStatus, TransitionRecord, TurnOutcome } from '../types'
 import type { TurnScope } from './turn-scope'
 
@@ -17,35 +25,93 @@ type TurnSnapshot = SnapshotFrom<TurnMachine>
 const finalStates = new Set(['completed', 'failed', 'aborted'])
 export const toolAbortedMessage = 'Tool execution aborted'
 
+export interface TurnEnd {
+  turnId: string
+  sessionId: string
+  outcome: TurnOutcome
+  error?: SerializedError
+}
+
 export interface RecorderOptions {
   turnId: string
   sessionId: string
   scope: TurnScope
   bus: Bus
+  fence: TurnFence
   /** A restored turn (recovery): its snapshot and the seq of its last logged transition. */
   restored?: { snapshot: TurnSnapshot; seq: number }
   /** A write failed: fail the turn (sends `turn.fail` to the chart). */
   fail(error: SerializedError): void
-  /** The turn's last row is written (or could not be): it has ended. */
-  ended(result: { turnId: string; sessionId: string; outcome: TurnOutcome; error?: SerializedError }): void
+  /** A write found the turn owned by another engine: stop the turn here, writing nothing. */
+  lost(error: TurnOwnershipLostError): void
+  /** The turn's last row is written (or could not be, and the turn is left for recovery). */
+  ended(result: TurnEnd): void
 }
 
-export class TransitionRecorder {
-  private previous: string
-  private previousContext: unknown
-  private seq: number
-  private settled = false
-  private detached = false
+/** A queued write that was dropped because the turn failed or stopped before it ran. */
+class Skipped {}
 
-  constructor(private readonly options: RecorderOptions) {
-    this.previous = options.restored ? String(options.restored.snapshot.value) : 'idle'
-    this.previousContext = options.restored?.snapshot.context
-    this.seq = options.restored?.seq ?? 0
+export class TransitionRecorder {
+  readonly #options: RecorderOptions
+  /** In memory: the state and context of the last snapshot recorded. */
+  #previous: string
+  #previousContext: unknown
+  /** In the database: the last committed row. */
+  #committed: { state: string; seq: number }
+  /** Settles when every write queued so far has settled. */
+  #tail: Promise<void> = Promise.resolve()
+  /** Set by the first failed write: the turn fails, only its final row is written. */
+  #failure: SerializedError | null = null
+  /** No more rows recorded: the turn was detached (close); writes already queued still run. */
+  #detached = false
+  /** Another engine owns the turn: nothing more is written, queued writes are dropped. */
+  #lost = false
+  #failReported = false
+  #final = false
+
+  constructor(options: RecorderOptions) {
+    this.#options = options
+    this.#previous = options.restored ? String(options.restored.snapshot.value) : 'idle'
+    this.#previousContext = options.restored?.snapshot.context
+    this.#committed = { state: this.#previous, seq: options.restored?.seq ?? 0 }
   }
 
-  /** The turn leaves this engine without ending (it waits for approval): stopping it is not an abort. */
+  /** True once the final transition was recorded (its write may still be in flight). */
+  get ending(): boolean {
+    return this.#final
+  }
+
+  /**
+   * Resolves when every transition recorded so far is committed: true when the turn may act
+   * (start a state's actors), false when a write failed or the turn stopped. Call it when an
+   * actor starts: XState starts a state's actors before it reports the snapshot that entered
+   * the state, so this yields once before reading the queue.
+   *
+   * @example
+   * if (!(await recorder.committed())) return // the entering row never committed: do nothing
+   */
+  async committed(): Promise<boolean> {
+    await Promise.resolve()
+    await this.#tail
+    return this.#failure === null && !this.#detached && !this.#lost
+  }
+
+  /** Resolves when every write queued so far has settled. */
+  settled(): Promise<void> {
+    return this.#tail
+  }
+
+  /** No more rows from this recorder (the turn leaves this engine at close); writes already queued still run. */
   detach(): void {
-    this.detached = true
+    this.#detached = true
+  }
+
+  /** A write outside a transition (a part flush) failed: fail the turn, as a failed row does. */
+  writeFailed(cause: unknown): void {
+    if (TurnOwnershipLostError.isInstance(cause)) return this.#lose(cause)
+    if (this.#failure || this.#detached || this.#lost || this.#final) return
+    this.#failure = new StorageError('writing parts', cause).toJSON()
+    this.#reportFailure()
   }
 
   /**
@@ -56,79 +122,149 @@ export class TransitionRecorder {
    * createActor(machine, { inspect: (e) => e.type === '@xstate.snapshot' && recorder.record(e.event, e.snapshot) })
    */
   record(event: AnyEventObject, snapshot: TurnSnapshot): void {
-    if (this.settled) return
+    if (this.#final || this.#detached || this.#lost) return
     if (event.type === 'xstate.init') {
-      this.previousContext = snapshot.context
+      this.#previousContext = snapshot.context
       return
     }
     const stopped = snapshot.status === 'stopped' && event.type === 'xstate.stop'
-    if (stopped && this.detached) return
     const to = stopped ? 'aborted' : String(snapshot.value)
     // A transition is a row when the state or the context changed (an approval changes only context).
-    if (to === this.previous && snapshot.context === this.previousContext) return
-    this.previousContext = snapshot.context
-    const from = this.previous
-    this.previous = to
-
-    const { scope, turnId } = this.options
-    const now = Date.now()
-    const context = snapshot.context
+    if (to === this.#previous && snapshot.context === this.#previousContext) return
+    this.#previousContext = snapshot.context
+    this.#previous = to
     const final = finalStates.has(to)
-    const outcome = final ? (to as TurnOutcome) : null
-    const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : context.error
-    if (final) {
-      this.settled = true
-      closeTurn(scope, outcome!, error, now)
-    }
-    const row: TransitionRecord = {
-      turnId,
-      seq: ++this.seq,
-      from,
-      event: event.type,
-      to,
-      payload: eventPayload(event),
-      time: now,
-      parts: scope.writer.takeTouched(),
-    }
-    const retryAt = to === 'retry-waiting' ? now + context.retryDelayMs : null
-    const write = scope.queue.run(() =>
-      scope.writer.commit(async (tx) => {
-        await tx.appendTransition(row)
-        await tx.updateTurn(turnId, { state: to, outcome, step: context.step, attempt: context.attempt, retryAt, error: final ? error : null }, now)
-      }),
+    if (final) this.#final = true
+    const context = snapshot.context
+    const write = this.#options.scope.queue.run(() => this.#write(event, to, context, stopped))
+    this.#tail = write.then(
+      () => undefined,
+      () => undefined,
     )
     write.then(
-      () => this.publish(row, context, retryAt, error),
+      (written) => this.#publish(written.row, context, written.error),
       (cause) => {
-        const failure = new StorageError(`recording the transition to ${to}`, cause).toJSON()
-        if (final) this.publish(row, context, retryAt, failure)
-        else this.options.fail(failure)
+        if (cause instanceof Skipped) return
+        if (TurnOwnershipLostError.isInstance(cause)) return this.#lose(cause)
+        if (final) return this.#endedUnwritten(new StorageError(`recording the transition to ${to}`, cause).toJSON())
+        this.#reportFailure()
       },
     )
   }
 
+  /** The queued write of one transition; runs after every earlier write of the turn. */
+  async #write(event: AnyEventObject, to: string, context: TurnContext, stopped: boolean): Promise<{ row: TransitionRecord; error: SerializedError | null }> {
+    const final = finalStates.has(to)
+    if (this.#lost) throw new Skipped() // nothing more is written
+    if (this.#failure && !final) throw new Skipped() // after a failed write, only the final row
+    const now = Date.now()
+    const parts = this.#options.scope.writer.takeTouched()
+    const row: TransitionRecord = {
+      turnId: this.#options.turnId,
+      seq: this.#committed.seq + 1,
+      from: this.#committed.state,
+      event: event.type,
+      to,
+      payload: eventPayload(event),
+      time: now,
+      ...(parts.length ? { parts } : {}),
+    }
+    if (this.#failure) return this.#writeFailed(row, context, this.#failure)
+    const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : context.error
+    try {
+      await this.#commit(row, context, final ? error : null)
+      return { row, error: final ? error : null }
+    } catch (cause) {
+      if (TurnOwnershipLostError.isInstance(cause)) throw cause
+      // Set before the write settles, so that `committed()` already sees it.
+      this.#failure ??= new StorageError(`recording the transition to ${to}`, cause).toJSON()
+      // A final row that failed (completed, aborted) is replaced by the failure's own row.
+      if (final && this.#failsFrom(this.#committed.state)) return this.#writeFailed(row, context, this.#failure)
+      throw cause
+    }
+  }
+
+  /** The final row of a failed turn: it leaves the last committed state, so the log replays. */
+  async #writeFailed(row: TransitionRecord, context: TurnContext, error: SerializedError): Promise<{ row: TransitionRecord; error: SerializedError }> {
+    if (!this.#failsFrom(this.#committed.state)) throw new Error(`no failure row from '${this.#committed.state}'`)
+    const failed: TransitionRecord = { ...row, event: 'turn.fail', payload: { error }, to: 'failed' }
+    await this.#commit(failed, context, error)
+    return { row: failed, error }
+  }
+
+  /** States whose `turn.fail` the chart takes (an interrupted turn is left for recovery instead). */
+  #failsFrom(state: string): boolean {
+    return state !== 'interrupted' && !finalStates.has(state)
+  }
+
+  async #commit(row: TransitionRecord, context: TurnContext, error: SerializedError | null): Promise<void> {
+    const { scope, turnId, fence } = this.#options
+    const final = finalStates.has(row.to)
+    const outcome = final ? (row.to as TurnOutcome) : null
+    if (final) closeTurn(scope, outcome!, error, row.time)
+    const retryAt = row.to === 'retry-waiting' ? row.time + context.retryDelayMs : null
+    await scope.writer.commit(
+      async (tx) => {
+        await tx.appendTransition(row)
+        const update = { state: row.to, outcome, step: context.step, attempt: context.attempt, retryAt, error: final ? error : null }
+        await tx.updateTurn(turnId, update, row.time, fence)
+      },
+      { fencedByMore: true },
+    )
+    this.#committed = { state: row.to, seq: row.seq }
+  }
+
+  /** Another engine owns the turn (a lease renewal found it so): stop, writing nothing more. */
+  lose(error: TurnOwnershipLostError): void {
+    this.#lose(error)
+  }
+
+  #reportFailure(): void {
+    if (this.#failReported || !this.#failure || this.#lost) return
+    this.#failReported = true
+    this.#options.fail(this.#failure)
+  }
+
+  #lose(error: TurnOwnershipLostError): void {
+    if (this.#lost) return
+    this.#lost = true
+    this.#options.lost(error)
+  }
+
+  /** The final row could not be written: the turn ends here, and its row is left for recovery. */
+  #endedUnwritten(failure: SerializedError): void {
+    const { bus, turnId, sessionId } = this.#options
+    const error = { ...failure, message: `${failure.message} (the turn's row stays open; recovery ends or resumes it)` }
+    bus.publish({ type: 'session.error', sessionId, turnId, error })
+    bus.publish({ type: 'session.status', sessionId, status: { type: 'idle' } })
+    this.#options.ended({ turnId, sessionId, outcome: 'failed', error })
+  }
+
   /** After the commit: the transition, the status, and at the end the error and the result. */
-  private publish(row: TransitionRecord, context: TurnContext, retryAt: number | null, error: SerializedError | null): void {
-    const { bus, scope, turnId, sessionId } = this.options
+  #publish(row: TransitionRecord, context: TurnContext, error: SerializedError | null): void {
+    const { bus, scope, turnId, sessionId } = this.#options
     bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
     if (!finalStates.has(row.to)) {
       const status: SessionStatus =
         row.to === 'retry-waiting'
-          ? { type: 'retry', turnId, attempt: context.attempt, message: context.error?.message ?? 'retrying', next: retryAt ?? row.time }
+          ? { type: 'retry', turnId, attempt: context.attempt, message: context.error?.message ?? 'retrying', next: row.time + context.retryDelayMs }
           : { type: 'busy', turnId, state: row.to }
       bus.publish({ type: 'session.status', sessionId, status })
-      if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') {
-        const calls = scope.stepTools
-          .filter((p) => context.pendingApprovals.includes(p.callId))
-          .map((p) => ({ callId: p.callId, tool: p.tool, input: p.state.input }))
-        bus.publish({ type: 'approval.requested', sessionId, turnId, calls })
-      }
+      if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') publishApprovalRequest(bus, scope, context.pendingApprovals)
       return
     }
     if (error) bus.publish({ type: 'session.error', sessionId, turnId, error })
     bus.publish({ type: 'session.status', sessionId, status: { type: 'idle' } })
-    this.options.ended({ turnId, sessionId, outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
+    this.#options.ended({ turnId, sessionId, outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
   }
+}
+
+/** Publishes the calls of a turn in `awaiting-approval` (on entry, and again when another engine resumes the wait). */
+export function publishApprovalRequest(bus: Bus, scope: TurnScope, pending: readonly string[]): void {
+  const calls = scope.stepTools
+    .filter((p) => pending.includes(p.callId))
+    .map((p) => ({ callId: p.callId, tool: p.tool, input: p.state.input }))
+  bus.publish({ type: 'approval.requested', sessionId: scope.sessionId, turnId: scope.turnId, calls })
 }
 
 /**
@@ -148,6 +284,11 @@ function closeTurn(scope: TurnScope, outcome: TurnOutcome, error: SerializedErro
   scope.writer.seal()
 }
 
+/**
+ * Closes an open part. Run twice when a final row failed and the failure's row replaces it:
+ * what the first run closed at `now` is closed again with the second run's reason (the writer
+ * is sealed by then, but the rolled-back write left these very objects dirty).
+ */
 function closePart(scope: TurnScope, part: Part, now: number, toolMessage: string): void {
   if ((part.type === 'text' || part.type === 'reasoning') && part.time.end === undefined) {
     part.time.end = now
@@ -156,6 +297,8 @@ function closePart(scope: TurnScope, part: Part, now: number, toolMessage: strin
     const start = part.state.status === 'running' ? part.state.time.start : now
     part.state = { status: 'error', input: part.state.input, error: toolMessage, metadata: { interrupted: true }, time: { start, end: now } }
     scope.writer.changed(part)
+  } else if (part.type === 'tool' && part.state.status === 'error' && part.state.metadata?.interrupted && part.state.time.end === now) {
+    part.state.error = toolMessage
   }
 }
 

@@ -10,11 +10,11 @@ import { turnMachine } from '../../machines/turn.machine'
 import type { InterruptibleState, TurnInput } from '../../machines/turn.types'
 import { serializeError } from '../errors'
 import { newId } from '../ids'
-import type { Repository } from '../store/repository'
+import type { TurnFence } from '../store/repository'
 import { isIdempotent } from '../tools/tool-options'
 import type { MessageWithParts, Part, TurnRecord } from '../types'
 import { ReplayMismatchError, replayTransitions } from './replay'
-import { resumeTurn, startTurnFromIdle, type Turn, type TurnDeps } from './start-turn'
+import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from './start-turn'
 import { TurnScope } from './turn-scope'
 
 const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting'])
@@ -26,13 +26,15 @@ export function newOwnerId(): string {
 }
 
 /**
- * True when another engine may take `turn` over: nobody owns it, its lease ran out, or its
- * owner was a process on this host that is gone.
+ * True when an engine (`owner`) may take `turn` over: nobody owns it, its lease ran out (this
+ * engine's own turns too: the caller skips the turns it runs, so an expired lease of its own is
+ * a turn it lost track of, e.g. after its final write failed), or its owner was a process on
+ * this host that is gone.
  */
 export function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
   if (!turn.owner) return true
-  if (turn.owner === owner) return false
   if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
+  if (turn.owner === owner) return false
   const [host, pid] = turn.owner.split(':')
   if (host !== os.hostname()) return false
   const ownerPid = Number(pid)
@@ -52,29 +54,30 @@ export function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owne
  * const turns = await recoverTurns(deps, (id) => active.has(id))
  * await Promise.all(turns.map((t) => t.done))
  */
-export async function recoverTurns(deps: TurnDeps, isRunningHere: (turnId: string) => boolean): Promise<Turn[]> {
+export async function recoverTurns(deps: TurnDeps, isRunningHere: (turnId: string) => boolean): Promise<RunningTurn[]> {
   const { repo, config, owner } = deps
-  const recovered: Turn[] = []
+  const recovered: RunningTurn[] = []
   for (const record of await repo.openTurns()) {
     if (isRunningHere(record.id)) continue
     const now = Date.now()
     if (!isClaimable(record, owner, now)) continue
-    if (!(await repo.claimTurn(record.id, record.owner ?? null, owner, now + config.leaseMs))) continue
+    const fence = await repo.claimTurn(record.id, { owner: record.owner ?? null, epoch: record.epoch ?? 0 }, owner, now + config.leaseMs)
+    if (!fence) continue
     try {
-      recovered.push(await recoverOne(deps, record, record.input as TurnInput))
+      recovered.push(await recoverOne(deps, record, record.input as TurnInput, fence))
     } catch (error) {
       // One turn whose log cannot be resumed (a gap left by a failed write, a hand-edited row)
       // must not keep the engine from opening: end it as failed, its parts closed.
-      await endUnrecoverable(deps, record, error)
+      await endUnrecoverable(deps, record, error, fence)
     }
   }
   return recovered
 }
 
-async function endUnrecoverable(deps: TurnDeps, record: TurnRecord, cause: unknown): Promise<void> {
+async function endUnrecoverable(deps: TurnDeps, record: TurnRecord, cause: unknown, fence: TurnFence): Promise<void> {
   const now = Date.now()
   const error = serializeError(cause)
-  const scope = new TurnScope(deps.config, deps.repo, deps.bus, record.id, record.sessionId)
+  const scope = new TurnScope(deps.config, deps.repo, deps.bus, record.id, record.sessionId, fence)
   scope.restore(await deps.repo.messages(record.sessionId, { fromLatestSummary: true }))
   const changed = closeInterruptedWork(scope, null, now)
   const assistant = scope.assistantMessages().at(-1)
@@ -85,12 +88,12 @@ async function endUnrecoverable(deps: TurnDeps, record: TurnRecord, cause: unkno
       assistant.info.time.completed ??= now
       await tx.upsertMessage(assistant.info)
     }
-    await tx.updateTurn(record.id, { state: 'failed', outcome: 'failed', step: record.step, attempt: record.attempt, retryAt: null, error }, now)
+    await tx.updateTurn(record.id, { state: 'failed', outcome: 'failed', step: record.step, attempt: record.attempt, retryAt: null, error }, now, fence)
   })
   deps.bus.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
 }
 
-async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput): Promise<Turn> {
+async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, fence: TurnFence): Promise<RunningTurn> {
   const { repo, config } = deps
   const rows = await repo.transitions(record.id)
   const { snapshot } = replayTransitions(input, rows)
@@ -105,7 +108,7 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput):
       detail: `the log leads to '${state}', the turn row says '${record.state}'`,
     })
   }
-  const scope = new TurnScope(config, repo, deps.bus, record.id, record.sessionId)
+  const scope = new TurnScope(config, repo, deps.bus, record.id, record.sessionId, fence)
   scope.restore(await repo.messages(record.sessionId, { fromLatestSummary: true }))
 
   if (state === 'idle') {
@@ -138,7 +141,7 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput):
         time: now,
         parts: changed.map((p) => p.id),
       })
-      await tx.updateTurn(record.id, { state: 'interrupted', step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null }, now)
+      await tx.updateTurn(record.id, { state: 'interrupted', step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null }, now, fence)
     })
   } else if (state !== 'interrupted') {
     throw new Error(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)

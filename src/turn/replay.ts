@@ -5,7 +5,9 @@
 import { initialTransition, transition, type SnapshotFrom } from 'xstate'
 import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
-import { TurnchartError } from '../errors'
+import { ReplayMismatchError } from '../errors'
+
+export { ReplayMismatchError }
 import type { TransitionRecord } from '../types'
 
 export interface ReplayStep {
@@ -16,24 +18,6 @@ export interface ReplayStep {
   time: number
   /** Ids of the parts written with this transition (since the previous one). */
   parts: string[]
-}
-
-/** A log row the machine would not have taken: the log is corrupted or was edited. */
-export class ReplayMismatchError extends TurnchartError {
-  readonly name = 'ReplayMismatchError'
-  readonly turnId: string
-  readonly seq: number
-  readonly expected: string
-  readonly logged: string
-  constructor(input: { turnId: string; seq: number; expected: string; logged: string; detail: string }) {
-    super(`transition log of turn ${input.turnId} disagrees with the chart at seq ${input.seq}: ${input.detail}`)
-    this.turnId = input.turnId
-    this.seq = input.seq
-    this.expected = input.expected
-    this.logged = input.logged
-  }
-  static isInstance = (value: unknown): value is ReplayMismatchError =>
-    TurnchartError.isTurnchartError(value) && value.name === 'ReplayMismatchError'
 }
 
 /**

@@ -9,21 +9,25 @@ import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { summarize } from '../compaction/summarize'
 import type { ResolvedConfig } from '../config'
-import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, SessionBusyError, SessionNotFoundError, StorageError, type SerializedError } from '../errors'
+import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../errors'
+import { errorFromRecord } from '../restore-error'
 import { newId } from '../ids'
 import { streamStep } from '../llm/stream-step'
-import type { Repository } from '../store/repository'
+import type { Repository, TurnFence } from '../store/repository'
 import { runTools } from '../tools/run-tools'
 import type { ToolPart, TurnOutcome } from '../types'
-import { TransitionRecorder } from './record-transitions'
+import { publishApprovalRequest, TransitionRecorder } from './record-transitions'
 import { TurnScope } from './turn-scope'
 
 export interface TurnResult {
   turnId: string
   sessionId: string
   outcome: TurnOutcome
-  /** The error stored on the assistant message when the turn failed or was aborted. */
-  error?: SerializedError
+  /**
+   * Why the turn failed or was aborted: an error instance (`isInstance` and `instanceof` work);
+   * `error.toJSON()` is the record stored on the assistant message.
+   */
+  error?: TurnchartError & SerializedError
 }
 
 /** A running turn. */
@@ -40,8 +44,22 @@ export interface Turn {
   approve(callId: string): void
   /** Denies a tool call waiting in `awaiting-approval`: its part becomes an error carrying `reason`, which the model sees. */
   deny(callId: string, reason?: string): void
-  /** Detaches the turn from this engine without ending it (a turn awaiting approval, at close). */
-  detach(): void
+  /**
+   * Detaches the turn from this engine without ending it (at close): its effects stop, its
+   * pending writes land, and the turn stays open in the database for the next engine to resume.
+   * `done` then rejects with `EngineClosedError`.
+   */
+  detach(): Promise<void>
+}
+
+/** A turn as its engine holds it: the public handle plus what leases and fencing need. */
+export interface RunningTurn extends Turn {
+  /** Who may write the turn (owner and epoch). */
+  readonly fence: TurnFence
+  /** True once its row exists and until its final row is being written (what lease renewal covers). */
+  readonly begun: boolean
+  /** Another engine owns the turn (a lease renewal found it so): stop here, writing nothing. */
+  lose(error: TurnOwnershipLostError): void
 }
 
 export interface TurnDeps {
@@ -51,7 +69,7 @@ export interface TurnDeps {
   /** This engine's owner id (`host:pid:random`), written on the turns it runs. */
   owner: string
   /** Called once when the turn has settled (after its last write), successfully or not. */
-  onSettled(turn: Turn): void
+  onSettled(turn: RunningTurn): void
 }
 
 /** Where a turn's actor starts: a new prompt, or a turn restored from the database. */
@@ -76,7 +94,7 @@ type TurnSnapshot = SnapshotFrom<TurnMachine>
  * const turn = startTurn(deps, session.id, 'hi')
  * const { outcome } = await turn.done
  */
-export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Turn {
+export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): RunningTurn {
   const turnId = newId('trn')
   const input: TurnInput = {
     turnId,
@@ -84,7 +102,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
     autoCompact: deps.config.compaction.auto,
     maxCompactions: deps.config.compaction.maxPerTurn,
   }
-  const scope = new TurnScope(deps.config, deps.repo, deps.bus, turnId, sessionId)
+  const scope = new TurnScope(deps.config, deps.repo, deps.bus, turnId, sessionId, { owner: deps.owner, epoch: 0 })
   return runTurn(deps, {
     turnId,
     sessionId,
@@ -125,41 +143,68 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string): Tu
 export function resumeTurn(
   deps: TurnDeps,
   restored: { turnId: string; sessionId: string; input: TurnInput; scope: TurnScope; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null },
-): Turn {
+): RunningTurn {
   return runTurn(deps, {
     turnId: restored.turnId,
     sessionId: restored.sessionId,
     input: restored.input,
     scope: restored.scope,
     restored: { snapshot: restored.snapshot, seq: restored.seq },
-    begin: async () => restored.recover,
+    begin: async () => {
+      if (restored.snapshot.value === 'awaiting-approval') {
+        // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
+        deps.bus.publish({ type: 'session.status', sessionId: restored.sessionId, status: { type: 'busy', turnId: restored.turnId, state: 'awaiting-approval' } })
+        publishApprovalRequest(deps.bus, restored.scope, restored.snapshot.context.pendingApprovals)
+      }
+      return restored.recover
+    },
   })
 }
 
 /** Starts a turn whose prompt was stored but whose first transition was not (recovery). */
-export function startTurnFromIdle(deps: TurnDeps, t: { turnId: string; sessionId: string; input: TurnInput; scope: TurnScope }): Turn {
+export function startTurnFromIdle(deps: TurnDeps, t: { turnId: string; sessionId: string; input: TurnInput; scope: TurnScope }): RunningTurn {
   return runTurn(deps, { ...t, begin: async () => ({ type: 'turn.start' }) })
 }
 
-function runTurn(deps: TurnDeps, start: TurnStart): Turn {
-  const { config, repo, bus } = deps
+function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
+  const { config, bus } = deps
   const { turnId, sessionId, input, scope } = start
   let actor!: Actor<TurnMachine>
-  scope.onStorageError = (error) => {
-    actor.send({ type: 'turn.fail', error: new StorageError('writing parts', error).toJSON() })
+  let settled = false
+  const settle = () => {
+    if (settled) return false
+    settled = true
+    deps.onSettled(turn)
+    return true
   }
+  scope.onStorageError = (error) => recorder.writeFailed(error)
 
+  // Write-ahead: each actor waits until the row that entered its state is committed. When it
+  // never is (the write failed, the turn was lost or detached), the actor does nothing and the
+  // turn ends through `turn.fail` or a stop.
+  const never = new Promise<never>(() => undefined)
+  const gate = async () => {
+    if (!(await recorder.committed())) return never
+  }
   const machine = turnMachine.provide({
     actors: {
       streamStep: fromCallback<TurnEvent, { turnId: string; step: number; attempt: number; waitedMs: number }>(({ input, sendBack }) => {
         const controller = new AbortController()
-        void streamStep(scope, input, controller.signal).then((event) => {
-          if (!controller.signal.aborted) sendBack(event)
-        })
+        void gate()
+          .then(() => streamStep(scope, input, controller.signal))
+          .then((event) => {
+            if (!controller.signal.aborted) sendBack(event)
+          })
         return () => controller.abort(new MessageAbortedError())
       }),
-      runTools: fromPromise(({ signal }) => runTools(scope, signal)),
-      compact: fromPromise(({ input, signal }) => summarize(scope, input, signal)),
+      runTools: fromPromise(async ({ signal }) => {
+        await gate()
+        return runTools(scope, signal)
+      }),
+      compact: fromPromise(async ({ input, signal }) => {
+        await gate()
+        return summarize(scope, input, signal)
+      }),
     },
   })
 
@@ -178,11 +223,20 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
     sessionId,
     scope,
     bus,
+    fence: scope.fence,
     restored: start.restored,
     fail: (error) => actor.send({ type: 'turn.fail', error }),
-    ended: (result) => {
-      deps.onSettled(turn)
-      resolveDone(result)
+    lost: (error) => {
+      // Another engine runs the turn now: stop every effect here and write nothing more.
+      scope.writer.seal()
+      actor.stop()
+      if (!settle()) return
+      bus.publish({ type: 'turn.lost', sessionId, turnId, error: error.toJSON() })
+      rejectDone(error)
+    },
+    ended: ({ error, ...result }) => {
+      settle()
+      resolveDone(error ? { ...result, error: errorFromRecord(error) } : result)
     },
   })
 
@@ -202,18 +256,26 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
   // An actor error is a bug in turnchart; observe it so it cannot crash the process.
   actor.subscribe({ error: (error) => config.onSubscriberError(error) })
 
-  const turn: Turn = {
+  let begun = false
+  const turn: RunningTurn = {
     id: turnId,
     sessionId,
     actor,
     done,
+    get fence() {
+      return scope.fence
+    },
+    get begun() {
+      return begun && !settled && !recorder.ending
+    },
     abort(reason?: string) {
       actor.send({ type: 'turn.abort', ...(reason ? { reason } : {}) })
     },
     approve(callId: string) {
       const part = pendingApproval(callId)
+      // Staged, not flushed: the decision commits in the transition's own transaction, before the tool can start.
       part.state = { status: 'running', input: part.state.input, time: { start: Date.now() } }
-      scope.writer.changed(part)
+      scope.writer.stage(part)
       actor.send({ type: 'tool.approved', callId })
     },
     deny(callId: string, reason?: string) {
@@ -221,15 +283,21 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
       const now = Date.now()
       const error = reason ? `the user denied this tool call: ${reason}` : 'the user denied this tool call'
       part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true }, time: { start: now, end: now } }
-      scope.writer.changed(part)
+      scope.writer.stage(part)
       actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
     },
-    detach() {
+    async detach() {
+      if (settled) return
+      // Nothing more is recorded; what is queued is written, then what streamed so far.
       recorder.detach()
-      scope.writer.seal()
       actor.stop()
-      deps.onSettled(turn)
-      rejectDone(new EngineClosedError(`run turn ${turnId}: it waits for approval; approve or deny it from an engine on the same database`))
+      await scope.writer.flush().catch(() => undefined)
+      await recorder.settled()
+      scope.writer.seal()
+      if (settle()) rejectDone(new EngineClosedError(`run turn ${turnId}: the engine closed; the turn stays open in the database for the next engine to resume`))
+    },
+    lose(error: TurnOwnershipLostError) {
+      if (!settled && !recorder.ending) recorder.lose(error)
     },
   }
 
@@ -246,13 +314,15 @@ function runTurn(deps: TurnDeps, start: TurnStart): Turn {
 
   actor.start()
   start.begin(turn, actor).then(
-    (event) => event && actor.send(event),
+    (event) => {
+      begun = true
+      if (event) actor.send(event)
+    },
     (error) => {
       startFailed = true
       scope.writer.seal()
       actor.stop()
-      deps.onSettled(turn)
-      rejectDone(error)
+      if (settle()) rejectDone(error)
     },
   )
   return turn

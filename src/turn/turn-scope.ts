@@ -9,7 +9,7 @@ import type { ResolvedConfig } from '../config'
 import { newId } from '../ids'
 import { toModelMessages } from '../llm/model-messages'
 import { PartWriter } from '../store/part-writer'
-import type { Repository } from '../store/repository'
+import type { Repository, TurnFence } from '../store/repository'
 import { WriteQueue } from '../store/write-queue'
 import type { MessageInfo, MessageWithParts, Part, ToolPart } from '../types'
 
@@ -33,6 +33,8 @@ export class TurnScope {
     readonly bus: Bus,
     readonly turnId: string,
     readonly sessionId: string,
+    /** Who may write this turn's rows: every write checks it (fencing). */
+    readonly fence: TurnFence,
   ) {
     this.writer = new PartWriter({
       repo,
@@ -41,6 +43,7 @@ export class TurnScope {
       flushIntervalMs: config.flushIntervalMs,
       now: () => Date.now(),
       onError: (error) => this.onStorageError(error),
+      fence: (tx) => tx.checkFence(turnId, fence),
     })
   }
 

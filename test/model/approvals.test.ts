@@ -59,7 +59,7 @@ test('a storage failure on the row of an approval while another call waits: the 
   expect(rows.map((r) => `${r.seq} ${r.from} --${r.event}--> ${r.to}`)).toEqual([
     '1 idle --turn.start--> streaming',
     '2 streaming --step.finished--> awaiting-approval',
-    '4 awaiting-approval --turn.fail--> failed',
+    '3 awaiting-approval --turn.fail--> failed',
   ])
   const messages = await rig.engine.messages(session.id)
   const tools = messages.flatMap((m) => m.parts).filter((p) => p.type === 'tool')

@@ -1,5 +1,5 @@
 // Runs one turn through the built package from a CommonJS program.
-const { createEngine } = require('turnchart')
+const { createEngine, MessageAbortedError } = require('turnchart')
 const { startScriptedServer } = require('turnchart/testing')
 const { createOpenAICompatible } = require('@ai-sdk/openai-compatible')
 
@@ -11,7 +11,12 @@ async function main() {
   const session = await engine.createSession()
   const result = await engine.prompt(session.id, 'hi').done
   const [, a] = await engine.messages(session.id)
-  console.log(JSON.stringify({ outcome: result.outcome, text: a.parts.find((p) => p.type === 'text').text }))
+  // turn.done carries error instances: isInstance and instanceof work through the package.
+  const aborted = engine.prompt(session.id, 'again')
+  aborted.abort()
+  const { error } = await aborted.done
+  const errorValue = MessageAbortedError.isInstance(error) && error instanceof MessageAbortedError
+  console.log(JSON.stringify({ outcome: result.outcome, text: a.parts.find((p) => p.type === 'text').text, errorValue }))
   await engine.close()
   await server.close()
 }

@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../src/errors'
 import {
   backoffDelay,
+  maxTimerDelayMs,
   defaultRetryOptions,
   planRetry,
   retryDelayFromHeaders,
@@ -118,6 +119,15 @@ describe('planRetry', () => {
       delayMs: 3_600_000,
     })
     expect(planRetry({ ...base, attempt: 1, headers: { 'retry-after-ms': '60001' } })).toMatchObject({ reason: 'header-delay-too-long' })
+  })
+
+  it('never plans a delay setTimeout cannot hold (2^31 − 1 ms), whatever the options allow', () => {
+    const unbounded = { ...noJitter, maxDelayMs: 2 ** 40, maxHeaderDelayMs: 2 ** 40, maxTotalWaitMs: 2 ** 45, initialDelayMs: 2 ** 35 }
+    expect(planRetry({ ...base, attempt: 1, options: unbounded })).toEqual({ action: 'retry', delayMs: maxTimerDelayMs, source: 'backoff' })
+    expect(planRetry({ ...base, attempt: 1, options: unbounded, headers: { 'retry-after': String(2 ** 31 / 1000 + 1) } })).toMatchObject({
+      action: 'give-up',
+      reason: 'header-delay-too-long',
+    })
   })
 
   it('gives up after maxAttempts', () => {

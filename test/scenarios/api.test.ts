@@ -89,13 +89,36 @@ test('abort twice, abort on an idle or unknown session: no error, no effect', as
   expect((await h.engine.transitions(turn.id)).filter((t) => t.to === 'aborted')).toHaveLength(1)
 })
 
-test('close() while a turn runs ends it aborted with its rows flushed, then closes', async () => {
+test('close() while a turn runs leaves it resumable: its streamed text stored, released, resumed by the next engine', async () => {
   h = await createHarness()
   h.server.push({ type: 'stream', chunks: [{ text: 'partial' }], end: 'hang' })
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'x')
   await h.waitForEvent((e) => e.type === 'part.delta')
   await h.engine.close()
+  await expect(turn.done).rejects.toMatchObject({ name: 'EngineClosedError' })
+  h.server.text('resumed')
+  const reopened = await createEngine({ database: h.dbPath, model: modelFor(h.server), recovery: { onOpen: false } })
+  try {
+    // Stored as it was when the engine closed: still streaming, owned by nobody, the text kept.
+    expect(await reopened.getTurn(turn.id)).toMatchObject({ state: 'streaming', outcome: null, owner: null })
+    const [, assistant] = await reopened.messages(session.id)
+    expect(assistant.parts.find((p) => p.type === 'text')).toMatchObject({ text: 'partial' })
+    const [resumed] = await reopened.recover()
+    expect(resumed.id).toBe(turn.id)
+    expect((await resumed.done).outcome).toBe('completed')
+  } finally {
+    await reopened.close()
+  }
+})
+
+test('close({ abortTurns: true }) ends running turns aborted with their rows flushed', async () => {
+  h = await createHarness()
+  h.server.push({ type: 'stream', chunks: [{ text: 'partial' }], end: 'hang' })
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'x')
+  await h.waitForEvent((e) => e.type === 'part.delta')
+  await h.engine.close({ abortTurns: true })
   expect((await turn.done).outcome).toBe('aborted')
   const reopened = await createEngine({ database: h.dbPath, model: modelFor(h.server) })
   const [, assistant] = await reopened.messages(session.id)

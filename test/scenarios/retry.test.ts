@@ -3,6 +3,7 @@
  * retry delay driven by XState's simulated clock.
  */
 import { SimulatedClock } from 'xstate'
+import { classifyError } from '../../src'
 import { createHarness, assistantParts, type Harness } from '../support/harness'
 
 let h: Harness
@@ -143,4 +144,31 @@ test('a stream that goes silent is caught by the idle timeout and retried', asyn
   const texts = (await assistantParts(h.engine, session.id)).filter((p) => p.type === 'text')
   expect(texts.map((p) => (p as { text: string }).text)).toEqual(['one', 'two'])
   expect(h.events.some((e) => e.type === 'session.status' && e.status.type === 'retry' && /sent nothing for 200 ms/.test(e.status.message))).toBe(true)
+})
+
+test('a user errorClassifier and retryPolicy are honoured end to end', async () => {
+  const asked: Array<{ attempt: number; waitedMs: number }> = []
+  h = await createHarness({
+    // A 418 is fatal by default; this app says its gateway answers 418 when busy.
+    errorClassifier: (error) => {
+      const classified = classifyError(error)
+      return classified.error.statusCode === 418 ? { ...classified, kind: 'retryable' } : classified
+    },
+    retryPolicy: ({ attempt, waitedMs }) => {
+      asked.push({ attempt, waitedMs })
+      return attempt < 2 ? { action: 'retry', delayMs: 3, source: 'backoff' } : { action: 'give-up', reason: 'max-attempts' }
+    },
+  })
+  h.server.error(418, { error: { message: 'busy teapot' } })
+  h.server.error(418, { error: { message: 'still a busy teapot' } })
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'x')
+  const result = await turn.done
+  expect(result.outcome).toBe('failed')
+  expect(result.error).toMatchObject({ name: 'RetriesExhaustedError', attempts: 2, lastError: { statusCode: 418 } })
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'retry-waiting', 'streaming', 'failed'])
+  expect(asked).toEqual([
+    { attempt: 1, waitedMs: 0 },
+    { attempt: 2, waitedMs: 3 },
+  ])
 })

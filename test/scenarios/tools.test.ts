@@ -121,11 +121,14 @@ test('a tool that runs past its timeout fails with a timeout error and its signa
 
 test('aborting while a tool runs aborts its signal and marks it interrupted', async () => {
   let seenSignal: AbortSignal | undefined
+  let started!: () => void
+  const running = new Promise<void>((resolve) => (started = resolve))
   const wait = tool({
     description: 'Waits for abort',
     inputSchema: z.object({}),
     execute: (_input, { abortSignal }) => {
       seenSignal = abortSignal
+      started()
       return new Promise<string>(() => {})
     },
   })
@@ -133,7 +136,7 @@ test('aborting while a tool runs aborts its signal and marks it interrupted', as
   h.server.tool('wait', {})
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'x')
-  await h.waitForEvent((e) => e.type === 'turn.transition' && e.to === 'tool-running')
+  await running
   turn.abort()
   expect((await turn.done).outcome).toBe('aborted')
   expect(seenSignal?.aborted).toBe(true)

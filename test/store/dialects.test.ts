@@ -44,7 +44,7 @@ test(`the repository round-trips every column on ${testDialect}`, async () => {
   await repo.insertSession(session)
   expect(await repo.getSession(session.id)).toEqual(session)
   expect(await repo.listSessions()).toEqual([session])
-  await repo.touchSession(session.id, big + 5)
+  await repo.lockSession(session.id, big + 5)
   expect((await repo.getSession(session.id))!.time.updated).toBe(big + 5)
 
   const user = { id: newId('msg', big), sessionId: session.id, role: 'user' as const, time: { created: big } }

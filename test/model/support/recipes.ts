@@ -23,7 +23,10 @@ export interface Arrangement {
   abortAt: number | null
   /** Abort only once this many replies have been requested (the state's own request is in flight). */
   abortAfterCalls: number
-  /** Transition rows (seq) whose insert must fail inside the engine's transaction. */
+  /**
+   * Transition rows (seq) whose insert must fail inside the engine's transaction (unless it is
+   * the failure's own `turn.fail` row, which then takes that seq from the last committed state).
+   */
   failWrites: number[]
   /** Replies at the end that the engine may never request (a storage failure can beat the request). */
   optionalReplies: number
@@ -178,6 +181,15 @@ export const recipes: Record<string, EdgeRecipe> = {
     events: [{ type: 'turn.start' }],
     arrange: () => {}, // engine.prompt() sends it once the prompt is stored
   },
+  'idle --turn.fail--> failed': {
+    events: [fail],
+    // the row that would enter streaming fails: no model call is made
+    arrange: ({ plan, index }) => plan.failWrites.push(index + 1),
+    check: (walk) => {
+      expectOutcome(walk, 'failed', 'StorageError')
+      expect(walk.requests).toEqual([])
+    },
+  },
   'idle --turn.abort--> aborted': {
     events: [abort],
     arrange: ({ plan, index }) => (plan.abortAt = index),
@@ -190,10 +202,10 @@ export const recipes: Record<string, EdgeRecipe> = {
   // streaming: one HTTP call; its reply decides the event
   'streaming --turn.fail--> failed': {
     events: [fail],
+    // the step finishes; the row leaving streaming fails
     arrange: ({ plan, index }) => {
-      plan.replies.push(hangingStream(index))
-      plan.optionalReplies = 1
-      plan.failWrites.push(index)
+      plan.replies.push({ type: 'stream', chunks: [{ text: words(index) }] })
+      plan.failWrites.push(index + 1)
     },
     check: (walk) => expectOutcome(walk, 'failed', 'StorageError'),
   },
@@ -308,7 +320,12 @@ export const recipes: Record<string, EdgeRecipe> = {
   },
   'awaiting-approval --turn.fail--> failed': {
     events: [fail],
-    arrange: ({ plan, index }) => plan.failWrites.push(index), // the row entering awaiting-approval
+    // aborted while waiting; the aborted row fails and the failure's row replaces it
+    arrange: ({ plan, index }) => {
+      plan.abortAt = index
+      plan.abortAfterCalls = plan.replies.length
+      plan.failWrites.push(index + 1)
+    },
     check: (walk) => {
       expectOutcome(walk, 'failed', 'StorageError')
       expectUndecided(walk, 'Tool not run: the turn failed (StorageError)')
@@ -335,7 +352,9 @@ export const recipes: Record<string, EdgeRecipe> = {
     events: [fail],
     arrange: ({ plan, index }) => {
       waitLong(plan)
-      plan.failWrites.push(index)
+      plan.abortAt = index
+      plan.abortAfterCalls = plan.replies.length
+      plan.failWrites.push(index + 1)
     },
     check: (walk) => expectOutcome(walk, 'failed', 'StorageError'),
   },
@@ -355,9 +374,10 @@ export const recipes: Record<string, EdgeRecipe> = {
   // tool-running: the `work` tool's behaviour decides
   'tool-running --turn.fail--> failed': {
     events: [fail],
+    // the tools finish; the row leaving tool-running fails (no next step is requested)
     arrange: ({ plan, index }) => {
-      plan.tools.push('block')
-      plan.failWrites.push(index)
+      plan.tools.push('ok')
+      plan.failWrites.push(index + 1)
     },
     check: (walk) => expectOutcome(walk, 'failed', 'StorageError'),
   },
@@ -405,10 +425,10 @@ export const recipes: Record<string, EdgeRecipe> = {
   // compacting: the summary request's reply decides
   'compacting --turn.fail--> failed': {
     events: [fail],
+    // the summary arrives; the row leaving compacting fails
     arrange: ({ plan, index }) => {
-      plan.replies.push(hangingStream(index))
-      plan.optionalReplies = 1
-      plan.failWrites.push(index)
+      plan.replies.push({ type: 'stream', chunks: [{ text: `summary${index}` }] })
+      plan.failWrites.push(index + 1)
     },
     check: (walk) => expectOutcome(walk, 'failed', 'StorageError'),
   },

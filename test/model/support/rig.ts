@@ -123,7 +123,7 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
       const quote = (value: string) => `'${value.replace(/'/g, "''")}'`
       control.exec(
         `CREATE TRIGGER model_fail_${++triggers} BEFORE INSERT ON turnchart_transitions ` +
-          `WHEN NEW.turn_id = ${quote(turnId)} AND NEW.seq = ${Number(seq)} ` +
+          `WHEN NEW.turn_id = ${quote(turnId)} AND NEW.seq = ${Number(seq)} AND NEW.event_type <> 'turn.fail' ` +
           `BEGIN SELECT RAISE(ABORT, ${quote(storageFailureMessage)}); END`,
       )
     },
