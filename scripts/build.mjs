@@ -9,6 +9,9 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true })
 execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' })
 
+// The viewer's page is static and self-contained (no CDN): it ships next to its server module.
+fs.copyFileSync(path.join(root, 'src/viewer/viewer-page.html'), path.join(root, 'dist/cjs/src/viewer/viewer-page.html'))
+
 const require = createRequire(import.meta.url)
 const entries = { index: 'dist/cjs/src/index.js', testing: 'dist/cjs/src/testing/index.js' }
 fs.mkdirSync(path.join(root, 'dist/esm'), { recursive: true })

@@ -8,7 +8,8 @@ import { readStatus } from './control/read-status'
 import { requestAbort, requestDecision, type RemoteControlDeps } from './control/remote-control'
 import { ControlRequests } from './store/control-requests'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
-import { EngineClosedError, InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError, SessionNotFoundError, TurnOwnershipLostError } from './errors'
+import { EngineClosedError, InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError, SessionNotFoundError, TurnNotFoundError, TurnOwnershipLostError } from './errors'
+import { asStorageError, engineCalls } from './engine-calls'
 import { newId } from './ids'
 import { checkToolSchemas } from './tools/json-schema-validator'
 import { optionalString, requireFunction, requireId, sessionOptions } from './arguments'
@@ -51,7 +52,7 @@ export interface Engine {
   fork(sessionId: string, messageId: string, options?: { title?: string | null }): Promise<SessionInfo>
   /** Tokens and cost of the session: total and per turn, compactions included. */
   usage(sessionId: string): Promise<SessionUsage>
-  /** A session by id, or undefined. */
+  /** A session by id, or undefined when the database does not hold it (a lookup). */
   getSession(sessionId: string): Promise<SessionInfo | undefined>
   /** All sessions, oldest first. */
   listSessions(): Promise<SessionInfo[]>
@@ -90,18 +91,21 @@ export interface Engine {
   abort(sessionId: string): Promise<void>
   /** The running turn of a session, if any. */
   activeTurn(sessionId: string): Turn | undefined
-  /** What the session is doing now. */
+  /**
+   * What the session is doing now, from this engine's memory (synchronous, no database read):
+   * `idle` for any session this engine runs no turn of, whether or not the session exists.
+   */
   status(sessionId: string): SessionStatus
   /**
    * What the session is doing, read from the database: answers for a turn any engine runs,
    * with the calls waiting for a decision in `awaiting-approval`.
    */
   readStatus(sessionId: string): Promise<SessionStatus>
-  /** Messages with parts, in order, read from the database. */
+  /** Messages with parts, in order, read from the database. Throws `SessionNotFoundError` for an unknown session. */
   messages(sessionId: string): Promise<MessageWithParts[]>
-  /** The persisted transition log of a turn, in order. */
+  /** The persisted transition log of a turn, in order. Throws `TurnNotFoundError` for an unknown turn. */
   transitions(turnId: string): Promise<TransitionRecord[]>
-  /** The persisted record of a turn. */
+  /** The persisted record of a turn, or undefined when the database does not hold it (a lookup). */
   getTurn(turnId: string): Promise<TurnRecord | undefined>
   /** Receives every event; returns the function that unsubscribes. */
   subscribe(listener: Listener): () => void
@@ -120,7 +124,8 @@ export interface Engine {
   recover(): Promise<Turn[]>
   /**
    * The turn's state sequence rebuilt from its transition log with the chart's pure
-   * `transition()`. Throws `ReplayMismatchError` at a row the chart would not have taken.
+   * `transition()`. Throws `ReplayMismatchError` at a row the chart would not have taken,
+   * `TurnNotFoundError` for an unknown turn.
    */
   replay(turnId: string): Promise<ReplayStep[]>
   /** Deletes the transition logs of turns that ended before `olderThan` (a Date or ms); messages and parts stay. Returns the rows deleted. */
@@ -142,12 +147,17 @@ export interface Engine {
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
   await checkToolSchemas(config.tools)
-  const opened: OpenedDatabase = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
+  let opened: OpenedDatabase
+  try {
+    opened = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
+  } catch (error) {
+    throw asStorageError('open the database', error)
+  }
   try {
     await migrate(opened.db, opened.dialect)
   } catch (error) {
     await opened.close()
-    throw error
+    throw asStorageError('migrate the database', error)
   }
   const repo = new Repository(opened.db, opened.verify)
   const bus = new Bus(config.onSubscriberError)
@@ -214,6 +224,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const requireOpen = (operation: string) => {
     if (closed) throw new EngineClosedError(operation)
   }
+  // Database work of the methods below: EngineClosedError after close, StorageError for the driver's errors.
+  const call = engineCalls(() => closed)
 
   // Approve, deny and abort from any engine: requests stored for the engine running the turn.
   const requests = new ControlRequests(opened.db)
@@ -248,7 +260,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         time: { created: now, updated: now },
         ...(Object.keys(defaults).length ? { defaults } : {}),
       }
-      await repo.insertSession(session)
+      await call('create a session', () => repo.insertSession(session))
       return session
     },
     updateSession(sessionId, changes) {
@@ -271,9 +283,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       requireOpen('fork a session')
       return fork(history, sessionId, messageId, forkOptions)
     },
-    usage: (sessionId) => sessionUsage(repo, sessionId),
-    getSession: async (sessionId) => repo.getSession(requireId('sessionId', sessionId)),
-    listSessions: () => repo.listSessions(),
+    usage: (sessionId) => call('read usage', () => sessionUsage(repo, requireId('sessionId', sessionId))),
+    getSession: async (sessionId) => call('get a session', () => repo.getSession(requireId('sessionId', sessionId))),
+    listSessions: () => call('list sessions', () => repo.listSessions()),
     prompt: ((sessionId: string, input: PromptInput, promptOptions?: PromptOptions & { whenBusy?: WhenBusy }): Turn | QueuedPrompt => {
       requireOpen('start a turn')
       requireId('sessionId', sessionId)
@@ -302,18 +314,33 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       now.abort()
       await now.done.catch(() => undefined)
     },
-    activeTurn: (sessionId) => active.get(requireId('sessionId', sessionId)),
-    status: (sessionId) => statuses.get(requireId('sessionId', sessionId)) ?? { type: 'idle' },
-    readStatus: async (sessionId) => readStatus(repo, requireId('sessionId', sessionId)),
-    async messages(sessionId) {
-      requireId('sessionId', sessionId)
-      const session = await repo.getSession(sessionId)
-      if (!session) throw new SessionNotFoundError(sessionId)
-      return visibleMessages(await repo.messages(sessionId), session.revertedTo)
+    activeTurn(sessionId) {
+      requireOpen('get the active turn')
+      return active.get(requireId('sessionId', sessionId))
     },
-    transitions: async (turnId) => repo.transitions(requireId('turnId', turnId)),
-    getTurn: async (turnId) => repo.getTurn(requireId('turnId', turnId)),
-    subscribe: (listener) => bus.subscribe(requireFunction('listener', listener)),
+    status(sessionId) {
+      requireOpen('get a session status')
+      return statuses.get(requireId('sessionId', sessionId)) ?? { type: 'idle' }
+    },
+    readStatus: (sessionId) => call('read a session status', () => readStatus(repo, requireId('sessionId', sessionId))),
+    messages: (sessionId) =>
+      call('read messages', async () => {
+        requireId('sessionId', sessionId)
+        const session = await repo.getSession(sessionId)
+        if (!session) throw new SessionNotFoundError(sessionId)
+        return visibleMessages(await repo.messages(sessionId), session.revertedTo)
+      }),
+    transitions: (turnId) =>
+      call('read transitions', async () => {
+        requireId('turnId', turnId)
+        if (!(await repo.getTurn(turnId))) throw new TurnNotFoundError(turnId)
+        return repo.transitions(turnId)
+      }),
+    getTurn: (turnId) => call('get a turn', async () => repo.getTurn(requireId('turnId', turnId))),
+    subscribe(listener) {
+      requireOpen('subscribe')
+      return bus.subscribe(requireFunction('listener', listener))
+    },
     async recover() {
       requireOpen('recover turns')
       const running = new Set([...active.values()].map((t) => t.id))
@@ -335,18 +362,20 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       optionalString('reason', reason)
       await requestDecision(remote, turnId, callId, 'deny', reason)
     },
-    async replay(turnId) {
-      requireId('turnId', turnId)
-      const input = (await repo.turnInput(turnId)) as TurnInput | undefined
-      if (!input) throw new InvalidArgumentError('turnId', turnId, 'the id of a stored turn')
-      return replayTransitions(input, await repo.transitions(turnId)).steps
-    },
+    replay: (turnId) =>
+      call('replay a turn', async () => {
+        requireId('turnId', turnId)
+        const input = (await repo.turnInput(turnId)) as TurnInput | undefined
+        if (!input) throw new TurnNotFoundError(turnId)
+        return replayTransitions(input, await repo.transitions(turnId)).steps
+      }),
     async prune(options) {
+      requireOpen('prune transition logs')
       if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object like { olderThan }')
       const { olderThan } = options
       const before = olderThan instanceof Date ? olderThan.getTime() : olderThan
       if (typeof before !== 'number' || !Number.isFinite(before)) throw new InvalidArgumentError('olderThan', olderThan, 'a Date or a time in ms')
-      return repo.deleteFinishedTransitions(before)
+      return call('prune transition logs', () => repo.deleteFinishedTransitions(before))
     },
     async close(closeOptions = {}) {
       if (closed) return

@@ -178,6 +178,17 @@ export class SessionNotFoundError extends TurnchartError {
   static isInstance = isNamed<SessionNotFoundError>('SessionNotFoundError')
 }
 
+/** A turn id that the database does not hold (`transitions`, `replay`). */
+export class TurnNotFoundError extends TurnchartError {
+  readonly name = 'TurnNotFoundError'
+  readonly turnId: string
+  constructor(turnId: string) {
+    super(`turn ${JSON.stringify(turnId)} does not exist`)
+    this.turnId = turnId
+  }
+  static isInstance = isNamed<TurnNotFoundError>('TurnNotFoundError')
+}
+
 /** A call on an engine after `close()`. */
 export class EngineClosedError extends TurnchartError {
   readonly name = 'EngineClosedError'
@@ -196,6 +207,22 @@ export class StorageError extends TurnchartError {
     this.operation = operation
   }
   static isInstance = isNamed<StorageError>('StorageError')
+}
+
+/**
+ * A database that does not hold turnchart's tables (or holds them at a schema version this
+ * turnchart cannot read without migrating). Raised by the read-only CLI, which never migrates.
+ */
+export class NotATurnchartDatabaseError extends TurnchartError {
+  readonly name = 'NotATurnchartDatabaseError'
+  readonly database: string
+  readonly reason: string
+  constructor(database: string, reason: string) {
+    super(`${database} is not a turnchart database: ${reason}`)
+    this.database = database
+    this.reason = reason
+  }
+  static isInstance = isNamed<NotATurnchartDatabaseError>('NotATurnchartDatabaseError')
 }
 
 /**

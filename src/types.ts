@@ -166,6 +166,10 @@ export type SessionStatus =
   | { type: 'idle' }
   /** `approvals`: the calls waiting for a decision, when `state` is `awaiting-approval` (from `readStatus`). */
   | { type: 'busy'; turnId: string; state: string; approvals?: Array<{ callId: string; tool: string; input: unknown }> }
+  /**
+   * Waiting to retry: `attempt` is the attempt that failed, numbered as on parts (the first
+   * request of a step is attempt 1), so the next request is `attempt + 1`, at time `next`.
+   */
   | { type: 'retry'; turnId: string; attempt: number; message: string; next: number }
 
 export type TurnOutcome = 'completed' | 'aborted' | 'failed'

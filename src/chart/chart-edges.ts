@@ -59,7 +59,10 @@ export function chartEdges(machine: AnyStateMachine = turnMachine): ChartEdge[] 
   return edges
 }
 
-/** Short event names for diagrams: `xstate.done.actor.runTools` → `done(runTools)`. */
+/**
+ * Short event names for test coverage keys: `xstate.done.actor.runTools` → `done(runTools)`.
+ * Users see the logged name everywhere (CLI, diagrams, docs).
+ */
 export function shortEvent(event: string): string {
   const done = /^xstate\.done\.actor\.(.+)$/.exec(event)
   if (done) return `done(${done[1]})`
@@ -88,7 +91,8 @@ export function toMermaid(machine: AnyStateMachine = turnMachine): string {
       for (const definition of definitions) {
         const guard = guardName(definition.guard)
         for (const target of definition.target ?? [node]) {
-          lines.push(`  ${id(node.key)} --> ${id(target.key)}: ${shortEvent(event)}${guard ? ` [${guard}]` : ''}`)
+          // The event as the transition log stores it: one name per event in logs, CLI and docs.
+          lines.push(`  ${id(node.key)} --> ${id(target.key)}: ${event}${guard ? ` [${guard}]` : ''}`)
         }
       }
     }

@@ -15,9 +15,13 @@ export interface ParsedArgs {
 
 /**
  * @example
- * parseArgs(['a.db', '--json'], { flags: ['json'], values: [] }) // { positionals: ['a.db'], flags: {'json'} }
+ * parseArgs(['a.db', '--json'], { flags: ['json'], positionals: ['db'] }) // { positionals: ['a.db'], flags: {'json'} }
+ * parseArgs([], { positionals: ['db'] }) // throws UsageError('missing argument <db>')
  */
-export function parseArgs(argv: string[], spec: { flags?: string[]; values?: string[]; positionals: number }): ParsedArgs {
+export function parseArgs(argv: string[], spec: { flags?: string[]; values?: string[]; positionals: number | string[] }): ParsedArgs {
+  // Named positionals (`['db', 'session']`) let a missing one be named in the message.
+  const names = typeof spec.positionals === 'number' ? [] : spec.positionals
+  const count = typeof spec.positionals === 'number' ? spec.positionals : spec.positionals.length
   const parsed: ParsedArgs = { positionals: [], flags: new Set(), values: new Map() }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
@@ -33,10 +37,10 @@ export function parseArgs(argv: string[], spec: { flags?: string[]; values?: str
       throw new UsageError(`unknown option ${arg}`)
     } else parsed.positionals.push(arg)
   }
-  if (parsed.positionals.length !== spec.positionals) {
-    throw new UsageError(
-      parsed.positionals.length < spec.positionals ? 'missing argument' : `unexpected argument ${parsed.positionals[spec.positionals]}`,
-    )
+  if (parsed.positionals.length < count) {
+    const name = names[parsed.positionals.length]
+    throw new UsageError(name ? `missing argument <${name}>` : 'missing argument')
   }
+  if (parsed.positionals.length > count) throw new UsageError(`unexpected argument ${parsed.positionals[count]}`)
   return parsed
 }

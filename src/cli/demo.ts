@@ -17,6 +17,8 @@ import type { EngineOptions } from '../config'
 import type { TurnchartEvent } from '../bus'
 import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
 import { parseArgs, UsageError } from './args'
+import { onTerminationSignals } from './signals'
+import { inspectorUiUrl, startInspectorRelay } from './inspector-relay'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
 
 /** The three prompts of the demo session (the same against a real model). */
@@ -114,8 +116,10 @@ export function createPrinter(io: CliIO, c: Colors) {
     atLineStart = text.endsWith('\n')
   }
   const line = (text: string) => write(`${atLineStart ? '' : '\n'}${text}\n`)
+  let retrying = false
   const stopRetryLine = () => {
-    if (!retryTimer) return
+    if (!retrying) return
+    retrying = false
     clearInterval(retryTimer)
     retryTimer = undefined
     if (io.stdout.isTTY) {
@@ -165,16 +169,19 @@ export function createPrinter(io: CliIO, c: Colors) {
       case 'session.status':
         if (event.status.type === 'retry') {
           const { attempt, message, next } = event.status
+          // `attempt` is the attempt that failed, numbered as on parts (the first is 1).
           const show = () => {
             const left = Math.max(0, next - Date.now()) / 1000
-            const text = c.yellow(`  ⏳ ${truncate(message, 60)}: attempt ${attempt + 1} in ${left.toFixed(1)} s`)
+            const text = c.yellow(`  ⏳ attempt ${attempt} failed (${truncate(message, 60)}): attempt ${attempt + 1} in ${left.toFixed(1)} s`)
             if (io.stdout.isTTY) write(`\r\x1b[2K${text}`)
             else line(text)
           }
           if (!atLineStart) write('\n')
           show()
           clearInterval(retryTimer)
-          retryTimer = setInterval(show, io.stdout.isTTY ? 100 : 500)
+          retrying = true
+          // A live countdown on a terminal; elsewhere (a log, a pipe) one line per attempt.
+          retryTimer = io.stdout.isTTY ? setInterval(show, 100) : undefined
         } else stopRetryLine()
         break
       case 'session.error':
@@ -202,27 +209,39 @@ async function freePort(preferred: number): Promise<number> {
 // A real dynamic import: @statelyai/inspect is ESM only and this file compiles to CommonJS.
 const importEsm = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<any>
 
-async function startInspector(io: CliIO, port: number) {
+async function startInspector(port: number) {
   let inspectModule: any
-  let serverModule: any
   try {
     inspectModule = await importEsm('@statelyai/inspect')
-    serverModule = await importEsm('@statelyai/inspect/server')
   } catch {
     throw new CliError('--inspect needs the optional peer dependency @statelyai/inspect: npm install -D @statelyai/inspect')
   }
-  const server = serverModule.createInspectorServer({ port, autoOpen: false })
-  const inspector = inspectModule.createWebSocketInspector({ url: `ws://localhost:${port}` })
+  const relay = await startInspectorRelay(port)
+  const inspector = inspectModule.createWebSocketInspector({ url: `ws://127.0.0.1:${relay.port}` })
   return {
     inspect: inspector.inspect as EngineOptions['inspect'],
-    url: `http://localhost:${port}`,
+    url: relay.url,
+    port: relay.port,
     /** Lets the last events leave (forwarding is deferred), then closes both ends. */
     async stop() {
       await new Promise((resolve) => setTimeout(resolve, 250))
       inspector.stop()
-      server.stop()
+      await relay.stop()
     },
   }
+}
+
+/** Resolves at the first SIGINT or SIGTERM (the inspector keeps serving until then). */
+function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop)
+      process.off('SIGTERM', stop)
+      resolve()
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
 }
 
 function waitForEnter(io: CliIO, prompt: string): Promise<void> {
@@ -237,12 +256,17 @@ function waitForEnter(io: CliIO, prompt: string): Promise<void> {
   })
 }
 
-/** The demo's provider, an optional peer of turnchart (loaded only when the demo runs). */
-function openAICompatible(): typeof import('@ai-sdk/openai-compatible').createOpenAICompatible {
+/**
+ * The demo's provider, `@ai-sdk/openai-compatible`, is an optional peer dependency (an app
+ * brings its own provider): loaded only here, with a message saying what to install.
+ */
+export function loadDemoProvider(): typeof import('@ai-sdk/openai-compatible').createOpenAICompatible {
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     return (require('@ai-sdk/openai-compatible') as typeof import('@ai-sdk/openai-compatible')).createOpenAICompatible
   } catch (error) {
-    throw new CliError(`the demo needs @ai-sdk/openai-compatible (npm install @ai-sdk/openai-compatible): ${error instanceof Error ? error.message : String(error)}`)
+    if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error
+    throw new CliError('the demo needs the optional peer dependency @ai-sdk/openai-compatible: npm install @ai-sdk/openai-compatible@^2')
   }
 }
 
@@ -254,7 +278,7 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const real = io.env.TURNCHART_BASE_URL
   let server: ScriptedServer | undefined
   let model: EngineOptions['model']
-  const createOpenAICompatible = openAICompatible()
+  const createOpenAICompatible = loadDemoProvider()
   if (real) {
     if (!io.env.TURNCHART_MODEL) throw new CliError('TURNCHART_BASE_URL is set: set TURNCHART_MODEL too (and TURNCHART_API_KEY if the server needs one)')
     model = createOpenAICompatible({ name: 'turnchart-demo', baseURL: real, apiKey: io.env.TURNCHART_API_KEY, includeUsage: true })(io.env.TURNCHART_MODEL)
@@ -266,13 +290,20 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   let inspector: Awaited<ReturnType<typeof startInspector>> | undefined
   let engine: Engine | undefined
   const printer = createPrinter(io, c)
+  // Ctrl-C or a SIGTERM closes the engine (its turns end cleanly or stay resumable) before exiting.
+  const signals = onTerminationSignals(async () => {
+    printer.close()
+    await engine?.close()
+    await server?.close()
+    await inspector?.stop()
+  }, (text) => io.stderr.write(text))
   try {
     if (flags.has('inspect')) {
       const port = values.has('inspect-port') ? Number(values.get('inspect-port')) : await freePort(8080)
       if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new UsageError(`--inspect-port must be a port number, not ${values.get('inspect-port')}`)
-      inspector = await startInspector(io, port)
-      printer.line(c.bold(`Stately inspector: open ${inspector.url} in a browser (the inspector UI loads from stately.ai)`))
-      printer.line(c.dim(`  WebSocket: ws://localhost:${port}`))
+      inspector = await startInspector(port)
+      printer.line(c.bold(`Stately inspector: open ${inspector.url} in a browser (127.0.0.1 only)`))
+      printer.line(c.dim(`  online: that page embeds Stately's inspector UI from ${inspectorUiUrl}; the events stay on this machine (WebSocket ws://127.0.0.1:${inspector.port})`))
       await waitForEnter(io, 'Press Enter to start the demo… ')
     }
     printer.line(c.bold(real ? `turnchart demo against ${real} (model ${io.env.TURNCHART_MODEL})` : 'turnchart demo: a scripted OpenAI-compatible server on loopback (no API key needed)'))
@@ -324,9 +355,15 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     printer.line(`  turnchart sessions ${database}`)
     printer.line(`  turnchart show ${database} ${session.id}`)
     for (const id of turnIds) printer.line(`  turnchart replay ${database} ${id}`)
-    if (inspector) await waitForEnter(io, 'Press Enter to stop the inspector… ')
+    if (inspector) {
+      // Keep serving the inspector (with or without a terminal) until Ctrl-C or SIGTERM.
+      signals.dispose()
+      printer.line(c.bold(`The inspector is still serving ${inspector.url}: Ctrl-C stops it.`))
+      await waitForSignal()
+    }
     return 0
   } finally {
+    signals.dispose()
     printer.close()
     await engine?.close()
     await server?.close()

@@ -1,12 +1,11 @@
 /**
  * What every command shares: where it writes, colours (only on a terminal, never with
- * NO_COLOR), opening an existing database, and one-line renderings of parts and transitions.
+ * NO_COLOR), opening an existing database read-only, and one-line renderings of parts and transitions.
  */
 import fs from 'node:fs'
-import { createEngine, type Engine } from '../engine'
+import { isPostgresUrl } from '../store/open-database'
+import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
 import type { Part, TransitionRecord } from '../types'
-import type { EngineModel } from '../config'
-import { shortEvent } from '../chart/chart-edges'
 
 export interface CliIO {
   stdout: NodeJS.WritableStream & { isTTY?: boolean }
@@ -35,23 +34,26 @@ export function colors(io: CliIO): Colors {
   return { dim: wrap(2), bold: wrap(1), cyan: wrap(36), green: wrap(32), yellow: wrap(33), red: wrap(31), magenta: wrap(35) }
 }
 
-/** The CLI's reading commands never call a model; the engine still needs one to be created. */
-const readOnlyModel = {
-  specificationVersion: 'v3',
-  provider: 'turnchart-cli',
-  modelId: 'read-only',
-  supportedUrls: {},
-  doGenerate: () => Promise.reject(new Error('the turnchart CLI opened this database read-only: no model is called')),
-  doStream: () => Promise.reject(new Error('the turnchart CLI opened this database read-only: no model is called')),
-} as unknown as EngineModel
-
 /**
- * Opens an existing turnchart database for reading. The model is never called, so a
- * placeholder model is enough. A missing file is an error, not a new empty database.
+ * Opens an existing turnchart database for reading only: no migration, no recovery, no write
+ * (see `openReadOnlyStore`). A missing file is an error, never a new empty database; a
+ * database without turnchart's tables is refused with `NotATurnchartDatabaseError`.
  */
-export async function openExisting(database: string): Promise<Engine> {
-  if (!fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
-  return createEngine({ database, model: readOnlyModel })
+export async function openForReading(database: string): Promise<ReadOnlyStore> {
+  const postgres = isPostgresUrl(database)
+  if (!postgres && !fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
+  return openReadOnlyStore(database, postgres ? redactUrl(database) : database)
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')
+  }
 }
 
 export function truncate(text: string, max = 120): string {
@@ -67,9 +69,9 @@ export function json(value: unknown): string {
   }
 }
 
-/** `streaming → tool-running  step.finished` */
+/** `streaming → tool-running  step.finished`: the event as the log stores it. */
 export function formatTransition(t: Pick<TransitionRecord, 'from' | 'to' | 'event'>, c: Colors): string {
-  return `${c.cyan(`${t.from} → ${t.to}`)}  ${c.dim(shortEvent(t.event))}`
+  return `${c.cyan(`${t.from} → ${t.to}`)}  ${c.dim(t.event)}`
 }
 
 /** One or more lines for a stored part (used by `show`). */

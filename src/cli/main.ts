@@ -3,13 +3,10 @@
  * The `turnchart` command. Bad arguments print the usage on stderr and exit with status 2;
  * other failures print the error on stderr and exit with status 1.
  */
+import { NotATurnchartDatabaseError } from '../errors'
 import { UsageError } from './args'
-import { chartCommand } from './chart'
-import { demoCommand } from './demo'
 import { CliError, type CliIO } from './io'
-import { replayCommand } from './replay'
-import { sessionsCommand } from './sessions'
-import { showCommand } from './show'
+import { packageVersion } from './version'
 
 export const usage = `usage: turnchart <command> [options]
 
@@ -17,21 +14,40 @@ commands:
   demo [--inspect] [--inspect-port <n>] [--db <file>]
                               run an agent session end to end (a scripted server, or
                               TURNCHART_BASE_URL + TURNCHART_MODEL [+ TURNCHART_API_KEY])
-  sessions <db>               list the sessions of a database
-  show <db> <session>         a session's conversation: messages, parts, turns and states
-  replay <db> <turn>          a turn's transition timeline
   chart [--json]              the turn chart as Mermaid, or as JSON for the Stately editor
-  help                        this text
+  help, --help                this text
+  --version                   turnchart's version
+
+read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:// URL):
+  sessions <db> [--json]      list the sessions of a database
+  show <db> <session> [--json]
+                              a session's conversation: messages, parts, turns and states
+  replay <db> <turn> [--json] a turn's transition timeline, replayed through the chart
+  view <db> [--port <n>]      serve an offline viewer on 127.0.0.1: sessions, conversations,
+                              each turn's path through the chart (live for running turns)
+
+writing (change the database):
+  recover <db> [--json]       end as aborted the unfinished turns of processes that died
+                              (the app's own createEngine resumes them instead)
+  prune <db> --older-than <age>
+                              delete the transition logs of turns ended before <age> ago
+                              (30d, 12h, 90m); messages and parts stay
 
 TURNCHART_DEBUG=1 prints stack traces.
 `
 
-const commands: Record<string, (argv: string[], io: CliIO) => Promise<number>> = {
-  demo: demoCommand,
-  sessions: sessionsCommand,
-  show: showCommand,
-  replay: replayCommand,
-  chart: chartCommand,
+type Command = (argv: string[], io: CliIO) => Promise<number>
+
+// Each command's module is loaded when it runs: `turnchart show` need not load the AI SDK.
+const commands: Record<string, () => Promise<Command>> = {
+  demo: async () => (await import('./demo')).demoCommand,
+  sessions: async () => (await import('./sessions')).sessionsCommand,
+  show: async () => (await import('./show')).showCommand,
+  replay: async () => (await import('./replay')).replayCommand,
+  chart: async () => (await import('./chart')).chartCommand,
+  recover: async () => (await import('./write-commands')).recoverCommand,
+  prune: async () => (await import('./write-commands')).pruneCommand,
+  view: async () => (await import('./view')).viewCommand,
 }
 
 /**
@@ -46,17 +62,21 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     io.stdout.write(usage)
     return 0
   }
-  const command = name === undefined ? undefined : commands[name]
+  if (name === '--version' || name === '-v' || name === 'version') {
+    io.stdout.write(`${packageVersion()}\n`)
+    return 0
+  }
+  const load = name !== undefined && Object.hasOwn(commands, name) ? commands[name] : undefined
   try {
-    if (!command) throw new UsageError(name === undefined ? 'missing command' : `unknown command ${name}`)
-    return await command(rest, io)
+    if (!load) throw new UsageError(name === undefined ? 'missing command' : `unknown command ${name}`)
+    return await (await load())(rest, io)
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`turnchart: ${error.message}\n\n${usage}`)
       return 2
     }
     const message =
-      error instanceof CliError ? error.message
+      error instanceof CliError || NotATurnchartDatabaseError.isInstance(error) ? error.message
       : error instanceof Error ? (io.env.TURNCHART_DEBUG ? error.stack ?? error.message : `${error.name}: ${error.message}`)
       : String(error)
     io.stderr.write(`turnchart: ${message}\n`)

@@ -1,29 +1,35 @@
 /**
- * `turnchart show <db> <session>`: the conversation, message by message with its parts, and
- * for each turn its outcome and the states it went through.
+ * `turnchart show <db> <session> [--json]`: the conversation, message by message with its
+ * parts, and for each turn its outcome and the states it went through. Read-only.
  */
+import { viewSession } from '../views/read-views'
 import { parseArgs } from './args'
-import { CliError, colors, formatPart, openExisting, type CliIO } from './io'
+import { CliError, colors, formatPart, openForReading, type CliIO } from './io'
 
 export async function showCommand(argv: string[], io: CliIO): Promise<number> {
-  const { positionals } = parseArgs(argv, { positionals: 2 })
+  const { positionals, flags } = parseArgs(argv, { flags: ['json'], positionals: ['db', 'session'] })
   const [database, sessionId] = positionals
-  const engine = await openExisting(database)
+  const store = await openForReading(database)
   const c = colors(io)
   const out = (line = '') => io.stdout.write(`${line}\n`)
   try {
-    const session = await engine.getSession(sessionId)
-    if (!session) throw new CliError(`no session ${sessionId} in ${database}`)
+    const view = await store.read((repo) => viewSession(repo, sessionId))
+    if (!view) throw new CliError(`no session ${sessionId} in ${database}`)
+    if (flags.has('json')) {
+      out(JSON.stringify(view, null, 2))
+      return 0
+    }
+    const { session, messages } = view
+    const turns = new Map(view.turns.map((t) => [t.id, t]))
     out(c.bold(`session ${session.id}${session.title ? `: ${session.title}` : ''}`))
-    const messages = await engine.messages(sessionId)
     let lastTurn: string | undefined
     for (const { info, parts } of messages) {
       if (info.turnId && info.turnId !== lastTurn) {
         lastTurn = info.turnId
-        const turn = await engine.getTurn(info.turnId)
-        const states = (await engine.transitions(info.turnId)).map((t) => t.to)
+        const turn = turns.get(info.turnId)
+        const states = (turn?.transitions ?? []).map((t) => t.to)
         out()
-        out(c.cyan(`turn ${info.turnId}: ${turn?.outcome ?? `running (${turn?.state ?? '?'})`}`) + c.dim(`  ${['idle', ...states].join(' → ')}`))
+        out(c.cyan(`turn ${info.turnId}: ${turn?.outcome ?? `unfinished (${turn?.state ?? '?'})`}`) + c.dim(`  ${['idle', ...states].join(' → ')}`))
         if (turn?.error) out(c.red(`  ${turn.error.name}: ${turn.error.message}`))
       }
       const role = info.summary ? 'summary' : info.role
@@ -37,6 +43,6 @@ export async function showCommand(argv: string[], io: CliIO): Promise<number> {
     }
     return 0
   } finally {
-    await engine.close()
+    await store.close()
   }
 }

@@ -6,6 +6,7 @@
  */
 import { RetriesExhaustedError, type SerializedError } from '../errors'
 import { classifyError, type ClassifiedError } from './classify-error'
+import { retryOptionsFor } from './connection-refused'
 import { defaultRetryOptions, maxTimerDelayMs, planRetry, type RetryOptions, type RetryPlan } from './retry-delay'
 
 /** Sorts a thrown value into overflow, retryable, auth or fatal, with its stored record and headers. */
@@ -18,6 +19,8 @@ export interface RetryQuestion {
   headers: Record<string, string>
   /** Milliseconds already spent waiting for retries of this step (or compaction). */
   waitedMs: number
+  /** What was thrown: the default policy retries a refused connection briefly (connection-refused.ts). */
+  error?: unknown
 }
 
 /** Decides whether and when to retry; `planRetry` with the engine's `retry` options by default. */
@@ -41,7 +44,10 @@ export type FailureDecision =
  * const policies = defaultFailurePolicies({ ...defaultRetryOptions, maxAttempts: 3 })
  */
 export function defaultFailurePolicies(options: RetryOptions = defaultRetryOptions): FailurePolicies {
-  return { classify: classifyError, retry: (question) => planRetry({ ...question, options }) }
+  return {
+    classify: classifyError,
+    retry: ({ attempt, headers, waitedMs, error }) => planRetry({ attempt, headers, waitedMs, options: retryOptionsFor(error, options) }),
+  }
 }
 
 /**
@@ -56,7 +62,7 @@ export function decideFailure(error: unknown, at: { attempt: number; waitedMs: n
   const classified = policies.classify(error)
   if (classified.kind === 'overflow') return { kind: 'overflow', error: classified.error }
   if (classified.kind !== 'retryable') return { kind: 'fatal', error: classified.error }
-  const plan = policies.retry({ attempt: at.attempt, headers: classified.headers, waitedMs: at.waitedMs })
+  const plan = policies.retry({ attempt: at.attempt, headers: classified.headers, waitedMs: at.waitedMs, error })
   if (plan.action === 'retry') {
     // A replaced policy may answer anything: the wait is a whole number of ms a timer can hold.
     const delayMs = Number.isFinite(plan.delayMs) && plan.delayMs > 0 ? Math.min(Math.ceil(plan.delayMs), maxTimerDelayMs) : 0

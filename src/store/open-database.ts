@@ -5,10 +5,11 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import Database from 'better-sqlite3'
+import type BetterSqlite3 from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../errors'
 import type { TurnchartDatabase } from './schema'
+import { shareConnection } from './shared-connections'
 
 export type DatabaseOption = string | Kysely<any>
 
@@ -54,27 +55,82 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
   const value = option ?? ':memory:'
   if (typeof value === 'string') {
     if (value.length === 0) throw new InvalidOptionError('database', value, expected)
-    if (isPostgresUrl(value)) return openPostgres(value, sqlite.idleInTransactionTimeoutMs)
+    if (isPostgresUrl(value)) return openPostgres(value, { idleInTransactionTimeoutMs: sqlite.idleInTransactionTimeoutMs })
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)
+    if (scheme) throw new InvalidOptionError('database', redact(value), `${expected} (the URL scheme ${scheme[1]}: is not supported)`)
     if (value !== ':memory:') {
       const dir = path.dirname(path.resolve(value))
       if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
         throw new InvalidOptionError('database', value, `a file path in an existing folder (${dir} does not exist)`)
       }
     }
-    const handle = new Database(value)
-    // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
-    handle.pragma('page_size = 16384')
-    handle.pragma('journal_mode = WAL')
-    handle.pragma(`busy_timeout = ${sqlite.busyTimeoutMs ?? 5000}`)
-    handle.pragma('foreign_keys = ON')
-    handle.pragma('synchronous = NORMAL')
-    const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
-    return { db, dialect: 'sqlite', close: () => db.destroy(), ...(value === ':memory:' ? {} : { verify: fileGuard(value) }) }
+    if (value === ':memory:') return openSqlite(value, sqlite)
+    // Engines of one process on one file share its connection (see shared-connections.ts).
+    return shareConnection(value, () => openSqlite(value, sqlite))
   }
   if (isKysely(value)) {
     return { db: value as Kysely<TurnchartDatabase>, dialect: detectDialect(value), close: async () => {} }
   }
   throw new InvalidOptionError('database', value, expected)
+}
+
+function openSqlite(value: string, sqlite: SqliteOptions): OpenedDatabase {
+  const Database = loadSqliteDriver(value)
+  const handle = new Database(value)
+  // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
+  handle.pragma('page_size = 16384')
+  handle.pragma('journal_mode = WAL')
+  handle.pragma(`busy_timeout = ${sqlite.busyTimeoutMs ?? 5000}`)
+  handle.pragma('foreign_keys = ON')
+  handle.pragma('synchronous = NORMAL')
+  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
+  return { db, dialect: 'sqlite', close: () => db.destroy(), ...(value === ':memory:' ? {} : { verify: fileGuard(value) }) }
+}
+
+/** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
+export const sqliteLoader = {
+  load(): typeof BetterSqlite3 {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('better-sqlite3') as typeof BetterSqlite3
+  },
+}
+
+/**
+ * better-sqlite3 is an optional dependency (installed by default; a PostgreSQL-only app may
+ * omit it, and a failed native build does not fail the app's install): missing, it is an
+ * option error that says what to install.
+ */
+function loadSqliteDriver(value: string): typeof BetterSqlite3 {
+  try {
+    return sqliteLoader.load()
+  } catch (error) {
+    const code = (error as { code?: string }).code
+    if (code !== 'MODULE_NOT_FOUND' && !/bindings|better_sqlite3\.node/.test(String((error as Error).message))) throw error
+    throw new InvalidOptionError(
+      'database',
+      value,
+      'a SQLite path with the optional dependency `better-sqlite3` installed and built (run `npm install better-sqlite3`), or a postgres:// URL',
+    )
+  }
+}
+
+/**
+ * Opens an existing database for reading only: a SQLite file with `readonly: true` (never
+ * created, no pragma that writes, so the file stays byte-for-byte the same), or a PostgreSQL
+ * URL whose connections start with `default_transaction_read_only=on`. Used by the CLI's
+ * read commands; it neither migrates nor recovers.
+ *
+ * @example
+ * const { db, close } = openDatabaseReadOnly('./agent.db')
+ */
+export function openDatabaseReadOnly(value: string): OpenedDatabase {
+  if (typeof value !== 'string' || value.length === 0 || value === ':memory:') throw new InvalidOptionError('database', value, 'a SQLite file path or a postgres:// URL')
+  if (isPostgresUrl(value)) return openPostgres(value, { readOnly: true })
+  const Database = loadSqliteDriver(value)
+  const handle = new Database(value, { readonly: true, fileMustExist: true })
+  handle.pragma('busy_timeout = 5000')
+  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
+  return { db, dialect: 'sqlite', close: () => db.destroy() }
 }
 
 /**
@@ -141,7 +197,7 @@ export const pgLoader = {
 
 const schemaName = /^[a-z_][a-z0-9_]{0,62}$/
 
-function openPostgres(value: string, idleInTransactionTimeoutMs?: number): OpenedDatabase {
+function openPostgres(value: string, mode: { readOnly?: boolean; idleInTransactionTimeoutMs?: number } = {}): OpenedDatabase {
   let url: URL
   try {
     url = new URL(value)
@@ -160,9 +216,14 @@ function openPostgres(value: string, idleInTransactionTimeoutMs?: number): Opene
     const options = url.searchParams.get('options')
     url.searchParams.set('options', `${options ? options + ' ' : ''}-c search_path=${schema}`)
   }
-  if (idleInTransactionTimeoutMs !== undefined) {
+  if (mode.readOnly) {
+    // Every transaction of every connection read-only, whatever the caller runs.
     const options = url.searchParams.get('options')
-    url.searchParams.set('options', `${options ? options + ' ' : ''}-c idle_in_transaction_session_timeout=${Math.round(idleInTransactionTimeoutMs)}`)
+    url.searchParams.set('options', `${options ? options + ' ' : ''}-c default_transaction_read_only=on`)
+  }
+  if (mode.idleInTransactionTimeoutMs !== undefined) {
+    const options = url.searchParams.get('options')
+    url.searchParams.set('options', `${options ? options + ' ' : ''}-c idle_in_transaction_session_timeout=${Math.round(mode.idleInTransactionTimeoutMs)}`)
   }
   let max = 10
   if (poolMax !== null) {

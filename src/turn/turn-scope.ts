@@ -25,6 +25,8 @@ export class TurnScope {
   onStorageError: (error: unknown) => void = () => {}
   private history: ModelMessage[] = []
   private assistant: MessageWithParts | undefined
+  /** Assistant messages opened but not written yet: written with their first part, or at the turn's end. */
+  private readonly unsaved = new Set<string>()
 
   constructor(
     public config: ResolvedConfig,
@@ -120,7 +122,8 @@ export class TurnScope {
       }
       this.assistant = { info, parts: [] }
       this.messages.push(this.assistant)
-      this.saveMessage(info)
+      // Written with its first part: a step that overflows before any part leaves no empty message.
+      this.unsaved.add(info.id)
     }
     return this.assistant
   }
@@ -132,17 +135,20 @@ export class TurnScope {
 
   /** Adds a part to `message` and hands it to the writer. */
   addPart(message: MessageWithParts, part: Part): void {
+    if (this.unsaved.has(message.info.id)) this.saveMessage(message.info)
     message.parts.push(part)
     this.writer.add(part)
   }
 
   /** Persists a message's info (with the next flush) and publishes it. */
   saveMessage(info: MessageInfo): void {
+    this.unsaved.delete(info.id)
     this.writer.message(info)
   }
 
   /** Stores a compaction summary; the next step starts a new assistant message after it. */
   addSummary(text: string, auto: boolean): MessageWithParts {
+    this.dropEmptyAssistant()
     const now = Date.now()
     const info: MessageInfo = {
       id: newId('msg', now),
@@ -160,5 +166,14 @@ export class TurnScope {
     this.addPart(summary, { id: newId('prt', now), sessionId: this.sessionId, messageId: info.id, type: 'text', text, time: { start: now, end: now } })
     this.assistant = undefined
     return summary
+  }
+
+  /** The open assistant message of a step that failed before any part (an overflow), never written: forgotten. */
+  private dropEmptyAssistant(): void {
+    const open = this.assistant
+    if (!open || open.parts.length > 0 || !this.unsaved.has(open.info.id)) return
+    this.unsaved.delete(open.info.id)
+    this.messages.splice(this.messages.indexOf(open), 1)
+    this.assistant = undefined
   }
 }

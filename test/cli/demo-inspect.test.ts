@@ -6,7 +6,8 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { runCli } from './run-cli'
+import { spawn } from 'node:child_process'
+import { root, runCli } from './run-cli'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const WebSocket = require('ws') as new (url: string) => {
@@ -25,7 +26,22 @@ function freePort(): Promise<number> {
   })
 }
 
-test('demo --inspect prints the URL and the turns reach a WebSocket client of the inspector server', async () => {
+/** The first IPv4 address of this machine that is not loopback, if any. */
+function externalAddress(): string | undefined {
+  return Object.values(os.networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)?.address
+}
+
+function refuses(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port })
+    socket.once('connect', () => (socket.destroy(), resolve(false)))
+    socket.once('error', () => resolve(true))
+  })
+}
+
+test('demo --inspect serves on 127.0.0.1 only, relays the turns to a WebSocket client, says what is online, and waits for Ctrl-C', async () => {
   const port = await freePort()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-inspect-'))
   const received: Array<{ type: string; snapshot?: { value?: unknown } }> = []
@@ -39,20 +55,43 @@ test('demo --inspect prints the URL and the turns reach a WebSocket client of th
     ws.on('error', () => setTimeout(connect, 50))
   }
   connect()
+  const tsNode = require.resolve('ts-node/dist/bin.js', { paths: [root] })
+  const child = spawn(process.execPath, [tsNode, '--transpile-only', path.join(root, 'src/cli/main.ts'), 'demo', '--inspect', '--inspect-port', String(port), '--db', path.join(dir, 'demo.db')], {
+    cwd: root,
+    env: { ...process.env, NO_COLOR: '1', TURNCHART_BASE_URL: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stderr.on('data', (chunk) => (stderr += chunk))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   try {
-    const run = await runCli(['demo', '--inspect', '--inspect-port', String(port), '--db', path.join(dir, 'demo.db')])
-    expect(run.stderr).toBe('')
-    expect(run.code).toBe(0)
-    expect(run.stdout).toContain(`Stately inspector: open http://localhost:${port}`)
-    expect(run.stdout.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk) => {
+        stdout += chunk
+        if (stdout.includes('Ctrl-C stops it')) resolve()
+      })
+      child.on('exit', () => reject(new Error(`the demo exited without waiting\n${stdout}\n${stderr}`)))
+    })
+    expect(stdout).toContain(`Stately inspector: open http://127.0.0.1:${port} in a browser (127.0.0.1 only)`)
+    expect(stdout).toContain("online: that page embeds Stately's inspector UI from https://stately.ai/inspect")
+    expect(stdout.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
+    const page = await (await fetch(`http://127.0.0.1:${port}/`)).text()
+    expect(page).toContain(`new WebSocket('ws://127.0.0.1:${port}')`)
+    const external = externalAddress()
+    if (external) expect(await refuses(external, port)).toBe(true)
     expect(socket).toBeDefined()
     const snapshots = received.filter((e) => e.type === '@xstate.snapshot').map((e) => e.snapshot?.value)
     expect(snapshots).toEqual(expect.arrayContaining(['streaming', 'completed', 'aborted']))
     expect(received.some((e) => e.type === '@xstate.actor')).toBe(true)
     expect(received.some((e) => e.type === '@xstate.event')).toBe(true)
+    child.kill('SIGINT')
+    expect(await exited).toBe(0)
+    expect(stderr).toBe('')
   } finally {
     stopped = true
     socket?.close()
+    if (child.exitCode === null) child.kill('SIGKILL')
     fs.rmSync(dir, { recursive: true, force: true })
   }
 }, 60_000)

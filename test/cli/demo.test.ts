@@ -32,12 +32,12 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
   expect(out).toMatch(/✓ list → \[.*"README\.md"/)
   // the 429, its progress line, the retry
   expect(out).toContain('streaming → retry-waiting  step.failed')
-  expect(out).toMatch(/⏳ Rate limit reached.*: attempt 2 in \d\.\d s/)
-  expect(out).toContain('retry-waiting → streaming  after(retryDelay)')
+  expect(out).toMatch(/⏳ attempt 1 failed \(Rate limit reached.*\): attempt 2 in \d\.\d s/)
+  expect(out).toContain('retry-waiting → streaming  xstate.after.retryDelay.turn.retry-waiting')
   // the overflow and its compaction
   expect(out).toContain('streaming → compacting  step.failed')
   expect(out).toContain('summary › Summary:')
-  expect(out).toContain('compacting → streaming  done(compact)')
+  expect(out).toContain('compacting → streaming  xstate.done.actor.compact')
   // the abort
   expect(out).toContain('streaming → aborted  turn.abort')
   expect(out).toContain('MessageAbortedError')

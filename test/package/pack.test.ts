@@ -1,56 +1,51 @@
 /**
- * The packed tarball, installed into a fresh project with its dependencies: imported as an
- * ES module and as CommonJS (each runs a turn), typed under `nodenext` for both, its `bin`
- * runs the demo, and the optional peers (@statelyai/inspect, pg) are not installed.
+ * From a clean clone to an app: `git clone` the repository (its committed HEAD), `npm pack`
+ * there (the `prepack` script builds dist/), and install the tarball into a fresh ES module
+ * app and a fresh CommonJS app. Each type-checks under `moduleResolution` `node` and `node16`
+ * (and the ES module app under `bundler`), and runs a turn against the scripted server. The
+ * tarball holds no sources and its source maps carry their sources; the clone's lockfile is
+ * what `npm install` would write.
  *
- * To stay fast, the tarball's dependencies are installed with --ignore-scripts and the
- * better-sqlite3 native binding compiled for this repository is reused when the versions
- * match (compiling it from source takes about two minutes here); otherwise, or with
- * TURNCHART_PACK_FULL_INSTALL=1, the install runs the install scripts as a user's would.
- * The package is built in a copy of the sources, so this test does not race
- * test/package/dual-import.test.ts, which rebuilds dist/ in place.
+ * To stay fast, the apps install with --ignore-scripts and reuse the better-sqlite3 native
+ * binding compiled for this repository when the versions match (compiling it from source takes
+ * about two minutes here); otherwise, or with TURNCHART_PACK_FULL_INSTALL=1, the install runs
+ * the install scripts as a user's would. The clone borrows this repository's node_modules to
+ * build (its own `npm ci` is what .ci/run already exercises).
  */
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { promisify } from 'node:util'
 
 const root = path.resolve(__dirname, '../..')
 const repoPackage = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
 let work: string
-let app: string
+let clone: string
 let tarball: string
 let files: string[]
+const apps = { esm: '', cjs: '' }
 
 /** Without the npm_* variables of a surrounding `npm test`, which would steer the inner npm. */
 function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_')))
+  return { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_'))), NO_COLOR: '1' }
 }
 
 function run(command: string, args: string[], cwd: string, timeout = 240_000): string {
-  return execFileSync(command, args, { cwd, encoding: 'utf8', timeout, env: { ...cleanEnv(), NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  return execFileSync(command, args, { cwd, encoding: 'utf8', timeout, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
 }
 
-beforeAll(() => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-pack-'))
-  const pkg = path.join(work, 'pkg')
-  fs.mkdirSync(pkg)
-  for (const entry of ['package.json', 'README.md', 'docs', 'src', 'machines', 'scripts', 'tsconfig.json', 'tsconfig.build.json']) {
-    if (fs.existsSync(path.join(root, entry))) fs.cpSync(path.join(root, entry), path.join(pkg, entry), { recursive: true })
-  }
-  fs.symlinkSync(path.join(root, 'node_modules'), path.join(pkg, 'node_modules'), 'dir')
-  run(process.execPath, ['scripts/build.mjs'], pkg)
-  const packed = JSON.parse(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], pkg))
-  tarball = path.join(work, packed[0].filename)
-  files = packed[0].files.map((f: { path: string }) => f.path)
+const runAsync = (command: string, args: string[], cwd: string, timeout = 600_000) =>
+  promisify(execFile)(command, args, { cwd, encoding: 'utf8', timeout, env: cleanEnv() })
 
-  app = path.join(work, 'app')
+async function makeApp(name: 'esm' | 'cjs'): Promise<string> {
+  const app = path.join(work, `${name}-app`)
   fs.mkdirSync(app)
-  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }))
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: `${name}-app`, version: '1.0.0', private: true, type: name === 'esm' ? 'module' : 'commonjs' }))
   const full = process.env.TURNCHART_PACK_FULL_INSTALL === '1'
   // As an app does: turnchart, plus `ai` and a provider of the app's major (peers of turnchart).
   const peers = ['ai', '@ai-sdk/openai-compatible'].map((name) => `${name}@${repoPackage.devDependencies[name]}`)
-  run('npm', ['install', tarball, ...peers, '--prefer-offline', '--no-audit', '--no-fund', ...(full ? [] : ['--ignore-scripts'])], app, 600_000)
+  await runAsync('npm', ['install', tarball, ...peers, '--prefer-offline', '--no-audit', '--no-fund', ...(full ? [] : ['--ignore-scripts'])], app)
   if (!full) {
     const binding = 'build/Release/better_sqlite3.node'
     const ours = path.join(root, 'node_modules/better-sqlite3')
@@ -60,17 +55,33 @@ beforeAll(() => {
       fs.mkdirSync(path.dirname(path.join(theirs, binding)), { recursive: true })
       fs.copyFileSync(path.join(ours, binding), path.join(theirs, binding))
     } else {
-      run('npm', ['rebuild', 'better-sqlite3'], app, 600_000)
+      await runAsync('npm', ['rebuild', 'better-sqlite3'], app)
     }
   }
-  for (const smoke of ['esm-smoke.mjs', 'cjs-smoke.cjs']) fs.copyFileSync(path.join(__dirname, smoke), path.join(app, smoke))
+  return app
+}
+
+beforeAll(async () => {
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-pack-'))
+  clone = path.join(work, 'clone')
+  run('git', ['clone', '--quiet', '--no-hardlinks', root, clone], work)
+  fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'), 'dir')
+  // stdout holds the prepack build's output, then npm's JSON.
+  const out = run('npm', ['pack', '--json', '--pack-destination', work], clone, 300_000)
+  expect(out).toContain('built dist/cjs and dist/esm')
+  const packed = JSON.parse(out.slice(out.search(/^\[$/m)))
+  tarball = path.join(work, packed[0].filename)
+  files = packed[0].files.map((f: { path: string }) => f.path)
+  ;[apps.esm, apps.cjs] = await Promise.all([makeApp('esm'), makeApp('cjs')])
+  fs.copyFileSync(path.join(__dirname, 'esm-smoke.mjs'), path.join(apps.esm, 'smoke.js'))
+  fs.copyFileSync(path.join(__dirname, 'cjs-smoke.cjs'), path.join(apps.cjs, 'smoke.js'))
 }, 900_000)
 
 afterAll(() => {
   if (work) fs.rmSync(work, { recursive: true, force: true })
 })
 
-test('the tarball holds the ESM and CommonJS entries, their types, the CLI and the docs, and no sources or tests', () => {
+test('npm pack in a fresh clone builds (prepack): the tarball holds both entries, their types, the CLI, the docs, and no sources', () => {
   expect(files).toEqual(
     expect.arrayContaining([
       'package.json',
@@ -84,6 +95,7 @@ test('the tarball holds the ESM and CommonJS entries, their types, the CLI and t
       'dist/cjs/src/testing/index.js',
       'dist/cjs/src/testing/index.d.ts',
       'dist/cjs/src/cli/main.js',
+      'dist/cjs/src/viewer/viewer-page.html',
       'dist/cjs/machines/turn.machine.js',
       'docs/architecture.md',
     ]),
@@ -91,41 +103,60 @@ test('the tarball holds the ESM and CommonJS entries, their types, the CLI and t
   expect(files.filter((f) => /^(src|test|machines|scripts|bench)\//.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts')))).toEqual([])
 })
 
-test('the installed package.json: engines, bin, and optional peers that are not installed', () => {
-  const installed = JSON.parse(fs.readFileSync(path.join(app, 'node_modules/turnchart/package.json'), 'utf8'))
+test('every shipped source map carries its sources (sourcesContent), so no map points at an unshipped file', () => {
+  const maps = files.filter((f) => f.endsWith('.map'))
+  const pkg = path.join(apps.cjs, 'node_modules/turnchart')
+  const incomplete = maps.filter((f) => {
+    const map = JSON.parse(fs.readFileSync(path.join(pkg, f), 'utf8'))
+    return !Array.isArray(map.sourcesContent) || map.sourcesContent.length !== map.sources.length || map.sourcesContent.some((s: unknown) => typeof s !== 'string')
+  })
+  expect(incomplete).toEqual([])
+})
+
+test("the clone's package-lock.json is what npm install writes (unchanged)", () => {
+  const before = fs.readFileSync(path.join(clone, 'package-lock.json'), 'utf8')
+  run('npm', ['install', '--package-lock-only', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'], clone, 300_000)
+  expect(fs.readFileSync(path.join(clone, 'package-lock.json'), 'utf8')).toBe(before)
+})
+
+test('the installed package.json: engines, bin, optional native driver, and optional peers that are not installed', () => {
+  const installed = JSON.parse(fs.readFileSync(path.join(apps.cjs, 'node_modules/turnchart/package.json'), 'utf8'))
   expect(installed.engines).toEqual({ node: '>=20' })
   expect(installed.bin).toEqual({ turnchart: './dist/cjs/src/cli/main.js' })
   expect(installed.peerDependenciesMeta).toEqual({ '@ai-sdk/openai-compatible': { optional: true }, '@opentelemetry/api': { optional: true }, '@statelyai/inspect': { optional: true }, pg: { optional: true } })
   expect(installed.peerDependencies.ai).toBe('^6.0.0 || ^7.0.0')
-  expect(Object.keys(installed.dependencies).sort()).toEqual(['ajv', 'better-sqlite3', 'kysely', 'xstate'])
+  expect(Object.keys(installed.dependencies).sort()).toEqual(['ajv', 'kysely', 'xstate'])
+  expect(Object.keys(installed.optionalDependencies)).toEqual(['better-sqlite3'])
   // One copy of `ai`: the app's.
-  const copies = run('npm', ['ls', 'ai', '--all', '--parseable'], app).trim().split('\n').filter(Boolean)
-  expect(copies).toEqual([path.join(app, 'node_modules/ai')])
-  expect(fs.existsSync(path.join(app, 'node_modules/@statelyai/inspect'))).toBe(false)
-  expect(fs.existsSync(path.join(app, 'node_modules/pg'))).toBe(false)
+  const copies = run('npm', ['ls', 'ai', '--all', '--parseable'], apps.cjs).trim().split('\n').filter(Boolean)
+  expect(copies).toEqual([path.join(apps.cjs, 'node_modules/ai')])
+  expect(fs.existsSync(path.join(apps.cjs, 'node_modules/better-sqlite3'))).toBe(true)
+  expect(fs.existsSync(path.join(apps.cjs, 'node_modules/@statelyai/inspect'))).toBe(false)
+  expect(fs.existsSync(path.join(apps.cjs, 'node_modules/pg'))).toBe(false)
 })
 
 test.each([
-  ['an ES module (import)', 'esm-smoke.mjs', 'hello from esm'],
-  ['a CommonJS program (require)', 'cjs-smoke.cjs', 'hello from cjs'],
-])('runs a turn from %s', (_kind, file, text) => {
-  const out = run(process.execPath, [file], app, 60_000)
+  ['an ES module app (import)', 'esm', 'hello from esm'],
+  ['a CommonJS app (require)', 'cjs', 'hello from cjs'],
+] as const)('runs a turn in %s', (_kind, app, text) => {
+  const out = run(process.execPath, ['smoke.js'], apps[app], 60_000)
   expect(JSON.parse(out.trim())).toEqual({ outcome: 'completed', text, errorValue: true })
 })
 
 const typeCheck = [
-  "import { createEngine, type Engine, type EngineOptions } from 'turnchart'",
+  "import { createEngine, StorageError, type Engine, type EngineOptions } from 'turnchart'",
   "import { startScriptedServer, type ScriptedServer } from 'turnchart/testing'",
   'export const f: (o: EngineOptions) => Promise<Engine> = createEngine',
   'export const g: () => Promise<ScriptedServer> = startScriptedServer',
+  "export const h: boolean = StorageError.isInstance(new Error('x'))",
   '',
 ].join('\n')
 
-/** Type-checks `file` (written with `typeCheck`) in the app; returns tsc's output, '' when clean. */
-function tsc(file: string, module: string, resolution: string): string {
+/** Type-checks `file` (written with `typeCheck`) in an app; returns tsc's output, '' when clean. */
+function tsc(app: string, file: string, module: string, resolution: string): string {
   fs.writeFileSync(path.join(app, file), typeCheck)
   const bin = path.join(root, 'node_modules/typescript/bin/tsc')
-  const flags = ['--noEmit', '--strict', '--skipLibCheck', '--module', module, '--moduleResolution', resolution, '--types', 'node', '--typeRoots', path.join(root, 'node_modules/@types')]
+  const flags = ['--noEmit', '--strict', '--skipLibCheck', '--esModuleInterop', '--module', module, '--moduleResolution', resolution, '--types', 'node', '--typeRoots', path.join(root, 'node_modules/@types')]
   try {
     run(process.execPath, [bin, ...flags, file], app, 120_000)
     return ''
@@ -134,22 +165,22 @@ function tsc(file: string, module: string, resolution: string): string {
   }
 }
 
-test('the types resolve for require (nodenext, .cts) and for import under a bundler', () => {
-  expect(tsc('check-cjs.cts', 'nodenext', 'nodenext')).toBe('')
-  expect(tsc('check-bundler.mts', 'esnext', 'bundler')).toBe('')
+test.each([
+  ['esm', 'node', 'commonjs'],
+  ['esm', 'node16', 'node16'],
+  ['esm', 'bundler', 'esnext'],
+  ['cjs', 'node', 'commonjs'],
+  ['cjs', 'node16', 'node16'],
+] as const)('the %s app type-checks both entries under moduleResolution %s', (app, resolution, module) => {
+  expect(tsc(apps[app], `check-${resolution}.ts`, module, resolution)).toBe('')
 })
 
-// dist/esm/*.d.mts must re-export with the '.js' extension, or `moduleResolution: nodenext`
-// does not resolve the types for an ES module.
-test('the types resolve for import (nodenext, .mts)', () => {
-  expect(tsc('check-esm.mts', 'nodenext', 'nodenext')).toBe('')
-})
-
-test('the bin runs: turnchart chart, and the demo without dev dependencies', () => {
-  const bin = path.join(app, 'node_modules/.bin/turnchart')
-  expect(run(bin, ['chart'], app, 30_000)).toMatch(/^stateDiagram-v2\n/)
+test('the bin runs: --version, turnchart chart, and the demo', () => {
+  const bin = path.join(apps.cjs, 'node_modules/.bin/turnchart')
+  expect(run(bin, ['--version'], apps.cjs, 30_000)).toBe(`${repoPackage.version}\n`)
+  expect(run(bin, ['chart'], apps.cjs, 30_000)).toMatch(/^stateDiagram-v2\n/)
   const db = path.join(work, 'demo.db')
-  const out = run(bin, ['demo', '--db', db], app, 30_000)
+  const out = run(bin, ['demo', '--db', db], apps.cjs, 60_000)
   expect(out.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
-  expect(fs.existsSync(db)).toBe(true)
+  expect(run(bin, ['sessions', db], apps.cjs, 30_000)).toMatch(/^ses_\S+ .* 3 turns \(completed, completed, aborted\)/)
 })

@@ -39,7 +39,7 @@ test('a replaced classifier and retry policy decide; a wait the timer cannot hol
     error: { name: 'RetriesExhaustedError', attempts: 2, lastError: { name: 'TeapotError' } },
   })
   expect(questions).toEqual([
-    { attempt: 1, headers: { 'x-wait': '1' }, waitedMs: 5 },
-    { attempt: 2, headers: { 'x-wait': '1' }, waitedMs: 10 },
+    { attempt: 1, headers: { 'x-wait': '1' }, waitedMs: 5, error: new Error('short and stout') },
+    { attempt: 2, headers: { 'x-wait': '1' }, waitedMs: 10, error: new Error('again') },
   ])
 })

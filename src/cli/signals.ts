@@ -1,0 +1,37 @@
+/**
+ * SIGINT/SIGTERM for commands that hold an engine: the first signal closes the engine (its
+ * turns stay resumable: a running turn is aborted cleanly and released, one waiting for
+ * approval stays waiting) and exits with 128 + the signal number; a second one exits at once.
+ */
+import os from 'node:os'
+
+export interface SignalGuard {
+  /** Removes the handlers (the command ended on its own). */
+  dispose(): void
+}
+
+/**
+ * @example
+ * const guard = onTerminationSignals(() => engine.close(), (line) => process.stderr.write(line))
+ * try { ... } finally { guard.dispose() }
+ */
+export function onTerminationSignals(close: () => Promise<unknown>, say: (line: string) => void): SignalGuard {
+  let closing = false
+  const handler = (signal: NodeJS.Signals) => {
+    const code = 128 + (os.constants.signals[signal] ?? 1)
+    if (closing) process.exit(code)
+    closing = true
+    say(`turnchart: ${signal}: closing the engine (running turns stay resumable)\n`)
+    close()
+      .catch((error) => say(`turnchart: closing failed: ${error instanceof Error ? error.message : String(error)}\n`))
+      .finally(() => process.exit(code))
+  }
+  process.on('SIGINT', handler)
+  process.on('SIGTERM', handler)
+  return {
+    dispose() {
+      process.off('SIGINT', handler)
+      process.off('SIGTERM', handler)
+    },
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * The wrapper every engine method's database work goes through: after `close()` it throws
+ * `EngineClosedError` (instead of the driver's "destroyed" error), and any error that is not
+ * already turnchart's becomes a `StorageError` naming the operation, with the driver's error as
+ * its `cause`.
+ */
+import { EngineClosedError, StorageError, TurnchartError } from './errors'
+
+/**
+ * @example
+ * const call = engineCalls(() => closed)
+ * const sessions = await call('list sessions', () => repo.listSessions())
+ */
+export function engineCalls(isClosed: () => boolean) {
+  return async function call<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    if (isClosed()) throw new EngineClosedError(operation)
+    try {
+      return await run()
+    } catch (error) {
+      if (TurnchartError.isTurnchartError(error)) throw error
+      // close() may have destroyed the connection while this call was waiting for it.
+      if (isClosed()) throw new EngineClosedError(operation)
+      throw new StorageError(operation, error)
+    }
+  }
+}
+
+/**
+ * `error` as turnchart reports it: a turnchart error as is, anything else (the driver's) as a
+ * `StorageError` of `operation` with the original as `cause`.
+ *
+ * @example
+ * throw asStorageError('open the database', error)
+ */
+export function asStorageError(operation: string, error: unknown): Error {
+  return TurnchartError.isTurnchartError(error) ? error : new StorageError(operation, error)
+}

@@ -1,0 +1,79 @@
+/**
+ * A turnchart database opened for reading only (the CLI's `sessions`, `show`, `replay`): the
+ * schema is checked, never created or migrated, no turn is recovered, and every read runs in
+ * one read-only transaction (a consistent snapshot; on PostgreSQL the server refuses writes).
+ */
+import { sql, type Kysely } from 'kysely'
+import { NotATurnchartDatabaseError } from '../errors'
+import { migrations } from './migrations'
+import { openDatabaseReadOnly, type Dialect } from './open-database'
+import { Repository } from './repository'
+import type { TurnchartDatabase } from './schema'
+
+/** The tables every turnchart database holds (the migration table last: it names the version). */
+export const turnchartTables = [
+  'turnchart_sessions',
+  'turnchart_messages',
+  'turnchart_parts',
+  'turnchart_turns',
+  'turnchart_transitions',
+  'turnchart_migrations',
+] as const
+
+export interface ReadOnlyStore {
+  dialect: Dialect
+  /** Runs `fn` in one read-only transaction with a repository bound to it. */
+  read<T>(fn: (repo: Repository) => Promise<T>): Promise<T>
+  close(): Promise<void>
+}
+
+/**
+ * Opens `database` (a SQLite path or a postgres:// URL) for reading. Throws
+ * `NotATurnchartDatabaseError` when it lacks turnchart's tables or needs a migration first.
+ *
+ * @example
+ * const store = await openReadOnlyStore('./agent.db')
+ * const sessions = await store.read((repo) => repo.listSessions())
+ * await store.close()
+ */
+export async function openReadOnlyStore(database: string, label = database): Promise<ReadOnlyStore> {
+  const opened = openDatabaseReadOnly(database)
+  const read = <T>(fn: (repo: Repository) => Promise<T>) =>
+    opened.db.transaction().setAccessMode('read only').execute((trx) => fn(new Repository(trx)))
+  try {
+    await read((repo) => checkSchema(repo.db, opened.dialect, label))
+  } catch (error) {
+    await opened.close()
+    throw error
+  }
+  return { dialect: opened.dialect, read, close: () => opened.close() }
+}
+
+async function checkSchema(db: Kysely<TurnchartDatabase>, dialect: Dialect, label: string): Promise<void> {
+  const tables = new Set(await tableNames(db, dialect, label))
+  const missing = turnchartTables.filter((t) => !tables.has(t))
+  if (missing.length === turnchartTables.length) throw new NotATurnchartDatabaseError(label, 'it has none of the turnchart_* tables')
+  if (missing.length) throw new NotATurnchartDatabaseError(label, `tables missing: ${missing.join(', ')}`)
+  const applied = new Set((await db.selectFrom('turnchart_migrations').select('name').execute()).map((r) => r.name))
+  const pending = migrations.filter((m) => !applied.has(m.name)).map((m) => m.name)
+  if (pending.length) {
+    throw new NotATurnchartDatabaseError(
+      label,
+      `it was written by an older turnchart and needs migrations ${pending.join(', ')}; the CLI never migrates (the app's next createEngine does)`,
+    )
+  }
+}
+
+async function tableNames(db: Kysely<TurnchartDatabase>, dialect: Dialect, label: string): Promise<string[]> {
+  try {
+    const { rows } =
+      dialect === 'postgres'
+        ? await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema()`.execute(db)
+        : await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(db)
+    return rows.map((r) => r.name)
+  } catch (error) {
+    // A file that is not SQLite at all ("file is not a database").
+    if ((error as { code?: string }).code === 'SQLITE_NOTADB') throw new NotATurnchartDatabaseError(label, 'it is not a SQLite database')
+    throw error
+  }
+}

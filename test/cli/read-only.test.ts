@@ -1,0 +1,224 @@
+/**
+ * The CLI's read commands never change a database: on a database whose app was killed
+ * mid-turn (a real child process, SIGKILL), `sessions`, `show` and `replay` leave the file and
+ * its WAL byte-for-byte unchanged, and the turn is still resumable by the app's next engine.
+ * Databases that are not turnchart's are refused and left untouched; PostgreSQL URLs are read
+ * in read-only transactions.
+ */
+import { fork } from 'node:child_process'
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
+import { createEngine } from '../../src'
+import { runCli as runCliInProcess, usage } from '../../src/cli/main'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
+import { runCli } from './run-cli'
+
+jest.setTimeout(90_000)
+
+let server: ScriptedServer
+let dbPath: string
+beforeEach(async () => {
+  server = await startScriptedServer()
+  dbPath = tempDbPath()
+})
+afterEach(async () => {
+  await server.close()
+  fs.rmSync(path.dirname(dbPath), { recursive: true, force: true })
+})
+
+/** The database file and its WAL (the -shm is shared memory, not data). */
+function hashFiles(file: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const suffix of ['', '-wal']) {
+    if (fs.existsSync(file + suffix)) out[suffix || 'db'] = crypto.createHash('sha256').update(fs.readFileSync(file + suffix)).digest('hex')
+  }
+  return out
+}
+
+/** Runs test/crash/crash-child.ts and SIGKILLs it once the model's text has been stored. */
+function crashMidTurn(): Promise<{ sessionId: string; turnId: string }> {
+  return new Promise((resolve, reject) => {
+    const child = fork(path.join(__dirname, '../crash/crash-child.ts'), [dbPath, server.url], {
+      execArgv: ['-r', 'ts-node/register/transpile-only'],
+      env: { ...process.env, TURNCHART_CHILD: '1' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    let sessionId = ''
+    let turnId = ''
+    let killed = false
+    child.on('message', (message: { type: string; sessionId?: string; turnId?: string; to?: string }) => {
+      if (message.type === 'session') sessionId = message.sessionId!
+      if (message.turnId) turnId = message.turnId
+      // Text is flushed every 10 ms; the streaming state's transition is committed before this message.
+      if (!killed && message.type === 'transition' && message.to === 'streaming') {
+        killed = true
+        setTimeout(() => child.kill('SIGKILL'), 100)
+      }
+    })
+    child.on('exit', (_code, signal) => (signal === 'SIGKILL' ? resolve({ sessionId, turnId }) : reject(new Error(`child exited with ${_code}`))))
+  })
+}
+
+test('sessions, show and replay leave a crashed database byte-for-byte unchanged, and its turn resumable', async () => {
+  server.push({ type: 'stream', chunks: [{ text: 'partial ' }, { text: 'answer' }], end: 'hang' })
+  const { sessionId, turnId } = await crashMidTurn()
+  const before = hashFiles(dbPath)
+  expect(before.db).toBeDefined()
+
+  const runs = await Promise.all([
+    runCli(['sessions', dbPath]),
+    runCli(['show', dbPath, sessionId, '--json']),
+    runCli(['replay', dbPath, turnId]),
+  ])
+  for (const run of runs) expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' })
+  const [sessions, show, replay] = runs
+  expect(sessions.stdout).toContain(`${sessionId}`)
+  expect(sessions.stdout).toContain('unfinished (streaming)')
+  const view = JSON.parse(show.stdout)
+  expect(view.turns.map((t: { id: string; outcome: unknown }) => [t.id, t.outcome])).toEqual([[turnId, null]])
+  expect(replay.stdout).toContain(`turn ${turnId}`)
+  expect(replay.stdout).toContain('replayed through the chart')
+  expect(hashFiles(dbPath)).toEqual(before)
+
+  // The app's next engine still finds the turn and finishes it.
+  server.text('resumed')
+  const engine = await createEngine({ database: dbPath, model: modelFor(server), recovery: { onOpen: false } })
+  try {
+    const turns = await engine.recover()
+    expect(turns.map((t) => t.id)).toEqual([turnId])
+    expect((await turns[0].done).outcome).toBe('completed')
+  } finally {
+    await engine.close()
+  }
+})
+
+/** The CLI in this process (quicker than a child for the cases that need no crash). */
+async function cli(...args: string[]) {
+  let stdout = ''
+  let stderr = ''
+  const code = await runCliInProcess(args, {
+    stdout: { write: (s: string) => ((stdout += s), true) } as never,
+    stderr: { write: (s: string) => ((stderr += s), true) } as never,
+    env: { NO_COLOR: '1' },
+  })
+  return { code, stdout, stderr }
+}
+
+test('a SQLite file of another app is refused, by name, and left unchanged (no table added)', async () => {
+  const Database = require('better-sqlite3')
+  const other = new Database(dbPath)
+  other.exec("create table users (id integer primary key, name text); insert into users values (1, 'ada')")
+  other.close()
+  const before = hashFiles(dbPath)
+  for (const command of [['sessions', dbPath], ['show', dbPath, 'ses_x'], ['replay', dbPath, 'trn_x'], ['recover', dbPath], ['prune', dbPath, '--older-than', '1d']]) {
+    const run = await cli(...command)
+    expect(run.code).toBe(1)
+    expect(run.stderr).toBe(`turnchart: ${dbPath} is not a turnchart database: it has none of the turnchart_* tables\n`)
+  }
+  expect(hashFiles(dbPath)).toEqual(before)
+  const check = new Database(dbPath, { readonly: true })
+  expect(check.prepare("select name from sqlite_master where type = 'table'").all()).toEqual([{ name: 'users' }])
+  check.close()
+})
+
+test('an empty file is refused and stays empty; a file that is not SQLite is refused', async () => {
+  fs.writeFileSync(dbPath, '')
+  expect((await cli('sessions', dbPath)).stderr).toContain('is not a turnchart database')
+  expect(fs.statSync(dbPath).size).toBe(0)
+  fs.writeFileSync(dbPath, 'hello, this is not a database at all'.repeat(100))
+  const run = await cli('sessions', dbPath, '--json')
+  expect(run.code).toBe(1)
+  expect(run.stderr).toContain('is not a turnchart database: it is not a SQLite database')
+})
+
+test('--json output of sessions, show and replay', async () => {
+  server.text('hello there')
+  const engine = await createEngine({ database: dbPath, model: modelFor(server) })
+  const session = await engine.createSession({ title: 'json' })
+  const turn = engine.prompt(session.id, 'hi')
+  await turn.done
+  await engine.close()
+
+  const sessions = JSON.parse((await cli('sessions', dbPath, '--json')).stdout)
+  expect(sessions).toEqual([
+    expect.objectContaining({ id: session.id, title: 'json', messages: 2, turns: [{ id: turn.id, state: 'completed', outcome: 'completed' }] }),
+  ])
+  const view = JSON.parse((await cli('show', dbPath, session.id, '--json')).stdout)
+  expect(view.session.id).toBe(session.id)
+  expect(view.messages[1].parts.some((p: { type: string; text?: string }) => p.type === 'text' && p.text === 'hello there')).toBe(true)
+  expect(view.turns[0].transitions.at(-1).to).toBe('completed')
+  const replay = JSON.parse((await cli('replay', dbPath, turn.id, '--json')).stdout)
+  expect(replay.turn.outcome).toBe('completed')
+  expect(replay.steps.map((s: { state: string }) => s.state)).toEqual(replay.transitions.map((t: { to: string }) => t.to))
+  expect(replay.steps.at(-1).state).toBe('completed')
+})
+
+test('missing arguments are named; --version prints the package version', async () => {
+  const show = await cli('show', dbPath)
+  expect(show.code).toBe(2)
+  expect(show.stderr).toBe(`turnchart: missing argument <session>\n\n${usage}`)
+  expect((await cli('replay')).stderr).toContain('missing argument <db>')
+  expect((await cli('prune', dbPath)).stderr).toContain('missing option --older-than <age>')
+  const version = await cli('--version')
+  expect(version).toEqual({ code: 0, stdout: `${require('../../package.json').version}\n`, stderr: '' })
+})
+
+test('recover (a writing command) ends a dead process\'s turn as aborted; prune deletes ended logs', async () => {
+  server.push({ type: 'stream', chunks: [{ text: 'partial ' }], end: 'hang' })
+  const { turnId } = await crashMidTurn()
+  const recovered = await cli('recover', dbPath, '--json')
+  expect(recovered.stderr).toBe('')
+  expect(JSON.parse(recovered.stdout)).toEqual([expect.objectContaining({ id: turnId, outcome: 'aborted' })])
+  expect(await cli('recover', dbPath)).toEqual({ code: 0, stdout: 'no turn to recover\n', stderr: '' })
+  expect((await cli('prune', dbPath, '--older-than', '1h')).stdout).toMatch(/^deleted 0 transition rows/)
+  expect((await cli('prune', dbPath, '--older-than', '0s')).stdout).toMatch(/^deleted [1-9]\d* transition rows/)
+})
+
+async function postgresAnswers(): Promise<boolean> {
+  const { Client } = require('pg')
+  const client = new Client({ connectionString: pgBaseUrl, connectionTimeoutMillis: 1000 })
+  try {
+    await client.connect()
+    await client.end()
+    return true
+  } catch {
+    return false
+  }
+}
+
+test('PostgreSQL URLs: read in read-only transactions; a schema without turnchart tables is refused', async () => {
+  if (!(await postgresAnswers())) {
+    console.log(`skipped: no PostgreSQL answers at ${pgBaseUrl}`)
+    return
+  }
+  const schema = freshSchemaName()
+  const empty = freshSchemaName()
+  const url = withParams(pgBaseUrl, { schema })
+  try {
+    server.text('from postgres')
+    const engine = await createEngine({ database: url, model: modelFor(server) })
+    const session = await engine.createSession()
+    const turn = engine.prompt(session.id, 'hi')
+    await turn.done
+    await engine.close()
+
+    const sessions = await cli('sessions', url, '--json')
+    expect(sessions.stderr).toBe('')
+    expect(JSON.parse(sessions.stdout).map((s: { id: string }) => s.id)).toEqual([session.id])
+    expect(JSON.parse((await cli('replay', url, turn.id, '--json')).stdout).turn.outcome).toBe('completed')
+
+    // The read-only store's transactions refuse writes on the server side.
+    const { openReadOnlyStore } = require('../../src/store/read-only-store')
+    const store = await openReadOnlyStore(url)
+    await expect(store.read((repo: any) => repo.insertSession({ id: 'ses_w', title: null, time: { created: 1, updated: 1 } }))).rejects.toThrow(/read-only transaction/)
+    await store.close()
+
+    const refused = await cli('sessions', withParams(pgBaseUrl, { schema: empty }))
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain('is not a turnchart database: it has none of the turnchart_* tables')
+  } finally {
+    await dropSchemas(schema, empty)
+  }
+})
