@@ -6,7 +6,7 @@
  */
 import os from 'node:os'
 import { transition } from 'xstate'
-import { turnMachine } from '../../machines/turn.machine'
+import { turnMachine, turnStateName } from '../../machines/turn.machine'
 import type { InterruptibleState, TurnInput } from '../../machines/turn.types'
 import { serializeError } from '../errors'
 import { newId } from '../ids'
@@ -17,7 +17,7 @@ import { ReplayMismatchError, replayTransitions } from './replay'
 import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from './start-turn'
 import { TurnScope } from './turn-scope'
 
-const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting'])
+const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting', 'compaction-retry-waiting'] satisfies InterruptibleState[])
 export const interruptedToolMessage = 'interrupted by a restart'
 
 /** A new owner id for an engine: host, pid, and a random part (two engines in one process). */
@@ -97,7 +97,7 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
   const { repo, config } = deps
   const rows = await repo.transitions(record.id)
   const { snapshot } = replayTransitions(input, rows)
-  const state = String(snapshot.value)
+  const state = turnStateName(snapshot)
   if (state !== record.state) {
     // The turn row is written in the same transaction as each transition: they must agree.
     throw new ReplayMismatchError({
@@ -118,7 +118,7 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
 
   if (state === 'awaiting-approval') {
     // Nothing was in flight: the turn goes on waiting, now in this engine.
-    const waiting = turnMachine.resolveState({ value: 'awaiting-approval', context: snapshot.context })
+    const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
     return resumeTurn(deps, { turnId: record.id, sessionId: record.sessionId, input, scope, snapshot: waiting, seq: rows.length, recover: null })
   }
 
@@ -148,7 +148,8 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
   }
 
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
-  const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context })
+  // The deep history of `running` (where the crash was) goes with it: `turn.recover` resumes there.
+  const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context, historyValue: interrupted.historyValue })
   return resumeTurn(deps, {
     turnId: record.id,
     sessionId: record.sessionId,
