@@ -5,8 +5,8 @@
  * the chart's context is rebuilt by replaying the log.
  */
 import os from 'node:os'
-import { transition } from 'xstate'
-import { turnMachine, turnStateName } from '../../machines/turn.machine'
+import { transition, type SnapshotFrom } from 'xstate'
+import { turnMachine, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { InterruptibleState, TurnInput } from '../../machines/turn.types'
 import { serializeError } from '../errors'
 import { newId } from '../ids'
@@ -149,7 +149,7 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
 
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
   // The deep history of `running` (where the crash was) goes with it: `turn.recover` resumes there.
-  const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context, historyValue: interrupted.historyValue })
+  const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context, historyValue: historyByIds(interrupted.historyValue) })
   return resumeTurn(deps, {
     turnId: record.id,
     sessionId: record.sessionId,
@@ -159,6 +159,16 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
     seq,
     recover: config.recovery.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs },
   })
+}
+
+/**
+ * A snapshot's history with its state nodes named by id, as XState persists it: the turn's
+ * actor runs the chart with its real actors (`turnMachine.provide()`, new state nodes), and
+ * restoring the snapshot finds these ids in that machine.
+ */
+function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): SnapshotFrom<TurnMachine>['historyValue'] {
+  const byIds = Object.fromEntries(Object.entries(history).map(([key, nodes]) => [key, nodes.map((node) => ({ id: node.id }))]))
+  return byIds as unknown as SnapshotFrom<TurnMachine>['historyValue']
 }
 
 /**
