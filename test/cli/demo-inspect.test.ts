@@ -47,7 +47,7 @@ test('demo --inspect prints the URL and the turns reach a WebSocket client of th
     expect(run.stdout.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
     expect(socket).toBeDefined()
     const snapshots = received.filter((e) => e.type === '@xstate.snapshot').map((e) => e.snapshot?.value)
-    expect(snapshots).toEqual(expect.arrayContaining(['streaming', 'completed', 'aborted']))
+    expect(snapshots).toEqual(expect.arrayContaining([{ running: { step: 'streaming' } }, 'completed', 'aborted']))
     expect(received.some((e) => e.type === '@xstate.actor')).toBe(true)
     expect(received.some((e) => e.type === '@xstate.event')).toBe(true)
   } finally {
