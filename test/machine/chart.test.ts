@@ -142,3 +142,23 @@ test('docs/architecture.md shows the current chart (run npm run chart:docs after
   const doc = fs.readFileSync(path.resolve(__dirname, '../../docs/architecture.md'), 'utf8')
   expect(currentChartBlock(doc)).toBe(renderChartBlock())
 })
+
+test('turn.fail is taken in idle and in every state inside running, not in interrupted (left for recovery)', () => {
+  const error = { name: 'E', message: 'm' }
+  const prefixes: Record<string, Array<{ type: string; [k: string]: unknown }>> = {
+    idle: [],
+    streaming: [{ type: 'turn.start' }],
+    'retry-waiting': [{ type: 'turn.start' }, { type: 'step.failed', error, overflow: false, retryDelayMs: 1 }],
+    'awaiting-approval': [{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false, approvals: ['c1'] }],
+    'tool-running': [{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false }],
+    compacting: [{ type: 'turn.start' }, { type: 'step.failed', error, overflow: true, retryDelayMs: null }],
+    'compaction-retry-waiting': [{ type: 'turn.start' }, { type: 'step.failed', error, overflow: true, retryDelayMs: null }, { type: 'compaction.failed', error, retryDelayMs: 1 }],
+  }
+  for (const [state, events] of Object.entries(prefixes)) {
+    const { states, snapshot } = replay([...events, { type: 'turn.fail', error: { name: 'StorageError', message: 'disk full' } }])
+    expect(states.slice(-2)).toEqual([state, 'failed'])
+    expect(snapshot.context.error).toEqual({ name: 'StorageError', message: 'disk full' })
+  }
+  const { states } = replay([{ type: 'turn.start' }, { type: 'turn.crashed' }, { type: 'turn.fail', error }])
+  expect(states.slice(-2)).toEqual(['interrupted', 'interrupted'])
+})
