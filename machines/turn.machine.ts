@@ -309,8 +309,8 @@ export type TurnMachine = typeof turnMachine
 /** The active leaf of a state value: `{ running: { step: 'streaming' } }` → `streaming`. */
 function leafOf(value: StateValue): string {
   if (typeof value === 'string') return value
-  const [child] = Object.entries(value)
-  return child ? (typeof child[1] === 'string' ? child[1] : child[1] === undefined ? child[0] : leafOf(child[1])) : ''
+  const [key, child] = Object.entries(value)[0] ?? ['', undefined]
+  return child === undefined ? key : leafOf(child)
 }
 
 /**
