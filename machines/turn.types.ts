@@ -32,8 +32,6 @@ export interface TurnContext {
   retryDelayMs: number
   /** Milliseconds spent waiting for retries in the current step (or compaction). */
   waitedMs: number
-  /** What a retry goes back to: the step, or the compaction's summary request. */
-  retryTarget: 'streaming' | 'compacting'
   autoCompact: boolean
   maxCompactions: number
   compactions: number
@@ -45,14 +43,12 @@ export interface TurnContext {
   outcome: 'completed' | 'aborted' | 'failed' | null
   /** Tool calls of the last step still waiting for `approve`/`deny`. */
   pendingApprovals: string[]
-  /** The state a crash interrupted (set by `turn.crashed`, read by `turn.recover`). */
-  interruptedIn: InterruptibleState | null
   /** Steps the turn may make (`maxSteps`); null: no limit. */
   maxSteps: number | null
 }
 
-/** States in which a process can die with work in flight. */
-export type InterruptibleState = 'streaming' | 'tool-running' | 'retry-waiting' | 'compacting'
+/** States in which a process can die with work in flight (recovery writes `turn.crashed` there). */
+export type InterruptibleState = 'streaming' | 'tool-running' | 'retry-waiting' | 'compacting' | 'compaction-retry-waiting'
 
 /** Events the runtime and its actors send to the chart. Payloads are control data only. */
 export type TurnEvent =
@@ -63,8 +59,9 @@ export type TurnEvent =
   /** Written by recovery: the process running the turn died in this state. */
   | { type: 'turn.crashed' }
   /**
-   * Recovery resumes the interrupted turn in the state it was in. `retryDelayMs` is what was
-   * left of a retry wait at the persisted deadline. (Policy `abort` sends `turn.abort`.)
+   * Recovery resumes the interrupted turn in the state it was in (the chart's deep history of
+   * `running`). `retryDelayMs` is what was left of a retry wait at the persisted deadline.
+   * (Policy `abort` sends `turn.abort`.)
    */
   | { type: 'turn.recover'; retryDelayMs: number }
   | {
@@ -89,13 +86,25 @@ export type TurnEvent =
       /** Set when the retry policy allows another attempt after this many ms. */
       retryDelayMs: number | null
     }
+  /** The compaction actor: the summary message is stored. */
+  | { type: 'compaction.finished' }
+  /** The compaction actor: the summary request failed (same shape as `step.failed`, minus overflow). */
+  | {
+      type: 'compaction.failed'
+      error: ChartError
+      /** Set when the retry policy allows another attempt after this many ms. */
+      retryDelayMs: number | null
+    }
 
 export interface TurnOutput {
   outcome: 'completed' | 'aborted' | 'failed'
   error: ChartError | null
 }
 
-/** State names of the turn chart, kebab-case. */
+/**
+ * State names as stored (log, turn row, status events), kebab-case: the key of the chart's
+ * active leaf state (`turnStateName()`).
+ */
 export type TurnStateName =
   | 'idle'
   | 'streaming'
@@ -103,6 +112,7 @@ export type TurnStateName =
   | 'retry-waiting'
   | 'awaiting-approval'
   | 'compacting'
+  | 'compaction-retry-waiting'
   | 'interrupted'
   | 'completed'
   | 'failed'

@@ -27,32 +27,38 @@ export function guardName(guard: unknown): string | null {
   return 'inline'
 }
 
-/**
- * Every edge of the machine, root-level events expanded to each non-final state.
- *
- * @example
- * chartEdges().length // the number of transitions the model-based tests must walk
- */
-export function chartEdges(machine: AnyStateMachine = turnMachine): ChartEdge[] {
+interface ChartNode {
+  key: string
+  type: string
+  parent?: ChartNode
+  states: Record<string, ChartNode>
+  transitions: Map<string, Array<{ target?: readonly ChartNode[]; guard?: unknown }>>
+  always?: Array<{ target?: readonly ChartNode[]; guard?: unknown }>
+  initial?: { target?: readonly ChartNode[] }
+}
+
+/** Every state node below the root, parents before children (history nodes included). */
+function descendants(node: ChartNode): ChartNode[] {
+  return Object.values(node.states).flatMap((child) => [child, ...descendants(child)])
+}
+
+/** A node's name in edges: its key (unique in the chart); a history node is `<parent>.history`. */
+export function nodeName(node: { key: string; type: string; parent?: { key: string } }): string {
+  return node.type === 'history' && node.parent ? `${node.parent.key}.${node.key}` : node.key
+}
+
+/** The edges a node defines itself (`on`, `after`, invoke `onDone`/`onError`, `always`), in order. */
+function ownEdges(node: ChartNode): ChartEdge[] {
   const edges: ChartEdge[] = []
-  const states = Object.values(machine.root.states)
-  for (const node of states) {
-    for (const [event, definitions] of node.transitions) {
-      for (const definition of definitions) {
-        // A targetless transition (an action only) is an edge back to its own state.
-        for (const target of definition.target ?? [node]) {
-          edges.push({ source: node.key, event, guard: guardName(definition.guard), target: target.key })
-        }
-      }
-    }
-  }
-  for (const [event, definitions] of machine.root.transitions) {
-    for (const definition of definitions) {
-      for (const target of definition.target ?? []) {
-        for (const node of states) {
-          if (node.type === 'final') continue
-          edges.push({ source: node.key, event, guard: guardName(definition.guard), target: target.key })
-        }
+  const definitions: Array<[string, Array<{ target?: readonly ChartNode[]; guard?: unknown }>]> = [
+    ...node.transitions,
+    ...(node.always?.length ? [['', node.always] as [string, typeof node.always]] : []),
+  ]
+  for (const [event, list] of definitions) {
+    for (const definition of list) {
+      // A targetless transition (an action only) is an edge back to its own state.
+      for (const target of definition.target ?? [node]) {
+        edges.push({ source: nodeName(node), event, guard: guardName(definition.guard), target: nodeName(target) })
       }
     }
   }
@@ -60,10 +66,36 @@ export function chartEdges(machine: AnyStateMachine = turnMachine): ChartEdge[] 
 }
 
 /**
+ * Every edge of the machine as written, each once (an edge of a parent state, such as
+ * `running --turn.fail--> failed`, is one edge), plus the root-level events (`turn.abort`)
+ * expanded to each non-final leaf state, so that the model-based tests abort from every one.
+ *
+ * @example
+ * chartEdges().length // the number of transitions the model-based tests must walk
+ */
+export function chartEdges(machine: AnyStateMachine = turnMachine): ChartEdge[] {
+  const root = machine.root as unknown as ChartNode
+  const nodes = descendants(root).filter((node) => node.type !== 'history')
+  const edges = nodes.flatMap(ownEdges)
+  const leaves = nodes.filter((node) => node.type === 'atomic')
+  for (const edge of ownEdges(root)) {
+    for (const leaf of leaves) edges.push({ ...edge, source: leaf.key })
+  }
+  return edges
+}
+
+/** The edges drawn in the diagram: every edge as written, root-level events left to a note. */
+export function diagramEdges(machine: AnyStateMachine = turnMachine): ChartEdge[] {
+  const root = machine.root as unknown as ChartNode
+  return descendants(root).filter((node) => node.type !== 'history').flatMap(ownEdges)
+}
+
+/**
  * Short event names for test coverage keys: `xstate.done.actor.runTools` → `done(runTools)`.
  * Users see the logged name everywhere (CLI, diagrams, docs).
  */
 export function shortEvent(event: string): string {
+  if (event === '') return 'always'
   const done = /^xstate\.done\.actor\.(.+)$/.exec(event)
   if (done) return `done(${done[1]})`
   const error = /^xstate\.error\.actor\.(.+)$/.exec(event)
@@ -74,35 +106,44 @@ export function shortEvent(event: string): string {
 }
 
 /**
- * The chart as a Mermaid `stateDiagram-v2`. Root-level events (abort, fail) are drawn once
- * from a note rather than from every state, to keep the diagram readable.
+ * The chart as a Mermaid `stateDiagram-v2`, parent states drawn as composite states. Root-level
+ * events (abort) are drawn once from a note rather than from every state, to keep the diagram
+ * readable; an edge into a history state is drawn to its parent, marked `(history)`.
  *
  * @example
  * console.log(toMermaid())
  */
 export function toMermaid(machine: AnyStateMachine = turnMachine): string {
+  const root = machine.root as unknown as ChartNode
   // Mermaid ids cannot hold '-': declare `state "tool-running" as tool_running`.
-  const id = (key: string) => key.replace(/-/g, '_')
+  const id = (key: string) => key.replace(/[-.]/g, '_')
   const lines = ['stateDiagram-v2']
-  for (const key of Object.keys(machine.root.states)) if (key !== id(key)) lines.push(`  state "${key}" as ${id(key)}`)
-  lines.push(`  [*] --> ${id(machine.root.initial?.target?.[0]?.key ?? 'idle')}`)
-  for (const node of Object.values(machine.root.states)) {
-    for (const [event, definitions] of node.transitions) {
-      for (const definition of definitions) {
-        const guard = guardName(definition.guard)
-        for (const target of definition.target ?? [node]) {
-          // The event as the transition log stores it: one name per event in logs, CLI and docs.
-          lines.push(`  ${id(node.key)} --> ${id(target.key)}: ${event}${guard ? ` [${guard}]` : ''}`)
-        }
-      }
+  const declare = (node: ChartNode, indent: string) => {
+    for (const child of Object.values(node.states)) {
+      if (child.type === 'history') continue
+      if (child.key !== id(child.key)) lines.push(`${indent}state "${child.key}" as ${id(child.key)}`)
+    }
+    const initial = node.initial?.target?.[0]
+    if (initial) lines.push(`${indent}[*] --> ${id(initial.key)}`)
+    for (const child of Object.values(node.states)) {
+      if (child.type !== 'compound') continue
+      lines.push(`${indent}state ${id(child.key)} {`)
+      declare(child, `${indent}  `)
+      lines.push(`${indent}}`)
     }
   }
-  for (const node of Object.values(machine.root.states)) {
+  declare(root, '  ')
+  for (const edge of diagramEdges(machine)) {
+    const history = edge.target.endsWith('.history')
+    const target = history ? edge.target.slice(0, -'.history'.length) : edge.target
+    // The event as the transition log stores it: one name per event in logs, CLI and docs.
+    const label = `${edge.event || 'always'}${edge.guard ? ` [${edge.guard}]` : ''}${history ? ' (history)' : ''}`
+    lines.push(`  ${id(edge.source)} --> ${id(target)}: ${label}`)
+  }
+  for (const node of Object.values(root.states)) {
     if (node.type === 'final') lines.push(`  ${id(node.key)} --> [*]`)
   }
-  const rootEvents = [...machine.root.transitions].flatMap(([event, definitions]) =>
-    definitions.flatMap((d) => (d.target ?? []).map((t) => `${event} → ${t.key}`)),
-  )
+  const rootEvents = ownEdges(root).map((edge) => `${edge.event} → ${edge.target}`)
   if (rootEvents.length) lines.push(`  note right of idle: from any state: ${rootEvents.join(', ')}`)
   return lines.join('\n')
 }

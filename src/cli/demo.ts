@@ -163,7 +163,7 @@ export function createPrinter(io: CliIO, c: Colors) {
         break
       }
       case 'turn.transition':
-        if (event.from === 'retry-waiting') stopRetryLine()
+        if (event.from === 'retry-waiting' || event.from === 'compaction-retry-waiting') stopRetryLine()
         line(c.dim('  [') + formatTransition(event, c) + c.dim(']'))
         break
       case 'session.status':

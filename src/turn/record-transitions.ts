@@ -12,7 +12,7 @@
  * replays. A write that finds the turn owned by another engine stops the turn here at once.
  */
 import type { AnyEventObject, SnapshotFrom } from 'xstate'
-import type { TurnMachine } from '../../machines/turn.machine'
+import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { MessageAbortedError, serializeError, StorageError, TurnOwnershipLostError, type SerializedError } from '../errors'
@@ -71,7 +71,7 @@ export class TransitionRecorder {
 
   constructor(options: RecorderOptions) {
     this.#options = options
-    this.#previous = options.restored ? String(options.restored.snapshot.value) : 'idle'
+    this.#previous = options.restored ? turnStateName(options.restored.snapshot) : 'idle'
     this.#previousContext = options.restored?.snapshot.context
     this.#committed = { state: this.#previous, seq: options.restored?.seq ?? 0 }
   }
@@ -128,7 +128,7 @@ export class TransitionRecorder {
       return
     }
     const stopped = snapshot.status === 'stopped' && event.type === 'xstate.stop'
-    const to = stopped ? 'aborted' : String(snapshot.value)
+    const to = stopped ? 'aborted' : turnStateName(snapshot)
     // A transition is a row when the state or the context changed (an approval changes only context).
     if (to === this.#previous && snapshot.context === this.#previousContext) return
     this.#previousContext = snapshot.context
@@ -205,7 +205,7 @@ export class TransitionRecorder {
     const final = finalStates.has(row.to)
     const outcome = final ? (row.to as TurnOutcome) : null
     if (final) closeTurn(scope, outcome!, error, row.time)
-    const retryAt = row.to === 'retry-waiting' ? row.time + context.retryDelayMs : null
+    const retryAt = retryWaitStates.has(row.to) ? row.time + context.retryDelayMs : null
     await scope.writer.commit(
       async (tx) => {
         await tx.appendTransition(row)
@@ -249,7 +249,7 @@ export class TransitionRecorder {
     bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
     if (!finalStates.has(row.to)) {
       const status: SessionStatus =
-        row.to === 'retry-waiting'
+        retryWaitStates.has(row.to)
           ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
           : { type: 'busy', turnId, state: row.to }
       bus.publish({ type: 'session.status', sessionId, status })

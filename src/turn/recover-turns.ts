@@ -5,8 +5,8 @@
  * the chart's context is rebuilt by replaying the log.
  */
 import os from 'node:os'
-import { transition } from 'xstate'
-import { turnMachine } from '../../machines/turn.machine'
+import { transition, type SnapshotFrom } from 'xstate'
+import { turnMachine, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { InterruptibleState, TurnInput } from '../../machines/turn.types'
 import { serializeError } from '../errors'
 import { newId } from '../ids'
@@ -18,7 +18,7 @@ import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from '
 import { TurnScope } from './turn-scope'
 import { storedTurnConfig } from '../conversation/turn-options'
 
-const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting'])
+const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting', 'compaction-retry-waiting'] satisfies InterruptibleState[])
 export const interruptedToolMessage = 'interrupted by a restart'
 
 /** A new owner id for an engine: host, pid, and a random part (two engines in one process). */
@@ -99,7 +99,7 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
   const { repo, config } = deps
   const rows = await repo.transitions(record.id)
   const { snapshot } = replayTransitions(input, rows)
-  const state = String(snapshot.value)
+  const state = turnStateName(snapshot)
   if (state !== record.state) {
     // The turn row is written in the same transaction as each transition: they must agree.
     throw new ReplayMismatchError({
@@ -121,7 +121,7 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
 
   if (state === 'awaiting-approval') {
     // Nothing was in flight: the turn goes on waiting, now in this engine.
-    const waiting = turnMachine.resolveState({ value: 'awaiting-approval', context: snapshot.context })
+    const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
     return resumeTurn(deps, { turnId: record.id, sessionId: record.sessionId, input, scope, snapshot: waiting, seq: rows.length, recover: null })
   }
 
@@ -151,7 +151,8 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
   }
 
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
-  const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context })
+  // The deep history of `running` (where the crash was) goes with it: `turn.recover` resumes there.
+  const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context, historyValue: historyByIds(interrupted.historyValue) })
   return resumeTurn(deps, {
     turnId: record.id,
     sessionId: record.sessionId,
@@ -161,6 +162,16 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
     seq,
     recover: config.recovery.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs },
   })
+}
+
+/**
+ * A snapshot's history with its state nodes named by id, as XState persists it: the turn's
+ * actor runs the chart with its real actors (`turnMachine.provide()`, new state nodes), and
+ * restoring the snapshot finds these ids in that machine.
+ */
+function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): SnapshotFrom<TurnMachine>['historyValue'] {
+  const byIds = Object.fromEntries(Object.entries(history).map(([key, nodes]) => [key, nodes.map((node) => ({ id: node.id }))]))
+  return byIds as unknown as SnapshotFrom<TurnMachine>['historyValue']
 }
 
 /**

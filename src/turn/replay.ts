@@ -3,7 +3,7 @@
  * `transition()`. Recovery uses it to restore the chart's context; `engine.replay` returns it.
  */
 import { initialTransition, transition, type SnapshotFrom } from 'xstate'
-import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
+import { turnMachine, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import { ReplayMismatchError } from '../errors'
 
@@ -21,7 +21,8 @@ export interface ReplayStep {
 }
 
 /**
- * Replays `rows` (in seq order) from the chart's initial state for `input`. Throws
+ * Replays `rows` (in seq order) from the chart's initial state for `input`. A row's `from` and
+ * `to` are stored state names (`turnStateName`: the active leaf). Throws
  * `ReplayMismatchError` at the first row whose `from`, `to` or `seq` the chart disagrees with.
  *
  * @example
@@ -36,7 +37,7 @@ export function replayTransitions(
   const steps: ReplayStep[] = []
   let expectedSeq = 1
   for (const row of rows) {
-    const current = String(snapshot.value)
+    const current = turnStateName(snapshot)
     const mismatch = (expected: string, logged: string, detail: string) =>
       new ReplayMismatchError({ turnId: row.turnId, seq: row.seq, expected, logged, detail })
     if (row.seq !== expectedSeq) throw mismatch(String(expectedSeq), String(row.seq), `expected seq ${expectedSeq}, found ${row.seq}`)
@@ -44,7 +45,7 @@ export function replayTransitions(
     if (snapshot.status !== 'active') throw mismatch(current, row.event, `the turn had already ended in '${current}'`)
     const event = { ...row.payload, type: row.event } as TurnEvent
     const [next] = transition(machine, snapshot, event)
-    const reached = row.event === 'xstate.stop' ? 'aborted' : String(next.value)
+    const reached = row.event === 'xstate.stop' ? 'aborted' : turnStateName(next)
     if (reached !== row.to) throw mismatch(reached, row.to, `'${row.event}' from '${current}' leads to '${reached}', the row says '${row.to}'`)
     if (row.event !== 'xstate.stop') snapshot = next
     else snapshot = machine.resolveState({ value: 'aborted', context: { ...snapshot.context, outcome: 'aborted' } })

@@ -4,12 +4,12 @@
  * publishes is `record-transitions.ts`'s job.
  */
 import { createActor, fromCallback, fromPromise, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
-import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
+import { turnMachine, turnStateName, type CompactInput, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { summarize } from '../compaction/summarize'
 import type { ResolvedConfig } from '../config'
-import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../errors'
+import { ApprovalNotPendingError, CompactionFailedError, EngineClosedError, MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../errors'
 import { errorFromRecord } from '../restore-error'
 import { newId } from '../ids'
 import { streamStep } from '../llm/stream-step'
@@ -176,7 +176,7 @@ export function resumeTurn(
     scope: restored.scope,
     restored: { snapshot: restored.snapshot, seq: restored.seq },
     begin: async () => {
-      if (restored.snapshot.value === 'awaiting-approval') {
+      if (turnStateName(restored.snapshot) === 'awaiting-approval') {
         // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
         deps.bus.publish({ type: 'session.status', sessionId: restored.sessionId, status: { type: 'busy', turnId: restored.turnId, state: 'awaiting-approval' } })
         publishApprovalRequest(deps.bus, restored.scope, restored.snapshot.context.pendingApprovals)
@@ -226,9 +226,25 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
         await gate()
         return runTools(scope, signal)
       }),
-      compact: fromPromise(async ({ input, signal }) => {
-        await gate()
-        return summarize(scope, input, signal)
+      // The summary's outcome as a typed event: `compaction.finished`, or `compaction.failed` with
+      // the retry policy's decision (the chart's guards read it without casts).
+      compact: fromCallback<TurnEvent, CompactInput>(({ input, sendBack }) => {
+        const controller = new AbortController()
+        void gate()
+          // (an overflow that may not compact enters and leaves `compacting` in one step: never start)
+          .then(() => (controller.signal.aborted ? never : summarize(scope, input, controller.signal)))
+          .then(
+            (): TurnEvent => ({ type: 'compaction.finished' }),
+            (error: unknown): TurnEvent => ({
+              type: 'compaction.failed',
+              error: serializeError(error),
+              retryDelayMs: CompactionFailedError.isInstance(error) && typeof error.retryDelayMs === 'number' ? error.retryDelayMs : null,
+            }),
+          )
+          .then((event) => {
+            if (!controller.signal.aborted) sendBack(event)
+          })
+        return () => controller.abort(new MessageAbortedError())
       }),
     },
   })
@@ -329,7 +345,8 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
 
   const pendingApproval = (callId: string): ToolPart => {
     const snapshot = actor.getSnapshot()
-    if (snapshot.value !== 'awaiting-approval') throw new ApprovalNotPendingError(turnId, callId, `the turn is in '${String(snapshot.value)}'`)
+    const state = turnStateName(snapshot)
+    if (state !== 'awaiting-approval') throw new ApprovalNotPendingError(turnId, callId, `the turn is in '${state}'`)
     if (!snapshot.context.pendingApprovals.includes(callId)) {
       throw new ApprovalNotPendingError(turnId, callId, `pending calls: ${snapshot.context.pendingApprovals.join(', ') || 'none'}`)
     }

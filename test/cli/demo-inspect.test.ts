@@ -82,7 +82,7 @@ test('demo --inspect serves on 127.0.0.1 only, relays the turns to a WebSocket c
     if (external) expect(await refuses(external, port)).toBe(true)
     expect(socket).toBeDefined()
     const snapshots = received.filter((e) => e.type === '@xstate.snapshot').map((e) => e.snapshot?.value)
-    expect(snapshots).toEqual(expect.arrayContaining(['streaming', 'completed', 'aborted']))
+    expect(snapshots).toEqual(expect.arrayContaining([{ running: { step: 'streaming' } }, 'completed', 'aborted']))
     expect(received.some((e) => e.type === '@xstate.actor')).toBe(true)
     expect(received.some((e) => e.type === '@xstate.event')).toBe(true)
     child.kill('SIGINT')

@@ -37,7 +37,7 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
   // the overflow and its compaction
   expect(out).toContain('streaming → compacting  step.failed')
   expect(out).toContain('summary › Summary:')
-  expect(out).toContain('compacting → streaming  xstate.done.actor.compact')
+  expect(out).toContain('compacting → streaming  compaction.finished')
   // the abort
   expect(out).toContain('streaming → aborted  turn.abort')
   expect(out).toContain('MessageAbortedError')

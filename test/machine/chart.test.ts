@@ -6,18 +6,18 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createActor, initialTransition, transition } from 'xstate'
 import { getAdjacencyMap } from '@xstate/graph'
-import { turnMachine } from '../../machines/turn.machine'
-import { chartEdges } from '../../src/chart/chart-edges'
+import { retryWaitStates, turnMachine, turnStateName } from '../../machines/turn.machine'
+import { chartEdges, diagramEdges } from '../../src/chart/chart-edges'
 import { currentChartBlock, renderChartBlock } from '../../src/chart/chart-docs'
 
 const input = { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 2 }
 
 function replay(events: Array<{ type: string; [k: string]: unknown }>) {
   let [snapshot] = initialTransition(turnMachine, input)
-  const states = [String(snapshot.value)]
+  const states: string[] = [turnStateName(snapshot)]
   for (const event of events) {
     ;[snapshot] = transition(turnMachine, snapshot, event as never)
-    states.push(String(snapshot.value))
+    states.push(turnStateName(snapshot))
   }
   return { states, snapshot }
 }
@@ -26,10 +26,10 @@ test('a retried step, a tool step and a compaction, replayed with the pure trans
   const { states, snapshot } = replay([
     { type: 'turn.start' },
     { type: 'step.failed', error: { name: 'APIError', message: '503' }, overflow: false, retryDelayMs: 2000 },
-    { type: 'xstate.after.retryDelay.turn.retry-waiting' },
+    { type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' },
     { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: true },
     { type: 'xstate.done.actor.runTools' },
-    { type: 'xstate.done.actor.compact' },
+    { type: 'compaction.finished' },
     { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: false },
   ])
   expect(states).toEqual(['idle', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'streaming', 'completed'])
@@ -41,10 +41,10 @@ test('the retry delay comes from the event and accumulates per step', () => {
   const { snapshot } = replay([
     { type: 'turn.start' },
     { type: 'step.failed', error: { name: 'APIError', message: 'x' }, overflow: false, retryDelayMs: 300 },
-    { type: 'xstate.after.retryDelay.turn.retry-waiting' },
+    { type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' },
     { type: 'step.failed', error: { name: 'APIError', message: 'x' }, overflow: false, retryDelayMs: 700 },
   ])
-  expect(snapshot.value).toBe('retry-waiting')
+  expect(turnStateName(snapshot)).toBe('retry-waiting')
   expect(snapshot.context).toMatchObject({ attempt: 2, retryDelayMs: 700, waitedMs: 1000 })
 })
 
@@ -65,7 +65,7 @@ test('abort from every non-final state reaches aborted; final states ignore it',
   expect(done.snapshot.status).toBe('done')
   const actor = createActor(turnMachine, { input, snapshot: done.snapshot }).start()
   actor.send({ type: 'turn.abort' })
-  expect(actor.getSnapshot().value).toBe('completed')
+  expect(turnStateName(actor.getSnapshot())).toBe('completed')
 })
 
 test('@xstate/graph loads the machine and reaches every state', () => {
@@ -80,19 +80,85 @@ test('@xstate/graph loads the machine and reaches every state', () => {
     serializeState: (s: { value: unknown }) => JSON.stringify(s.value),
   } as never)
   const reached = new Set(Object.values(map).map((entry) => JSON.stringify((entry as { state: { value: unknown } }).state.value)))
-  for (const state of ['idle', 'streaming', 'retry-waiting', 'completed', 'aborted']) expect(reached).toContain(JSON.stringify(state))
+  for (const value of ['idle', { running: { step: 'streaming' } }, { running: { step: 'retry-waiting' } }, 'completed', 'aborted']) expect(reached).toContain(JSON.stringify(value))
 })
 
-test('the chart has the states of the contract, and every edge has a source and a target', () => {
-  expect(Object.keys(turnMachine.root.states).sort()).toEqual(
-    ['aborted', 'awaiting-approval', 'compacting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'streaming', 'tool-running'].sort(),
+test('the stored state names are the leaves of the chart: unique, kebab-case, the contract\'s', () => {
+  const leaves: string[] = []
+  const walk = (node: { key: string; type: string; states: Record<string, never> }) => {
+    for (const child of Object.values(node.states) as Array<{ key: string; type: string; states: Record<string, never> }>) {
+      if (child.type === 'atomic' || child.type === 'final') leaves.push(child.key)
+      walk(child)
+    }
+  }
+  walk(turnMachine.root as never)
+  expect(new Set(leaves).size).toBe(leaves.length)
+  expect(leaves.sort()).toEqual(
+    ['aborted', 'awaiting-approval', 'compacting', 'compaction-retry-waiting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'streaming', 'tool-running'].sort(),
   )
-  const edges = chartEdges()
-  expect(edges.length).toBeGreaterThan(20)
-  expect(edges).toContainEqual({ source: 'retry-waiting', event: 'xstate.after.retryDelay.turn.retry-waiting', guard: null, target: 'streaming' })
+  for (const leaf of leaves) expect(leaf).toMatch(/^[a-z]+(-[a-z]+)*$/)
+  expect([...retryWaitStates].sort()).toEqual(['compaction-retry-waiting', 'retry-waiting'])
+  expect(chartEdges()).toContainEqual({ source: 'retry-waiting', event: 'xstate.after.retryDelay.turn.running.step.retry-waiting', guard: null, target: 'streaming' })
+})
+
+test('the diagram tells the behaviour in at most 25 edges; turn.fail and turn.crashed are written once for running', () => {
+  const edges = diagramEdges()
+  expect(edges.length).toBeLessThanOrEqual(25)
+  expect(edges.filter((e) => e.event === 'turn.crashed')).toEqual([{ source: 'running', event: 'turn.crashed', guard: null, target: 'interrupted' }])
+  expect(edges.filter((e) => e.event === 'turn.fail').map((e) => e.source).sort()).toEqual(['idle', 'running'])
+})
+
+test('a crash resumes where it happened (deep history): the step restarts as a new step, a retry wait keeps its attempt', () => {
+  const failed = (retryDelayMs: number | null, overflow = false) => ({ type: 'step.failed', error: { name: 'E', message: 'm' }, overflow, retryDelayMs })
+  const crashAndRecover = (events: Array<{ type: string; [k: string]: unknown }>) => {
+    const { snapshot } = replay([...events, { type: 'turn.crashed' }])
+    expect(turnStateName(snapshot)).toBe('interrupted')
+    // recovery restores the replayed snapshot with its history, as recover-turns.ts does
+    const restored = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context, historyValue: snapshot.historyValue })
+    const [next] = transition(turnMachine, restored, { type: 'turn.recover', retryDelayMs: 7 })
+    return next
+  }
+  const streaming = crashAndRecover([{ type: 'turn.start' }])
+  expect([turnStateName(streaming), streaming.context.step, streaming.context.attempt]).toEqual(['streaming', 2, 1])
+  const waiting = crashAndRecover([{ type: 'turn.start' }, failed(300)])
+  expect([turnStateName(waiting), waiting.context.step, waiting.context.attempt, waiting.context.retryDelayMs]).toEqual(['retry-waiting', 1, 1, 7])
+  const compactionWait = crashAndRecover([{ type: 'turn.start' }, failed(null, true), { type: 'compaction.failed', error: { name: 'E', message: 'm' }, retryDelayMs: 5 }])
+  expect(turnStateName(compactionWait)).toBe('compaction-retry-waiting')
+  const [compacting] = transition(turnMachine, compactionWait, { type: 'xstate.after.retryDelay.turn.running.compaction.compaction-retry-waiting' } as never)
+  expect([turnStateName(compacting), compacting.context.attempt, compacting.context.compactions]).toEqual(['compacting', 2, 1])
+  const tools = crashAndRecover([{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false }])
+  expect([turnStateName(tools), tools.context.step]).toEqual(['tool-running', 1])
+})
+
+test('an overflow that may not compact fails the turn in the same transition (nothing is summarised)', () => {
+  let [snapshot] = initialTransition(turnMachine, { ...input, autoCompact: false })
+  ;[snapshot] = transition(turnMachine, snapshot, { type: 'turn.start' })
+  ;[snapshot] = transition(turnMachine, snapshot, { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: true })
+  expect(turnStateName(snapshot)).toBe('failed')
+  expect(snapshot.context.error).toMatchObject({ name: 'ContextOverflowError', reason: 'auto-compaction-off' })
 })
 
 test('docs/architecture.md shows the current chart (run npm run chart:docs after changing it)', () => {
   const doc = fs.readFileSync(path.resolve(__dirname, '../../docs/architecture.md'), 'utf8')
   expect(currentChartBlock(doc)).toBe(renderChartBlock())
+})
+
+test('turn.fail is taken in idle and in every state inside running, not in interrupted (left for recovery)', () => {
+  const error = { name: 'E', message: 'm' }
+  const prefixes: Record<string, Array<{ type: string; [k: string]: unknown }>> = {
+    idle: [],
+    streaming: [{ type: 'turn.start' }],
+    'retry-waiting': [{ type: 'turn.start' }, { type: 'step.failed', error, overflow: false, retryDelayMs: 1 }],
+    'awaiting-approval': [{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false, approvals: ['c1'] }],
+    'tool-running': [{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false }],
+    compacting: [{ type: 'turn.start' }, { type: 'step.failed', error, overflow: true, retryDelayMs: null }],
+    'compaction-retry-waiting': [{ type: 'turn.start' }, { type: 'step.failed', error, overflow: true, retryDelayMs: null }, { type: 'compaction.failed', error, retryDelayMs: 1 }],
+  }
+  for (const [state, events] of Object.entries(prefixes)) {
+    const { states, snapshot } = replay([...events, { type: 'turn.fail', error: { name: 'StorageError', message: 'disk full' } }])
+    expect(states.slice(-2)).toEqual([state, 'failed'])
+    expect(snapshot.context.error).toEqual({ name: 'StorageError', message: 'disk full' })
+  }
+  const { states } = replay([{ type: 'turn.start' }, { type: 'turn.crashed' }, { type: 'turn.fail', error }])
+  expect(states.slice(-2)).toEqual(['interrupted', 'interrupted'])
 })

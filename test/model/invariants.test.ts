@@ -190,7 +190,7 @@ async function runScript(s: Script): Promise<string[]> {
       problems.push(`replay reached ${replay.states.join(' → ')}; the log says ${rows.map((r) => r.to).join(' → ')}`)
     }
     replay.edges.forEach((edge, i) => edge === null && problems.push(`row ${rows[i].seq} (${rows[i].from} --${rows[i].event}--> ${rows[i].to}) takes no edge`))
-    coverage.record('random scripts (invariants.test.ts)', replay.edges.filter((e): e is string => e !== null))
+    coverage.record('random scripts (invariants.test.ts)', [...replay.edges.filter((e): e is string => e !== null), ...replay.eventless])
 
     // HTTP calls within the retry bound: one call per streaming/compacting entry, at most
     // maxAttempts per step, never more than scripted
@@ -200,9 +200,9 @@ async function runScript(s: Script): Promise<string[]> {
     if (server.calls > s.replies.length + 1) problems.push(`${server.calls} HTTP calls for ${s.replies.length} replies`)
     let retries = 0
     for (const row of rows) {
-      if (row.to === 'retry-waiting') retries += 1
+      if (row.to === 'retry-waiting' || row.to === 'compaction-retry-waiting') retries += 1
       // attempts count per step, and per compaction (its summary request retries on its own count)
-      else if (row.event !== 'xstate.after.retryDelay.turn.retry-waiting' && (row.to === 'streaming' || row.to === 'compacting')) retries = 0
+      else if (!row.event.startsWith('xstate.after.retryDelay.') && (row.to === 'streaming' || row.to === 'compacting')) retries = 0
       if (retries > maxAttempts - 1) problems.push(`${retries + 1} attempts of one step (max ${maxAttempts})`)
     }
 

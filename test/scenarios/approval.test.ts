@@ -4,7 +4,7 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
-import { configureTool, createEngine, type ToolPart } from '../../src'
+import { configureTool, createEngine, turnStateName, type ToolPart } from '../../src'
 import { createHarness, assistantParts, modelFor, type Harness } from '../support/harness'
 
 let h: Harness
@@ -85,7 +85,7 @@ test('with two calls pending the turn waits for both decisions', async () => {
   const requested = (await h.waitForEvent((e) => e.type === 'approval.requested')) as { calls: Array<{ callId: string }> }
   expect(requested.calls).toHaveLength(2)
   await h.engine.approve(turn.id, requested.calls[0].callId)
-  expect(turn.actor.getSnapshot().value).toBe('awaiting-approval')
+  expect(turnStateName(turn.actor.getSnapshot())).toBe('awaiting-approval')
   await h.engine.deny(turn.id, requested.calls[1].callId)
   expect((await turn.done).outcome).toBe('completed')
   expect(runs).toEqual(['prod'])
@@ -123,7 +123,7 @@ test('a pending approval survives the engine: a new engine on the same file appr
   const next = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { deploy } })
   try {
     const waiting = next.activeTurn(session.id)!
-    expect(waiting.actor.getSnapshot().value).toBe('awaiting-approval')
+    expect(turnStateName(waiting.actor.getSnapshot())).toBe('awaiting-approval')
     await next.approve(turn.id, requested.calls[0].callId)
     expect((await waiting.done).outcome).toBe('completed')
     expect(runs).toEqual(['prod'])

@@ -5,7 +5,7 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
-import { createEngine, type Engine, type TurnchartEvent } from '../../src'
+import { createEngine, turnStateName, type Engine, type TurnchartEvent } from '../../src'
 import { createHarness, modelFor, type Harness } from '../support/harness'
 
 let h: Harness
@@ -56,7 +56,7 @@ async function closeAt(at: CloseAt): Promise<void> {
   if (at === 'entering-approval') {
     await new Promise<void>((resolve) => {
       const sub = turn.actor.subscribe((snapshot) => {
-        if (snapshot.value === 'awaiting-approval') {
+        if (turnStateName(snapshot) === 'awaiting-approval') {
           sub.unsubscribe()
           resolve()
         }

@@ -120,7 +120,7 @@ test('a retryable failure of the summary request waits and compacts again', asyn
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'x')
   expect((await turn.done).outcome).toBe('completed')
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'compacting', 'retry-waiting', 'compacting', 'streaming', 'completed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'compacting', 'compaction-retry-waiting', 'compacting', 'streaming', 'completed'])
   expect(h.events.filter((e) => e.type === 'session.status' && e.status.type === 'retry').map((e) => (e as { status: { attempt: number } }).status.attempt)).toEqual([1])
   expect((await h.engine.messages(session.id)).filter((m) => m.info.summary)).toHaveLength(1)
 })

@@ -5,6 +5,7 @@
 import { SimulatedClock } from 'xstate'
 import { classifyError } from '../../src'
 import { createHarness, assistantParts, type Harness } from '../support/harness'
+import { turnStateName } from '../../src'
 
 let h: Harness
 afterEach(async () => {
@@ -91,10 +92,10 @@ test('exponential backoff waits on a simulated clock until it is advanced', asyn
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'x')
   await h.waitForEvent((e) => e.type === 'session.status' && e.status.type === 'retry' && e.status.attempt === 1)
-  expect(turn.actor.getSnapshot().value).toBe('retry-waiting')
+  expect(turnStateName(turn.actor.getSnapshot())).toBe('retry-waiting')
   expect(turn.actor.getSnapshot().context.retryDelayMs).toBe(2000)
   clock.increment(1999)
-  expect(turn.actor.getSnapshot().value).toBe('retry-waiting')
+  expect(turnStateName(turn.actor.getSnapshot())).toBe('retry-waiting')
   expect(h.server.calls).toBe(1)
   clock.increment(1)
   await h.server.waitForCall(2)

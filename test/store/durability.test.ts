@@ -36,7 +36,7 @@ test('replay rebuilds the state sequence with the parts each transition wrote', 
   expect(steps.map((s) => `${s.event}>${s.state}`)).toEqual([
     'turn.start>streaming',
     'step.failed>retry-waiting',
-    'xstate.after.retryDelay.turn.retry-waiting>streaming',
+    'xstate.after.retryDelay.turn.running.step.retry-waiting>streaming',
     'step.finished>tool-running',
     'xstate.done.actor.runTools>streaming',
     'step.finished>completed',

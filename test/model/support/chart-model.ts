@@ -5,9 +5,9 @@
  */
 import { getShortestPaths } from '@xstate/graph'
 import { initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
-import { turnMachine } from '../../../machines/turn.machine'
+import { turnMachine, turnStateName } from '../../../machines/turn.machine'
 import type { TurnInput } from '../../../machines/turn.types'
-import { chartEdges, guardName, shortEvent, type ChartEdge } from '../../../src/chart/chart-edges'
+import { chartEdges, guardName, nodeName, shortEvent, type ChartEdge } from '../../../src/chart/chart-edges'
 
 export type TurnSnapshot = SnapshotFrom<typeof turnMachine>
 export type ModelEvent = AnyEventObject
@@ -22,23 +22,77 @@ export function allEdgeKeys(): string[] {
   return chartEdges().map(edgeKey)
 }
 
+/** The stored name of a snapshot's state (the active leaf). */
 function stateName(snapshot: TurnSnapshot): string {
-  return typeof snapshot.value === 'string' ? snapshot.value : JSON.stringify(snapshot.value)
+  return turnStateName(snapshot)
 }
+
+interface GraphNode {
+  key: string
+  type: string
+  parent?: GraphNode
+  always?: Array<{ target?: readonly GraphNode[]; guard?: unknown }>
+}
+const isWithin = (node: GraphNode | undefined, ancestor: GraphNode): boolean => !!node && (node === ancestor || isWithin(node.parent, ancestor))
 
 /**
  * The edge `event` takes from `snapshot`, as the machine selects it (guards evaluated on the
- * real context), or null when the event is ignored there (or the snapshot is final).
+ * real context), or null when the event is ignored there (or the snapshot is final). An edge
+ * of a parent state is named by the parent (`running --turn.fail--> failed`); a root-level
+ * edge (`turn.abort`) by the leaf it leaves.
  */
 export function edgeOf(snapshot: TurnSnapshot, event: ModelEvent): string | null {
+  return takenTransition(snapshot, event)?.edge ?? null
+}
+
+function takenTransition(snapshot: TurnSnapshot, event: ModelEvent): { edge: string; target: GraphNode } | null {
   if (snapshot.status !== 'active') return null
   const enabled = turnMachine.getTransitionData(snapshot as never, event as never) ?? []
   const taken = enabled[0]
   if (!taken) return null
-  const source = taken.source === turnMachine.root ? stateName(snapshot) : taken.source.key
+  const sourceNode = taken.source as unknown as GraphNode
+  const source = taken.source === turnMachine.root ? stateName(snapshot) : nodeName(sourceNode)
   // A targetless transition (an action only) is an edge back to its own state.
-  const target = taken.target?.[0]?.key ?? source
-  return edgeKey({ source, event: taken.eventType, guard: guardName(taken.guard), target })
+  const targetNode = (taken.target?.[0] ?? taken.source) as unknown as GraphNode
+  const target = taken.target?.[0] ? nodeName(targetNode) : source
+  return { edge: edgeKey({ source, event: taken.eventType, guard: guardName(taken.guard), target }), target: targetNode }
+}
+
+/** Every node of the chart that has eventless (`always`) edges. */
+function nodesWithAlways(): GraphNode[] {
+  const all: GraphNode[] = []
+  const visit = (node: { states: Record<string, unknown> }) => {
+    for (const child of Object.values(node.states) as Array<GraphNode & { states: Record<string, unknown> }>) {
+      if (child.always?.length) all.push(child)
+      visit(child)
+    }
+  }
+  visit(turnMachine.root as never)
+  return all
+}
+
+/**
+ * The eventless (`always`) edges taken in the same step as `event` (e.g. entering `compaction`
+ * when it may not compact, or the last approval leading on to `tool-running`): an `always`
+ * of the state the event's edge entered (or stayed in) whose target the step ended in.
+ */
+export function eventlessEdgesOf(snapshot: TurnSnapshot, event: ModelEvent, next: TurnSnapshot): string[] {
+  const taken = takenTransition(snapshot, event)
+  if (!taken) return []
+  const edges: string[] = []
+  const reached = next._nodes as unknown as GraphNode[]
+  for (const node of nodesWithAlways()) {
+    if (!isWithin(taken.target, node) && !isWithin(node, taken.target)) continue
+    if (reached.includes(node)) continue // it stayed there: no eventless edge left it
+    for (const definition of node.always ?? []) {
+      const target = definition.target?.[0]
+      if (target && reached.includes(target)) {
+        edges.push(edgeKey({ source: nodeName(node), event: '', guard: guardName(definition.guard), target: nodeName(target) }))
+        break
+      }
+    }
+  }
+  return edges
 }
 
 export interface PlannedStep {
@@ -46,6 +100,8 @@ export interface PlannedStep {
   before: TurnSnapshot
   event: ModelEvent
   edge: string
+  /** Eventless edges taken in the same step, after `edge`. */
+  eventless: string[]
   from: string
   to: string
 }
@@ -61,9 +117,11 @@ export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map
     events,
     serializeState: (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined) =>
       // the compaction count and the calls waiting for approval are in the key: guards read
-      // them, and both are bounded (maxCompactions; the approvals of the recipes' events); so is
-      // the step number once it reaches the step limit (the stepLimitReached guard reads it)
-      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${state.context.compactions}|${state.context.pendingApprovals.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}`,
+      // them, and both are bounded (one past maxCompactions: the graph's mock actors put some
+      // snapshots in status 'error', where a refused compaction does not end the turn; the
+      // approvals of the recipes' events); so is the step number once it reaches the step limit
+      // (the stepMustStop guard reads it)
+      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${Math.min(state.context.compactions, input.maxCompactions + 1)}|${state.context.pendingApprovals.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}`,
   } as never) as Array<{ steps: Array<{ state: TurnSnapshot; event: ModelEvent }> }>
   const byEdge = new Map<string, ModelEvent[]>()
   for (const path of paths) {
@@ -72,8 +130,10 @@ export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map
     if (!planned.ok) continue // an ignored event somewhere: not a walk of the chart
     const last = planned.steps.at(-1)
     if (!last) continue
-    const known = byEdge.get(last.edge)
-    if (!known || known.length > sequence.length) byEdge.set(last.edge, sequence)
+    for (const edge of [last.edge, ...last.eventless]) {
+      const known = byEdge.get(edge)
+      if (!known || known.length > sequence.length) byEdge.set(edge, sequence)
+    }
   }
   return byEdge
 }
@@ -86,7 +146,7 @@ export function planPath(input: TurnInput, events: ModelEvent[]): { ok: true; st
     const edge = edgeOf(snapshot, event)
     if (!edge) return { ok: false, at: i }
     const [next] = transition(turnMachine, snapshot, event as never)
-    steps.push({ before: snapshot, event, edge, from: stateName(snapshot), to: stateName(next) })
+    steps.push({ before: snapshot, event, edge, eventless: eventlessEdgesOf(snapshot, event, next), from: stateName(snapshot), to: stateName(next) })
     snapshot = next
   }
   return { ok: true, steps }
@@ -96,6 +156,9 @@ export function isFinal(state: string): boolean {
   const node = (turnMachine.root.states as Record<string, { type: string }>)[state]
   return node?.type === 'final'
 }
+
+/** The stored names of the retry waits (their status is `retry`). */
+export { retryWaitStates } from '../../../machines/turn.machine'
 
 export interface LogRow {
   seq: number
@@ -110,15 +173,18 @@ export interface LogRow {
  * the states reached and the edges taken; `xstate.stop` (a stopped actor) is recorded by the
  * engine as `→ aborted` and replayed as the root `turn.abort` it is equivalent to.
  */
-export function replayLog(input: TurnInput, rows: LogRow[]): { states: string[]; edges: Array<string | null> } {
+export function replayLog(input: TurnInput, rows: LogRow[]): { states: string[]; edges: Array<string | null>; eventless: string[] } {
   let [snapshot] = initialTransition(turnMachine, input)
   const states: string[] = []
   const edges: Array<string | null> = []
+  const eventless: string[] = []
   for (const row of rows) {
     const event = row.event === 'xstate.stop' ? { type: 'turn.abort' } : { ...row.payload, type: row.event }
     edges.push(edgeOf(snapshot, event))
-    ;[snapshot] = transition(turnMachine, snapshot, event as never)
+    const [next] = transition(turnMachine, snapshot, event as never)
+    eventless.push(...eventlessEdgesOf(snapshot, event, next))
+    snapshot = next
     states.push(stateName(snapshot))
   }
-  return { states, edges }
+  return { states, edges, eventless }
 }

@@ -11,7 +11,7 @@ import type { ScriptReply } from '../../../src/testing'
 import type { Part } from '../../../src/types'
 import type { TurnRecord } from '../../../src/types'
 import type { TurnResult } from '../../../src/turn/start-turn'
-import type { ModelEvent } from './chart-model'
+import type { ModelEvent, PlannedStep } from './chart-model'
 import type { ToolBehaviour } from './rig'
 
 export interface Arrangement {
@@ -73,9 +73,10 @@ export interface EdgeRecipe {
   check?(walk: WalkResult): void
   /**
    * Events that end a path whose last edge is this one when it does not end in a final state
-   * (default: `turn.abort`). For an edge into a state the engine leaves at once by itself.
+   * (default: `turn.abort`). For an edge into a state the engine leaves at once by itself; a
+   * function of the planned path when that depends on it.
    */
-  end?: ModelEvent[]
+  end?: ModelEvent[] | ((steps: PlannedStep[]) => ModelEvent[])
 }
 
 const error = { name: 'ModelError', message: 'model' }
@@ -138,7 +139,7 @@ const approved = ['call_ask_1', 'call_ask_2'].map((callId): ModelEvent => ({ typ
 // one denial with a reason, one without
 const denied: ModelEvent[] = [{ type: 'tool.denied', callId: 'call_ask_1', reason: 'not now' }, { type: 'tool.denied', callId: 'call_ask_2' }]
 const toolsDone: ModelEvent = { type: 'xstate.done.actor.runTools', output: undefined }
-const compactDone: ModelEvent = { type: 'xstate.done.actor.compact', output: undefined }
+const compactDone: ModelEvent = { type: 'compaction.finished' }
 
 /** step.finished: the reply that makes the engine report it. */
 const arrangeFinished = ({ plan, index, event }: ArrangeContext) => {
@@ -177,7 +178,7 @@ const expectOutcome = (walk: WalkResult, outcome: string, errorName?: string) =>
 }
 
 export const recipes: Record<string, EdgeRecipe> = {
-  'idle --turn.start--> streaming': {
+  'idle --turn.start--> running': {
     events: [{ type: 'turn.start' }],
     arrange: () => {}, // engine.prompt() sends it once the prompt is stored
   },
@@ -200,7 +201,8 @@ export const recipes: Record<string, EdgeRecipe> = {
   },
 
   // streaming: one HTTP call; its reply decides the event
-  'streaming --turn.fail--> failed': {
+  // running: a write fails (walked from streaming, the shortest path; test/store/each-write-fails.test.ts fails every write)
+  'running --turn.fail--> failed': {
     events: [fail],
     // the step finishes; the row leaving streaming fails
     arrange: ({ plan, index }) => {
@@ -214,17 +216,9 @@ export const recipes: Record<string, EdgeRecipe> = {
     arrange: arrangeFinished,
     check: (walk) => expect(walk.parts.some((p) => p.type === 'tool')).toBe(true),
   },
-  'streaming --step.finished [usageOverflowed && canCompact]--> compacting': {
+  'streaming --step.finished [usageOverflowed]--> compaction': {
     events: [finished(0, true)],
     arrange: arrangeFinished,
-  },
-  'streaming --step.finished [usageOverflowed]--> failed': {
-    events: [finished(0, true)],
-    arrange: arrangeFinished,
-    check: (walk) => {
-      expectOutcome(walk, 'failed', 'ContextOverflowError')
-      expect(walk.result.error).toMatchObject({ reason: 'compaction-limit' })
-    },
   },
   'streaming --step.finished--> completed': {
     events: [finished(0, false)],
@@ -234,17 +228,9 @@ export const recipes: Record<string, EdgeRecipe> = {
       expect(walk.parts.some((p) => p.type === 'step-finish')).toBe(true)
     },
   },
-  'streaming --step.failed [errorIsOverflow && canCompact]--> compacting': {
+  'streaming --step.failed [errorIsOverflow]--> compaction': {
     events: [failed(true, null)],
     arrange: ({ plan }) => plan.replies.push(overflowError),
-  },
-  'streaming --step.failed [errorIsOverflow]--> failed': {
-    events: [failed(true, null)],
-    arrange: ({ plan }) => plan.replies.push(overflowError),
-    check: (walk) => {
-      expectOutcome(walk, 'failed', 'ContextOverflowError')
-      expect(walk.result.error).toMatchObject({ reason: 'compaction-limit' })
-    },
   },
   'streaming --step.failed [retryAllowed]--> retry-waiting': {
     events: [failed(false, 1)],
@@ -269,7 +255,9 @@ export const recipes: Record<string, EdgeRecipe> = {
     },
   },
 
-  'streaming --step.finished [doomLoopDetected]--> failed': {
+  // One edge for both reasons a finished step's calls must not run; the step limit is walked
+  // end to end by test/scenarios/conversation.test.ts ("maxSteps"), the doom loop here.
+  'streaming --step.finished [stepMustStop]--> failed': {
     events: [doomLoop],
     arrange: ({ plan, index }) => plan.replies.push(loopReply(index)),
     check: (walk) => {
@@ -282,18 +270,6 @@ export const recipes: Record<string, EdgeRecipe> = {
       }
     },
   },
-  'streaming --step.finished [stepLimitReached]--> failed': {
-    events: [finished(1, false)],
-    arrange: arrangeFinished,
-    check: (walk) => {
-      expectOutcome(walk, 'failed', 'StepLimitError')
-      expect(walk.result.error).toMatchObject({ maxSteps: expect.any(Number) })
-      // the last step's call was not run, and no step followed it
-      const last = toolParts(walk).at(-1)!
-      expect(last.state).toMatchObject({ status: 'error', error: 'Tool not run: the turn failed (StepLimitError)' })
-      expect(walk.requests).toHaveLength(walk.result.error!.maxSteps as number)
-    },
-  },
   'streaming --step.finished [needsApproval]--> awaiting-approval': {
     events: askIds.map(asked),
     arrange: ({ plan, index, event }) => plan.replies.push(askReply(index, event.approvals)),
@@ -304,43 +280,27 @@ export const recipes: Record<string, EdgeRecipe> = {
   },
 
   // awaiting-approval: engine.approve / engine.deny, an abort, a storage failure
-  'awaiting-approval --tool.approved [isLastPendingApproval]--> tool-running': {
-    events: approved,
-    arrange: decide('approve'),
-  },
-  'awaiting-approval --tool.approved [isPendingApproval]--> awaiting-approval': {
-    events: approved,
-    arrange: decide('approve'),
-  },
-  'awaiting-approval --tool.denied [isLastPendingApproval]--> tool-running': {
-    events: denied,
-    arrange: decide('deny'),
+  'awaiting-approval --tool.* [isPendingApproval]--> awaiting-approval': {
+    events: [...approved, ...denied],
+    arrange: ({ plan, index, event }) => decide(event.type === 'tool.denied' ? 'deny' : 'approve')({ plan, index, event }),
     // all calls denied: nothing runs, tool-running ends at once; the model gets the denial and answers
-    end: [toolsDone, finished(0, false)],
+    end: (steps) => {
+      const decisions = steps.filter((step) => step.event.type === 'tool.approved' || step.event.type === 'tool.denied')
+      const allDenied = decisions.every((step) => step.event.type === 'tool.denied')
+      return steps.at(-1)!.to === 'tool-running' && allDenied ? [toolsDone, finished(0, false)] : [abort]
+    },
     check: (walk) => {
       expectDecisions(walk)
-      if (walk.result.outcome === 'completed') {
-        const denial = walk.plan.decisions.filter((d) => d.decision === 'deny').at(-1)!
-        expect(JSON.stringify(walk.requests.at(-1))).toContain(deniedText(denial.reason))
-      }
+      const denial = walk.plan.decisions.filter((d) => d.decision === 'deny').at(-1)
+      if (denial && walk.result.outcome === 'completed') expect(JSON.stringify(walk.requests.at(-1))).toContain(deniedText(denial.reason))
     },
   },
-  'awaiting-approval --tool.denied [isPendingApproval]--> awaiting-approval': {
-    events: denied,
-    arrange: decide('deny'),
-    check: expectDecisions,
-  },
-  'awaiting-approval --turn.fail--> failed': {
-    events: [fail],
-    // aborted while waiting; the aborted row fails and the failure's row replaces it
-    arrange: ({ plan, index }) => {
-      plan.abortAt = index
-      plan.abortAfterCalls = plan.replies.length
-      plan.failWrites.push(index + 1)
-    },
+  'awaiting-approval --always [allApprovalsDecided]--> tool-running': {
+    events: [], // taken by the last decision, in the same transition
+    arrange: () => {},
     check: (walk) => {
-      expectOutcome(walk, 'failed', 'StorageError')
-      expectUndecided(walk, 'Tool not run: the turn failed (StorageError)')
+      expectDecisions(walk)
+      expect(walk.events.some((e) => e.type === 'turn.transition' && e.from === 'awaiting-approval' && e.to === 'tool-running')).toBe(true)
     },
   },
   'awaiting-approval --turn.abort--> aborted': {
@@ -357,18 +317,8 @@ export const recipes: Record<string, EdgeRecipe> = {
 
   // retry-waiting: the timer, or something during the wait
   'retry-waiting --after(retryDelay)--> streaming': {
-    events: [{ type: 'xstate.after.retryDelay.turn.retry-waiting' }],
+    events: [{ type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' }],
     arrange: () => {}, // the failed reply's tiny backoff elapses
-  },
-  'retry-waiting --turn.fail--> failed': {
-    events: [fail],
-    arrange: ({ plan, index }) => {
-      waitLong(plan)
-      plan.abortAt = index
-      plan.abortAfterCalls = plan.replies.length
-      plan.failWrites.push(index + 1)
-    },
-    check: (walk) => expectOutcome(walk, 'failed', 'StorageError'),
   },
   'retry-waiting --turn.abort--> aborted': {
     events: [abort],
@@ -384,29 +334,15 @@ export const recipes: Record<string, EdgeRecipe> = {
   },
 
   // tool-running: the `work` tool's behaviour decides
-  'tool-running --turn.fail--> failed': {
-    events: [fail],
-    // the tools finish; the row leaving tool-running fails (no next step is requested)
-    arrange: ({ plan, index }) => {
-      plan.tools.push('ok')
-      plan.failWrites.push(index + 1)
-    },
-    check: (walk) => expectOutcome(walk, 'failed', 'StorageError'),
-  },
-  'tool-running --done(runTools) [overflowPending && canCompact]--> compacting': {
-    events: [toolsDone],
-    arrange: ({ plan }) => plan.tools.push('ok'),
-  },
-  'tool-running --done(runTools) [overflowPending]--> failed': {
+  'tool-running --done(runTools) [overflowPending]--> compaction': {
     events: [toolsDone],
     arrange: ({ plan }) => plan.tools.push('ok'),
     check: (walk) => {
-      expectOutcome(walk, 'failed', 'ContextOverflowError')
       const tool = walk.parts.find((p) => p.type === 'tool')
       expect(tool?.type === 'tool' && tool.state.status).toBe('completed')
     },
   },
-  'tool-running --done(runTools)--> streaming': {
+  'tool-running --done(runTools)--> step': {
     events: [toolsDone],
     arrange: ({ plan }) => plan.tools.push('throw'), // a throwing tool is a result, not a failure
     check: (walk) => {
@@ -435,21 +371,22 @@ export const recipes: Record<string, EdgeRecipe> = {
   },
 
   // compacting: the summary request's reply decides
-  'compacting --turn.fail--> failed': {
-    events: [fail],
-    // the summary arrives; the row leaving compacting fails
-    arrange: ({ plan, index }) => {
-      plan.replies.push({ type: 'stream', chunks: [{ text: `summary${index}` }] })
-      plan.failWrites.push(index + 1)
+  // compaction: entered on every overflow; one that may not compact fails at once
+  'compaction --always [compactionRefused]--> failed': {
+    events: [], // taken with the overflow's own edge (the rig allows one compaction per turn)
+    arrange: () => {},
+    check: (walk) => {
+      expectOutcome(walk, 'failed', 'ContextOverflowError')
+      expect(walk.result.error).toMatchObject({ reason: 'compaction-limit' })
+      expect(walk.messages.filter((m) => m.info.summary)).toHaveLength(1) // the second was refused, not tried
     },
-    check: (walk) => expectOutcome(walk, 'failed', 'StorageError'),
   },
-  'compacting --done(compact) [continuesAfterCompaction]--> streaming': {
+  'compacting --compaction.finished [continuesAfterCompaction]--> step': {
     events: [compactDone],
     arrange: ({ plan, index }) => plan.replies.push({ type: 'stream', chunks: [{ text: `summary${index}` }] }),
     check: (walk) => expect(walk.messages.filter((m) => m.info.summary)).toHaveLength(1),
   },
-  'compacting --done(compact)--> completed': {
+  'compacting --compaction.finished--> completed': {
     events: [compactDone],
     arrange: ({ plan, index }) => plan.replies.push({ type: 'stream', chunks: [{ text: `summary${index}` }] }),
     check: (walk) => {
@@ -457,16 +394,28 @@ export const recipes: Record<string, EdgeRecipe> = {
       expect(walk.messages.some((m) => m.info.summary)).toBe(true)
     },
   },
-  'compacting --error(compact) [compactionRetryAllowed]--> retry-waiting': {
-    events: [{ type: 'xstate.error.actor.compact', error: { name: 'CompactionFailedError', message: 'compaction failed: overloaded', retryDelayMs: 1 } }],
+  'compacting --compaction.failed [retryAllowed]--> compaction-retry-waiting': {
+    events: [{ type: 'compaction.failed', error: { name: 'CompactionFailedError', message: 'compaction failed: overloaded' }, retryDelayMs: 1 }],
     arrange: ({ plan }) => plan.replies.push(overloaded),
   },
-  'retry-waiting --after(retryDelay) [retryingCompaction]--> compacting': {
-    events: [{ type: 'xstate.after.retryDelay.turn.retry-waiting' }],
+  'compaction-retry-waiting --after(retryDelay)--> compacting': {
+    events: [{ type: 'xstate.after.retryDelay.turn.running.compaction.compaction-retry-waiting' }],
     arrange: () => {}, // the summary request's tiny backoff elapses, and the compaction runs again
   },
-  'compacting --error(compact)--> failed': {
-    events: [{ type: 'xstate.error.actor.compact', error }],
+  'compaction-retry-waiting --turn.abort--> aborted': {
+    events: [abort],
+    arrange: ({ plan, index }) => {
+      waitLong(plan)
+      plan.abortAt = index
+      plan.abortAfterCalls = plan.replies.length
+    },
+    check: (walk) => {
+      expectOutcome(walk, 'aborted', 'MessageAbortedError')
+      expect(walk.turn.retryAt).toBeNull()
+    },
+  },
+  'compacting --compaction.failed--> failed': {
+    events: [{ type: 'compaction.failed', error, retryDelayMs: null }],
     arrange: ({ plan }) => plan.replies.push(fatalError),
     check: (walk) => expectOutcome(walk, 'failed', 'CompactionFailedError'),
   },

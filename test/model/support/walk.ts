@@ -4,7 +4,7 @@
  */
 import type { TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../../src'
-import { edgeOf, isFinal, planPath, type ModelEvent, type PlannedStep } from './chart-model'
+import { edgeOf, isFinal, planPath, retryWaitStates, type ModelEvent, type PlannedStep } from './chart-model'
 import { recipes, type Arrangement, type WalkResult } from './recipes'
 import { storedAssistantParts, turnInvariantViolations, type Rig } from './rig'
 
@@ -19,7 +19,8 @@ export function completePath(input: TurnInput, events: ModelEvent[]): PlannedSte
   if (!planned.ok) throw new Error(`the path does not walk the chart (event ${planned.at} is ignored)`)
   const last = planned.steps.at(-1)
   if (last && !isFinal(last.to)) {
-    const end = recipes[last.edge]?.end ?? [{ type: 'turn.abort' }]
+    const ending = recipes[last.edge]?.end ?? [{ type: 'turn.abort' }]
+    const end = typeof ending === 'function' ? ending(planned.steps) : ending
     planned = planPath(input, [...events, ...end])
     if (!planned.ok || !isFinal(planned.steps.at(-1)!.to)) throw new Error(`cannot end the turn from ${last.to} with ${end.map((e) => e.type).join(', ')}`)
   }
@@ -111,14 +112,14 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
   for (const [i, row] of rows.entries()) {
     const step = expected[i].step
     expect(edgeOf(step.before, { ...row.payload, type: row.event })).toBe(step.edge)
-    edges.push(step.edge)
+    edges.push(step.edge, ...step.eventless)
   }
 
   // Statuses follow the states: busy / retry while active, idle at the end.
   const statuses = rig.events.filter((e) => mine(e) && e.type === 'session.status').map((e) => (e as { status: { type: string; state?: string } }).status)
   expect(statuses).toEqual(
     expected.map((row) =>
-      isFinal(row.to) ? { type: 'idle' } : row.to === 'retry-waiting' ? expect.objectContaining({ type: 'retry' }) : expect.objectContaining({ type: 'busy', state: row.to }),
+      isFinal(row.to) ? { type: 'idle' } : retryWaitStates.has(row.to) ? expect.objectContaining({ type: 'retry' }) : expect.objectContaining({ type: 'busy', state: row.to }),
     ),
   )
 
@@ -144,7 +145,7 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
   const calls = rig.server.calls - callsBefore
   expect(calls).toBeLessThanOrEqual(plan.replies.length)
   expect(calls).toBeGreaterThanOrEqual(plan.replies.length - plan.optionalReplies)
-  for (const step of steps) recipes[step.edge].check?.(walkResult)
+  for (const step of steps) for (const edge of [step.edge, ...step.eventless]) recipes[edge]?.check?.(walkResult)
   return { edges, result: walkResult }
 }
 
@@ -158,7 +159,7 @@ async function checkEntered(rig: Rig, sessionId: string, turnId: string, state: 
     expect(tools.length).toBeGreaterThan(0)
     for (const tool of tools) if (tool.type === 'tool') expect(tool.state.status).not.toBe('pending')
   }
-  if (state === 'retry-waiting') {
+  if (retryWaitStates.has(state)) {
     // the failed attempt's text stays, closed (a later attempt may already be streaming)
     const latest = new Map<number, number>()
     for (const part of parts) latest.set(part.step ?? 0, Math.max(latest.get(part.step ?? 0) ?? 0, part.attempt ?? 1))
