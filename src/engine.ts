@@ -302,8 +302,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       }
       return track(startTurn(deps, sessionId, parts, request))
     }) as Engine['prompt'],
-    queue: (sessionId) => queue.list(sessionId),
-    cancelQueued: (id) => queue.cancel(id),
+    queue: (sessionId) => call('list queued prompts', () => queue.list(requireId('sessionId', sessionId))),
+    cancelQueued: (id) => call('cancel a queued prompt', () => queue.cancel(requireId('id', id))),
     async abort(sessionId) {
       requireOpen('abort a turn')
       requireId('sessionId', sessionId)

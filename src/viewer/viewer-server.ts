@@ -8,8 +8,7 @@ import fs from 'node:fs'
 import http from 'node:http'
 import type net from 'node:net'
 import path from 'node:path'
-import { turnMachine } from '../../machines/turn.machine'
-import { chartEdges } from '../chart/chart-edges'
+import { leafChart } from '../chart/chart-edges'
 import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
 import { replayTurn, summarizeSessions, viewSession } from '../views/read-views'
 
@@ -30,8 +29,7 @@ export interface ViewerOptions {
 
 /** The chart as the page draws it: its states (final ones marked) and edges, from the machine. */
 export function chartShape() {
-  const states = Object.values(turnMachine.root.states).map((node) => ({ id: node.key, final: node.type === 'final' }))
-  const edges = chartEdges().map(({ source, event, guard, target }) => ({ source, event, guard, target }))
+  const { states, edges } = leafChart()
   return { initial: 'idle', states, edges }
 }
 

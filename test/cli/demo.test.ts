@@ -33,7 +33,7 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
   // the 429, its progress line, the retry
   expect(out).toContain('streaming → retry-waiting  step.failed')
   expect(out).toMatch(/⏳ attempt 1 failed \(Rate limit reached.*\): attempt 2 in \d\.\d s/)
-  expect(out).toContain('retry-waiting → streaming  xstate.after.retryDelay.turn.retry-waiting')
+  expect(out).toContain('retry-waiting → streaming  xstate.after.retryDelay.turn.running.step.retry-waiting')
   // the overflow and its compaction
   expect(out).toContain('streaming → compacting  step.failed')
   expect(out).toContain('summary › Summary:')

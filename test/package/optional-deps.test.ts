@@ -15,7 +15,7 @@ test('without better-sqlite3, a SQLite database is an InvalidOptionError that sa
     throw notFound('better-sqlite3')
   }
   try {
-    const error = await createEngine({ database: ':memory:', model: { doStream: async () => ({}) } as never }).catch((e: unknown) => e)
+    const error = await createEngine({ database: ':memory:', model: { specificationVersion: 'v3', provider: 'test', modelId: 'test', doStream: async () => ({}) } as never }).catch((e: unknown) => e)
     expect(InvalidOptionError.isInstance(error)).toBe(true)
     expect(error).toMatchObject({ option: 'database' })
     expect((error as Error).message).toContain('npm install better-sqlite3')

@@ -34,6 +34,15 @@ const calls: Record<string, (engine: Engine) => unknown> = {
   recover: (e) => e.recover(),
   replay: (e) => e.replay('trn_x'),
   prune: (e) => e.prune({ olderThan: Date.now() }),
+  updateSession: (e) => e.updateSession('ses_x', { title: 't' }),
+  deleteSession: (e) => e.deleteSession('ses_x'),
+  revert: (e) => e.revert('ses_x', 'msg_x'),
+  unrevert: (e) => e.unrevert('ses_x'),
+  fork: (e) => e.fork('ses_x', 'msg_x'),
+  usage: (e) => e.usage('ses_x'),
+  queue: (e) => e.queue('ses_x'),
+  cancelQueued: (e) => e.cancelQueued('trn_x'),
+  readStatus: (e) => e.readStatus('ses_x'),
 }
 
 test('every method of a closed engine throws (or rejects with) EngineClosedError; close() again is a no-op', async () => {
@@ -90,9 +99,9 @@ sqliteOnly('a driver error is a StorageError naming the operation, with the driv
 test.each([
   ['database', { database: 'mysql://user:secret@127.0.0.1/app' }, /URL scheme mysql: is not supported/],
   ['database', { database: 'file:///tmp/app.db' }, /URL scheme file: is not supported/],
-  ['model', { model: 'openai/gpt-4o' }, /not a model id string/],
+  ['model', { model: 'openai/gpt-4o' }, /model id string/],
 ])('createEngine refuses %s %#: InvalidOptionError naming the option', async (option, options, message) => {
-  const error = await createEngine({ model: { doStream: async () => ({}) } as never, ...(options as object) } as never).catch((e: unknown) => e)
+  const error = await createEngine({ model: { specificationVersion: 'v3', provider: 'test', modelId: 'test', doStream: async () => ({}) } as never, ...(options as object) } as never).catch((e: unknown) => e)
   expect(InvalidOptionError.isInstance(error)).toBe(true)
   expect(error).toMatchObject({ option })
   expect((error as Error).message).toMatch(message)
@@ -133,7 +142,7 @@ sqliteOnly('createEngine on a file that is not a database: StorageError with the
   const file = path.join(dir, 'notes.db')
   fs.writeFileSync(file, 'plain text, not SQLite '.repeat(200))
   try {
-    const error = await createEngine({ database: file, model: { doStream: async () => ({}) } as never }).catch((e: unknown) => e)
+    const error = await createEngine({ database: file, model: { specificationVersion: 'v3', provider: 'test', modelId: 'test', doStream: async () => ({}) } as never }).catch((e: unknown) => e)
     expect(StorageError.isInstance(error)).toBe(true)
     expect(error).toMatchObject({ operation: expect.stringMatching(/database/) })
     expect(String((error as { cause: Error }).cause.message)).toMatch(/not a database/)
