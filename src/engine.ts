@@ -168,12 +168,14 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // A turn is active from its start until it settles (its runtime calls onSettled before `done` settles).
   const track = (turn: RunningTurn) => {
     active.set(turn.sessionId, turn)
+    poller.keepAlive(true)
     // When a turn ends, the session's next queued prompt starts (in this engine).
     turn.done.then(() => queue.drain(turn.sessionId), () => undefined)
     return turn
   }
   const untrack = (turn: RunningTurn) => {
     if (active.get(turn.sessionId) === turn) active.delete(turn.sessionId)
+    poller.keepAlive(active.size > 0)
   }
   const deps: TurnDeps = { config, repo, bus, owner, onSettled: untrack }
   const history: HistoryDeps = { repo, runningHere: (sessionId) => active.get(sessionId)?.id }

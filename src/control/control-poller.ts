@@ -15,6 +15,11 @@ export interface ControlTarget {
 }
 
 export interface ControlPoller {
+  /**
+   * While turns run, the poll keeps the process alive: a turn waiting for approval has no other
+   * I/O, and its decision may come from another engine. The engine says so as turns start and end.
+   */
+  keepAlive(running: boolean): void
   stop(): void
 }
 
@@ -35,10 +40,6 @@ export function startControlPoller(options: {
   let busy = false
   const tick = async () => {
     const turns = options.running()
-    // While turns run, the poll keeps the process alive: a turn waiting for approval has no
-    // other I/O, and its decision may come from another engine.
-    if (turns.length > 0) timer.ref()
-    else timer.unref()
     if (busy || turns.length === 0) return
     busy = true
     try {
@@ -56,7 +57,10 @@ export function startControlPoller(options: {
   }
   const timer = setInterval(() => void tick(), options.intervalMs)
   timer.unref()
-  return { stop: () => clearInterval(timer) }
+  return {
+    keepAlive: (running) => void (running ? timer.ref() : timer.unref()),
+    stop: () => clearInterval(timer),
+  }
 }
 
 /** Applies one request; returns null when applied, or why it could not be. */
