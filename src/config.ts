@@ -17,7 +17,7 @@ import { classifyError } from './policy/classify-error'
 import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
 import type { DatabaseOption } from './store/open-database'
 import { Telemetry, type TelemetryOptions } from './telemetry/telemetry'
-import { validateTurnSettings, type TurnSettings } from './conversation/call-settings'
+import { validateTurnSettings, type TurnSettings } from './prompt/call-settings'
 import { maxTimerMs } from './timer-limit'
 import { createRedactor, minSecretLength, type Redactor } from './security/redact-secrets'
 

@@ -3,7 +3,7 @@
  * Field names follow what agent UIs already know (opencode's message-v2 shapes).
  */
 import type { SerializedError } from './errors'
-import type { SessionDefaults, StoredTurnOptions } from './conversation/call-settings'
+import type { SessionDefaults, StoredTurnOptions } from './prompt/call-settings'
 
 export interface Tokens {
   input: number
@@ -211,3 +211,6 @@ export interface TurnRecord {
 export function emptyTokens(): Tokens {
   return { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }
 }
+
+/** A user part of a prompt before it has ids and times (text, or an image or file). */
+export type UserPartDraft = { type: 'text'; text: string } | Omit<FilePart, 'id' | 'sessionId' | 'messageId' | 'time'>

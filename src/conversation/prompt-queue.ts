@@ -13,9 +13,9 @@ import { newId } from '../ids'
 import { insertQueued, listQueued, oldestQueued, queuedExists, takeQueued, type QueuedPromptRecord } from '../store/queue-store'
 import type { Repository } from '../store/repository'
 import type { Turn, TurnResult } from '../turn/start-turn'
-import type { PromptOptions } from './call-settings'
-import { finalTextOf, turnUsage } from './turn-result'
-import type { UserPartDraft } from './user-input'
+import type { PromptOptions } from '../prompt/call-settings'
+import { finalTextOf, turnUsage } from '../turn/turn-result'
+import type { UserPartDraft } from '../prompt/user-input'
 
 /** A prompt waiting for its session to be idle. */
 export interface QueuedPrompt {

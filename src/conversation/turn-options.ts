@@ -5,11 +5,11 @@
  * transaction makes a pending revert final (the hidden messages are deleted).
  */
 import type { ResolvedConfig } from '../config'
-import { deleteMessagesAfter, setRevertedTo, setTurnOptions, turnOptions } from '../store/conversation-store'
+import { deleteMessagesAfter, setRevertedTo, setTurnOptions } from '../store/conversation-store'
 import type { Repository } from '../store/repository'
 import type { TurnRequest } from '../turn/start-turn'
 import type { TurnScope } from '../turn/turn-scope'
-import { resolveTurnOptions, turnConfig, type PromptOptions } from './call-settings'
+import { resolveTurnOptions, turnConfig, type PromptOptions } from '../prompt/call-settings'
 
 /**
  * The `TurnRequest` of a prompt. Throws `InvalidArgumentError` for an unknown model or tool
@@ -33,15 +33,4 @@ export function turnRequest(config: ResolvedConfig, sessionId: string, options: 
       await setTurnOptions(tx, scope.turnId, resolved.stored)
     },
   }
-}
-
-/**
- * The configuration a recovered turn resumes with: the options stored with it (its headers,
- * never stored, are not restored).
- *
- * @example
- * scope.useConfig(await storedTurnConfig(config, repo, turnId))
- */
-export async function storedTurnConfig(config: ResolvedConfig, repo: Repository, turnId: string): Promise<ResolvedConfig> {
-  return turnConfig(config, await turnOptions(repo, turnId))
 }

@@ -12,11 +12,54 @@ import { canonicalJson, detectDoomLoop } from '../policy/doom-loop'
 import { newId } from '../ids'
 import { decideFailure } from '../policy/decide-failure'
 import { isUsageOverflow } from '../policy/overflow'
-import type { TurnScope } from '../turn/turn-scope'
-import type { MessageWithParts, Part, PartProviderMetadata, TextPart, Tokens, ToolPart } from '../types'
+import type { ModelMessage, ToolSet } from 'ai'
+import type { TurnSettings } from '../prompt/call-settings'
+import type { FailurePolicies } from '../policy/decide-failure'
+import type { DoomLoopOptions } from '../policy/doom-loop'
+import type { ModelLimits } from '../policy/overflow'
+import type { Redactor } from '../security/redact-secrets'
+import type { Telemetry } from '../telemetry/telemetry'
+import type { ProviderLanguageModel } from './language-model'
+import type { Pricing } from './usage'
+import type { MessageInfo, MessageWithParts, Part, PartProviderMetadata, TextPart, Tokens, ToolPart } from '../types'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
 import { addTokens, stepCost, toTokens } from './usage'
+
+/**
+ * What a step needs from its turn: the settings it calls the model with, the history, the
+ * assistant message its parts go to, and a part sink (the store's part writer). The turn's
+ * scope is one; a test can pass a small fake.
+ */
+export interface StepScope {
+  readonly turnId: string
+  readonly sessionId: string
+  readonly config: {
+    model: ProviderLanguageModel
+    system: string | undefined
+    tools: ToolSet
+    call: Omit<TurnSettings, 'maxSteps'>
+    limits: ModelLimits | undefined
+    compaction: { reserved: number | undefined }
+    streamIdleTimeoutMs: number
+    pricing: Pricing | undefined
+    doomLoop: DoomLoopOptions
+    failure: FailurePolicies
+    telemetry: Pick<Telemetry, 'modelCall' | 'recordOutputs'>
+    redactor: Pick<Redactor, 'value'>
+  }
+  /** The messages to send: the history and this turn's finished attempts. */
+  modelMessages(): ModelMessage[]
+  /** The assistant message new parts go to (opened on first use). */
+  assistantMessage(): MessageWithParts
+  /** This turn's assistant messages (the doom-loop check reads their tool calls). */
+  assistantMessages(): MessageWithParts[]
+  addPart(message: MessageWithParts, part: Part): void
+  saveMessage(info: MessageInfo): void
+  /** Set at the end of a finished step: its tool parts, which the tool runner runs. */
+  stepTools: ToolPart[]
+  readonly writer: { append(part: TextPart, delta: string): void; changed(part: Part): void }
+}
 
 /**
  * Runs one step and reports its outcome as a chart event.
@@ -24,7 +67,7 @@ import { addTokens, stepCost, toTokens } from './usage'
  * @example
  * const event = await streamStep(scope, { turnId, step: 1, attempt: 1, waitedMs: 0 }, signal)
  */
-export async function streamStep(scope: TurnScope, input: StreamStepInput, signal: AbortSignal): Promise<TurnEvent> {
+export async function streamStep(scope: StepScope, input: StreamStepInput, signal: AbortSignal): Promise<TurnEvent> {
   const { config } = scope
   const message = scope.assistantMessage()
   const state = new StepState(scope, message, input)
@@ -162,7 +205,7 @@ export async function streamStep(scope: TurnScope, input: StreamStepInput, signa
  * Before the step's tools run: which calls need approval (the tool's `needsApproval`, or a
  * doom loop under policy `ask`), and whether the turn's calls loop (policy `stop`).
  */
-async function reviewToolCalls(scope: TurnScope, stepTools: ToolPart[]): Promise<{ approvals: string[]; doomLoop: SerializedError | null }> {
+async function reviewToolCalls(scope: StepScope, stepTools: ToolPart[]): Promise<{ approvals: string[]; doomLoop: SerializedError | null }> {
   const runnable = stepTools.filter((p) => p.state.status === 'running')
   if (runnable.length === 0) return { approvals: [], doomLoop: null }
   const history = scope
@@ -197,7 +240,7 @@ async function reviewToolCalls(scope: TurnScope, stepTools: ToolPart[]): Promise
   return { approvals, doomLoop: null }
 }
 
-function failedEvent(scope: TurnScope, input: StreamStepInput, error: unknown): TurnEvent {
+function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): TurnEvent {
   const decision = decideFailure(error, input, scope.config.failure)
   return {
     type: 'step.failed',
@@ -214,7 +257,7 @@ class StepState {
   readonly tools: ToolPart[] = []
 
   constructor(
-    private readonly scope: TurnScope,
+    private readonly scope: StepScope,
     private readonly message: MessageWithParts,
     private readonly input: StreamStepInput,
   ) {}

@@ -3,7 +3,7 @@
  * options and usage, deleting a session or the messages after a point. Kept apart from the
  * repository's turn-running queries; runs on SQLite and PostgreSQL alike.
  */
-import type { StoredTurnOptions } from '../conversation/call-settings'
+import type { StoredTurnOptions } from '../prompt/call-settings'
 import type { MessageInfo, TurnUsage, Usage } from '../types'
 import type { Repository } from './repository'
 

@@ -16,7 +16,10 @@ import type { MessageWithParts, Part, TurnRecord } from '../types'
 import { ReplayMismatchError, replayTransitions } from './replay'
 import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from './start-turn'
 import { TurnScope } from './turn-scope'
-import { storedTurnConfig } from '../conversation/turn-options'
+import { turnConfig } from '../prompt/call-settings'
+import { turnOptions } from '../store/conversation-store'
+import type { Repository } from '../store/repository'
+import type { ResolvedConfig } from '../config'
 
 const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting', 'compaction-retry-waiting'] satisfies InterruptibleState[])
 export const interruptedToolMessage = 'interrupted by a restart'
@@ -227,4 +230,15 @@ function closeInterruptedWork(scope: TurnScope, state: InterruptibleState | null
     changed.push(part)
   }
   return changed
+}
+
+/**
+ * The configuration a recovered turn resumes with: the options stored with it (its headers,
+ * never stored, are not restored).
+ *
+ * @example
+ * scope.useConfig(await storedTurnConfig(config, repo, turnId))
+ */
+export async function storedTurnConfig(config: ResolvedConfig, repo: Repository, turnId: string): Promise<ResolvedConfig> {
+  return turnConfig(config, await turnOptions(repo, turnId))
 }

@@ -11,8 +11,7 @@ import { toModelMessages } from '../llm/model-messages'
 import { PartWriter } from '../store/part-writer'
 import type { Repository, TurnFence } from '../store/repository'
 import { WriteQueue } from '../store/write-queue'
-import type { MessageInfo, MessageWithParts, Part, ToolPart } from '../types'
-import type { UserPartDraft } from '../conversation/user-input'
+import type { MessageInfo, MessageWithParts, Part, ToolPart, UserPartDraft } from '../types'
 
 export class TurnScope {
   readonly queue = new WriteQueue()

@@ -4,7 +4,7 @@
  */
 import { addUsage, emptyTurnUsage, setTurnUsage } from '../store/conversation-store'
 import type { Repository } from '../store/repository'
-import type { TurnScope } from '../turn/turn-scope'
+import type { TurnScope } from './turn-scope'
 import type { MessageWithParts, TurnUsage } from '../types'
 
 /**

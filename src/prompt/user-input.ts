@@ -5,13 +5,13 @@
  */
 import type { UserContent } from 'ai'
 import { FileTooLargeError, InvalidArgumentError } from '../errors'
-import type { FilePart, Part } from '../types'
+import type { FilePart, Part, UserPartDraft } from '../types'
+
+export type { UserPartDraft }
 
 /** What `engine.prompt` takes: text, or the content of an AI SDK user message. */
 export type PromptInput = string | UserContent
 
-/** A user part before it has ids and times. */
-export type UserPartDraft = { type: 'text'; text: string } | Omit<FilePart, 'id' | 'sessionId' | 'messageId' | 'time'>
 
 function isUrlString(value: string): boolean {
   return /^(https?:|data:)/i.test(value)
