@@ -22,6 +22,7 @@ import type { Telemetry } from '../telemetry/telemetry'
 import type { ProviderLanguageModel } from './language-model'
 import type { Pricing } from './usage'
 import type { MessageInfo, MessageWithParts, Part, PartProviderMetadata, TextPart, Tokens, ToolPart } from '../types'
+import { failCall, requireApproval, runCall, stopCall } from '../tools/tool-part'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
 import { addTokens, stepCost, toTokens } from './usage'
@@ -182,7 +183,7 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
   if (failure !== undefined) {
     // A failed attempt: its text stays, closed; its tool calls never run.
     state.closeOpenText()
-    state.discardTools('The tool did not run: the model request failed and the step was retried or ended')
+    state.discardTools()
     const reason = idle.signal.aborted && StreamIdleTimeoutError.isInstance(idle.signal.reason) ? idle.signal.reason : failure
     return failedEvent(scope, input, reason)
   }
@@ -232,7 +233,7 @@ async function reviewToolCalls(scope: StepScope, stepTools: ToolPart[]): Promise
       }
     }
     if (needs) {
-      part.state = { status: 'pending', input, approval: 'required' }
+      requireApproval(part)
       scope.writer.changed(part)
       approvals.push(part.callId)
     }
@@ -334,7 +335,7 @@ class StepState {
     const part = this.toolPending(callId, toolName)
     if (part.state.status !== 'pending') return
     if (metadata) mergeMetadata(part, metadata)
-    part.state = { status: 'running', input, time: { start: Date.now() } }
+    runCall(part, input, Date.now())
     this.scope.writer.changed(part)
   }
 
@@ -342,20 +343,13 @@ class StepState {
     const part = this.toolPending(callId, toolName)
     if (part.state.status === 'error') return
     if (metadata) mergeMetadata(part, metadata)
-    const now = Date.now()
-    const start = part.state.status === 'running' ? part.state.time.start : now
-    part.state = { status: 'error', input: input ?? {}, error, time: { start, end: now } }
+    failCall(part, error, Date.now(), input)
     this.scope.writer.changed(part)
   }
 
-  discardTools(reason: string): void {
-    for (const part of this.tools) {
-      if (part.state.status !== 'pending' && part.state.status !== 'running') continue
-      const now = Date.now()
-      const start = part.state.status === 'running' ? part.state.time.start : now
-      part.state = { status: 'error', input: part.state.input, error: reason, metadata: { interrupted: true }, time: { start, end: now } }
-      this.scope.writer.changed(part)
-    }
+  /** The attempt failed: its calls never run. */
+  discardTools(): void {
+    for (const part of this.tools) if (stopCall(part, { kind: 'attempt-failed' }, Date.now())) this.scope.writer.changed(part)
   }
 }
 

@@ -4,10 +4,11 @@
  * errors become tool parts; the next step sends them to the model in call order.
  */
 import type { ModelMessage, ToolSet } from 'ai'
-import type { Part, ToolPart } from '../types'
+import type { Part, ToolPart, ToolState } from '../types'
 import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../security/redact-secrets'
 import { toolOptions } from './tool-options'
+import { completeCall, failCall } from './tool-part'
 import { safeMessage } from '../errors'
 
 /** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
@@ -79,7 +80,7 @@ export function turnOfTool(options: unknown): TurnToolContext {
 
 async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal): Promise<void> {
   if (part.state.status !== 'running') return
-  const { input, time } = part.state
+  const { input } = part.state
   // Own properties only: `constructor`, `__proto__` or `toString` is an unknown tool, not Object's.
   const definition = Object.hasOwn(scope.config.tools, part.tool) ? scope.config.tools[part.tool] : undefined
   const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
@@ -110,19 +111,14 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
     ).then(lastValue)
     const output = await Promise.race([run, stopped])
     if (turnSignal.aborted) return // the turn's end marks the part aborted
-    part.state = {
-      status: 'completed',
-      input,
-      output: boundedOutput(output, scope.config.toolExecution.maxOutputBytes),
-      time: { start: time.start, end: Date.now() },
-    }
+    completeCall(part, boundedOutput(output, scope.config.toolExecution.maxOutputBytes), Date.now())
   } catch (error) {
     if (turnSignal.aborted) return
-    part.state = { status: 'error', input, error: errorMessage(error, scope.config.redactor.text), time: { start: time.start, end: Date.now() } }
+    failCall(part, errorMessage(error, scope.config.redactor.text), Date.now())
   } finally {
     if (timer) clearTimeout(timer)
     turnSignal.removeEventListener('abort', onTurnAbort)
-    const state = part.state
+    const state = part.state as ToolState // changed by completeCall / failCall above
     span?.end(
       turnSignal.aborted
         ? { error: 'the turn was aborted while the tool ran' }

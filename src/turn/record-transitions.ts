@@ -17,13 +17,14 @@ import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { MessageAbortedError, serializeError, StorageError, TurnOwnershipLostError, type SerializedError } from '../errors'
 import type { TurnFence } from '../store/repository'
-import type { Part, SessionStatus, TransitionRecord, TurnOutcome } from '../types'
+import type { SessionStatus, TransitionRecord, TurnOutcome } from '../types'
+import type { NotRunReason } from '../tools/tool-part'
+import { closeOpenWork } from './close-open-work'
 import type { TurnScope } from './turn-scope'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
 const finalStates = new Set(['completed', 'failed', 'aborted'])
-export const toolAbortedMessage = 'Tool execution aborted'
 
 export interface TurnEnd {
   turnId: string
@@ -277,32 +278,17 @@ export function publishApprovalRequest(bus: Bus, scope: TurnScope, pending: read
  */
 function closeTurn(scope: TurnScope, outcome: TurnOutcome, error: SerializedError | null, now: number): void {
   const message = scope.assistantMessage()
-  const toolMessage = outcome === 'failed' ? `Tool not run: the turn failed${error ? ` (${error.name})` : ''}` : toolAbortedMessage
+  const reason: NotRunReason = outcome === 'failed' ? { kind: 'turn-failed', ...(error ? { errorName: error.name } : {}) } : { kind: 'aborted' }
   for (const assistant of scope.assistantMessages()) {
-    for (const part of assistant.parts) closePart(scope, part, now, toolMessage)
+    // Run twice when a final row failed and the failure's row replaces it: what the first run
+    // closed at `now` gets the second run's reason (the writer is sealed by then, but the
+    // rolled-back write left these very objects dirty).
+    for (const part of closeOpenWork(assistant.parts, reason, now)) scope.writer.changed(part)
     assistant.info.time.completed ??= now
   }
   if (outcome !== 'completed' && error) message.info.error = error
   for (const assistant of scope.assistantMessages()) scope.writer.message(assistant.info)
   scope.writer.seal()
-}
-
-/**
- * Closes an open part. Run twice when a final row failed and the failure's row replaces it:
- * what the first run closed at `now` is closed again with the second run's reason (the writer
- * is sealed by then, but the rolled-back write left these very objects dirty).
- */
-function closePart(scope: TurnScope, part: Part, now: number, toolMessage: string): void {
-  if ((part.type === 'text' || part.type === 'reasoning') && part.time.end === undefined) {
-    part.time.end = now
-    scope.writer.changed(part)
-  } else if (part.type === 'tool' && (part.state.status === 'pending' || part.state.status === 'running')) {
-    const start = part.state.status === 'running' ? part.state.time.start : now
-    part.state = { status: 'error', input: part.state.input, error: toolMessage, metadata: { interrupted: true }, time: { start, end: now } }
-    scope.writer.changed(part)
-  } else if (part.type === 'tool' && part.state.status === 'error' && part.state.metadata?.interrupted && part.state.time.end === now) {
-    part.state.error = toolMessage
-  }
 }
 
 /** The event's payload without its type; errors serialised (control data only). */

@@ -12,17 +12,17 @@ import { serializeError } from '../errors'
 import { newId } from '../ids'
 import type { TurnFence } from '../store/repository'
 import { isIdempotent } from '../tools/tool-options'
-import type { MessageWithParts, Part, TurnRecord } from '../types'
+import type { MessageWithParts, Part, ToolPart, TurnRecord } from '../types'
 import { ReplayMismatchError, replayTransitions } from './replay'
 import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from './start-turn'
 import { TurnScope } from './turn-scope'
+import { closeOpenWork } from './close-open-work'
 import { turnConfig } from '../prompt/call-settings'
 import { turnOptions } from '../store/conversation-store'
 import type { Repository } from '../store/repository'
 import type { ResolvedConfig } from '../config'
 
 const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting', 'compaction-retry-waiting'] satisfies InterruptibleState[])
-export const interruptedToolMessage = 'interrupted by a restart'
 
 /** A new owner id for an engine: host, pid, and a random part (two engines in one process). */
 export function newOwnerId(): string {
@@ -184,15 +184,9 @@ function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): Snaps
  * With no state (a turn that cannot be resumed), everything open is closed.
  */
 function closeInterruptedWork(scope: TurnScope, state: InterruptibleState | null, now: number): Part[] {
-  const changed: Part[] = []
   const assistant: MessageWithParts | undefined = scope.assistantMessages().at(-1)
-  if (!assistant) return changed
-  for (const part of assistant.parts) {
-    if ((part.type === 'text' || part.type === 'reasoning') && part.time.end === undefined) {
-      part.time.end = now
-      changed.push(part)
-    }
-  }
+  if (!assistant) return []
+  const stepFinish: Part[] = []
   if (state === 'streaming') {
     const step = Math.max(0, ...assistant.parts.map((p) => p.step ?? 0))
     const attempt = Math.max(0, ...assistant.parts.filter((p) => p.step === step).map((p) => p.attempt ?? 0))
@@ -211,25 +205,12 @@ function closeInterruptedWork(scope: TurnScope, state: InterruptibleState | null
         time: { start: now },
       }
       assistant.parts.push(part)
-      changed.push(part)
+      stepFinish.push(part)
     }
   }
-  for (const part of assistant.parts) {
-    if (part.type !== 'tool') continue
-    if (part.state.status !== 'pending' && part.state.status !== 'running') continue
-    const rerun = state === 'tool-running' && part.state.status === 'running' && isIdempotent(scope.config.tools[part.tool])
-    if (rerun) continue
-    const start = part.state.status === 'running' ? part.state.time.start : now
-    part.state = {
-      status: 'error',
-      input: part.state.input,
-      error: interruptedToolMessage,
-      metadata: { interrupted: true },
-      time: { start, end: now },
-    }
-    changed.push(part)
-  }
-  return changed
+  // An idempotent tool that was running when the process died runs again.
+  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && isIdempotent(scope.config.tools[part.tool])
+  return [...closeOpenWork(assistant.parts, { kind: 'restart' }, now, rerun), ...stepFinish]
 }
 
 /**

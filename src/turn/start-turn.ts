@@ -11,6 +11,7 @@ import { summarize } from '../compaction/summarize'
 import type { ResolvedConfig } from '../config'
 import { ApprovalNotPendingError, CompactionFailedError, EngineClosedError, MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../errors'
 import { errorFromRecord } from '../restore-error'
+import { approveCall, denyCall } from '../tools/tool-part'
 import { newId } from '../ids'
 import { streamStep } from '../llm/stream-step'
 import type { Repository, TurnFence } from '../store/repository'
@@ -315,15 +316,13 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     approve(callId: string) {
       const part = pendingApproval(callId)
       // Staged, not flushed: the decision commits in the transition's own transaction, before the tool can start.
-      part.state = { status: 'running', input: part.state.input, time: { start: Date.now() } }
+      approveCall(part, Date.now())
       scope.writer.stage(part)
       actor.send({ type: 'tool.approved', callId })
     },
     deny(callId: string, reason?: string) {
       const part = pendingApproval(callId)
-      const now = Date.now()
-      const error = reason ? `the user denied this tool call: ${reason}` : 'the user denied this tool call'
-      part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true }, time: { start: now, end: now } }
+      denyCall(part, reason, Date.now())
       scope.writer.stage(part)
       actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
     },

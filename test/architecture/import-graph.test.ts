@@ -56,3 +56,8 @@ test('no cycle between the folders of src/', () => {
   for (const start of edges.keys()) visit(start, [start])
   expect(cycles).toEqual([])
 })
+
+test("a tool part's state is assigned in one module (src/tools/tool-part.ts)", () => {
+  const assigning = files(src).filter((file) => /\bpart\.state\s*=[^=]/.test(fs.readFileSync(file, 'utf8'))).map((file) => path.relative(src, file))
+  expect(assigning).toEqual([path.join('tools', 'tool-part.ts')])
+})

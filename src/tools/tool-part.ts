@@ -1,0 +1,102 @@
+/**
+ * The life of a tool part, in one place: every change of a tool call's state is one of these
+ * functions, and every "did not run" has a typed reason with one message.
+ *
+ *   pending ─► awaiting approval (pending, approval: required) ─► running ─► completed
+ *      │                │ denied                                   │
+ *      └────────────────┴──────────► error ◄─────────────────────┘ (thrown, not run, stopped)
+ */
+import type { ToolPart } from '../types'
+
+/** Why a call did not run, or stopped before it finished. */
+export type NotRunReason =
+  /** The turn failed (a storage failure, a doom loop, the step limit…) before the call ran. */
+  | { kind: 'turn-failed'; errorName?: string }
+  /** The turn was aborted while the call waited or ran. */
+  | { kind: 'aborted' }
+  /** The process running the turn died while the call waited or ran (recovery). */
+  | { kind: 'restart' }
+  /** The model request of the step failed; the step was retried or ended without its calls. */
+  | { kind: 'attempt-failed' }
+
+/** The message the model and the user see for a call that did not run. */
+export function notRunMessage(reason: NotRunReason): string {
+  switch (reason.kind) {
+    case 'turn-failed':
+      return `Tool not run: the turn failed${reason.errorName ? ` (${reason.errorName})` : ''}`
+    case 'aborted':
+      return 'Tool execution aborted'
+    case 'restart':
+      return 'interrupted by a restart'
+    case 'attempt-failed':
+      return 'The tool did not run: the model request failed and the step was retried or ended'
+  }
+}
+
+/** True while the call waits or runs (what the end of a turn must close). */
+export function isOpenCall(part: ToolPart): boolean {
+  return part.state.status === 'pending' || part.state.status === 'running'
+}
+
+/**
+ * The model finished the call's arguments: it will run (unless approval is asked). Only a
+ * pending call moves.
+ *
+ * @example
+ * runCall(part, { path: '.' }, Date.now())
+ */
+export function runCall(part: ToolPart, input: unknown, now: number): boolean {
+  if (part.state.status !== 'pending') return false
+  part.state = { status: 'running', input, time: { start: now } }
+  return true
+}
+
+/** The call needs `approve`/`deny` before it runs. */
+export function requireApproval(part: ToolPart): void {
+  part.state = { status: 'pending', input: part.state.input, approval: 'required' }
+}
+
+/** A waiting call was approved: it runs when the turn enters `tool-running`. */
+export function approveCall(part: ToolPart, now: number): void {
+  part.state = { status: 'running', input: part.state.input, time: { start: now } }
+}
+
+/** A waiting call was denied: an error the model sees, carrying the user's reason. */
+export function denyCall(part: ToolPart, reason: string | undefined, now: number): void {
+  const error = reason ? `the user denied this tool call: ${reason}` : 'the user denied this tool call'
+  part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true }, time: { start: now, end: now } }
+}
+
+/** The tool returned `output` (already bounded for storage). */
+export function completeCall(part: ToolPart, output: unknown, now: number): void {
+  const start = part.state.status === 'running' ? part.state.time.start : now
+  part.state = { status: 'completed', input: part.state.input, output, time: { start, end: now } }
+}
+
+/** The call failed with `error` (the tool threw, its input was invalid, it is unknown). */
+export function failCall(part: ToolPart, error: string, now: number, input: unknown = part.state.input): void {
+  const start = part.state.status === 'running' ? part.state.time.start : now
+  part.state = { status: 'error', input: input ?? {}, error, time: { start, end: now } }
+}
+
+/**
+ * An open call that will not finish: an error with the reason's message, marked interrupted.
+ * A call this function closed at the same `now` gets the new reason (a turn's end that is
+ * written again as a failure). Returns whether the part changed.
+ *
+ * @example
+ * stopCall(part, { kind: 'aborted' }, Date.now())
+ */
+export function stopCall(part: ToolPart, reason: NotRunReason, now: number): boolean {
+  const error = notRunMessage(reason)
+  if (isOpenCall(part)) {
+    const start = part.state.status === 'running' ? part.state.time.start : now
+    part.state = { status: 'error', input: part.state.input, error, metadata: { interrupted: true }, time: { start, end: now } }
+    return true
+  }
+  if (part.state.status === 'error' && part.state.metadata?.interrupted && part.state.time.end === now && part.state.error !== error) {
+    part.state.error = error
+    return true
+  }
+  return false
+}
