@@ -1,19 +1,26 @@
 /**
  * The part writer owns a turn's rows while they change: its parts and its messages' info.
- * Deltas are published at once and written at most every `flushIntervalMs`; part boundaries
- * (open, close, tool state changes) and message changes are written at the next turn of the
- * write queue, coalesced with whatever else is dirty. A flush writes messages before parts, so
+ * Each change is told to its listener at once (the turn publishes it). Deltas are written at
+ * most every `flushIntervalMs`; part boundaries (open, close, tool state changes) and message
+ * changes are written at the next turn of the write queue, coalesced with whatever else is dirty. A flush writes messages before parts, so
  * a part never reaches the database before its message. Never one database write per delta.
  */
-import type { Bus } from '../bus'
 import type { MessageInfo, Part, TextPart } from '../types'
 import type { Repository } from './repository'
 import type { WriteQueue } from './write-queue'
 
+/** Who hears of the changes the writer takes: a part opened or changed, a delta, a message's info. */
+export interface PartWriterListener {
+  part(part: Part): void
+  delta(part: TextPart, delta: string): void
+  message(info: MessageInfo): void
+}
+
 export interface PartWriterOptions {
   repo: Repository
   queue: WriteQueue
-  bus: Bus
+  /** Told of every change as it happens (the turn publishes it); the writer only writes. */
+  listener: PartWriterListener
   flushIntervalMs: number
   now: () => number
   /** A flush failed: the turn decides what that means. */
@@ -47,14 +54,7 @@ export class PartWriter {
   append(part: TextPart, delta: string): void {
     if (this.sealed) return
     part.text += delta
-    this.options.bus.publish({
-      type: 'part.delta',
-      sessionId: part.sessionId,
-      messageId: part.messageId,
-      partId: part.id,
-      field: 'text',
-      delta,
-    })
+    this.options.listener.delta(part, delta)
     this.markDirty(part)
     if (!this.timer) {
       this.timer = setTimeout(() => {
@@ -86,7 +86,7 @@ export class PartWriter {
   /** A message's info changed (created, usage added, completed): published, written soon. */
   message(info: MessageInfo): void {
     if (this.sealed) return
-    this.options.bus.publish({ type: 'message.updated', sessionId: info.sessionId, info: structuredClone(info) })
+    this.options.listener.message(info)
     this.dirtyMessages.set(info.id, info)
     this.flushSoon()
   }
@@ -171,6 +171,6 @@ export class PartWriter {
   }
 
   private publish(part: Part): void {
-    this.options.bus.publish({ type: 'part.updated', sessionId: part.sessionId, part: structuredClone(part) })
+    this.options.listener.part(part)
   }
 }

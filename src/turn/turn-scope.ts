@@ -39,7 +39,13 @@ export class TurnScope {
     this.writer = new PartWriter({
       repo,
       queue: this.queue,
-      bus,
+      // The store writes; the turn publishes what changed (copies: later changes must not leak into sent events).
+      listener: {
+        part: (part) => bus.publish({ type: 'part.updated', sessionId: part.sessionId, part: structuredClone(part) }),
+        delta: (part, delta) =>
+          bus.publish({ type: 'part.delta', sessionId: part.sessionId, messageId: part.messageId, partId: part.id, field: 'text', delta }),
+        message: (info) => bus.publish({ type: 'message.updated', sessionId: info.sessionId, info: structuredClone(info) }),
+      },
       flushIntervalMs: config.flushIntervalMs,
       now: () => Date.now(),
       onError: (error) => this.onStorageError(error),

@@ -61,3 +61,7 @@ test("a tool part's state is assigned in one module (src/tools/tool-part.ts)", (
   const assigning = files(src).filter((file) => /\bpart\.state\s*=[^=]/.test(fs.readFileSync(file, 'utf8'))).map((file) => path.relative(src, file))
   expect(assigning).toEqual([path.join('tools', 'tool-part.ts')])
 })
+
+test('the store writes and never publishes: nothing in store/ imports the bus', () => {
+  expect(imports.filter((i) => i.from === 'store' && i.target === 'bus').map((i) => i.file)).toEqual([])
+})
