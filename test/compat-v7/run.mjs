@@ -26,6 +26,12 @@ function run(command, args, options = {}) {
 }
 const quiet = ['--no-audit', '--no-fund', '--loglevel=error']
 
+function withoutNodedir(env) {
+  const copy = { ...env }
+  for (const key of Object.keys(copy)) if (key.toLowerCase() === 'npm_config_nodedir') delete copy[key]
+  return copy
+}
+
 if (!fs.existsSync(node22)) {
   step('installing test/compat-v7 (npm ci)')
   run(npm, ['ci', '--ignore-scripts', ...quiet], { cwd: here })
@@ -46,7 +52,9 @@ if (!sqliteWorks()) {
   const gypScript = fs.existsSync(gyp) ? gyp : execFileSync(npm, ['root', '-g'], { encoding: 'utf8' }).trim() + '/npm/node_modules/node-gyp/bin/node-gyp.js'
   run(node22, [gypScript, 'rebuild', '--release', `--nodedir=${nodeDir}`], {
     cwd: path.join(here, 'node_modules/better-sqlite3'),
-    env: { ...process.env, PATH: `${path.dirname(node22)}${path.delimiter}${process.env.PATH}` },
+    // Without npm's `nodedir` (npm sets npm_config_nodedir for scripts, e.g. to this machine's
+    // Node 20 headers): node-gyp would build against it and the module would not load in Node 22.
+    env: { ...withoutNodedir(process.env), PATH: `${path.dirname(node22)}${path.delimiter}${process.env.PATH}` },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   if (!sqliteWorks()) throw new Error('better-sqlite3 does not load under Node 22 after the build')
