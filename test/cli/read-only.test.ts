@@ -12,7 +12,7 @@ import path from 'node:path'
 import { createEngine } from '../../src'
 import { runCli as runCliInProcess, usage } from '../../src/cli/main'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
 import { runCli } from './run-cli'
 
 jest.setTimeout(90_000)
@@ -175,18 +175,6 @@ test('recover (a writing command) ends a dead process\'s turn as aborted; prune 
   expect((await cli('prune', dbPath, '--older-than', '1h')).stdout).toMatch(/^deleted 0 transition rows/)
   expect((await cli('prune', dbPath, '--older-than', '0s')).stdout).toMatch(/^deleted [1-9]\d* transition rows/)
 })
-
-async function postgresAnswers(): Promise<boolean> {
-  const { Client } = require('pg')
-  const client = new Client({ connectionString: pgBaseUrl, connectionTimeoutMillis: 1000 })
-  try {
-    await client.connect()
-    await client.end()
-    return true
-  } catch {
-    return false
-  }
-}
 
 test('PostgreSQL URLs: read in read-only transactions; a schema without turnchart tables is refused', async () => {
   if (!(await postgresAnswers())) {

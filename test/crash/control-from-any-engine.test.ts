@@ -7,25 +7,13 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { Client } from 'pg'
 import { createEngine, type Engine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
 
 jest.setTimeout(60_000)
 
 type Message = { type: string; to?: string; turnId?: string; sessionId?: string; outcome?: string; error?: string; env?: string }
-
-async function postgresAnswers(): Promise<boolean> {
-  const client = new Client({ connectionString: pgBaseUrl, connectionTimeoutMillis: 1000 })
-  try {
-    await client.connect()
-    await client.end()
-    return true
-  } catch {
-    return false
-  }
-}
 
 function startChild(database: string, server: ScriptedServer) {
   const child: ChildProcess = fork(path.join(__dirname, 'control-child.ts'), [database, server.url], {

@@ -10,26 +10,14 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { Client } from 'pg'
 import { createEngine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
 import { openParts } from '../hostile/helpers'
 
 jest.setTimeout(40_000)
 
 const leaseMs = 1000
-
-async function postgresAnswers(): Promise<boolean> {
-  const client = new Client({ connectionString: pgBaseUrl, connectionTimeoutMillis: 1000 })
-  try {
-    await client.connect()
-    await client.end()
-    return true
-  } catch {
-    return false
-  }
-}
 
 interface Child {
   process: ChildProcess

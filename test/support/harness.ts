@@ -44,6 +44,19 @@ export const postgresOnly: jest.It = testDialect === 'postgres' ? test : test.sk
 
 export const pgBaseUrl = process.env.TURNCHART_PG_URL || 'postgres://postgres@127.0.0.1:5432/test'
 
+/** Whether a PostgreSQL server answers at `pgBaseUrl` (tests that need one skip, saying so, when none does). */
+export async function postgresAnswers(): Promise<boolean> {
+  const { Client } = await import('pg')
+  const client = new Client({ connectionString: pgBaseUrl, connectionTimeoutMillis: 1000 })
+  try {
+    await client.connect()
+    await client.end()
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** `base` with query parameters added (keeps the ones already there). */
 export function withParams(base: string, params: Record<string, string>): string {
   const url = new URL(base)
