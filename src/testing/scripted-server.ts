@@ -452,16 +452,7 @@ class ScriptedServerImpl implements ScriptedServer {
     if (reply.chunks.length > 0) await pause()
     if (gone()) return
 
-    const end = reply.end ?? 'done'
-    if (end === 'hang') return
-    if (end === 'reset') {
-      req.socket.destroy()
-      return
-    }
-    if (end === 'close') {
-      res.end()
-      return
-    }
+    if (faultAtEnd(reply.end ?? 'done', req, res)) return
     const hasTool = reply.chunks.some((chunk) => 'tool' in chunk)
     send({}, reply.finish ?? (hasTool ? 'tool_calls' : 'stop'))
     const usage = reply.usage ?? DEFAULT_USAGE
@@ -552,16 +543,7 @@ class ScriptedServerImpl implements ScriptedServer {
     }
     if (reply.chunks.length > 0) await pause()
     if (gone()) return
-    const end = reply.end ?? 'done'
-    if (end === 'hang') return
-    if (end === 'reset') {
-      req.socket.destroy()
-      return
-    }
-    if (end === 'close') {
-      res.end()
-      return
-    }
+    if (faultAtEnd(reply.end ?? 'done', req, res)) return
     stop()
     const hasTool = reply.chunks.some((chunk) => 'tool' in chunk)
     event({ type: 'message_delta', delta: { stop_reason: reply.finish ?? (hasTool ? 'tool_use' : 'end_turn'), stop_sequence: null }, usage: { output_tokens: usage.output } })
@@ -649,16 +631,7 @@ class ScriptedServerImpl implements ScriptedServer {
     }
     if (reply.chunks.length > 0) await pause()
     if (gone()) return
-    const end = reply.end ?? 'done'
-    if (end === 'hang') return
-    if (end === 'reset') {
-      req.socket.destroy()
-      return
-    }
-    if (end === 'close') {
-      res.end()
-      return
-    }
+    if (faultAtEnd(reply.end ?? 'done', req, res)) return
     close()
     const usage = reply.usage ?? DEFAULT_USAGE
     const incomplete = reply.finish !== undefined && reply.finish !== 'completed'
@@ -721,16 +694,7 @@ class ScriptedServerImpl implements ScriptedServer {
     }
     if (reply.chunks.length > 0) await pause()
     if (gone()) return
-    const end = reply.end ?? 'done'
-    if (end === 'hang') return
-    if (end === 'reset') {
-      req.socket.destroy()
-      return
-    }
-    if (end === 'close') {
-      res.end()
-      return
-    }
+    if (faultAtEnd(reply.end ?? 'done', req, res)) return
     const usage = reply.usage ?? DEFAULT_USAGE
     write(
       JSON.stringify({
@@ -810,4 +774,18 @@ export function startScriptedServer(options: { port?: number } = {}): Promise<Sc
       resolve(scripted)
     })
   })
+}
+
+/** A scripted fault at the end of a stream (`hang`, `reset`, `close`); true when it ended the reply. */
+function faultAtEnd(end: string, req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  if (end === 'hang') return true
+  if (end === 'reset') {
+    req.socket.destroy()
+    return true
+  }
+  if (end === 'close') {
+    res.end()
+    return true
+  }
+  return false
 }
