@@ -7,7 +7,8 @@
 import { RetriesExhaustedError, type SerializedError } from '../errors'
 import { classifyError, type ClassifiedError } from './classify-error'
 import { retryOptionsFor } from './connection-refused'
-import { defaultRetryOptions, maxTimerDelayMs, planRetry, type RetryOptions, type RetryPlan } from './retry-delay'
+import { maxTimerMs } from '../timer-limit'
+import { defaultRetryOptions, planRetry, type RetryOptions, type RetryPlan } from './retry-delay'
 
 /** Sorts a thrown value into overflow, retryable, auth or fatal, with its stored record and headers. */
 export type ErrorClassifier = (error: unknown) => ClassifiedError
@@ -65,7 +66,7 @@ export function decideFailure(error: unknown, at: { attempt: number; waitedMs: n
   const plan = policies.retry({ attempt: at.attempt, headers: classified.headers, waitedMs: at.waitedMs, error })
   if (plan.action === 'retry') {
     // A replaced policy may answer anything: the wait is a whole number of ms a timer can hold.
-    const delayMs = Number.isFinite(plan.delayMs) && plan.delayMs > 0 ? Math.min(Math.ceil(plan.delayMs), maxTimerDelayMs) : 0
+    const delayMs = Number.isFinite(plan.delayMs) && plan.delayMs > 0 ? Math.min(Math.ceil(plan.delayMs), maxTimerMs) : 0
     return { kind: 'retry', error: classified.error, delayMs }
   }
   const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: at.attempt, lastError: classified.error })

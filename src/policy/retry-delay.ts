@@ -62,22 +62,19 @@ export function planRetry(input: {
   let delayMs: number
   let source: 'retry-after-ms' | 'retry-after' | 'backoff'
   if (fromHeader) {
-    if (fromHeader.delayMs > Math.min(options.maxHeaderDelayMs, maxTimerDelayMs)) {
+    if (fromHeader.delayMs > Math.min(options.maxHeaderDelayMs, maxTimerMs)) {
       return { action: 'give-up', reason: 'header-delay-too-long', delayMs: fromHeader.delayMs }
     }
     delayMs = fromHeader.delayMs
     source = fromHeader.source
   } else {
-    delayMs = Math.min(backoffDelay(attempt, options, input.random), maxTimerDelayMs)
+    delayMs = Math.min(backoffDelay(attempt, options, input.random), maxTimerMs)
     source = 'backoff'
   }
 
   if (waitedMs + delayMs > options.maxTotalWaitMs) return { action: 'give-up', reason: 'max-total-wait', delayMs }
   return { action: 'retry', delayMs, source }
 }
-
-/** The longest delay `setTimeout` holds (2^31 − 1 ms, about 24.8 days); a longer one would fire at once. */
-export const maxTimerDelayMs = 2 ** 31 - 1
 
 /**
  * The delay a response asked for: `retry-after-ms` (milliseconds, OpenAI and Azure), else

@@ -522,14 +522,7 @@ class ScriptedServerImpl implements ScriptedServer {
           open!.signed = true
         }
       } else if ('raw' in chunk) {
-        const raw = typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw
-        let type: unknown
-        try {
-          type = (JSON.parse(raw) as { type?: unknown }).type
-        } catch {
-          type = undefined
-        }
-        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${raw}\n\n`)
+        if (!gone()) res.write(typedRawEvent(typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw))
       } else {
         const { name, input, id } = chunk.tool
         const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
@@ -605,14 +598,7 @@ class ScriptedServerImpl implements ScriptedServer {
         open!.text += chunk.reasoning
         event({ type: 'response.reasoning_summary_text.delta', item_id: open!.id, output_index: outputIndex, summary_index: 0, delta: chunk.reasoning })
       } else if ('raw' in chunk) {
-        const raw = typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw
-        let type: unknown
-        try {
-          type = (JSON.parse(raw) as { type?: unknown }).type
-        } catch {
-          type = undefined
-        }
-        if (!gone()) res.write(`${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${raw}\n\n`)
+        if (!gone()) res.write(typedRawEvent(typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw))
       } else {
         close()
         outputIndex += 1
@@ -788,4 +774,15 @@ function faultAtEnd(end: string, req: http.IncomingMessage, res: http.ServerResp
     return true
   }
   return false
+}
+
+/** A raw SSE line, preceded by `event: <type>` when it is JSON with a `type` (Anthropic, Responses). */
+function typedRawEvent(raw: string): string {
+  let type: unknown
+  try {
+    type = (JSON.parse(raw) as { type?: unknown }).type
+  } catch {
+    type = undefined
+  }
+  return `${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${raw}\n\n`
 }

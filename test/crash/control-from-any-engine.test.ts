@@ -4,36 +4,17 @@
  * (100 ms here) plus a query; `readStatus` shows the waiting calls from the database. On a
  * SQLite file and on PostgreSQL.
  */
-import { fork, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { createEngine, type Engine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
+import { forkChild, type TestChild } from '../support/child-process'
 
 jest.setTimeout(60_000)
 
-type Message = { type: string; to?: string; turnId?: string; sessionId?: string; outcome?: string; error?: string; env?: string }
-
-function startChild(database: string, server: ScriptedServer) {
-  const child: ChildProcess = fork(path.join(__dirname, 'control-child.ts'), [database, server.url], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  const messages: Message[] = []
-  const waiters: Array<[(m: Message) => boolean, (m: Message) => void]> = []
-  child.on('message', (m: Message) => {
-    messages.push(m)
-    for (const w of [...waiters]) if (w[0](m)) (waiters.splice(waiters.indexOf(w), 1), w[1](m))
-  })
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const waitFor = (predicate: (m: Message) => boolean, timeoutMs = 20_000) =>
-    messages.find(predicate) ??
-    new Promise<Message>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no such message from the child; got ${JSON.stringify(messages)}`)), timeoutMs)
-      waiters.push([predicate, (m) => (clearTimeout(timer), resolve(m))])
-    })
-  return { child, messages, waitFor: (p: (m: Message) => boolean) => Promise.resolve(waitFor(p)), exited }
+function startChild(database: string, server: ScriptedServer): TestChild {
+  return forkChild(path.join(__dirname, 'control-child.ts'), [database, server.url])
 }
 
 describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
@@ -41,7 +22,7 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
   let database: string
   let cleanup: () => Promise<void>
   let other: Engine | undefined
-  let child: ReturnType<typeof startChild> | undefined
+  let child: TestChild | undefined
 
   beforeEach(async () => {
     server = await startScriptedServer()
@@ -57,7 +38,7 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
   afterEach(async () => {
     await other?.close()
     other = undefined
-    if (child && child.child.exitCode === null) child.child.kill('SIGKILL')
+    if (child && child.process.exitCode === null) child.process.kill('SIGKILL')
     await child?.exited
     child = undefined
     await server.close()

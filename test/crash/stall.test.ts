@@ -7,53 +7,20 @@
  * again, writes nothing: it finds the turn lost, stops it, and says so on its bus. Both engines
  * run in separate processes; on a SQLite file and on PostgreSQL.
  */
-import { fork, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { createEngine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
 import { openParts } from '../hostile/helpers'
+import { forkChild, type TestChild } from '../support/child-process'
 
 jest.setTimeout(40_000)
 
 const leaseMs = 1000
 
-interface Child {
-  process: ChildProcess
-  messages: Array<{ type: string; to?: string; turnId?: string; sessionId?: string; error?: string; delta?: string }>
-  waitFor(predicate: (m: Child['messages'][number]) => boolean, timeoutMs?: number): Promise<Child['messages'][number]>
-  exited: Promise<number | null>
-}
-
-function startChild(database: string, server: ScriptedServer): Child {
-  const child = fork(path.join(__dirname, 'stall-child.ts'), [database, server.url, String(leaseMs)], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  const messages: Child['messages'] = []
-  const waiters: Array<{ predicate: (m: Child['messages'][number]) => boolean; resolve: (m: Child['messages'][number]) => void }> = []
-  child.on('message', (message: Child['messages'][number]) => {
-    messages.push(message)
-    for (const w of [...waiters]) if (w.predicate(message)) {
-      waiters.splice(waiters.indexOf(w), 1)
-      w.resolve(message)
-    }
-  })
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  return {
-    process: child,
-    messages,
-    exited,
-    waitFor(predicate, timeoutMs = 15_000) {
-      const found = messages.find(predicate)
-      if (found) return Promise.resolve(found)
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`child never sent the awaited message; got ${JSON.stringify(messages.slice(-5))}`)), timeoutMs)
-        waiters.push({ predicate, resolve: (m) => (clearTimeout(timer), resolve(m)) })
-      })
-    },
-  }
+function startChild(database: string, server: ScriptedServer): TestChild {
+  return forkChild(path.join(__dirname, 'stall-child.ts'), [database, server.url, String(leaseMs)])
 }
 
 /** Every row of the turn's tables, for comparing the database before and after the stalled engine ran again. */
@@ -70,7 +37,7 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
   let server: ScriptedServer
   let database: string
   let cleanup: () => Promise<void>
-  let child: Child | undefined
+  let child: TestChild | undefined
 
   beforeEach(async () => {
     server = await startScriptedServer()

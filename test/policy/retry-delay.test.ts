@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../../src/errors'
+import { maxTimerMs } from '../../src/timer-limit'
 import {
   backoffDelay,
-  maxTimerDelayMs,
   defaultRetryOptions,
   planRetry,
   retryDelayFromHeaders,
@@ -123,7 +123,7 @@ describe('planRetry', () => {
 
   it('never plans a delay setTimeout cannot hold (2^31 − 1 ms), whatever the options allow', () => {
     const unbounded = { ...noJitter, maxDelayMs: 2 ** 40, maxHeaderDelayMs: 2 ** 40, maxTotalWaitMs: 2 ** 45, initialDelayMs: 2 ** 35 }
-    expect(planRetry({ ...base, attempt: 1, options: unbounded })).toEqual({ action: 'retry', delayMs: maxTimerDelayMs, source: 'backoff' })
+    expect(planRetry({ ...base, attempt: 1, options: unbounded })).toEqual({ action: 'retry', delayMs: maxTimerMs, source: 'backoff' })
     expect(planRetry({ ...base, attempt: 1, options: unbounded, headers: { 'retry-after': String(2 ** 31 / 1000 + 1) } })).toMatchObject({
       action: 'give-up',
       reason: 'header-delay-too-long',
