@@ -24,17 +24,23 @@ export function startIdleTimer(outer: AbortSignal, idleMs: number): IdleTimer {
   const controller = new AbortController()
   const abortFromOutside = () => controller.abort(outer.reason)
   outer.addEventListener('abort', abortFromOutside, { once: true })
+  // One timer for the whole stream: a chunk only notes its time, and the timer, when it fires
+  // early, waits for the rest of the silence (no timer rescheduled per chunk).
+  let last = performance.now()
   let timer: NodeJS.Timeout | undefined
-  const touch = () => {
-    if (timer) clearTimeout(timer)
-    timer = setTimeout(() => controller.abort(new StreamIdleTimeoutError(idleMs)), idleMs)
+  const check = () => {
+    const silent = performance.now() - last
+    if (silent >= idleMs) controller.abort(new StreamIdleTimeoutError(idleMs))
+    else timer = setTimeout(check, idleMs - silent)
   }
-  touch()
+  timer = setTimeout(check, idleMs)
   return {
     signal: controller.signal,
-    touch,
+    touch: () => {
+      last = performance.now()
+    },
     stop: () => {
-      if (timer) clearTimeout(timer)
+      clearTimeout(timer)
       outer.removeEventListener('abort', abortFromOutside)
     },
   }

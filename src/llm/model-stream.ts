@@ -242,13 +242,16 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
           output = true
           yield { type: part.type, id: part.id, ...metadataOf(part) }
           break
+        // Deltas are most of a stream: no spread, and the metadata object only when there is one.
         case 'text-delta':
           output = true
-          if (part.delta.length > 0 || part.providerMetadata) yield { type: 'text-delta', id: part.id, text: part.delta, ...metadataOf(part) }
+          if (part.providerMetadata) yield { type: 'text-delta', id: part.id, text: part.delta, ...metadataOf(part) }
+          else if (part.delta.length > 0) yield { type: 'text-delta', id: part.id, text: part.delta }
           break
         case 'reasoning-delta':
           output = true
-          yield { type: 'reasoning-delta', id: part.id, text: part.delta, ...metadataOf(part) }
+          if (part.providerMetadata) yield { type: 'reasoning-delta', id: part.id, text: part.delta, ...metadataOf(part) }
+          else yield { type: 'reasoning-delta', id: part.id, text: part.delta }
           break
         case 'tool-input-start':
           output = true

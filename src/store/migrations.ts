@@ -147,6 +147,16 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('turnchart_turns').addColumn('usage', 'text').execute()
     },
   },
+  {
+    // Every transition sets a turn's state, and an index on (outcome, state) moved an entry each
+    // time. Only open turns are looked up by outcome: a partial index of their ids is written
+    // when a turn starts and when it ends, not per transition.
+    name: '0007_open_turns_index',
+    async up(db) {
+      await db.schema.dropIndex('turnchart_turns_open').execute()
+      await db.schema.createIndex('turnchart_turns_open').on('turnchart_turns').column('id').where(sql.ref('outcome'), 'is', null).execute()
+    },
+  },
 ]
 
 /**

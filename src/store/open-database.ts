@@ -10,6 +10,7 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../errors'
 import type { TurnchartDatabase } from './schema'
 import { shareConnection } from './shared-connections'
+import { cachingStatements } from './statement-cache'
 
 export type DatabaseOption = string | Kysely<any>
 
@@ -78,12 +79,12 @@ function openSqlite(value: string, sqlite: SqliteOptions): OpenedDatabase {
   const Database = loadSqliteDriver(value)
   const handle = new Database(value)
   // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
-  handle.pragma('page_size = 16384')
+  handle.pragma('page_size = 8192')
   handle.pragma('journal_mode = WAL')
   handle.pragma(`busy_timeout = ${sqlite.busyTimeoutMs ?? 5000}`)
   handle.pragma('foreign_keys = ON')
   handle.pragma('synchronous = NORMAL')
-  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
+  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) })
   return { db, dialect: 'sqlite', close: () => db.destroy(), ...(value === ':memory:' ? {} : { verify: fileGuard(value) }) }
 }
 

@@ -160,7 +160,9 @@ export class PartWriter {
   private flushSoon(): void {
     if (this.flushQueued) return
     this.flushQueued = true
-    this.flush().catch(this.options.onError)
+    // After the I/O callbacks of this loop turn: the boundaries one network read carries (a text's
+    // end, a tool call, the step's finish) share one transaction, or ride with the transition row.
+    setImmediate(() => this.flush().catch(this.options.onError))
   }
 
   private clearTimer(): void {

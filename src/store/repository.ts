@@ -13,6 +13,7 @@ import type {
   TurnOutcome,
   TurnRecord,
 } from '../types'
+import { precompiledQuery } from './precompiled-query'
 import type { SessionTable, TurnchartDatabase } from './schema'
 
 type Executor = Kysely<TurnchartDatabase> | Transaction<TurnchartDatabase>
@@ -112,40 +113,32 @@ export class Repository {
   }
 
   async upsertMessage(info: MessageInfo): Promise<void> {
-    await this.db
-      .insertInto('turnchart_messages')
-      .values({
-        id: info.id,
-        session_id: info.sessionId,
-        turn_id: info.turnId ?? null,
-        role: info.role,
-        summary: info.summary ? 1 : 0,
-        created_at: info.time.created,
-        data: messageData(info),
-      })
-      .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ data: eb.ref('excluded.data') })))
-      .execute()
+    await upsertMessageQuery.execute(this.db as Kysely<TurnchartDatabase>, {
+      id: info.id,
+      session_id: info.sessionId,
+      turn_id: info.turnId ?? null,
+      role: info.role,
+      summary: info.summary ? 1 : 0,
+      created_at: info.time.created,
+      data: messageData(info),
+    })
   }
 
-  /** Inserts or replaces parts, in one statement per call. */
+  /** Inserts or replaces parts: one statement per call (per 64 parts). */
   async upsertParts(parts: Part[], now: number): Promise<void> {
-    if (parts.length === 0) return
-    await this.db
-      .insertInto('turnchart_parts')
-      .values(
-        parts.map((part) => ({
-          id: part.id,
-          session_id: part.sessionId,
-          message_id: part.messageId,
-          type: part.type,
-          data: partData(part),
-          updated_at: now,
-        })),
-      )
-      .onConflict((oc) =>
-        oc.column('id').doUpdateSet((eb) => ({ data: eb.ref('excluded.data'), updated_at: eb.ref('excluded.updated_at') })),
-      )
-      .execute()
+    for (let start = 0; start < parts.length; start += maxPartsPerStatement) {
+      const chunk = parts.slice(start, start + maxPartsPerStatement)
+      const values: Record<string, unknown> = {}
+      chunk.forEach((part, i) => {
+        values[`id${i}`] = part.id
+        values[`session${i}`] = part.sessionId
+        values[`message${i}`] = part.messageId
+        values[`type${i}`] = part.type
+        values[`data${i}`] = partData(part)
+        values[`at${i}`] = now
+      })
+      await upsertPartsQuery(chunk.length).execute(this.db as Kysely<TurnchartDatabase>, values)
+    }
   }
 
   /**
@@ -218,7 +211,26 @@ export class Repository {
    * that epoch: otherwise throws `TurnOwnershipLostError` (and the transaction rolls back).
    */
   async updateTurn(id: string, update: TurnUpdate, now: number, fence?: TurnFence): Promise<void> {
-    let query = this.db
+    if (fence) {
+      // The hot path (every transition row): precompiled. The outcome is set only when there is
+      // one: a SET of that column would update the open-turns index (on SQLite) for nothing.
+      const query = update.outcome ? endFencedTurnQuery : updateFencedTurnQuery
+      const result = await query.execute(this.db as Kysely<TurnchartDatabase>, {
+        state: update.state,
+        outcome: update.outcome ?? null, // not a parameter of updateFencedTurnQuery
+        step: update.step,
+        attempt: update.attempt,
+        retry_at: update.retryAt,
+        error: update.error ? JSON.stringify(update.error) : null,
+        updated_at: now,
+        id,
+        owner: fence.owner,
+        epoch: fence.epoch,
+      })
+      if (Number(result.numAffectedRows) !== 1) throw new TurnOwnershipLostError(id, fence.owner)
+      return
+    }
+    await this.db
       .updateTable('turnchart_turns')
       .set({
         state: update.state,
@@ -230,9 +242,7 @@ export class Repository {
         updated_at: now,
       })
       .where('id', '=', id)
-    if (fence) query = query.where('owner', '=', fence.owner).where('epoch', '=', fence.epoch)
-    const result = await query.executeTakeFirst()
-    if (fence && Number(result.numUpdatedRows) !== 1) throw new TurnOwnershipLostError(id, fence.owner)
+      .execute()
   }
 
   /**
@@ -241,15 +251,8 @@ export class Repository {
    * PostgreSQL the row lock it takes holds off a concurrent claim until the commit.
    */
   async checkFence(id: string, fence: TurnFence): Promise<void> {
-    const result = await this.db
-      .updateTable('turnchart_turns')
-      .set({ epoch: fence.epoch })
-      .where('id', '=', id)
-      .where('owner', '=', fence.owner)
-      .where('epoch', '=', fence.epoch)
-      .where('outcome', 'is', null)
-      .executeTakeFirst()
-    if (Number(result.numUpdatedRows) !== 1) throw new TurnOwnershipLostError(id, fence.owner)
+    const result = await checkFenceQuery.execute(this.db as Kysely<TurnchartDatabase>, { id, owner: fence.owner, epoch: fence.epoch })
+    if (Number(result.numAffectedRows) !== 1) throw new TurnOwnershipLostError(id, fence.owner)
   }
 
   async getTurn(id: string): Promise<TurnRecord | undefined> {
@@ -273,19 +276,16 @@ export class Repository {
   }
 
   async appendTransition(record: TransitionRecord): Promise<void> {
-    await this.db
-      .insertInto('turnchart_transitions')
-      .values({
-        turn_id: record.turnId,
-        seq: record.seq,
-        from_state: record.from,
-        event_type: record.event,
-        payload: JSON.stringify(record.payload),
-        to_state: record.to,
-        at: record.time,
-        parts: record.parts && record.parts.length > 0 ? JSON.stringify(record.parts) : null,
-      })
-      .execute()
+    await appendTransitionQuery.execute(this.db as Kysely<TurnchartDatabase>, {
+      turn_id: record.turnId,
+      seq: record.seq,
+      from_state: record.from,
+      event_type: record.event,
+      payload: JSON.stringify(record.payload),
+      to_state: record.to,
+      at: record.time,
+      parts: record.parts && record.parts.length > 0 ? JSON.stringify(record.parts) : null,
+    })
   }
 
   async transitions(turnId: string): Promise<TransitionRecord[]> {
@@ -398,4 +398,81 @@ export class Repository {
   async releaseTurns(owner: string): Promise<void> {
     await this.db.updateTable('turnchart_turns').set({ owner: null, lease_until: null }).where('owner', '=', owner).where('outcome', 'is', null).execute()
   }
+}
+
+// --- the hot writes, compiled once per database (see precompiled-query.ts) -------------------
+
+const upsertMessageQuery = precompiledQuery(['id', 'session_id', 'turn_id', 'role', 'summary', 'created_at', 'data'], (db, v) =>
+  db
+    .insertInto('turnchart_messages')
+    .values(v as never)
+    .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ data: eb.ref('excluded.data') }))),
+)
+
+const appendTransitionQuery = precompiledQuery(
+  ['turn_id', 'seq', 'from_state', 'event_type', 'payload', 'to_state', 'at', 'parts'],
+  (db, v) => db.insertInto('turnchart_transitions').values(v as never),
+)
+
+const checkFenceQuery = precompiledQuery(['id', 'owner', 'epoch'], (db, v) =>
+  db
+    .updateTable('turnchart_turns')
+    .set({ epoch: v.epoch as number })
+    .where('id', '=', v.id as string)
+    .where('owner', '=', v.owner as string)
+    .where('epoch', '=', v.epoch as number)
+    .where('outcome', 'is', null),
+)
+
+const turnColumns = ['state', 'step', 'attempt', 'retry_at', 'error', 'updated_at', 'id', 'owner', 'epoch'] as const
+const updateFencedTurnQuery = fencedTurnUpdate(false)
+const endFencedTurnQuery = fencedTurnUpdate(true)
+
+function fencedTurnUpdate(withOutcome: boolean) {
+  return precompiledQuery([...turnColumns, ...(withOutcome ? (['outcome'] as const) : [])], (db, v) =>
+    db
+      .updateTable('turnchart_turns')
+      .set({
+        state: v.state as string,
+        ...(withOutcome ? { outcome: v.outcome as string } : {}),
+        step: v.step as number,
+        attempt: v.attempt as number,
+        retry_at: v.retry_at as number | null,
+        error: v.error as string | null,
+        updated_at: v.updated_at as number,
+      })
+      .where('id', '=', v.id as string)
+      .where('owner', '=', v.owner as string)
+      .where('epoch', '=', v.epoch as number),
+  )
+}
+
+/** Rows per parts statement: one SQL text (and prepared statement) per row count up to it. */
+const maxPartsPerStatement = 64
+const upsertPartsQueries = new Map<number, ReturnType<typeof buildUpsertParts>>()
+
+function upsertPartsQuery(rows: number): ReturnType<typeof buildUpsertParts> {
+  let query = upsertPartsQueries.get(rows)
+  if (!query) upsertPartsQueries.set(rows, (query = buildUpsertParts(rows)))
+  return query
+}
+
+function buildUpsertParts(rows: number) {
+  const columns = ['id', 'session', 'message', 'type', 'data', 'at'] as const
+  const names = Array.from({ length: rows }, (_, i) => columns.map((c) => `${c}${i}`)).flat()
+  return precompiledQuery(names, (db, v) =>
+    db
+      .insertInto('turnchart_parts')
+      .values(
+        Array.from({ length: rows }, (_, i) => ({
+          id: v[`id${i}`] as string,
+          session_id: v[`session${i}`] as string,
+          message_id: v[`message${i}`] as string,
+          type: v[`type${i}`] as string,
+          data: v[`data${i}`] as string,
+          updated_at: v[`at${i}`] as number,
+        })),
+      )
+      .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ data: eb.ref('excluded.data'), updated_at: eb.ref('excluded.updated_at') }))),
+  )
 }

@@ -1,0 +1,63 @@
+/**
+ * Queries built and compiled once per database, then run with new values: the repository's
+ * hot writes (a turn runs the same few statements hundreds of times, and building and
+ * compiling a Kysely query costs more than SQLite's work for it).
+ *
+ * The query is built with a placeholder for each value; the compiled parameters show where each
+ * placeholder went, so a run only puts the values in their places. Built through the database's
+ * own executor, so the SQL is its dialect's. A database with plugins (which may rewrite queries
+ * or results) always goes through the builder instead.
+ */
+import { CompiledQuery, type Compilable, type Kysely, type QueryResult } from 'kysely'
+import type { TurnchartDatabase } from './schema'
+
+type Values<K extends string> = Record<K, unknown>
+
+interface Template {
+  sql: string
+  /** For each parameter: the value's name, or a constant the builder put there itself. */
+  slots: Array<{ name: string } | { constant: unknown }>
+}
+
+const marker = '\u0000turnchart-value:'
+
+/**
+ * A query of fixed shape with named values.
+ *
+ * @example
+ * const touch = precompiledQuery(['id', 'at'], (db, v) => db.updateTable('turnchart_sessions').set({ updated_at: v.at }).where('id', '=', v.id))
+ * await touch.execute(db, { id: 'ses_1', at: Date.now() })
+ */
+export function precompiledQuery<K extends string>(
+  names: readonly K[],
+  build: (db: Kysely<TurnchartDatabase>, values: Values<K>) => Compilable,
+): { execute(db: Kysely<TurnchartDatabase>, values: Values<K>): Promise<QueryResult<unknown>> } {
+  // One template per adapter: each Kysely instance (and its transactions) has its own.
+  const templates = new WeakMap<object, Template>()
+  return {
+    execute(db, values) {
+      const executor = db.getExecutor()
+      if (executor.plugins.length > 0) return db.executeQuery(build(db, values).compile())
+      let template = templates.get(executor.adapter)
+      if (!template) {
+        template = compileTemplate(db, names, build)
+        templates.set(executor.adapter, template)
+      }
+      const parameters = template.slots.map((slot) => ('name' in slot ? values[slot.name as K] : slot.constant))
+      return db.executeQuery(CompiledQuery.raw(template.sql, parameters))
+    },
+  }
+}
+
+function compileTemplate<K extends string>(db: Kysely<TurnchartDatabase>, names: readonly K[], build: (db: Kysely<TurnchartDatabase>, values: Values<K>) => Compilable): Template {
+  const placeholders = Object.fromEntries(names.map((name) => [name, marker + name])) as Values<K>
+  const compiled = build(db, placeholders).compile()
+  const slots = compiled.parameters.map((parameter) =>
+    typeof parameter === 'string' && parameter.startsWith(marker) ? { name: parameter.slice(marker.length) } : { constant: parameter },
+  )
+  // A placeholder the builder transformed or dropped would leave a value out: refuse.
+  const used = new Set(slots.flatMap((slot) => ('name' in slot ? [slot.name] : [])))
+  const missing = names.filter((name) => !used.has(name))
+  if (missing.length > 0) throw new Error(`precompiled query: the values ${missing.join(', ')} are not among its parameters`)
+  return { sql: compiled.sql, slots }
+}
