@@ -18,20 +18,48 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-qlog-'))
 const server = await startServer()
 const handle = new Database(path.join(dir, 'q.db'))
 handle.pragma('journal_mode = WAL')
+handle.pragma('page_size = 8192')
+handle.pragma('synchronous = NORMAL')
+handle.pragma('foreign_keys = ON')
 const counts = new Map()
+const timeUs = new Map()
 let on = false
-const db = new Kysely({ dialect: new SqliteDialect({ database: handle }), log: (e) => { if (on) counts.set(e.query.sql.slice(0, 110), (counts.get(e.query.sql.slice(0, 110)) ?? 0) + 1) } })
+const key = (sql) => sql.slice(0, 110)
+// Time SQLite's own work: each statement's run/all, and begin/commit.
+const statements = new Map()
+const timed = {
+  prepare(sql) {
+    let stmt = statements.get(sql)
+    if (stmt) return stmt
+    const real = handle.prepare(sql)
+    const wrap = (fn) => (...args) => {
+      const t0 = process.hrtime.bigint()
+      try { return fn.apply(real, args) } finally { if (on) timeUs.set(key(sql), (timeUs.get(key(sql)) ?? 0) + Number(process.hrtime.bigint() - t0) / 1000) }
+    }
+    stmt = { reader: real.reader, busy: false, all: wrap(real.all), run: wrap(real.run), iterate: real.iterate.bind(real) }
+    statements.set(sql, stmt)
+    return stmt
+  },
+  close: () => handle.close(),
+}
+const db = new Kysely({ dialect: new SqliteDialect({ database: timed }), log: (e) => { if (on) counts.set(key(e.query.sql), (counts.get(key(e.query.sql)) ?? 0) + 1) } })
 const model = createOpenAICompatible({ name: 'bench', baseURL: server.url }).chatModel('m')
 const engine = await createEngine({ database: db, model, tools: { [TOOL_NAME]: tool({ description: 'd', inputSchema: jsonSchema({ type: 'object', properties: { n: { type: 'number' } } }), execute: async () => 'x'.repeat(1024) }) } })
-for (let i = 0; i < 2; i++) {
+const turns = Number(process.argv[2] ?? 2)
+for (let i = 0; i < turns; i++) {
   await server.fill('p', turnScript({ steps: 10, deltas: 400 }))
   const session = await engine.createSession()
-  on = i === 1
+  on = i > 0
   const r = await engine.prompt(session.id, 'lane:p go').done
   if (r.outcome !== 'completed') throw new Error(JSON.stringify(r))
 }
 await engine.close(); server.close()
-let total = 0
-for (const [sql, n] of [...counts].sort((a, b) => b[1] - a[1])) { total += n; console.log(String(n).padStart(4), sql) }
-console.log('total', total)
+let total = 0, totalUs = 0
+const per = turns - 1
+console.log('per turn: statements, SQLite µs')
+for (const [sql, n] of [...counts].sort((a, b) => b[1] - a[1])) {
+  total += n; totalUs += timeUs.get(sql) ?? 0
+  console.log(String((n / per).toFixed(0)).padStart(4), ((timeUs.get(sql) ?? 0) / per).toFixed(0).padStart(7), sql)
+}
+console.log('total', (total / per).toFixed(0), 'statements,', (totalUs / per / 1000).toFixed(2), 'ms of SQLite per turn')
 fs.rmSync(dir, { recursive: true, force: true })

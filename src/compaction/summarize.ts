@@ -55,22 +55,22 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
   const { model, telemetry } = scope.config
   const span = telemetry.modelCall({ turnId: scope.turnId, sessionId: scope.sessionId, provider: model.provider, model: model.modelId, attempt: input.attempt })
   try {
-    const events = modelStream({
+    const request = {
       model: scope.config.model,
       system: scope.config.system,
-      messages: [...scope.modelMessages(), { role: 'user', content: scope.config.compaction.prompt }],
+      messages: [...scope.modelMessages(), { role: 'user' as const, content: scope.config.compaction.prompt }],
       settings: { ...scope.config.call, toolChoice: undefined },
       abortSignal: idle.signal,
       onChunk: idle.touch,
-    })
-    for await (const part of events) {
+    }
+    await modelStream(request, (part) => {
       if (part.type === 'text-delta') text += part.text
       else if (part.type === 'finish') tokens = toTokens(part.usage)
       else if (part.type === 'error') {
         failure = part.error
-        break
+        return false
       }
-    }
+    })
   } catch (error) {
     failure = error
   } finally {

@@ -17,7 +17,7 @@ export interface IdleTimer {
 /**
  * @example
  * const idle = startIdleTimer(signal, 60_000)
- * for await (const part of modelStream({ ..., abortSignal: idle.signal, onChunk: idle.touch })) { ... }
+ * await modelStream({ ..., abortSignal: idle.signal, onChunk: idle.touch }, onEvent)
  * idle.stop()
  */
 export function startIdleTimer(outer: AbortSignal, idleMs: number): IdleTimer {

@@ -78,14 +78,23 @@ interface ProviderUsage {
 }
 
 /**
- * Streams one model call as `ModelStreamEvent`s. HTTP errors of the request are thrown; an
- * `error` part of the stream is yielded as an `error` event; a broken stream throws.
+ * What hears a model call's events: called synchronously, in order, as each chunk is read.
+ * Returning `false` stops the call (the rest of the response is cancelled).
+ */
+export type ModelEventHandler = (event: ModelStreamEvent) => boolean | void
+
+/**
+ * Streams one model call as `ModelStreamEvent`s, handed to `onEvent` as they are read: a push
+ * loop, because an async generator between the provider's reader and the step costs promises
+ * and microtasks on every delta. Resolves when the stream ended (after its `finish`, `abort` or
+ * `error` event) or `onEvent` returned `false`. HTTP errors of the request and a broken stream
+ * reject; an `error` part of the stream is an `error` event.
  *
  * @example
- * for await (const event of modelStream({ model, messages, tools, abortSignal })) { ... }
+ * await modelStream({ model, messages, tools, abortSignal }, (event) => { if (event.type === 'text-delta') out += event.text })
  */
-export function modelStream(request: ModelStreamRequest): AsyncGenerator<ModelStreamEvent> {
-  return directStream(request.model as ProviderLanguageModel, request)
+export function modelStream(request: ModelStreamRequest, onEvent: ModelEventHandler): Promise<void> {
+  return directStream(request.model as ProviderLanguageModel, request, onEvent)
 }
 
 /** The AI SDK's usage object from a provider's usage (V3 and V4 report the same fields). */
@@ -197,7 +206,7 @@ function hasPrototypeKey(value: unknown): boolean {
 // ---------------------------------------------------------------------------------------------
 // doStream directly (V3 and V4).
 
-async function* directStream(model: ProviderLanguageModel, request: ModelStreamRequest): AsyncGenerator<ModelStreamEvent> {
+async function directStream(model: ProviderLanguageModel, request: ModelStreamRequest, onEvent: ModelEventHandler): Promise<void> {
   const { abortSignal, onChunk } = request
   const tools = request.tools && Object.keys(request.tools).length > 0 ? request.tools : undefined
   const call = tools ? await prepareTools(tools).call : { tools: undefined, toolChoice: undefined }
@@ -232,7 +241,7 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
       if (part.type === 'stream-start') continue
       if (first) {
         first = false
-        yield { type: 'start' }
+        if (onEvent({ type: 'start' }) === false) return
       }
       switch (part.type) {
         case 'text-start':
@@ -240,48 +249,50 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
         case 'text-end':
         case 'reasoning-end':
           output = true
-          yield { type: part.type, id: part.id, ...metadataOf(part) }
+          if (onEvent({ type: part.type, id: part.id, ...metadataOf(part) }) === false) return
           break
         // Deltas are most of a stream: no spread, and the metadata object only when there is one.
         case 'text-delta':
+        case 'reasoning-delta': {
           output = true
-          if (part.providerMetadata) yield { type: 'text-delta', id: part.id, text: part.delta, ...metadataOf(part) }
-          else if (part.delta.length > 0) yield { type: 'text-delta', id: part.id, text: part.delta }
+          if (part.type === 'text-delta' && part.delta.length === 0 && !part.providerMetadata) break
+          const delta: ModelStreamEvent = part.providerMetadata
+            ? { type: part.type, id: part.id, text: part.delta, ...metadataOf(part) }
+            : { type: part.type, id: part.id, text: part.delta }
+          if (onEvent(delta) === false) return
           break
-        case 'reasoning-delta':
-          output = true
-          if (part.providerMetadata) yield { type: 'reasoning-delta', id: part.id, text: part.delta, ...metadataOf(part) }
-          else yield { type: 'reasoning-delta', id: part.id, text: part.delta }
-          break
+        }
         case 'tool-input-start':
           output = true
           if (part.providerExecuted) break // the provider runs it (web search...): not turnchart's call
-          yield { type: 'tool-input-start', id: part.id, toolName: part.toolName }
+          if (onEvent({ type: 'tool-input-start', id: part.id, toolName: part.toolName }) === false) return
           break
         case 'tool-call': {
           output = true
           if (part.providerExecuted) break
           const { input, error } = await parseToolInput(tools, part.toolName, part.input)
-          yield error === undefined
-            ? { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, ...metadataOf(part) }
-            : { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, error, ...metadataOf(part) }
+          const event: ModelStreamEvent =
+            error === undefined
+              ? { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, ...metadataOf(part) }
+              : { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, error, ...metadataOf(part) }
+          if (onEvent(event) === false) return
           break
         }
         case 'finish':
           finish = { type: 'finish', finishReason: typeof part.finishReason === 'string' ? part.finishReason : part.finishReason.unified, usage: toLanguageModelUsage(part.usage) }
           break
         case 'error':
-          yield { type: 'error', error: namingContentType(part.error, response?.headers) }
+          onEvent({ type: 'error', error: namingContentType(part.error, response?.headers) })
           return // the finally cancels the rest of the response
         case 'file': {
           output = true
           const file = fileData(part.data)
-          if (file) yield { type: 'file', mediaType: part.mediaType, ...file, ...metadataOf(part) }
+          if (file && onEvent({ type: 'file', mediaType: part.mediaType, ...file, ...metadataOf(part) }) === false) return
           break
         }
-        case 'source':
+        case 'source': {
           output = true
-          yield {
+          const source: ModelStreamEvent = {
             type: 'source',
             sourceType: part.sourceType,
             sourceId: part.id,
@@ -291,7 +302,9 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
             ...(part.filename !== undefined ? { filename: part.filename } : {}),
             ...metadataOf(part),
           }
+          if (onEvent(source) === false) return
           break
+        }
         case 'tool-input-delta':
         case 'tool-input-end':
         case 'tool-approval-request':
@@ -306,14 +319,14 @@ async function* directStream(model: ProviderLanguageModel, request: ModelStreamR
     }
     ended = true
     if (abortSignal.aborted) {
-      yield { type: 'abort' }
+      onEvent({ type: 'abort' })
     } else if (finish) {
-      yield finish
+      onEvent(finish)
     } else if (output) {
       // As streamText: output without a finish chunk still finishes the step, with unknown usage.
-      yield { type: 'finish', finishReason: 'other', usage: toLanguageModelUsage(undefined) }
+      onEvent({ type: 'finish', finishReason: 'other', usage: toLanguageModelUsage(undefined) })
     } else {
-      yield { type: 'error', error: new EmptyModelStreamError() }
+      onEvent({ type: 'error', error: new EmptyModelStreamError() })
     }
   } finally {
     abortSignal.removeEventListener('abort', onAbort)

@@ -88,16 +88,8 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
     input: () => (config.system === undefined ? messages : [{ role: 'system', content: config.system }, ...messages]),
   })
   try {
-    const events = modelStream({
-      model: config.model,
-      system: config.system,
-      messages,
-      tools: config.tools,
-      settings: config.call,
-      abortSignal: idle.signal,
-      onChunk: idle.touch,
-    })
-    for await (const part of events) {
+    const request = { model: config.model, system: config.system, messages, tools: config.tools, settings: config.call, abortSignal: idle.signal, onChunk: idle.touch }
+    await modelStream(request, (part) => {
       switch (part.type) {
         case 'start':
           state.add({ type: 'step-start', time: { start: Date.now() } })
@@ -150,8 +142,8 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
           failure = idle.signal.reason
           break
       }
-      if (failure !== undefined) break
-    }
+      return failure === undefined
+    })
   } catch (error) {
     failure = error
   } finally {

@@ -7,6 +7,7 @@ import type { ModelMessage } from 'ai'
 import type { Bus } from '../bus'
 import type { ResolvedConfig } from '../config'
 import { newId } from '../ids'
+import { jsonCopy } from '../json-copy'
 import { toModelMessages } from '../llm/model-messages'
 import { PartWriter } from '../store/part-writer'
 import type { Repository, TurnFence } from '../store/repository'
@@ -41,10 +42,10 @@ export class TurnScope {
       queue: this.queue,
       // The store writes; the turn publishes what changed (copies: later changes must not leak into sent events).
       listener: {
-        part: (part) => bus.publish({ type: 'part.updated', sessionId: part.sessionId, part: structuredClone(part) }),
+        part: (part) => bus.publish({ type: 'part.updated', sessionId: part.sessionId, part: jsonCopy(part) }),
         delta: (part, delta) =>
           bus.publish({ type: 'part.delta', sessionId: part.sessionId, messageId: part.messageId, partId: part.id, field: 'text', delta }),
-        message: (info) => bus.publish({ type: 'message.updated', sessionId: info.sessionId, info: structuredClone(info) }),
+        message: (info) => bus.publish({ type: 'message.updated', sessionId: info.sessionId, info: jsonCopy(info) }),
       },
       flushIntervalMs: config.flushIntervalMs,
       now: () => Date.now(),
