@@ -15,6 +15,7 @@ import { checkToolSchemas } from './tools/json-schema-validator'
 import { optionalString, requireFunction, requireId, sessionOptions } from './arguments'
 import { migrate } from './store/migrations'
 import { openDatabase, type OpenedDatabase } from './store/open-database'
+import { GroupCommit } from './store/group-commit'
 import { Repository } from './store/repository'
 import { recoverTurns, newOwnerId } from './turn/recover-turns'
 import { replayTransitions, type ReplayStep } from './turn/replay'
@@ -159,7 +160,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     await opened.close()
     throw asStorageError('migrate the database', error)
   }
-  const repo = new Repository(opened.db, opened.verify)
+  // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
+  const group = opened.dialect === 'sqlite' ? new GroupCommit(opened.db, opened.verify) : undefined
+  const repo = new Repository(opened.db, opened.verify, group)
   const bus = new Bus(config.onSubscriberError)
   const active = new Map<string, RunningTurn>()
   const statuses = new Map<string, SessionStatus>()

@@ -24,20 +24,13 @@ export function startIdleTimer(outer: AbortSignal, idleMs: number): IdleTimer {
   const controller = new AbortController()
   const abortFromOutside = () => controller.abort(outer.reason)
   outer.addEventListener('abort', abortFromOutside, { once: true })
-  // One timer for the whole stream: a chunk only notes its time, and the timer, when it fires
-  // early, waits for the rest of the silence (no timer rescheduled per chunk).
-  let last = performance.now()
-  let timer: NodeJS.Timeout | undefined
-  const check = () => {
-    const silent = performance.now() - last
-    if (silent >= idleMs) controller.abort(new StreamIdleTimeoutError(idleMs))
-    else timer = setTimeout(check, idleMs - silent)
-  }
-  timer = setTimeout(check, idleMs)
+  // One timer for the whole stream, re-armed in place on every chunk (`refresh()`): no timer
+  // object cleared and created per delta.
+  const timer = setTimeout(() => controller.abort(new StreamIdleTimeoutError(idleMs)), idleMs)
   return {
     signal: controller.signal,
     touch: () => {
-      last = performance.now()
+      timer.refresh()
     },
     stop: () => {
       clearTimeout(timer)

@@ -13,6 +13,7 @@ import type {
   TurnOutcome,
   TurnRecord,
 } from '../types'
+import type { GroupCommit } from './group-commit'
 import { precompiledQuery } from './precompiled-query'
 import type { SessionTable, TurnchartDatabase } from './schema'
 
@@ -60,20 +61,26 @@ function sessionFromRow(row: Selectable<SessionTable>): SessionInfo {
 }
 
 export class Repository {
-  /** @param verify run before each transaction; throws when writing is no longer safe. */
+  /**
+   * @param verify run before each transaction; throws when writing is no longer safe.
+   * @param group on SQLite: transactions asked for together share one commit (group-commit.ts).
+   */
   constructor(
     readonly db: Executor,
     private readonly verify?: () => void,
+    private readonly group?: GroupCommit<TurnchartDatabase>,
   ) {}
 
   /**
-   * Runs `fn` in one transaction with a repository bound to it.
+   * Runs `fn` in one transaction with a repository bound to it. With group commit, the
+   * transaction may share its commit with others; it still succeeds or fails alone.
    *
    * @example
    * await repo.transaction(async (tx) => { await tx.upsertParts(parts); await tx.appendTransition(row) })
    */
   async transaction<T>(fn: (tx: Repository) => Promise<T>): Promise<T> {
     if (this.db.isTransaction) return fn(this)
+    if (this.group) return this.group.run((trx) => fn(new Repository(trx)))
     this.verify?.()
     // A controlled transaction, so that a failing ROLLBACK cannot hide the error that caused it:
     // SQLite rolls back by itself on SQLITE_FULL or an I/O error, and the ROLLBACK that follows
