@@ -1,11 +1,11 @@
 // Workload 1 (one 10-step turn per new session) for one system, to be run under --cpu-prof.
-//   Forked by run.mjs (IPC): { id, baseURL, dir, lanes, warmup } -> { short, times, window }; the
+//   Forked by run.mjs (IPC): { id, baseURL, dir, lanes, warmup } -> { short, times, window, cpuMs }; the
 //     lanes are filled (and their model calls checked) by run.mjs, on its scripted server.
 //   By hand, with its own server (default: turnchart on a file, 30 turns):
 //     node --cpu-prof --cpu-prof-dir=bench/out bench/profile.mjs [system] [turns]
 //     node bench/profile-summary.mjs bench/out/<file>.cpuprofile
 // `window` is [first, last] µs of CLOCK_MONOTONIC (the profile's clock) around the turns after
-// warm-up, so the summary can leave out start-up.
+// warm-up, so the summary can leave out start-up; `cpuMs` is the process's user+system CPU in it.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -18,16 +18,21 @@ async function runTurns({ id, baseURL, dir, lanes, warmup }) {
   const [system] = await createSystems({ baseURL, dir }, [id])
   const times = []
   let from
+  let cpu0
   for (let i = 0; i < lanes.length; i++) {
-    if (i === warmup) from = nowUs()
+    if (i === warmup) {
+      from = nowUs()
+      cpu0 = process.cpuUsage()
+    }
     const session = await system.newSession(lanes[i])
     const t0 = performance.now()
     await system.turn(session, `lane:${lanes[i]} turn ${i}: fetch the ten documents`, () => {})
     times.push(performance.now() - t0)
   }
   const window = [from, nowUs()]
+  const cpu = process.cpuUsage(cpu0)
   await system.close()
-  return { short: system.short, times: times.slice(warmup), window }
+  return { short: system.short, times: times.slice(warmup), window, cpuMs: (cpu.user + cpu.system) / 1000 }
 }
 
 if (process.send) {

@@ -273,13 +273,13 @@ async function profiles() {
     const name = `w1-${id}`
     const result = await runChild('profile.mjs', cpuProf(name), { id, baseURL: server.url, dir: path.join(dir, mk(name)), lanes, warmup: PROFILE.w1Warmup })
     for (const lane of lanes) await expectModelCalls(server, { workload: 'workload 1 (profile)', system: result.short, lane, expected: W1.steps, drop: true })
-    out.w1.systems[id] = { short: result.short, medianMs: stats(result.times).median, ...summarize(name, result.window, PROFILE.w1Turns) }
-    log(`profile w1 ${result.short}: ${(out.w1.systems[id].busyUs / 1000 / PROFILE.w1Turns).toFixed(0)} ms busy per turn`)
+    out.w1.systems[id] = { short: result.short, medianMs: stats(result.times).median, cpuMsPerTurn: result.cpuMs / PROFILE.w1Turns, ...summarize(name, result.window, PROFILE.w1Turns) }
+    log(`profile w1 ${result.short}: ${out.w1.systems[id].cpuMsPerTurn.toFixed(0)} ms CPU per turn`)
   }
   for (const id of PROFILE.systems) {
     const { result } = await runW3Process(id, 'prof-w3', cpuProf(`w3-${id}`))
     out.w3.systems[id] = { short: result.short, cpuMsPerTurn: result.cpuMsPerTurn, p99: result.p99, errors: result.errors, ...summarize(`w3-${id}`, result.window, W3.sessions) }
-    log(`profile w3 ${result.short}: ${(out.w3.systems[id].busyUs / 1000 / W3.sessions).toFixed(1)} ms busy per turn`)
+    log(`profile w3 ${result.short}: ${result.cpuMsPerTurn.toFixed(1)} ms CPU per turn`)
   }
   return out
 }
@@ -502,41 +502,58 @@ function render({ w1, w2, w3, profiles: prof }) {
   return lines.join('\n')
 }
 
-/** The generated profile tables: self time by category, ms per turn and share, per system. */
+/**
+ * The generated profile tables: per system, the process's CPU per turn (user+system during the
+ * turns) apportioned to categories by their share of the main thread's busy samples.
+ */
 function renderProfiles(p, prof) {
-  const names = (w) => Object.keys(w.systems)
   p('## Where the time goes: CPU profiles (generated)')
   p()
-  p(`Each profiled system runs again in its own child process under \`node --cpu-prof\` (sampling every ${prof.intervalUs} µs), after the timed runs, against the same scripted server; only the samples taken during the turns count (not start-up, not warm-up). Self time by where the code lives: turnchart's own code by folder of \`src/\`, then the libraries and Node's internals. A native call without a frame of its own is booked to its caller (a socket's \`writev\` to undici / net, \`structuredClone\` to the turnchart folder that calls it); "better-sqlite3" includes the SQLite statement calls, which V8 books to Kysely's \`SqliteDriver.executeQuery\`. "busy" is all non-idle samples of the main thread; GC threads working in parallel are not in it. The profiler slows the process down, so compare the shares and the difference between systems, not the absolute ms with the timed tables.`)
+  p(`Each profiled system runs again in its own child process under \`node --cpu-prof\` (sampling every ${prof.intervalUs} µs), after the timed runs, against the same scripted server; only the samples taken during the turns count (not start-up, not warm-up). Categories are self time by where the code lives: turnchart's own code by folder of \`src/\`, then the libraries and Node's internals. A native call without a frame of its own is booked to its caller (a socket's \`writev\` to undici / net, \`structuredClone\` to the turnchart folder that calls it); "better-sqlite3" includes the SQLite statement calls, which V8 books to Kysely's \`SqliteDriver.executeQuery\`. "share" is the share of the main thread's busy (non-idle) samples; "ms/turn" is the profiled process's CPU per turn (user + system, all threads) times that share, so a loaded machine, which stretches the samples' wall time, does not inflate it. The profiler itself costs CPU: compare the shares and the difference between the systems, not the ms with the timed tables.`)
   p()
-  const table = (title, w, unit) => {
-    const ids = names(w)
+  const table = (title, w, about) => {
+    const ids = Object.keys(w.systems)
     const summaries = ids.map((id) => w.systems[id])
-    const perTurn = (s, us) => (us / 1000 / s.turns)
-    const ms = (v) => (v >= 10 ? v.toFixed(1) : v.toFixed(2))
+    const cpuMs = (s, us) => (us / s.busyUs) * s.cpuMsPerTurn
+    const ms = (v) => (Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2))
     const tc = w.systems['tc-file']
     const ds = w.systems.doStream
+    const both = tc && ds
     p(`### ${title}`)
     p()
-    p(`${unit} ${ids.map((id) => `${w.systems[id].short}: ${ms(perTurn(w.systems[id], w.systems[id].busyUs))} ms busy per turn`).join('; ')}.`)
+    p(`${about} Main-thread samples per turn (wall time): ${summaries.map((s) => `${s.short} ${ms(s.busyUs / 1000 / s.turns)} ms`).join(', ')}.`)
     p()
-    p(`| where (self time) | ${ids.map((id) => `${w.systems[id].short} ms/turn | share`).join(' | ')}${tc && ds ? ' | difference ms/turn' : ''} |`)
-    p(`|---|${ids.map(() => '---:|---:').join('|')}${tc && ds ? '|---:' : ''}|`)
+    p(`| where (self time) | ${summaries.map((s) => `${s.short} ms/turn | share`).join(' | ')}${both ? ' | difference ms/turn' : ''} |`)
+    p(`|---|${summaries.map(() => '---:|---:').join('|')}${both ? '|---:' : ''}|`)
     const row = (label, get, bold = false) => {
-      const cells = summaries.map((s) => {
-        const us = get(s)
-        return us ? `${ms(perTurn(s, us))} | ${((100 * us) / s.busyUs).toFixed(1)} %` : '– | –'
-      })
-      const diff = tc && ds ? ` | ${(perTurn(tc, get(tc)) - perTurn(ds, get(ds))).toFixed(1)}` : ''
+      const cells = summaries.map((s) => (get(s) ? `${ms(cpuMs(s, get(s)))} | ${((100 * get(s)) / s.busyUs).toFixed(1)} %` : '– | –'))
       const b = bold ? '**' : ''
-      p(`| ${b}${label}${b} | ${cells.join(' | ')}${diff} |`)
+      p(`| ${b}${label}${b} | ${cells.join(' | ')}${both ? ` | ${ms(cpuMs(tc, get(tc)) - cpuMs(ds, get(ds)))}` : ''} |`)
     }
     const cats = orderedCategories(...summaries)
     const own = cats.filter(isTurnchart)
+    const ownUs = (s) => own.reduce((sum, c) => sum + (s.categories[c] ?? 0), 0)
     for (const c of cats) row(c, (s) => s.categories[c] ?? 0)
-    row("turnchart's own code (all src folders)", (s) => own.reduce((sum, c) => sum + (s.categories[c] ?? 0), 0), true)
-    row('busy (all of the above)', (s) => s.busyUs, true)
+    row("turnchart's own code (all src folders)", ownUs, true)
+    row('all (the process CPU per turn)', (s) => s.busyUs, true)
     p()
+    if (both) {
+      const diff = (get) => cpuMs(tc, get(tc)) - cpuMs(ds, get(ds))
+      const parts = [
+        ['Kysely + better-sqlite3', (s) => (s.categories.kysely ?? 0) + (s.categories['better-sqlite3'] ?? 0)],
+        ["turnchart's own code", ownUs],
+        ['XState', (s) => s.categories.xstate ?? 0],
+        ...cats.filter((c) => !isTurnchart(c) && !['kysely', 'better-sqlite3', 'xstate'].includes(c)).map((c) => [c, (s) => s.categories[c] ?? 0]),
+      ]
+        .map(([label, get]) => [label, diff(get)])
+        .sort((a, b) => b[1] - a[1])
+      const total = tc.cpuMsPerTurn - ds.cpuMsPerTurn
+      const small = Math.max(0.02 * Math.abs(total), 0.1) // differences below 2 % of the total are not listed
+      const more = parts.filter(([, d]) => d >= small)
+      const less = parts.filter(([, d]) => d <= -small).reverse()
+      p(`Where ${tc.short}'s extra ${ms(total)} ms of CPU per turn over the ${ds.short} go (largest first): ${more.map(([label, d]) => `${label} +${ms(d)}`).join(', ') || '–'}${less.length ? `; less than the ${ds.short}: ${less.map(([label, d]) => `${label} ${ms(d)}`).join(', ')}` : ''}.`)
+      p()
+    }
     if (tc) {
       p(`Top functions by self time, ${tc.short}:`)
       p()
@@ -544,11 +561,11 @@ function renderProfiles(p, prof) {
       p('|---|---|---:|---:|')
       for (const f of tc.functions.slice(0, 15)) {
         // the file name only: the built code's paths (dist/, node_modules/) are not the repository's
-        p(`| \`${f.name}\` (${path.basename(f.where)}) | ${f.category} | ${ms(perTurn(tc, f.us))} | ${((100 * f.us) / tc.busyUs).toFixed(1)} % |`)
+        p(`| \`${f.name}\`${f.where === '(native)' ? ' (native)' : ` (${path.basename(f.where)})`} | ${f.category} | ${ms(cpuMs(tc, f.us))} | ${((100 * f.us) / tc.busyUs).toFixed(1)} % |`)
       }
       p()
     }
   }
-  if (prof.w1) table('Workload 1 (one 10-step turn, 4,000 deltas)', prof.w1, `${prof.w1.turns} turns per system after ${prof.w1.warmup} warm-up, one at a time; the timed median of these turns under the profiler: ${Object.values(prof.w1.systems).map((s) => `${s.short} ${fmtMs(s.medianMs)} ms`).join(', ')}.`)
-  if (prof.w3) table(`Workload 3 (${prof.w3.turns} sessions at once, per turn)`, prof.w3, `${prof.w3.turns} turns at once, as in the timed run; client CPU per turn under the profiler: ${Object.values(prof.w3.systems).map((s) => `${s.short} ${s.cpuMsPerTurn.toFixed(1)} ms`).join(', ')}.`)
+  if (prof.w1) table('Workload 1 (one 10-step turn, 4,000 deltas)', prof.w1, `${prof.w1.turns} turns per system after ${prof.w1.warmup} warm-up, one at a time. Under the profiler: ${Object.values(prof.w1.systems).map((s) => `${s.short} median ${fmtMs(s.medianMs)} ms per turn, ${s.cpuMsPerTurn.toFixed(0)} ms CPU per turn`).join('; ')}.`)
+  if (prof.w3) table(`Workload 3 (${prof.w3.turns} sessions at once, per turn)`, prof.w3, `${prof.w3.turns} turns at once, as in the timed run. Under the profiler: ${Object.values(prof.w3.systems).map((s) => `${s.short} ${s.cpuMsPerTurn.toFixed(1)} ms CPU per turn, p99 delay ${s.p99.toFixed(0)} ms`).join('; ')}.`)
 }
