@@ -19,7 +19,9 @@
 //   met:      true / false; null for information that is not a target (e.g. the LangGraph ratio)
 //
 // render() lists every report[key].targets, for key in SUMMARY (below), in one table at the top
-// of the page, and each workload's section repeats its own with renderTargets().
+// of the page ("not run" when report[key] is missing), and each workload's section repeats its
+// own with renderTargets(). A new workload: `report.pg1 = await phase('…', run)` in the main
+// block (timed on the page), its section in render() where the comment says, `pg1` in BENCH_ONLY.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
