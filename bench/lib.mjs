@@ -32,6 +32,7 @@ export async function startServer() {
     url,
     pid: child.pid,
     fill: (lane, replies) => call({ cmd: 'fill', lane, replies }),
+    count: (lane) => call({ cmd: 'count', lane }),
     drop: (lane) => call({ cmd: 'drop', lane }),
     stats: () => call({ cmd: 'stats' }),
     close() {
@@ -40,6 +41,34 @@ export async function startServer() {
     },
   }
 }
+
+/**
+ * A system made other model calls than its script holds (one per step): its time would not be
+ * the same work as the others', so the run stops instead of publishing it.
+ */
+export class ModelCallMismatchError extends Error {
+  name = 'ModelCallMismatchError'
+  constructor({ workload, system, lane, expected, calls, pending }) {
+    super(`${workload}, ${system}, lane ${lane}: ${calls} model calls, expected ${expected}${pending ? ` (${pending} scripted replies left unused)` : ''}`)
+    Object.assign(this, { workload, system, lane, expected, calls, pending })
+  }
+  static isInstance(error) {
+    return error instanceof Error && error.name === 'ModelCallMismatchError'
+  }
+}
+
+/**
+ * Checks that `lane` received exactly `expected` model calls since its last fill and used every
+ * scripted reply; with `drop`, also closes the lane. Throws ModelCallMismatchError otherwise.
+ */
+export async function expectModelCalls(server, { workload, system, lane, expected, drop = false }) {
+  const { calls, pending } = drop ? await server.drop(lane) : await server.count(lane)
+  if (calls !== expected || pending !== 0) throw new ModelCallMismatchError({ workload, system, lane, expected, calls, pending })
+  return calls
+}
+
+/** Workload 1's turn: 10 steps of 400 deltas (run.mjs, and profile.mjs for its profiles). */
+export const W1_SCRIPT = { steps: 10, deltas: 400 }
 
 /** One step's reply: `deltas` text deltas, then (if `toolCall`) one tool call. */
 export function stepReply({ deltas, toolCall, n = 0, marker = false, delayMs }) {

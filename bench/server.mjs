@@ -10,8 +10,11 @@
 // machine): the client reads it back to measure the delay from server to subscriber.
 //
 // IPC (process.send): { id, cmd: 'fill', lane, replies } -> { id, url }
-//                     { id, cmd: 'drop', lane }          -> { id }
-//                     { id, cmd: 'stats' }               -> { id, calls, lanes }
+//                     { id, cmd: 'count', lane }         -> { id, calls, pending }
+//                     { id, cmd: 'drop', lane }          -> { id, calls, pending }
+//                     { id, cmd: 'stats' }               -> { id, calls, unrouted, lanes, pending }
+// `calls` of a lane: model requests since its last fill; `pending`: replies still queued. The
+// bench checks both after every turn (every system must make exactly the scripted calls).
 import http from 'node:http'
 import { PassThrough } from 'node:stream'
 import path from 'node:path'
@@ -32,6 +35,7 @@ http.ServerResponse.prototype.write = function write(chunk, ...rest) {
 
 const lanes = new Map() // id -> ScriptedServer
 let calls = 0
+let unrouted = 0 // requests that named no known lane: a system sent something the bench did not script
 const LANE = /lane:([A-Za-z0-9_.-]+)/
 
 const front = http.createServer((req, res) => {
@@ -42,6 +46,7 @@ const front = http.createServer((req, res) => {
     const body = Buffer.concat(parts)
     const lane = lanes.get(LANE.exec(body.toString('utf8'))?.[1])
     if (!lane) {
+      unrouted += 1
       res.writeHead(400, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ error: { message: 'bench server: no lane in request', type: 'invalid_request_error' } }))
       return
@@ -71,18 +76,23 @@ process.on('message', async (message) => {
     if (message.cmd === 'fill') {
       await fill(message.lane, message.replies)
       process.send({ id: message.id, url: url() })
+    } else if (message.cmd === 'count') {
+      process.send({ id: message.id, ...count(lanes.get(message.lane)) })
     } else if (message.cmd === 'drop') {
       const lane = lanes.get(message.lane)
       lanes.delete(message.lane)
+      const counted = count(lane)
       if (lane) await lane.close()
-      process.send({ id: message.id })
+      process.send({ id: message.id, ...counted })
     } else if (message.cmd === 'stats') {
-      process.send({ id: message.id, calls, lanes: lanes.size, pending: [...lanes.values()].reduce((n, l) => n + l.pending(), 0) })
+      process.send({ id: message.id, calls, unrouted, lanes: lanes.size, pending: [...lanes.values()].reduce((n, l) => n + l.pending(), 0) })
     }
   } catch (error) {
     process.send({ id: message.id, error: String(error?.stack ?? error) })
   }
 })
+const count = (lane) => ({ calls: lane?.requests.length ?? 0, pending: lane?.pending() ?? 0 })
+
 process.on('disconnect', () => process.exit(0))
 
 const url = () => `http://127.0.0.1:${front.address().port}/v1`

@@ -1,6 +1,8 @@
 // Workload 3, one system in a fresh process (forked by run.mjs): all sessions start a turn at
-// once; reports turns/s, client CPU, delta delay percentiles and peak RSS.
-import { monitorEventLoopDelay } from 'node:perf_hooks'
+// once; reports turns/s, client CPU, delta delay percentiles, event-loop delay and utilisation,
+// peak RSS, and the turns' time window (CLOCK_MONOTONIC µs, for a --cpu-prof of this process).
+// Exits after reporting, so a --cpu-prof profile is written.
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { createSystems } from './systems.mjs'
 import { stats } from './lib.mjs'
 
@@ -15,7 +17,9 @@ process.once('message', async ({ id, baseURL, dir, lanes, expectDeltas }) => {
   let firstError
   const loop = monitorEventLoopDelay({ resolution: 10 })
   loop.enable()
+  const elu0 = performance.eventLoopUtilization()
   const cpu0 = process.cpuUsage()
+  const from = Number(process.hrtime.bigint() / 1000n)
   const t0 = performance.now()
   await Promise.all(
     sessions.map(async ({ lane, session }) => {
@@ -37,6 +41,8 @@ process.once('message', async ({ id, baseURL, dir, lanes, expectDeltas }) => {
   )
   const wallMs = performance.now() - t0
   const cpu = process.cpuUsage(cpu0)
+  const window = [from, Number(process.hrtime.bigint() / 1000n)]
+  const elu = performance.eventLoopUtilization(elu0)
   loop.disable()
   await system.close()
   const s = stats(delays.length ? delays : [NaN])
@@ -54,9 +60,13 @@ process.once('message', async ({ id, baseURL, dir, lanes, expectDeltas }) => {
     p99: s.p99,
     maxDelay: s.max,
     samples: delays.length,
+    loopP50: loop.percentile(50) / 1e6,
     loopP99: loop.percentile(99) / 1e6,
     loopMax: loop.max / 1e6,
+    loopUtilization: elu.utilization, // share of the wall time the event loop was busy (not waiting for I/O)
+    window,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
     baseRssMb: baseRss / 1024 / 1024,
   })
+  process.disconnect()
 })
