@@ -1,6 +1,6 @@
 // npm run bench (root): all workloads, all systems; prints one report and writes docs/benchmarks.md.
 // Environment knobs (for quick runs): BENCH_W1_ROUNDS, BENCH_W2_TURNS, BENCH_W3_SESSIONS,
-// BENCH_ONLY=w1,w2,w3 (subset of workloads), BENCH_SYSTEMS (workload 3 only), BENCH_OUT (report path;
+// BENCH_ONLY=w1,w2,w3,pg1,w5 (subset of workloads; pg1, w5: bench/pg.mjs), BENCH_SYSTEMS (workload 3 only), BENCH_OUT (report path;
 // default docs/benchmarks.md), BENCH_RENDER_ONLY=1 (re-render bench/out/report.json), BENCH_W3_EXEC_ARGV.
 import fs from 'node:fs'
 import os from 'node:os'
@@ -10,11 +10,12 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { createSystems, SYSTEM_NAMES } from './systems.mjs'
 import { startServer, turnScript, stats, measureDb, instrumentWrites, writeCounts, fmtMs, fmtBytes } from './lib.mjs'
+import { workloadPg1, workload5, renderPg1, renderW5 } from './pg.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, '..')
 const env = (name, fallback) => Number(process.env[name] ?? fallback)
-const only = (process.env.BENCH_ONLY ?? 'w1,w2,w3').split(',')
+const only = (process.env.BENCH_ONLY ?? 'w1,w2,w3,pg1,w5').split(',')
 
 const W1 = { steps: 10, deltas: 400, warmup: 3, rounds: env('BENCH_W1_ROUNDS', 25) }
 const W2 = { turns: env('BENCH_W2_TURNS', 100), deltas: 100, window: 10 }
@@ -52,6 +53,8 @@ if (process.env.BENCH_RENDER_ONLY) {
     if (only.includes('w1')) report.w1 = await workload1()
     if (only.includes('w2')) report.w2 = await workload2()
     if (only.includes('w3')) report.w3 = await workload3()
+    if (only.includes('pg1')) report.pg1 = await workloadPg1({ server, log, W1 })
+    if (only.includes('w5')) report.w5 = await workload5({ server, log, W3 })
   } finally {
     server.close()
   }
@@ -59,7 +62,7 @@ if (process.env.BENCH_RENDER_ONLY) {
   fs.mkdirSync(path.dirname(saved), { recursive: true })
   fs.writeFileSync(saved, JSON.stringify(report))
 }
-const markdown = render(report)
+const markdown = [render(report), renderPg1(report.pg1), renderW5(report.w5)].filter(Boolean).join('\n')
 console.log(markdown)
 const out = process.env.BENCH_OUT ?? path.join(root, 'docs/benchmarks.md')
 fs.writeFileSync(out, markdown)
