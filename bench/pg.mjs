@@ -205,16 +205,18 @@ export async function workload5({ server, log = () => {}, W3 = {} }) {
     const r = await scaleOutRound({ server, log, processes: 1, sessions, ...load })
     single.push(r)
     if (saturated(r, load) || sessions * 2 > maxSessions) break
-    log(`w5: one process is ${(r.busiest * 100).toFixed(0)} % busy at ${sessions} sessions; doubling the load`)
+    log(`w5: one process's event loop is ${percent(r.demand)} busy at ${sessions} sessions; doubling the load`)
     sessions *= 2
   }
   const two = await scaleOutRound({ server, log, processes: 2, sessions, ...load })
-  return { url: redact(ADMIN_URL), database: W5_DATABASE, ...load, sessions, tried: single.slice(0, -1).map((r) => ({ sessions: r.sessions, busiest: r.busiest, turnsPerSecond: r.turnsPerSecond })), runs: [single.at(-1), two] }
+  return { url: redact(ADMIN_URL), database: W5_DATABASE, ...load, sessions, tried: single.slice(0, -1).map((r) => ({ sessions: r.sessions, demand: r.demand, turnsPerSecond: r.turnsPerSecond })), runs: [single.at(-1), two] }
 }
+
+const percent = (x) => (x === undefined || Number.isNaN(x) ? 'n/a' : `${(x * 100).toFixed(0)} %`)
 
 /** Turns/s that the server's pacing alone allows. */
 const pacedTurnsPerSecond = (sessions, { steps, deltas, delayMs }) => sessions / ((steps * deltas * delayMs) / 1000)
-const saturated = (run, load) => run.busiest >= 0.85 || run.turnsPerSecond < 0.8 * pacedTurnsPerSecond(run.sessions, load)
+const saturated = (run, load) => (run.demand ?? run.busiest) >= 0.85 || run.turnsPerSecond < 0.8 * pacedTurnsPerSecond(run.sessions, load)
 
 /** One run: `processes` engine processes on one fresh database, the sessions split evenly, started together. */
 async function scaleOutRound({ server, log, processes, sessions, steps, deltas, delayMs }) {
@@ -231,7 +233,8 @@ async function scaleOutRound({ server, log, processes, sessions, steps, deltas, 
     const stats0 = await server.stats()
     const share = Math.ceil(sessions / processes)
     for (let i = 0; i < processes; i++) {
-      children.push(fork(path.join(here, 'w5.mjs'), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.env.BENCH_W5_EXEC_ARGV?.split(' ') ?? [] }))
+      // detached: each engine process in a session (so a scheduling autogroup) of its own, as separate services would be.
+      children.push(fork(path.join(here, 'w5.mjs'), [], { detached: true, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.env.BENCH_W5_EXEC_ARGV?.split(' ') ?? [] }))
     }
     const ask = (child, message) =>
       new Promise((resolve, reject) => {
@@ -283,8 +286,24 @@ async function scaleOutRound({ server, log, processes, sessions, steps, deltas, 
       wallS,
       turnsPerSecond: (sessions - errors) / wallS,
       clientCpuMsPerTurn: clientCpuMs / sessions,
-      perProcess: results.map((r) => ({ turns: r.turns, wallS: (r.end - r.start) / 1e6, cpuMs: r.cpuMs, busy: r.cpuMs / ((r.end - r.start) / 1000), loopP99: r.loopP99, loopMax: r.loopMax, peakRssMb: r.peakRssMb })),
+      perProcess: results.map((r) => {
+        const wallMs = (r.end - r.start) / 1000
+        return {
+          turns: r.turns,
+          wallS: wallMs / 1000,
+          cpuMs: r.cpuMs,
+          busy: r.cpuMs / wallMs,
+          // The event-loop thread: share of the run on a CPU, and runnable but waiting for one.
+          loopRunning: r.loopRunMs === undefined ? undefined : r.loopRunMs / wallMs,
+          loopWaiting: r.loopWaitMs === undefined ? undefined : r.loopWaitMs / wallMs,
+          loopP99: r.loopP99,
+          loopMax: r.loopMax,
+          peakRssMb: r.peakRssMb,
+        }
+      }),
       busiest: Math.max(...results.map((r) => r.cpuMs / ((r.end - r.start) / 1000))),
+      // How much CPU the busiest event loop wanted: on a CPU or waiting for one (schedstat).
+      demand: Math.max(...results.map((r) => (r.loopRunMs === undefined ? r.cpuMs : r.loopRunMs + r.loopWaitMs) / ((r.end - r.start) / 1000))),
       p50: pct(0.5),
       p99: pct(0.99),
       maxDelay: delays.length ? delays[delays.length - 1] : NaN,
@@ -296,7 +315,7 @@ async function scaleOutRound({ server, log, processes, sessions, steps, deltas, 
     }
     log(
       `w5 ${processes} process(es), ${sessions} sessions: ${run.turnsPerSecond.toFixed(1)} turns/s, client CPU ${run.clientCpuMsPerTurn.toFixed(1)} ms/turn, ` +
-        `busiest ${(run.busiest * 100).toFixed(0)} %, p99 ${run.p99.toFixed(0)} ms, errors ${errors}, exactly once: ${exactlyOnce.ok ? 'yes' : exactlyOnce.problems.join('; ')}`,
+        `busiest ${percent(run.busiest)} CPU, event loop ${run.perProcess.map((x) => `${percent(x.loopRunning)} running + ${percent(x.loopWaiting)} waiting`).join(', ')}, p99 ${run.p99.toFixed(0)} ms, errors ${errors}, exactly once: ${exactlyOnce.ok ? 'yes' : exactlyOnce.problems.join('; ')}`,
     )
     return run
   } finally {
@@ -364,20 +383,20 @@ export function renderW5(result) {
   p(
     `Workload 3's load on PostgreSQL (${result.url}, a fresh database \`${result.database}\` per run, dropped after it): ${sessions} sessions each start a ${steps}-step turn at the same moment ` +
       `(${deltas} deltas per step, the server paces chunks ${delayMs} ms apart), first in one turnchart engine process, then split over two processes (${Math.ceil(sessions / 2)} sessions each) ` +
-      `on the same database, told to start at the same moment once both have opened their engine and created their sessions. Each engine uses its default pool (10 connections). ` +
+      `on the same database, told to start at the same moment once both have opened their engine and created their sessions. Each engine uses its default pool (10 connections) and runs in a session of its own (\`detached\`, so a scheduler autogroup of its own, like separate services; in the bench's session they would share one group's CPU against the machine's other work). Per process: CPU busy is its CPU time over the run's wall time; the event loop's thread time on a CPU and runnable but waiting for one come from \`/proc/thread-self/schedstat\` (their sum near 100 % means the loop always had work: saturated, whether by its own CPU or by the machine). ` +
       `turns/s: turns over the time from the first process's start to the last one's end; client CPU: user+system time of the engine processes during the turns, summed; ` +
       `delta delay as in workload 3. Exactly once: after each run the turn, message and part rows are counted per session (one turn per session, completed, never claimed again, owned by the process that started it; one user message; the same number of assistant messages in every session; ${steps - 1} tool parts and ${steps} steps), ` +
       `and the scripted server must have answered exactly ${steps} model calls per turn (otherwise the run fails).` +
-      (tried.length ? ` Load: ${tried.map((t) => `${t.sessions} sessions kept one process only ${(t.busiest * 100).toFixed(0)} % busy at ${t.turnsPerSecond.toFixed(1)} turns/s`).join(', ')}, so the load was doubled to ${sessions} sessions.` : ''),
+      (tried.length ? ` Load: ${tried.map((t) => `${t.sessions} sessions kept one process's event loop only ${percent(t.demand)} busy at ${t.turnsPerSecond.toFixed(1)} turns/s`).join(', ')}, so the load was doubled to ${sessions} sessions.` : ''),
   )
   p()
-  p('| engine processes | sessions | turns/s | wall s | client CPU ms / turn (sum) | client CPU busy per process | p50 delay ms | p99 delay ms | max delay ms | event-loop delay p99 / max ms | statements / turn | transactions / turn | machine CPU busy | server / PostgreSQL CPU s | errors | exactly once |')
+  p('| engine processes | sessions | turns/s | wall s | client CPU ms / turn (sum) | per process: CPU busy, event loop on a CPU / waiting for one | p50 delay ms | p99 delay ms | max delay ms | event-loop delay p99 / max ms | statements / turn | transactions / turn | machine CPU busy | server / PostgreSQL CPU s | errors | exactly once |')
   p('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const r of runs) {
     p(
-      `| ${r.processes} | ${r.sessions} | ${r.turnsPerSecond.toFixed(1)} | ${r.wallS.toFixed(2)} | ${r.clientCpuMsPerTurn.toFixed(1)} | ${r.perProcess.map((x) => `${(x.busy * 100).toFixed(0)} %`).join(' / ')} | ` +
+      `| ${r.processes} | ${r.sessions} | ${r.turnsPerSecond.toFixed(1)} | ${r.wallS.toFixed(2)} | ${r.clientCpuMsPerTurn.toFixed(1)} | ${r.perProcess.map((x) => `${percent(x.busy)}, ${percent(x.loopRunning)} / ${percent(x.loopWaiting)}`).join('; ')} | ` +
         `${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.maxDelay.toFixed(1)} | ${r.perProcess.map((x) => `${x.loopP99.toFixed(0)} / ${x.loopMax.toFixed(0)}`).join(', ')} | ` +
-        `${r.queriesPerTurn.toFixed(1)} | ${r.transactionsPerTurn.toFixed(1)} | ${(r.machine.busy * 100).toFixed(0)} % of ${r.machine.cores} cores | ${r.machine.serverCpuS.toFixed(1)} / ${r.machine.postgresCpuS.toFixed(1)} | ` +
+        `${r.queriesPerTurn.toFixed(1)} | ${r.transactionsPerTurn.toFixed(1)} | ${percent(r.machine.busy)} of ${r.machine.cores} cores (this workload: ${percent((r.machine.clientCpuS + r.machine.serverCpuS + r.machine.postgresCpuS) / (r.wallS * r.machine.cores))}) | ${r.machine.serverCpuS.toFixed(1)} / ${r.machine.postgresCpuS.toFixed(1)} | ` +
         `${r.errors}${r.firstError ? ` (${r.firstError.slice(0, 80)})` : ''} | ${r.exactlyOnce.ok ? 'yes' : `**no**: ${r.exactlyOnce.problems.join('; ')}`} |`,
     )
   }
@@ -389,7 +408,7 @@ export function renderW5(result) {
   p()
   p(
     `Target 4: two processes ≥ 1.5× the turns/s of one at a load that saturates one, every turn completed exactly once. Measured **${ratio.toFixed(2)}×** ` +
-      `(one process: ${(one.busiest * 100).toFixed(0)} % of a core, ${one.turnsPerSecond.toFixed(1)} of the ${paced.toFixed(1)} turns/s the pacing allows: ${full ? 'saturated' : '**not saturated**'}), ` +
+      `(one process: its event loop wanted ${percent(one.demand)} of a core, it reached ${one.turnsPerSecond.toFixed(1)} of the ${paced.toFixed(1)} turns/s the pacing allows: ${full ? 'saturated' : '**not saturated**'}), ` +
       `exactly once: ${allOnce ? 'yes' : '**no**'} — ${met ? 'met' : '**missed**'}.`,
   )
   p()

@@ -2,12 +2,22 @@
 // time): opens the engine and its sessions on 'setup', runs all its turns at once on 'go'
 // (sent to every process at the same moment), reports CPU, delta delays and statement counts;
 // closes on 'close'.
+import fs from 'node:fs'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { turnchartPg, instrumentPg, snapshotQueries } from './pg-systems.mjs'
 
 instrumentPg()
 let system
 let sessions
+/** The event-loop thread's nanoseconds on a CPU and waiting for one (Linux schedstat), or null. */
+const schedstat = () => {
+  try {
+    const [run, wait] = fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ').map(Number)
+    return { run, wait }
+  } catch {
+    return null
+  }
+}
 const micros = () => Number(process.hrtime.bigint() / 1000n) // CLOCK_MONOTONIC: comparable across processes
 
 process.on('message', async (message) => {
@@ -39,6 +49,7 @@ async function run({ expectDeltas, database }) {
   const queries0 = snapshotQueries(database)
   loop.enable()
   const cpu0 = process.cpuUsage()
+  const sched0 = schedstat()
   const start = micros()
   await Promise.all(
     sessions.map(async ({ lane, session }) => {
@@ -58,6 +69,7 @@ async function run({ expectDeltas, database }) {
     }),
   )
   const end = micros()
+  const sched1 = schedstat()
   const cpu = process.cpuUsage(cpu0)
   loop.disable()
   const queries1 = snapshotQueries(database)
@@ -70,6 +82,8 @@ async function run({ expectDeltas, database }) {
     start,
     end,
     cpuMs: (cpu.user + cpu.system) / 1000,
+    loopRunMs: sched0 && sched1 ? (sched1.run - sched0.run) / 1e6 : undefined,
+    loopWaitMs: sched0 && sched1 ? (sched1.wait - sched0.wait) / 1e6 : undefined,
     delays: Float64Array.from(delays),
     loopP99: loop.percentile(99) / 1e6,
     loopMax: loop.max / 1e6,
