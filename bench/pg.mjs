@@ -87,7 +87,7 @@ export async function workloadPg1({ server, log = () => {}, W1 = {} }) {
     }
     return {
       url: redact(ADMIN_URL),
-      server: await serverInfo(),
+      server: await serverInfo(systems[0].url), // after the measurements: its table is not counted
       versions: packageVersions(['@langchain/langgraph-checkpoint-postgres', 'pg']),
       steps,
       deltas,
@@ -115,15 +115,17 @@ function packageVersions(names) {
   return out
 }
 
-async function serverInfo() {
-  const client = new pg.Client({ connectionString: ADMIN_URL })
+/** Version, commit mode, and what a round trip and a small write transaction cost, in `url`'s database (one of ours: dropped later). */
+async function serverInfo(url) {
+  const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
     const value = async (q) => (await client.query(q)).rows[0]
     const version = (await value('show server_version')).server_version
     const sync = (await value('show synchronous_commit')).synchronous_commit
     // One small write transaction, committed: what each COMMIT costs here (WAL flush).
-    await client.query('create temp table bench_commit_probe (x int)')
+    // A real table: writes to a temporary one are not WAL-logged, so their commits wait for nothing.
+    await client.query('create table bench_commit_probe (x int)')
     const t0 = performance.now()
     for (let i = 0; i < 50; i++) {
       await client.query('begin')
@@ -180,6 +182,12 @@ export function renderPg1(result) {
     `Target 3: turnchart on PostgreSQL ≤ 0.6× LangGraph + PostgreSQL's time, measured **${timeRatio.toFixed(2)}×** (${verdict(timeRatio <= 0.6)}); ` +
       `≤ 0.1× its bytes per turn, measured **${byteRatio.toFixed(3)}×** (${verdict(byteRatio <= 0.1)}; payload ${(storage['tc-pg'].payload / storage['lg-pg'].payload).toFixed(3)}×).`,
   )
+  const waits = (id) => {
+    const st = storage[id]
+    const begins = st.kinds.begin ?? 0
+    return `${st.queries.toFixed(0)} statements in ${begins.toFixed(0)} transactions per turn (≈ ${fmtMs(st.queries * server.roundTripMs)} ms of round trips at ${server.roundTripMs.toFixed(2)} ms, ≈ ${fmtMs(begins * server.commitMs)} ms of commits at ${server.commitMs.toFixed(2)} ms, on an idle client)`
+  }
+  p(`Where PostgreSQL time goes: turnchart ${waits('tc-pg')}; LangGraph ${waits('lg-pg')}. How much of that a turn waits for depends on how its writes overlap its streaming; the "ms in PG" column sums the statements' round trips as the client saw them, its event loop's delays included.`)
   p()
   return lines.join('\n')
 }
