@@ -182,6 +182,8 @@ export function renderPg1(result) {
     `Target 3: turnchart on PostgreSQL ≤ 0.6× LangGraph + PostgreSQL's time, measured **${timeRatio.toFixed(2)}×** (${verdict(timeRatio <= 0.6)}); ` +
       `≤ 0.1× its bytes per turn, measured **${byteRatio.toFixed(3)}×** (${verdict(byteRatio <= 0.1)}; payload ${(storage['tc-pg'].payload / storage['lg-pg'].payload).toFixed(3)}×).`,
   )
+  p(`Bytes per turn by table (with its indexes and TOAST): ${systems.map((s) => `${s.short}: ${Object.entries(storage[s.id].tables).filter(([, t]) => t.bytes).map(([t, v]) => `${t} ${fmtBytes(v.bytes)}`).join(', ')}`).join('; ')}.`)
+  p()
   const waits = (id) => {
     const st = storage[id]
     const begins = st.kinds.begin ?? 0
