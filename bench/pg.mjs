@@ -219,10 +219,18 @@ export async function workload5({ server, log = () => {}, W3 = {} }) {
     sessions *= 2
   }
   const two = await scaleOutRound({ server, log, processes: 2, sessions, ...load })
-  return { url: redact(ADMIN_URL), database: W5_DATABASE, ...load, sessions, tried: single.slice(0, -1).map((r) => ({ sessions: r.sessions, demand: r.demand, turnsPerSecond: r.turnsPerSecond })), runs: [single.at(-1), two] }
+  return { url: redact(ADMIN_URL), database: W5_DATABASE, poolMax: process.env.BENCH_W5_POOL_MAX ? Number(process.env.BENCH_W5_POOL_MAX) : undefined, ...load, sessions, tried: single.slice(0, -1).map((r) => ({ sessions: r.sessions, demand: r.demand, turnsPerSecond: r.turnsPerSecond })), runs: [single.at(-1), two] }
 }
 
 const percent = (x) => (x === undefined || Number.isNaN(x) ? 'n/a' : `${(x * 100).toFixed(0)} %`)
+
+/** BENCH_W5_POOL_MAX: turnchart's pool_max URL parameter (its default: 10 connections per engine). */
+function withPool(url) {
+  if (!process.env.BENCH_W5_POOL_MAX) return url
+  const u = new URL(url)
+  u.searchParams.set('pool_max', process.env.BENCH_W5_POOL_MAX)
+  return u.toString()
+}
 
 /** Turns/s that the server's pacing alone allows. */
 const pacedTurnsPerSecond = (sessions, { steps, deltas, delayMs }) => sessions / ((steps * deltas * delayMs) / 1000)
@@ -230,7 +238,8 @@ const saturated = (run, load) => (run.demand ?? run.busiest) >= 0.85 || run.turn
 
 /** One run: `processes` engine processes on one fresh database, the sessions split evenly, started together. */
 async function scaleOutRound({ server, log, processes, sessions, steps, deltas, delayMs }) {
-  const url = await freshDatabase(W5_DATABASE)
+  const plainUrl = await freshDatabase(W5_DATABASE)
+  const url = withPool(plainUrl) // turnchart's URL (pool_max is turnchart's parameter, not pg's)
   const script = turnScript({ steps, deltas, marker: true, delayMs })
   const lanes = []
   for (let i = 0; i < sessions; i++) {
@@ -271,7 +280,7 @@ async function scaleOutRound({ server, log, processes, sessions, steps, deltas, 
     const calls = stats1.calls - stats0.calls
     if (calls !== sessions * steps) throw new Error(`w5 (${processes} processes): ${calls} model calls, expected ${sessions * steps}`)
     if (stats0.pending - stats1.pending !== sessions * steps) throw new Error(`w5 (${processes} processes): ${stats0.pending - stats1.pending} scripted replies used, expected ${sessions * steps}`)
-    const exactlyOnce = await checkExactlyOnce(url, { sessions, steps, processes, share })
+    const exactlyOnce = await checkExactlyOnce(plainUrl, { sessions, steps, processes, share })
     const start = Math.min(...results.map((r) => r.start))
     const end = Math.max(...results.map((r) => r.end))
     const wallS = (end - start) / 1e6
@@ -314,6 +323,8 @@ async function scaleOutRound({ server, log, processes, sessions, steps, deltas, 
       busiest: Math.max(...results.map((r) => r.cpuMs / ((r.end - r.start) / 1000))),
       // How much CPU the busiest event loop wanted: on a CPU or waiting for one (schedstat).
       demand: Math.max(...results.map((r) => (r.loopRunMs === undefined ? r.cpuMs : r.loopRunMs + r.loopWaitMs) / ((r.end - r.start) / 1000))),
+      turnSeconds: stats(results.flatMap((r) => r.turnMs).map((ms) => ms / 1000)),
+      firstDeltaSeconds: stats(results.flatMap((r) => r.firstDeltaMs).map((ms) => ms / 1000)),
       p50: pct(0.5),
       p99: pct(0.99),
       maxDelay: delays.length ? delays[delays.length - 1] : NaN,
@@ -393,19 +404,19 @@ export function renderW5(result) {
   p(
     `Workload 3's load on PostgreSQL (${result.url}, a fresh database \`${result.database}\` per run, dropped after it): ${sessions} sessions each start a ${steps}-step turn at the same moment ` +
       `(${deltas} deltas per step, the server paces chunks ${delayMs} ms apart), first in one turnchart engine process, then split over two processes (${Math.ceil(sessions / 2)} sessions each) ` +
-      `on the same database, told to start at the same moment once both have opened their engine and created their sessions. Each engine uses its default pool (10 connections) and runs in a session of its own (\`detached\`, so a scheduler autogroup of its own, like separate services; in the bench's session they would share one group's CPU against the machine's other work). Per process: CPU busy is its CPU time over the run's wall time; the event loop's thread time on a CPU and runnable but waiting for one come from \`/proc/thread-self/schedstat\` (their sum near 100 % means the loop always had work: saturated, whether by its own CPU or by the machine). ` +
+      `on the same database, told to start at the same moment once both have opened their engine and created their sessions. Each engine uses ${result.poolMax ? `a pool of ${result.poolMax} connections (BENCH_W5_POOL_MAX)` : 'its default pool (10 connections)'} and runs in a session of its own (\`detached\`, so a scheduler autogroup of its own, like separate services; in the bench's session they would share one group's CPU against the machine's other work). Per process: CPU busy is its CPU time over the run's wall time; the event loop's thread time on a CPU and runnable but waiting for one come from \`/proc/thread-self/schedstat\` (their sum near 100 % means the loop always had work: saturated, whether by its own CPU or by the machine). ` +
       `turns/s: turns over the time from the first process's start to the last one's end; client CPU: user+system time of the engine processes during the turns, summed; ` +
       `delta delay as in workload 3. Exactly once: after each run the turn, message and part rows are counted per session (one turn per session, completed, never claimed again, owned by the process that started it; one user message; the same number of assistant messages in every session; ${steps - 1} tool parts and ${steps} steps), ` +
       `and the scripted server must have answered exactly ${steps} model calls per turn (otherwise the run fails).` +
       (tried.length ? ` Load: ${tried.map((t) => `${t.sessions} sessions kept one process's event loop only ${percent(t.demand)} busy at ${t.turnsPerSecond.toFixed(1)} turns/s`).join(', ')}, so the load was doubled to ${sessions} sessions.` : ''),
   )
   p()
-  p('| engine processes | sessions | turns/s | wall s | client CPU ms / turn (sum) | per process: CPU busy, event loop on a CPU / waiting for one | p50 delay ms | p99 delay ms | max delay ms | event-loop delay p99 / max ms | statements / turn | transactions / turn | machine CPU busy | server / PostgreSQL CPU s | errors | exactly once |')
-  p('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
+  p('| engine processes | sessions | turns/s | wall s | client CPU ms / turn (sum) | per process: CPU busy, event loop on a CPU / waiting for one | turn s p50 / p99 | first delta s p50 / p99 | p50 delay ms | p99 delay ms | max delay ms | event-loop delay p99 / max ms | statements / turn | transactions / turn | machine CPU busy | server / PostgreSQL CPU s | errors | exactly once |')
+  p('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const r of runs) {
     p(
       `| ${r.processes} | ${r.sessions} | ${r.turnsPerSecond.toFixed(1)} | ${r.wallS.toFixed(2)} | ${r.clientCpuMsPerTurn.toFixed(1)} | ${r.perProcess.map((x) => `${percent(x.busy)}, ${percent(x.loopRunning)} / ${percent(x.loopWaiting)}`).join('; ')} | ` +
-        `${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.maxDelay.toFixed(1)} | ${r.perProcess.map((x) => `${x.loopP99.toFixed(0)} / ${x.loopMax.toFixed(0)}`).join(', ')} | ` +
+        `${r.turnSeconds.median.toFixed(1)} / ${r.turnSeconds.p99.toFixed(1)} | ${r.firstDeltaSeconds.median.toFixed(2)} / ${r.firstDeltaSeconds.p99.toFixed(2)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.maxDelay.toFixed(1)} | ${r.perProcess.map((x) => `${x.loopP99.toFixed(0)} / ${x.loopMax.toFixed(0)}`).join(', ')} | ` +
         `${r.queriesPerTurn.toFixed(1)} | ${r.transactionsPerTurn.toFixed(1)} | ${percent(r.machine.busy)} of ${r.machine.cores} cores (this workload: ${percent((r.machine.clientCpuS + r.machine.serverCpuS + r.machine.postgresCpuS) / (r.wallS * r.machine.cores))}) | ${r.machine.serverCpuS.toFixed(1)} / ${r.machine.postgresCpuS.toFixed(1)} | ` +
         `${r.errors}${r.firstError ? ` (${r.firstError.slice(0, 80)})` : ''} | ${r.exactlyOnce.ok ? 'yes' : `**no**: ${r.exactlyOnce.problems.join('; ')}`} |`,
     )
@@ -420,6 +431,19 @@ export function renderW5(result) {
     `Target 4: two processes ≥ 1.5× the turns/s of one at a load that saturates one, every turn completed exactly once. Measured **${ratio.toFixed(2)}×** ` +
       `(one process: its event loop wanted ${percent(one.demand)} of a core, it reached ${one.turnsPerSecond.toFixed(1)} of the ${paced.toFixed(1)} turns/s the pacing allows: ${full ? 'saturated' : '**not saturated**'}), ` +
       `exactly once: ${allOnce ? 'yes' : '**no**'} — ${met ? 'met' : '**missed**'}.`,
+  )
+  // What the CPU these runs consumed allows on an otherwise idle machine of this many cores: one
+  // process cannot finish before its own CPU time (one thread) nor before all the CPU (engine,
+  // server, PostgreSQL) fits on the cores; two processes likewise with half the engine CPU each.
+  const cores = one.machine.cores
+  p()
+  const floorS = (r) => Math.max(r.machine.clientCpuS / r.processes, (r.machine.clientCpuS + r.machine.serverCpuS + r.machine.postgresCpuS) / cores)
+  const ceiling = floorS(one) / floorS(two)
+  const atCores = (n) => Math.max(one.machine.clientCpuS, (one.machine.clientCpuS + one.machine.serverCpuS + one.machine.postgresCpuS) / n) / Math.max(two.machine.clientCpuS / 2, (two.machine.clientCpuS + two.machine.serverCpuS + two.machine.postgresCpuS) / n)
+  p(
+    `CPU bound: one process used ${one.machine.clientCpuS.toFixed(1)} s of engine CPU (the scripted server ${one.machine.serverCpuS.toFixed(1)} s, PostgreSQL ${one.machine.postgresCpuS.toFixed(1)} s), two used ${two.machine.clientCpuS.toFixed(1)} s together (${two.machine.serverCpuS.toFixed(1)} s, ${two.machine.postgresCpuS.toFixed(1)} s). ` +
+      `A run cannot end before an engine process's CPU time is spent nor before all of it fits on the cores, so on an otherwise idle ${cores}-core machine two processes could reach at most **${ceiling.toFixed(2)}×** the turns/s of one with these CPU costs (${atCores(4).toFixed(2)}× with 4 cores). ` +
+      `When other work keeps the machine busy (the "machine CPU busy" column against "this workload"), each engine process gets a scheduler group's share of it, so two processes get more CPU than one and the measured ratio rises above this bound; on an idle machine the bound holds.`,
   )
   p()
   return lines.join('\n')

@@ -43,6 +43,8 @@ process.on('disconnect', () => process.exit(0))
 
 async function run({ expectDeltas, database }) {
   const delays = []
+  const turnMs = [] // from the prompt to the turn's end
+  const firstDeltaMs = [] // from the prompt to its first delta
   let errors = 0
   let firstError
   const loop = monitorEventLoopDelay({ resolution: 10 })
@@ -54,7 +56,9 @@ async function run({ expectDeltas, database }) {
   await Promise.all(
     sessions.map(async ({ lane, session }) => {
       let count = 0
+      const began = micros()
       const onDelta = (delta) => {
+        if (count === 0) firstDeltaMs.push((micros() - began) / 1000)
         const sent = parseInt(delta, 10)
         if (Number.isFinite(sent)) delays.push((micros() - sent) / 1000)
         count++
@@ -62,6 +66,7 @@ async function run({ expectDeltas, database }) {
       try {
         await system.turn(session, `lane:${lane} fetch three documents`, onDelta)
         if (count !== expectDeltas) throw new Error(`${count} deltas, expected ${expectDeltas}`)
+        turnMs.push((micros() - began) / 1000)
       } catch (error) {
         errors++
         firstError ??= String(error?.message ?? error)
@@ -85,6 +90,8 @@ async function run({ expectDeltas, database }) {
     loopRunMs: sched0 && sched1 ? (sched1.run - sched0.run) / 1e6 : undefined,
     loopWaitMs: sched0 && sched1 ? (sched1.wait - sched0.wait) / 1e6 : undefined,
     delays: Float64Array.from(delays),
+    turnMs,
+    firstDeltaMs,
     loopP99: loop.percentile(99) / 1e6,
     loopMax: loop.max / 1e6,
     queries: queries1.total - queries0.total,
