@@ -5,6 +5,9 @@
 //     process, then the same sessions split over two processes (w5.mjs) on one database.
 // ctx: { server (lib.mjs startServer), log, W1: { steps, deltas, warmup, rounds }, W3: { sessions, steps, deltas, delayMs } }.
 // Both return { skipped } when PostgreSQL does not answer; the page then says so.
+// Knobs: BENCH_PG_URL (else TURNCHART_PG_URL, else postgres://postgres@127.0.0.1:5432/test; the user
+// must be allowed to create databases), BENCH_PG1_ROUNDS, BENCH_W5_SESSIONS, BENCH_W5_DELAY_MS,
+// BENCH_W5_MAX_SESSIONS, BENCH_W5_REPEATS, BENCH_W5_POOL_MAX, BENCH_W5_EXEC_ARGV.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -40,7 +43,7 @@ export async function workloadPg1({ server, log = () => {}, W1 = {} }) {
   const steps = W1.steps ?? 10
   const deltas = W1.deltas ?? 400
   const warmup = W1.warmup ?? 3
-  const rounds = envNumber('BENCH_PG1_ROUNDS', W1.rounds ?? 25)
+  const rounds = envNumber('BENCH_PG1_ROUNDS', Math.min(W1.rounds ?? 15, 15)) // 15: PostgreSQL turns take longer; the bench's time budget
   instrumentPg()
   const systems = []
   try {
@@ -218,8 +221,35 @@ export async function workload5({ server, log = () => {}, W3 = {} }) {
     log(`w5: one process's event loop is ${percent(r.demand)} busy at ${sessions} sessions; doubling the load`)
     sessions *= 2
   }
-  const two = await scaleOutRound({ server, log, processes: 2, sessions, ...load })
-  return { url: redact(ADMIN_URL), database: W5_DATABASE, poolMax: process.env.BENCH_W5_POOL_MAX ? Number(process.env.BENCH_W5_POOL_MAX) : undefined, ...load, sessions, tried: single.slice(0, -1).map((r) => ({ sessions: r.sessions, demand: r.demand, turnsPerSecond: r.turnsPerSecond })), runs: [single.at(-1), two] }
+  // Then 2, (2, 1), (1, 2), ...: the order A B B A A B ..., so a drift in the machine's load weighs on both alike.
+  const repeats = envNumber('BENCH_W5_REPEATS', 2)
+  const order = []
+  for (let i = 0; i < repeats; i++) order.push(...(i % 2 === 0 ? [1, 2] : [2, 1]))
+  const runs = [single.at(-1)]
+  for (const processes of order.slice(1)) runs.push(await scaleOutRound({ server, log, processes, sessions, ...load }))
+  return {
+    url: redact(ADMIN_URL),
+    database: W5_DATABASE,
+    poolMax: process.env.BENCH_W5_POOL_MAX ? Number(process.env.BENCH_W5_POOL_MAX) : undefined,
+    ...load,
+    sessions,
+    tried: single.slice(0, -1).map((r) => ({ sessions: r.sessions, demand: r.demand, turnsPerSecond: r.turnsPerSecond })),
+    runs,
+  }
+}
+
+const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length
+
+/** The runs of one configuration as one: means of turns/s, event-loop demand and CPU seconds. */
+function combine(runs) {
+  const machine = (key) => mean(runs.map((r) => r.machine[key]))
+  return {
+    runs: runs.length,
+    processes: runs[0].processes,
+    turnsPerSecond: mean(runs.map((r) => r.turnsPerSecond)),
+    demand: mean(runs.map((r) => r.demand)),
+    machine: { cores: runs[0].machine.cores, clientCpuS: machine('clientCpuS'), serverCpuS: machine('serverCpuS'), postgresCpuS: machine('postgresCpuS') },
+  }
 }
 
 const percent = (x) => (x === undefined || Number.isNaN(x) ? 'n/a' : `${(x * 100).toFixed(0)} %`)
@@ -400,10 +430,11 @@ export function renderW5(result) {
     return lines.join('\n')
   }
   const { sessions, steps, deltas, delayMs, runs, tried } = result
-  const [one, two] = runs
+  const one = combine(runs.filter((r) => r.processes === 1))
+  const two = combine(runs.filter((r) => r.processes === 2))
   p(
     `Workload 3's load on PostgreSQL (${result.url}, a fresh database \`${result.database}\` per run, dropped after it): ${sessions} sessions each start a ${steps}-step turn at the same moment ` +
-      `(${deltas} deltas per step, the server paces chunks ${delayMs} ms apart), first in one turnchart engine process, then split over two processes (${Math.ceil(sessions / 2)} sessions each) ` +
+      `(${deltas} deltas per step, the server paces chunks ${delayMs} ms apart), in one turnchart engine process, and split over two processes (${Math.ceil(sessions / 2)} sessions each), in the order ${runs.map((r) => r.processes).join(', ')} (runs of one process and of two alternate, so a drift in the machine's load weighs on both alike; BENCH_W5_REPEATS) ` +
       `on the same database, told to start at the same moment once both have opened their engine and created their sessions. Each engine uses ${result.poolMax ? `a pool of ${result.poolMax} connections (BENCH_W5_POOL_MAX)` : 'its default pool (10 connections)'} and runs in a session of its own (\`detached\`, so a scheduler autogroup of its own, like separate services; in the bench's session they would share one group's CPU against the machine's other work). Per process: CPU busy is its CPU time over the run's wall time; the event loop's thread time on a CPU and runnable but waiting for one come from \`/proc/thread-self/schedstat\` (their sum near 100 % means the loop always had work: saturated, whether by its own CPU or by the machine). ` +
       `turns/s: turns over the time from the first process's start to the last one's end; client CPU: user+system time of the engine processes during the turns, summed; ` +
       `delta delay as in workload 3. Exactly once: after each run the turn, message and part rows are counted per session (one turn per session, completed, never claimed again, owned by the process that started it; one user message; the same number of assistant messages in every session; ${steps - 1} tool parts and ${steps} steps), ` +
@@ -421,15 +452,15 @@ export function renderW5(result) {
         `${r.errors}${r.firstError ? ` (${r.firstError.slice(0, 80)})` : ''} | ${r.exactlyOnce.ok ? 'yes' : `**no**: ${r.exactlyOnce.problems.join('; ')}`} |`,
     )
   }
-  const ratio = two.turnsPerSecond / one.turnsPerSecond
+  const ratio = two.turnsPerSecond / one.turnsPerSecond // means over the runs of each
   const paced = pacedTurnsPerSecond(sessions, result)
-  const full = saturated(one, result)
+  const full = runs.filter((r) => r.processes === 1).every((r) => saturated(r, result))
   const allOnce = runs.every((r) => r.exactlyOnce.ok && !r.errors)
   const met = ratio >= 1.5 && full && allOnce
   p()
   p(
     `Target 4: two processes ≥ 1.5× the turns/s of one at a load that saturates one, every turn completed exactly once. Measured **${ratio.toFixed(2)}×** ` +
-      `(one process: its event loop wanted ${percent(one.demand)} of a core, it reached ${one.turnsPerSecond.toFixed(1)} of the ${paced.toFixed(1)} turns/s the pacing allows: ${full ? 'saturated' : '**not saturated**'}), ` +
+      `(${one.runs > 1 ? `means of ${one.runs} runs each; ` : ''}one process: its event loop wanted ${percent(one.demand)} of a core, it reached ${one.turnsPerSecond.toFixed(1)} of the ${paced.toFixed(1)} turns/s the pacing allows: ${full ? 'saturated' : '**not saturated**'}), ` +
       `exactly once: ${allOnce ? 'yes' : '**no**'} — ${met ? 'met' : '**missed**'}.`,
   )
   // What the CPU these runs consumed allows on an otherwise idle machine of this many cores: one
@@ -441,7 +472,7 @@ export function renderW5(result) {
   const ceiling = floorS(one) / floorS(two)
   const atCores = (n) => Math.max(one.machine.clientCpuS, (one.machine.clientCpuS + one.machine.serverCpuS + one.machine.postgresCpuS) / n) / Math.max(two.machine.clientCpuS / 2, (two.machine.clientCpuS + two.machine.serverCpuS + two.machine.postgresCpuS) / n)
   p(
-    `CPU bound: one process used ${one.machine.clientCpuS.toFixed(1)} s of engine CPU (the scripted server ${one.machine.serverCpuS.toFixed(1)} s, PostgreSQL ${one.machine.postgresCpuS.toFixed(1)} s), two used ${two.machine.clientCpuS.toFixed(1)} s together (${two.machine.serverCpuS.toFixed(1)} s, ${two.machine.postgresCpuS.toFixed(1)} s). ` +
+    `CPU bound${one.runs > 1 ? ' (means per run)' : ''}: one process used ${one.machine.clientCpuS.toFixed(1)} s of engine CPU (the scripted server ${one.machine.serverCpuS.toFixed(1)} s, PostgreSQL ${one.machine.postgresCpuS.toFixed(1)} s), two used ${two.machine.clientCpuS.toFixed(1)} s together (${two.machine.serverCpuS.toFixed(1)} s, ${two.machine.postgresCpuS.toFixed(1)} s). ` +
       `A run cannot end before an engine process's CPU time is spent nor before all of it fits on the cores, so on an otherwise idle ${cores}-core machine two processes could reach at most **${ceiling.toFixed(2)}×** the turns/s of one with these CPU costs (${atCores(4).toFixed(2)}× with 4 cores). ` +
       `When other work keeps the machine busy (the "machine CPU busy" column against "this workload"), each engine process gets a scheduler group's share of it, so two processes get more CPU than one and the measured ratio rises above this bound; on an idle machine the bound holds.`,
   )
