@@ -6,6 +6,8 @@ import { createRequire } from 'node:module'
 import pg from 'pg'
 import { aiSdkModel, aiSdkTools, turnchartEntry, TOOL_NAME, TOOL_RESULT, TOOL_DESCRIPTION } from './systems.mjs'
 
+export { pg }
+
 const MAX_STEPS = 50
 
 /** The server to use: BENCH_PG_URL, else the suite's TURNCHART_PG_URL, else the local default. */

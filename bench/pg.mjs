@@ -13,21 +13,20 @@ import os from 'node:os'
 import path from 'node:path'
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import pg from 'pg'
 import { turnScript, stats, fmtMs, fmtBytes } from './lib.mjs'
-import {
-  ADMIN_URL,
-  redact,
-  unreachable,
-  freshDatabase,
-  dropDatabase,
-  measurePg,
-  instrumentPg,
-  snapshotQueries,
-  turnchartPg,
-  langGraphPg,
-  procCpuSeconds,
-} from './pg-systems.mjs'
+
+// pg-systems.mjs and the packages it needs (pg, the LangGraph checkpointer), loaded when a workload
+// runs: a bench/node_modules installed before they were added skips these workloads, not the bench.
+let pg, ADMIN_URL, redact, unreachable, freshDatabase, dropDatabase, measurePg, instrumentPg, snapshotQueries, turnchartPg, langGraphPg, procCpuSeconds
+async function loadPgSystems() {
+  try {
+    await import('@langchain/langgraph-checkpoint-postgres')
+    ;({ pg, ADMIN_URL, redact, unreachable, freshDatabase, dropDatabase, measurePg, instrumentPg, snapshotQueries, turnchartPg, langGraphPg, procCpuSeconds } = await import('./pg-systems.mjs'))
+    return null
+  } catch (error) {
+    return `the bench's PostgreSQL packages did not load (${String(error?.message ?? error).split('\n')[0]}); run \`npm --prefix bench ci\``
+  }
+}
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const envNumber = (name, fallback) => (process.env[name] ? Number(process.env[name]) : fallback)
@@ -38,6 +37,8 @@ const envNumber = (name, fallback) => (process.env[name] ? Number(process.env[na
 const PG1_DATABASES = { 'tc-pg': 'bench_tc_pg', 'lg-pg': 'bench_lg_pg' }
 
 export async function workloadPg1({ server, log = () => {}, W1 = {} }) {
+  const missing = await loadPgSystems()
+  if (missing) return { skipped: missing }
   const down = await unreachable()
   if (down) return { skipped: `PostgreSQL at ${redact(ADMIN_URL)} did not answer (${down})` }
   const steps = W1.steps ?? 10
@@ -163,7 +164,7 @@ export function renderPg1(result) {
       `Versions: ${Object.entries(result.versions ?? {}).map(([n, v]) => `${n} ${v}`).join(', ')} (the others as in the table above). ` +
       `Both use \`pg\` pools of 10 connections (their defaults). Bytes: growth of the sum of \`pg_total_relation_size\` (heap, TOAST, indexes, free-space and visibility maps) over the system's tables during the measured rounds, per turn; ` +
       `payload: growth of the sum of \`pg_column_size\` of the live rows (values over ~2 KB are TOAST-compressed). Statements: every query each system sent to its database (counted in \`pg\`'s \`Client.query\`), per turn; "ms in PG" sums their round-trip times. ` +
-      `Here one \`select 1\` round trip takes ${server.roundTripMs.toFixed(2)} ms and a one-row write transaction ${server.commitMs.toFixed(2)} ms (synchronous_commit ${server.synchronousCommit}: each COMMIT waits for the WAL flush).`,
+      `Code: bench/pg.mjs, bench/pg-systems.mjs. Here one \`select 1\` round trip takes ${server.roundTripMs.toFixed(2)} ms and a one-row write transaction ${server.commitMs.toFixed(2)} ms (synchronous_commit ${server.synchronousCommit}: each COMMIT waits for the WAL flush).`,
   )
   p()
   p('| system | median ms/turn | min | max | × LangGraph+PG | bytes / turn | payload / turn | rows / turn | statements / turn | transactions / turn | ms in PG / turn |')
@@ -203,6 +204,8 @@ export function renderPg1(result) {
 const W5_DATABASE = 'bench_w5_pg'
 
 export async function workload5({ server, log = () => {}, W3 = {} }) {
+  const missing = await loadPgSystems()
+  if (missing) return { skipped: missing }
   const down = await unreachable()
   if (down) return { skipped: `PostgreSQL at ${redact(ADMIN_URL)} did not answer (${down})` }
   const steps = W3.steps ?? 3
@@ -438,7 +441,7 @@ export function renderW5(result) {
       `on the same database, told to start at the same moment once both have opened their engine and created their sessions. Each engine uses ${result.poolMax ? `a pool of ${result.poolMax} connections (BENCH_W5_POOL_MAX)` : 'its default pool (10 connections)'} and runs in a session of its own (\`detached\`, so a scheduler autogroup of its own, like separate services; in the bench's session they would share one group's CPU against the machine's other work). Per process: CPU busy is its CPU time over the run's wall time; the event loop's thread time on a CPU and runnable but waiting for one come from \`/proc/thread-self/schedstat\` (their sum near 100 % means the loop always had work: saturated, whether by its own CPU or by the machine). ` +
       `turns/s: turns over the time from the first process's start to the last one's end; client CPU: user+system time of the engine processes during the turns, summed; ` +
       `delta delay as in workload 3. Exactly once: after each run the turn, message and part rows are counted per session (one turn per session, completed, never claimed again, owned by the process that started it; one user message; the same number of assistant messages in every session; ${steps - 1} tool parts and ${steps} steps), ` +
-      `and the scripted server must have answered exactly ${steps} model calls per turn (otherwise the run fails).` +
+      `and the scripted server must have answered exactly ${steps} model calls per turn (otherwise the run fails). Code: bench/pg.mjs, bench/w5.mjs.` +
       (tried.length ? ` Load: ${tried.map((t) => `${t.sessions} sessions kept one process's event loop only ${percent(t.demand)} busy at ${t.turnsPerSecond.toFixed(1)} turns/s`).join(', ')}, so the load was doubled to ${sessions} sessions.` : ''),
   )
   p()
