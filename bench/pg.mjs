@@ -381,7 +381,8 @@ async function scaleOutRound({ server, log, processes, sessions, steps, deltas, 
 }
 
 /** What the rows say: every session has one turn, completed, claimed once, by the process that started it; no duplicate messages or parts. */
-async function checkExactlyOnce(url, { sessions, steps, processes, share }) {
+export async function checkExactlyOnce(url, { sessions, steps, processes, share }) {
+  if (!pg) await loadPgSystems()
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
