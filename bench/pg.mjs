@@ -224,8 +224,9 @@ export async function workload5({ server, log = () => {}, W3 = {} }) {
     log(`w5: one process's event loop is ${percent(r.demand)} busy at ${sessions} sessions; doubling the load`)
     sessions *= 2
   }
-  // Then 2, (2, 1), (1, 2), ...: the order A B B A A B ..., so a drift in the machine's load weighs on both alike.
-  const repeats = envNumber('BENCH_W5_REPEATS', 2)
+  // Then 2, and with BENCH_W5_REPEATS > 1: (2, 1), (1, 2), ... (A B B A A B ...), so a drift in the
+  // machine's load weighs on both alike. One pair by default: the bench's time budget.
+  const repeats = envNumber('BENCH_W5_REPEATS', 1)
   const order = []
   for (let i = 0; i < repeats; i++) order.push(...(i % 2 === 0 ? [1, 2] : [2, 1]))
   const runs = [single.at(-1)]
@@ -438,7 +439,7 @@ export function renderW5(result) {
   const two = combine(runs.filter((r) => r.processes === 2))
   p(
     `Workload 3's load on PostgreSQL (${result.url}, a fresh database \`${result.database}\` per run, dropped after it): ${sessions} sessions each start a ${steps}-step turn at the same moment ` +
-      `(${deltas} deltas per step, the server paces chunks ${delayMs} ms apart), in one turnchart engine process, and split over two processes (${Math.ceil(sessions / 2)} sessions each), in the order ${runs.map((r) => r.processes).join(', ')} (runs of one process and of two alternate, so a drift in the machine's load weighs on both alike; BENCH_W5_REPEATS) ` +
+      `(${deltas} deltas per step, the server paces chunks ${delayMs} ms apart), in one turnchart engine process, and split over two processes (${Math.ceil(sessions / 2)} sessions each), in the order ${runs.map((r) => r.processes).join(', ')} (BENCH_W5_REPEATS=2 runs 1, 2, 2, 1, so that a drift in the machine's load weighs on both alike) ` +
       `on the same database, told to start at the same moment once both have opened their engine and created their sessions. Each engine uses ${result.poolMax ? `a pool of ${result.poolMax} connections (BENCH_W5_POOL_MAX)` : 'its default pool (10 connections)'} and runs in a session of its own (\`detached\`, so a scheduler autogroup of its own, like separate services; in the bench's session they would share one group's CPU against the machine's other work). Per process: CPU busy is its CPU time over the run's wall time; the event loop's thread time on a CPU and runnable but waiting for one come from \`/proc/thread-self/schedstat\` (their sum near 100 % means the loop always had work: saturated, whether by its own CPU or by the machine). ` +
       `turns/s: turns over the time from the first process's start to the last one's end; client CPU: user+system time of the engine processes during the turns, summed; ` +
       `delta delay as in workload 3. Exactly once: after each run the turn, message and part rows are counted per session (one turn per session, completed, never claimed again, owned by the process that started it; one user message; the same number of assistant messages in every session; ${steps - 1} tool parts and ${steps} steps), ` +
