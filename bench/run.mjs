@@ -1,7 +1,7 @@
 // npm run bench (root): all workloads; prints one report and writes docs/benchmarks.md.
 // Environment knobs (for quick runs): BENCH_W1_ROUNDS, BENCH_W2_TURNS, BENCH_W3_SESSIONS,
-// BENCH_ONLY=w1,w2,w3,profile (subset of workloads; "profile": the CPU profiles of workloads 1
-// and 3), BENCH_PROFILE_TURNS (workload 1 turns per profiled system), BENCH_W2_SYSTEMS and
+// BENCH_ONLY=w1,w2,w3,pg1,w5,profile (subset of workloads; pg1, w5: bench/pg.mjs; "profile": the CPU
+// profiles of workloads 1 and 3), BENCH_PROFILE_TURNS (workload 1 turns per profiled system), BENCH_W2_SYSTEMS and
 // BENCH_SYSTEMS (workloads 2 and 3: system ids, comma-separated, or "all"), BENCH_OUT (report
 // path; default docs/benchmarks.md), BENCH_RENDER_ONLY=1 (re-render bench/out/report.json),
 // BENCH_W3_EXEC_ARGV.
@@ -31,11 +31,12 @@ import { fileURLToPath } from 'node:url'
 import { createSystems, SYSTEM_NAMES } from './systems.mjs'
 import { startServer, turnScript, stats, measureDb, instrumentWrites, writeCounts, fmtMs, fmtBytes, expectModelCalls, ModelCallMismatchError, W1_SCRIPT } from './lib.mjs'
 import { summarizeProfile, orderedCategories, isTurnchart } from './profile-summary.mjs'
+import { workloadPg1, workload5, renderPg1, renderW5, pg1Targets, w5Targets } from './pg.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, '..')
 const env = (name, fallback) => Number(process.env[name] ?? fallback)
-const only = (process.env.BENCH_ONLY ?? 'w1,w2,w3,profile').split(',')
+const only = (process.env.BENCH_ONLY ?? 'w1,w2,w3,pg1,w5,profile').split(',')
 
 // Sizes chosen to keep a full run under 10 minutes on the 2-core machine (said on the page).
 const W1 = { ...W1_SCRIPT, warmup: 3, rounds: env('BENCH_W1_ROUNDS', 15) }
@@ -64,6 +65,9 @@ const SUMMARY = [
   ['pg1', 'Workload 1 on PostgreSQL'],
   ['w5', 'Workload 5: scale-out on PostgreSQL'],
 ]
+
+/** A PostgreSQL workload's result with its targets for the summary (none when it was skipped). */
+const withTargets = (result, targets) => ({ ...result, targets: targets(result) })
 
 const started = Date.now()
 const log = (...args) => console.error(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s]`, ...args)
@@ -107,6 +111,8 @@ if (process.env.BENCH_RENDER_ONLY) {
     }
     if (only.includes('w2')) report.w2 = await phase('workload 2', workload2)
     if (only.includes('w3')) report.w3 = await phase('workload 3', workload3)
+    if (only.includes('pg1')) report.pg1 = await phase('workload 1 on PostgreSQL', async () => withTargets(await workloadPg1({ server, log, W1 }), pg1Targets))
+    if (only.includes('w5')) report.w5 = await phase('workload 5', async () => withTargets(await workload5({ server, log, W3 }), w5Targets))
     if (only.includes('profile')) report.profiles = await phase('profiles', profiles)
     const { unrouted } = await server.stats()
     if (unrouted) throw new Error(`the scripted server received ${unrouted} requests that named no lane`)
@@ -126,7 +132,7 @@ if (process.env.BENCH_RENDER_ONLY) {
   fs.mkdirSync(path.dirname(saved), { recursive: true })
   fs.writeFileSync(saved, JSON.stringify(report))
 }
-const markdown = render(report)
+const markdown = [render(report), renderPg1(report.pg1), renderW5(report.w5)].filter(Boolean).join('\n')
 console.log(markdown)
 const out = process.env.BENCH_OUT ?? path.join(root, 'docs/benchmarks.md')
 fs.writeFileSync(out, markdown)

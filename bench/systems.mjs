@@ -28,14 +28,14 @@ const rootRequire = createRequire(new URL('../package.json', import.meta.url))
 
 export const TOOL_NAME = 'fetch_doc'
 export const TOOL_RESULT = 'x'.repeat(1024) // 1 KB, returned at once
-const TOOL_DESCRIPTION = 'Fetch a document by number'
+export const TOOL_DESCRIPTION = 'Fetch a document by number'
 const MAX_STEPS = 50 // a bound on every loop, whatever the server sends
 
-async function aiSdkModel(baseURL) {
+export async function aiSdkModel(baseURL) {
   const { createOpenAICompatible } = await lazy('@ai-sdk/openai-compatible')
   return createOpenAICompatible({ name: 'bench', baseURL, apiKey: 'bench', includeUsage: true })('scripted')
 }
-async function aiSdkTools() {
+export async function aiSdkTools() {
   const { tool } = await lazy('ai')
   const { z } = await lazy('zod')
   return {
