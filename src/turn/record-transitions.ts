@@ -209,9 +209,11 @@ export class TransitionRecorder {
     const retryAt = retryWaitStates.has(row.to) ? row.time + context.retryDelayMs : null
     await scope.writer.commit(
       async (tx) => {
-        await tx.appendTransition(row)
+        // The fenced update first: a turn another engine took over (and logged further) fails
+        // here as lost, not on the seq it already wrote.
         const update = { state: row.to, outcome, step: context.step, attempt: context.attempt, retryAt, error: final ? error : null }
         await tx.updateTurn(turnId, update, row.time, fence)
+        await tx.appendTransition(row)
       },
       { fencedByMore: true },
     )
