@@ -10,7 +10,7 @@
  * others commit. A work's promise settles after the commit that made it durable (write-ahead
  * gates wait on it).
  */
-import type { ControlledTransaction, Kysely, Transaction } from 'kysely'
+import { CompiledQuery, type ControlledTransaction, type Kysely, type Transaction } from 'kysely'
 
 interface Pending<DB> {
   work: (trx: Transaction<DB>) => Promise<unknown>
@@ -18,8 +18,18 @@ interface Pending<DB> {
   reject: (error: unknown) => void
 }
 
+/**
+ * One savepoint at a time (each work's is released before the next begins), so one name does;
+ * compiled once, not built by Kysely for every work.
+ */
+const savepointQueries = {
+  begin: CompiledQuery.raw('savepoint turnchart_work'),
+  release: CompiledQuery.raw('release savepoint turnchart_work'),
+  rollback: CompiledQuery.raw('rollback to savepoint turnchart_work'),
+}
+
 /** Works per shared transaction: bounds how long one commit keeps the others waiting. */
-const maxBatch = 256
+const maxBatch = 128
 
 export class GroupCommit<DB> {
   readonly #db: Kysely<DB>
@@ -46,8 +56,10 @@ export class GroupCommit<DB> {
       this.#pending.push({ work, resolve: resolve as (value: unknown) => void, reject })
       if (!this.#draining) {
         this.#draining = true
-        // After the current synchronous work and its microtasks: what they ask for joins this batch.
-        queueMicrotask(() => void this.#drain())
+        // After this loop turn's I/O callbacks: what the other turns' chunks, timers and tool
+        // results ask for in the same turn joins this batch (SQLite's work is synchronous, so a
+        // microtask would commit each one before the next callback runs).
+        setImmediate(() => void this.#drain())
       }
     })
   }
@@ -59,6 +71,8 @@ export class GroupCommit<DB> {
         const retry = await this.#runBatch(batch)
         // Works a broken transaction never reached go first in the next one.
         if (retry.length > 0) this.#pending.unshift(...retry)
+        // Let sockets and timers run between batches: one batch's work is all synchronous.
+        if (this.#pending.length > 0) await new Promise((resolve) => setImmediate(resolve))
       }
     } finally {
       this.#draining = false
@@ -83,24 +97,21 @@ export class GroupCommit<DB> {
     let index = 0
     for (; index < batch.length && broken === undefined; index++) {
       const item = batch[index]
-      const name = `turnchart_${index}`
-      let savepoint: ControlledTransaction<DB, [string]>
       try {
-        savepoint = await trx.savepoint(name).execute()
+        await trx.executeQuery(savepointQueries.begin)
       } catch (error) {
         broken = error
-        index-- // not attempted: retried in the next transaction
-        break
+        break // this work was not attempted: it is retried in the next transaction
       }
       try {
-        done.push({ item, value: await item.work(savepoint) })
-        await savepoint.releaseSavepoint(name).execute()
+        done.push({ item, value: await item.work(trx) })
+        await trx.executeQuery(savepointQueries.release)
       } catch (error) {
         if (done.at(-1)?.item === item) done.pop()
         failed.push({ item, error })
         try {
-          await savepoint.rollbackToSavepoint(name).execute()
-          await savepoint.releaseSavepoint(name).execute()
+          await trx.executeQuery(savepointQueries.rollback)
+          await trx.executeQuery(savepointQueries.release)
         } catch (cause) {
           // SQLite ended the whole transaction itself (disk full, I/O error): nothing in it stays.
           broken = cause
