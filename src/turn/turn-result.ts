@@ -50,12 +50,12 @@ export function finalTextOf(messages: MessageWithParts[]): string {
  */
 export async function recordTurnResult(repo: Repository, scope: TurnScope): Promise<{ usage: TurnUsage; text: string }> {
   const text = finalText(scope)
+  // From the messages in memory: the scope holds every message of the turn (a recovered turn's
+  // earlier ones too), as stored by now; no read of them back.
+  const usage = emptyTurnUsage(scope.turnId)
+  for (const message of scope.messages) if (message.info.role === 'assistant') addUsage(usage, message.info, message.info.summary === true)
   try {
-    const usage = await scope.queue.run(async () => {
-      const usage = await turnUsage(repo, scope.turnId)
-      await setTurnUsage(repo, scope.turnId, usage)
-      return usage
-    })
+    await scope.queue.run(() => setTurnUsage(repo, scope.turnId, usage))
     return { usage, text }
   } catch {
     return { usage: emptyTurnUsage(scope.turnId), text }
