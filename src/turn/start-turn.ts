@@ -9,7 +9,7 @@ import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { summarize } from '../compaction/summarize'
 import type { ResolvedConfig } from '../config'
-import { ApprovalNotPendingError, CompactionFailedError, EngineClosedError, MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../errors'
+import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../errors'
 import { errorFromRecord } from '../restore-error'
 import { approveCall, denyCall } from '../tools/tool-part'
 import { newId } from '../ids'
@@ -226,21 +226,14 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
         await gate()
         return runTools(scope, signal)
       }),
-      // The summary's outcome as a typed event: `compaction.finished`, or `compaction.failed` with
-      // the retry policy's decision (the chart's guards read it without casts).
+      // The summary's outcome as a typed event, as the step's (summarize never rejects).
       compact: fromCallback<TurnEvent, CompactInput>(({ input, sendBack }) => {
         const controller = new AbortController()
         void gate()
           // (an overflow that may not compact enters and leaves `compacting` in one step: never start)
           .then(() => (controller.signal.aborted ? never : summarize(scope, input, controller.signal)))
-          .then(
-            (): TurnEvent => ({ type: 'compaction.finished' }),
-            (error: unknown): TurnEvent => ({
-              type: 'compaction.failed',
-              error: serializeError(error),
-              retryDelayMs: CompactionFailedError.isInstance(error) && typeof error.retryDelayMs === 'number' ? error.retryDelayMs : null,
-            }),
-          )
+          // (storing the summary threw: a failed compaction, not a stuck turn)
+          .catch((error: unknown): TurnEvent => ({ type: 'compaction.failed', error: serializeError(error), retryDelayMs: null }))
           .then((event) => {
             if (!controller.signal.aborted) sendBack(event)
           })
