@@ -14,7 +14,7 @@ import { serializeError } from '../errors'
 import { newId } from '../ids'
 import type { TurnFence } from '../store/repository'
 import { isIdempotent } from '../tools/tool-options'
-import type { MessageWithParts, Part, ToolPart, TransitionRecord, TurnRecord } from '../types'
+import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../types'
 import { ReplayMismatchError, replayTransitions } from './replay'
 import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from './start-turn'
 import { TurnScope, turnAssistants } from './turn-scope'
@@ -39,7 +39,7 @@ export function newOwnerId(): string {
  * a turn it lost track of, e.g. after its final write failed), or its owner was a process on
  * this host that is gone.
  */
-export function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
+function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
   if (!turn.owner) return true
   if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
   if (turn.owner === owner) return false
@@ -260,7 +260,7 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
         attempt,
         type: 'step-finish',
         reason: 'interrupted',
-        tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } },
+        tokens: emptyTokens(),
         cost: 0,
         time: { start: now },
       }
@@ -280,6 +280,6 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
  * @example
  * scope.useConfig(await storedTurnConfig(config, repo, turnId))
  */
-export async function storedTurnConfig(config: ResolvedConfig, repo: Repository, turnId: string): Promise<ResolvedConfig> {
+async function storedTurnConfig(config: ResolvedConfig, repo: Repository, turnId: string): Promise<ResolvedConfig> {
   return turnConfig(config, await turnOptions(repo, turnId))
 }
