@@ -1,6 +1,8 @@
 /**
  * `createEngine`: opens the store, validates the options, and runs turns: one at a time per
- * session, as many sessions at once as the caller likes.
+ * session, as many sessions at once as the caller likes. It composes the engine's parts: the
+ * store (engine-store.ts), the running turns and their leases (running-turns.ts), the session,
+ * turn-log and control calls (engine-sessions.ts, engine-turn-log.ts, engine-control.ts).
  */
 import { Bus, type Listener } from './bus'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'

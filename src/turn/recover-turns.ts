@@ -12,7 +12,6 @@ import type { InterruptibleState, TurnEvent, TurnInput } from '../../machines/tu
 import type { TurnchartEvent } from '../bus'
 import { serializeError } from '../errors'
 import { newId } from '../ids'
-import type { TurnFence } from '../store/repository'
 import { isIdempotent } from '../tools/tool-options'
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../types'
 import { ReplayMismatchError, replayTransitions } from './replay'
@@ -21,7 +20,7 @@ import { TurnScope, turnAssistants } from './turn-scope'
 import { closeOpenWork } from './close-open-work'
 import { turnConfig } from '../prompt/call-settings'
 import { turnOptions } from '../store/conversation-store'
-import type { Repository } from '../store/repository'
+import type { Repository, TurnFence } from '../store/repository'
 import type { ResolvedConfig } from '../config'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
