@@ -16,7 +16,7 @@ const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\
  * columnTextProblem('ok') // undefined
  * columnTextProblem('a\u0000b') // 'contains a NUL character'
  */
-export function columnTextProblem(text: string): string | undefined {
+function columnTextProblem(text: string): string | undefined {
   if (text.includes('\u0000')) return 'contains a NUL character'
   if (loneSurrogate.test(text)) return 'contains a lone UTF-16 surrogate'
   return undefined

@@ -156,7 +156,7 @@ export interface ResolvedConfig {
   redactor: Redactor
 }
 
-export const defaultSummaryPrompt =
+const defaultSummaryPrompt =
   'Summarise the conversation so far for a continuation of it: the goal, what was done, ' +
   'the facts and decisions that matter, tool results still needed, and what remains to do. ' +
   'Be concise and complete; the earlier messages will be dropped.'

@@ -6,12 +6,15 @@
  */
 import { EngineClosedError, StorageError, TurnchartError } from './errors'
 
+/** Runs one database call of an engine method, its errors as the engine reports them. */
+export type EngineCall = <T>(operation: string, run: () => Promise<T>) => Promise<T>
+
 /**
  * @example
  * const call = engineCalls(() => closed)
  * const sessions = await call('list sessions', () => repo.listSessions())
  */
-export function engineCalls(isClosed: () => boolean) {
+export function engineCalls(isClosed: () => boolean): EngineCall {
   return async function call<T>(operation: string, run: () => Promise<T>): Promise<T> {
     if (isClosed()) throw new EngineClosedError(operation)
     try {

@@ -1,29 +1,27 @@
 /**
  * `createEngine`: opens the store, validates the options, and runs turns: one at a time per
- * session, as many sessions at once as the caller likes.
+ * session, as many sessions at once as the caller likes. It composes the engine's parts: the
+ * store (engine-store.ts), the running turns and their leases (running-turns.ts), the session,
+ * turn-log and control calls (engine-sessions.ts, engine-turn-log.ts, engine-control.ts).
  */
 import { Bus, type Listener } from './bus'
-import { startControlPoller } from './control/control-poller'
-import { readStatus } from './control/read-status'
-import { requestAbort, requestDecision, type RemoteControlDeps } from './control/remote-control'
-import { ControlRequests } from './store/control-requests'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from './config'
-import { EngineClosedError, InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError, SessionNotFoundError, TurnNotFoundError, TurnOwnershipLostError } from './errors'
-import { asStorageError, engineCalls } from './engine-calls'
-import { newId } from './ids'
+import { EngineClosedError, InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError } from './errors'
+import { engineCalls } from './engine-calls'
+import { engineControl } from './engine-control'
+import { sessionCalls } from './engine-sessions'
+import { openEngineStore } from './engine-store'
+import { turnLogCalls } from './engine-turn-log'
+import { renewLeases, RunningTurns } from './running-turns'
+import { sessionStatuses } from './session-statuses'
 import { checkToolSchemas } from './tools/json-schema-validator'
-import { optionalString, requireFunction, requireId, sessionOptions } from './arguments'
-import { migrate } from './store/migrations'
-import { openDatabase, type OpenedDatabase } from './store/open-database'
-import { GroupCommit } from './store/group-commit'
-import { Repository } from './store/repository'
+import { requireFunction, requireId } from './arguments'
 import { recoverTurns, newOwnerId } from './turn/recover-turns'
-import { replayTransitions, type ReplayStep } from './turn/replay'
+import type { ReplayStep } from './turn/replay'
 import { startTurn, type RunningTurn, type Turn, type TurnDeps } from './turn/start-turn'
-import type { TurnInput } from '../machines/turn.types'
 import type { MessageWithParts, SessionInfo, SessionStatus, SessionUsage, TransitionRecord, TurnRecord } from './types'
-import { validateSessionDefaults, type PromptOptions, type SessionDefaults } from './prompt/call-settings'
-import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from './conversation/history'
+import type { PromptOptions, SessionDefaults } from './prompt/call-settings'
+import type { HistoryDeps } from './conversation/history'
 import { turnRequest } from './conversation/turn-options'
 import { userParts, type PromptInput } from './prompt/user-input'
 import { PromptQueue, type QueuedPrompt } from './conversation/prompt-queue'
@@ -148,255 +146,75 @@ export interface Engine {
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
   await checkToolSchemas(config.tools)
-  let opened: OpenedDatabase
-  try {
-    opened = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
-  } catch (error) {
-    throw asStorageError('open the database', error)
-  }
-  try {
-    await migrate(opened.db, opened.dialect)
-  } catch (error) {
-    await opened.close()
-    throw asStorageError('migrate the database', error)
-  }
-  // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
-  const group = opened.dialect === 'sqlite' ? new GroupCommit(opened.db, opened.verify) : undefined
-  const repo = new Repository(opened.db, opened.verify, group)
+  const { opened, repo } = await openEngineStore(options, config)
   const bus = new Bus(config.onSubscriberError)
-  const active = new Map<string, RunningTurn>()
-  const statuses = new Map<string, SessionStatus>()
   let closed = false
   const owner = newOwnerId()
-  // A turn is active from its start until it settles (its runtime calls onSettled before `done` settles).
-  const track = (turn: RunningTurn) => {
-    active.set(turn.sessionId, turn)
-    poller.keepAlive(true)
-    // When a turn ends, the session's next queued prompt starts (in this engine).
-    turn.done.then(() => queue.drain(turn.sessionId), () => undefined)
-    return turn
-  }
-  const untrack = (turn: RunningTurn) => {
-    if (active.get(turn.sessionId) === turn) active.delete(turn.sessionId)
-    poller.keepAlive(active.size > 0)
-  }
-  const deps: TurnDeps = { config, repo, bus, owner, onSettled: untrack }
-  const history: HistoryDeps = { repo, runningHere: (sessionId) => active.get(sessionId)?.id }
+  const running = new RunningTurns({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
+  const deps: TurnDeps = { config, repo, bus, owner, onSettled: (turn) => running.untrack(turn) }
   const queue = new PromptQueue({
     repo,
     bus,
     config,
     isClosed: () => closed,
-    activeTurn: (sessionId) => active.get(sessionId),
-    start(record, headers) {
-      const request = turnRequest(config, record.sessionId, headers ? { ...record.options, headers } : record.options)
-      return track(
-        startTurn(deps, record.sessionId, record.input, {
-          ...request,
-          turnId: record.id,
-          async prepare(tx, scope) {
-            // The queue row is taken with the turn's insert: of two engines, one starts it.
-            if (!(await takeQueued(tx, record.id))) throw new QueuedPromptCancelledError(record.sessionId, record.id)
-            await request.prepare?.(tx, scope)
-          },
-        }),
-      )
-    },
+    activeTurn: (sessionId) => running.ofSession(sessionId),
+    start: (record, headers) => running.track(startQueuedTurn(deps, record, headers)),
   })
-  // Renew the leases of the turns this engine runs, so no other engine takes them over. A turn
-  // whose lease could not be renewed belongs to another engine now: it stops here.
-  const renewal = setInterval(() => {
-    const turns = [...active.values()].filter((t) => t.begun)
-    repo.renewLeases(turns.map((t) => ({ id: t.id, epoch: t.fence.epoch })), owner, Date.now() + config.leaseMs).then(
-      (renewed) => {
-        for (const turn of turns) if (!renewed.has(turn.id) && turn.begun) turn.lose(new TurnOwnershipLostError(turn.id, owner, 'its lease could not be renewed'))
-      },
-      () => undefined, // the database is unreachable: the next renewal tries again
-    )
-  }, Math.max(50, Math.floor(config.leaseMs / 3)))
-  renewal.unref()
+  const stopRenewal = renewLeases(repo, running, owner, config.leaseMs)
   // Takes over the turns of workers that died while this engine runs (set once `engine` exists).
   let sweep: NodeJS.Timeout | undefined
-
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
   bus.subscribe((event) => config.telemetry.observe(event))
-  bus.subscribe((event) => {
-    if (event.type !== 'session.status') return
-    if (event.status.type === 'idle') statuses.delete(event.sessionId)
-    else statuses.set(event.sessionId, event.status)
-  })
+  const status = sessionStatuses(bus)
 
   const requireOpen = (operation: string) => {
     if (closed) throw new EngineClosedError(operation)
   }
   // Database work of the methods below: EngineClosedError after close, StorageError for the driver's errors.
   const call = engineCalls(() => closed)
-
-  // Approve, deny and abort from any engine: requests stored for the engine running the turn.
-  const requests = new ControlRequests(opened.db)
-  const remote: RemoteControlDeps = {
-    repo,
-    requests,
-    localTurn: (turnId) => [...active.values()].find((t) => t.id === turnId),
-    recover: () => engine.recover(),
-    waitMs: config.leaseMs + 2 * config.controlPollIntervalMs,
-    checkEveryMs: Math.max(10, Math.floor(config.controlPollIntervalMs / 4)),
-  }
-  const poller = startControlPoller({
-    requests,
-    running: () => [...active.values()].filter((t) => t.begun),
-    intervalMs: config.controlPollIntervalMs,
-    onError: () => undefined, // the database is unreachable: the next poll tries again
-  })
+  // Approve, deny and abort from any engine (src/engine-control.ts).
+  const control = engineControl({ db: opened.db, repo, config, running, recover: () => engine.recover(), requireOpen })
+  const history: HistoryDeps = { repo, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
 
   const engine: Engine = {
     config,
-    async createSession(options) {
-      requireOpen('create a session')
-      const { title, id, ...defaults } = sessionOptions(options)
-      const now = Date.now()
-      if (id !== undefined && (typeof id !== 'string' || !/^[\w.:-]{1,200}$/.test(id))) {
-        throw new InvalidArgumentError('id', id, 'a session id of 1-200 letters, digits, _ . : -')
-      }
-      validateSessionDefaults(config, defaults)
-      const session: SessionInfo = {
-        id: id ?? newId('ses', now),
-        title: title ?? null,
-        time: { created: now, updated: now },
-        ...(Object.keys(defaults).length ? { defaults } : {}),
-      }
-      await call('create a session', () => repo.insertSession(session))
-      return session
-    },
-    updateSession(sessionId, changes) {
-      requireOpen('update a session')
-      return updateSession(history, sessionId, changes)
-    },
-    deleteSession(sessionId) {
-      requireOpen('delete a session')
-      return deleteSession(history, sessionId)
-    },
-    revert(sessionId, messageId) {
-      requireOpen('revert a session')
-      return revert(history, sessionId, messageId)
-    },
-    unrevert(sessionId) {
-      requireOpen('unrevert a session')
-      return unrevert(history, sessionId)
-    },
-    fork(sessionId, messageId, forkOptions) {
-      requireOpen('fork a session')
-      return fork(history, sessionId, messageId, forkOptions)
-    },
-    usage: (sessionId) => call('read usage', () => sessionUsage(repo, requireId('sessionId', sessionId))),
-    getSession: async (sessionId) => call('get a session', () => repo.getSession(requireId('sessionId', sessionId))),
-    listSessions: () => call('list sessions', () => repo.listSessions()),
+    ...sessionCalls({ config, repo, history, requireOpen, call }),
+    ...turnLogCalls({ repo, requireOpen, call }),
+    ...control.calls,
     prompt: ((sessionId: string, input: PromptInput, promptOptions?: PromptOptions & { whenBusy?: WhenBusy }): Turn | QueuedPrompt => {
       requireOpen('start a turn')
-      requireId('sessionId', sessionId)
-      const parts = userParts(input, config.maxFileBytes)
-      const { whenBusy = 'reject', ...callOptions } = promptOptions ?? {}
-      if (!['reject', 'enqueue', 'interrupt'].includes(whenBusy)) throw new InvalidArgumentError('options.whenBusy', whenBusy, "'reject', 'enqueue' or 'interrupt'")
-      const request = turnRequest(config, sessionId, callOptions)
-      if (whenBusy === 'enqueue') return queue.enqueue(sessionId, parts, callOptions)
-      const running = active.get(sessionId)
-      if (running && whenBusy === 'reject') throw new SessionBusyError(sessionId, running.id)
-      if (running) {
-        running.abort('interrupted by a new prompt')
-        request.before = () => running.done.then(() => undefined, () => undefined)
-      }
-      return track(startTurn(deps, sessionId, parts, request))
+      return promptTurn({ deps, running, queue }, requireId('sessionId', sessionId), input, promptOptions)
     }) as Engine['prompt'],
     queue: (sessionId) => call('list queued prompts', () => queue.list(requireId('sessionId', sessionId))),
     cancelQueued: (id) => call('cancel a queued prompt', () => queue.cancel(requireId('id', id))),
-    async abort(sessionId) {
-      requireOpen('abort a turn')
-      requireId('sessionId', sessionId)
-      const turn = active.get(sessionId)
-      if (!turn) await requestAbort(remote, sessionId)
-      const now = active.get(sessionId)
-      if (!now) return
-      now.abort()
-      await now.done.catch(() => undefined)
-    },
     activeTurn(sessionId) {
       requireOpen('get the active turn')
-      return active.get(requireId('sessionId', sessionId))
+      return running.ofSession(requireId('sessionId', sessionId))
     },
     status(sessionId) {
       requireOpen('get a session status')
-      return statuses.get(requireId('sessionId', sessionId)) ?? { type: 'idle' }
+      return status(requireId('sessionId', sessionId))
     },
-    readStatus: (sessionId) => call('read a session status', () => readStatus(repo, requireId('sessionId', sessionId))),
-    messages: (sessionId) =>
-      call('read messages', async () => {
-        requireId('sessionId', sessionId)
-        const session = await repo.getSession(sessionId)
-        if (!session) throw new SessionNotFoundError(sessionId)
-        return visibleMessages(await repo.messages(sessionId), session.revertedTo)
-      }),
-    transitions: (turnId) =>
-      call('read transitions', async () => {
-        requireId('turnId', turnId)
-        if (!(await repo.getTurn(turnId))) throw new TurnNotFoundError(turnId)
-        return repo.transitions(turnId)
-      }),
-    getTurn: (turnId) => call('get a turn', async () => repo.getTurn(requireId('turnId', turnId))),
     subscribe(listener) {
       requireOpen('subscribe')
       return bus.subscribe(requireFunction('listener', listener))
     },
     async recover() {
       requireOpen('recover turns')
-      const running = new Set([...active.values()].map((t) => t.id))
-      const turns = (await recoverTurns(deps, (id) => running.has(id))).map(track)
+      const here = new Set(running.all().map((t) => t.id))
+      const turns = (await recoverTurns(deps, (id) => here.has(id))).map((turn) => running.track(turn))
       // Queues that stand still (the engine that would have started them died): start them here.
       for (const sessionId of await idleSessionsWithQueue(repo)) void queue.drain(sessionId)
       return turns
     },
-    async approve(turnId, callId) {
-      requireOpen('approve a tool call')
-      requireId('turnId', turnId)
-      requireId('callId', callId)
-      await requestDecision(remote, turnId, callId, 'approve')
-    },
-    async deny(turnId, callId, reason) {
-      requireOpen('deny a tool call')
-      requireId('turnId', turnId)
-      requireId('callId', callId)
-      optionalString('reason', reason)
-      await requestDecision(remote, turnId, callId, 'deny', reason)
-    },
-    replay: (turnId) =>
-      call('replay a turn', async () => {
-        requireId('turnId', turnId)
-        const input = (await repo.turnInput(turnId)) as TurnInput | undefined
-        if (!input) throw new TurnNotFoundError(turnId)
-        return replayTransitions(input, await repo.transitions(turnId)).steps
-      }),
-    async prune(options) {
-      requireOpen('prune transition logs')
-      if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object like { olderThan }')
-      const { olderThan } = options
-      const before = olderThan instanceof Date ? olderThan.getTime() : olderThan
-      if (typeof before !== 'number' || !Number.isFinite(before)) throw new InvalidArgumentError('olderThan', olderThan, 'a Date or a time in ms')
-      return call('prune transition logs', () => repo.deleteFinishedTransitions(before))
-    },
     async close(closeOptions = {}) {
       if (closed) return
       closed = true
-      clearInterval(renewal)
+      stopRenewal()
       clearInterval(sweep)
-      poller.stop()
+      control.poller.stop()
       queue.close()
-      const turns = [...active.values()]
-      if (closeOptions.abortTurns) {
-        for (const turn of turns) turn.abort('engine closed')
-        await Promise.all(turns.map((turn) => turn.done.catch(() => undefined)))
-      } else {
-        // Each turn stays in the state its last committed row names (awaiting-approval included).
-        await Promise.all(turns.map((turn) => turn.detach()))
-      }
+      await endTurnsAtClose(running.all(), closeOptions.abortTurns === true)
       await repo.releaseTurns(owner).catch(() => undefined)
       await opened.close()
     },
@@ -408,14 +226,64 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     sweep.unref()
   }
   if (config.recovery.onOpen) {
-    try {
-      await engine.recover()
-    } catch (error) {
-      clearInterval(renewal)
+    await engine.recover().catch(async (error: unknown) => {
+      stopRenewal()
       clearInterval(sweep)
+      control.poller.stop()
       await opened.close()
       throw error
-    }
+    })
   }
   return engine
+}
+
+/** Starts a queued prompt's turn: the queue row is taken with the turn's insert, so of two engines one starts it. */
+function startQueuedTurn(deps: TurnDeps, record: QueuedPromptRecord, headers: Record<string, string> | undefined): RunningTurn {
+  const request = turnRequest(deps.config, record.sessionId, headers ? { ...record.options, headers } : record.options)
+  return startTurn(deps, record.sessionId, record.input, {
+    ...request,
+    turnId: record.id,
+    async prepare(tx, scope) {
+      if (!(await takeQueued(tx, record.id))) throw new QueuedPromptCancelledError(record.sessionId, record.id)
+      await request.prepare?.(tx, scope)
+    },
+  })
+}
+
+/**
+ * `prompt`: a turn now, or queued (`whenBusy: 'enqueue'`); on a busy session it is refused
+ * (`reject`) or interrupts the running turn, starting once that one has ended (`interrupt`).
+ */
+function promptTurn(
+  engine: { deps: TurnDeps; running: RunningTurns; queue: PromptQueue },
+  sessionId: string,
+  input: PromptInput,
+  options: (PromptOptions & { whenBusy?: WhenBusy }) | undefined,
+): Turn | QueuedPrompt {
+  const { deps, running, queue } = engine
+  const parts = userParts(input, deps.config.maxFileBytes)
+  const { whenBusy = 'reject', ...callOptions } = options ?? {}
+  if (!['reject', 'enqueue', 'interrupt'].includes(whenBusy)) throw new InvalidArgumentError('options.whenBusy', whenBusy, "'reject', 'enqueue' or 'interrupt'")
+  const request = turnRequest(deps.config, sessionId, callOptions)
+  if (whenBusy === 'enqueue') return queue.enqueue(sessionId, parts, callOptions)
+  const current = running.ofSession(sessionId)
+  if (current && whenBusy === 'reject') throw new SessionBusyError(sessionId, current.id)
+  if (current) {
+    current.abort('interrupted by a new prompt')
+    request.before = () => current.done.then(() => undefined, () => undefined)
+  }
+  return running.track(startTurn(deps, sessionId, parts, request))
+}
+
+/**
+ * The engine's turns at close: aborted (`abortTurns`), or detached, each staying in the state
+ * its last committed row names (awaiting-approval included) for the next engine to resume.
+ */
+async function endTurnsAtClose(turns: RunningTurn[], abort: boolean): Promise<void> {
+  if (abort) {
+    for (const turn of turns) turn.abort('engine closed')
+    await Promise.all(turns.map((turn) => turn.done.catch(() => undefined)))
+  } else {
+    await Promise.all(turns.map((turn) => turn.detach()))
+  }
 }

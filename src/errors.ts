@@ -244,7 +244,7 @@ export class TurnOwnershipLostError extends TurnchartError {
 /** Turns any thrown value into the stored `{ name, message, ...fields }` form. */
 export function serializeError(error: unknown): SerializedError {
   if (TurnchartError.isTurnchartError(error)) return error.toJSON()
-  return redactSecrets.value({ name: 'UnknownError', message: safeMessage(error) })
+  return new UnknownError(safeMessage(error)).toJSON()
 }
 
 /**

@@ -22,7 +22,7 @@ import { inspectorUiUrl, startInspectorRelay } from './inspector-relay'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
 
 /** The three prompts of the demo session (the same against a real model). */
-export const demoPrompts = {
+const demoPrompts = {
   list: 'What is in the current folder? Use the list tool.',
   summarise: 'Read it all and summarise the project for me.',
   poem: 'Now write a very long poem about state machines.',
@@ -50,7 +50,7 @@ export const listTool = tool({
 })
 
 /** The built-in script: what the scripted server answers, call by call. */
-export async function queueDemoScript(server: ScriptedServer, cwd: string): Promise<void> {
+async function queueDemoScript(server: ScriptedServer, cwd: string): Promise<void> {
   const entries = await listFolder(cwd)
   const shown = entries.slice(0, 6).join(', ')
   // Turn 1: reasoning + text + a tool call; a 429 on the next step; then the answer.

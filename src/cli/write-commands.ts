@@ -37,7 +37,7 @@ export async function recoverCommand(argv: string[], io: CliIO): Promise<number>
 const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
 /** `30d`, `12h`, `90m`, `45s`, `500ms` → milliseconds. */
-export function parseAge(text: string): number {
+function parseAge(text: string): number {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim())
   if (!match) throw new UsageError(`--older-than must be an age such as 30d, 12h or 90m, not ${text}`)
   return Number(match[1]) * units[match[2]]

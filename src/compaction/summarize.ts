@@ -4,7 +4,8 @@
  * summary from then on.
  */
 import type { CompactInput } from '../../machines/turn.machine'
-import { CompactionFailedError, ContextOverflowError } from '../errors'
+import type { TurnEvent } from '../../machines/turn.types'
+import { CompactionFailedError, ContextOverflowError, serializeError } from '../errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
 import { stepCost, toTokens, type Pricing } from '../llm/usage'
@@ -14,6 +15,9 @@ import type { ModelMessage } from 'ai'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Telemetry } from '../telemetry/telemetry'
 import type { MessageInfo, MessageWithParts, Tokens } from '../types'
+
+/** What the compaction actor reports to the chart (the same failure shape as `step.failed`). */
+export type CompactionEvent = Extract<TurnEvent, { type: 'compaction.finished' | 'compaction.failed' }>
 
 /** What a compaction needs from the turn: the model and its settings, the history, where the summary goes. */
 export interface SummaryScope {
@@ -38,15 +42,17 @@ export interface SummaryScope {
 }
 
 /**
- * Summarises the turn's history. Rejects with `ContextOverflowError` when the summary request
- * itself overflows (no endless compaction loop); with `CompactionFailedError` otherwise,
- * carrying `retryDelayMs` when the retry policy allows another attempt (the chart then waits in
- * `retry-waiting` and compacts again), or `RetriesExhaustedError` as its `lastError` when not.
+ * Summarises the turn's history and reports the outcome as a chart event, as a step does:
+ * `compaction.finished`, or `compaction.failed` with the failure protocol's decision
+ * (`retryDelayMs` set when the retry policy allows another attempt; the chart then waits in
+ * `compaction-retry-waiting`). The error is a `ContextOverflowError` when the summary request
+ * itself overflows (no endless compaction loop), a `CompactionFailedError` otherwise (its
+ * `lastError` a `RetriesExhaustedError` when the policy gave up). It never rejects.
  *
  * @example
- * await summarize(scope, { attempt: 1, waitedMs: 0 }, signal)
+ * const event = await summarize(scope, { attempt: 1, waitedMs: 0 }, signal)
  */
-export async function summarize(scope: SummaryScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'>, signal: AbortSignal): Promise<void> {
+export async function summarize(scope: SummaryScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'>, signal: AbortSignal): Promise<CompactionEvent> {
   let failure: unknown
   let text = ''
   let tokens: Tokens | undefined
@@ -78,21 +84,21 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
   }
   if (idle.signal.aborted && !signal.aborted) failure = idle.signal.reason
   span?.end(signal.aborted ? { error: signal.reason } : failure !== undefined ? { error: failure } : { finishReason: 'stop', output: telemetry.recordOutputs ? text : undefined })
-  if (signal.aborted) throw signal.reason
-  if (idle.signal.aborted) failure = idle.signal.reason
+  // The chart left `compacting` (abort or stop): nothing is stored, the event is not read.
+  if (signal.aborted) return { type: 'compaction.failed', error: serializeError(signal.reason), retryDelayMs: null }
   if (failure !== undefined) {
     const decision = decideFailure(failure, input, scope.config.failure)
     if (decision.kind === 'overflow') {
-      throw new ContextOverflowError({
-        reason: 'summary-overflow',
-        message: `the summary request itself overflowed the context: ${decision.error.message}`,
-      })
+      const error = new ContextOverflowError({ reason: 'summary-overflow', message: `the summary request itself overflowed the context: ${decision.error.message}` })
+      return { type: 'compaction.failed', error: error.toJSON(), retryDelayMs: null }
     }
-    throw new CompactionFailedError(decision.error, decision.kind === 'retry' ? decision.delayMs : undefined)
+    const delayMs = decision.kind === 'retry' ? decision.delayMs : undefined
+    return { type: 'compaction.failed', error: new CompactionFailedError(decision.error, delayMs).toJSON(), retryDelayMs: delayMs ?? null }
   }
   // An answer without text would replace the whole history with nothing: the compaction failed.
   if (text.trim() === '') {
-    throw new CompactionFailedError({ name: 'EmptySummaryError', message: 'the summary answer had no text; the history is kept as it was' })
+    const empty = { name: 'EmptySummaryError', message: 'the summary answer had no text; the history is kept as it was' }
+    return { type: 'compaction.failed', error: new CompactionFailedError(empty).toJSON(), retryDelayMs: null }
   }
   const summary = scope.addSummary(text.trim(), true)
   if (tokens) {
@@ -101,4 +107,5 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
     summary.info.cost = stepCost(tokens, scope.config.pricing)
     scope.saveMessage(summary.info)
   }
+  return { type: 'compaction.finished' }
 }

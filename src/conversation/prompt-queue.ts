@@ -8,7 +8,7 @@
 import { errorFromRecord } from '../restore-error'
 import type { Bus } from '../bus'
 import type { ResolvedConfig } from '../config'
-import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError, type SerializedError } from '../errors'
+import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError } from '../errors'
 import { newId } from '../ids'
 import { insertQueued, listQueued, oldestQueued, queuedExists, takeQueued, type QueuedPromptRecord } from '../store/queue-store'
 import type { Repository } from '../store/repository'

@@ -15,7 +15,7 @@ import type { AssistantContent, ModelMessage, ToolResultPart } from 'ai'
 import type { FilePart, MessageWithParts, Part, TextPart, ToolPart } from '../types'
 import { userContent } from '../prompt/user-input'
 
-export const summaryPreamble = 'The conversation so far was summarised to fit the context window. Summary:\n\n'
+const summaryPreamble = 'The conversation so far was summarised to fit the context window. Summary:\n\n'
 
 /**
  * Converts messages (in order) to model messages.

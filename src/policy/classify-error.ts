@@ -10,6 +10,7 @@ import {
   ProviderAuthError,
   StreamIdleTimeoutError,
   TurnchartError,
+  UnknownError,
   serializeError,
   type SerializedError,
 } from '../errors'
@@ -131,7 +132,7 @@ function decide(ev: Evidence, redactor: Redactor): ClassifiedError {
         }).toJSON()
       : isRetryable
         ? new APIError({ message, isRetryable: true }).toJSON()
-        : { name: 'UnknownError', message }
+        : new UnknownError(message).toJSON()
 
   // Quota spent or content refused: another attempt gets the same answer, whatever the status.
   const texts = [...providerTexts, ev.message]

@@ -116,14 +116,6 @@ export const contentRefusedPatterns: readonly RegExp[] = [
   /\brefusal\b/i,
 ]
 
-/**
- * All non-retryable markers together.
- *
- * @example
- * nonRetryablePatterns.some((p) => p.test('insufficient_quota')) // true
- */
-export const nonRetryablePatterns: readonly RegExp[] = [...spentQuotaPatterns, ...windowQuotaPatterns, ...contentRefusedPatterns]
-
 /** Error `code` values (Node, undici, Bun) of a failed connection. Checked along the cause chain. */
 export const networkErrorCodes: readonly string[] = [
   'ECONNRESET',

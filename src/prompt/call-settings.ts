@@ -71,7 +71,7 @@ export interface ResolvedTurnOptions {
 
 const numberSettings = ['temperature', 'topP', 'presencePenalty', 'frequencyPenalty'] as const
 const integerSettings = ['maxOutputTokens', 'topK', 'maxSteps'] as const
-export const turnSettingKeys = [...numberSettings, ...integerSettings, 'seed', 'stopSequences', 'headers', 'providerOptions', 'toolChoice'] as const
+const turnSettingKeys = [...numberSettings, ...integerSettings, 'seed', 'stopSequences', 'headers', 'providerOptions', 'toolChoice'] as const
 const promptKeys = [...turnSettingKeys, 'model', 'system', 'tools']
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -5,7 +5,7 @@
  */
 import type { UserContent } from 'ai'
 import { FileTooLargeError, InvalidArgumentError } from '../errors'
-import type { FilePart, Part, UserPartDraft } from '../types'
+import type { Part, UserPartDraft } from '../types'
 
 export type { UserPartDraft }
 

@@ -29,7 +29,7 @@ export interface Redactor {
 }
 
 /** Header and field names whose value is a credential (lower case, compared case-insensitively). */
-export const secretFieldNames: readonly string[] = [
+const secretFieldNames: readonly string[] = [
   'authorization',
   'proxy-authorization',
   'x-api-key',
@@ -58,7 +58,7 @@ export const secretFieldNames: readonly string[] = [
 const secretQueryNames = ['key', 'api_key', 'api-key', 'apikey', 'access_token', 'token', 'auth', 'secret', 'password', 'client_secret', 'sig', 'signature']
 
 /** Shapes of provider keys: redacted even when nothing names them. */
-export const keyPatterns: readonly RegExp[] = [
+const keyPatterns: readonly RegExp[] = [
   /\bsk-ant-[A-Za-z0-9_-]{8,}/g, // Anthropic
   /\bsk-[A-Za-z0-9_*-]{8,}/g, // OpenAI (sk-, sk-proj-), DeepSeek, OpenRouter (sk-or-v1-)
   /\bAIza[0-9A-Za-z_-]{20,}/g, // Google

@@ -4,7 +4,7 @@
  * repository's turn-running queries; runs on SQLite and PostgreSQL alike.
  */
 import type { StoredTurnOptions } from '../prompt/call-settings'
-import type { MessageInfo, TurnUsage, Usage } from '../types'
+import { emptyTokens, type MessageInfo, type TurnUsage, type Usage } from '../types'
 import type { Repository } from './repository'
 
 function num(value: unknown): number {
@@ -87,8 +87,8 @@ export async function sessionTurnUsages(repo: Repository, sessionId: string): Pr
   return turns.map((t) => (t.usage ? (JSON.parse(t.usage) as TurnUsage) : (fromMessages.get(t.id) ?? emptyTurnUsage(t.id))))
 }
 
-export function emptyUsage(): Usage {
-  return { tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 0 }
+function emptyUsage(): Usage {
+  return { tokens: emptyTokens(), cost: 0 }
 }
 
 export function emptyTurnUsage(turnId: string): TurnUsage {

@@ -158,7 +158,7 @@ function fileGuard(file: string): () => void {
  * The dialect of a Kysely instance (or transaction), from its adapter: `'postgres'` for
  * Kysely's `PostgresAdapter` (and adapters named like it), otherwise `'sqlite'`.
  */
-export function detectDialect(db: Kysely<any>): Dialect {
+function detectDialect(db: Kysely<any>): Dialect {
   const adapter = db.getExecutor().adapter.constructor.name
   return /postgres/i.test(adapter) ? 'postgres' : 'sqlite'
 }

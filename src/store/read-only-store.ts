@@ -11,7 +11,7 @@ import { Repository } from './repository'
 import type { TurnchartDatabase } from './schema'
 
 /** The tables every turnchart database holds (the migration table last: it names the version). */
-export const turnchartTables = [
+const turnchartTables = [
   'turnchart_sessions',
   'turnchart_messages',
   'turnchart_parts',

@@ -17,7 +17,7 @@ interface Shared {
 const byFile = new Map<string, Shared>()
 
 /** The file's identity: its real path (the folder's when the file does not exist yet). */
-export function fileKey(file: string): string {
+function fileKey(file: string): string {
   const resolved = path.resolve(file)
   try {
     return fs.realpathSync(resolved)

@@ -145,7 +145,7 @@ async function lastValue(value: unknown): Promise<unknown> {
  * BigInt) becomes its string form; an output over `maxBytes` is cut, saying so, so one tool
  * cannot fill the context or the database.
  */
-export function boundedOutput(value: unknown, maxBytes: number): unknown {
+function boundedOutput(value: unknown, maxBytes: number): unknown {
   if (value === undefined) return null
   let json: string
   try {

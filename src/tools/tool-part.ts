@@ -34,7 +34,7 @@ export function notRunMessage(reason: NotRunReason): string {
 }
 
 /** True while the call waits or runs (what the end of a turn must close). */
-export function isOpenCall(part: ToolPart): boolean {
+function isOpenCall(part: ToolPart): boolean {
   return part.state.status === 'pending' || part.state.status === 'running'
 }
 

@@ -16,11 +16,11 @@ import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { MessageAbortedError, serializeError, StorageError, TurnOwnershipLostError, type SerializedError } from '../errors'
-import type { TurnFence } from '../store/repository'
-import type { SessionStatus, TransitionRecord, TurnOutcome } from '../types'
+import type { Repository, TurnFence } from '../store/repository'
+import type { Redactor } from '../security/redact-secrets'
+import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../types'
 import type { NotRunReason } from '../tools/tool-part'
 import { closeOpenWork } from './close-open-work'
-import type { TurnScope } from './turn-scope'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -33,11 +33,37 @@ export interface TurnEnd {
   error?: SerializedError
 }
 
+/** What a transition's transaction writes besides the dirty rows: the log row and the turn row. */
+export type TransitionTx = Pick<Repository, 'appendTransition' | 'updateTurn'>
+
+/**
+ * What the recorder needs of its turn: the write queue, the part writer (dirty rows committed
+ * with each transition, touched ids named in the row), the messages its end closes, and the
+ * redactor. The turn's scope is one; a test can pass a small fake.
+ */
+export interface RecorderScope {
+  readonly turnId: string
+  readonly sessionId: string
+  readonly queue: { run<T>(job: () => Promise<T>): Promise<T> }
+  readonly config: { readonly redactor: Pick<Redactor, 'value' | 'text'> }
+  /** The tool parts of the last step (an approval request names them). */
+  readonly stepTools: readonly ToolPart[]
+  assistantMessage(): MessageWithParts
+  assistantMessages(): MessageWithParts[]
+  readonly writer: {
+    takeTouched(): string[]
+    commit(more: (tx: TransitionTx) => Promise<void>, options: { fencedByMore: boolean }): Promise<void>
+    changed(part: Part): void
+    message(info: MessageInfo): void
+    seal(): void
+  }
+}
+
 export interface RecorderOptions {
   turnId: string
   sessionId: string
-  scope: TurnScope
-  bus: Bus
+  scope: RecorderScope
+  bus: Pick<Bus, 'publish'>
   fence: TurnFence
   /** A restored turn (recovery): its snapshot and the seq of its last logged transition. */
   restored?: { snapshot: TurnSnapshot; seq: number }
@@ -266,7 +292,7 @@ export class TransitionRecorder {
 }
 
 /** Publishes the calls of a turn in `awaiting-approval` (on entry, and again when another engine resumes the wait). */
-export function publishApprovalRequest(bus: Bus, scope: TurnScope, pending: readonly string[]): void {
+export function publishApprovalRequest(bus: Pick<Bus, 'publish'>, scope: Pick<RecorderScope, 'stepTools' | 'sessionId' | 'turnId'>, pending: readonly string[]): void {
   const calls = scope.stepTools
     .filter((p) => pending.includes(p.callId))
     .map((p) => ({ callId: p.callId, tool: p.tool, input: p.state.input }))
@@ -278,7 +304,7 @@ export function publishApprovalRequest(bus: Bus, scope: TurnScope, pending: read
  * marked (aborted, or not run because the turn failed), the assistant message completed and
  * given the error.
  */
-function closeTurn(scope: TurnScope, outcome: TurnOutcome, error: SerializedError | null, now: number): void {
+function closeTurn(scope: RecorderScope, outcome: TurnOutcome, error: SerializedError | null, now: number): void {
   const message = scope.assistantMessage()
   const reason: NotRunReason = outcome === 'failed' ? { kind: 'turn-failed', ...(error ? { errorName: error.name } : {}) } : { kind: 'aborted' }
   for (const assistant of scope.assistantMessages()) {

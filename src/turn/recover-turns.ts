@@ -7,20 +7,23 @@
 import os from 'node:os'
 import { transition, type SnapshotFrom } from 'xstate'
 import { turnMachine, turnStateName, type TurnMachine } from '../../machines/turn.machine'
-import type { InterruptibleState, TurnInput } from '../../machines/turn.types'
+import type { ToolSet } from 'ai'
+import type { InterruptibleState, TurnEvent, TurnInput } from '../../machines/turn.types'
+import type { TurnchartEvent } from '../bus'
 import { serializeError } from '../errors'
 import { newId } from '../ids'
-import type { TurnFence } from '../store/repository'
 import { isIdempotent } from '../tools/tool-options'
-import type { MessageWithParts, Part, ToolPart, TurnRecord } from '../types'
+import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../types'
 import { ReplayMismatchError, replayTransitions } from './replay'
 import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from './start-turn'
-import { TurnScope } from './turn-scope'
+import { TurnScope, turnAssistants } from './turn-scope'
 import { closeOpenWork } from './close-open-work'
 import { turnConfig } from '../prompt/call-settings'
 import { turnOptions } from '../store/conversation-store'
-import type { Repository } from '../store/repository'
+import type { Repository, TurnFence } from '../store/repository'
 import type { ResolvedConfig } from '../config'
+
+type TurnSnapshot = SnapshotFrom<TurnMachine>
 
 const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting', 'compaction-retry-waiting'] satisfies InterruptibleState[])
 
@@ -35,7 +38,7 @@ export function newOwnerId(): string {
  * a turn it lost track of, e.g. after its final write failed), or its owner was a process on
  * this host that is gone.
  */
-export function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
+function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
   if (!turn.owner) return true
   if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
   if (turn.owner === owner) return false
@@ -51,6 +54,43 @@ export function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owne
   }
 }
 
+/** What recovery reads and writes in the store (the Repository is one; a test passes a fake). */
+export interface RecoveryStore {
+  openTurns(): Promise<Array<TurnRecord & { input: unknown }>>
+  claimTurn(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null>
+  transitions(turnId: string): Promise<TransitionRecord[]>
+  messages(sessionId: string, options: { fromLatestSummary: boolean }): Promise<MessageWithParts[]>
+  transaction<T>(fn: (tx: RecoveryTx) => Promise<T>): Promise<T>
+}
+
+/** The writes of a crash row or of an unrecoverable turn's end, in one transaction. */
+export type RecoveryTx = Pick<Repository, 'upsertParts' | 'appendTransition' | 'updateTurn' | 'upsertMessage'>
+
+/** A recovered turn, handed over to run again in this engine. */
+export interface ResumeRequest<C> {
+  record: TurnRecord
+  input: TurnInput
+  fence: TurnFence
+  /** The turn's own configuration (its stored options over the engine's). */
+  config: C
+  /** The session's messages from the latest summary, the interrupted work closed in them. */
+  messages: MessageWithParts[]
+  /** Where the chart resumes, the seq of its last row and the event that resumes it; absent: the turn never started (start it). */
+  from?: { snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null }
+}
+
+/** Recovery's ports: the store, the turn's own configuration, and how a recovered turn runs again. */
+export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
+  store: RecoveryStore
+  /** This engine's owner id, written on the turns it claims, and how long its claim holds. */
+  owner: string
+  leaseMs: number
+  policy: 'resume' | 'abort'
+  publish(event: TurnchartEvent): void
+  turnConfig(turnId: string): Promise<C>
+  resume(request: ResumeRequest<C>): T
+}
+
 /**
  * Recovers every claimable unfinished turn. Returns the turns it resumed (or is ending).
  *
@@ -58,35 +98,62 @@ export function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owne
  * const turns = await recoverTurns(deps, (id) => active.has(id))
  * await Promise.all(turns.map((t) => t.done))
  */
-export async function recoverTurns(deps: TurnDeps, isRunningHere: (turnId: string) => boolean): Promise<RunningTurn[]> {
-  const { repo, config, owner } = deps
-  const recovered: RunningTurn[] = []
-  for (const record of await repo.openTurns()) {
+export function recoverTurns(deps: TurnDeps, isRunningHere: (turnId: string) => boolean): Promise<RunningTurn[]> {
+  const ports: RecoveryPorts<ResolvedConfig, RunningTurn> = {
+    store: deps.repo,
+    owner: deps.owner,
+    leaseMs: deps.config.leaseMs,
+    policy: deps.config.recovery.policy,
+    publish: (event) => deps.bus.publish(event),
+    turnConfig: (turnId) => storedTurnConfig(deps.config, deps.repo, turnId),
+    resume: ({ record, input, fence, config, messages, from }) => {
+      const turn = {
+        turnId: record.id,
+        sessionId: record.sessionId,
+        input,
+        openScope: (storageFailed: (error: unknown) => void) => {
+          const scope = new TurnScope(config, deps.repo, deps.bus, record.id, record.sessionId, fence, storageFailed)
+          scope.restore(messages)
+          return scope
+        },
+      }
+      return from ? resumeTurn(deps, { ...turn, ...from }) : startTurnFromIdle(deps, turn)
+    },
+  }
+  return recoverWith(ports, isRunningHere)
+}
+
+/**
+ * Recovery through its ports: claims each unfinished turn (one engine wins), writes the crash
+ * with its parts closed, and hands the turn to `resume`; a turn whose log cannot be resumed is
+ * ended as failed.
+ */
+export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean): Promise<T[]> {
+  const { store, owner } = ports
+  const recovered: T[] = []
+  for (const record of await store.openTurns()) {
     if (isRunningHere(record.id)) continue
     const now = Date.now()
     if (!isClaimable(record, owner, now)) continue
-    const fence = await repo.claimTurn(record.id, { owner: record.owner ?? null, epoch: record.epoch ?? 0 }, owner, now + config.leaseMs)
+    const fence = await store.claimTurn(record.id, { owner: record.owner ?? null, epoch: record.epoch ?? 0 }, owner, now + ports.leaseMs)
     if (!fence) continue
     try {
-      recovered.push(await recoverOne(deps, record, record.input as TurnInput, fence))
+      recovered.push(await recoverOne(ports, record, record.input as TurnInput, fence))
     } catch (error) {
       // One turn whose log cannot be resumed (a gap left by a failed write, a hand-edited row)
       // must not keep the engine from opening: end it as failed, its parts closed.
-      await endUnrecoverable(deps, record, error, fence)
+      await endUnrecoverable(ports, record, error, fence)
     }
   }
   return recovered
 }
 
-async function endUnrecoverable(deps: TurnDeps, record: TurnRecord, cause: unknown, fence: TurnFence): Promise<void> {
+async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, cause: unknown, fence: TurnFence): Promise<void> {
   const now = Date.now()
   const error = serializeError(cause)
-  const scope = new TurnScope(deps.config, deps.repo, deps.bus, record.id, record.sessionId, fence)
-  scope.useConfig(await storedTurnConfig(deps.config, deps.repo, record.id).catch(() => deps.config))
-  scope.restore(await deps.repo.messages(record.sessionId, { fromLatestSummary: true }))
-  const changed = closeInterruptedWork(scope, null, now)
-  const assistant = scope.assistantMessages().at(-1)
-  await deps.repo.transaction(async (tx) => {
+  const assistant = turnAssistants(await ports.store.messages(record.sessionId, { fromLatestSummary: true }), record.id).at(-1)
+  const changed = closeInterruptedWork(assistant, record.sessionId, null, {}, now)
+  await ports.store.transaction(async (tx) => {
     await tx.upsertParts(changed, now)
     if (assistant) {
       assistant.info.error = error
@@ -95,12 +162,12 @@ async function endUnrecoverable(deps: TurnDeps, record: TurnRecord, cause: unkno
     }
     await tx.updateTurn(record.id, { state: 'failed', outcome: 'failed', step: record.step, attempt: record.attempt, retryAt: null, error }, now, fence)
   })
-  deps.bus.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
+  ports.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
 }
 
-async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, fence: TurnFence): Promise<RunningTurn> {
-  const { repo, config } = deps
-  const rows = await repo.transitions(record.id)
+async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, input: TurnInput, fence: TurnFence): Promise<T> {
+  const { store } = ports
+  const rows = await store.transitions(record.id)
   const { snapshot } = replayTransitions(input, rows)
   const state = turnStateName(snapshot)
   if (state !== record.state) {
@@ -113,29 +180,28 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
       detail: `the log leads to '${state}', the turn row says '${record.state}'`,
     })
   }
-  const scope = new TurnScope(config, repo, deps.bus, record.id, record.sessionId, fence)
-  scope.useConfig(await storedTurnConfig(config, repo, record.id)) // the turn's own model, tools and settings
-  scope.restore(await repo.messages(record.sessionId, { fromLatestSummary: true }))
+  const config = await ports.turnConfig(record.id) // the turn's own model, tools and settings
+  const messages = await store.messages(record.sessionId, { fromLatestSummary: true })
+  const turn = { record, input, fence, config, messages }
 
-  if (state === 'idle') {
-    // The prompt was stored but the turn never started: start it now.
-    return startTurnFromIdle(deps, { turnId: record.id, sessionId: record.sessionId, input, scope })
-  }
+  // The prompt was stored but the turn never started: start it now.
+  if (state === 'idle') return ports.resume(turn)
 
   if (state === 'awaiting-approval') {
     // Nothing was in flight: the turn goes on waiting, now in this engine.
     const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
-    return resumeTurn(deps, { turnId: record.id, sessionId: record.sessionId, input, scope, snapshot: waiting, seq: rows.length, recover: null })
+    return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null } })
   }
 
   let seq = rows.length
   let interrupted = snapshot
   if (interruptible.has(state)) {
     const now = Date.now()
-    const changed = closeInterruptedWork(scope, state as InterruptibleState, now)
+    const assistant = turnAssistants(messages, record.id).at(-1)
+    const changed = closeInterruptedWork(assistant, record.sessionId, state as InterruptibleState, config.tools, now)
     ;[interrupted] = transition(turnMachine, snapshot, { type: 'turn.crashed' })
     seq += 1
-    await repo.transaction(async (tx) => {
+    await store.transaction(async (tx) => {
       await tx.upsertParts(changed, now)
       await tx.appendTransition({
         turnId: record.id,
@@ -156,15 +222,8 @@ async function recoverOne(deps: TurnDeps, record: TurnRecord, input: TurnInput, 
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
   // The deep history of `running` (where the crash was) goes with it: `turn.recover` resumes there.
   const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context, historyValue: historyByIds(interrupted.historyValue) })
-  return resumeTurn(deps, {
-    turnId: record.id,
-    sessionId: record.sessionId,
-    input,
-    scope,
-    snapshot: restored,
-    seq,
-    recover: config.recovery.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs },
-  })
+  const recover: TurnEvent = ports.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs }
+  return ports.resume({ ...turn, from: { snapshot: restored, seq, recover } })
 }
 
 /**
@@ -178,13 +237,13 @@ function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): Snaps
 }
 
 /**
- * What a crash leaves open, closed: streamed text ends where the last flush left it; an
- * interrupted step gets a `step-finish` with reason `interrupted`; tool calls that were not
- * done become errors, except idempotent tools of a tool-running step, which run again.
- * With no state (a turn that cannot be resumed), everything open is closed.
+ * What a crash leaves open in the turn's last assistant message, closed: streamed text ends
+ * where the last flush left it; an interrupted step gets a `step-finish` with reason
+ * `interrupted`; tool calls that were not done become errors, except idempotent tools of a
+ * tool-running step, which run again. With no state (a turn that cannot be resumed),
+ * everything open is closed.
  */
-function closeInterruptedWork(scope: TurnScope, state: InterruptibleState | null, now: number): Part[] {
-  const assistant: MessageWithParts | undefined = scope.assistantMessages().at(-1)
+function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: InterruptibleState | null, tools: ToolSet, now: number): Part[] {
   if (!assistant) return []
   const stepFinish: Part[] = []
   if (state === 'streaming') {
@@ -194,13 +253,13 @@ function closeInterruptedWork(scope: TurnScope, state: InterruptibleState | null
     if (step > 0 && !finished) {
       const part: Part = {
         id: newId('prt', now),
-        sessionId: scope.sessionId,
+        sessionId,
         messageId: assistant.info.id,
         step,
         attempt,
         type: 'step-finish',
         reason: 'interrupted',
-        tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } },
+        tokens: emptyTokens(),
         cost: 0,
         time: { start: now },
       }
@@ -209,7 +268,7 @@ function closeInterruptedWork(scope: TurnScope, state: InterruptibleState | null
     }
   }
   // An idempotent tool that was running when the process died runs again.
-  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && isIdempotent(scope.config.tools[part.tool])
+  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && isIdempotent(tools[part.tool])
   return [...closeOpenWork(assistant.parts, { kind: 'restart' }, now, rerun), ...stepFinish]
 }
 
@@ -220,6 +279,6 @@ function closeInterruptedWork(scope: TurnScope, state: InterruptibleState | null
  * @example
  * scope.useConfig(await storedTurnConfig(config, repo, turnId))
  */
-export async function storedTurnConfig(config: ResolvedConfig, repo: Repository, turnId: string): Promise<ResolvedConfig> {
+async function storedTurnConfig(config: ResolvedConfig, repo: Repository, turnId: string): Promise<ResolvedConfig> {
   return turnConfig(config, await turnOptions(repo, turnId))
 }

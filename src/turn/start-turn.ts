@@ -9,7 +9,7 @@ import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus } from '../bus'
 import { summarize } from '../compaction/summarize'
 import type { ResolvedConfig } from '../config'
-import { ApprovalNotPendingError, CompactionFailedError, EngineClosedError, MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../errors'
+import { ApprovalNotPendingError, EngineClosedError, MessageAbortedError, serializeError, SessionBusyError, SessionNotFoundError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../errors'
 import { errorFromRecord } from '../restore-error'
 import { approveCall, denyCall } from '../tools/tool-part'
 import { newId } from '../ids'
@@ -90,16 +90,22 @@ export interface TurnDeps {
   onSettled(turn: RunningTurn): void
 }
 
+/**
+ * The turn's scope, made when the turn runs: `storageFailed` (a part flush failed) goes to
+ * the turn's recorder, which exists only then.
+ */
+export type OpenScope = (storageFailed: (error: unknown) => void) => TurnScope
+
 /** Where a turn's actor starts: a new prompt, or a turn restored from the database. */
 interface TurnStart {
   turnId: string
   sessionId: string
   input: TurnInput
-  scope: TurnScope
+  openScope: OpenScope
   /** Restored snapshot (recovery) and the seq of the last logged transition. */
   restored?: { snapshot: TurnSnapshot; seq: number }
   /** Runs after the actor started: stores the prompt, or does nothing for a restored turn; its event (if any) is sent. */
-  begin(turn: Turn, actor: Actor<TurnMachine>): Promise<TurnEvent | null>
+  begin(scope: TurnScope, actor: Actor<TurnMachine>): Promise<TurnEvent | null>
 }
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
@@ -121,13 +127,12 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string | Us
     maxCompactions: deps.config.compaction.maxPerTurn,
     ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {}),
   }
-  const scope = new TurnScope(deps.config, deps.repo, deps.bus, turnId, sessionId, { owner: deps.owner, epoch: 0 })
   return runTurn(deps, {
     turnId,
     sessionId,
     input,
-    scope,
-    async begin(_turn, actor) {
+    openScope: (storageFailed) => new TurnScope(deps.config, deps.repo, deps.bus, turnId, sessionId, { owner: deps.owner, epoch: 0 }, storageFailed),
+    async begin(scope, actor) {
       if (request.before) {
         // (awaited only when given: an abort right after `prompt` must find the prompt's write queued first)
         await request.before()
@@ -167,19 +172,19 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string | Us
  */
 export function resumeTurn(
   deps: TurnDeps,
-  restored: { turnId: string; sessionId: string; input: TurnInput; scope: TurnScope; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null },
+  restored: { turnId: string; sessionId: string; input: TurnInput; openScope: OpenScope; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null },
 ): RunningTurn {
   return runTurn(deps, {
     turnId: restored.turnId,
     sessionId: restored.sessionId,
     input: restored.input,
-    scope: restored.scope,
+    openScope: restored.openScope,
     restored: { snapshot: restored.snapshot, seq: restored.seq },
-    begin: async () => {
+    begin: async (scope) => {
       if (turnStateName(restored.snapshot) === 'awaiting-approval') {
         // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
         deps.bus.publish({ type: 'session.status', sessionId: restored.sessionId, status: { type: 'busy', turnId: restored.turnId, state: 'awaiting-approval' } })
-        publishApprovalRequest(deps.bus, restored.scope, restored.snapshot.context.pendingApprovals)
+        publishApprovalRequest(deps.bus, scope, restored.snapshot.context.pendingApprovals)
       }
       return restored.recover
     },
@@ -187,13 +192,13 @@ export function resumeTurn(
 }
 
 /** Starts a turn whose prompt was stored but whose first transition was not (recovery). */
-export function startTurnFromIdle(deps: TurnDeps, t: { turnId: string; sessionId: string; input: TurnInput; scope: TurnScope }): RunningTurn {
+export function startTurnFromIdle(deps: TurnDeps, t: { turnId: string; sessionId: string; input: TurnInput; openScope: OpenScope }): RunningTurn {
   return runTurn(deps, { ...t, begin: async () => ({ type: 'turn.start' }) })
 }
 
 function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const { config, bus } = deps
-  const { turnId, sessionId, input, scope } = start
+  const { turnId, sessionId, input } = start
   let actor!: Actor<TurnMachine>
   let settled = false
   const settle = () => {
@@ -202,7 +207,8 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     deps.onSettled(turn)
     return true
   }
-  scope.onStorageError = (error) => recorder.writeFailed(error)
+  // (`recorder` is made below, before any part can be flushed)
+  const scope = start.openScope((error) => recorder.writeFailed(error))
 
   // Write-ahead: each actor waits until the row that entered its state is committed. When it
   // never is (the write failed, the turn was lost or detached), the actor does nothing and the
@@ -226,21 +232,14 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
         await gate()
         return runTools(scope, signal)
       }),
-      // The summary's outcome as a typed event: `compaction.finished`, or `compaction.failed` with
-      // the retry policy's decision (the chart's guards read it without casts).
+      // The summary's outcome as a typed event, as the step's (summarize never rejects).
       compact: fromCallback<TurnEvent, CompactInput>(({ input, sendBack }) => {
         const controller = new AbortController()
         void gate()
           // (an overflow that may not compact enters and leaves `compacting` in one step: never start)
           .then(() => (controller.signal.aborted ? never : summarize(scope, input, controller.signal)))
-          .then(
-            (): TurnEvent => ({ type: 'compaction.finished' }),
-            (error: unknown): TurnEvent => ({
-              type: 'compaction.failed',
-              error: serializeError(error),
-              retryDelayMs: CompactionFailedError.isInstance(error) && typeof error.retryDelayMs === 'number' ? error.retryDelayMs : null,
-            }),
-          )
+          // (storing the summary threw: a failed compaction, not a stuck turn)
+          .catch((error: unknown): TurnEvent => ({ type: 'compaction.failed', error: serializeError(error), retryDelayMs: null }))
           .then((event) => {
             if (!controller.signal.aborted) sendBack(event)
           })
@@ -354,7 +353,7 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   }
 
   actor.start()
-  start.begin(turn, actor).then(
+  start.begin(scope, actor).then(
     (event) => {
       begun = true
       if (event) actor.send(event)

@@ -28,7 +28,7 @@ export async function turnUsage(repo: Repository, turnId: string): Promise<TurnU
  * @example
  * finalText(scope) // 'Here is what I found.'
  */
-export function finalText(scope: TurnScope): string {
+function finalText(scope: TurnScope): string {
   return finalTextOf(scope.assistantMessages())
 }
 

@@ -21,8 +21,6 @@ export class TurnScope {
   readonly messages: MessageWithParts[] = []
   /** Tool parts of the step that streamed last, in call order. */
   stepTools: ToolPart[] = []
-  /** Told when a part flush fails (the turn runtime fails the turn). */
-  onStorageError: (error: unknown) => void = () => {}
   private history: ModelMessage[] = []
   private assistant: MessageWithParts | undefined
   /** Assistant messages opened but not written yet: written with their first part, or at the turn's end. */
@@ -36,6 +34,8 @@ export class TurnScope {
     readonly sessionId: string,
     /** Who may write this turn's rows: every write checks it (fencing). */
     readonly fence: TurnFence,
+    /** Told when a part flush fails (the turn's recorder fails the turn). */
+    storageFailed: (error: unknown) => void,
   ) {
     this.writer = new PartWriter({
       repo,
@@ -49,7 +49,7 @@ export class TurnScope {
       },
       flushIntervalMs: config.flushIntervalMs,
       now: () => Date.now(),
-      onError: (error) => this.onStorageError(error),
+      onError: storageFailed,
       fence: (tx) => tx.checkFence(turnId, fence),
     })
   }
@@ -93,9 +93,8 @@ export class TurnScope {
    * of its last step.
    */
   restore(messages: MessageWithParts[]): void {
-    const first = messages.findIndex((m) => m.info.turnId === this.turnId)
-    const own = first < 0 ? [] : messages.slice(first)
-    this.history = toModelMessages(first < 0 ? messages : messages.slice(0, first))
+    const { before, own } = splitAtTurn(messages, this.turnId)
+    this.history = toModelMessages(before)
     this.messages.push(...own)
     const last = own.at(-1)
     this.assistant = last && last.info.role === 'assistant' && !last.info.summary ? last : undefined
@@ -136,7 +135,7 @@ export class TurnScope {
 
   /** The assistant messages of this turn (a compaction splits a turn into two). */
   assistantMessages(): MessageWithParts[] {
-    return this.messages.filter((m) => m.info.role === 'assistant' && !m.info.summary)
+    return this.messages.filter(isAssistantAnswer)
   }
 
   /** Adds a part to `message` and hands it to the writer. */
@@ -182,4 +181,20 @@ export class TurnScope {
     this.messages.splice(this.messages.indexOf(open), 1)
     this.assistant = undefined
   }
+}
+
+/** A session's messages split at a turn's first one: the history before it, and the turn's own. */
+function splitAtTurn(messages: MessageWithParts[], turnId: string): { before: MessageWithParts[]; own: MessageWithParts[] } {
+  const first = messages.findIndex((m) => m.info.turnId === turnId)
+  return first < 0 ? { before: messages, own: [] } : { before: messages.slice(0, first), own: messages.slice(first) }
+}
+
+const isAssistantAnswer = (m: MessageWithParts) => m.info.role === 'assistant' && !m.info.summary
+
+/**
+ * The assistant messages of a turn among a session's messages (what `restore` makes the
+ * scope's `assistantMessages()`): recovery closes the work open in the last one.
+ */
+export function turnAssistants(messages: MessageWithParts[], turnId: string): MessageWithParts[] {
+  return splitAtTurn(messages, turnId).own.filter(isAssistantAnswer)
 }

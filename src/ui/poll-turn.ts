@@ -22,7 +22,7 @@ export async function unfinishedTurnId(engine: Engine, sessionId: string): Promi
 }
 
 /** The turn as stored now: its assistant messages and parts, its state and outcome. */
-export async function readTurnSnapshot(engine: Engine, sessionId: string, turnId: string): Promise<{ snapshot: LiveTurnSnapshot; outcome: TurnStreamEnd | null }> {
+async function readTurnSnapshot(engine: Engine, sessionId: string, turnId: string): Promise<{ snapshot: LiveTurnSnapshot; outcome: TurnStreamEnd | null }> {
   const [messages, record] = await Promise.all([engine.messages(sessionId), engine.getTurn(turnId)])
   const own = messages.filter((m) => m.info.role === 'assistant' && m.info.turnId === turnId)
   return {

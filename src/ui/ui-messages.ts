@@ -53,7 +53,7 @@ export function isDenied(part: ToolPart): boolean {
 }
 
 /** One stored tool part as a static tool UI part (`tool-<name>`), in the AI SDK's states. */
-export function toolUIPart(part: ToolPart): UIPart {
+function toolUIPart(part: ToolPart): UIPart {
   const base = { type: `tool-${part.tool}` as const, toolCallId: part.callId }
   const state = part.state
   switch (state.status) {

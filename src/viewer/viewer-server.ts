@@ -28,7 +28,7 @@ export interface ViewerOptions {
 }
 
 /** The chart as the page draws it: its states (final ones marked) and edges, from the machine. */
-export function chartShape() {
+function chartShape() {
   const { states, edges } = leafChart()
   return { initial: 'idle', states, edges }
 }

@@ -1,0 +1,71 @@
+/**
+ * The engine's control calls: `abort`, `approve` and `deny` work from any engine. A turn this
+ * engine runs is told at once; one another engine runs gets a stored request, which that
+ * engine's control poller applies (see src/control/).
+ */
+import type { ResolvedConfig } from './config'
+import { startControlPoller, type ControlPoller } from './control/control-poller'
+import { requestAbort, requestDecision } from './control/remote-control'
+import type { Engine } from './engine'
+import { optionalString, requireId } from './arguments'
+import { ControlRequests } from './store/control-requests'
+import type { OpenedDatabase } from './store/open-database'
+import type { Repository } from './store/repository'
+import type { RunningTurns } from './running-turns'
+
+export interface EngineControl {
+  calls: Pick<Engine, 'abort' | 'approve' | 'deny'>
+  /** Applies the requests stored for this engine's turns (polls only while a turn runs here). */
+  poller: ControlPoller
+}
+
+/**
+ * @example
+ * const control = engineControl({ db: opened.db, repo, config, running, recover: () => engine.recover(), requireOpen })
+ */
+export function engineControl(deps: {
+  db: OpenedDatabase['db']
+  repo: Repository
+  config: ResolvedConfig
+  running: RunningTurns
+  /** Takes over the turns of engines that are gone (a request to one of them would wait forever). */
+  recover(): Promise<unknown>
+  requireOpen(operation: string): void
+}): EngineControl {
+  const { config, running, requireOpen } = deps
+  const requests = new ControlRequests(deps.db)
+  const remote = {
+    repo: deps.repo,
+    requests,
+    localTurn: (turnId: string) => running.find(turnId),
+    recover: deps.recover,
+    waitMs: config.leaseMs + 2 * config.controlPollIntervalMs,
+    checkEveryMs: Math.max(10, Math.floor(config.controlPollIntervalMs / 4)),
+  }
+  const poller = startControlPoller({
+    requests,
+    running: () => running.begun(),
+    intervalMs: config.controlPollIntervalMs,
+    onError: () => undefined, // the database is unreachable: the next poll tries again
+  })
+  const calls: EngineControl['calls'] = {
+    async abort(sessionId) {
+      requireOpen('abort a turn')
+      requireId('sessionId', sessionId)
+      if (!running.ofSession(sessionId)) await requestAbort(remote, sessionId)
+      const turn = running.ofSession(sessionId)
+      if (!turn) return
+      turn.abort()
+      await turn.done.catch(() => undefined)
+    },
+    async approve(turnId, callId) {
+      requireOpen('approve a tool call')
+      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), 'approve')
+    },
+    async deny(turnId, callId, reason) {
+      requireOpen('deny a tool call')
+      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), 'deny', optionalString('reason', reason))
+    },
+  }
+  return { calls, poller }
+}

@@ -1,0 +1,32 @@
+/**
+ * The engine's database: opened, its schema brought up to date, and the repository over it.
+ * A failure is a `StorageError` naming the step, and leaves no connection open.
+ */
+import type { EngineOptions, ResolvedConfig } from './config'
+import { asStorageError } from './engine-calls'
+import { migrate } from './store/migrations'
+import { openDatabase, type OpenedDatabase } from './store/open-database'
+import { GroupCommit } from './store/group-commit'
+import { Repository } from './store/repository'
+
+/**
+ * @example
+ * const { opened, repo } = await openEngineStore(options, config)
+ */
+export async function openEngineStore(options: EngineOptions, config: ResolvedConfig): Promise<{ opened: OpenedDatabase; repo: Repository }> {
+  let opened: OpenedDatabase
+  try {
+    opened = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
+  } catch (error) {
+    throw asStorageError('open the database', error)
+  }
+  try {
+    await migrate(opened.db, opened.dialect)
+  } catch (error) {
+    await opened.close()
+    throw asStorageError('migrate the database', error)
+  }
+  // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
+  const group = opened.dialect === 'sqlite' ? new GroupCommit(opened.db, opened.verify) : undefined
+  return { opened, repo: new Repository(opened.db, opened.verify, group) }
+}

@@ -1,0 +1,74 @@
+/**
+ * The turns one engine runs, one per session: tracked from their start until they settle,
+ * and their leases renewed while they run, so that no other engine takes them over. A turn
+ * whose lease could not be renewed belongs to another engine now: it stops here.
+ */
+import { TurnOwnershipLostError } from './errors'
+import type { Repository } from './store/repository'
+import type { RunningTurn } from './turn/start-turn'
+
+export class RunningTurns {
+  readonly #bySession = new Map<string, RunningTurn>()
+
+  constructor(
+    private readonly hooks: {
+      /** Whether any turn runs here now (the control poller polls only then). */
+      busy(busy: boolean): void
+      /** A turn ended: the session's next queued prompt may start. */
+      ended(sessionId: string): void
+    },
+  ) {}
+
+  /** Holds `turn` until it settles (its runtime calls `untrack` before `done` settles). */
+  track(turn: RunningTurn): RunningTurn {
+    this.#bySession.set(turn.sessionId, turn)
+    this.hooks.busy(true)
+    turn.done.then(
+      () => this.hooks.ended(turn.sessionId),
+      () => undefined,
+    )
+    return turn
+  }
+
+  untrack(turn: RunningTurn): void {
+    if (this.#bySession.get(turn.sessionId) === turn) this.#bySession.delete(turn.sessionId)
+    this.hooks.busy(this.#bySession.size > 0)
+  }
+
+  ofSession(sessionId: string): RunningTurn | undefined {
+    return this.#bySession.get(sessionId)
+  }
+
+  find(turnId: string): RunningTurn | undefined {
+    return this.all().find((t) => t.id === turnId)
+  }
+
+  all(): RunningTurn[] {
+    return [...this.#bySession.values()]
+  }
+
+  /** The turns whose row exists and whose final row is not being written: what leases and control cover. */
+  begun(): RunningTurn[] {
+    return this.all().filter((t) => t.begun)
+  }
+}
+
+/**
+ * Renews the leases of the turns this engine runs every third of a lease. Returns the stop.
+ *
+ * @example
+ * const stop = renewLeases(repo, turns, owner, config.leaseMs)
+ */
+export function renewLeases(repo: Pick<Repository, 'renewLeases'>, turns: RunningTurns, owner: string, leaseMs: number): () => void {
+  const renewal = setInterval(() => {
+    const begun = turns.begun()
+    repo.renewLeases(begun.map((t) => ({ id: t.id, epoch: t.fence.epoch })), owner, Date.now() + leaseMs).then(
+      (renewed) => {
+        for (const turn of begun) if (!renewed.has(turn.id) && turn.begun) turn.lose(new TurnOwnershipLostError(turn.id, owner, 'its lease could not be renewed'))
+      },
+      () => undefined, // the database is unreachable: the next renewal tries again
+    )
+  }, Math.max(50, Math.floor(leaseMs / 3)))
+  renewal.unref()
+  return () => clearInterval(renewal)
+}

@@ -1,0 +1,21 @@
+/**
+ * The last published status of each session this engine runs a turn in (`engine.status`):
+ * kept from the bus's `session.status` events; an idle session is not kept.
+ */
+import type { Bus } from './bus'
+import type { SessionStatus } from './types'
+
+/**
+ * @example
+ * const status = sessionStatuses(bus)
+ * status('ses_1') // { type: 'busy', turnId, state: 'streaming' }
+ */
+export function sessionStatuses(bus: Pick<Bus, 'subscribe'>): (sessionId: string) => SessionStatus {
+  const statuses = new Map<string, SessionStatus>()
+  bus.subscribe((event) => {
+    if (event.type !== 'session.status') return
+    if (event.status.type === 'idle') statuses.delete(event.sessionId)
+    else statuses.set(event.sessionId, event.status)
+  })
+  return (sessionId) => statuses.get(sessionId) ?? { type: 'idle' }
+}

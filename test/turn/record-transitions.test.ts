@@ -1,0 +1,242 @@
+/**
+ * The transition recorder through its port (`RecorderScope`): the chart's snapshots computed
+ * with XState's pure `transition()`, a fake writer whose transactions commit all or nothing
+ * (a test holds or fails them), and a bus that records what was published. No database.
+ */
+import { initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
+import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
+import type { TurnEvent } from '../../machines/turn.types'
+import { TurnOwnershipLostError } from '../../src/errors'
+import type { TurnchartEvent } from '../../src/bus'
+import type { TurnUpdate } from '../../src/store/repository'
+import { WriteQueue } from '../../src/store/write-queue'
+import { TransitionRecorder, type RecorderScope, type TransitionTx, type TurnEnd } from '../../src/turn/record-transitions'
+import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord } from '../../src/types'
+
+interface Deferred {
+  promise: Promise<void>
+  resolve(): void
+}
+const deferred = (): Deferred => {
+  let resolve!: () => void
+  const promise = new Promise<void>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
+/** A turn with one assistant message: an open text part and a running tool call. */
+function fakeTurn() {
+  const text: TextPart = { id: 'prt_text', sessionId: 'ses_1', messageId: 'msg_a', type: 'text', text: 'so far', time: { start: 1 } }
+  const call: ToolPart = { id: 'prt_call', sessionId: 'ses_1', messageId: 'msg_a', type: 'tool', callId: 'c1', tool: 'echo', state: { status: 'running', input: {}, time: { start: 1 } } }
+  const assistant: MessageWithParts = { info: { id: 'msg_a', sessionId: 'ses_1', role: 'assistant', turnId: 'trn_1', time: { created: 1 } }, parts: [text, call] }
+
+  /** What committed: the log, and the turn row's updates. */
+  const rows: TransitionRecord[] = []
+  const updates: TurnUpdate[] = []
+  const changed: Part[] = []
+  const messages: MessageInfo[] = []
+  const published: TurnchartEvent[] = []
+  const touched: string[] = []
+  const control = {
+    /** Fails the transaction that writes a row to this state (once). */
+    failTo: undefined as string | undefined,
+    failWith: new Error('disk I/O error') as unknown,
+    /** Holds the next transaction until resolved. */
+    hold: undefined as Deferred | undefined,
+    sealed: false,
+  }
+  const scope: RecorderScope = {
+    turnId: 'trn_1',
+    sessionId: 'ses_1',
+    queue: new WriteQueue(),
+    config: { redactor: { value: (v) => v, text: (t) => t } },
+    stepTools: [call],
+    assistantMessage: () => assistant,
+    assistantMessages: () => [assistant],
+    writer: {
+      takeTouched: () => touched.splice(0),
+      async commit(more) {
+        const held = control.hold
+        control.hold = undefined
+        await held?.promise
+        // All or nothing, as a transaction.
+        const tx: { rows: TransitionRecord[]; updates: TurnUpdate[] } = { rows: [], updates: [] }
+        const port: TransitionTx = {
+          appendTransition: async (row) => {
+            if (row.to === control.failTo) {
+              control.failTo = undefined
+              throw control.failWith
+            }
+            tx.rows.push(structuredClone(row))
+          },
+          updateTurn: async (_id, update) => void tx.updates.push(structuredClone(update)),
+        }
+        await more(port)
+        rows.push(...tx.rows)
+        updates.push(...tx.updates)
+      },
+      changed: (part) => changed.push(part),
+      message: (info) => messages.push(structuredClone(info)),
+      seal: () => void (control.sealed = true),
+    },
+  }
+  return { scope, rows, updates, changed, messages, published, touched, control, text, call, assistant }
+}
+
+type Turn = ReturnType<typeof fakeTurn>
+
+/** The chart run purely: each event's snapshot goes to the recorder, as the actor's inspector does. */
+function recordTurn(turn: Turn) {
+  let snapshot: SnapshotFrom<TurnMachine>
+  let end!: (result: TurnEnd) => void
+  const ended = new Promise<TurnEnd>((resolve) => (end = resolve))
+  const lost: TurnOwnershipLostError[] = []
+  const send = (event: TurnEvent | AnyEventObject) => {
+    ;[snapshot] = transition(turnMachine, snapshot, event as TurnEvent)
+    recorder.record(event, snapshot)
+  }
+  const recorder = new TransitionRecorder({
+    turnId: 'trn_1',
+    sessionId: 'ses_1',
+    scope: turn.scope,
+    bus: { publish: (event) => turn.published.push(event) },
+    fence: { owner: 'me', epoch: 1 },
+    fail: (error) => send({ type: 'turn.fail', error }),
+    lost: (error) => lost.push(error),
+    ended: (result) => end(result),
+  })
+  ;[snapshot] = initialTransition(turnMachine, { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 1 })
+  recorder.record({ type: 'xstate.init' }, snapshot)
+  return { recorder, send, ended, lost }
+}
+
+const path = (rows: TransitionRecord[]) => rows.map((r) => `${r.seq} ${r.from} --${r.event}--> ${r.to}`)
+const retry = { type: 'step.failed', error: { name: 'APIError', message: 'overloaded' }, overflow: false, retryDelayMs: 500 } as const
+const finished = { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: false } as const
+
+test('each transition is one row, in order, with the turn row and the parts touched since the last; events follow the commit', async () => {
+  const turn = fakeTurn()
+  const { recorder, send, ended } = recordTurn(turn)
+
+  send({ type: 'turn.start' })
+  await recorder.committed()
+  turn.touched.push('prt_text') // the step streamed into a part: the next row names it
+  send(retry)
+  send({ type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' })
+  send(finished)
+  const end = await ended
+
+  expect(path(turn.rows)).toEqual([
+    '1 idle --turn.start--> streaming',
+    '2 streaming --step.failed--> retry-waiting',
+    '3 retry-waiting --xstate.after.retryDelay.turn.running.step.retry-waiting--> streaming',
+    '4 streaming --step.finished--> completed',
+  ])
+  expect(turn.rows[1]).toMatchObject({ parts: ['prt_text'], payload: { error: retry.error, retryDelayMs: 500 } })
+  expect(turn.rows[0].parts).toBeUndefined()
+  expect(turn.updates.map((u) => [u.state, u.attempt, u.retryAt === null ? null : u.retryAt - turn.rows[1].time])).toEqual([
+    ['streaming', 1, null],
+    ['retry-waiting', 1, 500], // the deadline recovery resumes the wait at
+    ['streaming', 2, null],
+    ['completed', 2, null],
+  ])
+  expect(turn.updates.at(-1)).toMatchObject({ outcome: 'completed', error: null })
+  expect(end).toEqual({ turnId: 'trn_1', sessionId: 'ses_1', outcome: 'completed' })
+
+  const transitions = turn.published.filter((e) => e.type === 'turn.transition').map((e) => (e.type === 'turn.transition' ? e.seq : 0))
+  expect(transitions).toEqual([1, 2, 3, 4])
+  expect(turn.published.filter((e) => e.type === 'session.status').map((e) => (e.type === 'session.status' ? e.status.type : ''))).toEqual([
+    'busy',
+    'retry',
+    'busy',
+    'idle',
+  ])
+})
+
+test('the end of the turn closes its open work: the text ends, the running call is stopped, the message completes; the writer is sealed', async () => {
+  const turn = fakeTurn()
+  const { send, ended } = recordTurn(turn)
+  send({ type: 'turn.start' })
+  send({ type: 'turn.abort' })
+  await expect(ended).resolves.toMatchObject({ outcome: 'aborted' })
+
+  expect(turn.text.time.end).toEqual(expect.any(Number))
+  expect(turn.call.state).toMatchObject({ status: 'error', error: 'Tool execution aborted', metadata: { interrupted: true } })
+  expect(turn.changed).toEqual(expect.arrayContaining([turn.text, turn.call]))
+  expect(turn.messages.at(-1)).toMatchObject({ id: 'msg_a', time: { completed: expect.any(Number) } })
+  expect(turn.control.sealed).toBe(true)
+  expect(turn.updates.at(-1)).toMatchObject({ state: 'aborted', outcome: 'aborted' })
+})
+
+test('committed() waits for every queued row: true once written, false when the row failed', async () => {
+  const turn = fakeTurn()
+  const { recorder, send } = recordTurn(turn)
+  turn.control.hold = deferred()
+  const hold = turn.control.hold
+
+  send({ type: 'turn.start' })
+  let gate: boolean | undefined
+  const committed = recorder.committed().then((ok) => (gate = ok))
+  await new Promise((r) => setImmediate(r))
+  expect(gate).toBeUndefined() // the step may not start: its row is not in the database
+  expect(turn.rows).toEqual([])
+  expect(turn.published).toEqual([]) // nothing is told before it is written
+  hold.resolve()
+  await committed
+  expect(gate).toBe(true)
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
+
+  turn.control.failTo = 'retry-waiting'
+  send(retry)
+  await expect(recorder.committed()).resolves.toBe(false)
+})
+
+test('a failed write fails the turn: rows after it are dropped, only `<last committed> --turn.fail--> failed` is written', async () => {
+  const turn = fakeTurn()
+  const { send, ended } = recordTurn(turn)
+  send({ type: 'turn.start' })
+  turn.control.failTo = 'retry-waiting'
+  send(retry) // fails; the recorder sends turn.fail, which ends the chart
+  const end = await ended
+
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming', '2 streaming --turn.fail--> failed'])
+  expect(turn.rows[1].payload).toEqual({ error: expect.objectContaining({ name: 'StorageError', message: expect.stringContaining('disk I/O error') }) })
+  expect(turn.updates.at(-1)).toMatchObject({ state: 'failed', outcome: 'failed', error: { name: 'StorageError', operation: 'recording the transition to retry-waiting' } })
+  expect(end).toMatchObject({ outcome: 'failed', error: { name: 'StorageError' } })
+  expect(turn.call.state).toMatchObject({ status: 'error', error: 'Tool not run: the turn failed (StorageError)' })
+})
+
+test('a final row that fails is replaced by the failure row from the last committed state', async () => {
+  const turn = fakeTurn()
+  const { send, ended } = recordTurn(turn)
+  send({ type: 'turn.start' })
+  turn.control.failTo = 'completed'
+  send(finished)
+  await expect(ended).resolves.toMatchObject({ outcome: 'failed', error: { name: 'StorageError' } })
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming', '2 streaming --turn.fail--> failed'])
+})
+
+test('a part flush that fails (writeFailed) fails the turn the same way', async () => {
+  const turn = fakeTurn()
+  const { recorder, send, ended } = recordTurn(turn)
+  send({ type: 'turn.start' })
+  await recorder.committed()
+  recorder.writeFailed(new Error('disk full'))
+  await expect(ended).resolves.toMatchObject({ outcome: 'failed', error: { name: 'StorageError', operation: 'writing parts' } })
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming', '2 streaming --turn.fail--> failed'])
+})
+
+test('a write that finds the turn owned by another engine stops the recorder: nothing more is written', async () => {
+  const turn = fakeTurn()
+  const { recorder, send, lost } = recordTurn(turn)
+  send({ type: 'turn.start' })
+  turn.control.failTo = 'retry-waiting'
+  turn.control.failWith = new TurnOwnershipLostError('trn_1', 'me')
+  send(retry)
+  await expect(recorder.committed()).resolves.toBe(false)
+  send({ type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' })
+  await recorder.settled()
+
+  expect(lost).toEqual([expect.objectContaining({ name: 'TurnOwnershipLostError' })])
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
+  expect(turn.published.some((e) => e.type === 'session.error')).toBe(false)
+})
