@@ -203,6 +203,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       requireOpen('recover turns')
       const here = new Set(running.all().map((t) => t.id))
       const turns = (await recoverTurns(deps, (id) => here.has(id))).map((turn) => running.track(turn))
+      // Resolved once each resumed turn's resumption is in its log: its row shows the state it resumed in.
+      await Promise.all(turns.map((turn) => turn.recorded()))
       // Queues that stand still (the engine that would have started them died): start them here.
       for (const sessionId of await idleSessionsWithQueue(repo)) void queue.drain(sessionId)
       return turns

@@ -78,6 +78,8 @@ export interface RunningTurn extends Turn {
   readonly begun: boolean
   /** Another engine owns the turn (a lease renewal found it so): stop here, writing nothing. */
   lose(error: TurnOwnershipLostError): void
+  /** Settles when every transition recorded so far has been written (or failed to be). */
+  recorded(): Promise<void>
 }
 
 export interface TurnDeps {
@@ -338,6 +340,7 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     lose(error: TurnOwnershipLostError) {
       if (!settled && !recorder.ending) recorder.lose(error)
     },
+    recorded: () => recorder.settled(),
   }
 
   const pendingApproval = (callId: string): ToolPart => {
