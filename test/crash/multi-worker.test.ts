@@ -63,11 +63,14 @@ test('3 workers, 60 turns over 20 sessions, one worker killed: every turn comple
             stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
           })
           workers[index] = worker
-          worker.on('message', (m: { type: string }) => {
+          worker.on('message', (m: { type: string; sessionId?: string }) => {
             if (m.type === 'ready') {
               alive.add(index)
               resolve()
             }
+            // A worker whose previous turn of the session is committed but not yet settled in it
+            // refuses the next prompt (SessionBusyError): send it again on the next round.
+            if (m.type === 'refused' && m.sessionId && sent.get(m.sessionId)?.worker === index) sent.delete(m.sessionId)
           })
           worker.on('exit', (code, signal) => {
             alive.delete(index)
