@@ -4,7 +4,7 @@
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import pg from 'pg'
-import { aiSdkModel, aiSdkTools, turnchartEntry, TOOL_NAME, TOOL_RESULT, TOOL_DESCRIPTION } from './systems.mjs'
+import { aiSdkModel, aiSdkTools, turnchartCalls, turnchartEntry, TOOL_NAME, TOOL_RESULT, TOOL_DESCRIPTION } from './systems.mjs'
 
 export { pg }
 
@@ -134,10 +134,6 @@ export const snapshotQueries = (database) => structuredClone(pgQueries.get(datab
 export async function turnchartPg({ baseURL, url }) {
   const { createEngine } = await import(turnchartEntry('index.mjs'))
   const engine = await createEngine({ database: url, model: await aiSdkModel(baseURL), tools: await aiSdkTools() })
-  const listeners = new Map()
-  engine.subscribe((event) => {
-    if (event.type === 'part.delta') listeners.get(event.sessionId)?.(event.delta)
-  })
   return {
     id: 'tc-pg',
     name: 'turnchart, PostgreSQL',
@@ -145,21 +141,7 @@ export async function turnchartPg({ baseURL, url }) {
     kind: 'turnchart',
     url,
     engine,
-    async newSession() {
-      return { id: (await engine.createSession()).id }
-    },
-    async turn(session, prompt, onDelta) {
-      listeners.set(session.id, onDelta)
-      try {
-        const result = await engine.prompt(session.id, prompt).done
-        if (result.outcome !== 'completed') throw new Error(`turnchart: turn ${result.outcome}: ${JSON.stringify(result.error)}`)
-      } finally {
-        listeners.delete(session.id)
-      }
-    },
-    async close() {
-      await engine.close()
-    },
+    ...turnchartCalls(engine),
   }
 }
 

@@ -269,8 +269,6 @@ async function turnchart({ baseURL, dir }, onDisk) {
   const { createEngine } = await lazy(turnchartEntry('index.mjs'))
   const dbPath = onDisk ? path.join(dir, 'turnchart.db') : undefined
   if (dbPath) for (const suffix of ['', '-wal', '-shm']) fs.rmSync(dbPath + suffix, { force: true })
-  let engine
-  const listeners = new Map()
   return {
     name: onDisk ? 'turnchart, SQLite file (WAL)' : 'turnchart, SQLite :memory:',
     short: onDisk ? 'turnchart file' : 'turnchart memory',
@@ -279,11 +277,22 @@ async function turnchart({ baseURL, dir }, onDisk) {
     dbPath,
     sqlite: rootRequire('better-sqlite3'),
     async init() {
-      engine = await createEngine({ database: dbPath ?? ':memory:', model: await aiSdkModel(baseURL), tools: await aiSdkTools() })
-      engine.subscribe((event) => {
-        if (event.type === 'part.delta') listeners.get(event.sessionId)?.(event.delta)
-      })
+      const engine = await createEngine({ database: dbPath ?? ':memory:', model: await aiSdkModel(baseURL), tools: await aiSdkTools() })
+      Object.assign(this, turnchartCalls(engine))
     },
+  }
+}
+
+/**
+ * A turnchart engine's part of the system interface: sessions, a turn that hands each delta of
+ * its session to `onDelta` (from engine.subscribe) and fails unless it completed, close.
+ */
+export function turnchartCalls(engine) {
+  const listeners = new Map()
+  engine.subscribe((event) => {
+    if (event.type === 'part.delta') listeners.get(event.sessionId)?.(event.delta)
+  })
+  return {
     async newSession() {
       return { id: (await engine.createSession()).id }
     },
