@@ -10,7 +10,7 @@ const net = require('node:net')
 const common = {
   testEnvironment: 'node',
   transform: {
-    '^.+\\.ts$': ['ts-jest', { diagnostics: { warnOnly: false }, isolatedModules: false }],
+    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.jest.json' }],
     // @statelyai/inspect is ESM only: compile it to CommonJS for jest (test/inspect).
     '^.+\\.m?js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs' } }],
   },

@@ -1,5 +1,5 @@
 /**
- * The `model` option's type: ts-jest type-checks this file, so a wrong line fails the test.
+ * The `model` option's type: `npm run typecheck` (the first step of `npm test`) checks this file, so a wrong line fails the suite.
  * (With ai v7 in an app, `LanguageModelV4` is accepted too: test/compat-v7 type-checks that.)
  */
 import type { LanguageModelV2, LanguageModelV3 } from '@ai-sdk/provider'
