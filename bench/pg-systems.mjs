@@ -4,11 +4,10 @@
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import pg from 'pg'
-import { aiSdkModel, aiSdkTools, turnchartCalls, turnchartEntry, TOOL_NAME, TOOL_RESULT, TOOL_DESCRIPTION } from './systems.mjs'
+import { aiSdkModel, aiSdkTools, langGraphCalls, turnchartCalls, turnchartEntry, TOOL_NAME, TOOL_RESULT, TOOL_DESCRIPTION } from './systems.mjs'
 
 export { pg }
 
-const MAX_STEPS = 50
 
 /** The server to use: BENCH_PG_URL, else the suite's TURNCHART_PG_URL, else the local default. */
 export const ADMIN_URL = process.env.BENCH_PG_URL ?? process.env.TURNCHART_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -158,25 +157,13 @@ export async function langGraphPg({ baseURL, url }) {
   const llm = new ChatOpenAI({ model: 'scripted', apiKey: 'bench', configuration: { baseURL }, streaming: true, maxRetries: 0 })
   const fetchDoc = lcTool(async () => TOOL_RESULT, { name: TOOL_NAME, description: TOOL_DESCRIPTION, schema: z.object({ n: z.number() }) })
   const agent = createReactAgent({ llm, tools: [fetchDoc], checkpointSaver: saver })
-  let threads = 0
   return {
     id: 'lg-pg',
     name: 'LangGraph.js createReactAgent + PostgreSQL checkpointer',
     short: 'LangGraph+PG',
     kind: 'peer',
     url,
-    async newSession() {
-      return { thread: `thread-${++threads}` }
-    },
-    async turn(session, prompt, onDelta) {
-      const stream = await agent.stream(
-        { messages: [{ role: 'user', content: prompt }] },
-        { configurable: { thread_id: session.thread }, streamMode: 'messages', recursionLimit: 2 * MAX_STEPS + 1 },
-      )
-      for await (const [message] of stream) {
-        if (AIMessageChunk.isInstance(message) && typeof message.content === 'string' && message.content) onDelta(message.content)
-      }
-    },
+    ...langGraphCalls(agent, AIMessageChunk),
     async close() {
       await saver.end()
     },

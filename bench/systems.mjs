@@ -193,7 +193,6 @@ async function langGraph({ baseURL, dir }) {
   const llm = new ChatOpenAI({ model: 'scripted', apiKey: 'bench', configuration: { baseURL }, streaming: true, maxRetries: 0 })
   const fetchDoc = lcTool(async () => TOOL_RESULT, { name: TOOL_NAME, description: TOOL_DESCRIPTION, schema: z.object({ n: z.number() }) })
   const agent = createReactAgent({ llm, tools: [fetchDoc], checkpointSaver: saver })
-  let threads = 0
   return {
     name: 'LangGraph.js createReactAgent + SQLite checkpointer (file)',
     short: 'LangGraph+SQLite',
@@ -201,6 +200,17 @@ async function langGraph({ baseURL, dir }) {
     persistent: true,
     dbPath,
     sqlite: Database,
+    ...langGraphCalls(agent, AIMessageChunk),
+    async close() {
+      saver.db.close()
+    },
+  }
+}
+
+/** A LangGraph agent's part of the system interface: a thread per session, deltas from its message stream. */
+export function langGraphCalls(agent, AIMessageChunk) {
+  let threads = 0
+  return {
     async newSession() {
       return { thread: `thread-${++threads}` }
     },
@@ -212,9 +222,6 @@ async function langGraph({ baseURL, dir }) {
       for await (const [message] of stream) {
         if (AIMessageChunk.isInstance(message) && typeof message.content === 'string' && message.content) onDelta(message.content)
       }
-    },
-    async close() {
-      saver.db.close()
     },
   }
 }
