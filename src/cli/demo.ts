@@ -17,7 +17,7 @@ import type { EngineOptions } from '../config'
 import type { TurnchartEvent } from '../bus'
 import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
 import { parseArgs, UsageError } from './args'
-import { onTerminationSignals } from './signals'
+import { onTerminationSignals, waitForSignal } from './signals'
 import { inspectorUiUrl, startInspectorRelay } from './inspector-relay'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
 
@@ -231,18 +231,6 @@ async function startInspector(port: number) {
   }
 }
 
-/** Resolves at the first SIGINT or SIGTERM (the inspector keeps serving until then). */
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop)
-      process.off('SIGTERM', stop)
-      resolve()
-    }
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
-  })
-}
 
 function waitForEnter(io: CliIO, prompt: string): Promise<void> {
   if (!process.stdin.isTTY) return Promise.resolve()

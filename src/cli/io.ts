@@ -3,7 +3,7 @@
  * NO_COLOR), opening an existing database read-only, and one-line renderings of parts and transitions.
  */
 import fs from 'node:fs'
-import { isPostgresUrl } from '../store/open-database'
+import { isPostgresUrl, redactUrl } from '../store/open-database'
 import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
 import type { Part, TransitionRecord } from '../types'
 
@@ -45,16 +45,6 @@ export async function openForReading(database: string): Promise<ReadOnlyStore> {
   return openReadOnlyStore(database, postgres ? redactUrl(database) : database)
 }
 
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password) parsed.password = '***'
-    return parsed.toString()
-  } catch {
-    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')
-  }
-}
 
 export function truncate(text: string, max = 120): string {
   const flat = text.replace(/\s+/g, ' ').trim()

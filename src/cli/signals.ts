@@ -35,3 +35,21 @@ export function onTerminationSignals(close: () => Promise<unknown>, say: (line: 
     },
   }
 }
+
+/**
+ * Resolves at the first SIGINT or SIGTERM (a server command serves until then).
+ *
+ * @example
+ * await waitForSignal() // a server keeps serving until Ctrl-C
+ */
+export function waitForSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop)
+      process.off('SIGTERM', stop)
+      resolve()
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
+}

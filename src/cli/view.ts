@@ -4,8 +4,9 @@
  */
 import { startViewer } from '../viewer/viewer-server'
 import { parseArgs, UsageError } from './args'
-import { CliError, redactUrl, type CliIO } from './io'
-import { isPostgresUrl } from '../store/open-database'
+import { CliError, type CliIO } from './io'
+import { isPostgresUrl, redactUrl } from '../store/open-database'
+import { waitForSignal } from './signals'
 import fs from 'node:fs'
 
 export async function viewCommand(argv: string[], io: CliIO): Promise<number> {
@@ -17,15 +18,7 @@ export async function viewCommand(argv: string[], io: CliIO): Promise<number> {
   if (!postgres && !fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
   const viewer = await startViewer({ database, port, label: postgres ? redactUrl(database) : database })
   io.stdout.write(`turnchart viewer: open ${viewer.url} (127.0.0.1 only, read-only; Ctrl-C stops it)\n`)
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop)
-      process.off('SIGTERM', stop)
-      resolve()
-    }
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
-  })
+  await waitForSignal()
   await viewer.close()
   return 0
 }

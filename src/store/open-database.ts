@@ -58,7 +58,7 @@ export function openDatabase(option: DatabaseOption | undefined, sqlite: SqliteO
     if (value.length === 0) throw new InvalidOptionError('database', value, expected)
     if (isPostgresUrl(value)) return openPostgres(value, { idleInTransactionTimeoutMs: sqlite.idleInTransactionTimeoutMs })
     const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)
-    if (scheme) throw new InvalidOptionError('database', redact(value), `${expected} (the URL scheme ${scheme[1]}: is not supported)`)
+    if (scheme) throw new InvalidOptionError('database', redactUrl(value), `${expected} (the URL scheme ${scheme[1]}: is not supported)`)
     if (value !== ':memory:') {
       const dir = path.dirname(path.resolve(value))
       if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
@@ -167,8 +167,8 @@ export function isPostgresUrl(value: string): boolean {
   return /^postgres(ql)?:\/\//i.test(value)
 }
 
-/** The URL without its password, for error messages. */
-function redact(url: string): string {
+/** The URL without its password, for messages (errors, the CLI's labels). */
+export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url)
     if (parsed.password) parsed.password = '***'
@@ -203,7 +203,7 @@ function openPostgres(value: string, mode: { readOnly?: boolean; idleInTransacti
   try {
     url = new URL(value)
   } catch {
-    throw new InvalidOptionError('database', redact(value), 'a valid postgres:// URL')
+    throw new InvalidOptionError('database', redactUrl(value), 'a valid postgres:// URL')
   }
   const schema = url.searchParams.get('schema')
   const poolMax = url.searchParams.get('pool_max')
@@ -211,7 +211,7 @@ function openPostgres(value: string, mode: { readOnly?: boolean; idleInTransacti
   url.searchParams.delete('pool_max')
   if (schema !== null) {
     if (!schemaName.test(schema)) {
-      throw new InvalidOptionError('database', redact(value), 'a URL whose schema parameter is a schema name of lowercase letters, digits and _')
+      throw new InvalidOptionError('database', redactUrl(value), 'a URL whose schema parameter is a schema name of lowercase letters, digits and _')
     }
     // Applied at connection start-up, so no query runs before it; `pg` takes `options` from the URL.
     const options = url.searchParams.get('options')
@@ -229,7 +229,7 @@ function openPostgres(value: string, mode: { readOnly?: boolean; idleInTransacti
   let max = 10
   if (poolMax !== null) {
     max = Number(poolMax)
-    if (!Number.isInteger(max) || max < 1) throw new InvalidOptionError('database', redact(value), 'a URL whose pool_max parameter is an integer >= 1')
+    if (!Number.isInteger(max) || max < 1) throw new InvalidOptionError('database', redactUrl(value), 'a URL whose pool_max parameter is an integer >= 1')
   }
 
   let pg: PgModule
@@ -239,7 +239,7 @@ function openPostgres(value: string, mode: { readOnly?: boolean; idleInTransacti
     if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error
     throw new InvalidOptionError(
       'database',
-      redact(value),
+      redactUrl(value),
       'a PostgreSQL URL with the optional peer dependency `pg` installed (run `npm install pg`), or a SQLite path',
     )
   }
