@@ -5,7 +5,7 @@
 import fs from 'node:fs'
 import { isPostgresUrl, redactUrl } from '../store/open-database'
 import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
-import type { Part, TransitionRecord } from '../types'
+import type { Part, TransitionRecord } from '../core/types'
 
 export interface CliIO {
   stdout: NodeJS.WritableStream & { isTTY?: boolean }

@@ -3,8 +3,8 @@
  * chart's pure `transition()` from the stored log (a log the chart would not have taken is
  * reported with the row where it disagrees). Read-only.
  */
-import type { TransitionRecord } from '../types'
-import { replayTurn } from '../views/read-views'
+import type { TransitionRecord } from '../core/types'
+import { replayTurn } from '../viewer/read-views'
 import { parseArgs } from './args'
 import { CliError, colors, formatTransition, json, openForReading, truncate, type CliIO } from './io'
 

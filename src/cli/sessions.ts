@@ -2,7 +2,7 @@
  * `turnchart sessions <db> [--json]`: the sessions of a database, oldest first, with their
  * turns. Read-only: the database is neither migrated nor recovered.
  */
-import { summarizeSessions } from '../views/read-views'
+import { summarizeSessions } from '../viewer/read-views'
 import { parseArgs } from './args'
 import { colors, openForReading, type CliIO } from './io'
 

@@ -2,7 +2,7 @@
  * `turnchart show <db> <session> [--json]`: the conversation, message by message with its
  * parts, and for each turn its outcome and the states it went through. Read-only.
  */
-import { viewSession } from '../views/read-views'
+import { viewSession } from '../viewer/read-views'
 import { parseArgs } from './args'
 import { CliError, colors, formatPart, openForReading, type CliIO } from './io'
 

@@ -5,7 +5,7 @@
  * `createEngine` do that instead when it should continue them); `prune <db> --older-than <age>`
  * deletes the transition logs of turns that ended before then (messages and parts stay).
  */
-import { createEngine } from '../engine'
+import { createEngine } from '../engine/create-engine'
 import { parseArgs, UsageError } from './args'
 import { openForReading, type CliIO } from './io'
 import { noModel } from './no-model'

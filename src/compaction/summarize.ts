@@ -5,16 +5,16 @@
  */
 import type { CompactInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { CompactionFailedError, ContextOverflowError, serializeError } from '../errors'
+import { CompactionFailedError, ContextOverflowError, serializeError } from '../core/errors/errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
 import { stepCost, toTokens, type Pricing } from '../llm/usage'
-import type { TurnSettings } from '../prompt/call-settings'
+import type { TurnSettings } from '../conversation/call-settings'
 import { decideFailure, type FailurePolicies } from '../policy/decide-failure'
 import type { ModelMessage } from 'ai'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Telemetry } from '../telemetry/telemetry'
-import type { MessageInfo, MessageWithParts, Tokens } from '../types'
+import type { MessageInfo, MessageWithParts, Tokens } from '../core/types'
 
 /** What the compaction actor reports to the chart (the same failure shape as `step.failed`). */
 export type CompactionEvent = Extract<TurnEvent, { type: 'compaction.finished' | 'compaction.failed' }>

@@ -3,7 +3,7 @@
  * any engine runs (a web server asking about a worker's turn).
  */
 import type { Repository } from '../store/repository'
-import type { SessionStatus } from '../types'
+import type { SessionStatus } from '../core/types'
 
 /**
  * @example

@@ -4,8 +4,8 @@
  * engine runs gets a stored request, which that engine applies within its poll interval (or, if
  * it dies first, the engine that recovers the turn does).
  */
-import { ApprovalNotPendingError } from '../errors'
-import { newId } from '../ids'
+import { ApprovalNotPendingError } from '../core/errors/errors'
+import { newId } from '../core/ids'
 import type { ControlRequests } from '../store/control-requests'
 import type { Repository } from '../store/repository'
 import type { ControlTarget } from './control-poller'

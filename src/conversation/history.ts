@@ -5,11 +5,11 @@
  * in this engine or another (the check and the change share one transaction holding the
  * session's write lock, as starting a turn does).
  */
-import { MessageNotFoundError, SessionBusyError, SessionNotFoundError } from '../errors'
-import { newId } from '../ids'
+import { MessageNotFoundError, SessionBusyError, SessionNotFoundError } from '../core/errors/errors'
+import { newId } from '../core/ids'
 import { deleteSessionRows, sessionTurnUsages, setRevertedTo, setSessionTitle, sumUsage } from '../store/conversation-store'
 import type { Repository } from '../store/repository'
-import type { MessageWithParts, Part, SessionInfo, SessionUsage } from '../types'
+import type { MessageWithParts, Part, SessionInfo, SessionUsage } from '../core/types'
 
 export interface HistoryDeps {
   repo: Repository

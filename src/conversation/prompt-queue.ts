@@ -5,17 +5,17 @@
  * transaction that starts the turn takes the queue row, so each prompt runs once). The handle's
  * `done` follows the turn wherever it runs (another engine's: by reading its row).
  */
-import { errorFromRecord } from '../restore-error'
-import type { Bus } from '../bus'
-import type { ResolvedConfig } from '../config'
-import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError } from '../errors'
-import { newId } from '../ids'
+import { errorFromRecord } from '../core/errors/restore-error'
+import type { Bus } from '../core/bus'
+import type { ResolvedConfig } from '../config/resolve-config'
+import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError } from '../core/errors/errors'
+import { newId } from '../core/ids'
 import { insertQueued, listQueued, oldestQueued, queuedExists, takeQueued, type QueuedPromptRecord } from '../store/queue-store'
 import type { Repository } from '../store/repository'
-import type { Turn, TurnResult } from '../turn/start-turn'
-import type { PromptOptions } from '../prompt/call-settings'
+import type { Turn, TurnResult } from '../turn/run-turn'
+import type { PromptOptions } from './call-settings'
 import { finalTextOf, turnUsage } from '../turn/turn-result'
-import type { UserPartDraft } from '../prompt/user-input'
+import type { UserPartDraft } from './user-input'
 
 /** A prompt waiting for its session to be idle. */
 export interface QueuedPrompt {

@@ -4,12 +4,12 @@
  * stores the prompt, stored with the turn, and installed as the turn's configuration. The same
  * transaction makes a pending revert final (the hidden messages are deleted).
  */
-import type { ResolvedConfig } from '../config'
+import type { ResolvedConfig } from '../config/resolve-config'
 import { deleteMessagesAfter, setRevertedTo, setTurnOptions } from '../store/conversation-store'
 import type { Repository } from '../store/repository'
-import type { TurnRequest } from '../turn/start-turn'
+import type { TurnRequest } from '../turn/run-turn'
 import type { TurnScope } from '../turn/turn-scope'
-import { resolveTurnOptions, turnConfig, type PromptOptions } from '../prompt/call-settings'
+import { resolveTurnOptions, turnConfig, type PromptOptions } from './call-settings'
 
 /**
  * The `TurnRequest` of a prompt. Throws `InvalidArgumentError` for an unknown model or tool

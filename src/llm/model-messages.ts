@@ -12,8 +12,8 @@
  * `step-finish` from recovery; an aborted turn's last words stay visible to later turns.)
  */
 import type { AssistantContent, ModelMessage, ToolResultPart } from 'ai'
-import type { FilePart, MessageWithParts, Part, TextPart, ToolPart } from '../types'
-import { userContent } from '../prompt/user-input'
+import type { FilePart, MessageWithParts, Part, TextPart, ToolPart } from '../core/types'
+import { userContent } from '../conversation/user-input'
 
 const summaryPreamble = 'The conversation so far was summarised to fit the context window. Summary:\n\n'
 

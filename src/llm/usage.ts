@@ -2,7 +2,7 @@
  * The AI SDK's usage → turnchart's `Tokens`, and the cost of a step.
  */
 import type { LanguageModelUsage } from 'ai'
-import type { Tokens } from '../types'
+import type { Tokens } from '../core/types'
 
 /** Prices in currency units (e.g. USD) per million tokens. All default to 0. */
 export interface Pricing {

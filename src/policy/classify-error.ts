@@ -13,7 +13,7 @@ import {
   UnknownError,
   serializeError,
   type SerializedError,
-} from '../errors'
+} from '../core/errors/errors'
 import {
   allowedResponseHeaderPrefixes,
   allowedResponseHeaders,

@@ -4,10 +4,10 @@
  * today's tables and rules as defaults; an app may replace either (`createEngine({
  * errorClassifier, retryPolicy })`).
  */
-import { RetriesExhaustedError, type SerializedError } from '../errors'
+import { RetriesExhaustedError, type SerializedError } from '../core/errors/errors'
 import { classifyError, type ClassifiedError } from './classify-error'
 import { retryOptionsFor } from './connection-refused'
-import { maxTimerMs } from '../timer-limit'
+import { maxTimerMs } from '../core/timer-limit'
 import { defaultRetryOptions, planRetry, type RetryOptions, type RetryPlan } from './retry-delay'
 
 /** Sorts a thrown value into overflow, retryable, auth or fatal, with its stored record and headers. */

@@ -2,7 +2,7 @@
  * Usage-based context overflow: after a step, does the history still leave room for the
  * next answer? (Error-based overflow is in `classify-error.ts`.)
  */
-import type { Tokens } from '../types'
+import type { Tokens } from '../core/types'
 
 export interface ModelLimits {
   /** Context window in tokens; 0 or absent means unknown. */

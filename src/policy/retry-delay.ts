@@ -2,8 +2,8 @@
  * How long to wait before the next attempt of a failed step, or whether to give up.
  * Pure: the clock and the random source are parameters (defaulted for production use).
  */
-import { maxTimerMs } from '../timer-limit'
-import { InvalidOptionError } from '../errors'
+import { maxTimerMs } from '../core/timer-limit'
+import { InvalidOptionError } from '../core/errors/errors'
 
 export interface RetryOptions {
   /** Attempts per step, the first one included. */

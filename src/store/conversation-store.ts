@@ -3,8 +3,8 @@
  * options and usage, deleting a session or the messages after a point. Kept apart from the
  * repository's turn-running queries; runs on SQLite and PostgreSQL alike.
  */
-import type { StoredTurnOptions } from '../prompt/call-settings'
-import { emptyTokens, type MessageInfo, type TurnUsage, type Usage } from '../types'
+import type { StoredTurnOptions } from '../conversation/call-settings'
+import { emptyTokens, type MessageInfo, type TurnUsage, type Usage } from '../core/types'
 import type { Repository } from './repository'
 
 function num(value: unknown): number {

@@ -7,10 +7,10 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
-import { InvalidOptionError } from '../errors'
+import { InvalidOptionError } from '../core/errors/errors'
 import type { TurnchartDatabase } from './schema'
-import { shareConnection } from './shared-connections'
-import { cachingStatements } from './statement-cache'
+import { shareConnection } from './sqlite/shared-connections'
+import { cachingStatements } from './sqlite/statement-cache'
 
 export type DatabaseOption = string | Kysely<any>
 

@@ -2,8 +2,8 @@
  * The rows of queued prompts (`whenBusy: 'enqueue'`): stored, listed in order, taken by the
  * transaction that starts their turn (so one engine runs each), cancelled.
  */
-import type { PromptOptions } from '../prompt/call-settings'
-import type { UserPartDraft } from '../types'
+import type { PromptOptions } from '../conversation/call-settings'
+import type { UserPartDraft } from '../core/types'
 import type { Repository } from './repository'
 
 /** A prompt waiting for its session to be idle. */

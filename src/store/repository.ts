@@ -3,7 +3,7 @@
  * PostgreSQL. JSON columns are parsed here, explicitly.
  */
 import type { Kysely, Selectable, Transaction } from 'kysely'
-import { TurnOwnershipLostError, type SerializedError } from '../errors'
+import { TurnOwnershipLostError, type SerializedError } from '../core/errors/errors'
 import type {
   MessageInfo,
   MessageWithParts,
@@ -12,8 +12,8 @@ import type {
   TransitionRecord,
   TurnOutcome,
   TurnRecord,
-} from '../types'
-import type { GroupCommit } from './group-commit'
+} from '../core/types'
+import type { GroupCommit } from './sqlite/group-commit'
 import { precompiledQuery } from './precompiled-query'
 import type { SessionTable, TurnchartDatabase } from './schema'
 

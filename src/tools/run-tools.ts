@@ -4,12 +4,12 @@
  * errors become tool parts; the next step sends them to the model in call order.
  */
 import type { ModelMessage, ToolSet } from 'ai'
-import type { Part, ToolPart, ToolState } from '../types'
+import type { Part, ToolPart, ToolState } from '../core/types'
 import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../security/redact-secrets'
 import { toolOptions } from './tool-options'
 import { completeCall, failCall } from './tool-part'
-import { safeMessage } from '../errors'
+import { safeMessage } from '../core/errors/errors'
 
 /** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
 export interface ToolRunScope {

@@ -4,8 +4,8 @@
  * SDK `tool()` stays an AI SDK tool. (Approval uses the AI SDK's own `needsApproval`.)
  */
 import type { Tool } from 'ai'
-import { InvalidArgumentError } from '../errors'
-import { maxTimerMs } from '../timer-limit'
+import { InvalidArgumentError } from '../core/errors/errors'
+import { maxTimerMs } from '../core/timer-limit'
 
 const optionsKey = Symbol.for('turnchart.toolOptions')
 

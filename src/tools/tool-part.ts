@@ -6,7 +6,7 @@
  *      │                │ denied                                   │
  *      └────────────────┴──────────► error ◄─────────────────────┘ (thrown, not run, stopped)
  */
-import type { ToolPart } from '../types'
+import type { ToolPart } from '../core/types'
 
 /** Why a call did not run, or stopped before it finished. */
 export type NotRunReason =

@@ -4,7 +4,7 @@
  * Used at a turn's end (the recorder) and when recovery finds a crashed turn.
  */
 import { stopCall, type NotRunReason } from '../tools/tool-part'
-import type { Part, ToolPart } from '../types'
+import type { Part, ToolPart } from '../core/types'
 
 /**
  * Closes the open parts among `parts` for `reason`; returns the parts that changed. `keep`

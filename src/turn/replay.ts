@@ -5,10 +5,10 @@
 import { initialTransition, transition, type SnapshotFrom } from 'xstate'
 import { turnMachine, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
-import { ReplayMismatchError } from '../errors'
+import { ReplayMismatchError } from '../core/errors/errors'
 
 export { ReplayMismatchError }
-import type { TransitionRecord } from '../types'
+import type { TransitionRecord } from '../core/types'
 
 export interface ReplayStep {
   seq: number

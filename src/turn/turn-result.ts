@@ -5,7 +5,7 @@
 import { addUsage, emptyTurnUsage, setTurnUsage } from '../store/conversation-store'
 import type { Repository } from '../store/repository'
 import type { TurnScope } from './turn-scope'
-import type { MessageWithParts, TurnUsage } from '../types'
+import type { MessageWithParts, TurnUsage } from '../core/types'
 
 /**
  * The turn's usage, from its assistant and summary messages as stored (a recovered turn's

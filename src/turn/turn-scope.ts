@@ -4,15 +4,15 @@
  * queue. The chart holds control data; this holds the data.
  */
 import type { ModelMessage } from 'ai'
-import type { Bus } from '../bus'
-import type { ResolvedConfig } from '../config'
-import { newId } from '../ids'
-import { jsonCopy } from '../json-copy'
+import type { Bus } from '../core/bus'
+import type { ResolvedConfig } from '../config/resolve-config'
+import { newId } from '../core/ids'
+import { jsonCopy } from '../core/json-copy'
 import { toModelMessages } from '../llm/model-messages'
-import { PartWriter } from '../store/part-writer'
+import { PartWriter } from './part-writer'
 import type { Repository, TurnFence } from '../store/repository'
-import { WriteQueue } from '../store/write-queue'
-import type { MessageInfo, MessageWithParts, Part, ToolPart, UserPartDraft } from '../types'
+import { WriteQueue } from './write-queue'
+import type { MessageInfo, MessageWithParts, Part, ToolPart, UserPartDraft } from '../core/types'
 
 export class TurnScope {
   readonly queue = new WriteQueue()

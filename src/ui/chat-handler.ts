@@ -3,8 +3,8 @@
  * the AI SDK's `useChat` (with `DefaultChatTransport`) sends, for an engine in this process.
  */
 import { createUIMessageStreamResponse, isToolUIPart, type UIMessage } from 'ai'
-import type { Engine } from '../engine'
-import { ApprovalNotPendingError, SessionBusyError, SessionNotFoundError, serializeError } from '../errors'
+import type { Engine } from '../engine/create-engine'
+import { ApprovalNotPendingError, SessionBusyError, SessionNotFoundError, serializeError } from '../core/errors/errors'
 import { LiveTurns } from './live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'
 import { toUIMessageStreamResponse, type TurnRef } from './to-ui-message-stream'

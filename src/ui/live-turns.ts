@@ -8,9 +8,9 @@
  *
  * Memory: only running turns are held; a turn is dropped when its session goes idle.
  */
-import type { TurnchartEvent } from '../bus'
-import type { Engine } from '../engine'
-import type { MessageInfo, Part } from '../types'
+import type { TurnchartEvent } from '../core/bus'
+import type { Engine } from '../engine/create-engine'
+import type { MessageInfo, Part } from '../core/types'
 import type { TurnStateData } from './ui-messages'
 
 /** What a running turn has produced so far. */

@@ -4,9 +4,9 @@
  * or a `part.updated` that closes it - only sends what the page does not have yet.
  */
 import type { FinishReason, InferUIMessageChunk } from 'ai'
-import type { TurnchartEvent } from '../bus'
-import type { SerializedError } from '../errors'
-import type { MessageInfo, Part, ToolPart } from '../types'
+import type { TurnchartEvent } from '../core/bus'
+import type { SerializedError } from '../core/errors/errors'
+import type { MessageInfo, Part, ToolPart } from '../core/types'
 import { nextTurnState, turnIdOf, type LiveTurnSnapshot } from './live-turns'
 import { isDenied, messageMetadata, type TurnchartUIMessage, type TurnStateData } from './ui-messages'
 

@@ -3,8 +3,8 @@
  * loads a conversation from the database with these, then streams new turns on top.
  */
 import type { UIMessage } from 'ai'
-import type { SerializedError } from '../errors'
-import type { MessageInfo, MessageWithParts, Part, Tokens, ToolPart } from '../types'
+import type { SerializedError } from '../core/errors/errors'
+import type { MessageInfo, MessageWithParts, Part, Tokens, ToolPart } from '../core/types'
 
 /** The chart's state as the page sees it (the `data-turn-state` part). */
 export interface TurnStateData {

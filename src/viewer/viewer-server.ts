@@ -10,7 +10,7 @@ import type net from 'node:net'
 import path from 'node:path'
 import { leafChart } from '../chart/chart-edges'
 import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
-import { replayTurn, summarizeSessions, viewSession } from '../views/read-views'
+import { replayTurn, summarizeSessions, viewSession } from './read-views'
 
 export interface Viewer {
   /** `http://127.0.0.1:<port>/` */

@@ -2,7 +2,7 @@
  * Shared checks of the hostile tests: no part left open, SSE lines built by hand.
  */
 import type { Engine } from '../../src'
-import type { Part } from '../../src/types'
+import type { Part } from '../../src/core/types'
 
 /** Parts still open in the database: text or reasoning without `time.end`, tools pending or running. */
 export async function openParts(engine: Engine, sessionId: string): Promise<Part[]> {

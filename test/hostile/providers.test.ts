@@ -6,7 +6,7 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
-import type { Part, TextPart, ToolPart } from '../../src/types'
+import type { Part, TextPart, ToolPart } from '../../src/core/types'
 import { createHarness, type Harness } from '../support/harness'
 import { choice, openParts, sse, sseAnswer, usageChunk } from './helpers'
 

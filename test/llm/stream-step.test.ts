@@ -6,12 +6,12 @@
 import { APICallError } from '@ai-sdk/provider'
 import { jsonSchema, tool, type ToolSet } from 'ai'
 import type { TurnEvent } from '../../machines/turn.types'
-import { MessageAbortedError } from '../../src/errors'
+import { MessageAbortedError } from '../../src/core/errors/errors'
 import { streamStep, type StepScope } from '../../src/llm/stream-step'
 import { defaultFailurePolicies, type FailurePolicies } from '../../src/policy/decide-failure'
 import { defaultDoomLoopOptions } from '../../src/policy/doom-loop'
 import { defaultRetryOptions } from '../../src/policy/retry-delay'
-import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart } from '../../src/types'
+import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart } from '../../src/core/types'
 import { fakeModel, finish, text, type FakeModel, type ScriptItem } from '../support/fake-model'
 
 const policies = defaultFailurePolicies({ ...defaultRetryOptions, jitter: 0, maxAttempts: 3 })

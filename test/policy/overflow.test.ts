@@ -1,5 +1,5 @@
 import { isUsageOverflow, stepTokenCount, usableContext, type ModelLimits } from '../../src/policy/overflow'
-import type { Tokens } from '../../src/types'
+import type { Tokens } from '../../src/core/types'
 
 function tokens(input: number, output: number, cacheRead = 0, reasoning = 0): Tokens {
   return { input, output, reasoning, cache: { read: cacheRead, write: 0 } }

@@ -1,5 +1,5 @@
-import { InvalidOptionError } from '../../src/errors'
-import { maxTimerMs } from '../../src/timer-limit'
+import { InvalidOptionError } from '../../src/core/errors/errors'
+import { maxTimerMs } from '../../src/core/timer-limit'
 import {
   backoffDelay,
   defaultRetryOptions,

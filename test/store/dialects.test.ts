@@ -7,13 +7,13 @@
 import { Kysely, PostgresDialect, type LogEvent } from 'kysely'
 import { Client, Pool } from 'pg'
 import { createEngine, InvalidOptionError } from '../../src'
-import { newId } from '../../src/ids'
+import { newId } from '../../src/core/ids'
 import { migrate, migrations, splitSearchPath } from '../../src/store/migrations'
 import { openDatabase, pgLoader } from '../../src/store/open-database'
 import { Repository } from '../../src/store/repository'
 import type { TurnchartDatabase } from '../../src/store/schema'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import type { Part, TurnRecord } from '../../src/types'
+import type { Part, TurnRecord } from '../../src/core/types'
 import { dropSchemas, freshDatabase, freshSchemaName, modelFor, pgBaseUrl, postgresOnly, testDialect, withParams } from '../support/harness'
 
 const cleanups: Array<() => Promise<unknown>> = []

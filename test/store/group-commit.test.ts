@@ -7,7 +7,7 @@ import os from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql } from 'kysely'
-import { GroupCommit } from '../../src/store/group-commit'
+import { GroupCommit } from '../../src/store/sqlite/group-commit'
 import { sqliteOnly } from '../support/harness'
 
 interface DB {

@@ -6,7 +6,7 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
-import type { TextPart, ToolPart } from '../../src/types'
+import type { TextPart, ToolPart } from '../../src/core/types'
 import { createHarness, type Harness } from '../support/harness'
 
 const hostile: Array<[string, string]> = [

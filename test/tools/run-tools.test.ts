@@ -5,7 +5,7 @@
 import { tool } from 'ai'
 import { z } from 'zod'
 import { runTools, type ToolRunScope } from '../../src/tools/run-tools'
-import type { Part, ToolPart } from '../../src/types'
+import type { Part, ToolPart } from '../../src/core/types'
 
 function fakeScope(tools: ToolRunScope['config']['tools'], calls: Array<{ tool: string; input: unknown }>) {
   const changed: Part[] = []

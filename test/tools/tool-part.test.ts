@@ -2,7 +2,7 @@
  * The life of a tool part: each change, and one message per reason a call did not run.
  */
 import { approveCall, completeCall, denyCall, failCall, notRunMessage, requireApproval, runCall, stopCall } from '../../src/tools/tool-part'
-import type { ToolPart } from '../../src/types'
+import type { ToolPart } from '../../src/core/types'
 
 const call = (): ToolPart => ({ id: 'prt_1', sessionId: 'ses_1', messageId: 'msg_1', type: 'tool', callId: 'call_1', tool: 'read', state: { status: 'pending', input: {} } })
 

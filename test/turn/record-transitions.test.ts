@@ -6,12 +6,12 @@
 import { initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
 import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { TurnOwnershipLostError } from '../../src/errors'
-import type { TurnchartEvent } from '../../src/bus'
+import { TurnOwnershipLostError } from '../../src/core/errors/errors'
+import type { TurnchartEvent } from '../../src/core/bus'
 import type { TurnUpdate } from '../../src/store/repository'
-import { WriteQueue } from '../../src/store/write-queue'
+import { WriteQueue } from '../../src/turn/write-queue'
 import { TransitionRecorder, type RecorderScope, type TransitionTx, type TurnEnd } from '../../src/turn/record-transitions'
-import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord } from '../../src/types'
+import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord } from '../../src/core/types'
 
 interface Deferred {
   promise: Promise<void>

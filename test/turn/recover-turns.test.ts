@@ -7,11 +7,11 @@ import { tool, jsonSchema, type ToolSet } from 'ai'
 import { transition } from 'xstate'
 import { turnMachine, turnStateName } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
-import type { TurnchartEvent } from '../../src/bus'
+import type { TurnchartEvent } from '../../src/core/bus'
 import type { TurnUpdate } from '../../src/store/repository'
 import { idempotent } from '../../src/tools/tool-options'
-import { recoverWith, type RecoveryPorts, type RecoveryTx, type ResumeRequest } from '../../src/turn/recover-turns'
-import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord, TurnRecord } from '../../src/types'
+import { recoverWith, type RecoveryPorts, type RecoveryTx, type ResumeRequest } from '../../src/turn/recovery/recover-turns'
+import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord, TurnRecord } from '../../src/core/types'
 
 const input: TurnInput = { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 1 }
 const noop = () => tool({ description: 'x', inputSchema: jsonSchema<object>({ type: 'object' }) })

@@ -1,4 +1,4 @@
-import { jsonCopy } from '../../src/json-copy'
+import { jsonCopy } from '../../src/core/json-copy'
 
 describe('jsonCopy', () => {
   it('copies nested objects and arrays, so later changes to the original do not show', () => {

@@ -8,9 +8,9 @@
  */
 import type { TurnchartEvent } from '../../../src'
 import type { ScriptReply } from '../../../src/testing'
-import type { Part } from '../../../src/types'
-import type { TurnRecord } from '../../../src/types'
-import type { TurnResult } from '../../../src/turn/start-turn'
+import type { Part } from '../../../src/core/types'
+import type { TurnRecord } from '../../../src/core/types'
+import type { TurnResult } from '../../../src/turn/run-turn'
 import type { ModelEvent, PlannedStep } from './chart-model'
 import type { ToolBehaviour } from './rig'
 

@@ -5,8 +5,8 @@
  * (never the headers, which may carry secrets), so a recovered turn resumes with the same ones.
  */
 import type { JSONValue, ToolSet } from 'ai'
-import type { ResolvedConfig } from '../config'
-import { InvalidArgumentError } from '../errors'
+import type { ResolvedConfig } from '../config/resolve-config'
+import { InvalidArgumentError } from '../core/errors/errors'
 
 /** The AI SDK's call settings, as `streamText` takes them. */
 export interface CallSettings {

@@ -2,8 +2,8 @@
  * The stored and published shapes of sessions, messages and parts.
  * Field names follow what agent UIs already know (opencode's message-v2 shapes).
  */
-import type { SerializedError } from './errors'
-import type { SessionDefaults, StoredTurnOptions } from './prompt/call-settings'
+import type { SerializedError } from './errors/errors'
+import type { SessionDefaults, StoredTurnOptions } from '../conversation/call-settings'
 
 export interface Tokens {
   input: number

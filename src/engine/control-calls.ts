@@ -3,14 +3,14 @@
  * engine runs is told at once; one another engine runs gets a stored request, which that
  * engine's control poller applies (see src/control/).
  */
-import type { ResolvedConfig } from './config'
-import { startControlPoller, type ControlPoller } from './control/control-poller'
-import { requestAbort, requestDecision } from './control/remote-control'
-import type { Engine } from './engine'
-import { optionalString, requireId } from './arguments'
-import { ControlRequests } from './store/control-requests'
-import type { OpenedDatabase } from './store/open-database'
-import type { Repository } from './store/repository'
+import type { ResolvedConfig } from '../config/resolve-config'
+import { startControlPoller, type ControlPoller } from '../control/control-poller'
+import { requestAbort, requestDecision } from '../control/remote-control'
+import type { Engine } from './create-engine'
+import { optionalString, requireId } from '../core/arguments'
+import { ControlRequests } from '../store/control-requests'
+import type { OpenedDatabase } from '../store/open-database'
+import type { Repository } from '../store/repository'
 import type { RunningTurns } from './running-turns'
 
 export interface EngineControl {

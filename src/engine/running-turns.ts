@@ -3,9 +3,9 @@
  * and their leases renewed while they run, so that no other engine takes them over. A turn
  * whose lease could not be renewed belongs to another engine now: it stops here.
  */
-import { TurnOwnershipLostError } from './errors'
-import type { Repository } from './store/repository'
-import type { RunningTurn } from './turn/start-turn'
+import { TurnOwnershipLostError } from '../core/errors/errors'
+import type { Repository } from '../store/repository'
+import type { RunningTurn } from '../turn/run-turn'
 
 export class RunningTurns {
   readonly #bySession = new Map<string, RunningTurn>()

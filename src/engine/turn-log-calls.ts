@@ -2,14 +2,14 @@
  * The engine's calls on stored turns: a turn's row, its transition log and its replay, a
  * session's persisted status, and pruning old logs. Store work only; `createEngine` composes them.
  */
-import type { TurnInput } from '../machines/turn.types'
-import { readStatus } from './control/read-status'
-import type { Engine } from './engine'
+import type { TurnInput } from '../../machines/turn.types'
+import { readStatus } from '../control/read-status'
+import type { Engine } from './create-engine'
 import type { EngineCall } from './engine-calls'
-import { InvalidArgumentError, TurnNotFoundError } from './errors'
-import { requireId } from './arguments'
-import type { Repository } from './store/repository'
-import { replayTransitions } from './turn/replay'
+import { InvalidArgumentError, TurnNotFoundError } from '../core/errors/errors'
+import { requireId } from '../core/arguments'
+import type { Repository } from '../store/repository'
+import { replayTransitions } from '../turn/replay'
 
 export type TurnLogCalls = Pick<Engine, 'transitions' | 'getTurn' | 'replay' | 'prune' | 'readStatus'>
 

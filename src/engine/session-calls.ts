@@ -2,16 +2,16 @@
  * The engine's session calls: create, read, update, delete, revert and fork a session, its
  * messages and its usage. Store work only, no running turn; `createEngine` composes them.
  */
-import { InvalidArgumentError, SessionNotFoundError } from './errors'
-import type { ResolvedConfig } from './config'
-import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from './conversation/history'
-import type { Engine } from './engine'
+import { InvalidArgumentError, SessionNotFoundError } from '../core/errors/errors'
+import type { ResolvedConfig } from '../config/resolve-config'
+import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from '../conversation/history'
+import type { Engine } from './create-engine'
 import type { EngineCall } from './engine-calls'
-import { newId } from './ids'
-import { requireId, sessionOptions } from './arguments'
-import { validateSessionDefaults } from './prompt/call-settings'
-import type { Repository } from './store/repository'
-import type { SessionInfo } from './types'
+import { newId } from '../core/ids'
+import { requireId, sessionOptions } from '../core/arguments'
+import { validateSessionDefaults } from '../conversation/call-settings'
+import type { Repository } from '../store/repository'
+import type { SessionInfo } from '../core/types'
 
 export interface SessionCallDeps {
   config: ResolvedConfig

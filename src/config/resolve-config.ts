@@ -7,19 +7,19 @@ import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xst
 
 /** XState's clock interface (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
 export type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>
-import { InvalidOptionError } from './errors'
-import { isSupportedModel, supportedModelsText, type ProviderLanguageModel } from './llm/language-model'
-import type { Pricing } from './llm/usage'
-import { defaultDoomLoopOptions, type DoomLoopOptions } from './policy/doom-loop'
-import type { ModelLimits } from './policy/overflow'
-import { defaultFailurePolicies, type ErrorClassifier, type FailurePolicies, type RetryPolicy } from './policy/decide-failure'
-import { classifyError } from './policy/classify-error'
-import { validateRetryOptions, type RetryOptions } from './policy/retry-delay'
-import type { DatabaseOption } from './store/open-database'
-import { Telemetry, type TelemetryOptions } from './telemetry/telemetry'
-import { validateTurnSettings, type TurnSettings } from './prompt/call-settings'
-import { maxTimerMs } from './timer-limit'
-import { createRedactor, minSecretLength, type Redactor } from './security/redact-secrets'
+import { InvalidOptionError } from '../core/errors/errors'
+import { isSupportedModel, supportedModelsText, type ProviderLanguageModel } from '../llm/language-model'
+import type { Pricing } from '../llm/usage'
+import { defaultDoomLoopOptions, type DoomLoopOptions } from '../policy/doom-loop'
+import type { ModelLimits } from '../policy/overflow'
+import { defaultFailurePolicies, type ErrorClassifier, type FailurePolicies, type RetryPolicy } from '../policy/decide-failure'
+import { classifyError } from '../policy/classify-error'
+import { validateRetryOptions, type RetryOptions } from '../policy/retry-delay'
+import type { DatabaseOption } from '../store/open-database'
+import { Telemetry, type TelemetryOptions } from '../telemetry/telemetry'
+import { validateTurnSettings, type TurnSettings } from '../conversation/call-settings'
+import { maxTimerMs } from '../core/timer-limit'
+import { createRedactor, minSecretLength, type Redactor } from '../security/redact-secrets'
 
 export interface CompactionOptions {
   /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */

@@ -5,8 +5,8 @@
  * changes are written at the next turn of the write queue, coalesced with whatever else is dirty. A flush writes messages before parts, so
  * a part never reaches the database before its message. Never one database write per delta.
  */
-import type { MessageInfo, Part, TextPart } from '../types'
-import type { Repository } from './repository'
+import type { MessageInfo, Part, TextPart } from '../core/types'
+import type { Repository } from '../store/repository'
 import type { WriteQueue } from './write-queue'
 
 /** Who hears of the changes the writer takes: a part opened or changed, a delta, a message's info. */

@@ -4,8 +4,8 @@
  * `maxFileBytes`; turned back into exactly that content for the model.
  */
 import type { UserContent } from 'ai'
-import { FileTooLargeError, InvalidArgumentError } from '../errors'
-import type { Part, UserPartDraft } from '../types'
+import { FileTooLargeError, InvalidArgumentError } from '../core/errors/errors'
+import type { Part, UserPartDraft } from '../core/types'
 
 export type { UserPartDraft }
 

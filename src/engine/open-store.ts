@@ -2,12 +2,12 @@
  * The engine's database: opened, its schema brought up to date, and the repository over it.
  * A failure is a `StorageError` naming the step, and leaves no connection open.
  */
-import type { EngineOptions, ResolvedConfig } from './config'
+import type { EngineOptions, ResolvedConfig } from '../config/resolve-config'
 import { asStorageError } from './engine-calls'
-import { migrate } from './store/migrations'
-import { openDatabase, type OpenedDatabase } from './store/open-database'
-import { GroupCommit } from './store/group-commit'
-import { Repository } from './store/repository'
+import { migrate } from '../store/migrations'
+import { openDatabase, type OpenedDatabase } from '../store/open-database'
+import { GroupCommit } from '../store/sqlite/group-commit'
+import { Repository } from '../store/repository'
 
 /**
  * @example

@@ -2,8 +2,8 @@
  * The last published status of each session this engine runs a turn in (`engine.status`):
  * kept from the bus's `session.status` events; an idle session is not kept.
  */
-import type { Bus } from './bus'
-import type { SessionStatus } from './types'
+import type { Bus } from '../core/bus'
+import type { SessionStatus } from '../core/types'
 
 /**
  * @example

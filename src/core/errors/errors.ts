@@ -4,7 +4,7 @@
  * and a static `isInstance` that works across copies of the package (no `instanceof`).
  */
 
-import { redactSecrets } from './security/redact-secrets'
+import { redactSecrets } from '../../security/redact-secrets'
 
 /** The stored and published form of an error: `{ name, message, ...fields }`. */
 export interface SerializedError {

@@ -5,7 +5,7 @@
 import type { TurnInput } from '../../machines/turn.types'
 import type { Repository } from '../store/repository'
 import { replayTransitions, type ReplayStep } from '../turn/replay'
-import type { MessageWithParts, SessionInfo, TransitionRecord, TurnRecord } from '../types'
+import type { MessageWithParts, SessionInfo, TransitionRecord, TurnRecord } from '../core/types'
 
 export interface SessionSummary extends SessionInfo {
   messages: number
