@@ -3,11 +3,11 @@
  */
 export { createEngine, type Engine, type WhenBusy } from './engine/create-engine'
 export type { QueuedPrompt } from './conversation/prompt-queue'
-export type { QueuedPromptRecord } from './store/queue-store'
+export type { QueuedPromptRecord } from './store/store'
 export type { EngineOptions, EngineModel, CompactionOptions, ToolExecutionOptions, ResolvedConfig } from './config/resolve-config'
 export { supportedSpecificationVersions, isSupportedModel, type ProviderLanguageModel } from './llm/language-model'
 export type { Turn, TurnResult } from './turn/run-turn'
-export type { CallSettings, TurnSettings, PromptOptions, SessionDefaults, ToolChoiceOption, StoredTurnOptions } from './conversation/call-settings'
+export type { CallSettings, TurnSettings, PromptOptions, SessionDefaults, ToolChoiceOption, StoredTurnOptions } from './core/types'
 export type { PromptInput } from './conversation/user-input'
 export { turnOfTool, type TurnToolContext } from './tools/run-tools'
 export type { TurnchartEvent, TurnchartEventType, Listener } from './core/bus'

@@ -15,7 +15,7 @@ export async function replayCommand(argv: string[], io: CliIO): Promise<number> 
   const c = colors(io)
   const out = (line: string) => io.stdout.write(`${line}\n`)
   try {
-    const replay = await store.read((repo) => replayTurn(repo, turnId))
+    const replay = await store.read((s) => replayTurn(s, turnId))
     if (!replay) throw new CliError(`no turn ${turnId} in ${database}`)
     if (flags.has('json')) {
       out(JSON.stringify(replay, null, 2))

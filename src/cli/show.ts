@@ -13,7 +13,7 @@ export async function showCommand(argv: string[], io: CliIO): Promise<number> {
   const c = colors(io)
   const out = (line = '') => io.stdout.write(`${line}\n`)
   try {
-    const view = await store.read((repo) => viewSession(repo, sessionId))
+    const view = await store.read((s) => viewSession(s, sessionId))
     if (!view) throw new CliError(`no session ${sessionId} in ${database}`)
     if (flags.has('json')) {
       out(JSON.stringify(view, null, 2))

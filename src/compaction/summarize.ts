@@ -9,7 +9,7 @@ import { CompactionFailedError, ContextOverflowError, serializeError } from '../
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
 import { stepCost, toTokens, type Pricing } from '../llm/usage'
-import type { TurnSettings } from '../conversation/call-settings'
+import type { TurnSettings } from '../core/types'
 import { decideFailure, type FailurePolicies } from '../policy/decide-failure'
 import type { ModelMessage } from 'ai'
 import type { ProviderLanguageModel } from '../llm/language-model'

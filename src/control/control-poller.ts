@@ -4,7 +4,7 @@
  * Polling (not PostgreSQL's LISTEN/NOTIFY) keeps one path for both dialects; the bound on how
  * soon a request takes effect is the interval.
  */
-import type { ControlRequests } from '../store/control-requests'
+import type { ControlStore } from '../store/store'
 
 /** What the poller needs of a running turn: its id and the three decisions. */
 export interface ControlTarget {
@@ -32,7 +32,7 @@ export interface ControlPoller {
  * poller.stop()
  */
 export function startControlPoller(options: {
-  requests: ControlRequests
+  requests: Pick<ControlStore, 'pending' | 'handled'>
   running: () => ControlTarget[]
   intervalMs: number
   onError: (error: unknown) => void

@@ -6,13 +6,11 @@
  */
 import { ApprovalNotPendingError } from '../core/errors/errors'
 import { newId } from '../core/ids'
-import type { ControlRequests } from '../store/control-requests'
-import type { Repository } from '../store/repository'
+import type { Store } from '../store/store'
 import type { ControlTarget } from './control-poller'
 
 export interface RemoteControlDeps {
-  repo: Repository
-  requests: ControlRequests
+  store: Pick<Store, 'turns' | 'controls'>
   /** The turn if this engine runs it. */
   localTurn(turnId: string): ControlTarget | undefined
   /** Takes over the turns of engines that are gone (recovery). */
@@ -41,16 +39,16 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
     turn = deps.localTurn(turnId)
   }
   if (turn) return apply(turn)
-  const record = await deps.repo.getTurn(turnId)
+  const record = await deps.store.turns.get(turnId)
   if (!record) throw new ApprovalNotPendingError(turnId, callId, 'no such turn')
   if (record.outcome) throw new ApprovalNotPendingError(turnId, callId, `the turn ended (${record.outcome})`)
   if (record.state !== 'awaiting-approval') throw new ApprovalNotPendingError(turnId, callId, `the turn is in '${record.state}'`)
   const id = newId('ctl')
-  await deps.requests.add({ id, turnId, kind, callId, reason: reason ?? null, createdAt: Date.now() })
+  await deps.store.controls.add({ id, turnId, kind, callId, reason: reason ?? null, createdAt: Date.now() })
   const deadline = Date.now() + deps.waitMs
   while (Date.now() < deadline) {
     await sleep(deps.checkEveryMs)
-    const outcome = await deps.requests.outcome(id)
+    const outcome = await deps.store.controls.outcome(id)
     if (!outcome?.handled) continue
     if (outcome.result) throw new ApprovalNotPendingError(turnId, callId, outcome.result)
     return
@@ -65,15 +63,15 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
  * await requestAbort(deps, sessionId, (s) => activeTurns.get(s))
  */
 export async function requestAbort(deps: RemoteControlDeps, sessionId: string, reason = 'aborted from another engine'): Promise<void> {
-  const open = await deps.repo.openTurnOfSession(sessionId)
+  const open = await deps.store.turns.openOfSession(sessionId)
   if (!open) return
   await deps.recover()
   const taken = deps.localTurn(open.id)
   if (taken) return taken.abort(reason)
-  await deps.requests.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
+  await deps.store.controls.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
   const deadline = Date.now() + deps.waitMs
   while (Date.now() < deadline) {
     await sleep(deps.checkEveryMs)
-    if ((await deps.repo.getTurn(open.id))?.outcome) return
+    if ((await deps.store.turns.get(open.id))?.outcome) return
   }
 }

@@ -4,110 +4,16 @@
  * prompt's options (in that order, later wins). What is resolved is stored with the turn
  * (never the headers, which may carry secrets), so a recovered turn resumes with the same ones.
  */
-import type { JSONValue, ToolSet } from 'ai'
+import type { ToolSet } from 'ai'
 import type { ResolvedConfig } from '../config/resolve-config'
 import { InvalidArgumentError } from '../core/errors/errors'
-
-/** The AI SDK's call settings, as `streamText` takes them. */
-export interface CallSettings {
-  temperature?: number
-  /** Default: `limits.output` when set. */
-  maxOutputTokens?: number
-  topP?: number
-  topK?: number
-  seed?: number
-  stopSequences?: string[]
-  presencePenalty?: number
-  frequencyPenalty?: number
-  /** Extra HTTP headers of the model requests. Kept in memory only: a turn recovered by another process runs without them. */
-  headers?: Record<string, string>
-  /** Provider-specific options, e.g. `{ openai: { reasoningEffort: 'low' } }`. */
-  providerOptions?: Record<string, Record<string, JSONValue>>
-}
-
-/** `'auto'` (default), `'none'`, `'required'`, or one tool by name. */
-export type ToolChoiceOption = 'auto' | 'none' | 'required' | { type: 'tool'; toolName: string }
-
-/** Call settings plus the turn's tool choice and step limit. */
-export interface TurnSettings extends CallSettings {
-  toolChoice?: ToolChoiceOption
-  /** Steps (LLM calls) one turn may make; a turn whose last allowed step still calls tools fails with `StepLimitError`. */
-  maxSteps?: number
-}
-
-/** Options of `engine.prompt`, flat as `streamText` takes them. */
-export interface PromptOptions extends TurnSettings {
-  /** A model registered in `models` (default: the session's, else `'default'`). */
-  model?: string
-  /** System prompt of this turn (default: the session's, else the engine's). */
-  system?: string
-  /** Names of registered tools this turn may use (default: the session's, else all). */
-  tools?: string[]
-}
-
-/** Defaults of a session's turns: `engine.createSession({ title, system, model, tools, settings })`. Stored. */
-export interface SessionDefaults {
-  system?: string
-  model?: string
-  tools?: string[]
-  /** Call settings and `toolChoice` (not `headers`: they are never stored; `maxSteps` is per engine and per prompt). */
-  settings?: Omit<TurnSettings, 'headers' | 'maxSteps'>
-}
-
-/** What is stored with a turn: names and JSON only. */
-export interface StoredTurnOptions {
-  model: string
-  system?: string
-  /** Tool names; absent: every registered tool. */
-  tools?: string[]
-  settings: Omit<TurnSettings, 'headers' | 'maxSteps'>
-}
+import type { PromptOptions, SessionDefaults, StoredTurnOptions } from '../core/types'
+import { isPlainObject, promptKeys, validateTurnSettings } from '../config/call-settings'
 
 export interface ResolvedTurnOptions {
   stored: StoredTurnOptions
   headers?: Record<string, string>
   maxSteps: number | undefined
-}
-
-const numberSettings = ['temperature', 'topP', 'presencePenalty', 'frequencyPenalty'] as const
-const integerSettings = ['maxOutputTokens', 'topK', 'maxSteps'] as const
-const turnSettingKeys = [...numberSettings, ...integerSettings, 'seed', 'stopSequences', 'headers', 'providerOptions', 'toolChoice'] as const
-const promptKeys = [...turnSettingKeys, 'model', 'system', 'tools']
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-/**
- * Checks call settings; `where` prefixes the names in errors (`options`, `settings`).
- * Throws `InvalidArgumentError` (or `make(...)` for engine options) naming the setting.
- *
- * @example
- * validateTurnSettings('options', { temperature: 0.2, maxSteps: 10 }, (name, value, expected) => new InvalidArgumentError(name, value, expected))
- */
-export function validateTurnSettings(
-  where: string,
-  value: Record<string, unknown>,
-  make: (name: string, value: unknown, expected: string) => Error,
-  extraKeys: readonly string[] = [],
-): void {
-  for (const [key, v] of Object.entries(value)) {
-    const name = `${where}.${key}`
-    if (v === undefined) continue
-    if (!(turnSettingKeys as readonly string[]).includes(key) && !extraKeys.includes(key)) {
-      throw make(name, v, `one of ${[...turnSettingKeys, ...extraKeys].join(', ')} (unknown option)`)
-    }
-    if ((numberSettings as readonly string[]).includes(key) && (typeof v !== 'number' || !Number.isFinite(v))) throw make(name, v, 'a finite number')
-    if ((integerSettings as readonly string[]).includes(key) && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) throw make(name, v, 'an integer >= 1')
-    if (key === 'seed' && (typeof v !== 'number' || !Number.isInteger(v))) throw make(name, v, 'an integer')
-    if (key === 'stopSequences' && (!Array.isArray(v) || v.some((s) => typeof s !== 'string'))) throw make(name, v, 'an array of strings')
-    if (key === 'headers' && (!isPlainObject(v) || Object.values(v).some((h) => typeof h !== 'string'))) throw make(name, v, 'an object of strings')
-    if (key === 'providerOptions' && (!isPlainObject(v) || Object.values(v).some((o) => !isPlainObject(o)))) throw make(name, v, 'an object of objects, by provider')
-    if (key === 'toolChoice') {
-      const ok = v === 'auto' || v === 'none' || v === 'required' || (isPlainObject(v) && v.type === 'tool' && typeof v.toolName === 'string')
-      if (!ok) throw make(name, v, "'auto', 'none', 'required' or { type: 'tool', toolName }")
-    }
-  }
 }
 
 const argumentError = (name: string, value: unknown, expected: string) => new InvalidArgumentError(name, value, expected)

@@ -7,24 +7,24 @@
  */
 import { MessageNotFoundError, SessionBusyError, SessionNotFoundError } from '../core/errors/errors'
 import { newId } from '../core/ids'
-import { deleteSessionRows, sessionTurnUsages, setRevertedTo, setSessionTitle, sumUsage } from '../store/conversation-store'
-import type { Repository } from '../store/repository'
-import type { MessageWithParts, Part, SessionInfo, SessionUsage } from '../core/types'
+import type { Store } from '../store/store'
+import { sumUsage, usageOfMessages } from '../core/usage'
+import type { MessageInfo, MessageWithParts, Part, SessionInfo, SessionUsage } from '../core/types'
 
 export interface HistoryDeps {
-  repo: Repository
+  store: Store
   /** The id of the session's turn running in this engine, if any. */
   runningHere(sessionId: string): string | undefined
 }
 
 /** Runs `fn` holding the session's write lock, refusing when the session runs a turn. */
-async function whileIdle<T>(deps: HistoryDeps, sessionId: string, fn: (tx: Repository, now: number) => Promise<T>): Promise<T> {
+async function whileIdle<T>(deps: HistoryDeps, sessionId: string, fn: (tx: Store, now: number) => Promise<T>): Promise<T> {
   const here = deps.runningHere(sessionId)
   if (here) throw new SessionBusyError(sessionId, here)
-  return deps.repo.transaction(async (tx) => {
+  return deps.store.transaction(async (tx) => {
     const now = Date.now()
-    if (!(await tx.lockSession(sessionId, now))) throw new SessionNotFoundError(sessionId)
-    const open = await tx.openTurnOfSession(sessionId)
+    if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
+    const open = await tx.turns.openOfSession(sessionId)
     if (open) throw new SessionBusyError(sessionId, open.id)
     return fn(tx, now)
   })
@@ -43,8 +43,8 @@ export function visibleMessages(messages: MessageWithParts[], revertedTo: string
  */
 export async function updateSession(deps: HistoryDeps, sessionId: string, changes: { title?: string | null }): Promise<SessionInfo> {
   return whileIdle(deps, sessionId, async (tx, now) => {
-    if (changes.title !== undefined) await setSessionTitle(tx, sessionId, changes.title, now)
-    return (await tx.getSession(sessionId))!
+    if (changes.title !== undefined) await tx.sessions.setTitle(sessionId, changes.title, now)
+    return (await tx.sessions.get(sessionId))!
   })
 }
 
@@ -56,7 +56,7 @@ export async function updateSession(deps: HistoryDeps, sessionId: string, change
  */
 export async function deleteSession(deps: HistoryDeps, sessionId: string): Promise<void> {
   await whileIdle(deps, sessionId, async (tx) => {
-    await deleteSessionRows(tx, sessionId)
+    await tx.sessions.delete(sessionId)
   })
 }
 
@@ -69,11 +69,10 @@ export async function deleteSession(deps: HistoryDeps, sessionId: string): Promi
  */
 export async function revert(deps: HistoryDeps, sessionId: string, messageId: string): Promise<SessionInfo> {
   return whileIdle(deps, sessionId, async (tx, now) => {
-    const session = (await tx.getSession(sessionId))!
-    const row = await tx.db.selectFrom('turnchart_messages').select('id').where('session_id', '=', sessionId).where('id', '=', messageId).executeTakeFirst()
-    if (!row || (session.revertedTo !== undefined && messageId > session.revertedTo)) throw new MessageNotFoundError(sessionId, messageId)
-    await setRevertedTo(tx, sessionId, messageId, now)
-    return (await tx.getSession(sessionId))!
+    const session = (await tx.sessions.get(sessionId))!
+    if (!(await tx.messages.exists(sessionId, messageId)) || (session.revertedTo !== undefined && messageId > session.revertedTo)) throw new MessageNotFoundError(sessionId, messageId)
+    await tx.sessions.setRevertedTo(sessionId, messageId, now)
+    return (await tx.sessions.get(sessionId))!
   })
 }
 
@@ -85,8 +84,8 @@ export async function revert(deps: HistoryDeps, sessionId: string, messageId: st
  */
 export async function unrevert(deps: HistoryDeps, sessionId: string): Promise<SessionInfo> {
   return whileIdle(deps, sessionId, async (tx, now) => {
-    await setRevertedTo(tx, sessionId, null, now)
-    return (await tx.getSession(sessionId))!
+    await tx.sessions.setRevertedTo(sessionId, null, now)
+    return (await tx.sessions.get(sessionId))!
   })
 }
 
@@ -99,8 +98,8 @@ export async function unrevert(deps: HistoryDeps, sessionId: string): Promise<Se
  */
 export async function fork(deps: HistoryDeps, sessionId: string, messageId: string, options: { title?: string | null } = {}): Promise<SessionInfo> {
   return whileIdle(deps, sessionId, async (tx, now) => {
-    const source = (await tx.getSession(sessionId))!
-    const messages = visibleMessages(await tx.messages(sessionId), source.revertedTo)
+    const source = (await tx.sessions.get(sessionId))!
+    const messages = visibleMessages(await tx.messages.list(sessionId), source.revertedTo)
     const end = messages.findIndex((m) => m.info.id === messageId)
     if (end < 0) throw new MessageNotFoundError(sessionId, messageId)
     const session: SessionInfo = {
@@ -109,15 +108,15 @@ export async function fork(deps: HistoryDeps, sessionId: string, messageId: stri
       time: { created: now, updated: now },
       ...(source.defaults ? { defaults: source.defaults } : {}),
     }
-    await tx.insertSession(session)
+    await tx.sessions.insert(session)
     // New ids are made in order, so the copy sorts as the original did.
     const parts: Part[] = []
     for (const message of messages.slice(0, end + 1)) {
       const info = { ...message.info, id: newId('msg', now), sessionId: session.id }
-      await tx.upsertMessage(info)
+      await tx.messages.upsert(info)
       for (const part of message.parts) parts.push({ ...part, id: newId('prt', now), sessionId: session.id, messageId: info.id })
     }
-    for (let i = 0; i < parts.length; i += 200) await tx.upsertParts(parts.slice(i, i + 200), now)
+    for (let i = 0; i < parts.length; i += 200) await tx.messages.upsertParts(parts.slice(i, i + 200), now)
     return session
   })
 }
@@ -127,10 +126,15 @@ export async function fork(deps: HistoryDeps, sessionId: string, messageId: stri
  * included: they were paid for).
  *
  * @example
- * const { tokens, cost, turns } = await usage(repo, sessionId)
+ * const { tokens, cost, turns } = await sessionUsage(store, sessionId)
  */
-export async function sessionUsage(repo: Repository, sessionId: string): Promise<SessionUsage> {
-  if (!(await repo.getSession(sessionId))) throw new SessionNotFoundError(sessionId)
-  const turns = await sessionTurnUsages(repo, sessionId)
-  return { ...sumUsage(turns), turns }
+export async function sessionUsage(store: Pick<Store, 'sessions' | 'turns' | 'messages'>, sessionId: string): Promise<SessionUsage> {
+  if (!(await store.sessions.get(sessionId))) throw new SessionNotFoundError(sessionId)
+  const turns = await store.turns.usages(sessionId)
+  // A turn still running, or ended by recovery, has no usage on its row: summed from its messages.
+  const missing = turns.filter((t) => !t.usage).map((t) => t.id)
+  const byTurn = new Map<string, MessageInfo[]>()
+  for (const info of await store.messages.assistantInfos(missing)) byTurn.set(info.turnId!, [...(byTurn.get(info.turnId!) ?? []), info])
+  const usages = turns.map((t) => t.usage ?? usageOfMessages(t.id, byTurn.get(t.id) ?? []))
+  return { ...sumUsage(usages), turns: usages }
 }

@@ -10,11 +10,11 @@ import type { Bus } from '../core/bus'
 import type { ResolvedConfig } from '../config/resolve-config'
 import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError } from '../core/errors/errors'
 import { newId } from '../core/ids'
-import { insertQueued, listQueued, oldestQueued, queuedExists, takeQueued, type QueuedPromptRecord } from '../store/queue-store'
-import type { Repository } from '../store/repository'
+import type { QueuedPromptRecord, Store } from '../store/store'
 import type { Turn, TurnResult } from '../turn/run-turn'
-import type { PromptOptions } from './call-settings'
-import { finalTextOf, turnUsage } from '../turn/turn-result'
+import type { PromptOptions } from '../core/types'
+import { finalTextOf } from '../turn/turn-result'
+import { usageOfMessages } from '../core/usage'
 import type { UserPartDraft } from './user-input'
 
 /** A prompt waiting for its session to be idle. */
@@ -29,7 +29,7 @@ export interface QueuedPrompt {
 }
 
 export interface PromptQueueDeps {
-  repo: Repository
+  store: Store
   bus: Bus
   config: ResolvedConfig
   isClosed(): boolean
@@ -77,11 +77,11 @@ export class PromptQueue {
     done.catch(() => undefined) // a caller that never awaits `done` gets no unhandled rejection
     this.waiters.set(id, { sessionId, resolve, reject })
     const now = Date.now()
-    this.deps.repo
+    this.deps.store
       .transaction(async (tx) => {
         // A write first (SQLite: a read-then-write transaction fails at once with SQLITE_BUSY when another connection wrote in between).
-        if (!(await tx.lockSession(sessionId, now))) throw new SessionNotFoundError(sessionId)
-        await insertQueued(tx, { id, sessionId, input, options: stored, time: { created: now } })
+        if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
+        await tx.queue.insert({ id, sessionId, input, options: stored, time: { created: now } })
       })
       .then(
         () => {
@@ -96,14 +96,14 @@ export class PromptQueue {
 
   /** The session's queued prompts, oldest first. */
   list(sessionId: string): Promise<QueuedPromptRecord[]> {
-    return listQueued(this.deps.repo, sessionId)
+    return this.deps.store.queue.list(sessionId)
   }
 
   /** Cancels a queued prompt; false when its turn already started (or there is no such prompt). */
   async cancel(id: string): Promise<boolean> {
-    const record = await this.deps.repo.db.selectFrom('turnchart_queue').select('session_id').where('id', '=', id).executeTakeFirst()
-    if (!record || !(await takeQueued(this.deps.repo, id))) return false
-    this.settle(id, new QueuedPromptCancelledError(record.session_id, id))
+    const record = await this.deps.store.queue.get(id)
+    if (!record || !(await this.deps.store.queue.take(id))) return false
+    this.settle(id, new QueuedPromptCancelledError(record.sessionId, id))
     return true
   }
 
@@ -112,19 +112,19 @@ export class PromptQueue {
    * another engine). Called when a turn ends, after a prompt is queued, and by the sweep.
    */
   async drain(sessionId: string): Promise<void> {
-    const { repo } = this.deps
+    const { store } = this.deps
     if (this.deps.isClosed() || this.deps.activeTurn(sessionId) || this.draining.has(sessionId)) return
     this.draining.add(sessionId)
     try {
-      if (await repo.openTurnOfSession(sessionId)) return // its engine drains when it ends
-      const record = await oldestQueued(repo, sessionId)
+      if (await store.turns.openOfSession(sessionId)) return // its engine drains when it ends
+      const record = await store.queue.oldest(sessionId)
       if (!record || this.deps.isClosed() || this.deps.activeTurn(sessionId)) return
       let turn: Turn
       try {
         turn = this.deps.start(record, this.headers.get(record.id))
       } catch (error) {
         // It cannot start here (e.g. its model is not registered on this engine): drop it, saying why.
-        if (await takeQueued(repo, record.id)) this.settle(record.id, error)
+        if (await store.queue.take(record.id)) this.settle(record.id, error)
         return
       }
       this.runningHere.add(record.id)
@@ -171,22 +171,22 @@ export class PromptQueue {
       this.poll = undefined
       return
     }
-    const { repo } = this.deps
+    const { store } = this.deps
     for (const [id, waiter] of [...this.waiters]) {
       if (this.runningHere.has(id) || this.deps.isClosed()) continue
       try {
-        const turn = await repo.getTurn(id)
+        const turn = await store.turns.get(id)
         if (turn?.outcome) {
-          const messages = (await repo.messages(turn.sessionId)).filter((m) => m.info.turnId === id)
+          const messages = (await store.messages.list(turn.sessionId)).filter((m) => m.info.turnId === id)
           this.settle(id, null, {
             turnId: id,
             sessionId: turn.sessionId,
             outcome: turn.outcome,
             ...(turn.error ? { error: errorFromRecord(turn.error) } : {}),
-            usage: await turnUsage(repo, id),
+            usage: usageOfMessages(id, messages.map((m) => m.info)),
             text: finalTextOf(messages),
           })
-        } else if (!turn && !(await queuedExists(repo, id))) {
+        } else if (!turn && !(await store.queue.get(id))) {
           this.settle(id, new QueuedPromptCancelledError(waiter.sessionId, id))
         } else if (!turn) {
           await this.drain(waiter.sessionId)

@@ -5,11 +5,11 @@
  * transaction makes a pending revert final (the hidden messages are deleted).
  */
 import type { ResolvedConfig } from '../config/resolve-config'
-import { deleteMessagesAfter, setRevertedTo, setTurnOptions } from '../store/conversation-store'
-import type { Repository } from '../store/repository'
+import type { Store } from '../store/store'
 import type { TurnRequest } from '../turn/run-turn'
 import type { TurnScope } from '../turn/turn-scope'
-import { resolveTurnOptions, turnConfig, type PromptOptions } from './call-settings'
+import type { PromptOptions } from '../core/types'
+import { resolveTurnOptions, turnConfig } from './call-settings'
 
 /**
  * The `TurnRequest` of a prompt. Throws `InvalidArgumentError` for an unknown model or tool
@@ -22,15 +22,15 @@ export function turnRequest(config: ResolvedConfig, sessionId: string, options: 
   const { maxSteps } = resolveTurnOptions(config, undefined, options) // validates now, synchronously
   return {
     ...(maxSteps !== undefined ? { maxSteps } : {}),
-    async prepare(tx: Repository, scope: TurnScope) {
-      const session = await tx.getSession(sessionId)
+    async prepare(tx: Store, scope: TurnScope) {
+      const session = await tx.sessions.get(sessionId)
       if (session?.revertedTo) {
-        await deleteMessagesAfter(tx, sessionId, session.revertedTo)
-        await setRevertedTo(tx, sessionId, null, Date.now())
+        await tx.messages.deleteAfter(sessionId, session.revertedTo)
+        await tx.sessions.setRevertedTo(sessionId, null, Date.now())
       }
       const resolved = resolveTurnOptions(config, session?.defaults, options)
       scope.useConfig(turnConfig(config, resolved.stored, resolved.headers))
-      await setTurnOptions(tx, scope.turnId, resolved.stored)
+      await tx.turns.setOptions(scope.turnId, resolved.stored)
     },
   }
 }

@@ -2,8 +2,8 @@
  * The stored and published shapes of sessions, messages and parts.
  * Field names follow what agent UIs already know (opencode's message-v2 shapes).
  */
+import type { JSONValue } from 'ai'
 import type { SerializedError } from './errors/errors'
-import type { SessionDefaults, StoredTurnOptions } from '../conversation/call-settings'
 
 export interface Tokens {
   input: number
@@ -214,3 +214,58 @@ export function emptyTokens(): Tokens {
 
 /** A user part of a prompt before it has ids and times (text, or an image or file). */
 export type UserPartDraft = { type: 'text'; text: string } | Omit<FilePart, 'id' | 'sessionId' | 'messageId' | 'time'>
+
+/** The AI SDK's call settings, as `streamText` takes them. */
+export interface CallSettings {
+  temperature?: number
+  /** Default: `limits.output` when set. */
+  maxOutputTokens?: number
+  topP?: number
+  topK?: number
+  seed?: number
+  stopSequences?: string[]
+  presencePenalty?: number
+  frequencyPenalty?: number
+  /** Extra HTTP headers of the model requests. Kept in memory only: a turn recovered by another process runs without them. */
+  headers?: Record<string, string>
+  /** Provider-specific options, e.g. `{ openai: { reasoningEffort: 'low' } }`. */
+  providerOptions?: Record<string, Record<string, JSONValue>>
+}
+
+/** `'auto'` (default), `'none'`, `'required'`, or one tool by name. */
+export type ToolChoiceOption = 'auto' | 'none' | 'required' | { type: 'tool'; toolName: string }
+
+/** Call settings plus the turn's tool choice and step limit. */
+export interface TurnSettings extends CallSettings {
+  toolChoice?: ToolChoiceOption
+  /** Steps (LLM calls) one turn may make; a turn whose last allowed step still calls tools fails with `StepLimitError`. */
+  maxSteps?: number
+}
+
+/** Options of `engine.prompt`, flat as `streamText` takes them. */
+export interface PromptOptions extends TurnSettings {
+  /** A model registered in `models` (default: the session's, else `'default'`). */
+  model?: string
+  /** System prompt of this turn (default: the session's, else the engine's). */
+  system?: string
+  /** Names of registered tools this turn may use (default: the session's, else all). */
+  tools?: string[]
+}
+
+/** Defaults of a session's turns: `engine.createSession({ title, system, model, tools, settings })`. Stored. */
+export interface SessionDefaults {
+  system?: string
+  model?: string
+  tools?: string[]
+  /** Call settings and `toolChoice` (not `headers`: they are never stored; `maxSteps` is per engine and per prompt). */
+  settings?: Omit<TurnSettings, 'headers' | 'maxSteps'>
+}
+
+/** What is stored with a turn: names and JSON only. */
+export interface StoredTurnOptions {
+  model: string
+  system?: string
+  /** Tool names; absent: every registered tool. */
+  tools?: string[]
+  settings: Omit<TurnSettings, 'headers' | 'maxSteps'>
+}

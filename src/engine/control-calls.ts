@@ -8,9 +8,7 @@ import { startControlPoller, type ControlPoller } from '../control/control-polle
 import { requestAbort, requestDecision } from '../control/remote-control'
 import type { Engine } from './create-engine'
 import { optionalString, requireId } from '../core/arguments'
-import { ControlRequests } from '../store/control-requests'
-import type { OpenedDatabase } from '../store/open-database'
-import type { Repository } from '../store/repository'
+import type { Store } from '../store/store'
 import type { RunningTurns } from './running-turns'
 
 export interface EngineControl {
@@ -21,11 +19,10 @@ export interface EngineControl {
 
 /**
  * @example
- * const control = engineControl({ db: opened.db, repo, config, running, recover: () => engine.recover(), requireOpen })
+ * const control = engineControl({ store, config, running, recover: () => engine.recover(), requireOpen })
  */
 export function engineControl(deps: {
-  db: OpenedDatabase['db']
-  repo: Repository
+  store: Store
   config: ResolvedConfig
   running: RunningTurns
   /** Takes over the turns of engines that are gone (a request to one of them would wait forever). */
@@ -33,17 +30,15 @@ export function engineControl(deps: {
   requireOpen(operation: string): void
 }): EngineControl {
   const { config, running, requireOpen } = deps
-  const requests = new ControlRequests(deps.db)
   const remote = {
-    repo: deps.repo,
-    requests,
+    store: deps.store,
     localTurn: (turnId: string) => running.find(turnId),
     recover: deps.recover,
     waitMs: config.leaseMs + 2 * config.controlPollIntervalMs,
     checkEveryMs: Math.max(10, Math.floor(config.controlPollIntervalMs / 4)),
   }
   const poller = startControlPoller({
-    requests,
+    requests: deps.store.controls,
     running: () => running.begun(),
     intervalMs: config.controlPollIntervalMs,
     onError: () => undefined, // the database is unreachable: the next poll tries again

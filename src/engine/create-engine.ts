@@ -20,12 +20,12 @@ import { recoverTurns, newOwnerId } from '../turn/recovery/recover-turns'
 import type { ReplayStep } from '../turn/replay'
 import { startTurn, type RunningTurn, type Turn, type TurnDeps } from '../turn/run-turn'
 import type { MessageWithParts, SessionInfo, SessionStatus, SessionUsage, TransitionRecord, TurnRecord } from '../core/types'
-import type { PromptOptions, SessionDefaults } from '../conversation/call-settings'
+import type { PromptOptions, SessionDefaults } from '../core/types'
 import type { HistoryDeps } from '../conversation/history'
 import { turnRequest } from '../conversation/turn-options'
 import { userParts, type PromptInput } from '../conversation/user-input'
 import { PromptQueue, type QueuedPrompt } from '../conversation/prompt-queue'
-import { idleSessionsWithQueue, takeQueued, type QueuedPromptRecord } from '../store/queue-store'
+import type { QueuedPromptRecord } from '../store/store'
 
 /** What `prompt` does on a busy session. */
 export type WhenBusy = 'reject' | 'enqueue' | 'interrupt'
@@ -146,21 +146,21 @@ export interface Engine {
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
   await checkToolSchemas(config.tools)
-  const { opened, repo } = await openEngineStore(options, config)
+  const { opened, store } = await openEngineStore(options, config)
   const bus = new Bus(config.onSubscriberError)
   let closed = false
   const owner = newOwnerId()
   const running = new RunningTurns({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
-  const deps: TurnDeps = { config, repo, bus, owner, onSettled: (turn) => running.untrack(turn) }
+  const deps: TurnDeps = { config, store, bus, owner, onSettled: (turn) => running.untrack(turn) }
   const queue = new PromptQueue({
-    repo,
+    store,
     bus,
     config,
     isClosed: () => closed,
     activeTurn: (sessionId) => running.ofSession(sessionId),
     start: (record, headers) => running.track(startQueuedTurn(deps, record, headers)),
   })
-  const stopRenewal = renewLeases(repo, running, owner, config.leaseMs)
+  const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
   // Takes over the turns of workers that died while this engine runs (set once `engine` exists).
   let sweep: NodeJS.Timeout | undefined
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
@@ -173,13 +173,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // Database work of the methods below: EngineClosedError after close, StorageError for the driver's errors.
   const call = engineCalls(() => closed)
   // Approve, deny and abort from any engine (src/engine-control.ts).
-  const control = engineControl({ db: opened.db, repo, config, running, recover: () => engine.recover(), requireOpen })
-  const history: HistoryDeps = { repo, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
+  const control = engineControl({ store, config, running, recover: () => engine.recover(), requireOpen })
+  const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
 
   const engine: Engine = {
     config,
-    ...sessionCalls({ config, repo, history, requireOpen, call }),
-    ...turnLogCalls({ repo, requireOpen, call }),
+    ...sessionCalls({ config, store, history, requireOpen, call }),
+    ...turnLogCalls({ store, requireOpen, call }),
     ...control.calls,
     prompt: ((sessionId: string, input: PromptInput, promptOptions?: PromptOptions & { whenBusy?: WhenBusy }): Turn | QueuedPrompt => {
       requireOpen('start a turn')
@@ -206,7 +206,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       // Resolved once each resumed turn's resumption is in its log: its row shows the state it resumed in.
       await Promise.all(turns.map((turn) => turn.recorded()))
       // Queues that stand still (the engine that would have started them died): start them here.
-      for (const sessionId of await idleSessionsWithQueue(repo)) void queue.drain(sessionId)
+      for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
       return turns
     },
     async close(closeOptions = {}) {
@@ -217,7 +217,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       control.poller.stop()
       queue.close()
       await endTurnsAtClose(running.all(), closeOptions.abortTurns === true)
-      await repo.releaseTurns(owner).catch(() => undefined)
+      await store.turns.release(owner).catch(() => undefined)
       await opened.close()
     },
   }
@@ -246,7 +246,7 @@ function startQueuedTurn(deps: TurnDeps, record: QueuedPromptRecord, headers: Re
     ...request,
     turnId: record.id,
     async prepare(tx, scope) {
-      if (!(await takeQueued(tx, record.id))) throw new QueuedPromptCancelledError(record.sessionId, record.id)
+      if (!(await tx.queue.take(record.id))) throw new QueuedPromptCancelledError(record.sessionId, record.id)
       await request.prepare?.(tx, scope)
     },
   })

@@ -7,13 +7,14 @@ import { asStorageError } from './engine-calls'
 import { migrate } from '../store/migrations'
 import { openDatabase, type OpenedDatabase } from '../store/open-database'
 import { GroupCommit } from '../store/sqlite/group-commit'
-import { Repository } from '../store/repository'
+import { KyselyStore } from '../store/kysely/kysely-store'
+import type { Store } from '../store/store'
 
 /**
  * @example
- * const { opened, repo } = await openEngineStore(options, config)
+ * const { opened, store } = await openEngineStore(options, config)
  */
-export async function openEngineStore(options: EngineOptions, config: ResolvedConfig): Promise<{ opened: OpenedDatabase; repo: Repository }> {
+export async function openEngineStore(options: EngineOptions, config: ResolvedConfig): Promise<{ opened: OpenedDatabase; store: Store }> {
   let opened: OpenedDatabase
   try {
     opened = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
@@ -28,5 +29,5 @@ export async function openEngineStore(options: EngineOptions, config: ResolvedCo
   }
   // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
   const group = opened.dialect === 'sqlite' ? new GroupCommit(opened.db, opened.verify) : undefined
-  return { opened, repo: new Repository(opened.db, opened.verify, group) }
+  return { opened, store: new KyselyStore(opened.db, opened.verify, group) }
 }

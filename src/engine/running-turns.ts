@@ -4,7 +4,7 @@
  * whose lease could not be renewed belongs to another engine now: it stops here.
  */
 import { TurnOwnershipLostError } from '../core/errors/errors'
-import type { Repository } from '../store/repository'
+import type { TurnStore } from '../store/store'
 import type { RunningTurn } from '../turn/run-turn'
 
 export class RunningTurns {
@@ -57,12 +57,12 @@ export class RunningTurns {
  * Renews the leases of the turns this engine runs every third of a lease. Returns the stop.
  *
  * @example
- * const stop = renewLeases(repo, turns, owner, config.leaseMs)
+ * const stop = renewLeases(store.turns, turns, owner, config.leaseMs)
  */
-export function renewLeases(repo: Pick<Repository, 'renewLeases'>, turns: RunningTurns, owner: string, leaseMs: number): () => void {
+export function renewLeases(turnStore: Pick<TurnStore, 'renewLeases'>, turns: RunningTurns, owner: string, leaseMs: number): () => void {
   const renewal = setInterval(() => {
     const begun = turns.begun()
-    repo.renewLeases(begun.map((t) => ({ id: t.id, epoch: t.fence.epoch })), owner, Date.now() + leaseMs).then(
+    turnStore.renewLeases(begun.map((t) => ({ id: t.id, epoch: t.fence.epoch })), owner, Date.now() + leaseMs).then(
       (renewed) => {
         for (const turn of begun) if (!renewed.has(turn.id) && turn.begun) turn.lose(new TurnOwnershipLostError(turn.id, owner, 'its lease could not be renewed'))
       },

@@ -10,12 +10,12 @@ import type { EngineCall } from './engine-calls'
 import { newId } from '../core/ids'
 import { requireId, sessionOptions } from '../core/arguments'
 import { validateSessionDefaults } from '../conversation/call-settings'
-import type { Repository } from '../store/repository'
+import type { Store } from '../store/store'
 import type { SessionInfo } from '../core/types'
 
 export interface SessionCallDeps {
   config: ResolvedConfig
-  repo: Repository
+  store: Store
   history: HistoryDeps
   /** Throws `EngineClosedError` after close. */
   requireOpen(operation: string): void
@@ -29,9 +29,9 @@ export type SessionCalls = Pick<
 
 /**
  * @example
- * const engine = { ...sessionCalls({ config, repo, history, requireOpen, call }), ... }
+ * const engine = { ...sessionCalls({ config, store, history, requireOpen, call }), ... }
  */
-export function sessionCalls({ config, repo, history, requireOpen, call }: SessionCallDeps): SessionCalls {
+export function sessionCalls({ config, store, history, requireOpen, call }: SessionCallDeps): SessionCalls {
   return {
     async createSession(options) {
       requireOpen('create a session')
@@ -47,7 +47,7 @@ export function sessionCalls({ config, repo, history, requireOpen, call }: Sessi
         time: { created: now, updated: now },
         ...(Object.keys(defaults).length ? { defaults } : {}),
       }
-      await call('create a session', () => repo.insertSession(session))
+      await call('create a session', () => store.sessions.insert(session))
       return session
     },
     updateSession(sessionId, changes) {
@@ -70,15 +70,15 @@ export function sessionCalls({ config, repo, history, requireOpen, call }: Sessi
       requireOpen('fork a session')
       return fork(history, sessionId, messageId, forkOptions)
     },
-    usage: (sessionId) => call('read usage', () => sessionUsage(repo, requireId('sessionId', sessionId))),
-    getSession: async (sessionId) => call('get a session', () => repo.getSession(requireId('sessionId', sessionId))),
-    listSessions: () => call('list sessions', () => repo.listSessions()),
+    usage: (sessionId) => call('read usage', () => sessionUsage(store, requireId('sessionId', sessionId))),
+    getSession: async (sessionId) => call('get a session', () => store.sessions.get(requireId('sessionId', sessionId))),
+    listSessions: () => call('list sessions', () => store.sessions.list()),
     messages: (sessionId) =>
       call('read messages', async () => {
         requireId('sessionId', sessionId)
-        const session = await repo.getSession(sessionId)
+        const session = await store.sessions.get(sessionId)
         if (!session) throw new SessionNotFoundError(sessionId)
-        return visibleMessages(await repo.messages(sessionId), session.revertedTo)
+        return visibleMessages(await store.messages.list(sessionId), session.revertedTo)
       }),
   }
 }

@@ -8,31 +8,31 @@ import type { Engine } from './create-engine'
 import type { EngineCall } from './engine-calls'
 import { InvalidArgumentError, TurnNotFoundError } from '../core/errors/errors'
 import { requireId } from '../core/arguments'
-import type { Repository } from '../store/repository'
+import type { Store } from '../store/store'
 import { replayTransitions } from '../turn/replay'
 
 export type TurnLogCalls = Pick<Engine, 'transitions' | 'getTurn' | 'replay' | 'prune' | 'readStatus'>
 
 /**
  * @example
- * const engine = { ...turnLogCalls({ repo, requireOpen, call }), ... }
+ * const engine = { ...turnLogCalls({ store, requireOpen, call }), ... }
  */
-export function turnLogCalls({ repo, requireOpen, call }: { repo: Repository; requireOpen(operation: string): void; call: EngineCall }): TurnLogCalls {
+export function turnLogCalls({ store, requireOpen, call }: { store: Store; requireOpen(operation: string): void; call: EngineCall }): TurnLogCalls {
   return {
-    readStatus: (sessionId) => call('read a session status', () => readStatus(repo, requireId('sessionId', sessionId))),
+    readStatus: (sessionId) => call('read a session status', () => readStatus(store, requireId('sessionId', sessionId))),
     transitions: (turnId) =>
       call('read transitions', async () => {
         requireId('turnId', turnId)
-        if (!(await repo.getTurn(turnId))) throw new TurnNotFoundError(turnId)
-        return repo.transitions(turnId)
+        if (!(await store.turns.get(turnId))) throw new TurnNotFoundError(turnId)
+        return store.transitions.list(turnId)
       }),
-    getTurn: (turnId) => call('get a turn', async () => repo.getTurn(requireId('turnId', turnId))),
+    getTurn: (turnId) => call('get a turn', async () => store.turns.get(requireId('turnId', turnId))),
     replay: (turnId) =>
       call('replay a turn', async () => {
         requireId('turnId', turnId)
-        const input = (await repo.turnInput(turnId)) as TurnInput | undefined
+        const input = (await store.turns.input(turnId)) as TurnInput | undefined
         if (!input) throw new TurnNotFoundError(turnId)
-        return replayTransitions(input, await repo.transitions(turnId)).steps
+        return replayTransitions(input, await store.transitions.list(turnId)).steps
       }),
     async prune(options) {
       requireOpen('prune transition logs')
@@ -40,7 +40,7 @@ export function turnLogCalls({ repo, requireOpen, call }: { repo: Repository; re
       const { olderThan } = options
       const before = olderThan instanceof Date ? olderThan.getTime() : olderThan
       if (typeof before !== 'number' || !Number.isFinite(before)) throw new InvalidArgumentError('olderThan', olderThan, 'a Date or a time in ms')
-      return call('prune transition logs', () => repo.deleteFinishedTransitions(before))
+      return call('prune transition logs', () => store.transitions.deleteFinished(before))
     },
   }
 }

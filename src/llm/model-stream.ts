@@ -14,7 +14,7 @@ import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { ProviderLanguageModel } from './language-model'
 import { toProviderPrompt } from './provider-prompt'
 import { prepareTools } from './provider-tools'
-import type { TurnSettings } from '../conversation/call-settings'
+import type { TurnSettings } from '../core/types'
 
 /**
  * What a provider attached to a part, by provider name (Anthropic thinking signatures and

@@ -7,7 +7,8 @@ import { sql, type Kysely } from 'kysely'
 import { NotATurnchartDatabaseError } from '../core/errors/errors'
 import { migrations } from './migrations'
 import { openDatabaseReadOnly, type Dialect } from './open-database'
-import { Repository } from './repository'
+import { KyselyStore } from './kysely/kysely-store'
+import type { Store } from './store'
 import type { TurnchartDatabase } from './schema'
 
 /** The tables every turnchart database holds (the migration table last: it names the version). */
@@ -22,8 +23,8 @@ const turnchartTables = [
 
 export interface ReadOnlyStore {
   dialect: Dialect
-  /** Runs `fn` in one read-only transaction with a repository bound to it. */
-  read<T>(fn: (repo: Repository) => Promise<T>): Promise<T>
+  /** Runs `fn` in one read-only transaction with a store bound to it. */
+  read<T>(fn: (store: Store) => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 
@@ -33,15 +34,15 @@ export interface ReadOnlyStore {
  *
  * @example
  * const store = await openReadOnlyStore('./agent.db')
- * const sessions = await store.read((repo) => repo.listSessions())
+ * const sessions = await store.read((s) => s.sessions.list())
  * await store.close()
  */
 export async function openReadOnlyStore(database: string, label = database): Promise<ReadOnlyStore> {
   const opened = openDatabaseReadOnly(database)
-  const read = <T>(fn: (repo: Repository) => Promise<T>) =>
-    opened.db.transaction().setAccessMode('read only').execute((trx) => fn(new Repository(trx)))
+  const read = <T>(fn: (store: Store) => Promise<T>) =>
+    opened.db.transaction().setAccessMode('read only').execute((trx) => fn(new KyselyStore(trx)))
   try {
-    await read((repo) => checkSchema(repo.db, opened.dialect, label))
+    await opened.db.transaction().setAccessMode('read only').execute((trx) => checkSchema(trx, opened.dialect, label))
   } catch (error) {
     await opened.close()
     throw error

@@ -6,7 +6,7 @@
  * a part never reaches the database before its message. Never one database write per delta.
  */
 import type { MessageInfo, Part, TextPart } from '../core/types'
-import type { Repository } from '../store/repository'
+import type { Store } from '../store/store'
 import type { WriteQueue } from './write-queue'
 
 /** Who hears of the changes the writer takes: a part opened or changed, a delta, a message's info. */
@@ -17,7 +17,7 @@ export interface PartWriterListener {
 }
 
 export interface PartWriterOptions {
-  repo: Repository
+  store: Pick<Store, 'transaction'>
   queue: WriteQueue
   /** Told of every change as it happens (the turn publishes it); the writer only writes. */
   listener: PartWriterListener
@@ -29,7 +29,7 @@ export interface PartWriterOptions {
    * Runs first in every transaction that writes the turn's rows and throws when this engine no
    * longer owns the turn (fencing), so nothing is written after a takeover.
    */
-  fence?: (tx: Repository) => Promise<void>
+  fence?: (tx: Store) => Promise<void>
 }
 
 export class PartWriter {
@@ -112,15 +112,15 @@ export class PartWriter {
    * The fence runs first unless `more` fences the write itself (`fencedByMore`).
    *
    * @example
-   * await writer.commit((tx) => tx.appendTransition(row))
+   * await writer.commit((tx) => tx.transitions.append(row))
    */
-  async commit(more?: (tx: Repository) => Promise<void>, options: { fencedByMore?: boolean } = {}): Promise<void> {
+  async commit(more?: (tx: Store) => Promise<void>, options: { fencedByMore?: boolean } = {}): Promise<void> {
     const { messages, parts } = this.takeDirty()
     try {
-      await this.options.repo.transaction(async (tx) => {
+      await this.options.store.transaction(async (tx) => {
         if (!options.fencedByMore) await this.options.fence?.(tx)
-        for (const info of messages) await tx.upsertMessage(info)
-        await tx.upsertParts(parts, this.options.now())
+        for (const info of messages) await tx.messages.upsert(info)
+        await tx.messages.upsertParts(parts, this.options.now())
         await more?.(tx)
       })
     } catch (error) {

@@ -16,7 +16,7 @@ import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../core/bus'
 import { MessageAbortedError, serializeError, StorageError, TurnOwnershipLostError, type SerializedError } from '../core/errors/errors'
-import type { Repository, TurnFence } from '../store/repository'
+import type { Store, TurnFence } from '../store/store'
 import type { Redactor } from '../security/redact-secrets'
 import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../core/types'
 import type { NotRunReason } from '../tools/tool-part'
@@ -34,7 +34,7 @@ export interface TurnEnd {
 }
 
 /** What a transition's transaction writes besides the dirty rows: the log row and the turn row. */
-export type TransitionTx = Pick<Repository, 'appendTransition' | 'updateTurn'>
+export type TransitionTx = Pick<Store, 'transitions' | 'turns'>
 
 /**
  * What the recorder needs of its turn: the write queue, the part writer (dirty rows committed
@@ -238,8 +238,8 @@ export class TransitionRecorder {
         // The fenced update first: a turn another engine took over (and logged further) fails
         // here as lost, not on the seq it already wrote.
         const update = { state: row.to, outcome, step: context.step, attempt: context.attempt, retryAt, error: final ? error : null }
-        await tx.updateTurn(turnId, update, row.time, fence)
-        await tx.appendTransition(row)
+        await tx.turns.update(turnId, update, row.time, fence)
+        await tx.transitions.append(row)
       },
       { fencedByMore: true },
     )

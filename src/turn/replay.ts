@@ -26,7 +26,7 @@ export interface ReplayStep {
  * `ReplayMismatchError` at the first row whose `from`, `to` or `seq` the chart disagrees with.
  *
  * @example
- * const { steps, snapshot } = replayTransitions(input, await repo.transitions(turnId))
+ * const { steps, snapshot } = replayTransitions(input, await store.transitions.list(turnId))
  */
 export function replayTransitions(
   input: TurnInput,

@@ -14,7 +14,7 @@ import { errorFromRecord } from '../core/errors/restore-error'
 import { approveCall, denyCall } from '../tools/tool-part'
 import { newId } from '../core/ids'
 import { streamStep } from '../llm/stream-step'
-import type { Repository, TurnFence } from '../store/repository'
+import type { Store, TurnFence } from '../store/store'
 import { runTools } from '../tools/run-tools'
 import type { ToolPart, TurnOutcome, TurnUsage, UserPartDraft } from '../core/types'
 import { recordTurnResult } from './turn-result'
@@ -45,7 +45,7 @@ export interface TurnRequest {
   /** Awaited before the prompt is stored (an interrupted turn's end). */
   before?(): Promise<void>
   /** Runs in the transaction that stores the prompt, after the turn row is inserted. */
-  prepare?(tx: Repository, scope: TurnScope): Promise<void>
+  prepare?(tx: Store, scope: TurnScope): Promise<void>
 }
 
 /** A running turn. */
@@ -84,7 +84,7 @@ export interface RunningTurn extends Turn {
 
 export interface TurnDeps {
   config: ResolvedConfig
-  repo: Repository
+  store: Store
   bus: Bus
   /** This engine's owner id (`host:pid:random`), written on the turns it runs. */
   owner: string
@@ -133,7 +133,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string | Us
     turnId,
     sessionId,
     input,
-    openScope: (storageFailed) => new TurnScope(deps.config, deps.repo, deps.bus, turnId, sessionId, { owner: deps.owner, epoch: 0 }, storageFailed),
+    openScope: (storageFailed) => new TurnScope(deps.config, deps.store, deps.bus, turnId, sessionId, { owner: deps.owner, epoch: 0 }, storageFailed),
     async begin(scope, actor) {
       if (request.before) {
         // (awaited only when given: an abort right after `prompt` must find the prompt's write queued first)
@@ -142,10 +142,10 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: string | Us
       }
       await scope.begin(prompt, async (tx) => {
         const now = Date.now()
-        if (!(await tx.lockSession(sessionId, now))) throw new SessionNotFoundError(sessionId)
-        const open = await tx.openTurnOfSession(sessionId)
+        if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
+        const open = await tx.turns.openOfSession(sessionId)
         if (open) throw new SessionBusyError(sessionId, open.id)
-        await tx.insertTurn(
+        await tx.turns.insert(
           {
             id: turnId,
             sessionId,
@@ -279,7 +279,7 @@ function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     ended: ({ error, ...result }) => {
       settle() // the session is free at once; `done` waits for the usage row
       // The turn's usage is kept on its row (reverting its messages later does not lose it).
-      void recordTurnResult(deps.repo, scope).then((extra) => resolveDone({ ...result, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
+      void recordTurnResult(scope).then((extra) => resolveDone({ ...result, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
     },
   })
 

@@ -2,24 +2,9 @@
  * What `turn.done` adds to the outcome: the turn's usage (its steps and compactions) and the
  * text of its last step; the usage is also written on the turn row.
  */
-import { addUsage, emptyTurnUsage, setTurnUsage } from '../store/conversation-store'
-import type { Repository } from '../store/repository'
+import { emptyTurnUsage, usageOfMessages } from '../core/usage'
 import type { TurnScope } from './turn-scope'
 import type { MessageWithParts, TurnUsage } from '../core/types'
-
-/**
- * The turn's usage, from its assistant and summary messages as stored (a recovered turn's
- * earlier messages included).
- *
- * @example
- * const usage = await turnUsage(repo, turnId)
- */
-export async function turnUsage(repo: Repository, turnId: string): Promise<TurnUsage> {
-  const rows = await repo.db.selectFrom('turnchart_messages').select(['summary', 'data']).where('turn_id', '=', turnId).where('role', '=', 'assistant').execute()
-  const usage = emptyTurnUsage(turnId)
-  for (const row of rows) addUsage(usage, JSON.parse(row.data), Number(row.summary) === 1)
-  return usage
-}
 
 /**
  * The text parts of the last step of the turn's last assistant message (the final answer of
@@ -48,14 +33,13 @@ export function finalTextOf(messages: MessageWithParts[]): string {
  * After the turn's last write: its usage written on its row, and what `turn.done` adds. Never
  * rejects (a failed write leaves the usage to be summed from the messages).
  */
-export async function recordTurnResult(repo: Repository, scope: TurnScope): Promise<{ usage: TurnUsage; text: string }> {
+export async function recordTurnResult(scope: TurnScope): Promise<{ usage: TurnUsage; text: string }> {
   const text = finalText(scope)
   // From the messages in memory: the scope holds every message of the turn (a recovered turn's
   // earlier ones too), as stored by now; no read of them back.
-  const usage = emptyTurnUsage(scope.turnId)
-  for (const message of scope.messages) if (message.info.role === 'assistant') addUsage(usage, message.info, message.info.summary === true)
+  const usage = usageOfMessages(scope.turnId, scope.messages.map((m) => m.info))
   try {
-    await scope.queue.run(() => setTurnUsage(repo, scope.turnId, usage))
+    await scope.queue.run(() => scope.store.turns.setUsage(scope.turnId, usage))
     return { usage, text }
   } catch {
     return { usage: emptyTurnUsage(scope.turnId), text }

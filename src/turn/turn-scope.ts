@@ -10,7 +10,7 @@ import { newId } from '../core/ids'
 import { jsonCopy } from '../core/json-copy'
 import { toModelMessages } from '../llm/model-messages'
 import { PartWriter } from './part-writer'
-import type { Repository, TurnFence } from '../store/repository'
+import type { Store, TurnFence } from '../store/store'
 import { WriteQueue } from './write-queue'
 import type { MessageInfo, MessageWithParts, Part, ToolPart, UserPartDraft } from '../core/types'
 
@@ -28,7 +28,7 @@ export class TurnScope {
 
   constructor(
     public config: ResolvedConfig,
-    readonly repo: Repository,
+    readonly store: Store,
     readonly bus: Bus,
     readonly turnId: string,
     readonly sessionId: string,
@@ -38,7 +38,7 @@ export class TurnScope {
     storageFailed: (error: unknown) => void,
   ) {
     this.writer = new PartWriter({
-      repo,
+      store,
       queue: this.queue,
       // The store writes; the turn publishes what changed (copies: later changes must not leak into sent events).
       listener: {
@@ -50,7 +50,7 @@ export class TurnScope {
       flushIntervalMs: config.flushIntervalMs,
       now: () => Date.now(),
       onError: storageFailed,
-      fence: (tx) => tx.checkFence(turnId, fence),
+      fence: (tx) => tx.turns.checkFence(turnId, fence),
     })
   }
 
@@ -67,7 +67,7 @@ export class TurnScope {
    * model needs, in one transaction. `prepare` runs first in that transaction (it locks the
    * session and inserts the turn row).
    */
-  async begin(prompt: string | UserPartDraft[], prepare: (tx: Repository) => Promise<void>): Promise<void> {
+  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<void>): Promise<void> {
     const now = Date.now()
     const info: MessageInfo = { id: newId('msg', now), sessionId: this.sessionId, role: 'user', turnId: this.turnId, time: { created: now } }
     const drafts: UserPartDraft[] = typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt
@@ -75,11 +75,11 @@ export class TurnScope {
       (draft) => ({ ...draft, id: newId('prt', now), sessionId: this.sessionId, messageId: info.id, time: { start: now, end: now } }) as Part,
     )
     await this.queue.run(() =>
-      this.repo.transaction(async (tx) => {
+      this.store.transaction(async (tx) => {
         await prepare(tx)
-        this.history = toModelMessages(await tx.messages(this.sessionId, { fromLatestSummary: true }))
-        await tx.upsertMessage(info)
-        await tx.upsertParts(parts, now)
+        this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
+        await tx.messages.upsert(info)
+        await tx.messages.upsertParts(parts, now)
       }),
     )
     this.messages.push({ info, parts })

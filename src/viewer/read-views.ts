@@ -3,7 +3,7 @@
  * transaction): session summaries, a session's conversation with its turns, a turn's replay.
  */
 import type { TurnInput } from '../../machines/turn.types'
-import type { Repository } from '../store/repository'
+import type { Store } from '../store/store'
 import { replayTransitions, type ReplayStep } from '../turn/replay'
 import type { MessageWithParts, SessionInfo, TransitionRecord, TurnRecord } from '../core/types'
 
@@ -13,14 +13,14 @@ export interface SessionSummary extends SessionInfo {
 }
 
 /** Each session with its message count and its turns (state and outcome), oldest first. */
-export async function summarizeSessions(repo: Repository): Promise<SessionSummary[]> {
+export async function summarizeSessions(store: Store): Promise<SessionSummary[]> {
   const out: SessionSummary[] = []
-  for (const session of await repo.listSessions()) {
-    const messages = await repo.messages(session.id)
+  for (const session of await store.sessions.list()) {
+    const messages = await store.messages.list(session.id)
     const turnIds = [...new Set(messages.map((m) => m.info.turnId).filter((id): id is string => Boolean(id)))]
     const turns = []
     for (const id of turnIds) {
-      const turn = await repo.getTurn(id)
+      const turn = await store.turns.get(id)
       turns.push({ id, state: turn?.state ?? 'unknown', outcome: turn?.outcome ?? null })
     }
     out.push({ ...session, messages: messages.length, turns })
@@ -35,14 +35,14 @@ export interface SessionView {
 }
 
 /** A session's messages and its turns with their transition logs; undefined for an unknown session. */
-export async function viewSession(repo: Repository, sessionId: string): Promise<SessionView | undefined> {
-  const session = await repo.getSession(sessionId)
+export async function viewSession(store: Store, sessionId: string): Promise<SessionView | undefined> {
+  const session = await store.sessions.get(sessionId)
   if (!session) return undefined
-  const messages = await repo.messages(sessionId)
+  const messages = await store.messages.list(sessionId)
   const turns: SessionView['turns'] = []
   for (const id of new Set(messages.map((m) => m.info.turnId).filter((id): id is string => Boolean(id)))) {
-    const turn = await repo.getTurn(id)
-    if (turn) turns.push({ ...turn, transitions: await repo.transitions(id) })
+    const turn = await store.turns.get(id)
+    if (turn) turns.push({ ...turn, transitions: await store.transitions.list(id) })
   }
   return { session, messages, turns }
 }
@@ -57,11 +57,11 @@ export interface TurnReplay {
 }
 
 /** A turn's record, its transition log and the chart's replay of it; undefined for an unknown turn. */
-export async function replayTurn(repo: Repository, turnId: string): Promise<TurnReplay | undefined> {
-  const turn = await repo.getTurn(turnId)
+export async function replayTurn(store: Store, turnId: string): Promise<TurnReplay | undefined> {
+  const turn = await store.turns.get(turnId)
   if (!turn) return undefined
-  const transitions = await repo.transitions(turnId)
-  const input = (await repo.turnInput(turnId)) as TurnInput
+  const transitions = await store.transitions.list(turnId)
+  const input = (await store.turns.input(turnId)) as TurnInput
   try {
     return { turn, transitions, steps: replayTransitions(input, transitions).steps }
   } catch (error) {

@@ -51,8 +51,8 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   const page = pageHtml()
   const routes: Array<[RegExp, (match: RegExpExecArray) => Promise<unknown>]> = [
     [/^\/api\/sessions$/, () => store.read(summarizeSessions)],
-    [/^\/api\/sessions\/([\w-]+)$/, (m) => store.read((repo) => viewSession(repo, m[1]))],
-    [/^\/api\/turns\/([\w-]+)$/, (m) => store.read((repo) => replayTurn(repo, m[1]))],
+    [/^\/api\/sessions\/([\w-]+)$/, (m) => store.read((s) => viewSession(s, m[1]))],
+    [/^\/api\/turns\/([\w-]+)$/, (m) => store.read((s) => replayTurn(s, m[1]))],
     [/^\/api\/chart$/, async () => chartShape()],
   ]
   const server = http.createServer((request, response) => {

@@ -10,7 +10,7 @@ import { createEngine, InvalidOptionError } from '../../src'
 import { newId } from '../../src/core/ids'
 import { migrate, migrations, splitSearchPath } from '../../src/store/migrations'
 import { openDatabase, pgLoader } from '../../src/store/open-database'
-import { Repository } from '../../src/store/repository'
+import { KyselyStore } from '../../src/store/kysely/kysely-store'
 import type { TurnchartDatabase } from '../../src/store/schema'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import type { Part, TurnRecord } from '../../src/core/types'
@@ -37,22 +37,22 @@ test(`the repository round-trips every column on ${testDialect}`, async () => {
   expect(opened.dialect).toBe(testDialect)
   expect(await migrate(opened.db, opened.dialect)).toEqual(migrations.map((m) => m.name))
   expect(await migrate(opened.db, opened.dialect)).toEqual([])
-  const repo = new Repository(opened.db)
+  const repo = new KyselyStore(opened.db)
 
   const big = 1_795_000_000_123 // beyond int4: a bigint column
   const session = { id: newId('ses', big), title: 'a "quoted" title', time: { created: big, updated: big + 1 } }
-  await repo.insertSession(session)
-  expect(await repo.getSession(session.id)).toEqual(session)
-  expect(await repo.listSessions()).toEqual([session])
-  await repo.lockSession(session.id, big + 5)
-  expect((await repo.getSession(session.id))!.time.updated).toBe(big + 5)
+  await repo.sessions.insert(session)
+  expect(await repo.sessions.get(session.id)).toEqual(session)
+  expect(await repo.sessions.list()).toEqual([session])
+  await repo.sessions.lock(session.id, big + 5)
+  expect((await repo.sessions.get(session.id))!.time.updated).toBe(big + 5)
 
   const user = { id: newId('msg', big), sessionId: session.id, role: 'user' as const, time: { created: big } }
-  await repo.upsertMessage(user)
+  await repo.messages.upsert(user)
   const assistant = { id: newId('msg', big), sessionId: session.id, role: 'assistant' as const, turnId: 'trn_x', time: { created: big } }
-  await repo.upsertMessage(assistant)
+  await repo.messages.upsert(assistant)
   // upsert: the second write of a message replaces its data
-  await repo.upsertMessage({ ...assistant, time: { created: big, completed: big + 9 }, finish: 'stop', cost: 0.25 })
+  await repo.messages.upsert({ ...assistant, time: { created: big, completed: big + 9 }, finish: 'stop', cost: 0.25 })
 
   // text that looks like JSON stays text; ids created out of order come back in id order
   const ids = Array.from({ length: 5 }, () => newId('prt', big))
@@ -64,11 +64,11 @@ test(`the repository round-trips every column on ${testDialect}`, async () => {
     text: i === 1 ? '{"looks":"like json"}' : `part ${i} — ünïcode ✓`,
     time: { start: big + i },
   }))
-  await repo.upsertParts([parts[3], parts[1]], big)
-  await repo.upsertParts([parts[0], parts[4], parts[2]], big)
-  await repo.upsertParts([{ ...parts[2], text: 'replaced', time: { start: big + 2, end: big + 3 } } as Part], big + 3)
+  await repo.messages.upsertParts([parts[3], parts[1]], big)
+  await repo.messages.upsertParts([parts[0], parts[4], parts[2]], big)
+  await repo.messages.upsertParts([{ ...parts[2], text: 'replaced', time: { start: big + 2, end: big + 3 } } as Part], big + 3)
 
-  const messages = await repo.messages(session.id)
+  const messages = await repo.messages.list(session.id)
   expect(messages.map((m) => m.info.id)).toEqual([user.id, assistant.id])
   expect(messages[0].info).toEqual(user)
   expect(messages[1].info).toEqual({ ...assistant, time: { created: big, completed: big + 9 }, finish: 'stop', cost: 0.25 })
@@ -80,9 +80,9 @@ test(`the repository round-trips every column on ${testDialect}`, async () => {
 
   // summaries: fromLatestSummary starts at the latest one (comparison of ids)
   const summary = { id: newId('msg', big + 20), sessionId: session.id, role: 'assistant' as const, summary: true, time: { created: big + 20 } }
-  await repo.upsertMessage(summary)
-  await repo.upsertParts([{ id: newId('prt', big + 20), sessionId: session.id, messageId: summary.id, type: 'text', text: 's', time: { start: big } }], big)
-  const fromSummary = await repo.messages(session.id, { fromLatestSummary: true })
+  await repo.messages.upsert(summary)
+  await repo.messages.upsertParts([{ id: newId('prt', big + 20), sessionId: session.id, messageId: summary.id, type: 'text', text: 's', time: { start: big } }], big)
+  const fromSummary = await repo.messages.list(session.id, { fromLatestSummary: true })
   expect(fromSummary.map((m) => m.info.id)).toEqual([summary.id])
   expect(fromSummary[0].parts.map((p) => p.type)).toEqual(['text'])
 
@@ -97,17 +97,17 @@ test(`the repository round-trips every column on ${testDialect}`, async () => {
     error: null,
     time: { created: big, updated: big },
   } as TurnRecord
-  await repo.insertTurn(turn, { prompt: 'hi', nested: { a: [1, 2] } })
+  await repo.turns.insert(turn, { prompt: 'hi', nested: { a: [1, 2] } })
   await repo.transaction(async (tx) => {
     for (let seq = 1; seq <= 12; seq++) {
-      await tx.appendTransition({ turnId: turn.id, seq, from: `s${seq - 1}`, event: 'e', to: `s${seq}`, payload: { seq, ok: true }, time: big + seq })
+      await tx.transitions.append({ turnId: turn.id, seq, from: `s${seq - 1}`, event: 'e', to: `s${seq}`, payload: { seq, ok: true }, time: big + seq })
     }
-    await tx.updateTurn(turn.id, { state: 'retry-waiting', step: 2, attempt: 3, retryAt: big + 1000, error: { name: 'APIError', message: 'x' } }, big + 50)
+    await tx.turns.update(turn.id, { state: 'retry-waiting', step: 2, attempt: 3, retryAt: big + 1000, error: { name: 'APIError', message: 'x' } }, big + 50)
   })
-  const log = await repo.transitions(turn.id)
+  const log = await repo.transitions.list(turn.id)
   expect(log.map((t) => t.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]) // numeric order, not text order
   expect(log[9]).toMatchObject({ from: 's9', to: 's10', payload: { seq: 10, ok: true }, time: big + 10 })
-  expect(await repo.getTurn(turn.id)).toMatchObject({
+  expect(await repo.turns.get(turn.id)).toMatchObject({
     state: 'retry-waiting',
     outcome: null,
     step: 2,
@@ -120,12 +120,12 @@ test(`the repository round-trips every column on ${testDialect}`, async () => {
   // a failing transaction leaves nothing behind
   const failure: unknown = await repo
     .transaction(async (tx) => {
-      await tx.appendTransition({ turnId: turn.id, seq: 13, from: 'a', event: 'e', to: 'b', payload: {}, time: big })
-      await tx.appendTransition({ turnId: turn.id, seq: 13, from: 'a', event: 'e', to: 'b', payload: {}, time: big })
+      await tx.transitions.append({ turnId: turn.id, seq: 13, from: 'a', event: 'e', to: 'b', payload: {}, time: big })
+      await tx.transitions.append({ turnId: turn.id, seq: 13, from: 'a', event: 'e', to: 'b', payload: {}, time: big })
     })
     .then(() => 'resolved', (error: unknown) => error)
   expect(String((failure as Error)?.message ?? failure)).toMatch(/unique|duplicate/i)
-  expect(await repo.transitions(turn.id)).toHaveLength(12)
+  expect(await repo.transitions.list(turn.id)).toHaveLength(12)
 })
 
 test("without pg installed, a PostgreSQL URL fails naming the database option and 'npm install pg'", () => {

@@ -8,7 +8,7 @@ import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
 import { TurnOwnershipLostError } from '../../src/core/errors/errors'
 import type { TurnchartEvent } from '../../src/core/bus'
-import type { TurnUpdate } from '../../src/store/repository'
+import type { TurnUpdate } from '../../src/store/store'
 import { WriteQueue } from '../../src/turn/write-queue'
 import { TransitionRecorder, type RecorderScope, type TransitionTx, type TurnEnd } from '../../src/turn/record-transitions'
 import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord } from '../../src/core/types'
@@ -60,16 +60,18 @@ function fakeTurn() {
         await held?.promise
         // All or nothing, as a transaction.
         const tx: { rows: TransitionRecord[]; updates: TurnUpdate[] } = { rows: [], updates: [] }
-        const port: TransitionTx = {
-          appendTransition: async (row) => {
-            if (row.to === control.failTo) {
-              control.failTo = undefined
-              throw control.failWith
-            }
-            tx.rows.push(structuredClone(row))
+        const port = {
+          transitions: {
+            append: async (row: TransitionRecord) => {
+              if (row.to === control.failTo) {
+                control.failTo = undefined
+                throw control.failWith
+              }
+              tx.rows.push(structuredClone(row))
+            },
           },
-          updateTurn: async (_id, update) => void tx.updates.push(structuredClone(update)),
-        }
+          turns: { update: async (_id: string, update: TurnUpdate) => void tx.updates.push(structuredClone(update)) },
+        } as unknown as TransitionTx
         await more(port)
         rows.push(...tx.rows)
         updates.push(...tx.updates)

@@ -8,9 +8,10 @@ import { transition } from 'xstate'
 import { turnMachine, turnStateName } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { TurnchartEvent } from '../../src/core/bus'
-import type { TurnUpdate } from '../../src/store/repository'
+import type { TurnUpdate } from '../../src/store/store'
 import { idempotent } from '../../src/tools/tool-options'
-import { recoverWith, type RecoveryPorts, type RecoveryTx, type ResumeRequest } from '../../src/turn/recovery/recover-turns'
+import { recoverWith, type RecoveryPorts, type RecoveryStore, type ResumeRequest } from '../../src/turn/recovery/recover-turns'
+import type { Store } from '../../src/store/store'
 import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord, TurnRecord } from '../../src/core/types'
 
 const input: TurnInput = { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 1 }
@@ -67,23 +68,27 @@ function fakeStore(state: keyof typeof logs | 'log-and-row-disagree', options: {
   const claims: unknown[] = []
   const published: TurnchartEvent[] = []
   const resumed: Array<ResumeRequest<{ tools: ToolSet }>> = []
-  const tx: RecoveryTx = {
-    upsertParts: async (parts) => void written.parts.push(...structuredClone(parts)),
-    appendTransition: async (r) => void written.rows.push(structuredClone(r)),
-    updateTurn: async (_id, update) => void written.turns.push(structuredClone(update)),
-    upsertMessage: async (info) => void written.messages.push(structuredClone(info)),
-  }
+  const tx = {
+    messages: {
+      upsertParts: async (parts: Part[]) => void written.parts.push(...structuredClone(parts)),
+      upsert: async (info: MessageInfo) => void written.messages.push(structuredClone(info)),
+    },
+    transitions: { append: async (r: TransitionRecord) => void written.rows.push(structuredClone(r)) },
+    turns: { update: async (_id: string, update: TurnUpdate) => void written.turns.push(structuredClone(update)) },
+  } as unknown as Store
   const ports: RecoveryPorts<{ tools: ToolSet }, string> = {
     store: {
-      openTurns: async () => [record],
-      claimTurn: async (id, expected, owner) => {
-        claims.push({ id, expected, owner })
-        return options.claimed === false ? null : { owner, epoch: expected.epoch + 1 }
+      turns: {
+        open: async () => [record],
+        claim: async (id: string, expected: { owner: string | null; epoch: number }, owner: string) => {
+          claims.push({ id, expected, owner })
+          return options.claimed === false ? null : { owner, epoch: expected.epoch + 1 }
+        },
       },
-      transitions: async () => log,
-      messages: async () => session.messages,
-      transaction: (fn) => fn(tx),
-    },
+      transitions: { list: async () => log },
+      messages: { list: async () => session.messages },
+      transaction: (fn: (tx: Store) => Promise<unknown>) => fn(tx),
+    } as unknown as RecoveryStore,
     owner: 'this-host:1:engine',
     leaseMs: 30_000,
     policy: 'resume',

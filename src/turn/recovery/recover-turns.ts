@@ -19,8 +19,7 @@ import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from '
 import { TurnScope, turnAssistants } from '../turn-scope'
 import { closeOpenWork } from '../close-open-work'
 import { turnConfig } from '../../conversation/call-settings'
-import { turnOptions } from '../../store/conversation-store'
-import type { Repository, TurnFence } from '../../store/repository'
+import type { Store, TurnFence } from '../../store/store'
 import type { ResolvedConfig } from '../../config/resolve-config'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
@@ -54,17 +53,8 @@ function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: stri
   }
 }
 
-/** What recovery reads and writes in the store (the Repository is one; a test passes a fake). */
-export interface RecoveryStore {
-  openTurns(): Promise<Array<TurnRecord & { input: unknown }>>
-  claimTurn(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null>
-  transitions(turnId: string): Promise<TransitionRecord[]>
-  messages(sessionId: string, options: { fromLatestSummary: boolean }): Promise<MessageWithParts[]>
-  transaction<T>(fn: (tx: RecoveryTx) => Promise<T>): Promise<T>
-}
-
-/** The writes of a crash row or of an unrecoverable turn's end, in one transaction. */
-export type RecoveryTx = Pick<Repository, 'upsertParts' | 'appendTransition' | 'updateTurn' | 'upsertMessage'>
+/** What recovery reads and writes in the store. */
+export type RecoveryStore = Pick<Store, 'turns' | 'transitions' | 'messages' | 'transaction'>
 
 /** A recovered turn, handed over to run again in this engine. */
 export interface ResumeRequest<C> {
@@ -100,19 +90,19 @@ export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
  */
 export function recoverTurns(deps: TurnDeps, isRunningHere: (turnId: string) => boolean): Promise<RunningTurn[]> {
   const ports: RecoveryPorts<ResolvedConfig, RunningTurn> = {
-    store: deps.repo,
+    store: deps.store,
     owner: deps.owner,
     leaseMs: deps.config.leaseMs,
     policy: deps.config.recovery.policy,
     publish: (event) => deps.bus.publish(event),
-    turnConfig: (turnId) => storedTurnConfig(deps.config, deps.repo, turnId),
+    turnConfig: (turnId) => storedTurnConfig(deps.config, deps.store, turnId),
     resume: ({ record, input, fence, config, messages, from }) => {
       const turn = {
         turnId: record.id,
         sessionId: record.sessionId,
         input,
         openScope: (storageFailed: (error: unknown) => void) => {
-          const scope = new TurnScope(config, deps.repo, deps.bus, record.id, record.sessionId, fence, storageFailed)
+          const scope = new TurnScope(config, deps.store, deps.bus, record.id, record.sessionId, fence, storageFailed)
           scope.restore(messages)
           return scope
         },
@@ -131,11 +121,11 @@ export function recoverTurns(deps: TurnDeps, isRunningHere: (turnId: string) => 
 export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean): Promise<T[]> {
   const { store, owner } = ports
   const recovered: T[] = []
-  for (const record of await store.openTurns()) {
+  for (const record of await store.turns.open()) {
     if (isRunningHere(record.id)) continue
     const now = Date.now()
     if (!isClaimable(record, owner, now)) continue
-    const fence = await store.claimTurn(record.id, { owner: record.owner ?? null, epoch: record.epoch ?? 0 }, owner, now + ports.leaseMs)
+    const fence = await store.turns.claim(record.id, { owner: record.owner ?? null, epoch: record.epoch ?? 0 }, owner, now + ports.leaseMs)
     if (!fence) continue
     try {
       recovered.push(await recoverOne(ports, record, record.input as TurnInput, fence))
@@ -151,23 +141,23 @@ export async function recoverWith<C extends { tools: ToolSet }, T>(ports: Recove
 async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, cause: unknown, fence: TurnFence): Promise<void> {
   const now = Date.now()
   const error = serializeError(cause)
-  const assistant = turnAssistants(await ports.store.messages(record.sessionId, { fromLatestSummary: true }), record.id).at(-1)
+  const assistant = turnAssistants(await ports.store.messages.list(record.sessionId, { fromLatestSummary: true }), record.id).at(-1)
   const changed = closeInterruptedWork(assistant, record.sessionId, null, {}, now)
   await ports.store.transaction(async (tx) => {
-    await tx.upsertParts(changed, now)
+    await tx.messages.upsertParts(changed, now)
     if (assistant) {
       assistant.info.error = error
       assistant.info.time.completed ??= now
-      await tx.upsertMessage(assistant.info)
+      await tx.messages.upsert(assistant.info)
     }
-    await tx.updateTurn(record.id, { state: 'failed', outcome: 'failed', step: record.step, attempt: record.attempt, retryAt: null, error }, now, fence)
+    await tx.turns.update(record.id, { state: 'failed', outcome: 'failed', step: record.step, attempt: record.attempt, retryAt: null, error }, now, fence)
   })
   ports.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
 }
 
 async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, input: TurnInput, fence: TurnFence): Promise<T> {
   const { store } = ports
-  const rows = await store.transitions(record.id)
+  const rows = await store.transitions.list(record.id)
   const { snapshot } = replayTransitions(input, rows)
   const state = turnStateName(snapshot)
   if (state !== record.state) {
@@ -181,7 +171,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
     })
   }
   const config = await ports.turnConfig(record.id) // the turn's own model, tools and settings
-  const messages = await store.messages(record.sessionId, { fromLatestSummary: true })
+  const messages = await store.messages.list(record.sessionId, { fromLatestSummary: true })
   const turn = { record, input, fence, config, messages }
 
   // The prompt was stored but the turn never started: start it now.
@@ -202,8 +192,8 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
     ;[interrupted] = transition(turnMachine, snapshot, { type: 'turn.crashed' })
     seq += 1
     await store.transaction(async (tx) => {
-      await tx.upsertParts(changed, now)
-      await tx.appendTransition({
+      await tx.messages.upsertParts(changed, now)
+      await tx.transitions.append({
         turnId: record.id,
         seq,
         from: state,
@@ -213,7 +203,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
         time: now,
         parts: changed.map((p) => p.id),
       })
-      await tx.updateTurn(record.id, { state: 'interrupted', step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null }, now, fence)
+      await tx.turns.update(record.id, { state: 'interrupted', step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null }, now, fence)
     })
   } else if (state !== 'interrupted') {
     throw new Error(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
@@ -279,6 +269,6 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
  * @example
  * scope.useConfig(await storedTurnConfig(config, repo, turnId))
  */
-async function storedTurnConfig(config: ResolvedConfig, repo: Repository, turnId: string): Promise<ResolvedConfig> {
-  return turnConfig(config, await turnOptions(repo, turnId))
+async function storedTurnConfig(config: ResolvedConfig, store: Store, turnId: string): Promise<ResolvedConfig> {
+  return turnConfig(config, await store.turns.options(turnId))
 }

@@ -1,0 +1,45 @@
+/**
+ * Call settings (temperature, maxOutputTokens, headers, toolChoice, …) checked wherever they
+ * are given: the engine's `settings`, a session's defaults, a prompt's options.
+ */
+const numberSettings = ['temperature', 'topP', 'presencePenalty', 'frequencyPenalty'] as const
+const integerSettings = ['maxOutputTokens', 'topK', 'maxSteps'] as const
+export const turnSettingKeys = [...numberSettings, ...integerSettings, 'seed', 'stopSequences', 'headers', 'providerOptions', 'toolChoice'] as const
+export const promptKeys = [...turnSettingKeys, 'model', 'system', 'tools']
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * Checks call settings; `where` prefixes the names in errors (`options`, `settings`).
+ * Throws `InvalidArgumentError` (or `make(...)` for engine options) naming the setting.
+ *
+ * @example
+ * validateTurnSettings('options', { temperature: 0.2, maxSteps: 10 }, (name, value, expected) => new InvalidArgumentError(name, value, expected))
+ */
+export function validateTurnSettings(
+  where: string,
+  value: Record<string, unknown>,
+  make: (name: string, value: unknown, expected: string) => Error,
+  extraKeys: readonly string[] = [],
+): void {
+  for (const [key, v] of Object.entries(value)) {
+    const name = `${where}.${key}`
+    if (v === undefined) continue
+    if (!(turnSettingKeys as readonly string[]).includes(key) && !extraKeys.includes(key)) {
+      throw make(name, v, `one of ${[...turnSettingKeys, ...extraKeys].join(', ')} (unknown option)`)
+    }
+    if ((numberSettings as readonly string[]).includes(key) && (typeof v !== 'number' || !Number.isFinite(v))) throw make(name, v, 'a finite number')
+    if ((integerSettings as readonly string[]).includes(key) && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) throw make(name, v, 'an integer >= 1')
+    if (key === 'seed' && (typeof v !== 'number' || !Number.isInteger(v))) throw make(name, v, 'an integer')
+    if (key === 'stopSequences' && (!Array.isArray(v) || v.some((s) => typeof s !== 'string'))) throw make(name, v, 'an array of strings')
+    if (key === 'headers' && (!isPlainObject(v) || Object.values(v).some((h) => typeof h !== 'string'))) throw make(name, v, 'an object of strings')
+    if (key === 'providerOptions' && (!isPlainObject(v) || Object.values(v).some((o) => !isPlainObject(o)))) throw make(name, v, 'an object of objects, by provider')
+    if (key === 'toolChoice') {
+      const ok = v === 'auto' || v === 'none' || v === 'required' || (isPlainObject(v) && v.type === 'tool' && typeof v.toolName === 'string')
+      if (!ok) throw make(name, v, "'auto', 'none', 'required' or { type: 'tool', toolName }")
+    }
+  }
+}
+

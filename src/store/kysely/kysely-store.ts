@@ -1,0 +1,60 @@
+/**
+ * The store on Kysely: one code path for SQLite and PostgreSQL. Each aggregate is a small class
+ * over an executor (the database, or one transaction of it); `transaction` binds a new set of
+ * them to a transaction.
+ */
+import type { Kysely } from 'kysely'
+import type { GroupCommit } from '../sqlite/group-commit'
+import type { TurnchartDatabase } from '../schema'
+import type { Store } from '../store'
+import { KyselyControls } from './controls'
+import { KyselyMessages } from './messages'
+import { KyselyQueue } from './queue'
+import type { Executor } from './rows'
+import { KyselySessions } from './sessions'
+import { KyselyTransitions } from './transitions'
+import { KyselyTurns } from './turns'
+
+export class KyselyStore implements Store {
+  readonly sessions: KyselySessions
+  readonly messages: KyselyMessages
+  readonly turns: KyselyTurns
+  readonly transitions: KyselyTransitions
+  readonly queue: KyselyQueue
+  readonly controls: KyselyControls
+
+  /**
+   * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
+   * @param group on SQLite: transactions asked for together share one commit (sqlite/group-commit.ts).
+   */
+  constructor(
+    private readonly db: Executor,
+    private readonly verify?: () => void,
+    private readonly group?: GroupCommit<TurnchartDatabase>,
+  ) {
+    this.sessions = new KyselySessions(db)
+    this.messages = new KyselyMessages(db)
+    this.turns = new KyselyTurns(db)
+    this.transitions = new KyselyTransitions(db)
+    this.queue = new KyselyQueue(db)
+    this.controls = new KyselyControls(db)
+  }
+
+  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    if (this.db.isTransaction) return fn(this)
+    if (this.group) return this.group.run((trx) => fn(new KyselyStore(trx)))
+    this.verify?.()
+    // A controlled transaction, so that a failing ROLLBACK cannot hide the error that caused it:
+    // SQLite rolls back by itself on SQLITE_FULL or an I/O error, and the ROLLBACK that follows
+    // then fails with "cannot rollback - no transaction is active".
+    const trx = await (this.db as Kysely<TurnchartDatabase>).startTransaction().execute()
+    try {
+      const result = await fn(new KyselyStore(trx))
+      await trx.commit().execute()
+      return result
+    } catch (error) {
+      await trx.rollback().execute().catch(() => undefined)
+      throw error
+    }
+  }
+}

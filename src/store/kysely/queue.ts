@@ -1,0 +1,46 @@
+/** Queued prompts on Kysely: stored, listed in order, taken by the transaction that starts their turn. */
+import type { QueueStore, QueuedPromptRecord } from '../store'
+import { num, type Executor } from './rows'
+
+type Row = { id: string; session_id: string; input: string; options: string; created_at: number | string }
+
+function fromRow(row: Row): QueuedPromptRecord {
+  return { id: row.id, sessionId: row.session_id, input: JSON.parse(row.input), options: JSON.parse(row.options), time: { created: num(row.created_at) } }
+}
+
+export class KyselyQueue implements QueueStore {
+  constructor(private readonly db: Executor) {}
+
+  async insert(record: QueuedPromptRecord): Promise<void> {
+    await this.db
+      .insertInto('turnchart_queue')
+      .values({ id: record.id, session_id: record.sessionId, input: JSON.stringify(record.input), options: JSON.stringify(record.options), created_at: record.time.created })
+      .execute()
+  }
+
+  async get(id: string): Promise<QueuedPromptRecord | undefined> {
+    const row = await this.db.selectFrom('turnchart_queue').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && fromRow(row)
+  }
+
+  async list(sessionId: string): Promise<QueuedPromptRecord[]> {
+    const rows = await this.db.selectFrom('turnchart_queue').selectAll().where('session_id', '=', sessionId).orderBy('id').execute()
+    return rows.map(fromRow)
+  }
+
+  async oldest(sessionId: string): Promise<QueuedPromptRecord | undefined> {
+    const row = await this.db.selectFrom('turnchart_queue').selectAll().where('session_id', '=', sessionId).orderBy('id').limit(1).executeTakeFirst()
+    return row && fromRow(row)
+  }
+
+  async take(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('turnchart_queue').where('id', '=', id).executeTakeFirst()
+    return Number(result.numDeletedRows) > 0
+  }
+
+  async idleSessions(): Promise<string[]> {
+    const open = this.db.selectFrom('turnchart_turns').select('session_id').where('outcome', 'is', null)
+    const rows = await this.db.selectFrom('turnchart_queue').select('session_id').distinct().where('session_id', 'not in', open).orderBy('session_id').execute()
+    return rows.map((r) => r.session_id)
+  }
+}

@@ -1,0 +1,71 @@
+/** Sessions on Kysely: the session rows, their lock, title and revert marker, and the cascade of a delete. */
+import type { Selectable } from 'kysely'
+import type { SessionInfo } from '../../core/types'
+import type { SessionTable } from '../schema'
+import type { SessionStore } from '../store'
+import { num, parseJsonOrNull, type Executor } from './rows'
+
+function sessionFromRow(row: Selectable<SessionTable>): SessionInfo {
+  const defaults = parseJsonOrNull<SessionInfo['defaults']>(row.defaults)
+  return {
+    id: row.id,
+    title: row.title,
+    time: { created: num(row.created_at), updated: num(row.updated_at) },
+    ...(defaults ? { defaults } : {}),
+    ...(row.reverted_to ? { revertedTo: row.reverted_to } : {}),
+  }
+}
+
+export class KyselySessions implements SessionStore {
+  constructor(private readonly db: Executor) {}
+
+  async insert(session: SessionInfo): Promise<void> {
+    await this.db
+      .insertInto('turnchart_sessions')
+      .values({
+        id: session.id,
+        title: session.title,
+        created_at: session.time.created,
+        updated_at: session.time.updated,
+        defaults: session.defaults ? JSON.stringify(session.defaults) : null,
+      })
+      .execute()
+  }
+
+  async get(id: string): Promise<SessionInfo | undefined> {
+    const row = await this.db.selectFrom('turnchart_sessions').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && sessionFromRow(row)
+  }
+
+  async list(): Promise<SessionInfo[]> {
+    const rows = await this.db.selectFrom('turnchart_sessions').selectAll().orderBy('created_at').orderBy('id').execute()
+    return rows.map(sessionFromRow)
+  }
+
+  async lock(id: string, now: number): Promise<boolean> {
+    // An UPDATE locks the row on PostgreSQL and takes SQLite's write lock.
+    const result = await this.db.updateTable('turnchart_sessions').set({ updated_at: now }).where('id', '=', id).executeTakeFirst()
+    return Number(result.numUpdatedRows) > 0
+  }
+
+  async setTitle(id: string, title: string | null, now: number): Promise<boolean> {
+    const result = await this.db.updateTable('turnchart_sessions').set({ title, updated_at: now }).where('id', '=', id).executeTakeFirst()
+    return Number(result.numUpdatedRows) > 0
+  }
+
+  async setRevertedTo(id: string, messageId: string | null, now: number): Promise<void> {
+    await this.db.updateTable('turnchart_sessions').set({ reverted_to: messageId, updated_at: now }).where('id', '=', id).execute()
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const turns = this.db.selectFrom('turnchart_turns').select('id').where('session_id', '=', id)
+    await this.db.deleteFrom('turnchart_controls').where('turn_id', 'in', turns).execute()
+    await this.db.deleteFrom('turnchart_transitions').where('turn_id', 'in', turns).execute()
+    await this.db.deleteFrom('turnchart_turns').where('session_id', '=', id).execute()
+    await this.db.deleteFrom('turnchart_queue').where('session_id', '=', id).execute()
+    await this.db.deleteFrom('turnchart_parts').where('session_id', '=', id).execute()
+    await this.db.deleteFrom('turnchart_messages').where('session_id', '=', id).execute()
+    const result = await this.db.deleteFrom('turnchart_sessions').where('id', '=', id).executeTakeFirst()
+    return Number(result.numDeletedRows) > 0
+  }
+}

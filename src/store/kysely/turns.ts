@@ -1,0 +1,204 @@
+/**
+ * Turns on Kysely: the turn row (state, step, attempt, retry deadline, outcome), its ownership
+ * (owner, lease, epoch: the fence every write of a running turn checks), its stored options
+ * and usage. The fenced update and the fence check are hot writes: precompiled.
+ */
+import type { Kysely, Selectable } from 'kysely'
+import { TurnOwnershipLostError, type SerializedError } from '../../core/errors/errors'
+import type { StoredTurnOptions, TurnOutcome, TurnRecord, TurnUsage } from '../../core/types'
+import { precompiledQuery } from '../precompiled-query'
+import type { TurnTable, TurnchartDatabase } from '../schema'
+import type { OpenTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
+import { num, parseJsonOrNull, type Executor } from './rows'
+
+function turnFromRow(row: Selectable<TurnTable>): TurnRecord {
+  const options = parseJsonOrNull<StoredTurnOptions>(row.options)
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    state: row.state,
+    outcome: row.outcome as TurnOutcome | null,
+    step: row.step,
+    attempt: row.attempt,
+    retryAt: row.retry_at === null ? null : num(row.retry_at),
+    error: parseJsonOrNull<SerializedError>(row.error),
+    time: { created: num(row.created_at), updated: num(row.updated_at) },
+    owner: row.owner,
+    leaseUntil: row.lease_until === null ? null : num(row.lease_until),
+    epoch: num(row.epoch),
+    ...(options ? { options } : {}),
+  }
+}
+
+export class KyselyTurns implements TurnStore {
+  constructor(private readonly db: Executor) {}
+
+  async insert(turn: TurnRecord, input: unknown): Promise<void> {
+    await this.db
+      .insertInto('turnchart_turns')
+      .values({
+        id: turn.id,
+        session_id: turn.sessionId,
+        state: turn.state,
+        outcome: turn.outcome,
+        step: turn.step,
+        attempt: turn.attempt,
+        retry_at: turn.retryAt,
+        error: turn.error ? JSON.stringify(turn.error) : null,
+        input: JSON.stringify(input),
+        created_at: turn.time.created,
+        updated_at: turn.time.updated,
+        owner: turn.owner ?? null,
+        lease_until: turn.leaseUntil ?? null,
+      })
+      .execute()
+  }
+
+  async update(id: string, update: TurnUpdate, now: number, fence?: TurnFence): Promise<void> {
+    if (fence) {
+      // The hot path (every transition row). The outcome is set only when there is one: a SET
+      // of that column would update the open-turns index (on SQLite) for nothing.
+      const query = update.outcome ? endFencedTurnQuery : updateFencedTurnQuery
+      const result = await query.execute(this.db as Kysely<TurnchartDatabase>, {
+        state: update.state,
+        outcome: update.outcome ?? null, // not a parameter of updateFencedTurnQuery
+        step: update.step,
+        attempt: update.attempt,
+        retry_at: update.retryAt,
+        error: update.error ? JSON.stringify(update.error) : null,
+        updated_at: now,
+        id,
+        owner: fence.owner,
+        epoch: fence.epoch,
+      })
+      if (Number(result.numAffectedRows) !== 1) throw new TurnOwnershipLostError(id, fence.owner)
+      return
+    }
+    await this.db
+      .updateTable('turnchart_turns')
+      .set({
+        state: update.state,
+        ...(update.outcome !== undefined ? { outcome: update.outcome } : {}),
+        step: update.step,
+        attempt: update.attempt,
+        retry_at: update.retryAt,
+        error: update.error ? JSON.stringify(update.error) : null,
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .execute()
+  }
+
+  async checkFence(id: string, fence: TurnFence): Promise<void> {
+    // On PostgreSQL the row lock this UPDATE takes holds off a concurrent claim until the commit.
+    const result = await checkFenceQuery.execute(this.db as Kysely<TurnchartDatabase>, { id, owner: fence.owner, epoch: fence.epoch })
+    if (Number(result.numAffectedRows) !== 1) throw new TurnOwnershipLostError(id, fence.owner)
+  }
+
+  async get(id: string): Promise<TurnRecord | undefined> {
+    const row = await this.db.selectFrom('turnchart_turns').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && turnFromRow(row)
+  }
+
+  async input(id: string): Promise<unknown> {
+    const row = await this.db.selectFrom('turnchart_turns').select('input').where('id', '=', id).executeTakeFirst()
+    return row ? JSON.parse(row.input) : undefined
+  }
+
+  async openOfSession(sessionId: string): Promise<OpenTurn | undefined> {
+    const row = await this.db
+      .selectFrom('turnchart_turns')
+      .select(['id', 'owner', 'lease_until'])
+      .where('session_id', '=', sessionId)
+      .where('outcome', 'is', null)
+      .executeTakeFirst()
+    return row && { id: row.id, owner: row.owner, leaseUntil: row.lease_until === null ? null : num(row.lease_until) }
+  }
+
+  async open(): Promise<Array<TurnRecord & { input: unknown }>> {
+    const rows = await this.db.selectFrom('turnchart_turns').selectAll().where('outcome', 'is', null).orderBy('id').execute()
+    return rows.map((row) => ({ ...turnFromRow(row), input: JSON.parse(row.input) }))
+  }
+
+  async claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null> {
+    let query = this.db
+      .updateTable('turnchart_turns')
+      .set({ owner, lease_until: leaseUntil, epoch: expected.epoch + 1 })
+      .where('id', '=', id)
+      .where('outcome', 'is', null)
+      .where('epoch', '=', expected.epoch)
+    query = expected.owner === null ? query.where('owner', 'is', null) : query.where('owner', '=', expected.owner)
+    const result = await query.executeTakeFirst()
+    return Number(result.numUpdatedRows) === 1 ? { owner, epoch: expected.epoch + 1 } : null
+  }
+
+  async renewLeases(turns: Array<{ id: string; epoch: number }>, owner: string, leaseUntil: number): Promise<Set<string>> {
+    if (turns.length === 0) return new Set()
+    const rows = await this.db
+      .updateTable('turnchart_turns')
+      .set({ lease_until: leaseUntil })
+      .where('id', 'in', turns.map((t) => t.id))
+      .where('owner', '=', owner)
+      .where('outcome', 'is', null)
+      .returning(['id', 'epoch'])
+      .execute()
+    const epochs = new Map(turns.map((t) => [t.id, t.epoch]))
+    return new Set(rows.filter((row) => epochs.get(row.id) === num(row.epoch)).map((row) => row.id))
+  }
+
+  async release(owner: string): Promise<void> {
+    await this.db.updateTable('turnchart_turns').set({ owner: null, lease_until: null }).where('owner', '=', owner).where('outcome', 'is', null).execute()
+  }
+
+  async setOptions(id: string, options: StoredTurnOptions): Promise<void> {
+    await this.db.updateTable('turnchart_turns').set({ options: JSON.stringify(options) }).where('id', '=', id).execute()
+  }
+
+  async options(id: string): Promise<StoredTurnOptions | null> {
+    const row = await this.db.selectFrom('turnchart_turns').select('options').where('id', '=', id).executeTakeFirst()
+    return parseJsonOrNull<StoredTurnOptions>(row?.options)
+  }
+
+  async setUsage(id: string, usage: TurnUsage): Promise<void> {
+    await this.db.updateTable('turnchart_turns').set({ usage: JSON.stringify(usage) }).where('id', '=', id).execute()
+  }
+
+  async usages(sessionId: string): Promise<Array<{ id: string; usage: TurnUsage | null }>> {
+    const rows = await this.db.selectFrom('turnchart_turns').select(['id', 'usage']).where('session_id', '=', sessionId).orderBy('id').execute()
+    return rows.map((row) => ({ id: row.id, usage: parseJsonOrNull<TurnUsage>(row.usage) }))
+  }
+}
+
+const checkFenceQuery = precompiledQuery(['id', 'owner', 'epoch'], (db, v) =>
+  db
+    .updateTable('turnchart_turns')
+    .set({ epoch: v.epoch as number })
+    .where('id', '=', v.id as string)
+    .where('owner', '=', v.owner as string)
+    .where('epoch', '=', v.epoch as number)
+    .where('outcome', 'is', null),
+)
+
+const turnColumns = ['state', 'step', 'attempt', 'retry_at', 'error', 'updated_at', 'id', 'owner', 'epoch'] as const
+const updateFencedTurnQuery = fencedTurnUpdate(false)
+const endFencedTurnQuery = fencedTurnUpdate(true)
+
+function fencedTurnUpdate(withOutcome: boolean) {
+  return precompiledQuery([...turnColumns, ...(withOutcome ? (['outcome'] as const) : [])], (db, v) =>
+    db
+      .updateTable('turnchart_turns')
+      .set({
+        state: v.state as string,
+        ...(withOutcome ? { outcome: v.outcome as string } : {}),
+        step: v.step as number,
+        attempt: v.attempt as number,
+        retry_at: v.retry_at as number | null,
+        error: v.error as string | null,
+        updated_at: v.updated_at as number,
+      })
+      .where('id', '=', v.id as string)
+      .where('owner', '=', v.owner as string)
+      .where('epoch', '=', v.epoch as number)
+      .where('outcome', 'is', null),
+  )
+}

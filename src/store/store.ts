@@ -1,0 +1,188 @@
+/**
+ * The store contract: every read and write the engine makes, grouped by aggregate (sessions,
+ * messages and parts, turns, transitions, queued prompts, control requests). The runner,
+ * recovery, control, the queue and the conversation calls talk only to this interface.
+ *
+ * Implementations: Kysely on SQLite and PostgreSQL (`kysely-store.ts`, one code path for both),
+ * and `MemoryStore` (`memory/`, no database). One conformance suite
+ * (test/store/conformance) holds every implementation to the same behaviour.
+ *
+ * Rules every implementation keeps:
+ * - `transaction(fn)` runs `fn` against a store bound to one transaction: its writes commit
+ *   together, or none does when `fn` throws. Transactions of one store never interleave.
+ * - A fenced write (`turns.update` with a fence, `turns.checkFence`) succeeds only while the
+ *   turn is unfinished and still owned by `fence.owner` at `fence.epoch`; otherwise it throws
+ *   `TurnOwnershipLostError` and changes nothing.
+ * - Lists come back in id order (ids are time-sortable), sessions in creation order.
+ */
+import type { MessageInfo, MessageWithParts, Part, PromptOptions, SessionInfo, StoredTurnOptions, TransitionRecord, TurnOutcome, TurnRecord, TurnUsage, UserPartDraft } from '../core/types'
+import type { SerializedError } from '../core/errors/errors'
+
+/** Who may write a running turn: its owner at the epoch of its claim (the fencing token). */
+export interface TurnFence {
+  owner: string
+  epoch: number
+}
+
+/** What a transition changes on its turn's row. */
+export interface TurnUpdate {
+  state: string
+  outcome?: TurnOutcome | null
+  step: number
+  attempt: number
+  retryAt: number | null
+  error: SerializedError | null
+}
+
+/** An unfinished turn's owner and lease (a session holds at most one such turn). */
+export interface OpenTurn {
+  id: string
+  owner: string | null
+  leaseUntil: number | null
+}
+
+/** A prompt waiting for its session to be idle (`whenBusy: 'enqueue'`). */
+export interface QueuedPromptRecord {
+  /** The id its turn will have. */
+  id: string
+  sessionId: string
+  input: UserPartDraft[]
+  /** Its options, without headers (never stored). */
+  options: PromptOptions
+  time: { created: number }
+}
+
+/** A request to a turn from any engine (approve, deny, abort), applied by the engine that runs it. */
+export interface ControlRequest {
+  id: string
+  turnId: string
+  kind: 'approve' | 'deny' | 'abort'
+  callId: string | null
+  reason: string | null
+  createdAt: number
+}
+
+export interface SessionStore {
+  insert(session: SessionInfo): Promise<void>
+  get(id: string): Promise<SessionInfo | undefined>
+  /** Every session, oldest first. */
+  list(): Promise<SessionInfo[]>
+  /**
+   * Takes the session's write lock for the current transaction (so two engines cannot both
+   * start a turn on it). False when the session does not exist.
+   */
+  lock(id: string, now: number): Promise<boolean>
+  /** Sets the title (null clears it). False when there is no such session. */
+  setTitle(id: string, title: string | null, now: number): Promise<boolean>
+  /** Sets (a message id) or clears (null) the revert marker. */
+  setRevertedTo(id: string, messageId: string | null, now: number): Promise<void>
+  /** Deletes the session with its messages, parts, turns, transition logs and queued prompts. False when there was none. */
+  delete(id: string): Promise<boolean>
+}
+
+export interface MessageStore {
+  /** Inserts a message, or replaces the changing fields (time, error, finish, usage) of one that exists. */
+  upsert(info: MessageInfo): Promise<void>
+  /** Inserts or replaces parts (by id). */
+  upsertParts(parts: Part[], now: number): Promise<void>
+  /**
+   * A session's messages with their parts, in order. With `fromLatestSummary`, from the latest
+   * compaction summary on (what the model is sent).
+   */
+  list(sessionId: string, options?: { fromLatestSummary?: boolean }): Promise<MessageWithParts[]>
+  exists(sessionId: string, messageId: string): Promise<boolean>
+  /** Deletes the session's messages (and their parts) after `messageId`. */
+  deleteAfter(sessionId: string, messageId: string): Promise<void>
+  /** The assistant messages' info of these turns (usage sums), in order. */
+  assistantInfos(turnIds: string[]): Promise<MessageInfo[]>
+}
+
+export interface TurnStore {
+  /** Inserts a turn row with its chart input (what replaying its log needs). */
+  insert(turn: TurnRecord, input: unknown): Promise<void>
+  /**
+   * Updates a turn's row. With `fence`, only while that engine still owns the unfinished turn
+   * at that epoch; otherwise throws `TurnOwnershipLostError` and changes nothing.
+   */
+  update(id: string, update: TurnUpdate, now: number, fence?: TurnFence): Promise<void>
+  /** Throws `TurnOwnershipLostError` unless `fence` still holds on the unfinished turn. */
+  checkFence(id: string, fence: TurnFence): Promise<void>
+  get(id: string): Promise<TurnRecord | undefined>
+  /** The chart input stored with the turn; undefined for an unknown turn. */
+  input(id: string): Promise<unknown>
+  /** The session's unfinished turn, if any (run by this or another engine, or left by a crash). */
+  openOfSession(sessionId: string): Promise<OpenTurn | undefined>
+  /** Every unfinished turn with its chart input, oldest first. */
+  open(): Promise<Array<TurnRecord & { input: unknown }>>
+  /**
+   * Compare-and-set of the owner: succeeds only while the turn is unfinished, owned by
+   * `expected.owner` at `expected.epoch`; then the epoch is incremented and the new fence returned.
+   */
+  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null>
+  /** Extends the leases of `owner`'s unfinished turns still at their epochs; returns the ids renewed. */
+  renewLeases(turns: Array<{ id: string; epoch: number }>, owner: string, leaseUntil: number): Promise<Set<string>>
+  /** Clears `owner`'s claim on every unfinished turn it holds (a clean close). */
+  release(owner: string): Promise<void>
+  setOptions(id: string, options: StoredTurnOptions): Promise<void>
+  /** The call options stored with a turn (null when none were). */
+  options(id: string): Promise<StoredTurnOptions | null>
+  setUsage(id: string, usage: TurnUsage): Promise<void>
+  /** The session's turns, oldest first, with the usage written at their end (null while running or when it was never written). */
+  usages(sessionId: string): Promise<Array<{ id: string; usage: TurnUsage | null }>>
+}
+
+export interface TransitionStore {
+  append(record: TransitionRecord): Promise<void>
+  /** A turn's log, in seq order. */
+  list(turnId: string): Promise<TransitionRecord[]>
+  /** Deletes the logs of turns that ended before `before`; returns the rows deleted. */
+  deleteFinished(before: number): Promise<number>
+}
+
+export interface QueueStore {
+  insert(record: QueuedPromptRecord): Promise<void>
+  get(id: string): Promise<QueuedPromptRecord | undefined>
+  /** The session's queued prompts, oldest first. */
+  list(sessionId: string): Promise<QueuedPromptRecord[]>
+  oldest(sessionId: string): Promise<QueuedPromptRecord | undefined>
+  /** Deletes a queued prompt; true when it was still there (it is the caller's now). */
+  take(id: string): Promise<boolean>
+  /** Sessions with queued prompts and no unfinished turn: their queue should be moving. */
+  idleSessions(): Promise<string[]>
+}
+
+export interface ControlStore {
+  add(request: ControlRequest): Promise<void>
+  /** Requests not yet handled for these turns, oldest first. */
+  pending(turnIds: string[]): Promise<ControlRequest[]>
+  /** Marks a request handled: applied (`result` null) or refused with the reason. */
+  handled(id: string, result: string | null, now: number): Promise<void>
+  /** Whether a request was handled yet, and how; undefined for an unknown request. */
+  outcome(id: string): Promise<{ handled: boolean; result: string | null } | undefined>
+}
+
+export interface Store {
+  readonly sessions: SessionStore
+  readonly messages: MessageStore
+  readonly turns: TurnStore
+  readonly transitions: TransitionStore
+  readonly queue: QueueStore
+  readonly controls: ControlStore
+  /**
+   * Runs `fn` in one transaction with a store bound to it: its writes commit together, or none
+   * does when `fn` throws. Called on a store already bound to a transaction, `fn` joins it.
+   *
+   * @example
+   * await store.transaction(async (tx) => { await tx.messages.upsertParts(parts, now); await tx.transitions.append(row) })
+   */
+  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>
+}
+
+/** A store an engine opened, with the way to close what it opened. */
+export interface OpenedStore {
+  store: Store
+  /** `sqlite`, `postgres` or `memory`. */
+  dialect: 'sqlite' | 'postgres' | 'memory'
+  /** Closes the connection when turnchart opened it; a caller's Kysely instance or store stays open. */
+  close(): Promise<void>
+}
