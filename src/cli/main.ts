@@ -3,7 +3,7 @@
  * The `turnchart` command. Bad arguments print the usage on stderr and exit with status 2;
  * other failures print the error on stderr and exit with status 1.
  */
-import { NotATurnchartDatabaseError } from '../core/errors/errors'
+import { NotATurnchartDatabaseError } from '../core/errors'
 import { UsageError } from './args'
 import { CliError, type CliIO } from './io'
 import { packageVersion } from './version'

@@ -5,7 +5,7 @@
  */
 import type { CompactInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { CompactionFailedError, ContextOverflowError, serializeError } from '../core/errors/errors'
+import { CompactionFailedError, ContextOverflowError, serializeError } from '../core/errors'
 import { startIdleTimer } from '../llm/idle-timer'
 import { modelStream } from '../llm/model-stream'
 import { stepCost, toTokens, type Pricing } from '../llm/usage'

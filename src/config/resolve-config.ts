@@ -7,7 +7,7 @@ import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xst
 
 /** XState's clock interface (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
 export type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>
-import { InvalidOptionError } from '../core/errors/errors'
+import { InvalidOptionError } from '../core/errors'
 import { isSupportedModel, supportedModelsText, type ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
 import { defaultDoomLoopOptions, type DoomLoopOptions } from '../policy/doom-loop'
@@ -20,7 +20,7 @@ import { Telemetry, type TelemetryOptions } from '../telemetry/telemetry'
 import type { TurnSettings } from '../core/types'
 import { validateTurnSettings } from './call-settings'
 import { maxTimerMs } from '../core/timer-limit'
-import { createRedactor, minSecretLength, type Redactor } from '../security/redact-secrets'
+import { createRedactor, minSecretLength, type Redactor } from '../core/redact-secrets'
 
 export interface CompactionOptions {
   /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */

@@ -4,7 +4,7 @@
  * engine runs gets a stored request, which that engine applies within its poll interval (or, if
  * it dies first, the engine that recovers the turn does).
  */
-import { ApprovalNotPendingError } from '../core/errors/errors'
+import { ApprovalNotPendingError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { Store } from '../store/store'
 import type { ControlTarget } from './control-poller'

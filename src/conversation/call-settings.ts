@@ -6,7 +6,7 @@
  */
 import type { ToolSet } from 'ai'
 import type { ResolvedConfig } from '../config/resolve-config'
-import { InvalidArgumentError } from '../core/errors/errors'
+import { InvalidArgumentError } from '../core/errors'
 import type { PromptOptions, SessionDefaults, StoredTurnOptions } from '../core/types'
 import { isPlainObject, promptKeys, validateTurnSettings } from '../config/call-settings'
 

@@ -5,7 +5,7 @@
  * in this engine or another (the check and the change share one transaction holding the
  * session's write lock, as starting a turn does).
  */
-import { MessageNotFoundError, SessionBusyError, SessionNotFoundError } from '../core/errors/errors'
+import { MessageNotFoundError, SessionBusyError, SessionNotFoundError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { Store } from '../store/store'
 import { sumUsage, usageOfMessages } from '../core/usage'

@@ -5,10 +5,10 @@
  * transaction that starts the turn takes the queue row, so each prompt runs once). The handle's
  * `done` follows the turn wherever it runs (another engine's: by reading its row).
  */
-import { errorFromRecord } from '../core/errors/restore-error'
+import { errorFromRecord } from '../core/errors/restore'
 import type { Bus } from '../core/bus'
 import type { ResolvedConfig } from '../config/resolve-config'
-import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError } from '../core/errors/errors'
+import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { QueuedPromptRecord, Store } from '../store/store'
 import type { Turn, TurnResult } from '../turn/run-turn'

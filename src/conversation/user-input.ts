@@ -4,7 +4,7 @@
  * `maxFileBytes`; turned back into exactly that content for the model.
  */
 import type { UserContent } from 'ai'
-import { FileTooLargeError, InvalidArgumentError } from '../core/errors/errors'
+import { FileTooLargeError, InvalidArgumentError } from '../core/errors'
 import type { Part, UserPartDraft } from '../core/types'
 
 export type { UserPartDraft }

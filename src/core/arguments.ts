@@ -3,7 +3,7 @@
  * argument and showing the value, so a caller's mistake never surfaces as a raw `TypeError`
  * or a database driver's error.
  */
-import { InvalidArgumentError } from './errors/errors'
+import { InvalidArgumentError } from './errors'
 
 /** A lone UTF-16 surrogate: valid in a JS string, not in UTF-8 text columns (SQLite turns it into U+FFFD). */
 const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/

@@ -2,7 +2,7 @@
  * The bus: typed events to subscribers. Delivery is synchronous and in order; a subscriber
  * that throws does not stop the engine or the other subscribers, and is reported once.
  */
-import type { SerializedError } from './errors/errors'
+import type { SerializedError } from './errors'
 import type { MessageInfo, Part, SessionStatus } from './types'
 
 export type TurnchartEvent =

@@ -3,7 +3,7 @@
  * Field names follow what agent UIs already know (opencode's message-v2 shapes).
  */
 import type { JSONValue } from 'ai'
-import type { SerializedError } from './errors/errors'
+import type { SerializedError } from './errors'
 
 export interface Tokens {
   input: number

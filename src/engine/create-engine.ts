@@ -6,7 +6,7 @@
  */
 import { Bus, type Listener } from '../core/bus'
 import { resolveConfig, type EngineOptions, type ResolvedConfig } from '../config/resolve-config'
-import { EngineClosedError, InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError } from '../core/errors/errors'
+import { EngineClosedError, InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError } from '../core/errors'
 import { engineCalls } from './engine-calls'
 import { engineControl } from './control-calls'
 import { sessionCalls } from './session-calls'

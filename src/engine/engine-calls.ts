@@ -4,7 +4,7 @@
  * already turnchart's becomes a `StorageError` naming the operation, with the driver's error as
  * its `cause`.
  */
-import { EngineClosedError, StorageError, TurnchartError } from '../core/errors/errors'
+import { EngineClosedError, StorageError, TurnchartError } from '../core/errors'
 
 /** Runs one database call of an engine method, its errors as the engine reports them. */
 export type EngineCall = <T>(operation: string, run: () => Promise<T>) => Promise<T>

@@ -3,7 +3,7 @@
  * and their leases renewed while they run, so that no other engine takes them over. A turn
  * whose lease could not be renewed belongs to another engine now: it stops here.
  */
-import { TurnOwnershipLostError } from '../core/errors/errors'
+import { TurnOwnershipLostError } from '../core/errors'
 import type { TurnStore } from '../store/store'
 import type { RunningTurn } from '../turn/run-turn'
 

@@ -2,7 +2,7 @@
  * The engine's session calls: create, read, update, delete, revert and fork a session, its
  * messages and its usage. Store work only, no running turn; `createEngine` composes them.
  */
-import { InvalidArgumentError, SessionNotFoundError } from '../core/errors/errors'
+import { InvalidArgumentError, SessionNotFoundError } from '../core/errors'
 import type { ResolvedConfig } from '../config/resolve-config'
 import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from '../conversation/history'
 import type { Engine } from './create-engine'

@@ -3,7 +3,7 @@
  * stream stays silent too long (`touch()` on every chunk received). Used by steps and by
  * compaction's summary request, so neither can hang on a silent stream.
  */
-import { StreamIdleTimeoutError } from '../core/errors/errors'
+import { StreamIdleTimeoutError } from '../core/errors'
 
 export interface IdleTimer {
   /** Aborts on the outer signal's abort, or with `StreamIdleTimeoutError` after silence. */

@@ -3,7 +3,7 @@
  * (retryable), stop with an auth error, or stop with the error on the message (fatal).
  * Pure: the input error is only read, never changed.
  */
-import { redactSecrets, type Redactor } from '../security/redact-secrets'
+import { redactSecrets, type Redactor } from '../core/redact-secrets'
 import { APICallError } from 'ai'
 import {
   APIError,
@@ -13,7 +13,7 @@ import {
   UnknownError,
   serializeError,
   type SerializedError,
-} from '../core/errors/errors'
+} from '../core/errors'
 import {
   allowedResponseHeaderPrefixes,
   allowedResponseHeaders,

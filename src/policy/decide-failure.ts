@@ -4,7 +4,7 @@
  * today's tables and rules as defaults; an app may replace either (`createEngine({
  * errorClassifier, retryPolicy })`).
  */
-import { RetriesExhaustedError, type SerializedError } from '../core/errors/errors'
+import { RetriesExhaustedError, type SerializedError } from '../core/errors'
 import { classifyError, type ClassifiedError } from './classify-error'
 import { retryOptionsFor } from './connection-refused'
 import { maxTimerMs } from '../core/timer-limit'

@@ -3,7 +3,7 @@
  * Pure: the clock and the random source are parameters (defaulted for production use).
  */
 import { maxTimerMs } from '../core/timer-limit'
-import { InvalidOptionError } from '../core/errors/errors'
+import { InvalidOptionError } from '../core/errors'
 
 export interface RetryOptions {
   /** Attempts per step, the first one included. */

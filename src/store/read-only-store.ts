@@ -4,7 +4,7 @@
  * one read-only transaction (a consistent snapshot; on PostgreSQL the server refuses writes).
  */
 import { sql, type Kysely } from 'kysely'
-import { NotATurnchartDatabaseError } from '../core/errors/errors'
+import { NotATurnchartDatabaseError } from '../core/errors'
 import { migrations } from './migrations'
 import { openDatabaseReadOnly, type Dialect } from './open-database'
 import { KyselyStore } from './kysely/kysely-store'

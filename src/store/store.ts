@@ -16,7 +16,7 @@
  * - Lists come back in id order (ids are time-sortable), sessions in creation order.
  */
 import type { MessageInfo, MessageWithParts, Part, PromptOptions, SessionInfo, StoredTurnOptions, TransitionRecord, TurnOutcome, TurnRecord, TurnUsage, UserPartDraft } from '../core/types'
-import type { SerializedError } from '../core/errors/errors'
+import type { SerializedError } from '../core/errors'
 
 /** Who may write a running turn: its owner at the epoch of its claim (the fencing token). */
 export interface TurnFence {

@@ -12,7 +12,7 @@ import type { ValidateFunction } from 'ajv'
 import type Ajv2019 from 'ajv/dist/2019'
 import type Ajv2020 from 'ajv/dist/2020'
 import { asSchema, type ToolSet } from 'ai'
-import { InvalidOptionError } from '../core/errors/errors'
+import { InvalidOptionError } from '../core/errors'
 
 /** The outcome of one validation: the input is fine, or a message saying what is wrong. */
 export type JsonSchemaCheck = { ok: true } | { ok: false; message: string }

@@ -6,10 +6,10 @@
 import type { ModelMessage, ToolSet } from 'ai'
 import type { Part, ToolPart, ToolState } from '../core/types'
 import type { Telemetry } from '../telemetry/telemetry'
-import type { Redactor } from '../security/redact-secrets'
+import type { Redactor } from '../core/redact-secrets'
 import { toolOptions } from './tool-options'
 import { completeCall, failCall } from './tool-part'
-import { safeMessage } from '../core/errors/errors'
+import { safeMessage } from '../core/errors'
 
 /** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
 export interface ToolRunScope {

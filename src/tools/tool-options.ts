@@ -4,7 +4,7 @@
  * SDK `tool()` stays an AI SDK tool. (Approval uses the AI SDK's own `needsApproval`.)
  */
 import type { Tool } from 'ai'
-import { InvalidArgumentError } from '../core/errors/errors'
+import { InvalidArgumentError } from '../core/errors'
 import { maxTimerMs } from '../core/timer-limit'
 
 const optionsKey = Symbol.for('turnchart.toolOptions')

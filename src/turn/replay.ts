@@ -5,7 +5,7 @@
 import { initialTransition, transition, type SnapshotFrom } from 'xstate'
 import { turnMachine, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
-import { ReplayMismatchError } from '../core/errors/errors'
+import { ReplayMismatchError } from '../core/errors'
 
 export { ReplayMismatchError }
 import type { TransitionRecord } from '../core/types'

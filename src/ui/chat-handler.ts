@@ -4,7 +4,7 @@
  */
 import { createUIMessageStreamResponse, isToolUIPart, type UIMessage } from 'ai'
 import type { Engine } from '../engine/create-engine'
-import { ApprovalNotPendingError, SessionBusyError, SessionNotFoundError, serializeError } from '../core/errors/errors'
+import { ApprovalNotPendingError, SessionBusyError, SessionNotFoundError, serializeError } from '../core/errors'
 import { LiveTurns } from './live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'
 import { toUIMessageStreamResponse, type TurnRef } from './to-ui-message-stream'

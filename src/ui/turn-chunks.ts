@@ -5,7 +5,7 @@
  */
 import type { FinishReason, InferUIMessageChunk } from 'ai'
 import type { TurnchartEvent } from '../core/bus'
-import type { SerializedError } from '../core/errors/errors'
+import type { SerializedError } from '../core/errors'
 import type { MessageInfo, Part, ToolPart } from '../core/types'
 import { nextTurnState, turnIdOf, type LiveTurnSnapshot } from './live-turns'
 import { isDenied, messageMetadata, type TurnchartUIMessage, type TurnStateData } from './ui-messages'

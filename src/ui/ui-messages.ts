@@ -3,7 +3,7 @@
  * loads a conversation from the database with these, then streams new turns on top.
  */
 import type { UIMessage } from 'ai'
-import type { SerializedError } from '../core/errors/errors'
+import type { SerializedError } from '../core/errors'
 import type { MessageInfo, MessageWithParts, Part, Tokens, ToolPart } from '../core/types'
 
 /** The chart's state as the page sees it (the `data-turn-state` part). */

@@ -3,11 +3,11 @@
  * records the summary it is given. The outcome is a chart event in the step's failure shape.
  */
 import { APICallError } from '@ai-sdk/provider'
-import { CompactionFailedError, MessageAbortedError } from '../../src/core/errors/errors'
+import { CompactionFailedError, MessageAbortedError } from '../../src/core/errors'
 import { summarize, type SummaryScope } from '../../src/compaction/summarize'
 import { defaultFailurePolicies } from '../../src/policy/decide-failure'
 import { defaultRetryOptions } from '../../src/policy/retry-delay'
-import { errorFromRecord } from '../../src/core/errors/restore-error'
+import { errorFromRecord } from '../../src/core/errors/restore'
 import type { MessageInfo, MessageWithParts } from '../../src/core/types'
 import { fakeModel, finish, text, type FakeModel } from '../support/fake-model'
 

@@ -2,7 +2,7 @@
  * Stored error records become error instances again (what `turn.done` resolves with).
  */
 import { APIError, MessageAbortedError, ReplayMismatchError, RetriesExhaustedError, StorageError, TurnchartError, UnknownError } from '../../src'
-import { errorFromRecord } from '../../src/core/errors/restore-error'
+import { errorFromRecord } from '../../src/core/errors/restore'
 
 const samples = [
   new MessageAbortedError(),

@@ -6,7 +6,7 @@
 import { APICallError } from '@ai-sdk/provider'
 import { jsonSchema, tool, type ToolSet } from 'ai'
 import type { TurnEvent } from '../../machines/turn.types'
-import { MessageAbortedError } from '../../src/core/errors/errors'
+import { MessageAbortedError } from '../../src/core/errors'
 import { streamStep, type StepScope } from '../../src/llm/stream-step'
 import { defaultFailurePolicies, type FailurePolicies } from '../../src/policy/decide-failure'
 import { defaultDoomLoopOptions } from '../../src/policy/doom-loop'

@@ -1,5 +1,5 @@
 import { APICallError } from 'ai'
-import { StreamIdleTimeoutError, MessageAbortedError } from '../../src/core/errors/errors'
+import { StreamIdleTimeoutError, MessageAbortedError } from '../../src/core/errors'
 import { classifyError, type ErrorKind } from '../../src/policy/classify-error'
 
 const url = 'http://x/v1/chat/completions'

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../../src/core/errors/errors'
+import { InvalidOptionError } from '../../src/core/errors'
 import { maxTimerMs } from '../../src/core/timer-limit'
 import {
   backoffDelay,

@@ -6,7 +6,7 @@
 import { initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
 import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { TurnOwnershipLostError } from '../../src/core/errors/errors'
+import { TurnOwnershipLostError } from '../../src/core/errors'
 import type { TurnchartEvent } from '../../src/core/bus'
 import type { TurnUpdate } from '../../src/store/store'
 import { WriteQueue } from '../../src/turn/write-queue'

@@ -4,7 +4,7 @@
  * and usage. The fenced update and the fence check are hot writes: precompiled.
  */
 import type { Kysely, Selectable } from 'kysely'
-import { TurnOwnershipLostError, type SerializedError } from '../../core/errors/errors'
+import { TurnOwnershipLostError, type SerializedError } from '../../core/errors'
 import type { StoredTurnOptions, TurnOutcome, TurnRecord, TurnUsage } from '../../core/types'
 import { precompiledQuery } from '../precompiled-query'
 import type { TurnTable, TurnchartDatabase } from '../schema'

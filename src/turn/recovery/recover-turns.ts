@@ -10,7 +10,7 @@ import { turnMachine, turnStateName, type TurnMachine } from '../../../machines/
 import type { ToolSet } from 'ai'
 import type { InterruptibleState, TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
-import { serializeError } from '../../core/errors/errors'
+import { serializeError } from '../../core/errors'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'

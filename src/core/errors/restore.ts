@@ -2,7 +2,7 @@
  * Stored error records (`{ name, message, ...fields }`) back into error instances, so that what
  * `turn.done` resolves with answers `isInstance` and `instanceof` like a thrown error.
  */
-import * as errors from './errors'
+import * as errors from './index'
 
 type ErrorClass = abstract new (...args: never[]) => errors.TurnchartError
 

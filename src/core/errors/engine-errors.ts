@@ -1,0 +1,154 @@
+/** Errors of the engine's calls: bad options or arguments, unknown ids, a busy session, the store. */
+import { describeValue } from './serialize'
+import { isNamed, TurnchartError } from './turnchart-error'
+
+/** An option of `createEngine` (or of a call) is invalid; `option` names it. */
+export class InvalidOptionError extends TurnchartError {
+  readonly name = 'InvalidOptionError'
+  readonly option: string
+  readonly value: unknown
+  constructor(option: string, value: unknown, expected: string) {
+    super(`invalid option ${option}: expected ${expected}, got ${describeValue(value)}`)
+    this.option = option
+    this.value = describeValue(value)
+  }
+  static isInstance = isNamed<InvalidOptionError>('InvalidOptionError')
+}
+
+/** `prompt` on a session that already runs a turn. */
+export class SessionBusyError extends TurnchartError {
+  readonly name = 'SessionBusyError'
+  readonly sessionId: string
+  readonly turnId: string
+  constructor(sessionId: string, turnId: string) {
+    super(`session ${sessionId} is busy with turn ${turnId}; wait for turn.done or abort it first`)
+    this.sessionId = sessionId
+    this.turnId = turnId
+  }
+  static isInstance = isNamed<SessionBusyError>('SessionBusyError')
+}
+
+/** A session id that the database does not hold. */
+export class SessionNotFoundError extends TurnchartError {
+  readonly name = 'SessionNotFoundError'
+  readonly sessionId: string
+  constructor(sessionId: string) {
+    super(`session ${JSON.stringify(sessionId)} does not exist`)
+    this.sessionId = sessionId
+  }
+  static isInstance = isNamed<SessionNotFoundError>('SessionNotFoundError')
+}
+
+/** A turn id that the database does not hold (`transitions`, `replay`). */
+export class TurnNotFoundError extends TurnchartError {
+  readonly name = 'TurnNotFoundError'
+  readonly turnId: string
+  constructor(turnId: string) {
+    super(`turn ${JSON.stringify(turnId)} does not exist`)
+    this.turnId = turnId
+  }
+  static isInstance = isNamed<TurnNotFoundError>('TurnNotFoundError')
+}
+
+/** A call on an engine after `close()`. */
+export class EngineClosedError extends TurnchartError {
+  readonly name = 'EngineClosedError'
+  constructor(operation: string) {
+    super(`engine is closed; cannot ${operation}`)
+  }
+  static isInstance = isNamed<EngineClosedError>('EngineClosedError')
+}
+
+/** A database operation failed; `operation` says which. */
+export class StorageError extends TurnchartError {
+  readonly name = 'StorageError'
+  readonly operation: string
+  constructor(operation: string, cause: unknown) {
+    super(`storage failed during ${operation}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
+    this.operation = operation
+  }
+  static isInstance = isNamed<StorageError>('StorageError')
+}
+
+/**
+ * A database that does not hold turnchart's tables (or holds them at a schema version this
+ * turnchart cannot read without migrating). Raised by the read-only CLI, which never migrates.
+ */
+export class NotATurnchartDatabaseError extends TurnchartError {
+  readonly name = 'NotATurnchartDatabaseError'
+  readonly database: string
+  readonly reason: string
+  constructor(database: string, reason: string) {
+    super(`${database} is not a turnchart database: ${reason}`)
+    this.database = database
+    this.reason = reason
+  }
+  static isInstance = isNamed<NotATurnchartDatabaseError>('NotATurnchartDatabaseError')
+}
+
+/** A bad argument to an engine method; `argument` names it. */
+export class InvalidArgumentError extends TurnchartError {
+  readonly name = 'InvalidArgumentError'
+  readonly argument: string
+  readonly value: unknown
+  constructor(argument: string, value: unknown, expected: string) {
+    super(`invalid argument ${argument}: expected ${expected}, got ${describeValue(value)}`)
+    this.argument = argument
+    this.value = describeValue(value)
+  }
+  static isInstance = isNamed<InvalidArgumentError>('InvalidArgumentError')
+}
+
+/** `approve`/`deny` of a call that is not waiting for approval. */
+export class ApprovalNotPendingError extends TurnchartError {
+  readonly name = 'ApprovalNotPendingError'
+  readonly turnId: string
+  readonly callId: string
+  constructor(turnId: string, callId: string, why: string) {
+    super(`tool call ${callId} of turn ${turnId} is not waiting for approval: ${why}`)
+    this.turnId = turnId
+    this.callId = callId
+  }
+  static isInstance = isNamed<ApprovalNotPendingError>('ApprovalNotPendingError')
+}
+
+/** A file or image given to `prompt` as bytes is larger than `maxFileBytes`. */
+export class FileTooLargeError extends TurnchartError {
+  readonly name = 'FileTooLargeError'
+  readonly bytes: number
+  readonly limit: number
+  readonly mediaType: string | undefined
+  constructor(bytes: number, limit: number, mediaType: string | undefined) {
+    super(`a prompt file of ${bytes} bytes${mediaType ? ` (${mediaType})` : ''} is larger than maxFileBytes (${limit}); pass a URL instead, or raise maxFileBytes`)
+    this.bytes = bytes
+    this.limit = limit
+    this.mediaType = mediaType
+  }
+  static isInstance = isNamed<FileTooLargeError>('FileTooLargeError')
+}
+
+/** A message id that is not in the session (revert, fork). */
+export class MessageNotFoundError extends TurnchartError {
+  readonly name = 'MessageNotFoundError'
+  readonly sessionId: string
+  readonly messageId: string
+  constructor(sessionId: string, messageId: string) {
+    super(`session ${sessionId} has no visible message ${messageId}`)
+    this.sessionId = sessionId
+    this.messageId = messageId
+  }
+  static isInstance = isNamed<MessageNotFoundError>('MessageNotFoundError')
+}
+
+/** A queued prompt was cancelled (`cancel()`, `engine.cancelQueued`, or its session deleted) before its turn started. */
+export class QueuedPromptCancelledError extends TurnchartError {
+  readonly name = 'QueuedPromptCancelledError'
+  readonly sessionId: string
+  readonly turnId: string
+  constructor(sessionId: string, turnId: string) {
+    super(`the queued prompt ${turnId} of session ${sessionId} was cancelled before it started`)
+    this.sessionId = sessionId
+    this.turnId = turnId
+  }
+  static isInstance = isNamed<QueuedPromptCancelledError>('QueuedPromptCancelledError')
+}

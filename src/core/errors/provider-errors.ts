@@ -1,0 +1,83 @@
+/** Errors of a model request: what the provider answered, or why no answer came. */
+import { isNamed, TurnchartError, type SerializedError } from './turnchart-error'
+
+/** The provider answered with an HTTP error, or the stream failed. */
+export class APIError extends TurnchartError {
+  readonly name = 'APIError'
+  readonly statusCode?: number
+  readonly isRetryable: boolean
+  readonly responseHeaders?: Record<string, string>
+  readonly responseBody?: string
+  constructor(input: {
+    message: string
+    statusCode?: number
+    isRetryable: boolean
+    responseHeaders?: Record<string, string>
+    responseBody?: string
+  }) {
+    super(input.message)
+    this.statusCode = input.statusCode
+    this.isRetryable = input.isRetryable
+    this.responseHeaders = input.responseHeaders
+    this.responseBody = input.responseBody
+  }
+  static isInstance = isNamed<APIError>('APIError')
+}
+
+/** The provider refused the credentials (HTTP 401 or 403). Never retried. */
+export class ProviderAuthError extends TurnchartError {
+  readonly name = 'ProviderAuthError'
+  readonly statusCode?: number
+  readonly responseBody?: string
+  constructor(input: { message: string; statusCode?: number; responseBody?: string }) {
+    super(input.message)
+    this.statusCode = input.statusCode
+    this.responseBody = input.responseBody
+  }
+  static isInstance = isNamed<ProviderAuthError>('ProviderAuthError')
+}
+
+/** Retries of one step were used up; `lastError` is the failure of the last attempt. */
+export class RetriesExhaustedError extends TurnchartError {
+  readonly name = 'RetriesExhaustedError'
+  readonly reason: 'max-attempts' | 'max-total-wait' | 'header-delay-too-long'
+  readonly attempts: number
+  readonly lastError: SerializedError
+  constructor(input: { reason: RetriesExhaustedError['reason']; attempts: number; lastError: SerializedError; message?: string }) {
+    super(input.message ?? retriesExhaustedMessage(input.reason, input.attempts, input.lastError))
+    this.reason = input.reason
+    this.attempts = input.attempts
+    this.lastError = input.lastError
+  }
+  static isInstance = isNamed<RetriesExhaustedError>('RetriesExhaustedError')
+}
+
+function retriesExhaustedMessage(reason: RetriesExhaustedError['reason'], attempts: number, last: SerializedError): string {
+  const why =
+    reason === 'max-attempts'
+      ? `retries exhausted after ${attempts} attempts`
+      : reason === 'max-total-wait'
+        ? `retries exhausted: the total wait of the step would exceed retry.maxTotalWaitMs after ${attempts} attempts`
+        : `the provider asked to wait longer than retry.maxHeaderDelayMs after ${attempts} attempts`
+  return `${why}; last error: ${last.message}`
+}
+
+/** The model stream sent nothing for longer than `streamIdleTimeoutMs`. Retryable. */
+export class StreamIdleTimeoutError extends TurnchartError {
+  readonly name = 'StreamIdleTimeoutError'
+  readonly idleMs: number
+  constructor(idleMs: number) {
+    super(`the model stream sent nothing for ${idleMs} ms`)
+    this.idleMs = idleMs
+  }
+  static isInstance = isNamed<StreamIdleTimeoutError>('StreamIdleTimeoutError')
+}
+
+/** Anything that is not one of the above. */
+export class UnknownError extends TurnchartError {
+  readonly name = 'UnknownError'
+  constructor(message: string) {
+    super(message)
+  }
+  static isInstance = isNamed<UnknownError>('UnknownError')
+}
