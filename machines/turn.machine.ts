@@ -1,20 +1,29 @@
 /**
- * The turn statechart. Pure: no I/O. Actors are placeholders that `src/turn/start-turn.ts`
+ * The turn statechart. Pure: no I/O. Actors are placeholders that `src/turn/run-turn.ts`
  * replaces through `.provide()`; guards, actions and the retry delay read only context and
  * the event, so replaying the persisted transition log through `transition()` reaches the
- * same states (the decisions that need clocks, headers or configuration are made by the
- * actors and carried in the events).
+ * same states (the decisions that need clocks, headers, limits or configuration are made by
+ * the actors and carried in the events).
+ *
+ * Routing is in the structure: where a turn goes after a compaction or after its tools is
+ * carried by the event that leads there (`compaction.finished { completes }`,
+ * `tools.finished { overflow }`), never kept in context for later. Every actor reports with
+ * events and never rejects (the runner's gated wrapper turns a throw into the actor's failure
+ * event), so the chart has no `xstate.error.actor.*` edges.
  *
  * Hierarchy: `running` holds every state in which the turn works, so `turn.fail` and
  * `turn.crashed` are written once; the step (`streaming`, `retry-waiting`) and the compaction
  * (`compacting`, `compaction-retry-waiting`) each own their retry wait; recovery goes back into
  * `running` through a deep history state. The name stored in the log and the turn row is the
- * active leaf's key (`turnStateName`); leaf keys are unique in the chart.
+ * active leaf's key (`turnStateName`); leaf keys are unique in the chart. Tags: `interruptible`
+ * (work may be in flight there: recovery writes `turn.crashed`), `retry-wait` (a deadline is
+ * stored, the session status is `retry`).
  *
  * Load it in the Stately inspector or in `@xstate/graph` as it is.
  */
-import { assign, fromCallback, fromPromise, setup, type StateValue } from 'xstate'
-import type { ChartError, TurnContext, TurnEvent, TurnInput, TurnOutput, TurnStateName } from './turn.types'
+import { and, assign, fromCallback, setup, type StateValue } from 'xstate'
+import { ContextOverflowError, MessageAbortedError, StepLimitError, type SerializedError } from '../src/core/errors'
+import type { TurnContext, TurnEvent, TurnInput, TurnOutput, TurnStateName } from './turn.types'
 
 export interface StreamStepInput {
   turnId: string
@@ -29,39 +38,22 @@ export interface RunToolsInput {
 export interface CompactInput {
   turnId: string
   step: number
-  /** The compaction was caused by a failed request (retry the step) or by usage. */
-  afterCompaction: 'continue' | 'complete'
   /** Attempt of the summary request (1-based) and the retry wait so far, for the retry policy. */
   attempt: number
   waitedMs: number
 }
 
 function notProvided(name: string): never {
-  throw new Error(`turn chart actor '${name}' is not provided; use startTurn() from turnchart`)
+  throw new Error(`turn chart actor '${name}' is not provided; run turns with turnchart's engine`)
 }
-
-/** An actor's rejection as the chart stores it (only `runTools` can reject: a bug, not a failure). */
-function toChartError(error: unknown): ChartError {
-  if (typeof error === 'object' && error !== null && 'name' in error && 'message' in error) {
-    const record = error as { toJSON?: () => ChartError; name: unknown; message: unknown }
-    if (typeof record.toJSON === 'function') return record.toJSON()
-    return { name: String(record.name), message: String(record.message) }
-  }
-  return { name: 'UnknownError', message: String(error) }
-}
-
-const overflowError = (reason: 'auto-compaction-off' | 'compaction-limit'): ChartError => ({
-  name: 'ContextOverflowError',
-  reason,
-  message:
-    reason === 'auto-compaction-off'
-      ? 'the context is full and compaction.auto is false'
-      : 'the context is still full after the maximum number of compactions in this turn',
-})
 
 /** A failure an actor reported with a typed event (`step.failed`, `compaction.failed`). */
 const isFailure = (event: TurnEvent): event is Extract<TurnEvent, { type: 'step.failed' | 'compaction.failed' }> =>
   event.type === 'step.failed' || event.type === 'compaction.failed'
+
+/** The event says the context is full (a finished step's usage, a provider's overflow error, the step boundary). */
+const isOverflow = (event: TurnEvent) =>
+  (event.type === 'step.finished' || event.type === 'step.failed' || event.type === 'tools.finished') && event.overflow
 
 export const turnMachine = setup({
   types: {
@@ -73,8 +65,8 @@ export const turnMachine = setup({
   actors: {
     /** Consumes one step's LLM stream; sends `step.finished` or `step.failed`. */
     streamStep: fromCallback<TurnEvent, StreamStepInput>(() => notProvided('streamStep')),
-    /** Runs the finished step's tool calls. */
-    runTools: fromPromise<void, RunToolsInput>(async () => notProvided('runTools')),
+    /** Runs the finished step's tool calls; sends `tools.finished` (or `turn.fail` on a defect). */
+    runTools: fromCallback<TurnEvent, RunToolsInput>(() => notProvided('runTools')),
     /** Summarises the history into a summary message; sends `compaction.finished` or `compaction.failed`. */
     compact: fromCallback<TurnEvent, CompactInput>(() => notProvided('compact')),
   },
@@ -87,27 +79,17 @@ export const turnMachine = setup({
     isPendingApproval: ({ context, event }) =>
       (event.type === 'tool.approved' || event.type === 'tool.denied') && context.pendingApprovals.includes(event.callId),
     allApprovalsDecided: ({ context }) => context.pendingApprovals.length === 0,
-    usageOverflowed: ({ event }) => event.type === 'step.finished' && event.overflow,
-    errorIsOverflow: ({ event }) => event.type === 'step.failed' && event.overflow,
+    overflowed: ({ event }) => isOverflow(event),
+    /** Another compaction is allowed: automatic compaction is on and the turn's limit is not reached. */
+    mayCompact: ({ context }) => context.autoCompact && context.compactions < context.maxCompactions,
     /** The step's or the summary request's failure may be retried (the actor's retry policy said when). */
     retryAllowed: ({ event }) => isFailure(event) && event.retryDelayMs !== null,
-    overflowPending: ({ context }) => context.overflowPending,
-    /** Checked on entering `compaction` (after it was counted): auto-compaction off, or one too many. */
-    compactionRefused: ({ context }) => !context.autoCompact || context.compactions > context.maxCompactions,
-    continuesAfterCompaction: ({ context }) => context.afterCompaction === 'continue',
+    completesTurn: ({ event }) => event.type === 'compaction.finished' && event.completes,
+    restartsStep: ({ event }) => event.type === 'turn.recover' && event.restartStep === true,
   },
   actions: {
     startFirstStep: assign({ step: 1, attempt: 1, waitedMs: 0 }),
-    startNextStep: assign({
-      step: ({ context }) => context.step + 1,
-      attempt: 1,
-      waitedMs: 0,
-      overflowPending: false,
-    }),
-    /** `streaming` entered by `turn.recover`: recovery closed the interrupted step, so a new one starts. */
-    startStepAfterCrash: assign(({ context, event }) =>
-      event.type === 'turn.recover' ? { step: context.step + 1, attempt: 1, waitedMs: 0, overflowPending: false } : {},
-    ),
+    startNextStep: assign({ step: ({ context }) => context.step + 1, attempt: 1, waitedMs: 0 }),
     scheduleRetry: assign(({ context, event }) => {
       const delay = isFailure(event) ? (event.retryDelayMs ?? 0) : 0
       return { retryDelayMs: delay, waitedMs: context.waitedMs + delay, error: isFailure(event) ? event.error : null }
@@ -124,40 +106,24 @@ export const turnMachine = setup({
     }),
     /** Why the step stopped: the doom loop the event carries, else the step limit. */
     rememberStop: assign({
-      error: ({ context, event }) =>
-        event.type === 'step.finished' && event.doomLoop
-          ? event.doomLoop
-          : {
-              name: 'StepLimitError',
-              maxSteps: context.maxSteps,
-              message: `the turn reached its step limit (maxSteps ${context.maxSteps}) while the model still called tools; the next step was not started`,
-            },
+      error: ({ context, event }): SerializedError =>
+        event.type === 'step.finished' && event.doomLoop ? event.doomLoop : new StepLimitError(context.maxSteps ?? 0).toJSON(),
     }),
-    markOverflowPending: assign({ overflowPending: ({ event }) => event.type === 'step.finished' && event.overflow }),
-    compactThenComplete: assign({ afterCompaction: 'complete' as const }),
-    compactThenContinue: assign({ afterCompaction: 'continue' as const }),
-    countCompaction: assign({
-      compactions: ({ context }) => context.compactions + 1,
-      overflowPending: false,
-      attempt: 1,
-      waitedMs: 0,
-    }),
+    countCompaction: assign({ compactions: ({ context }) => context.compactions + 1, attempt: 1, waitedMs: 0 }),
     /** `turn.recover`: what is left of a retry wait at the persisted deadline (read only in a retry wait). */
     resumeAfterCrash: assign({ retryDelayMs: ({ event }) => (event.type === 'turn.recover' ? event.retryDelayMs : 0) }),
     rememberFailureOf: assign({ error: ({ event }) => (isFailure(event) ? event.error : null) }),
     rememberFailure: assign({ error: ({ event }) => (event.type === 'turn.fail' ? event.error : null) }),
-    rememberActorError: assign({
-      error: ({ event }) => toChartError((event as unknown as { error: unknown }).error),
-    }),
     rememberOverflowRefused: assign({
-      error: ({ context }) => overflowError(context.autoCompact ? 'compaction-limit' : 'auto-compaction-off'),
+      error: ({ context }) =>
+        (context.autoCompact
+          ? new ContextOverflowError({ reason: 'compaction-limit', message: 'the context is still full after the maximum number of compactions in this turn' })
+          : new ContextOverflowError({ reason: 'auto-compaction-off', message: 'the context is full and compaction.auto is false' })
+        ).toJSON(),
     }),
     setCompleted: assign({ outcome: 'completed' as const, error: null }),
     setFailed: assign({ outcome: 'failed' as const }),
-    setAborted: assign({
-      outcome: 'aborted' as const,
-      error: { name: 'MessageAbortedError', message: 'The turn was aborted' },
-    }),
+    setAborted: assign({ outcome: 'aborted' as const, error: () => new MessageAbortedError().toJSON() }),
   },
   delays: {
     /** The retry delay chosen by the retry policy when the step or the summary request failed. */
@@ -176,8 +142,6 @@ export const turnMachine = setup({
     autoCompact: input.autoCompact,
     maxCompactions: input.maxCompactions,
     compactions: 0,
-    overflowPending: false,
-    afterCompaction: 'continue',
     error: null,
     outcome: null,
     pendingApprovals: [],
@@ -195,7 +159,7 @@ export const turnMachine = setup({
         'turn.fail': { target: 'failed', actions: 'rememberFailure' },
       },
     },
-    /** The turn works: every state here can fail on a write and be interrupted by a crash. */
+    /** The turn works: every state here can fail on a write or on an actor's defect, and be interrupted by a crash. */
     running: {
       initial: 'step',
       on: {
@@ -204,39 +168,37 @@ export const turnMachine = setup({
         'turn.crashed': { target: 'interrupted' },
       },
       states: {
-        /** One step: an LLM call, and the waits between its attempts. Entering it starts the step. */
+        /** One step: an LLM call, and the waits between its attempts. */
         step: {
           initial: 'streaming',
           states: {
             streaming: {
-              entry: 'startStepAfterCrash',
+              tags: ['interruptible'],
               invoke: {
                 id: 'streamStep',
                 src: 'streamStep',
-                input: ({ context }) => ({
-                  turnId: context.turnId,
-                  step: context.step,
-                  attempt: context.attempt,
-                  waitedMs: context.waitedMs,
-                }),
+                input: ({ context }) => ({ turnId: context.turnId, step: context.step, attempt: context.attempt, waitedMs: context.waitedMs }),
               },
               on: {
                 'step.finished': [
                   { guard: 'stepMustStop', target: '#turn.failed', actions: 'rememberStop' },
-                  { guard: 'needsApproval', target: '#turn.running.awaiting-approval', actions: ['markOverflowPending', 'rememberApprovals'] },
-                  { guard: 'hasToolCalls', target: '#turn.running.tool-running', actions: 'markOverflowPending' },
-                  { guard: 'usageOverflowed', target: '#turn.running.compaction', actions: ['compactThenComplete', 'countCompaction'] },
+                  { guard: 'needsApproval', target: '#turn.running.awaiting-approval', actions: 'rememberApprovals' },
+                  { guard: 'hasToolCalls', target: '#turn.running.tool-running' },
+                  // A final answer that filled the context: summarised for the next turn, then the turn completes.
+                  { guard: and(['overflowed', 'mayCompact']), target: '#turn.running.compaction', actions: 'countCompaction' },
+                  { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },
                   { target: '#turn.completed' },
                 ],
                 'step.failed': [
-                  { guard: 'errorIsOverflow', target: '#turn.running.compaction', actions: ['compactThenContinue', 'countCompaction'] },
+                  { guard: and(['overflowed', 'mayCompact']), target: '#turn.running.compaction', actions: 'countCompaction' },
+                  { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },
                   { guard: 'retryAllowed', target: 'retry-waiting', actions: 'scheduleRetry' },
                   { target: '#turn.failed', actions: 'rememberFailureOf' },
                 ],
               },
             },
             'retry-waiting': {
-              tags: ['retry-wait'],
+              tags: ['interruptible', 'retry-wait'],
               after: { retryDelay: { target: 'streaming', actions: 'startNextAttempt' } },
             },
           },
@@ -249,40 +211,33 @@ export const turnMachine = setup({
           },
           always: { guard: 'allApprovalsDecided', target: 'tool-running' },
         },
+        /** The step's calls run; their end is the step boundary (see src/turn/step-boundary.ts). */
         'tool-running': {
-          invoke: {
-            id: 'runTools',
-            src: 'runTools',
-            input: ({ context }) => ({ turnId: context.turnId, step: context.step }),
-            onDone: [
-              { guard: 'overflowPending', target: 'compaction', actions: ['compactThenContinue', 'countCompaction'] },
+          tags: ['interruptible'],
+          invoke: { id: 'runTools', src: 'runTools', input: ({ context }) => ({ turnId: context.turnId, step: context.step }) },
+          on: {
+            'tools.finished': [
+              { guard: and(['overflowed', 'mayCompact']), target: 'compaction', actions: 'countCompaction' },
+              { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },
               { target: 'step', actions: 'startNextStep' },
             ],
-            onError: { target: '#turn.failed', actions: 'rememberActorError' },
           },
         },
         /** The history summarised into a summary message, and the waits between its attempts. */
         compaction: {
           initial: 'compacting',
-          // Every overflow enters here (counted); one that may not compact fails the turn at once.
-          always: { guard: 'compactionRefused', target: '#turn.failed', actions: 'rememberOverflowRefused' },
           states: {
             compacting: {
+              tags: ['interruptible'],
               invoke: {
                 id: 'compact',
                 src: 'compact',
-                input: ({ context }) => ({
-                  turnId: context.turnId,
-                  step: context.step,
-                  afterCompaction: context.afterCompaction,
-                  attempt: context.attempt,
-                  waitedMs: context.waitedMs,
-                }),
+                input: ({ context }) => ({ turnId: context.turnId, step: context.step, attempt: context.attempt, waitedMs: context.waitedMs }),
               },
               on: {
                 'compaction.finished': [
-                  { guard: 'continuesAfterCompaction', target: '#turn.running.step', actions: 'startNextStep' },
-                  { target: '#turn.completed' },
+                  { guard: 'completesTurn', target: '#turn.completed' },
+                  { target: '#turn.running.step', actions: 'startNextStep' },
                 ],
                 'compaction.failed': [
                   { guard: 'retryAllowed', target: 'compaction-retry-waiting', actions: 'scheduleRetry' },
@@ -291,7 +246,7 @@ export const turnMachine = setup({
               },
             },
             'compaction-retry-waiting': {
-              tags: ['retry-wait'],
+              tags: ['interruptible', 'retry-wait'],
               after: { retryDelay: { target: 'compacting', actions: 'startNextAttempt' } },
             },
           },
@@ -307,7 +262,11 @@ export const turnMachine = setup({
      */
     interrupted: {
       on: {
-        'turn.recover': { target: 'running.history', actions: 'resumeAfterCrash' },
+        'turn.recover': [
+          // A model call was in flight: recovery closed that step, a new one starts.
+          { guard: 'restartsStep', target: 'running.step', actions: 'startNextStep' },
+          { target: 'running.history', actions: 'resumeAfterCrash' },
+        ],
       },
     },
     completed: { type: 'final', entry: 'setCompleted' },
@@ -342,8 +301,11 @@ interface NodeLike {
   states: Record<string, NodeLike>
 }
 const allNodes = (node: NodeLike): NodeLike[] => [node, ...Object.values(node.states).flatMap(allNodes)]
+const taggedStates = (tag: string): ReadonlySet<string> =>
+  new Set(allNodes(turnMachine.root as unknown as NodeLike).filter((node) => node.tags.includes(tag)).map((node) => node.key))
 
-/** The stored names of the retry waits (states tagged `retry-wait`): a deadline in `retryAt`, status `retry`. */
-export const retryWaitStates: ReadonlySet<string> = new Set(
-  allNodes(turnMachine.root as unknown as NodeLike).filter((node) => node.tags.includes('retry-wait')).map((node) => node.key),
-)
+/** The stored names of the retry waits (tagged `retry-wait`): a deadline in `retryAt`, status `retry`. */
+export const retryWaitStates: ReadonlySet<string> = taggedStates('retry-wait')
+
+/** The stored names of the states a process can die in with work in flight (tagged `interruptible`). */
+export const interruptibleStates: ReadonlySet<string> = taggedStates('interruptible')

@@ -2,13 +2,7 @@
  * Types of the turn chart: context, events, input and output. Types only, no code,
  * so that the chart and the runtime agree on one vocabulary.
  */
-
-/** An error as the chart carries it: the same `{ name, message, ...fields }` that is stored. */
-export interface ChartError {
-  name: string
-  message: string
-  [field: string]: unknown
-}
+import type { SerializedError } from '../src/core/errors'
 
 export interface TurnInput {
   turnId: string
@@ -21,12 +15,13 @@ export interface TurnInput {
   maxSteps?: number
 }
 
+/** Control data only: counters and the decisions the events carried. Streamed content never lives here. */
 export interface TurnContext {
   turnId: string
   sessionId: string
   /** Step number (1-based) of the current or last LLM call; 0 before the first. */
   step: number
-  /** Attempt number (1-based) of the current step. */
+  /** Attempt number (1-based) of the current step (or of the summary request while compacting). */
   attempt: number
   /** Delay of the pending retry, read by the `retryDelay` delay. */
   retryDelayMs: number
@@ -35,11 +30,7 @@ export interface TurnContext {
   autoCompact: boolean
   maxCompactions: number
   compactions: number
-  /** The finished step overflowed the context: compact after its tools ran. */
-  overflowPending: boolean
-  /** What follows a compaction: another step, or the end of the turn. */
-  afterCompaction: 'continue' | 'complete'
-  error: ChartError | null
+  error: SerializedError | null
   outcome: 'completed' | 'aborted' | 'failed' | null
   /** Tool calls of the last step still waiting for `approve`/`deny`. */
   pendingApprovals: string[]
@@ -47,23 +38,25 @@ export interface TurnContext {
   maxSteps: number | null
 }
 
-/** States in which a process can die with work in flight (recovery writes `turn.crashed` there). */
-export type InterruptibleState = 'streaming' | 'tool-running' | 'retry-waiting' | 'compacting' | 'compaction-retry-waiting'
-
-/** Events the runtime and its actors send to the chart. Payloads are control data only. */
+/**
+ * Events the runtime and its actors send to the chart. Payloads are control data only; a
+ * decision that needs a clock, headers, limits or configuration is made by the actor with the
+ * pure policies and carried here, so that the logged events replay to the same states.
+ */
 export type TurnEvent =
   | { type: 'turn.start' }
   | { type: 'turn.abort'; reason?: string }
-  /** Something outside the step failed the turn (a database write). */
-  | { type: 'turn.fail'; error: ChartError }
+  /** Something outside the step failed the turn: a database write, or a defect in an actor. */
+  | { type: 'turn.fail'; error: SerializedError }
   /** Written by recovery: the process running the turn died in this state. */
   | { type: 'turn.crashed' }
   /**
-   * Recovery resumes the interrupted turn in the state it was in (the chart's deep history of
-   * `running`). `retryDelayMs` is what was left of a retry wait at the persisted deadline.
-   * (Policy `abort` sends `turn.abort`.)
+   * Recovery resumes the interrupted turn. `restartStep`: the crash interrupted a model call,
+   * so a new step starts; otherwise the turn goes back into the state it was in (the deep
+   * history of `running`). `retryDelayMs` is what was left of a retry wait at the persisted
+   * deadline. (Policy `abort` sends `turn.abort` instead.)
    */
-  | { type: 'turn.recover'; retryDelayMs: number }
+  | { type: 'turn.recover'; retryDelayMs: number; restartStep?: boolean }
   | {
       type: 'step.finished'
       finishReason: string
@@ -74,31 +67,36 @@ export type TurnEvent =
       /** Call ids that need approval before the tools run (absent: none). */
       approvals?: string[]
       /** Set when the turn's calls loop and the policy is `stop`: the DoomLoopError record. */
-      doomLoop?: ChartError | null
+      doomLoop?: SerializedError | null
     }
   | { type: 'tool.approved'; callId: string }
   | { type: 'tool.denied'; callId: string; reason?: string }
   | {
       type: 'step.failed'
-      error: ChartError
+      error: SerializedError
       /** The provider said the context is full. */
       overflow: boolean
       /** Set when the retry policy allows another attempt after this many ms. */
       retryDelayMs: number | null
     }
-  /** The compaction actor: the summary message is stored. */
-  | { type: 'compaction.finished' }
+  /**
+   * The step's tool calls have run: the step boundary. `overflow`: the step's usage filled the
+   * usable context, so the history is compacted before the next model call.
+   */
+  | { type: 'tools.finished'; overflow: boolean }
+  /** The compaction actor: the summary message is stored. `completes`: it followed a final answer, so the turn ends. */
+  | { type: 'compaction.finished'; completes: boolean }
   /** The compaction actor: the summary request failed (same shape as `step.failed`, minus overflow). */
   | {
       type: 'compaction.failed'
-      error: ChartError
+      error: SerializedError
       /** Set when the retry policy allows another attempt after this many ms. */
       retryDelayMs: number | null
     }
 
 export interface TurnOutput {
   outcome: 'completed' | 'aborted' | 'failed'
-  error: ChartError | null
+  error: SerializedError | null
 }
 
 /**

@@ -125,24 +125,21 @@ export function diagramEdges(machine: AnyStateMachine = turnMachine): ChartEdge[
 }
 
 /**
- * Short event names for test coverage keys: `xstate.done.actor.runTools` → `done(runTools)`.
- * Users see the logged name everywhere (CLI, diagrams, docs).
+ * Short event names for test coverage keys: `xstate.after.retryDelay.turn.running.step.retry-waiting`
+ * → `after(retryDelay)`. Users see the logged name everywhere (CLI, diagrams, docs).
  */
 export function shortEvent(event: string): string {
   if (event === '') return 'always'
-  const done = /^xstate\.done\.actor\.(.+)$/.exec(event)
-  if (done) return `done(${done[1]})`
-  const error = /^xstate\.error\.actor\.(.+)$/.exec(event)
-  if (error) return `error(${error[1]})`
   const after = /^xstate\.after\.([^.]+)\./.exec(event)
   if (after) return `after(${after[1]})`
   return event
 }
 
 /**
- * The chart as a Mermaid `stateDiagram-v2`, parent states drawn as composite states. Root-level
- * events (abort) are drawn once from a note rather than from every state, to keep the diagram
- * readable; an edge into a history state is drawn to its parent, marked `(history)`.
+ * The chart as a Mermaid `stateDiagram-v2`, parent states drawn as composite states. A
+ * root-level edge (abort) is drawn from each top-level state it can leave (`idle`, `running`,
+ * `interrupted`), so an arrow enters every state; an edge into a history state is drawn to its
+ * parent, marked `(history)`.
  *
  * @example
  * console.log(toMermaid())
@@ -174,10 +171,12 @@ export function toMermaid(machine: AnyStateMachine = turnMachine): string {
     const label = `${edge.event || 'always'}${edge.guard ? ` [${edge.guard}]` : ''}${history ? ' (history)' : ''}`
     lines.push(`  ${id(edge.source)} --> ${id(target)}: ${label}`)
   }
+  const topLevel = Object.values(root.states).filter((node) => node.type !== 'final' && node.type !== 'history')
+  for (const edge of ownEdges(root)) {
+    for (const node of topLevel) lines.push(`  ${id(node.key)} --> ${id(edge.target)}: ${edge.event} (any state)`)
+  }
   for (const node of Object.values(root.states)) {
     if (node.type === 'final') lines.push(`  ${id(node.key)} --> [*]`)
   }
-  const rootEvents = ownEdges(root).map((edge) => `${edge.event} → ${edge.target}`)
-  if (rootEvents.length) lines.push(`  note right of idle: from any state: ${rootEvents.join(', ')}`)
   return lines.join('\n')
 }

@@ -4,7 +4,7 @@
  * reaching it is a bug; being an object (not a model id string) it can never resolve to a
  * hosted gateway.
  */
-import type { EngineModel } from '../config/resolve-config'
+import type { EngineModel } from '../config/options'
 
 export function noModel(command: string): EngineModel {
   const refuse = async (): Promise<never> => {

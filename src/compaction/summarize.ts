@@ -50,9 +50,9 @@ export interface SummaryScope {
  * `lastError` a `RetriesExhaustedError` when the policy gave up). It never rejects.
  *
  * @example
- * const event = await summarize(scope, { attempt: 1, waitedMs: 0 }, signal)
+ * const event = await summarize(scope, { attempt: 1, waitedMs: 0, completes: false }, signal)
  */
-export async function summarize(scope: SummaryScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'>, signal: AbortSignal): Promise<CompactionEvent> {
+export async function summarize(scope: SummaryScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'> & { completes: boolean }, signal: AbortSignal): Promise<CompactionEvent> {
   let failure: unknown
   let text = ''
   let tokens: Tokens | undefined
@@ -107,5 +107,5 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
     summary.info.cost = stepCost(tokens, scope.config.pricing)
     scope.saveMessage(summary.info)
   }
-  return { type: 'compaction.finished' }
+  return { type: 'compaction.finished', completes: input.completes }
 }

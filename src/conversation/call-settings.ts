@@ -5,7 +5,8 @@
  * (never the headers, which may carry secrets), so a recovered turn resumes with the same ones.
  */
 import type { ToolSet } from 'ai'
-import type { ResolvedConfig } from '../config/resolve-config'
+import type { ResolvedConfig } from '../config/resolved-config'
+import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import { InvalidArgumentError } from '../core/errors'
 import type { PromptOptions, SessionDefaults, StoredTurnOptions } from '../core/types'
 import { isPlainObject, promptKeys, validateTurnSettings } from '../config/call-settings'
@@ -91,15 +92,29 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
 }
 
 /**
- * The configuration a turn runs with: the engine's, with the turn's model, system prompt,
- * tools and call settings. Throws `InvalidArgumentError` when a stored name is no longer
- * registered (a recovered turn then ends as failed, saying so).
+ * The configuration a turn runs with: the engine's limits and policies and its services, with
+ * the turn's model, system prompt, tools and call settings (the engine's when none were
+ * stored: a turn of a version before they were). Throws `InvalidArgumentError` when a stored
+ * name is no longer registered (a recovered turn then ends as failed, saying so).
  *
  * @example
- * const scopeConfig = turnConfig(config, stored, headers)
+ * const config = turnConfig(engineConfig, services, stored, headers)
  */
-export function turnConfig(config: ResolvedConfig, stored: StoredTurnOptions | null | undefined, headers?: Record<string, string>): ResolvedConfig {
-  if (!stored) return config
+export function turnConfig(config: ResolvedConfig, services: TurnServices, stored: StoredTurnOptions | null | undefined, headers?: Record<string, string>): TurnConfig {
+  const engine: TurnConfig = {
+    model: config.model,
+    system: config.system,
+    tools: config.tools,
+    call: config.call,
+    limits: config.limits,
+    compaction: { reserved: config.compaction.reserved, prompt: config.compaction.prompt },
+    toolExecution: config.toolExecution,
+    doomLoop: config.doomLoop,
+    streamIdleTimeoutMs: config.streamIdleTimeoutMs,
+    pricing: config.pricing,
+    ...services,
+  }
+  if (!stored) return engine
   const model = config.models[stored.model]
   if (!model) throw new InvalidArgumentError('model', stored.model, `the name of a registered model (${Object.keys(config.models).join(', ')})`)
   let tools: ToolSet = config.tools
@@ -110,5 +125,5 @@ export function turnConfig(config: ResolvedConfig, stored: StoredTurnOptions | n
       tools[name] = config.tools[name]
     }
   }
-  return { ...config, model, system: stored.system, tools, call: { ...stored.settings, ...(headers ? { headers } : {}) } }
+  return { ...engine, model, system: stored.system, tools, call: { ...stored.settings, ...(headers ? { headers } : {}) } }
 }

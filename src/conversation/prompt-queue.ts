@@ -7,11 +7,11 @@
  */
 import { errorFromRecord } from '../core/errors/restore'
 import type { Bus } from '../core/bus'
-import type { ResolvedConfig } from '../config/resolve-config'
+import type { ResolvedConfig } from '../config/resolved-config'
 import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { QueuedPromptRecord, Store } from '../store/store'
-import type { Turn, TurnResult } from '../turn/run-turn'
+import type { Turn, TurnResult } from '../turn/turn-handle'
 import type { PromptOptions } from '../core/types'
 import { finalTextOf } from '../turn/turn-result'
 import { usageOfMessages } from '../core/usage'

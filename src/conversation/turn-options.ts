@@ -4,10 +4,10 @@
  * stores the prompt, stored with the turn, and installed as the turn's configuration. The same
  * transaction makes a pending revert final (the hidden messages are deleted).
  */
-import type { ResolvedConfig } from '../config/resolve-config'
+import type { ResolvedConfig } from '../config/resolved-config'
 import type { Store } from '../store/store'
-import type { TurnRequest } from '../turn/run-turn'
-import type { TurnScope } from '../turn/turn-scope'
+import type { TurnServices } from '../turn/turn-config'
+import type { TurnRequest } from '../turn/turn-starts'
 import type { PromptOptions } from '../core/types'
 import { resolveTurnOptions, turnConfig } from './call-settings'
 
@@ -16,21 +16,21 @@ import { resolveTurnOptions, turnConfig } from './call-settings'
  * name or a bad setting.
  *
  * @example
- * startTurn(deps, sessionId, parts, turnRequest(config, sessionId, { model: 'fast', temperature: 0 }))
+ * startTurn(deps, sessionId, parts, turnRequest(config, services, sessionId, { model: 'fast', temperature: 0 }))
  */
-export function turnRequest(config: ResolvedConfig, sessionId: string, options: PromptOptions | undefined): TurnRequest {
+export function turnRequest(config: ResolvedConfig, services: TurnServices, sessionId: string, options: PromptOptions | undefined): TurnRequest {
   const { maxSteps } = resolveTurnOptions(config, undefined, options) // validates now, synchronously
   return {
     ...(maxSteps !== undefined ? { maxSteps } : {}),
-    async prepare(tx: Store, scope: TurnScope) {
+    async prepare(tx: Store, turnId: string) {
       const session = await tx.sessions.get(sessionId)
       if (session?.revertedTo) {
         await tx.messages.deleteAfter(sessionId, session.revertedTo)
         await tx.sessions.setRevertedTo(sessionId, null, Date.now())
       }
       const resolved = resolveTurnOptions(config, session?.defaults, options)
-      scope.useConfig(turnConfig(config, resolved.stored, resolved.headers))
-      await tx.turns.setOptions(scope.turnId, resolved.stored)
+      await tx.turns.setOptions(turnId, resolved.stored)
+      return turnConfig(config, services, resolved.stored, resolved.headers)
     },
   }
 }

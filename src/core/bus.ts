@@ -47,7 +47,11 @@ export class Bus {
       } catch (error) {
         if (!this.reported.has(listener)) {
           this.reported.add(listener)
-          this.onListenerError(error)
+          try {
+            this.onListenerError(error)
+          } catch {
+            // the app's error reporter threw too: nothing is left to tell, and delivery goes on
+          }
         }
       }
     }

@@ -3,16 +3,29 @@
  * engine runs is told at once; one another engine runs gets a stored request, which that
  * engine's control poller applies (see src/control/).
  */
-import type { ResolvedConfig } from '../config/resolve-config'
+import type { ResolvedConfig } from '../config/resolved-config'
 import { startControlPoller, type ControlPoller } from '../control/control-poller'
 import { requestAbort, requestDecision } from '../control/remote-control'
-import type { Engine } from './create-engine'
 import { optionalString, requireId } from '../core/arguments'
 import type { Store } from '../store/store'
 import type { RunningTurns } from './running-turns'
 
+export interface ControlCalls {
+  /**
+   * Approves a tool call of a turn in `awaiting-approval`. Works from any engine on the
+   * database: a turn whose engine is gone is taken over first; a turn another live engine runs
+   * gets a stored request that engine applies within `controlPollIntervalMs` (this resolves
+   * once it did). Throws `ApprovalNotPendingError` when the call is not waiting for approval.
+   */
+  approve(turnId: string, callId: string): Promise<void>
+  /** Denies such a call: its part becomes an error carrying `reason`, and the model sees it. */
+  deny(turnId: string, callId: string, reason?: string): Promise<void>
+  /** Aborts the session's running turn, if any, whichever engine runs it; resolves when it has ended. */
+  abort(sessionId: string): Promise<void>
+}
+
 export interface EngineControl {
-  calls: Pick<Engine, 'abort' | 'approve' | 'deny'>
+  calls: ControlCalls
   /** Applies the requests stored for this engine's turns (polls only while a turn runs here). */
   poller: ControlPoller
 }

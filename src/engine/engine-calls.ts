@@ -10,12 +10,18 @@ import { EngineClosedError, StorageError, TurnchartError } from '../core/errors'
 export type EngineCall = <T>(operation: string, run: () => Promise<T>) => Promise<T>
 
 /**
+ * The two guards of the engine's calls: `requireOpen` for a synchronous call, `call` for one
+ * that does database work.
+ *
  * @example
- * const call = engineCalls(() => closed)
- * const sessions = await call('list sessions', () => repo.listSessions())
+ * const { requireOpen, call } = engineCalls(() => closed)
+ * const sessions = await call('list sessions', () => store.sessions.list())
  */
-export function engineCalls(isClosed: () => boolean): EngineCall {
-  return async function call<T>(operation: string, run: () => Promise<T>): Promise<T> {
+export function engineCalls(isClosed: () => boolean): { requireOpen(operation: string): void; call: EngineCall } {
+  const requireOpen = (operation: string) => {
+    if (isClosed()) throw new EngineClosedError(operation)
+  }
+  const call: EngineCall = async function call<T>(operation: string, run: () => Promise<T>): Promise<T> {
     if (isClosed()) throw new EngineClosedError(operation)
     try {
       return await run()
@@ -26,6 +32,7 @@ export function engineCalls(isClosed: () => boolean): EngineCall {
       throw new StorageError(operation, error)
     }
   }
+  return { requireOpen, call }
 }
 
 /**

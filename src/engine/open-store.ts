@@ -2,7 +2,8 @@
  * The engine's database: opened, its schema brought up to date, and the repository over it.
  * A failure is a `StorageError` naming the step, and leaves no connection open.
  */
-import type { EngineOptions, ResolvedConfig } from '../config/resolve-config'
+import type { ResolvedConfig } from '../config/resolved-config'
+import type { EngineOptions } from '../config/options'
 import { asStorageError } from './engine-calls'
 import { migrate } from '../store/migrations'
 import { openDatabase, type OpenedDatabase } from '../store/open-database'

@@ -5,26 +5,33 @@
  */
 import { TurnOwnershipLostError } from '../core/errors'
 import type { TurnStore } from '../store/store'
-import type { RunningTurn } from '../turn/run-turn'
+import type { RunningTurn } from '../turn/turn-handle'
+
+/** Who follows the running turns: the control poller (polls only while some run), the queue (starts the next prompt). */
+export interface RunningTurnsWatcher {
+  /** Whether any turn runs here now. */
+  busy?(busy: boolean): void
+  /** A turn ended: the session's next queued prompt may start. */
+  ended?(sessionId: string): void
+}
 
 export class RunningTurns {
   readonly #bySession = new Map<string, RunningTurn>()
+  readonly #watchers: RunningTurnsWatcher[] = []
 
-  constructor(
-    private readonly hooks: {
-      /** Whether any turn runs here now (the control poller polls only then). */
-      busy(busy: boolean): void
-      /** A turn ended: the session's next queued prompt may start. */
-      ended(sessionId: string): void
-    },
-  ) {}
+  /** Adds a watcher (the parts that follow the turns are made after this registry). */
+  watch(watcher: RunningTurnsWatcher): void {
+    this.#watchers.push(watcher)
+  }
 
   /** Holds `turn` until it settles (its runtime calls `untrack` before `done` settles). */
   track(turn: RunningTurn): RunningTurn {
     this.#bySession.set(turn.sessionId, turn)
-    this.hooks.busy(true)
+    for (const watcher of this.#watchers) watcher.busy?.(true)
     turn.done.then(
-      () => this.hooks.ended(turn.sessionId),
+      () => {
+        for (const watcher of this.#watchers) watcher.ended?.(turn.sessionId)
+      },
       () => undefined,
     )
     return turn
@@ -32,7 +39,7 @@ export class RunningTurns {
 
   untrack(turn: RunningTurn): void {
     if (this.#bySession.get(turn.sessionId) === turn) this.#bySession.delete(turn.sessionId)
-    this.hooks.busy(this.#bySession.size > 0)
+    for (const watcher of this.#watchers) watcher.busy?.(this.#bySession.size > 0)
   }
 
   ofSession(sessionId: string): RunningTurn | undefined {

@@ -3,15 +3,14 @@
  * messages and its usage. Store work only, no running turn; `createEngine` composes them.
  */
 import { InvalidArgumentError, SessionNotFoundError } from '../core/errors'
-import type { ResolvedConfig } from '../config/resolve-config'
+import type { ResolvedConfig } from '../config/resolved-config'
 import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from '../conversation/history'
-import type { Engine } from './create-engine'
 import type { EngineCall } from './engine-calls'
 import { newId } from '../core/ids'
 import { requireId, sessionOptions } from '../core/arguments'
 import { validateSessionDefaults } from '../conversation/call-settings'
 import type { Store } from '../store/store'
-import type { SessionInfo } from '../core/types'
+import type { MessageWithParts, SessionDefaults, SessionInfo, SessionUsage } from '../core/types'
 
 export interface SessionCallDeps {
   config: ResolvedConfig
@@ -22,10 +21,34 @@ export interface SessionCallDeps {
   call: EngineCall
 }
 
-export type SessionCalls = Pick<
-  Engine,
-  'createSession' | 'updateSession' | 'deleteSession' | 'revert' | 'unrevert' | 'fork' | 'usage' | 'getSession' | 'listSessions' | 'messages'
->
+export interface SessionCalls {
+  /**
+   * Creates a session (a conversation), with defaults for its turns: `system`, `model` and
+   * `tools` (registered names) and call `settings`. Stored; a prompt's options win over them. `id` lets a caller choose it (e.g. a chat id from a web page).
+   */
+  createSession(options?: { title?: string; id?: string } & SessionDefaults): Promise<SessionInfo>
+  /** Renames a session. Refused with `SessionBusyError` while it runs a turn. */
+  updateSession(sessionId: string, changes: { title?: string | null }): Promise<SessionInfo>
+  /** Deletes a session with its messages, parts, turns and logs. Refused with `SessionBusyError` while it runs a turn. */
+  deleteSession(sessionId: string): Promise<void>
+  /**
+   * Hides the messages after `messageId` from `messages()` and the model; `unrevert` shows them
+   * again, the next prompt deletes them. Refused with `SessionBusyError` while a turn runs.
+   */
+  revert(sessionId: string, messageId: string): Promise<SessionInfo>
+  /** Undoes `revert` (before the next prompt). */
+  unrevert(sessionId: string): Promise<SessionInfo>
+  /** A new session holding a copy of the history up to and including `messageId`. Refused with `SessionBusyError` while a turn runs. */
+  fork(sessionId: string, messageId: string, options?: { title?: string | null }): Promise<SessionInfo>
+  /** Tokens and cost of the session: total and per turn, compactions included. */
+  usage(sessionId: string): Promise<SessionUsage>
+  /** A session by id, or undefined when the database does not hold it (a lookup). */
+  getSession(sessionId: string): Promise<SessionInfo | undefined>
+  /** All sessions, oldest first. */
+  listSessions(): Promise<SessionInfo[]>
+  /** Messages with parts, in order, read from the database. Throws `SessionNotFoundError` for an unknown session. */
+  messages(sessionId: string): Promise<MessageWithParts[]>
+}
 
 /**
  * @example

@@ -3,15 +3,34 @@
  * session's persisted status, and pruning old logs. Store work only; `createEngine` composes them.
  */
 import type { TurnInput } from '../../machines/turn.types'
+import type { SessionStatus, TransitionRecord, TurnRecord } from '../core/types'
+import type { ReplayStep } from '../turn/replay'
 import { readStatus } from '../control/read-status'
-import type { Engine } from './create-engine'
 import type { EngineCall } from './engine-calls'
 import { InvalidArgumentError, TurnNotFoundError } from '../core/errors'
 import { requireId } from '../core/arguments'
 import type { Store } from '../store/store'
 import { replayTransitions } from '../turn/replay'
 
-export type TurnLogCalls = Pick<Engine, 'transitions' | 'getTurn' | 'replay' | 'prune' | 'readStatus'>
+export interface TurnLogCalls {
+  /**
+   * What the session is doing, read from the database: answers for a turn any engine runs,
+   * with the calls waiting for a decision in `awaiting-approval`.
+   */
+  readStatus(sessionId: string): Promise<SessionStatus>
+  /** The persisted transition log of a turn, in order. Throws `TurnNotFoundError` for an unknown turn. */
+  transitions(turnId: string): Promise<TransitionRecord[]>
+  /** The persisted record of a turn, or undefined when the database does not hold it (a lookup). */
+  getTurn(turnId: string): Promise<TurnRecord | undefined>
+  /**
+   * The turn's state sequence rebuilt from its transition log with the chart's pure
+   * `transition()`. Throws `ReplayMismatchError` at a row the chart would not have taken,
+   * `TurnNotFoundError` for an unknown turn.
+   */
+  replay(turnId: string): Promise<ReplayStep[]>
+  /** Deletes the transition logs of turns that ended before `olderThan` (a Date or ms); messages and parts stay. Returns the rows deleted. */
+  prune(options: { olderThan: Date | number }): Promise<number>
+}
 
 /**
  * @example

@@ -23,7 +23,9 @@ export interface IdleTimer {
 export function startIdleTimer(outer: AbortSignal, idleMs: number): IdleTimer {
   const controller = new AbortController()
   const abortFromOutside = () => controller.abort(outer.reason)
-  outer.addEventListener('abort', abortFromOutside, { once: true })
+  // A signal aborted before the request starts fires no event any more: abort at once.
+  if (outer.aborted) abortFromOutside()
+  else outer.addEventListener('abort', abortFromOutside, { once: true })
   // One timer for the whole stream, re-armed in place on every chunk (`refresh()`): no timer
   // object cleared and created per delta.
   const timer = setTimeout(() => controller.abort(new StreamIdleTimeoutError(idleMs)), idleMs)

@@ -8,6 +8,7 @@
  * turnchart reads have the same shape in both versions; parts a version adds (V4 `ping`,
  * `custom`, `reasoning-file`) count as output or activity and are otherwise skipped.
  */
+import { EmptyModelStreamError } from '../core/errors'
 import { jsonSchemaValidator } from '../tools/json-schema-validator'
 import { untilAborted } from './idle-timer'
 import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
@@ -112,17 +113,6 @@ export function toLanguageModelUsage(usage: ProviderUsage | undefined): Language
     reasoningTokens: output.reasoning,
     cachedInputTokens: input.cacheRead,
   } as LanguageModelUsage
-}
-
-/** The model stream ended with no output and no finish part. */
-export class EmptyModelStreamError extends Error {
-  override readonly name = 'EmptyModelStreamError'
-  constructor() {
-    super('No output generated. The model stream ended without a finish chunk.')
-  }
-  static isInstance(error: unknown): error is EmptyModelStreamError {
-    return error instanceof Error && error.name === 'EmptyModelStreamError'
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

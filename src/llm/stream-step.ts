@@ -151,10 +151,6 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
   }
 
   if (failure === undefined && idle.signal.aborted) failure = idle.signal.reason
-  if (failure === undefined && stepTokens === undefined) {
-    // The stream ended without finish-step: treat as a broken stream, retryable.
-    failure = Object.assign(new Error('the model stream ended without finishing the step (terminated)'), { code: 'ECONNRESET' })
-  }
   span?.end(
     failure !== undefined || signal.aborted
       ? { error: signal.aborted ? signal.reason : failure }

@@ -9,6 +9,7 @@ import {
   APIError,
   ProviderAuthError,
   StreamIdleTimeoutError,
+  EmptyModelStreamError,
   TurnchartError,
   UnknownError,
   serializeError,
@@ -90,7 +91,8 @@ export function classifyError(error: unknown, redactor: Redactor = redactSecrets
 
 function classify(error: unknown, redactor: Redactor): ClassifiedError {
   // Our own idle timeout is a stalled stream: always worth another attempt.
-  if (StreamIdleTimeoutError.isInstance(error)) return { kind: 'retryable', error: error.toJSON(), headers: {} }
+  // Nothing came back (silence, or a stream closed before any output): the same request usually succeeds.
+  if (StreamIdleTimeoutError.isInstance(error) || EmptyModelStreamError.isInstance(error)) return { kind: 'retryable', error: error.toJSON(), headers: {} }
   if (APICallError.isInstance(error)) return decide(fromApiCallError(error), redactor)
   // Other turnchart errors already carry their own record; they are not provider failures.
   if (TurnchartError.isTurnchartError(error)) return { kind: 'fatal', error: error.toJSON(), headers: {} }

@@ -83,14 +83,19 @@ interface OpenTurn {
  */
 export class Telemetry {
   private readonly turns = new Map<string, OpenTurn>()
-  private readonly tracer: TelemetryTracer | undefined
+  private readonly tracer: SafeTracer | undefined
   readonly recordInputs: boolean
   readonly recordOutputs: boolean
 
-  constructor(options: TelemetryOptions = {}) {
+  /**
+   * @param onError told when the tracer or a span throws: that span is skipped (or left
+   * unfinished) and the turn goes on. Telemetry never fails a turn.
+   */
+  constructor(options: TelemetryOptions = {}, onError: (error: unknown) => void = () => undefined) {
     const otel = loadApi()
-    this.tracer = options.tracer ?? (otel ? (otel.trace.getTracer('turnchart') as unknown as TelemetryTracer) : undefined)
-    if (!otel) this.tracer = undefined // parent/child links need the api's context functions
+    const tracer = options.tracer ?? (otel ? (otel.trace.getTracer('turnchart') as unknown as TelemetryTracer) : undefined)
+    // parent/child links need the api's context functions
+    this.tracer = tracer && otel ? guardedTracer(tracer, onError) : undefined
     this.recordInputs = options.recordInputs === true
     this.recordOutputs = options.recordOutputs === true
   }
@@ -113,7 +118,7 @@ export class Telemetry {
       return
     }
     const span = this.tracer.startSpan(`turnchart.state ${event.to}`, { attributes: { 'turnchart.state': event.to, 'turnchart.turn.id': event.turnId } }, turn.context)
-    turn.state = { name: event.to, span }
+    if (span) turn.state = { name: event.to, span }
   }
 
   /**
@@ -138,6 +143,7 @@ export class Telemetry {
     if (call.attempt !== undefined) attributes['turnchart.attempt'] = call.attempt
     if (this.recordInputs && call.input) attributes['gen_ai.input.messages'] = json(call.input())
     const span = this.tracer.startSpan(`${operation} ${call.model}`, { kind: SPAN_KIND_CLIENT, attributes }, turn.context)
+    if (!span) return undefined
     return {
       end: (result) => {
         if (result.finishReason !== undefined) span.setAttribute('gen_ai.response.finish_reasons', [result.finishReason])
@@ -170,6 +176,7 @@ export class Telemetry {
     }
     if (this.recordInputs) attributes['gen_ai.tool.call.arguments'] = json(call.input)
     const span = this.tracer.startSpan(`execute_tool ${call.tool}`, { attributes }, turn.context)
+    if (!span) return undefined
     return {
       end: (result) => {
         if (this.recordOutputs && result.output !== undefined) span.setAttribute('gen_ai.tool.call.result', json(result.output))
@@ -185,6 +192,7 @@ export class Telemetry {
     const otel = loadApi()
     if (!turn && this.tracer && otel) {
       const span = this.tracer.startSpan('turnchart.turn', { attributes: { 'turnchart.turn.id': turnId, 'turnchart.session.id': sessionId } })
+      if (!span) return undefined
       turn = { span, context: otel.trace.setSpan(otel.context.active(), span as never) }
       this.turns.set(turnId, turn)
     }
@@ -204,5 +212,40 @@ function json(value: unknown): string {
     return JSON.stringify(value) ?? String(value)
   } catch {
     return String(value)
+  }
+}
+
+/**
+ * The app's tracer behind a boundary: a `startSpan` that throws gives no span (the caller
+ * skips it), and a span method that throws is ignored. A broken tracer costs spans, never a
+ * turn (and never an unhandled rejection).
+ */
+/** A tracer that gives no span (rather than throwing) when the app's tracer fails. */
+interface SafeTracer {
+  startSpan(...args: Parameters<TelemetryTracer['startSpan']>): TelemetrySpan | undefined
+}
+
+function guardedTracer(tracer: TelemetryTracer, onError: (error: unknown) => void): SafeTracer {
+  const safely = <T>(run: () => T, fallback: T): T => {
+    try {
+      return run()
+    } catch (error) {
+      onError(error)
+      return fallback
+    }
+  }
+  // A proxy, not a copy: the span still is the SDK's own (its `spanContext()` links child spans).
+  const guardSpan = (span: TelemetrySpan): TelemetrySpan =>
+    new Proxy(span, {
+      get(target, key, receiver) {
+        const value: unknown = Reflect.get(target, key, receiver)
+        return typeof value === 'function' ? (...args: unknown[]) => safely(() => (value as (...a: unknown[]) => unknown).apply(target, args), undefined) : value
+      },
+    })
+  return {
+    startSpan: (...args) => {
+      const span = safely<TelemetrySpan | undefined>(() => tracer.startSpan(...args), undefined)
+      return span ? guardSpan(span) : undefined
+    },
   }
 }

@@ -26,22 +26,13 @@ export interface ToolRunScope {
 
 /**
  * Runs every `running` tool part of the last step. Resolves when all have settled; a tool
- * that throws becomes an `error` part, never a rejection.
+ * that throws becomes an `error` part. Only a defect rejects (the turn's gated actor makes it
+ * the turn's failure).
  *
  * @example
  * await runTools(scope, signal)
  */
 export async function runTools(scope: ToolRunScope, signal: AbortSignal): Promise<void> {
-  try {
-    await runAll(scope, signal)
-  } catch (error) {
-    // Only a defect gets here (a tool's throw is its part). The chart reads the rejection's
-    // message: a hostile value (a Proxy, a throwing getter) would crash the actor instead.
-    throw new Error(`running the tools failed: ${safeMessage(error)}`)
-  }
-}
-
-async function runAll(scope: ToolRunScope, signal: AbortSignal): Promise<void> {
   const calls = scope.stepTools.filter((part) => part.state.status === 'running')
   if (calls.length === 0) return
   const messages = scope.modelMessages()

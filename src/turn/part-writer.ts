@@ -7,6 +7,7 @@
  */
 import type { MessageInfo, Part, TextPart } from '../core/types'
 import type { Store } from '../store/store'
+import { deferred } from '../core/deferred'
 import type { WriteQueue } from './write-queue'
 
 /** Who hears of the changes the writer takes: a part opened or changed, a delta, a message's info. */
@@ -23,8 +24,6 @@ export interface PartWriterOptions {
   listener: PartWriterListener
   flushIntervalMs: number
   now: () => number
-  /** A flush failed: the turn decides what that means. */
-  onError: (error: unknown) => void
   /**
    * Runs first in every transaction that writes the turn's rows and throws when this engine no
    * longer owns the turn (fencing), so nothing is written after a takeover.
@@ -33,6 +32,12 @@ export interface PartWriterOptions {
 }
 
 export class PartWriter {
+  /**
+   * Settles with the error of the first flush that failed (its rows stay dirty for the next
+   * write): the turn decides what that means (its recorder fails the turn).
+   */
+  readonly #failed = deferred<unknown>()
+  readonly failed: Promise<unknown> = this.#failed.promise
   private dirty = new Map<string, Part>()
   private dirtyMessages = new Map<string, MessageInfo>()
   private touched = new Set<string>()
@@ -162,7 +167,7 @@ export class PartWriter {
     this.flushQueued = true
     // After the I/O callbacks of this loop turn: the boundaries one network read carries (a text's
     // end, a tool call, the step's finish) share one transaction, or ride with the transition row.
-    setImmediate(() => this.flush().catch(this.options.onError))
+    setImmediate(() => this.flush().catch((error: unknown) => this.#failed.resolve(error)))
   }
 
   private clearTimer(): void {

@@ -11,7 +11,7 @@
  * leaves the last committed state (`<committed> --turn.fail--> failed`), so the log always
  * replays. A write that finds the turn owned by another engine stops the turn here at once.
  */
-import type { AnyEventObject, SnapshotFrom } from 'xstate'
+import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
 import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../core/bus'
@@ -21,6 +21,7 @@ import type { Redactor } from '../core/redact-secrets'
 import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../core/types'
 import type { NotRunReason } from '../tools/tool-part'
 import { closeOpenWork } from './close-open-work'
+import { deferred } from '../core/deferred'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -67,12 +68,6 @@ export interface RecorderOptions {
   fence: TurnFence
   /** A restored turn (recovery): its snapshot and the seq of its last logged transition. */
   restored?: { snapshot: TurnSnapshot; seq: number }
-  /** A write failed: fail the turn (sends `turn.fail` to the chart). */
-  fail(error: SerializedError): void
-  /** A write found the turn owned by another engine: stop the turn here, writing nothing. */
-  lost(error: TurnOwnershipLostError): void
-  /** The turn's last row is written (or could not be, and the turn is left for recovery). */
-  ended(result: TurnEnd): void
 }
 
 /** A queued write that was dropped because the turn failed or stopped before it ran. */
@@ -80,6 +75,15 @@ class Skipped {}
 
 export class TransitionRecorder {
   readonly #options: RecorderOptions
+  readonly #failed = deferred<SerializedError>()
+  readonly #lostTo = deferred<TurnOwnershipLostError>()
+  readonly #ended = deferred<TurnEnd>()
+  /** Settles with the record of the first failed write: the turn must fail (its runner sends `turn.fail`). */
+  readonly failed: Promise<SerializedError> = this.#failed.promise
+  /** Settles when a write found the turn owned by another engine: the turn stops here, writing nothing more. */
+  readonly lost: Promise<TurnOwnershipLostError> = this.#lostTo.promise
+  /** Settles when the turn's last row is written (or could not be, and the turn is left for recovery). */
+  readonly ended: Promise<TurnEnd> = this.#ended.promise
   /** In memory: the state and context of the last snapshot recorded. */
   #previous: string
   #previousContext: unknown
@@ -93,7 +97,6 @@ export class TransitionRecorder {
   #detached = false
   /** Another engine owns the turn: nothing more is written, queued writes are dropped. */
   #lost = false
-  #failReported = false
   #final = false
 
   constructor(options: RecorderOptions) {
@@ -139,6 +142,14 @@ export class TransitionRecorder {
     if (this.#failure || this.#detached || this.#lost || this.#final) return
     this.#failure = new StorageError('writing parts', cause).toJSON()
     this.#reportFailure()
+  }
+
+  /**
+   * The turn actor's inspection observer (`actor.system.inspect(recorder.inspector)`): the
+   * root actor's snapshots are recorded, its children's (the step, tools, compaction) ignored.
+   */
+  readonly inspector = (event: InspectionEvent): void => {
+    if (event.type === '@xstate.snapshot' && event.actorRef.sessionId === event.rootId) this.record(event.event, event.snapshot as TurnSnapshot)
   }
 
   /**
@@ -252,15 +263,14 @@ export class TransitionRecorder {
   }
 
   #reportFailure(): void {
-    if (this.#failReported || !this.#failure || this.#lost) return
-    this.#failReported = true
-    this.#options.fail(this.#failure)
+    if (!this.#failure || this.#lost) return
+    this.#failed.resolve(this.#failure)
   }
 
   #lose(error: TurnOwnershipLostError): void {
     if (this.#lost) return
     this.#lost = true
-    this.#options.lost(error)
+    this.#lostTo.resolve(error)
   }
 
   /** The final row could not be written: the turn ends here, and its row is left for recovery. */
@@ -269,7 +279,7 @@ export class TransitionRecorder {
     const error = { ...failure, message: `${failure.message} (the turn's row stays open; recovery ends or resumes it)` }
     bus.publish({ type: 'session.error', sessionId, turnId, error })
     bus.publish({ type: 'session.status', sessionId, status: { type: 'idle' } })
-    this.#options.ended({ turnId, sessionId, outcome: 'failed', error })
+    this.#ended.resolve({ turnId, sessionId, outcome: 'failed', error })
   }
 
   /** After the commit: the transition, the status, and at the end the error and the result. */
@@ -287,7 +297,7 @@ export class TransitionRecorder {
     }
     if (error) bus.publish({ type: 'session.error', sessionId, turnId, error })
     bus.publish({ type: 'session.status', sessionId, status: { type: 'idle' } })
-    this.#options.ended({ turnId, sessionId, outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
+    this.#ended.resolve({ turnId, sessionId, outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
   }
 }
 

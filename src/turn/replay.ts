@@ -5,7 +5,7 @@
 import { initialTransition, transition, type SnapshotFrom } from 'xstate'
 import { turnMachine, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
-import { ReplayMismatchError } from '../core/errors'
+import { ReplayMismatchError, type SerializedError } from '../core/errors'
 
 export { ReplayMismatchError }
 import type { TransitionRecord } from '../core/types'
@@ -43,7 +43,7 @@ export function replayTransitions(
     if (row.seq !== expectedSeq) throw mismatch(String(expectedSeq), String(row.seq), `expected seq ${expectedSeq}, found ${row.seq}`)
     if (row.from !== current) throw mismatch(current, row.from, `the chart is in '${current}', the row says it left '${row.from}'`)
     if (snapshot.status !== 'active') throw mismatch(current, row.event, `the turn had already ended in '${current}'`)
-    const event = { ...row.payload, type: row.event } as TurnEvent
+    const event = chartEvent(row)
     const [next] = transition(machine, snapshot, event)
     const reached = row.event === 'xstate.stop' ? 'aborted' : turnStateName(next)
     if (reached !== row.to) throw mismatch(reached, row.to, `'${row.event}' from '${current}' leads to '${reached}', the row says '${row.to}'`)
@@ -53,4 +53,30 @@ export function replayTransitions(
     expectedSeq++
   }
   return { steps, snapshot }
+}
+
+/**
+ * A logged row as the event the chart takes now. Rows written by turnchart 0.1 name two
+ * events differently and carry two decisions the chart then kept in its context; their
+ * target state says which way they went, so they replay to the same states:
+ * - `xstate.done.actor.runTools` is `tools.finished` (`overflow` when it led to a compaction,
+ *   or to `failed` because that compaction was refused);
+ * - `xstate.error.actor.runTools` is `turn.fail` (the tools' defect failed the turn);
+ * - `compaction.finished` without `completes` completed the turn when it led to `completed`;
+ * - `turn.recover` without `restartStep` restarted the step when it led to `streaming`.
+ */
+function chartEvent(row: TransitionRecord): TurnEvent {
+  const payload = row.payload
+  switch (row.event) {
+    case 'xstate.done.actor.runTools':
+      return { type: 'tools.finished', overflow: row.to !== 'streaming' }
+    case 'xstate.error.actor.runTools':
+      return { type: 'turn.fail', error: payload.error as SerializedError }
+    case 'compaction.finished':
+      return { type: 'compaction.finished', completes: typeof payload.completes === 'boolean' ? payload.completes : row.to === 'completed' }
+    case 'turn.recover':
+      return { ...payload, type: 'turn.recover', retryDelayMs: Number(payload.retryDelayMs ?? 0), ...(payload.restartStep === undefined && row.to === 'streaming' ? { restartStep: true } : {}) } as TurnEvent
+    default:
+      return { ...payload, type: row.event } as TurnEvent
+  }
 }

@@ -1,42 +1,60 @@
 /**
- * Everything one turn's actors share: its ids, its messages in memory (the model history is
- * built from them without rereading the database each step), the part writer and the write
- * queue. The chart holds control data; this holds the data.
+ * Everything one turn's actors share: its ids, its configuration, its messages in memory (the
+ * model history is built from them without rereading the database each step), the part writer
+ * and the write queue. The chart holds control data; this holds the data.
+ *
+ * A scope has a lifecycle of its own: it is made with the turn's ids and its storage lane
+ * (queue, writer), then either begun (the prompt stored and the turn's configuration resolved
+ * in one transaction) or restored (recovery, from the stored rows). Its configuration is set
+ * there, once, and read by the actors only after that.
  */
 import type { ModelMessage } from 'ai'
 import type { Bus } from '../core/bus'
-import type { ResolvedConfig } from '../config/resolve-config'
 import { newId } from '../core/ids'
 import { jsonCopy } from '../core/json-copy'
 import { toModelMessages } from '../llm/model-messages'
 import { PartWriter } from './part-writer'
 import type { Store, TurnFence } from '../store/store'
+import type { TurnConfig } from './turn-config'
 import { WriteQueue } from './write-queue'
-import type { MessageInfo, MessageWithParts, Part, ToolPart, UserPartDraft } from '../core/types'
+import type { MessageInfo, MessageWithParts, Part, StepFinishPart, ToolPart, UserPartDraft } from '../core/types'
+
+export interface TurnScopeOptions {
+  turnId: string
+  sessionId: string
+  store: Store
+  bus: Pick<Bus, 'publish'>
+  /** Who may write this turn's rows: every write checks it (fencing). */
+  fence: TurnFence
+  /** Streamed text is written at most this often. */
+  flushIntervalMs: number
+}
 
 export class TurnScope {
+  readonly turnId: string
+  readonly sessionId: string
+  readonly store: Store
+  readonly fence: TurnFence
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
   /** This turn's messages, in order: the user prompt, assistant messages, summaries. */
   readonly messages: MessageWithParts[] = []
   /** Tool parts of the step that streamed last, in call order. */
   stepTools: ToolPart[] = []
+  #config: TurnConfig | undefined
+  private readonly bus: Pick<Bus, 'publish'>
   private history: ModelMessage[] = []
   private assistant: MessageWithParts | undefined
   /** Assistant messages opened but not written yet: written with their first part, or at the turn's end. */
   private readonly unsaved = new Set<string>()
 
-  constructor(
-    public config: ResolvedConfig,
-    readonly store: Store,
-    readonly bus: Bus,
-    readonly turnId: string,
-    readonly sessionId: string,
-    /** Who may write this turn's rows: every write checks it (fencing). */
-    readonly fence: TurnFence,
-    /** Told when a part flush fails (the turn's recorder fails the turn). */
-    storageFailed: (error: unknown) => void,
-  ) {
+  constructor(options: TurnScopeOptions) {
+    const { turnId, sessionId, store, bus, fence } = options
+    this.turnId = turnId
+    this.sessionId = sessionId
+    this.store = store
+    this.bus = bus
+    this.fence = fence
     this.writer = new PartWriter({
       store,
       queue: this.queue,
@@ -47,41 +65,45 @@ export class TurnScope {
           bus.publish({ type: 'part.delta', sessionId: part.sessionId, messageId: part.messageId, partId: part.id, field: 'text', delta }),
         message: (info) => bus.publish({ type: 'message.updated', sessionId: info.sessionId, info: jsonCopy(info) }),
       },
-      flushIntervalMs: config.flushIntervalMs,
+      flushIntervalMs: options.flushIntervalMs,
       now: () => Date.now(),
-      onError: storageFailed,
       fence: (tx) => tx.turns.checkFence(turnId, fence),
     })
   }
 
-  /**
-   * The turn's own configuration (its model, tools, system prompt and call settings), set
-   * before its first step (see src/conversation/turn-options.ts).
-   */
-  useConfig(config: ResolvedConfig): void {
-    this.config = config
+  /** The turn's configuration: set when the scope is begun or restored (an actor runs only after that). */
+  get config(): TurnConfig {
+    if (!this.#config) throw new Error(`turn ${this.turnId}: its configuration is read before the turn began`)
+    return this.#config
+  }
+
+  /** True once the turn's configuration is set (begun or restored). */
+  get ready(): boolean {
+    return this.#config !== undefined
   }
 
   /**
    * Stores the user's prompt (text, or text, image and file parts) and loads the history the
    * model needs, in one transaction. `prepare` runs first in that transaction (it locks the
-   * session and inserts the turn row).
+   * session, inserts the turn row) and resolves the turn's configuration.
    */
-  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<void>): Promise<void> {
+  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>): Promise<void> {
     const now = Date.now()
     const info: MessageInfo = { id: newId('msg', now), sessionId: this.sessionId, role: 'user', turnId: this.turnId, time: { created: now } }
     const drafts: UserPartDraft[] = typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt
     const parts = drafts.map(
       (draft) => ({ ...draft, id: newId('prt', now), sessionId: this.sessionId, messageId: info.id, time: { start: now, end: now } }) as Part,
     )
-    await this.queue.run(() =>
+    const config = await this.queue.run(() =>
       this.store.transaction(async (tx) => {
-        await prepare(tx)
+        const config = await prepare(tx)
         this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
         await tx.messages.upsert(info)
         await tx.messages.upsertParts(parts, now)
+        return config
       }),
     )
+    this.#config = config
     this.messages.push({ info, parts })
     this.bus.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
     for (const part of parts) this.bus.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
@@ -92,7 +114,8 @@ export class TurnScope {
    * messages in memory, the history before it, the open assistant message and the tool parts
    * of its last step.
    */
-  restore(messages: MessageWithParts[]): void {
+  restore(messages: MessageWithParts[], config: TurnConfig): void {
+    this.#config = config
     const { before, own } = splitAtTurn(messages, this.turnId)
     this.history = toModelMessages(before)
     this.messages.push(...own)
@@ -105,6 +128,19 @@ export class TurnScope {
         (p): p is ToolPart => p.type === 'tool' && (p.step ?? 0) === step && (p.attempt ?? 0) === attempt,
       )
     }
+  }
+
+  /** The step-finish part of the last step's last attempt, if that attempt finished. */
+  lastStepFinish(): StepFinishPart | undefined {
+    const parts = this.assistant?.parts ?? []
+    const step = Math.max(0, ...parts.map((p) => p.step ?? 0))
+    const attempt = Math.max(0, ...parts.filter((p) => p.step === step).map((p) => p.attempt ?? 0))
+    return parts.find((p): p is StepFinishPart => p.type === 'step-finish' && p.step === step && p.attempt === attempt)
+  }
+
+  /** The last step gave a final answer: it finished, and called no tools. */
+  lastStepAnswered(): boolean {
+    return this.lastStepFinish() !== undefined && this.stepTools.length === 0
   }
 
   /** The messages to send for the next LLM call. */

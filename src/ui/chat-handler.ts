@@ -3,7 +3,7 @@
  * the AI SDK's `useChat` (with `DefaultChatTransport`) sends, for an engine in this process.
  */
 import { createUIMessageStreamResponse, isToolUIPart, type UIMessage } from 'ai'
-import type { Engine } from '../engine/create-engine'
+import type { Engine } from '../engine/engine'
 import { ApprovalNotPendingError, SessionBusyError, SessionNotFoundError, serializeError } from '../core/errors'
 import { LiveTurns } from './live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'

@@ -9,7 +9,7 @@
  * Memory: only running turns are held; a turn is dropped when its session goes idle.
  */
 import type { TurnchartEvent } from '../core/bus'
-import type { Engine } from '../engine/create-engine'
+import type { Engine } from '../engine/engine'
 import type { MessageInfo, Part } from '../core/types'
 import type { TurnStateData } from './ui-messages'
 

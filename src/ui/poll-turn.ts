@@ -5,7 +5,7 @@
  * beyond what it sent. One read of the session's messages and one of the turn row per poll.
  */
 import { createUIMessageStream } from 'ai'
-import type { Engine } from '../engine/create-engine'
+import type { Engine } from '../engine/engine'
 import type { LiveTurnSnapshot } from './live-turns'
 import { TurnChunkWriter, type TurnChunk, type TurnStreamEnd } from './turn-chunks'
 import type { TurnchartUIMessage } from './ui-messages'

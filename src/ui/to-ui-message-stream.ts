@@ -3,7 +3,7 @@
  * `createUIMessageStream` / `createUIMessageStreamResponse` from `engine.subscribe` events.
  */
 import { createUIMessageStream, createUIMessageStreamResponse, type UIMessage } from 'ai'
-import type { Engine } from '../engine/create-engine'
+import type { Engine } from '../engine/engine'
 import type { LiveTurnSnapshot } from './live-turns'
 import type { TurnchartUIMessage } from './ui-messages'
 import { TurnChunkWriter, type TurnChunk, type TurnStreamEnd } from './turn-chunks'

@@ -200,7 +200,7 @@ test('PostgreSQL URLs: read in read-only transactions; a schema without turnchar
     // The read-only store's transactions refuse writes on the server side.
     const { openReadOnlyStore } = require('../../src/store/read-only-store')
     const store = await openReadOnlyStore(url)
-    await expect(store.read((repo: any) => repo.insertSession({ id: 'ses_w', title: null, time: { created: 1, updated: 1 } }))).rejects.toThrow(/read-only transaction/)
+    await expect(store.read((repo: any) => repo.sessions.insert({ id: 'ses_w', title: null, time: { created: 1, updated: 1 } }))).rejects.toThrow(/read-only transaction/)
     await store.close()
 
     const refused = await cli('sessions', withParams(pgBaseUrl, { schema: empty }))

@@ -27,7 +27,7 @@ function readmeOptions(): string[] {
 
 /** `EngineOptions`' properties, each with the properties of its (non-nullable) type. */
 function codeOptions(): Map<string, string[]> {
-  const file = path.join(root, 'src/config/resolve-config.ts')
+  const file = path.join(root, 'src/config/options.ts')
   const program = ts.createProgram([file], { strict: true, skipLibCheck: true, noEmit: true, module: ts.ModuleKind.CommonJS, moduleResolution: ts.ModuleResolutionKind.Node10, types: [] })
   const checker = program.getTypeChecker()
   const source = program.getSourceFile(file)!
@@ -35,7 +35,7 @@ function codeOptions(): Map<string, string[]> {
   ts.forEachChild(source, (node) => {
     if (ts.isInterfaceDeclaration(node) && node.name.text === 'EngineOptions') found = node
   })
-  if (!found) throw new Error('src/config/resolve-config.ts has no interface EngineOptions')
+  if (!found) throw new Error('src/config/options.ts has no interface EngineOptions')
   const options = new Map<string, string[]>()
   for (const property of checker.getPropertiesOfType(checker.getTypeAtLocation(found))) {
     const type = checker.getNonNullableType(checker.getTypeOfSymbolAtLocation(property, found))

@@ -41,7 +41,7 @@ function fakeScope(model: FakeModel) {
   return { scope, summaries, saved }
 }
 
-const at = { attempt: 1, waitedMs: 0 }
+const at = { attempt: 1, waitedMs: 0, completes: false }
 const signal = () => new AbortController().signal
 const apiError = (statusCode: number, responseBody = '{}', responseHeaders: Record<string, string> = {}) =>
   new APICallError({ message: `HTTP ${statusCode}`, url: 'http://127.0.0.1/v1', requestBodyValues: {}, statusCode, responseHeaders, responseBody })
@@ -50,7 +50,7 @@ test('a summary: the history and the prompt are sent without tools; the text is 
   const model = fakeModel([...text('t', '  The user said hi', '.  '), finish('stop', 40, 8)])
   const { scope, summaries, saved } = fakeScope(model)
 
-  await expect(summarize(scope, at, signal())).resolves.toEqual({ type: 'compaction.finished' })
+  await expect(summarize(scope, at, signal())).resolves.toEqual({ type: 'compaction.finished', completes: false })
 
   expect(summaries).toEqual([{ text: 'The user said hi.', auto: true }])
   expect(saved).toEqual([expect.objectContaining({ id: 'msg_s', tokens: expect.objectContaining({ input: 40, output: 8 }) })])
@@ -86,7 +86,7 @@ test('a retryable failure is reported like a step: the retry policy gives the de
     retryDelayMs: 3000,
   })
 
-  const last = await summarize(fakeScope(overloaded()).scope, { attempt: 2, waitedMs: 3000 }, signal())
+  const last = await summarize(fakeScope(overloaded()).scope, { attempt: 2, waitedMs: 3000, completes: false }, signal())
   expect(last).toMatchObject({
     type: 'compaction.failed',
     error: { name: 'CompactionFailedError', lastError: { name: 'RetriesExhaustedError', attempts: 2 } },

@@ -197,12 +197,17 @@ test('usage that fills the usable context finishes the step with overflow', asyn
   await expect(run(scope)).resolves.toMatchObject({ type: 'step.finished', overflow: true })
 })
 
-test('output without a finish still finishes the step (as streamText); no output at all is a failed attempt', async () => {
+test('output without a finish still finishes the step (as streamText); no output at all is a failed attempt, retried', async () => {
   const cut = fakeScope(fakeModel(text('t', 'cut')))
   await expect(run(cut.scope)).resolves.toEqual({ type: 'step.finished', finishReason: 'other', toolCalls: 0, overflow: false })
 
   const empty = fakeScope(fakeModel([{ type: 'stream-start', warnings: [] }]))
-  await expect(run(empty.scope)).resolves.toMatchObject({ type: 'step.failed', overflow: false, retryDelayMs: null, error: { message: expect.stringContaining('No output generated') } })
+  await expect(run(empty.scope)).resolves.toMatchObject({
+    type: 'step.failed',
+    overflow: false,
+    retryDelayMs: expect.any(Number),
+    error: { name: 'EmptyModelStreamError', message: expect.stringContaining('No output generated') },
+  })
   expect(empty.recorded.added).toEqual([])
 })
 

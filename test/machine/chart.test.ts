@@ -6,8 +6,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createActor, initialTransition, transition } from 'xstate'
 import { getAdjacencyMap } from '@xstate/graph'
-import { retryWaitStates, turnMachine, turnStateName } from '../../machines/turn.machine'
-import { chartEdges, diagramEdges } from '../../src/chart/chart-edges'
+import { interruptibleStates, retryWaitStates, turnMachine, turnStateName } from '../../machines/turn.machine'
+import { chartEdges, diagramEdges, toMermaid } from '../../src/chart/chart-edges'
 import { currentChartBlock, renderChartBlock } from '../../src/chart/chart-docs'
 
 const input = { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 2 }
@@ -28,8 +28,8 @@ test('a retried step, a tool step and a compaction, replayed with the pure trans
     { type: 'step.failed', error: { name: 'APIError', message: '503' }, overflow: false, retryDelayMs: 2000 },
     { type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' },
     { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: true },
-    { type: 'xstate.done.actor.runTools' },
-    { type: 'compaction.finished' },
+    { type: 'tools.finished', overflow: true },
+    { type: 'compaction.finished', completes: false },
     { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: false },
   ])
   expect(states).toEqual(['idle', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'streaming', 'completed'])
@@ -101,9 +101,10 @@ test('the stored state names are the leaves of the chart: unique, kebab-case, th
   expect(chartEdges()).toContainEqual({ source: 'retry-waiting', event: 'xstate.after.retryDelay.turn.running.step.retry-waiting', guard: null, target: 'streaming' })
 })
 
-test('the diagram tells the behaviour in at most 25 edges; turn.fail and turn.crashed are written once for running', () => {
+test('the diagram tells the behaviour in at most 30 edges (the root-level abort counted once); turn.fail and turn.crashed are written once for running', () => {
   const edges = diagramEdges()
-  expect(edges.length).toBeLessThanOrEqual(25)
+  const rootEdges = (turnMachine.root as unknown as { transitions: Map<string, unknown[]> }).transitions.size
+  expect(edges.length + rootEdges).toBeLessThanOrEqual(30)
   expect(edges.filter((e) => e.event === 'turn.crashed')).toEqual([{ source: 'running', event: 'turn.crashed', guard: null, target: 'interrupted' }])
   expect(edges.filter((e) => e.event === 'turn.fail').map((e) => e.source).sort()).toEqual(['idle', 'running'])
 })
@@ -113,9 +114,11 @@ test('a crash resumes where it happened (deep history): the step restarts as a n
   const crashAndRecover = (events: Array<{ type: string; [k: string]: unknown }>) => {
     const { snapshot } = replay([...events, { type: 'turn.crashed' }])
     expect(turnStateName(snapshot)).toBe('interrupted')
-    // recovery restores the replayed snapshot with its history, as recover-turns.ts does
+    // recovery restores the replayed snapshot with its history, as recover-turns.ts does, and
+    // restarts the step when a model call was in flight (the crash was in streaming)
+    const crashedIn = turnStateName(replay(events).snapshot)
     const restored = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context, historyValue: snapshot.historyValue })
-    const [next] = transition(turnMachine, restored, { type: 'turn.recover', retryDelayMs: 7 })
+    const [next] = transition(turnMachine, restored, { type: 'turn.recover', retryDelayMs: 7, ...(crashedIn === 'streaming' ? { restartStep: true } : {}) })
     return next
   }
   const streaming = crashAndRecover([{ type: 'turn.start' }])
@@ -161,4 +164,58 @@ test('turn.fail is taken in idle and in every state inside running, not in inter
   }
   const { states } = replay([{ type: 'turn.start' }, { type: 'turn.crashed' }, { type: 'turn.fail', error }])
   expect(states.slice(-2)).toEqual(['interrupted', 'interrupted'])
+})
+
+test('the states recovery writes a crash in are the ones tagged interruptible; the retry waits are tagged retry-wait', () => {
+  expect([...interruptibleStates].sort()).toEqual(['compacting', 'compaction-retry-waiting', 'retry-waiting', 'streaming', 'tool-running'])
+  expect([...retryWaitStates].every((state) => interruptibleStates.has(state))).toBe(true)
+})
+
+test('a refused overflow never enters compaction: from a final answer, a provider error or the step boundary it goes straight to failed', () => {
+  const error = { name: 'E', message: 'm' }
+  const refused = { ...input, autoCompact: false }
+  const fromBoundary = (() => {
+    let [snapshot] = initialTransition(turnMachine, refused)
+    const seen: string[] = []
+    for (const event of [
+      { type: 'turn.start' },
+      { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: true },
+      { type: 'tools.finished', overflow: true },
+    ]) {
+      ;[snapshot] = transition(turnMachine, snapshot, event as never)
+      seen.push(turnStateName(snapshot))
+    }
+    return { seen, snapshot }
+  })()
+  expect(fromBoundary.seen).toEqual(['streaming', 'tool-running', 'failed'])
+  expect(fromBoundary.snapshot.context).toMatchObject({ compactions: 0, error: { name: 'ContextOverflowError', reason: 'auto-compaction-off' } })
+  let [snapshot] = initialTransition(turnMachine, refused)
+  ;[snapshot] = transition(turnMachine, snapshot, { type: 'turn.start' })
+  ;[snapshot] = transition(turnMachine, snapshot, { type: 'step.failed', error, overflow: true, retryDelayMs: null })
+  expect(turnStateName(snapshot)).toBe('failed')
+  expect(snapshot.context.compactions).toBe(0)
+})
+
+test('after a compaction the event says where the turn goes: completed after a final answer, a new step otherwise', () => {
+  const overflowed = [{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: true }]
+  expect(replay([...overflowed, { type: 'compaction.finished', completes: true }]).states.slice(-2)).toEqual(['compacting', 'completed'])
+  const next = replay([...overflowed, { type: 'compaction.finished', completes: false }])
+  expect(next.states.at(-1)).toBe('streaming')
+  expect(next.snapshot.context.step).toBe(2)
+})
+
+test('the diagram draws an arrow into every state of the chart, the root-level abort included', () => {
+  const mermaid = toMermaid()
+  const id = (key: string) => key.replace(/[-.]/g, '_')
+  const entered = new Set([...mermaid.matchAll(/-->\s*([\w]+)/g)].map((m) => m[1]))
+  const states: string[] = []
+  const walk = (node: { key: string; type: string; states: Record<string, never> }) => {
+    for (const child of Object.values(node.states) as Array<{ key: string; type: string; states: Record<string, never> }>) {
+      if (child.type !== 'history') states.push(child.key)
+      walk(child)
+    }
+  }
+  walk(turnMachine.root as never)
+  expect(states.filter((state) => !entered.has(id(state)))).toEqual([])
+  expect(mermaid).toContain('running --> aborted: turn.abort')
 })

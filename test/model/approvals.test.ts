@@ -31,7 +31,7 @@ test('doom loop, policy ask: the looping calls wait for approval; approved, they
     'awaiting-approval --tool.approved--> awaiting-approval',
     'awaiting-approval --tool.denied--> awaiting-approval',
     'awaiting-approval --tool.approved--> tool-running',
-    'tool-running --xstate.done.actor.runTools--> streaming',
+    'tool-running --tools.finished--> streaming',
     'streaming --step.finished--> completed',
   ])
   expect(rows[1].payload).toMatchObject({ approvals: ['call_loop_0', 'call_loop_1', 'call_loop_2'] })

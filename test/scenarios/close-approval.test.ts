@@ -63,6 +63,8 @@ async function closeAt(at: CloseAt): Promise<void> {
       })
     })
   } else if (at !== 'idle') await closing
+  // (the request is in flight: a step whose row committed makes it unless the turn stops first)
+  if (at === 'streaming') await h.server.waitForCall(1)
   await h.engine.close()
   await expect(turn.done).rejects.toMatchObject({ name: 'EngineClosedError' })
 

@@ -38,7 +38,7 @@ test('replay rebuilds the state sequence with the parts each transition wrote', 
     'step.failed>retry-waiting',
     'xstate.after.retryDelay.turn.running.step.retry-waiting>streaming',
     'step.finished>tool-running',
-    'xstate.done.actor.runTools>streaming',
+    'tools.finished>streaming',
     'step.finished>completed',
   ])
   const partIds = new Set((await h.engine.messages(session.id)).flatMap((m) => m.parts.map((p) => p.id)))

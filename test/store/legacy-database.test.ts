@@ -191,7 +191,7 @@ sqliteOnly('a database of 0.1 with turns open after a crash migrates on open and
       'idle --turn.start--> streaming',
       'streaming --step.finished--> awaiting-approval',
       'awaiting-approval --tool.approved--> tool-running',
-      'tool-running --xstate.done.actor.runTools--> streaming',
+      'tool-running --tools.finished--> streaming',
       'streaming --step.finished--> completed',
     ])
   }

@@ -102,10 +102,10 @@ function recordTurn(turn: Turn) {
     scope: turn.scope,
     bus: { publish: (event) => turn.published.push(event) },
     fence: { owner: 'me', epoch: 1 },
-    fail: (error) => send({ type: 'turn.fail', error }),
-    lost: (error) => lost.push(error),
-    ended: (result) => end(result),
   })
+  void recorder.failed.then((error) => send({ type: 'turn.fail', error }))
+  void recorder.lost.then((error) => lost.push(error))
+  void recorder.ended.then((result) => end(result))
   ;[snapshot] = initialTransition(turnMachine, { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 1 })
   recorder.record({ type: 'xstate.init' }, snapshot)
   return { recorder, send, ended, lost }

@@ -110,7 +110,7 @@ withBrowser('Chromium renders the sessions, a conversation with its parts, and t
   for (const state of ['retry-waiting', 'failed', 'aborted']) expect(stateClass(state)).toBe('state')
   expect(dom).toMatch(/data-state="tool-running"><rect[^>]*><\/rect><text[^>]*>tool-running<\/text><text class="time"[^>]*>\+\d+ ms<\/text>/)
   expect(dom).toMatch(/<path class="edge taken"[^>]*data-edge="streaming&gt;tool-running"/)
-  expect(dom).toContain('xstate.done.actor.runTools')
+  expect(dom).toContain('tools.finished')
   expect(fs.statSync(shot).size).toBeGreaterThan(10_000)
 })
 

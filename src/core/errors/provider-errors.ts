@@ -73,6 +73,18 @@ export class StreamIdleTimeoutError extends TurnchartError {
   static isInstance = isNamed<StreamIdleTimeoutError>('StreamIdleTimeoutError')
 }
 
+/**
+ * The model stream ended with no output and no finish part (a provider that closed the
+ * connection politely, a proxy that cut it). Retryable: the same request usually succeeds.
+ */
+export class EmptyModelStreamError extends TurnchartError {
+  readonly name = 'EmptyModelStreamError'
+  constructor() {
+    super('No output generated. The model stream ended without a finish chunk.')
+  }
+  static isInstance = isNamed<EmptyModelStreamError>('EmptyModelStreamError')
+}
+
 /** Anything that is not one of the above. */
 export class UnknownError extends TurnchartError {
   readonly name = 'UnknownError'

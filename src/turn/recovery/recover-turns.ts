@@ -6,25 +6,20 @@
  */
 import os from 'node:os'
 import { transition, type SnapshotFrom } from 'xstate'
-import { turnMachine, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
+import { interruptibleStates, turnMachine, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
 import type { ToolSet } from 'ai'
-import type { InterruptibleState, TurnEvent, TurnInput } from '../../../machines/turn.types'
+import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
 import { serializeError } from '../../core/errors'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
-import { resumeTurn, startTurnFromIdle, type RunningTurn, type TurnDeps } from '../run-turn'
-import { TurnScope, turnAssistants } from '../turn-scope'
+import { turnAssistants } from '../turn-scope'
 import { closeOpenWork } from '../close-open-work'
-import { turnConfig } from '../../conversation/call-settings'
 import type { Store, TurnFence } from '../../store/store'
-import type { ResolvedConfig } from '../../config/resolve-config'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
-
-const interruptible = new Set<string>(['streaming', 'tool-running', 'retry-waiting', 'compacting', 'compaction-retry-waiting'] satisfies InterruptibleState[])
 
 /** A new owner id for an engine: host, pid, and a random part (two engines in one process). */
 export function newOwnerId(): string {
@@ -79,38 +74,6 @@ export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
   publish(event: TurnchartEvent): void
   turnConfig(turnId: string): Promise<C>
   resume(request: ResumeRequest<C>): T
-}
-
-/**
- * Recovers every claimable unfinished turn. Returns the turns it resumed (or is ending).
- *
- * @example
- * const turns = await recoverTurns(deps, (id) => active.has(id))
- * await Promise.all(turns.map((t) => t.done))
- */
-export function recoverTurns(deps: TurnDeps, isRunningHere: (turnId: string) => boolean): Promise<RunningTurn[]> {
-  const ports: RecoveryPorts<ResolvedConfig, RunningTurn> = {
-    store: deps.store,
-    owner: deps.owner,
-    leaseMs: deps.config.leaseMs,
-    policy: deps.config.recovery.policy,
-    publish: (event) => deps.bus.publish(event),
-    turnConfig: (turnId) => storedTurnConfig(deps.config, deps.store, turnId),
-    resume: ({ record, input, fence, config, messages, from }) => {
-      const turn = {
-        turnId: record.id,
-        sessionId: record.sessionId,
-        input,
-        openScope: (storageFailed: (error: unknown) => void) => {
-          const scope = new TurnScope(config, deps.store, deps.bus, record.id, record.sessionId, fence, storageFailed)
-          scope.restore(messages)
-          return scope
-        },
-      }
-      return from ? resumeTurn(deps, { ...turn, ...from }) : startTurnFromIdle(deps, turn)
-    },
-  }
-  return recoverWith(ports, isRunningHere)
 }
 
 /**
@@ -185,10 +148,10 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
 
   let seq = rows.length
   let interrupted = snapshot
-  if (interruptible.has(state)) {
+  if (interruptibleStates.has(state)) {
     const now = Date.now()
     const assistant = turnAssistants(messages, record.id).at(-1)
-    const changed = closeInterruptedWork(assistant, record.sessionId, state as InterruptibleState, config.tools, now)
+    const changed = closeInterruptedWork(assistant, record.sessionId, state, config.tools, now)
     ;[interrupted] = transition(turnMachine, snapshot, { type: 'turn.crashed' })
     seq += 1
     await store.transaction(async (tx) => {
@@ -212,7 +175,9 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
   // The deep history of `running` (where the crash was) goes with it: `turn.recover` resumes there.
   const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context, historyValue: historyByIds(interrupted.historyValue) })
-  const recover: TurnEvent = ports.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs }
+  // A model call that was in flight is not resumed: its step was closed above, a new one starts.
+  const recover: TurnEvent =
+    ports.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs, ...(state === 'streaming' ? { restartStep: true } : {}) }
   return ports.resume({ ...turn, from: { snapshot: restored, seq, recover } })
 }
 
@@ -233,7 +198,7 @@ function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): Snaps
  * tool-running step, which run again. With no state (a turn that cannot be resumed),
  * everything open is closed.
  */
-function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: InterruptibleState | null, tools: ToolSet, now: number): Part[] {
+function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: string | null, tools: ToolSet, now: number): Part[] {
   if (!assistant) return []
   const stepFinish: Part[] = []
   if (state === 'streaming') {
@@ -260,15 +225,4 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
   // An idempotent tool that was running when the process died runs again.
   const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && isIdempotent(tools[part.tool])
   return [...closeOpenWork(assistant.parts, { kind: 'restart' }, now, rerun), ...stepFinish]
-}
-
-/**
- * The configuration a recovered turn resumes with: the options stored with it (its headers,
- * never stored, are not restored).
- *
- * @example
- * scope.useConfig(await storedTurnConfig(config, repo, turnId))
- */
-async function storedTurnConfig(config: ResolvedConfig, store: Store, turnId: string): Promise<ResolvedConfig> {
-  return turnConfig(config, await store.turns.options(turnId))
 }

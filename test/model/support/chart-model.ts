@@ -98,6 +98,8 @@ export function eventlessEdgesOf(snapshot: TurnSnapshot, event: ModelEvent, next
 export interface PlannedStep {
   /** Snapshot before the event. */
   before: TurnSnapshot
+  /** Snapshot after it. */
+  after: TurnSnapshot
   event: ModelEvent
   edge: string
   /** Eventless edges taken in the same step, after `edge`. */
@@ -107,11 +109,63 @@ export interface PlannedStep {
 }
 
 /**
+ * What the real engine knows that the chart does not keep: the last finished step (the step
+ * boundary judges its usage again) and why the turn is compacting (after a final answer, the
+ * compaction completes the turn). Events carry these decisions; a path is one the engine can
+ * walk only when its events agree with them.
+ */
+interface EngineFacts {
+  lastStep: { toolCalls: number; overflow: boolean } | null
+  compactingAfterAnswer: boolean | null
+}
+const noFacts: EngineFacts = { lastStep: null, compactingAfterAnswer: null }
+
+/** The facts after `event` took the machine from `before` to `after`; null when the engine could not send that event. */
+function nextFacts(facts: EngineFacts, event: ModelEvent, after: TurnSnapshot): EngineFacts | null {
+  const entersCompaction = stateName(after) === 'compacting'
+  switch (event.type) {
+    case 'step.finished': {
+      const lastStep = { toolCalls: event.toolCalls as number, overflow: event.overflow as boolean }
+      return { lastStep, compactingAfterAnswer: entersCompaction ? lastStep.toolCalls === 0 : facts.compactingAfterAnswer }
+    }
+    case 'step.failed':
+      return { ...facts, compactingAfterAnswer: entersCompaction ? false : facts.compactingAfterAnswer }
+    case 'tools.finished':
+      if (event.overflow !== (facts.lastStep?.overflow ?? false)) return null
+      return { ...facts, compactingAfterAnswer: entersCompaction ? false : facts.compactingAfterAnswer }
+    case 'compaction.finished':
+      return event.completes === (facts.compactingAfterAnswer === true) ? { ...facts, compactingAfterAnswer: null } : null
+    default:
+      return facts
+  }
+}
+
+/** Whether the engine can walk `steps`: every event agrees with what the engine knows then. */
+export function realizable(steps: PlannedStep[]): boolean {
+  let facts: EngineFacts | null = noFacts
+  for (const step of steps) {
+    facts = nextFacts(facts, step.event, step.after)
+    if (!facts) return false
+  }
+  return true
+}
+
+/**
  * For each edge, the shortest event sequence from the initial state that ends with it, found
  * by @xstate/graph on the real machine (invokes and timers included) with a serialisation
- * keyed by transition (previous state, concrete event, state), so every edge is a graph node.
+ * keyed by transition (previous state, concrete event, state), so every edge is a graph node,
+ * and by the engine's facts, so that a path the engine can walk is not hidden behind one it
+ * cannot (those are dropped).
  */
 export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map<string, ModelEvent[]> {
+  const facts = new WeakMap<object, EngineFacts | null>()
+  const factsOf = (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined): EngineFacts | null => {
+    if (facts.has(state)) return facts.get(state)!
+    const before = prev ? facts.get(prev) : noFacts
+    const known = before === undefined || before === null || !event ? (prev ? null : noFacts) : nextFacts(before, event, state)
+    facts.set(state, known)
+    return known
+  }
   const paths = getShortestPaths(turnMachine as never, {
     input,
     events,
@@ -121,13 +175,14 @@ export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map
       // snapshots in status 'error', where a refused compaction does not end the turn; the
       // approvals of the recipes' events); so is the step number once it reaches the step limit
       // (the stepMustStop guard reads it)
-      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${Math.min(state.context.compactions, input.maxCompactions + 1)}|${state.context.pendingApprovals.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}`,
+      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${Math.min(state.context.compactions, input.maxCompactions + 1)}|${state.context.pendingApprovals.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}|${JSON.stringify(factsOf(state, event, prev))}`,
   } as never) as Array<{ steps: Array<{ state: TurnSnapshot; event: ModelEvent }> }>
   const byEdge = new Map<string, ModelEvent[]>()
   for (const path of paths) {
     const sequence = path.steps.map((step) => step.event).filter((event) => event.type !== 'xstate.init')
     const planned = planPath(input, sequence)
     if (!planned.ok) continue // an ignored event somewhere: not a walk of the chart
+    if (!realizable(planned.steps)) continue // events the engine would not send in that order
     const last = planned.steps.at(-1)
     if (!last) continue
     for (const edge of [last.edge, ...last.eventless]) {
@@ -146,7 +201,7 @@ export function planPath(input: TurnInput, events: ModelEvent[]): { ok: true; st
     const edge = edgeOf(snapshot, event)
     if (!edge) return { ok: false, at: i }
     const [next] = transition(turnMachine, snapshot, event as never)
-    steps.push({ before: snapshot, event, edge, eventless: eventlessEdgesOf(snapshot, event, next), from: stateName(snapshot), to: stateName(next) })
+    steps.push({ before: snapshot, after: next, event, edge, eventless: eventlessEdgesOf(snapshot, event, next), from: stateName(snapshot), to: stateName(next) })
     snapshot = next
   }
   return { ok: true, steps }

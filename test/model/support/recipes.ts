@@ -10,7 +10,7 @@ import type { TurnchartEvent } from '../../../src'
 import type { ScriptReply } from '../../../src/testing'
 import type { Part } from '../../../src/core/types'
 import type { TurnRecord } from '../../../src/core/types'
-import type { TurnResult } from '../../../src/turn/run-turn'
+import type { TurnResult } from '../../../src/turn/turn-handle'
 import type { ModelEvent, PlannedStep } from './chart-model'
 import type { ToolBehaviour } from './rig'
 
@@ -138,8 +138,9 @@ const doomLoop: ModelEvent = { ...finished(3, false), doomLoop: { name: 'DoomLoo
 const approved = ['call_ask_1', 'call_ask_2'].map((callId): ModelEvent => ({ type: 'tool.approved', callId }))
 // one denial with a reason, one without
 const denied: ModelEvent[] = [{ type: 'tool.denied', callId: 'call_ask_1', reason: 'not now' }, { type: 'tool.denied', callId: 'call_ask_2' }]
-const toolsDone: ModelEvent = { type: 'xstate.done.actor.runTools', output: undefined }
-const compactDone: ModelEvent = { type: 'compaction.finished' }
+const toolsDone: ModelEvent = { type: 'tools.finished', overflow: false }
+const toolsOverflowed: ModelEvent = { type: 'tools.finished', overflow: true }
+const compactDone = (completes: boolean): ModelEvent => ({ type: 'compaction.finished', completes })
 
 /** step.finished: the reply that makes the engine report it. */
 const arrangeFinished = ({ plan, index, event }: ArrangeContext) => {
@@ -175,6 +176,13 @@ const expectOutcome = (walk: WalkResult, outcome: string, errorName?: string) =>
   expect(walk.result.outcome).toBe(outcome)
   expect(walk.turn).toMatchObject({ state: outcome, outcome })
   if (errorName) expect(walk.result.error?.name).toBe(errorName)
+}
+
+/** An overflow past the compaction limit: the turn fails with it, and the second summary was never asked for. */
+const expectCompactionRefused = (walk: WalkResult) => {
+  expectOutcome(walk, 'failed', 'ContextOverflowError')
+  expect(walk.result.error).toMatchObject({ reason: 'compaction-limit' })
+  expect(walk.messages.filter((m) => m.info.summary)).toHaveLength(1)
 }
 
 export const recipes: Record<string, EdgeRecipe> = {
@@ -216,9 +224,15 @@ export const recipes: Record<string, EdgeRecipe> = {
     arrange: arrangeFinished,
     check: (walk) => expect(walk.parts.some((p) => p.type === 'tool')).toBe(true),
   },
-  'streaming --step.finished [usageOverflowed]--> compaction': {
+  'streaming --step.finished [overflowed && mayCompact]--> compaction': {
     events: [finished(0, true)],
     arrange: arrangeFinished,
+  },
+  // an overflow that may not compact fails at once, never entering compaction (the rig allows one compaction per turn)
+  'streaming --step.finished [overflowed]--> failed': {
+    events: [finished(0, true)],
+    arrange: arrangeFinished,
+    check: expectCompactionRefused,
   },
   'streaming --step.finished--> completed': {
     events: [finished(0, false)],
@@ -228,9 +242,14 @@ export const recipes: Record<string, EdgeRecipe> = {
       expect(walk.parts.some((p) => p.type === 'step-finish')).toBe(true)
     },
   },
-  'streaming --step.failed [errorIsOverflow]--> compaction': {
+  'streaming --step.failed [overflowed && mayCompact]--> compaction': {
     events: [failed(true, null)],
     arrange: ({ plan }) => plan.replies.push(overflowError),
+  },
+  'streaming --step.failed [overflowed]--> failed': {
+    events: [failed(true, null)],
+    arrange: ({ plan }) => plan.replies.push(overflowError),
+    check: expectCompactionRefused,
   },
   'streaming --step.failed [retryAllowed]--> retry-waiting': {
     events: [failed(false, 1)],
@@ -334,15 +353,20 @@ export const recipes: Record<string, EdgeRecipe> = {
   },
 
   // tool-running: the `work` tool's behaviour decides
-  'tool-running --done(runTools) [overflowPending]--> compaction': {
-    events: [toolsDone],
+  'tool-running --tools.finished [overflowed && mayCompact]--> compaction': {
+    events: [toolsOverflowed],
     arrange: ({ plan }) => plan.tools.push('ok'),
     check: (walk) => {
       const tool = walk.parts.find((p) => p.type === 'tool')
       expect(tool?.type === 'tool' && tool.state.status).toBe('completed')
     },
   },
-  'tool-running --done(runTools)--> step': {
+  'tool-running --tools.finished [overflowed]--> failed': {
+    events: [toolsOverflowed],
+    arrange: ({ plan }) => plan.tools.push('ok'),
+    check: expectCompactionRefused,
+  },
+  'tool-running --tools.finished--> step': {
     events: [toolsDone],
     arrange: ({ plan }) => plan.tools.push('throw'), // a throwing tool is a result, not a failure
     check: (walk) => {
@@ -350,11 +374,6 @@ export const recipes: Record<string, EdgeRecipe> = {
       const tool = toolParts(walk).find((p) => !(p.state.status === 'error' && p.state.metadata?.denied))
       if (tool || !walk.plan.decisions.length) expect(tool?.state).toMatchObject({ status: 'error', error: expect.stringMatching(/failed/) })
     },
-  },
-  'tool-running --error(runTools)--> failed': {
-    events: [{ type: 'xstate.error.actor.runTools', error }],
-    arrange: ({ plan }) => plan.tools.push('hostile'),
-    check: (walk) => expectOutcome(walk, 'failed'),
   },
   'tool-running --turn.abort--> aborted': {
     events: [abort],
@@ -371,23 +390,13 @@ export const recipes: Record<string, EdgeRecipe> = {
   },
 
   // compacting: the summary request's reply decides
-  // compaction: entered on every overflow; one that may not compact fails at once
-  'compaction --always [compactionRefused]--> failed': {
-    events: [], // taken with the overflow's own edge (the rig allows one compaction per turn)
-    arrange: () => {},
-    check: (walk) => {
-      expectOutcome(walk, 'failed', 'ContextOverflowError')
-      expect(walk.result.error).toMatchObject({ reason: 'compaction-limit' })
-      expect(walk.messages.filter((m) => m.info.summary)).toHaveLength(1) // the second was refused, not tried
-    },
-  },
-  'compacting --compaction.finished [continuesAfterCompaction]--> step': {
-    events: [compactDone],
+  'compacting --compaction.finished--> step': {
+    events: [compactDone(false)],
     arrange: ({ plan, index }) => plan.replies.push({ type: 'stream', chunks: [{ text: `summary${index}` }] }),
     check: (walk) => expect(walk.messages.filter((m) => m.info.summary)).toHaveLength(1),
   },
-  'compacting --compaction.finished--> completed': {
-    events: [compactDone],
+  'compacting --compaction.finished [completesTurn]--> completed': {
+    events: [compactDone(true)],
     arrange: ({ plan, index }) => plan.replies.push({ type: 'stream', chunks: [{ text: `summary${index}` }] }),
     check: (walk) => {
       expectOutcome(walk, 'completed')

@@ -1,0 +1,124 @@
+/**
+ * `createEngine`'s options: their types only (validation is in resolve-config.ts and the
+ * validators beside it; the resolved values in resolved-config.ts).
+ */
+import type { LanguageModel, ToolSet } from 'ai'
+import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
+import type { TurnSettings } from '../core/types'
+import type { Pricing } from '../llm/usage'
+import type { DoomLoopOptions } from '../policy/doom-loop'
+import type { ModelLimits } from '../policy/overflow'
+import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
+import type { RetryOptions } from '../policy/retry-delay'
+import type { DatabaseOption } from '../store/open-database'
+import type { TelemetryOptions } from '../telemetry/telemetry'
+
+/** XState's clock interface (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
+export type Clock = NonNullable<ActorOptions<AnyActorLogic>['clock']>
+
+/** Passed to XState's `createActor` (the Stately inspector). */
+export type InspectOption = Observer<InspectionEvent> | ((event: InspectionEvent) => void)
+
+export interface CompactionOptions {
+  /** Compact automatically when the context is full. `false`: an overflow fails the turn. Default true. */
+  auto?: boolean
+  /** Tokens kept free for the model's answer. Default min(20000, limits.output). */
+  reserved?: number
+  /** At most this many compactions in one turn (guards against compaction loops). Default 2. */
+  maxPerTurn?: number
+  /** The instruction sent to the model to summarise the history. */
+  prompt?: string
+}
+
+export interface ToolExecutionOptions {
+  /** Tool calls of one step that run at once. Default 4. */
+  concurrency?: number
+  /** A tool run longer than this fails with a timeout error and its signal aborts. Default 300000. A tool's own `timeoutMs` (see `configureTool`) wins. */
+  timeoutMs?: number
+  /** Outputs larger than this (as JSON, in bytes) are truncated, saying so. Default 100000. */
+  maxOutputBytes?: number
+}
+
+/**
+ * A language model object of the app's `ai` major (`LanguageModelV3` with ai v6, also
+ * `LanguageModelV4` with ai v7): not a model id string, not a V2 model.
+ */
+export type EngineModel = Exclude<LanguageModel, string | { readonly specificationVersion: 'v2' }>
+
+export interface EngineOptions {
+  /** SQLite file path, ':memory:' (default), or a Kysely instance. */
+  database?: DatabaseOption
+  /** An AI SDK language model object of any provider: a `LanguageModelV3` (ai v6 providers) or a `LanguageModelV4` (ai v7 providers); the model named `'default'`. Required unless `models.default` is given. */
+  model?: EngineModel
+  /** Models by name, for `prompt(..., { model: 'fast' })` and `createSession({ model })`; `model` is `default`. */
+  models?: Record<string, EngineModel>
+  /** Default call settings of every turn (`temperature`, `maxOutputTokens`, `topP`, `topK`, `seed`, `stopSequences`, `presencePenalty`, `frequencyPenalty`, `headers`, `providerOptions`, `toolChoice`). */
+  settings?: Omit<TurnSettings, 'maxSteps'>
+  /** Steps (LLM calls) one turn may make. Default 100. */
+  maxSteps?: number
+  /** Largest file or image a prompt may carry as bytes (stored in the database). Default 10 MB. */
+  maxFileBytes?: number
+  /** Token limits of the model; without them overflow is detected only from provider errors. */
+  limits?: ModelLimits
+  /** AI SDK `tool()` definitions with `execute`. */
+  tools?: ToolSet
+  /** System prompt sent with every step. */
+  system?: string
+  /** Retry policy; see `RetryOptions`. */
+  retry?: Partial<RetryOptions>
+  /**
+   * Replaces turnchart's error classifier (which errors are retryable, an overflow, auth, or
+   * fatal). Default: `classifyError`, with its provider tables. Wrap it to add a rule.
+   */
+  errorClassifier?: ErrorClassifier
+  /**
+   * Replaces the retry policy (whether and how long to wait before another attempt). Default:
+   * `planRetry` with the `retry` options.
+   */
+  retryPolicy?: RetryPolicy
+  compaction?: CompactionOptions
+  toolExecution?: ToolExecutionOptions
+  /** A stream silent for this long fails the step as retryable. Default 60000. */
+  streamIdleTimeoutMs?: number
+  /** Streaming text is written to the database at most this often. Default 250. */
+  flushIntervalMs?: number
+  /** Prices per million tokens, for `cost` on messages and step-finish parts. */
+  pricing?: Pricing
+  /** Passed to XState's `createActor` (Stately inspector). */
+  inspect?: InspectOption
+  /** XState clock for the retry timer; tests pass a `SimulatedClock`. */
+  clock?: Clock
+  /** SQLite busy timeout in ms (file databases opened by turnchart). Default 5000. */
+  busyTimeoutMs?: number
+  /** Called once per subscriber that throws. Default: console.error. */
+  onSubscriberError?: (error: unknown) => void
+  /** Doom-loop detection: repeated identical tool calls and short cycles; see docs/tools.md. */
+  doomLoop?: Partial<DoomLoopOptions>
+  /** What happens to turns found unfinished (a crashed process); see docs/durability.md. */
+  recovery?: RecoveryOptions
+  /** A running turn's lease; renewed every third of it. Another engine may take over a turn whose lease ran out. Default 30000. */
+  leaseMs?: number
+  /** How often an engine looks for approve/deny/abort requests other engines stored for its turns. Default 200. */
+  controlPollIntervalMs?: number
+  /** OpenTelemetry spans (turn, state visits, model calls, tool runs); see docs/telemetry.md. Default: the global tracer (a no-op without an SDK), no inputs or outputs recorded. */
+  telemetry?: TelemetryOptions
+  /** Credentials removed from every stored or published error on top of the built-in patterns; see docs/security.md. */
+  redact?: RedactOptions
+}
+
+export interface RedactOptions {
+  /**
+   * Exact strings never stored nor published (replaced by `[redacted]`): pass the provider's
+   * API key here, since turnchart cannot read it from the model. At least 6 characters each.
+   */
+  secrets?: string[]
+}
+
+export interface RecoveryOptions {
+  /** `resume` (default) continues an interrupted turn; `abort` ends it as aborted. */
+  policy?: 'resume' | 'abort'
+  /** Recover when the engine opens the database. Default true. */
+  onOpen?: boolean
+  /** Look for turns to take over (a dead worker's) this often while the engine runs; 0: never. Default `leaseMs`. */
+  intervalMs?: number
+}

@@ -1,0 +1,47 @@
+/**
+ * The engine's options resolved: validated, defaults filled in. Values and the app's own
+ * functions only; the services built from them (telemetry, the redactor, the failure
+ * policies) are the engine's (src/engine/engine-services.ts).
+ */
+import type { ToolSet } from 'ai'
+import type { TurnSettings } from '../core/types'
+import type { ProviderLanguageModel } from '../llm/language-model'
+import type { Pricing } from '../llm/usage'
+import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
+import type { DoomLoopOptions } from '../policy/doom-loop'
+import type { ModelLimits } from '../policy/overflow'
+import type { RetryOptions } from '../policy/retry-delay'
+import type { TelemetryOptions } from '../telemetry/telemetry'
+import type { Clock, InspectOption } from './options'
+
+export interface ResolvedConfig {
+  model: ProviderLanguageModel
+  /** Registered models by name; `default` is `model`. */
+  models: Record<string, ProviderLanguageModel>
+  /** Default call settings of every turn. */
+  call: Omit<TurnSettings, 'maxSteps'>
+  maxSteps: number | undefined
+  maxFileBytes: number
+  limits: ModelLimits | undefined
+  tools: ToolSet
+  system: string | undefined
+  retry: RetryOptions
+  /** The app's error classifier, when it replaced turnchart's (`classifyError`). */
+  errorClassifier: ErrorClassifier | undefined
+  /** The app's retry policy, when it replaced turnchart's (`planRetry` with `retry`). */
+  retryPolicy: RetryPolicy | undefined
+  compaction: { auto: boolean; reserved: number | undefined; maxPerTurn: number; prompt: string }
+  toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }
+  doomLoop: DoomLoopOptions
+  streamIdleTimeoutMs: number
+  flushIntervalMs: number
+  pricing: Pricing | undefined
+  inspect: InspectOption | undefined
+  clock: Clock | undefined
+  onSubscriberError: (error: unknown) => void
+  recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
+  leaseMs: number
+  controlPollIntervalMs: number
+  busyTimeoutMs: number
+  telemetry: TelemetryOptions
+}

@@ -1,0 +1,33 @@
+/** `settings` (the default call settings of every turn), `system`, `maxSteps`, `limits` and `maxFileBytes`. */
+import type { TurnSettings } from '../../core/types'
+import { InvalidOptionError } from '../../core/errors'
+import type { ModelLimits } from '../../policy/overflow'
+import { validateTurnSettings } from '../call-settings'
+import type { EngineOptions } from '../options'
+import { nonNegativeInteger, optionGroup } from '../option-values'
+
+export function resolveCall(options: EngineOptions): {
+  call: Omit<TurnSettings, 'maxSteps'>
+  system: string | undefined
+  maxSteps: number | undefined
+  limits: ModelLimits | undefined
+  maxFileBytes: number
+} {
+  const settings = optionGroup('settings', options.settings) as Omit<TurnSettings, 'maxSteps'>
+  validateTurnSettings('settings', settings, (name, value, expected) => new InvalidOptionError(name, value, expected))
+  if ('maxSteps' in settings) throw new InvalidOptionError('settings.maxSteps', settings.maxSteps, 'the top-level option maxSteps')
+  let limits: ModelLimits | undefined
+  if (options.limits !== undefined) {
+    const raw = optionGroup('limits', options.limits, ['context', 'output'])
+    limits = { context: nonNegativeInteger('limits.context', raw.context, 0), output: nonNegativeInteger('limits.output', raw.output, 0) }
+  }
+  if (options.system !== undefined && typeof options.system !== 'string') throw new InvalidOptionError('system', options.system, 'a string')
+  return {
+    // The model's output limit is the default `maxOutputTokens`; the app's settings win.
+    call: { ...(limits && limits.output > 0 ? { maxOutputTokens: limits.output } : {}), ...settings },
+    system: options.system,
+    maxSteps: (options.maxSteps as unknown) === null ? undefined : nonNegativeInteger('maxSteps', options.maxSteps, 100, 1),
+    limits,
+    maxFileBytes: nonNegativeInteger('maxFileBytes', options.maxFileBytes, 10_000_000, 0),
+  }
+}

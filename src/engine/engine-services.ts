@@ -1,0 +1,35 @@
+/**
+ * The engine's services, built from its resolved options: telemetry, the redactor of
+ * credentials, and the failure policies (the app's error classifier and retry policy, or
+ * turnchart's). Kept apart from the options so that the options stay plain values.
+ */
+import type { ResolvedConfig } from '../config/resolved-config'
+import { createRedactor, type Redactor } from '../core/redact-secrets'
+import { classifyError } from '../policy/classify-error'
+import { defaultFailurePolicies, type FailurePolicies } from '../policy/decide-failure'
+import { Telemetry } from '../telemetry/telemetry'
+
+export interface EngineServices {
+  telemetry: Telemetry
+  redactor: Redactor
+  failure: FailurePolicies
+}
+
+/**
+ * @example
+ * const services = createEngineServices(config, options.redact?.secrets ?? [])
+ */
+export function createEngineServices(config: ResolvedConfig, secrets: readonly string[]): EngineServices {
+  const redactor = createRedactor(secrets)
+  const defaults = defaultFailurePolicies(config.retry)
+  return {
+    // A broken tracer costs spans, never a turn: its errors go where subscribers' errors go.
+    telemetry: new Telemetry(config.telemetry, (error) => config.onSubscriberError(error)),
+    redactor,
+    failure: {
+      // The default classifier gets the app's secrets, so a body is redacted before it is cut to 8 KB.
+      classify: config.errorClassifier ?? ((error: unknown) => classifyError(error, redactor)),
+      retry: config.retryPolicy ?? defaults.retry,
+    },
+  }
+}

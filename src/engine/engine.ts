@@ -1,0 +1,31 @@
+/**
+ * The `Engine` interface: the calls on sessions, on stored turns, on running turns (control)
+ * and prompts, each group declared in its own file, and the engine's own lifecycle.
+ */
+import type { ResolvedConfig } from '../config/resolved-config'
+import type { Listener } from '../core/bus'
+import type { Turn } from '../turn/turn-handle'
+import type { ControlCalls } from './control-calls'
+import type { PromptCalls } from './prompt-calls'
+import type { SessionCalls } from './session-calls'
+import type { TurnLogCalls } from './turn-log-calls'
+
+export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls {
+  /** Receives every event; returns the function that unsubscribes. */
+  subscribe(listener: Listener): () => void
+  /**
+   * Stops this engine: every running turn stops where it is, its pending writes land, and it
+   * stays open in the database (released, so the next engine on the database resumes it at
+   * once; a turn awaiting approval goes on waiting there). With `{ abortTurns: true }` the
+   * turns are aborted instead. Then closes the database if turnchart opened it.
+   */
+  close(options?: { abortTurns?: boolean }): Promise<void>
+  /**
+   * Finds unfinished turns left by a process that died (or whose lease ran out), claims them,
+   * and resumes or ends each per `recovery.policy`. Runs on open unless `recovery.onOpen` is
+   * false. Returns the turns it took over.
+   */
+  recover(): Promise<Turn[]>
+  /** The resolved configuration (defaults filled in). */
+  readonly config: ResolvedConfig
+}

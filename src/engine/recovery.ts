@@ -1,0 +1,41 @@
+/**
+ * The engine's recovery: the ports recovery (src/turn/recovery) runs through, met by this
+ * engine: its store, its owner id, the stored options of each turn resolved against its
+ * registries, and the runner a recovered turn runs again in.
+ */
+import type { ResolvedConfig } from '../config/resolved-config'
+import { turnConfig } from '../conversation/call-settings'
+import { recoverWith, type RecoveryPorts } from '../turn/recovery/recover-turns'
+import type { TurnDeps } from '../turn/run-turn'
+import type { TurnConfig, TurnServices } from '../turn/turn-config'
+import type { RunningTurn } from '../turn/turn-handle'
+import { newScope, resumeTurn, startTurnFromIdle } from '../turn/turn-starts'
+
+/**
+ * Recovers every claimable unfinished turn: claimed, its crash logged, then resumed in this
+ * engine (or ended, per `recovery.policy`). Returns the turns it resumed (or is ending).
+ *
+ * @example
+ * const turns = await recoverTurns({ config, services, turns: deps }, (id) => running.has(id))
+ */
+export function recoverTurns(
+  engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps },
+  isRunningHere: (turnId: string) => boolean,
+): Promise<RunningTurn[]> {
+  const { config, services, turns } = engine
+  const ports: RecoveryPorts<TurnConfig, RunningTurn> = {
+    store: turns.store,
+    owner: turns.owner,
+    leaseMs: config.leaseMs,
+    policy: config.recovery.policy,
+    publish: (event) => turns.bus.publish(event),
+    // The turn's own options, stored with it (its headers, never stored, are not restored).
+    turnConfig: async (turnId) => turnConfig(config, services, await turns.store.turns.options(turnId)),
+    resume: ({ record, input, fence, config: resumedConfig, messages, from }) => {
+      const scope = newScope(turns, record.id, record.sessionId, fence)
+      scope.restore(messages, resumedConfig)
+      return from ? resumeTurn(turns, { scope, input, ...from }) : startTurnFromIdle(turns, { scope, input })
+    },
+  }
+  return recoverWith(ports, isRunningHere)
+}

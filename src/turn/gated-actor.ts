@@ -1,0 +1,54 @@
+/**
+ * The one wrapper every actor of the turn chart runs in. It gives the three guarantees the
+ * chart relies on, in one place:
+ *
+ * 1. **Write-ahead**: nothing is called before the row of the transition that entered the
+ *    state is committed. When it never is (the write failed, the turn was lost or detached),
+ *    the actor does nothing; the turn ends through `turn.fail` or a stop.
+ * 2. **Abort first**: the state may be left while the row commits (an abort, a stop). The
+ *    signal is checked after the gate and before the work starts: an aborted step never calls
+ *    the provider.
+ * 3. **Never rejects**: whatever the work throws (a defect, a hook that throws before its own
+ *    `try`) becomes the actor's failure event, which the chart's failure edges take.
+ *
+ * The work gets the state's abort signal (aborted with `MessageAbortedError` when the chart
+ * leaves the state) and resolves with the one event the chart decides on.
+ */
+import { fromCallback, type CallbackActorLogic } from 'xstate'
+import type { TurnEvent } from '../../machines/turn.types'
+import { MessageAbortedError } from '../core/errors'
+
+/** The commit the actors wait for: true when the turn may act, false when it must not. */
+export interface WriteAheadGate {
+  committed(): Promise<boolean>
+}
+
+export interface ActorWork<I> {
+  /** Does the state's work; resolves with the event to send. May throw. */
+  run(input: I, signal: AbortSignal): Promise<TurnEvent>
+  /** The event a throw of `run` becomes: the failure edge of the actor's state. */
+  failure(error: unknown, input: I): TurnEvent
+}
+
+/**
+ * @example
+ * const streamStep = gatedActor(recorder, { run: (input, signal) => streamStep(scope, input, signal), failure: (e) => stepFailed(e) })
+ */
+export function gatedActor<I>(gate: WriteAheadGate, work: ActorWork<I>): CallbackActorLogic<TurnEvent, I> {
+  return fromCallback<TurnEvent, I>(({ input, sendBack }) => {
+    const controller = new AbortController()
+    void (async () => {
+      let event: TurnEvent
+      try {
+        if (!(await gate.committed())) return
+        if (controller.signal.aborted) return
+        event = await work.run(input, controller.signal)
+      } catch (error) {
+        event = work.failure(error, input)
+      }
+      // The chart left the state meanwhile: its event is not read.
+      if (!controller.signal.aborted) sendBack(event)
+    })()
+    return () => controller.abort(new MessageAbortedError())
+  })
+}

@@ -1,0 +1,37 @@
+/**
+ * What one turn runs with: its own model, system prompt, tools and call settings (the prompt's
+ * options over the session's defaults over the engine's), the engine's limits and policies,
+ * and the engine's services. Built once per turn (src/conversation/call-settings.ts) and never
+ * changed after; every actor reads the part it declares in its own scope interface.
+ */
+import type { ToolSet } from 'ai'
+import type { Redactor } from '../core/redact-secrets'
+import type { TurnSettings } from '../core/types'
+import type { ProviderLanguageModel } from '../llm/language-model'
+import type { Pricing } from '../llm/usage'
+import type { FailurePolicies } from '../policy/decide-failure'
+import type { DoomLoopOptions } from '../policy/doom-loop'
+import type { ModelLimits } from '../policy/overflow'
+import type { Telemetry } from '../telemetry/telemetry'
+
+export interface TurnConfig {
+  model: ProviderLanguageModel
+  system: string | undefined
+  tools: ToolSet
+  /** Call settings of the turn's requests (headers in memory only). */
+  call: Omit<TurnSettings, 'maxSteps'>
+  limits: ModelLimits | undefined
+  compaction: { reserved: number | undefined; prompt: string }
+  toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }
+  doomLoop: DoomLoopOptions
+  streamIdleTimeoutMs: number
+  pricing: Pricing | undefined
+  /** The error classifier and the retry policy every failed model request is decided by. */
+  failure: FailurePolicies
+  telemetry: Telemetry
+  /** Removes credentials from errors before they are stored or published. */
+  redactor: Redactor
+}
+
+/** The engine's services every turn's configuration carries. */
+export type TurnServices = Pick<TurnConfig, 'failure' | 'telemetry' | 'redactor'>

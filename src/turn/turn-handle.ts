@@ -1,0 +1,197 @@
+/**
+ * A running turn's handle: what `engine.prompt` returns (`done`, `abort`, `approve`, `deny`,
+ * the actor) and what the engine holds of it (its fence, leases, detach at close). It owns
+ * the turn's end as its caller sees it: `done` settles here, once, whichever way the turn ends.
+ */
+import type { Actor } from 'xstate'
+import { turnStateName, type TurnMachine } from '../../machines/turn.machine'
+import type { Bus } from '../core/bus'
+import { ApprovalNotPendingError, EngineClosedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
+import { errorFromRecord } from '../core/errors/restore'
+import type { ToolPart, TurnOutcome, TurnUsage } from '../core/types'
+import type { TurnFence } from '../store/store'
+import { approveCall, denyCall } from '../tools/tool-part'
+import type { TransitionRecorder, TurnEnd } from './record-transitions'
+import { recordTurnResult } from './turn-result'
+import type { TurnScope } from './turn-scope'
+
+export interface TurnResult {
+  turnId: string
+  sessionId: string
+  outcome: TurnOutcome
+  /**
+   * Why the turn failed or was aborted: an error instance (`isInstance` and `instanceof` work);
+   * `error.toJSON()` is the record stored on the assistant message.
+   */
+  error?: TurnchartError & SerializedError
+  /** Tokens and cost of the turn's steps and compactions. */
+  usage: TurnUsage
+  /** The text of the turn's last step (its final answer when it completed). */
+  text: string
+}
+
+/** A running turn. */
+export interface Turn {
+  readonly id: string
+  readonly sessionId: string
+  /** The XState actor of this turn (inspect it, subscribe to it, or stop it: stopping aborts). */
+  readonly actor: Actor<TurnMachine>
+  /** Settles when the turn's last row is written: resolves with its outcome; rejects only when the turn could not start (e.g. unknown session). */
+  readonly done: Promise<TurnResult>
+  /** Aborts the turn: the in-flight request and running tools get an aborted signal. */
+  abort(reason?: string): void
+  /** Approves a tool call waiting in `awaiting-approval`; throws `ApprovalNotPendingError` otherwise. */
+  approve(callId: string): void
+  /** Denies a tool call waiting in `awaiting-approval`: its part becomes an error carrying `reason`, which the model sees. */
+  deny(callId: string, reason?: string): void
+  /**
+   * Detaches the turn from this engine without ending it (at close): its effects stop, its
+   * pending writes land, and the turn stays open in the database for the next engine to resume.
+   * `done` then rejects with `EngineClosedError`.
+   */
+  detach(): Promise<void>
+}
+
+/** A turn as its engine holds it: the public handle plus what leases and fencing need. */
+export interface RunningTurn extends Turn {
+  /** Who may write the turn (owner and epoch). */
+  readonly fence: TurnFence
+  /** True once its row exists and until its final row is being written (what lease renewal covers). */
+  readonly begun: boolean
+  /** Another engine owns the turn (a lease renewal found it so): stop here, writing nothing. */
+  lose(error: TurnOwnershipLostError): void
+  /** Settles when every transition recorded so far has been written (or failed to be). */
+  recorded(): Promise<void>
+}
+
+export interface TurnHandleParts {
+  actor: Actor<TurnMachine>
+  scope: TurnScope
+  recorder: TransitionRecorder
+  bus: Pick<Bus, 'publish'>
+  /** Called once when the turn has settled (after its last write), successfully or not. */
+  onSettled(turn: RunningTurn): void
+}
+
+export class TurnHandle implements RunningTurn {
+  readonly id: string
+  readonly sessionId: string
+  readonly actor: Actor<TurnMachine>
+  readonly done: Promise<TurnResult>
+  readonly #parts: TurnHandleParts
+  #resolve!: (result: TurnResult) => void
+  #reject!: (error: unknown) => void
+  #started = false
+  #settled = false
+
+  constructor(parts: TurnHandleParts) {
+    this.#parts = parts
+    this.id = parts.scope.turnId
+    this.sessionId = parts.scope.sessionId
+    this.actor = parts.actor
+    this.done = new Promise<TurnResult>((resolve, reject) => {
+      this.#resolve = resolve
+      this.#reject = reject
+    })
+    // A caller that never awaits `done` must not get an unhandled rejection.
+    this.done.catch(() => undefined)
+  }
+
+  get fence(): TurnFence {
+    return this.#parts.scope.fence
+  }
+
+  get begun(): boolean {
+    return this.#started && !this.#settled && !this.#parts.recorder.ending
+  }
+
+  abort(reason?: string): void {
+    this.actor.send({ type: 'turn.abort', ...(reason ? { reason } : {}) })
+  }
+
+  approve(callId: string): void {
+    const part = this.#pendingApproval(callId)
+    // Staged, not flushed: the decision commits in the transition's own transaction, before the tool can start.
+    approveCall(part, Date.now())
+    this.#parts.scope.writer.stage(part)
+    this.actor.send({ type: 'tool.approved', callId })
+  }
+
+  deny(callId: string, reason?: string): void {
+    const part = this.#pendingApproval(callId)
+    denyCall(part, reason, Date.now())
+    this.#parts.scope.writer.stage(part)
+    this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
+  }
+
+  async detach(): Promise<void> {
+    if (this.#settled) return
+    const { recorder, scope } = this.#parts
+    // Nothing more is recorded; what is queued is written, then what streamed so far.
+    recorder.detach()
+    this.actor.stop()
+    await scope.writer.flush().catch(() => undefined)
+    await recorder.settled()
+    scope.writer.seal()
+    if (this.#settle()) {
+      this.#reject(new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`))
+    }
+  }
+
+  lose(error: TurnOwnershipLostError): void {
+    if (!this.#settled && !this.#parts.recorder.ending) this.#parts.recorder.lose(error)
+  }
+
+  recorded(): Promise<void> {
+    return this.#parts.recorder.settled()
+  }
+
+  /** The turn's row exists (its prompt is stored, or it was restored): leases and control cover it now. */
+  started(): void {
+    this.#started = true
+  }
+
+  /** The turn could not start (unknown or busy session, a cancelled queued prompt): nothing was written. */
+  notStarted(error: unknown): void {
+    const { recorder, scope } = this.#parts
+    recorder.detach()
+    scope.writer.seal()
+    this.actor.stop()
+    if (this.#settle()) this.#reject(error)
+  }
+
+  /** The turn's last row is written: the session is free at once; `done` waits for the usage row. */
+  ended({ error, ...end }: TurnEnd): void {
+    this.#settle()
+    // The turn's usage is kept on its row (reverting its messages later does not lose it).
+    void recordTurnResult(this.#parts.scope).then((extra) => this.#resolve({ ...end, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
+  }
+
+  /** Another engine runs the turn now: every effect stops here and nothing more is written. */
+  lost(error: TurnOwnershipLostError): void {
+    this.#parts.scope.writer.seal()
+    this.actor.stop()
+    if (!this.#settle()) return
+    this.#parts.bus.publish({ type: 'turn.lost', sessionId: this.sessionId, turnId: this.id, error: error.toJSON() })
+    this.#reject(error)
+  }
+
+  #settle(): boolean {
+    if (this.#settled) return false
+    this.#settled = true
+    this.#parts.onSettled(this)
+    return true
+  }
+
+  #pendingApproval(callId: string): ToolPart {
+    const snapshot = this.actor.getSnapshot()
+    const state = turnStateName(snapshot)
+    if (state !== 'awaiting-approval') throw new ApprovalNotPendingError(this.id, callId, `the turn is in '${state}'`)
+    if (!snapshot.context.pendingApprovals.includes(callId)) {
+      throw new ApprovalNotPendingError(this.id, callId, `pending calls: ${snapshot.context.pendingApprovals.join(', ') || 'none'}`)
+    }
+    const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+    if (!part || part.state.status !== 'pending') throw new ApprovalNotPendingError(this.id, callId, 'its part is not pending')
+    return part
+  }
+}

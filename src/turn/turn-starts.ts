@@ -1,0 +1,117 @@
+/**
+ * Where a turn starts: a new prompt (its prompt and its row stored in one transaction), a
+ * turn recovery restored (its actor in `interrupted` or `awaiting-approval`), or a turn whose
+ * prompt was stored but whose first transition was not. Each is the runner (run-turn.ts)
+ * with its own `begin`.
+ */
+import type { Actor, SnapshotFrom } from 'xstate'
+import type { TurnMachine } from '../../machines/turn.machine'
+import { turnStateName } from '../../machines/turn.machine'
+import type { TurnEvent, TurnInput } from '../../machines/turn.types'
+import { SessionBusyError, SessionNotFoundError } from '../core/errors'
+import { newId } from '../core/ids'
+import type { UserPartDraft } from '../core/types'
+import type { Store } from '../store/store'
+import { publishApprovalRequest } from './record-transitions'
+import { runTurn, type TurnDeps } from './run-turn'
+import type { TurnConfig } from './turn-config'
+import type { RunningTurn } from './turn-handle'
+import { TurnScope } from './turn-scope'
+
+/** What a turn needs beyond its prompt (see src/conversation/turn-options.ts). */
+export interface TurnRequest {
+  /** The turn's id (a queued prompt's, given when it was queued); default a new one. */
+  turnId?: string
+  /** The chart's step limit. */
+  maxSteps?: number
+  /** Awaited before the prompt is stored (an interrupted turn's end). */
+  before?(): Promise<void>
+  /**
+   * Runs in the transaction that stores the prompt, after the turn row is inserted: applies
+   * the prompt's options (and whatever else must commit with the prompt) and resolves the
+   * turn's configuration.
+   */
+  prepare(tx: Store, turnId: string): Promise<TurnConfig>
+}
+
+type TurnSnapshot = SnapshotFrom<TurnMachine>
+
+/** A new scope of `turnId`, written under `fence`. */
+export function newScope(deps: TurnDeps, turnId: string, sessionId: string, fence = { owner: deps.owner, epoch: 0 }): TurnScope {
+  return new TurnScope({ turnId, sessionId, store: deps.store, bus: deps.bus, fence, flushIntervalMs: deps.flushIntervalMs })
+}
+
+/**
+ * Starts a turn for `prompt` in `sessionId`. The actor exists at once (in `idle`); it moves
+ * to `streaming` when the prompt is stored.
+ *
+ * @example
+ * const turn = startTurn(deps, session.id, [{ type: 'text', text: 'hi' }], turnRequest(config, services, session.id, {}))
+ * const { outcome } = await turn.done
+ */
+export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDraft[], request: TurnRequest): RunningTurn {
+  const turnId = request.turnId ?? newId('trn')
+  const input: TurnInput = { turnId, sessionId, ...deps.chart, ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {}) }
+  const scope = newScope(deps, turnId, sessionId)
+  return runTurn(deps, {
+    scope,
+    input,
+    async begin(actor: Actor<TurnMachine>) {
+      if (request.before) {
+        // (awaited only when given: an abort right after `prompt` must find the prompt's write queued first)
+        await request.before()
+        if (actor.getSnapshot().status !== 'active') return null // aborted while waiting: nothing stored
+      }
+      await scope.begin(prompt, async (tx) => {
+        const now = Date.now()
+        if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
+        const open = await tx.turns.openOfSession(sessionId)
+        if (open) throw new SessionBusyError(sessionId, open.id)
+        await tx.turns.insert(
+          {
+            id: turnId,
+            sessionId,
+            state: 'idle',
+            outcome: null,
+            step: 0,
+            attempt: 1,
+            retryAt: null,
+            error: null,
+            time: { created: now, updated: now },
+            owner: deps.owner,
+            leaseUntil: now + deps.leaseMs,
+          },
+          input,
+        )
+        return request.prepare(tx, turnId)
+      })
+      return { type: 'turn.start' }
+    },
+  })
+}
+
+/**
+ * Resumes a turn that recovery restored: its actor starts in `interrupted` (the crash is
+ * already logged) and receives `turn.recover`, or goes on waiting in `awaiting-approval`.
+ */
+export function resumeTurn(deps: TurnDeps, restored: { scope: TurnScope; input: TurnInput; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null }): RunningTurn {
+  const { scope } = restored
+  return runTurn(deps, {
+    scope,
+    input: restored.input,
+    restored: { snapshot: restored.snapshot, seq: restored.seq },
+    begin: async () => {
+      if (turnStateName(restored.snapshot) === 'awaiting-approval') {
+        // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
+        deps.bus.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state: 'awaiting-approval' } })
+        publishApprovalRequest(deps.bus, scope, restored.snapshot.context.pendingApprovals)
+      }
+      return restored.recover
+    },
+  })
+}
+
+/** Starts a turn whose prompt was stored but whose first transition was not (recovery). */
+export function startTurnFromIdle(deps: TurnDeps, started: { scope: TurnScope; input: TurnInput }): RunningTurn {
+  return runTurn(deps, { ...started, begin: async () => ({ type: 'turn.start' }) })
+}
