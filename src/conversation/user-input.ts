@@ -5,7 +5,7 @@
  */
 import type { UserContent } from 'ai'
 import { FileTooLargeError, InvalidArgumentError } from '../core/errors'
-import type { Part, UserPartDraft } from '../core/types'
+import type { UserPartDraft } from '../core/types'
 
 export type { UserPartDraft }
 
@@ -70,27 +70,4 @@ export function userParts(input: unknown, maxFileBytes: number): UserPartDraft[]
   const hasContent = drafts.some((d) => d.type === 'file' || d.text.trim().length > 0)
   if (!hasContent) throw new InvalidArgumentError('input', input, 'at least one non-empty text part, image or file')
   return drafts
-}
-
-/**
- * A stored user message's parts → what the model is sent: a string when it is text only (as
- * before), else the content array with the images and files as they were given.
- *
- * @example
- * { role: 'user', content: userContent(parts) }
- */
-export function userContent(parts: Part[]): UserContent {
-  if (!parts.some((p) => p.type === 'file')) {
-    return parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n')
-  }
-  const content: Exclude<UserContent, string> = []
-  for (const part of parts) {
-    if (part.type === 'text') content.push({ type: 'text', text: part.text })
-    else if (part.type === 'file') {
-      const value = part.url !== undefined ? new URL(part.url) : (part.data ?? '')
-      if (part.image) content.push({ type: 'image', image: value, ...(part.mediaType ? { mediaType: part.mediaType } : {}) })
-      else content.push({ type: 'file', data: value, mediaType: part.mediaType ?? 'application/octet-stream', ...(part.filename ? { filename: part.filename } : {}) })
-    }
-  }
-  return content
 }

@@ -11,9 +11,8 @@
  * answer as its own words and continue them. (A step interrupted by a crash gets a
  * `step-finish` from recovery; an aborted turn's last words stay visible to later turns.)
  */
-import type { AssistantContent, ModelMessage, ToolResultPart } from 'ai'
+import type { AssistantContent, ModelMessage, ToolResultPart, UserContent } from 'ai'
 import type { FilePart, MessageWithParts, Part, TextPart, ToolPart } from '../core/types'
-import { userContent } from '../conversation/user-input'
 
 const summaryPreamble = 'The conversation so far was summarised to fit the context window. Summary:\n\n'
 
@@ -108,4 +107,27 @@ function toolResult(part: ToolPart): ToolResultPart {
   }
   if (state.status === 'error') return { ...base, output: { type: 'error-text', value: state.error } }
   return { ...base, output: { type: 'error-text', value: 'The tool did not run: the step was interrupted' } }
+}
+
+/**
+ * A stored user message's parts → what the model is sent: a string when it is text only (as
+ * before), else the content array with the images and files as they were given.
+ *
+ * @example
+ * { role: 'user', content: userContent(parts) }
+ */
+export function userContent(parts: Part[]): UserContent {
+  if (!parts.some((p) => p.type === 'file')) {
+    return parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('\n')
+  }
+  const content: Exclude<UserContent, string> = []
+  for (const part of parts) {
+    if (part.type === 'text') content.push({ type: 'text', text: part.text })
+    else if (part.type === 'file') {
+      const value = part.url !== undefined ? new URL(part.url) : (part.data ?? '')
+      if (part.image) content.push({ type: 'image', image: value, ...(part.mediaType ? { mediaType: part.mediaType } : {}) })
+      else content.push({ type: 'file', data: value, mediaType: part.mediaType ?? 'application/octet-stream', ...(part.filename ? { filename: part.filename } : {}) })
+    }
+  }
+  return content
 }

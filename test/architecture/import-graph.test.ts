@@ -1,67 +1,120 @@
 /**
- * The import graph: a dependency points down. Modules below the turn runner (the model call,
- * tools, compaction, the store, the pure policies, …) never import the runner or what sits
- * above it, and no two folders of src/ import each other, directly or around a loop.
+ * The import graph of every file of src/ and machines/, with no exemption: a dependency points
+ * down. Each folder has a layer; a file imports only its own folder and folders of lower
+ * layers (type-only imports included), so no two folders import each other, directly or
+ * around a loop; no two files do either; and only index.ts sits at src/'s root.
  */
 import fs from 'node:fs'
 import path from 'node:path'
 
-const src = path.resolve(__dirname, '../../src')
+const root = path.resolve(__dirname, '../..')
 
-/** Folders above the turn runner: they start and watch turns. */
-const above = new Set(['conversation', 'ui', 'cli', 'views', 'viewer', 'control'])
-/** Folders below it: what a turn's actors use. */
-const below = ['llm', 'tools', 'compaction', 'store', 'policy', 'prompt', 'telemetry', 'security', 'chart', 'testing']
+/**
+ * The layers, lowest first. A new folder must be placed here (the test names it when it is
+ * not). `engine` is the composition root: it may import every layer below it; the web edge,
+ * the viewer, the CLI and the test helpers sit above it because they take an engine.
+ */
+const layers: string[][] = [
+  ['core'],
+  ['machines', 'policy', 'telemetry', 'store'],
+  ['chart', 'tools'],
+  ['llm'],
+  ['compaction'],
+  ['config'],
+  ['turn'],
+  ['control', 'conversation'],
+  ['engine'],
+  ['ui', 'viewer', 'testing'],
+  ['cli'],
+]
+const layerOf = new Map(layers.flatMap((names, rank) => names.map((name) => [name, rank] as const)))
 
 function files(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []))
 }
 
-/** The folder of src/ a file is in; '.' for files at the root of src/. */
-const folderOf = (file: string) => {
-  const rel = path.relative(src, file)
-  return rel.includes(path.sep) ? rel.split(path.sep)[0] : '.'
+const sources = [...files(path.join(root, 'src')), ...files(path.join(root, 'machines'))]
+
+/** The folder of a file: `machines`, a folder of src/, or '.' for a file at the root of src/. */
+function folderOf(file: string): string {
+  const rel = path.relative(root, file).split(path.sep)
+  if (rel[0] === 'machines') return 'machines'
+  return rel.length > 2 ? rel[1] : '.'
 }
 
-const imports = files(src).flatMap((file) => {
+function resolveImport(from: string, specifier: string): string {
+  const base = path.resolve(path.dirname(from), specifier)
+  for (const candidate of [base, `${base}.ts`, path.join(base, 'index.ts')]) {
+    if (fs.existsSync(candidate) && fs.statSync(candidate).isFile()) return candidate
+  }
+  return base
+}
+
+const imports = sources.flatMap((file) => {
   const text = fs.readFileSync(file, 'utf8')
-  return [...text.matchAll(/(?:from|import\()\s*['"](\.[^'"]+)['"]/g)].map((m) => ({
-    file: path.relative(src, file),
-    from: folderOf(file),
-    to: folderOf(path.resolve(path.dirname(file), m[1])),
-    target: path.relative(src, path.resolve(path.dirname(file), m[1])),
-  }))
+  return [...text.matchAll(/(?:from|import\(|require\()\s*['"](\.[^'"]+)['"]/g)].map((m) => {
+    const target = resolveImport(file, m[1])
+    return { file: path.relative(root, file), target: path.relative(root, target), from: folderOf(file), to: folderOf(target) }
+  })
 })
 
-test('no module below the turn runner imports turn/ or a folder above it', () => {
-  expect(imports.length).toBeGreaterThan(100) // the graph was read
-  const upward = imports.filter((i) => below.includes(i.from) && (i.to === 'turn' || above.has(i.to) || i.target === 'engine'))
+test('only index.ts sits at the root of src/', () => {
+  const atRoot = fs.readdirSync(path.join(root, 'src'), { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name)
+  expect(atRoot).toEqual(['index.ts'])
+})
+
+test('every folder of src/ (and machines/) has a layer', () => {
+  expect(imports.length).toBeGreaterThan(300) // the graph was read
+  const folders = new Set(sources.map(folderOf).filter((f) => f !== '.'))
+  expect([...folders].filter((f) => !layerOf.has(f))).toEqual([])
+})
+
+test('a file imports only its own folder and lower layers (type-only imports included)', () => {
+  const upward = imports.filter((i) => i.from !== '.' && i.from !== i.to && (layerOf.get(i.to) ?? Infinity) >= (layerOf.get(i.from) ?? -1))
   expect(upward.map((i) => `${i.file} → ${i.target}`)).toEqual([])
 })
 
-test('no cycle between the folders of src/', () => {
-  const edges = new Map<string, Set<string>>()
-  for (const i of imports) {
-    if (i.from === '.' || i.to === '.' || i.to.startsWith('..') || i.from === i.to) continue
-    if (!edges.has(i.from)) edges.set(i.from, new Set())
-    edges.get(i.from)!.add(i.to)
-  }
-  const cycles: string[] = []
-  const visit = (node: string, trail: string[]) => {
+test('no import cycle between files (type-only imports included)', () => {
+  const edges = new Map<string, string[]>()
+  for (const i of imports) edges.set(i.file, [...(edges.get(i.file) ?? []), i.target])
+  // Tarjan's strongly connected components: any component of two or more files is a cycle.
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const onStack = new Set<string>()
+  const cycles: string[][] = []
+  let counter = 0
+  const visit = (node: string) => {
+    index.set(node, counter)
+    low.set(node, counter++)
+    stack.push(node)
+    onStack.add(node)
     for (const next of edges.get(node) ?? []) {
-      if (next === trail[0]) cycles.push([...trail, next].join(' → '))
-      else if (!trail.includes(next) && next > trail[0]) visit(next, [...trail, next])
+      if (!index.has(next)) {
+        visit(next)
+        low.set(node, Math.min(low.get(node)!, low.get(next)!))
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node)!, index.get(next)!))
+    }
+    if (low.get(node) === index.get(node)) {
+      const component: string[] = []
+      let member: string
+      do {
+        member = stack.pop()!
+        onStack.delete(member)
+        component.push(member)
+      } while (member !== node)
+      if (component.length > 1) cycles.push(component.sort())
     }
   }
-  for (const start of edges.keys()) visit(start, [start])
+  for (const node of edges.keys()) if (!index.has(node)) visit(node)
   expect(cycles).toEqual([])
 })
 
 test("a tool part's state is assigned in one module (src/tools/tool-part.ts)", () => {
-  const assigning = files(src).filter((file) => /\bpart\.state\s*=[^=]/.test(fs.readFileSync(file, 'utf8'))).map((file) => path.relative(src, file))
-  expect(assigning).toEqual([path.join('tools', 'tool-part.ts')])
+  const assigning = sources.filter((file) => /\bpart\.state\s*=[^=]/.test(fs.readFileSync(file, 'utf8'))).map((file) => path.relative(root, file))
+  expect(assigning).toEqual([path.join('src', 'tools', 'tool-part.ts')])
 })
 
 test('the store writes and never publishes: nothing in store/ imports the bus', () => {
-  expect(imports.filter((i) => i.from === 'store' && i.target === 'bus').map((i) => i.file)).toEqual([])
+  expect(imports.filter((i) => i.from === 'store' && i.target.endsWith(path.join('core', 'bus.ts'))).map((i) => i.file)).toEqual([])
 })
