@@ -15,29 +15,22 @@ import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { ProviderLanguageModel } from './language-model'
 import { toProviderPrompt } from './provider-prompt'
 import { prepareTools } from './provider-tools'
-import type { TurnSettings } from '../core/types'
-
-/**
- * What a provider attached to a part, by provider name (Anthropic thinking signatures and
- * redacted thinking, Gemini thought signatures, OpenAI Responses item ids and encrypted
- * reasoning). Stored with the part and sent back as the part's `providerOptions`.
- */
-export type ProviderMetadata = Record<string, Record<string, unknown>>
+import type { PartProviderMetadata, TurnSettings } from '../core/types'
 
 /** A normalized event of one model call. `providerMetadata` only when the provider sent some. */
 export type ModelStreamEvent =
   /** The first chunk of the response arrived (streamText's `start-step`). */
   | { type: 'start' }
-  | { type: 'text-start' | 'reasoning-start'; id: string; providerMetadata?: ProviderMetadata }
-  | { type: 'text-delta' | 'reasoning-delta'; id: string; text: string; providerMetadata?: ProviderMetadata }
-  | { type: 'text-end' | 'reasoning-end'; id: string; providerMetadata?: ProviderMetadata }
+  | { type: 'text-start' | 'reasoning-start'; id: string; providerMetadata?: PartProviderMetadata }
+  | { type: 'text-delta' | 'reasoning-delta'; id: string; text: string; providerMetadata?: PartProviderMetadata }
+  | { type: 'text-end' | 'reasoning-end'; id: string; providerMetadata?: PartProviderMetadata }
   | { type: 'tool-input-start'; id: string; toolName: string }
   /** A complete tool call; `error` (the message stored on the tool part) when its input is unusable. */
-  | { type: 'tool-call'; callId: string; toolName: string; input: unknown; error?: string; providerMetadata?: ProviderMetadata }
+  | { type: 'tool-call'; callId: string; toolName: string; input: unknown; error?: string; providerMetadata?: PartProviderMetadata }
   /** A file the model produced: base64 `data` or a `url`. */
-  | { type: 'file'; mediaType: string; data?: string; url?: string; providerMetadata?: ProviderMetadata }
+  | { type: 'file'; mediaType: string; data?: string; url?: string; providerMetadata?: PartProviderMetadata }
   /** A source the model cited. */
-  | { type: 'source'; sourceType: string; sourceId: string; url?: string; title?: string; mediaType?: string; filename?: string; providerMetadata?: ProviderMetadata }
+  | { type: 'source'; sourceType: string; sourceId: string; url?: string; title?: string; mediaType?: string; filename?: string; providerMetadata?: PartProviderMetadata }
   | { type: 'finish'; finishReason: string; usage: LanguageModelUsage }
   | { type: 'error'; error: unknown }
   /** The call was aborted through `abortSignal`. */
@@ -60,16 +53,16 @@ export interface ModelStreamRequest {
 /** The stream parts of V3 and V4 that turnchart reads (the same fields in both). */
 type StreamPart =
   | { type: 'stream-start' | 'response-metadata' | 'raw' | 'ping' }
-  | { type: 'text-start' | 'reasoning-start' | 'text-end' | 'reasoning-end'; id: string; providerMetadata?: ProviderMetadata }
-  | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string; providerMetadata?: ProviderMetadata }
+  | { type: 'text-start' | 'reasoning-start' | 'text-end' | 'reasoning-end'; id: string; providerMetadata?: PartProviderMetadata }
+  | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string; providerMetadata?: PartProviderMetadata }
   | { type: 'tool-input-start'; id: string; toolName: string; providerExecuted?: boolean }
   | { type: 'tool-input-delta' | 'tool-input-end'; id: string }
-  | { type: 'tool-call'; toolCallId: string; toolName: string; input: string; providerExecuted?: boolean; providerMetadata?: ProviderMetadata }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: string; providerExecuted?: boolean; providerMetadata?: PartProviderMetadata }
   | { type: 'finish'; usage: ProviderUsage; finishReason: { unified: string } | string }
   | { type: 'error'; error: unknown }
   // V3: data is base64 or bytes; V4: a tagged `{ type: 'data', data } | { type: 'url', url }`.
-  | { type: 'file'; mediaType: string; data: unknown; providerMetadata?: ProviderMetadata }
-  | { type: 'source'; sourceType: string; id: string; url?: string; title?: string; mediaType?: string; filename?: string; providerMetadata?: ProviderMetadata }
+  | { type: 'file'; mediaType: string; data: unknown; providerMetadata?: PartProviderMetadata }
+  | { type: 'source'; sourceType: string; id: string; url?: string; title?: string; mediaType?: string; filename?: string; providerMetadata?: PartProviderMetadata }
   | { type: 'tool-result' | 'tool-approval-request' | 'custom' | 'reasoning-file' }
 
 interface ProviderUsage {
@@ -339,7 +332,7 @@ function fileData(data: unknown): { data: string } | { url: string } | undefined
 }
 
 /** `{ providerMetadata }` when the part carries a non-empty one, else nothing. */
-function metadataOf(part: { providerMetadata?: ProviderMetadata }): { providerMetadata?: ProviderMetadata } {
+function metadataOf(part: { providerMetadata?: PartProviderMetadata }): { providerMetadata?: PartProviderMetadata } {
   const metadata = part.providerMetadata
   return metadata && typeof metadata === 'object' && Object.keys(metadata).length > 0 ? { providerMetadata: metadata } : {}
 }

@@ -5,6 +5,7 @@
  */
 import { redactSecrets, type Redactor } from '../core/redact-secrets'
 import { APICallError } from 'ai'
+import { isErrorLike } from '../core/errors/serialize'
 import {
   APIError,
   ProviderAuthError,
@@ -377,17 +378,6 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined
   }
-}
-
-/**
- * `instanceof Error` fails across realms (DOMException from Node's realm inside a Jest
- * sandbox, errors from a worker), so an object with a string name and message counts too.
- */
-function isErrorLike(value: unknown): value is Error {
-  if (value instanceof Error) return true
-  if (typeof value !== 'object' || value === null) return false
-  const { name, message } = value as { name?: unknown; message?: unknown }
-  return typeof name === 'string' && typeof message === 'string' && Object.prototype.toString.call(value) !== '[object Object]'
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -5,6 +5,7 @@
  * within seconds while a local server that is restarting still gets a second chance. Other
  * network failures (a reset, a timeout) keep the full policy.
  */
+import { isErrorLike } from '../core/errors/serialize'
 import type { RetryOptions } from './retry-delay'
 
 /** The caps applied to the retry policy when the connection was refused. */
@@ -31,10 +32,6 @@ export function isConnectionRefused(error: unknown): boolean {
     current = current.cause
   }
   return false
-}
-
-function isErrorLike(value: unknown): value is Error {
-  return typeof value === 'object' && value !== null && typeof (value as Error).message === 'string'
 }
 
 function refused(error: Error): boolean {

@@ -58,3 +58,14 @@ export function describeValue(value: unknown): string {
     }
   }
 }
+
+/**
+ * `instanceof Error` fails across realms (DOMException from Node's realm inside a Jest
+ * sandbox, errors from a worker), so an object with a string name and message counts too.
+ */
+export function isErrorLike(value: unknown): value is Error {
+  if (value instanceof Error) return true
+  if (typeof value !== 'object' || value === null) return false
+  const { name, message } = value as { name?: unknown; message?: unknown }
+  return typeof name === 'string' && typeof message === 'string' && Object.prototype.toString.call(value) !== '[object Object]'
+}
