@@ -115,3 +115,35 @@ test('an empty model stream (no output, no finish) is retried: the next attempt 
   // retried the same way: test/llm/stream-step.test.ts)
   expect(rows[1].payload).toMatchObject({ retryDelayMs: expect.any(Number), error: { isRetryable: true, message: expect.stringMatching(/ended without a finish/) } })
 })
+
+test('a defect of the tool runner (a tool whose options cannot be read) fails the turn through turn.fail, its calls closed, nothing unhandled', async () => {
+  // An Error whose message getter throws, from a getter turnchart reads before running the call:
+  // whatever `execute` throws is the tool's result, so only this reaches the runner itself.
+  const hostile = new Error()
+  Object.defineProperty(hostile, 'message', {
+    get() {
+      throw new Error('the message getter threw')
+    },
+  })
+  const work = tool({ description: 'Work', inputSchema: z.object({ n: z.number() }), execute: async ({ n }) => n })
+  const broken = new Proxy(work, {
+    get(target, key, receiver) {
+      if (key === Symbol.for('turnchart.toolOptions')) throw hostile
+      return Reflect.get(target, key, receiver)
+    },
+  })
+  h = await createHarness({ tools: { work: broken } })
+  h.server.tool('work', { n: 1 })
+  const session = await h.engine.createSession()
+  let result: Awaited<ReturnType<typeof h.engine.prompt>['done']> | undefined
+  const unhandled = await unhandledRejectionsDuring(async () => {
+    result = await h!.engine.prompt(session.id, 'work').done
+  })
+  expect(unhandled).toEqual([])
+  expect(result).toMatchObject({ outcome: 'failed', error: { name: 'UnknownError', message: expect.stringContaining('running the tools failed') } })
+  const rows = await h.engine.transitions(result!.turnId)
+  expect(rows.map((r) => `${r.from} --${r.event}--> ${r.to}`).at(-1)).toBe('tool-running --turn.fail--> failed')
+  const part = (await h.engine.messages(session.id)).flatMap((m) => m.parts).find((p) => p.type === 'tool')
+  expect(part).toMatchObject({ state: { status: 'error', metadata: { interrupted: true } } })
+})
+

@@ -27,12 +27,6 @@ export type ToolBehaviour =
   | 'throw'
   /** Waits until its abort signal fires (abort, turn failure). */
   | 'block'
-  /**
-   * The tool definition's turnchart options cannot be read (its getter throws an Error whose
-   * `message` getter throws): the only way left to make `runTools` itself reject, since
-   * whatever `execute` throws becomes the tool's error part.
-   */
-  | 'hostile'
 
 export const storageFailureMessage = 'model test: simulated storage failure'
 
@@ -61,17 +55,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       reject(signal.reason)
     }, { once: true })
   })
-}
-
-/** An Error whose message cannot be read: what a hostile or buggy tool can throw. */
-function hostileError(): Error {
-  const error = new Error()
-  Object.defineProperty(error, 'message', {
-    get() {
-      throw new Error('model test: the message getter threw')
-    },
-  })
-  return error
 }
 
 export const rigDefaults: Partial<EngineOptions> = {
@@ -103,21 +86,10 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
       return { done: n }
     },
   })
-  const toolOptionsKey = Symbol.for('turnchart.toolOptions')
-  const hostileWork = new Proxy(work, {
-    get(target, key, receiver) {
-      if (key === toolOptionsKey && queue[0] === 'hostile') {
-        queue.shift()
-        toolCalls += 1
-        throw hostileError()
-      }
-      return Reflect.get(target, key, receiver)
-    },
-  })
   const engine = await createEngine({
     database: dbPath,
     model: modelFor(server),
-    tools: { work: hostileWork },
+    tools: { work },
     ...rigDefaults,
     ...options,
   })
