@@ -3,7 +3,23 @@
  */
 export { createEngine, type Engine, type WhenBusy } from './engine/create-engine'
 export type { QueuedPrompt } from './conversation/prompt-queue'
-export type { QueuedPromptRecord } from './store/store'
+export type {
+  Store,
+  SessionStore,
+  MessageStore,
+  TurnStore,
+  TransitionStore,
+  QueueStore,
+  ControlStore,
+  TurnFence,
+  TurnUpdate,
+  OpenTurn,
+  QueuedPromptRecord,
+  ControlRequest,
+  OpenedStore,
+} from './store/store'
+export { MemoryStore } from './store/memory/memory-store'
+export type { DatabaseOption } from './store/open-database'
 export type { EngineOptions, EngineModel, CompactionOptions, ToolExecutionOptions, ResolvedConfig } from './config/resolve-config'
 export { supportedSpecificationVersions, isSupportedModel, type ProviderLanguageModel } from './llm/language-model'
 export type { Turn, TurnResult } from './turn/run-turn'

@@ -146,7 +146,8 @@ export interface Engine {
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
   await checkToolSchemas(config.tools)
-  const { opened, store } = await openEngineStore(options, config)
+  const opened = await openEngineStore(options, config)
+  const store = opened.store
   const bus = new Bus(config.onSubscriberError)
   let closed = false
   const owner = newOwnerId()
