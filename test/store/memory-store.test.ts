@@ -54,11 +54,12 @@ test('a turn runs on a MemoryStore, and its rows are in the store', async () => 
   expect(await store.turns.get(turn.id)).toMatchObject({ outcome: 'completed' })
 })
 
-test('engines of one process share one MemoryStore: a turn left waiting for approval by one that closed is resumed and finished by another', async () => {
+test('engines of one process share one MemoryStore: a turn left waiting for approval by one that closed is resumed by another and approved from a third', async () => {
   executions = 0
   const store = new MemoryStore()
   const first = await engineOn(store)
   const second = await engineOn(store)
+  const third = await engineOn(store)
   server.tool('danger', { target: 'prod' }, { id: 'call_danger' })
   server.text('all done')
   const s = await first.createSession()
@@ -75,7 +76,9 @@ test('engines of one process share one MemoryStore: a turn left waiting for appr
   const [resumed] = await second.recover()
   expect(resumed.id).toBe(turn.id)
   await secondEvents.waitFor((e) => e.type === 'approval.requested')
-  await second.approve(turn.id, 'call_danger')
+  // The third engine does not run the turn: its approval is a stored request the second applies.
+  expect(third.activeTurn(s.id)).toBeUndefined()
+  await third.approve(turn.id, 'call_danger')
   expect((await resumed.done).outcome).toBe('completed')
   expect(executions).toBe(1)
   const parts = (await second.messages(s.id)).flatMap((m) => m.parts)
