@@ -20,6 +20,14 @@ conformance('transitions', (it) => {
     expect(typeof log[0].time).toBe('number')
   })
 
+  it('a payload round-trips as JSON does: a field set to undefined is dropped, a Date becomes its ISO string', async (store) => {
+    const { turn: t } = await sessionWithTurn(store)
+    const at = new Date(big)
+    await store.transitions.append(transition(t.id, 1, { payload: { kept: 1, dropped: undefined, at, list: [1, 'two'] } }))
+    const [read] = await store.transitions.list(t.id)
+    expect(read.payload).toStrictEqual({ kept: 1, at: at.toISOString(), list: [1, 'two'] })
+  })
+
   it("each turn has its own log (the same seq in two turns is two rows); an unknown turn's is empty", async (store) => {
     const { session: s, turn: a } = await sessionWithTurn(store)
     const b = turn(s.id)
