@@ -97,7 +97,7 @@ export interface MessageStore {
    * exists: its id, session, role, turn and summary flag stay as first written.
    */
   upsert(info: MessageInfo): Promise<void>
-  /** Inserts or replaces parts (by id); a replaced part keeps its session, message and type. */
+  /** Inserts or replaces parts (by id); a replaced part keeps its session, message and type. A part given twice is written as given last. */
   upsertParts(parts: Part[], now: number): Promise<void>
   /**
    * A session's messages with their parts, in order. With `fromLatestSummary`, from the latest

@@ -84,6 +84,16 @@ conformance('messages and parts', (it) => {
     expect(read.parts).toEqual([closed, done, other])
   })
 
+  it('a part given twice in one call is written once, as given last', async (store) => {
+    const s = await withSession(store)
+    const m = message(s.id)
+    await store.messages.upsert(m)
+    const part = textPart(m, 'first')
+    const other = textPart(m, 'other')
+    await store.messages.upsertParts([part, other, { ...part, text: 'last' }], big)
+    expect((await store.messages.list(s.id))[0].parts).toEqual([{ ...part, text: 'last' }, other])
+  })
+
   it('strings round-trip as they were: text that is itself JSON stays text, emoji and unicode stay whole', async (store) => {
     const s = await withSession(store)
     const m = message(s.id, { role: 'assistant', turnId: 'trn_a' })
