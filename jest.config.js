@@ -3,7 +3,9 @@
  * (test/scenarios, test/store) again with the harness on PostgreSQL (TURNCHART_PG_URL, default
  * postgres://postgres@127.0.0.1:5432/test; a fresh schema per harness). The PostgreSQL half is
  * skipped, with a line saying so, when TURNCHART_PG_URL is unset and nothing answers on
- * 127.0.0.1:5432. TURNCHART_DIALECT=sqlite|postgres runs one half only.
+ * 127.0.0.1:5432. TURNCHART_DIALECT=sqlite|postgres runs one half only. The store conformance
+ * suite (test/store/conformance) runs its three stores (memory, SQLite, PostgreSQL when a server
+ * is there) in one project.
  */
 const net = require('node:net')
 
@@ -34,21 +36,33 @@ function answers(host, port, timeoutMs = 500) {
   })
 }
 
+/**
+ * Tests that run every store themselves (the store conformance suite runs memory, SQLite and
+ * PostgreSQL in each of its files) or none (the memory store's own tests): the postgres project
+ * would only run them a second time.
+ */
+const storeSuites = ['<rootDir>/test/store/conformance/', '<rootDir>/test/store/memory-store.test.ts']
+
 /** @returns {Promise<import('jest').Config>} */
 module.exports = async () => {
   const only = process.env.TURNCHART_DIALECT
+  const postgresAvailable = Boolean(process.env.TURNCHART_PG_URL) || (await answers('127.0.0.1', 5432))
+  // The conformance suite reads this to run or skip its PostgreSQL store.
+  const globals = { TURNCHART_PG_AVAILABLE: postgresAvailable }
   const projects = []
   if (only !== 'postgres') {
-    projects.push({ ...common, displayName: 'sqlite', roots: ['<rootDir>/test'], testMatch: ['**/*.test.ts'] })
+    projects.push({ ...common, displayName: 'sqlite', roots: ['<rootDir>/test'], testMatch: ['**/*.test.ts'], globals })
   }
   if (only !== 'sqlite') {
-    if (process.env.TURNCHART_PG_URL || (await answers('127.0.0.1', 5432))) {
+    if (postgresAvailable) {
       projects.push({
         ...common,
         displayName: 'postgres',
         roots: ['<rootDir>/test/scenarios', '<rootDir>/test/store'],
         testMatch: ['**/*.test.ts'],
-        globals: { TURNCHART_DIALECT: 'postgres' },
+        // Run alone (TURNCHART_DIALECT=postgres), this project runs the store suites once.
+        testPathIgnorePatterns: only === 'postgres' ? common.testPathIgnorePatterns : [...common.testPathIgnorePatterns, ...storeSuites],
+        globals: { ...globals, TURNCHART_DIALECT: 'postgres' },
       })
     } else {
       console.log('turnchart: PostgreSQL half skipped: TURNCHART_PG_URL is unset and no server answers on 127.0.0.1:5432')

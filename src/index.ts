@@ -5,9 +5,26 @@ export { createEngine } from './engine/create-engine'
 export type { Engine } from './engine/engine'
 export type { WhenBusy } from './engine/prompt-calls'
 export type { QueuedPrompt } from './conversation/prompt-queue'
-export type { QueuedPromptRecord } from './store/store'
 export type { ResolvedConfig } from './config/resolved-config'
 export type { EngineOptions, EngineModel, CompactionOptions, ToolExecutionOptions } from './config/options'
+export type {
+  Store,
+  SessionStore,
+  MessageStore,
+  TurnStore,
+  TransitionStore,
+  QueueStore,
+  ControlStore,
+  TurnFence,
+  TurnUpdate,
+  OpenTurn,
+  QueuedPromptRecord,
+  ControlRequest,
+  OpenedStore,
+} from './store/store'
+export { MemoryStore } from './store/memory/memory-store'
+export type { DatabaseOption } from './store/open-database'
+
 export { supportedSpecificationVersions, isSupportedModel, type ProviderLanguageModel } from './llm/language-model'
 export type { Turn, TurnResult } from './turn/turn-handle'
 export type { CallSettings, TurnSettings, PromptOptions, SessionDefaults, ToolChoiceOption, StoredTurnOptions } from './core/types'

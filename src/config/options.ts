@@ -46,7 +46,7 @@ export interface ToolExecutionOptions {
 export type EngineModel = Exclude<LanguageModel, string | { readonly specificationVersion: 'v2' }>
 
 export interface EngineOptions {
-  /** SQLite file path, ':memory:' (default), or a Kysely instance. */
+  /** SQLite file path, ':memory:' (default), a postgres:// URL, a Kysely instance, or a `MemoryStore` (nothing stored survives the process). */
   database?: DatabaseOption
   /** An AI SDK language model object of any provider: a `LanguageModelV3` (ai v6 providers) or a `LanguageModelV4` (ai v7 providers); the model named `'default'`. Required unless `models.default` is given. */
   model?: EngineModel

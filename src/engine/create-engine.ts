@@ -49,7 +49,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   }
   const services = createEngineServices(config, options.redact?.secrets ?? [])
   await checkToolSchemas(config.tools)
-  const { opened, store } = await openEngineStore(options, config)
+  const opened = await openEngineStore(options, config)
+  const { store } = opened
   const bus = new Bus(reportHookError)
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
   bus.subscribe((event) => services.telemetry.observe(event))

@@ -1,24 +1,39 @@
 /**
- * The engine's database: opened, its schema brought up to date, and the repository over it.
- * A failure is a `StorageError` naming the step, and leaves no connection open.
+ * The engine's store: a caller's `MemoryStore` as it is, or a database opened, its schema
+ * brought up to date, and the Kysely store over it. A failure is a `StorageError` naming the
+ * step, and leaves no connection open.
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { EngineOptions } from '../config/options'
 import { asStorageError } from './engine-calls'
 import { migrate } from '../store/migrations'
-import { openDatabase, type OpenedDatabase } from '../store/open-database'
+import { MemoryStore } from '../store/memory/memory-store'
+import { openDatabase, type DatabaseOption, type OpenedDatabase, type SqliteOptions } from '../store/open-database'
 import { GroupCommit } from '../store/sqlite/group-commit'
 import { KyselyStore } from '../store/kysely/kysely-store'
-import type { Store } from '../store/store'
+import type { OpenedStore } from '../store/store'
 
 /**
  * @example
- * const { opened, store } = await openEngineStore(options, config)
+ * const { store, dialect, close } = await openEngineStore(options, config)
  */
-export async function openEngineStore(options: EngineOptions, config: ResolvedConfig): Promise<{ opened: OpenedDatabase; store: Store }> {
+export function openEngineStore(options: EngineOptions, config: ResolvedConfig): Promise<OpenedStore> {
+  return openStore(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
+}
+
+/**
+ * The store of a `database` option, as the engine opens it (the conformance suite opens its
+ * SQLite and PostgreSQL stores with it too). A `MemoryStore` is the caller's: closing does
+ * nothing to it, so other engines sharing it go on.
+ *
+ * @example
+ * const { store, close } = await openStore('./agent.db')
+ */
+export async function openStore(database: DatabaseOption | undefined, settings: SqliteOptions = {}): Promise<OpenedStore> {
+  if (database instanceof MemoryStore) return { store: database, dialect: 'memory', close: async () => {} }
   let opened: OpenedDatabase
   try {
-    opened = openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
+    opened = openDatabase(database, settings)
   } catch (error) {
     throw asStorageError('open the database', error)
   }
@@ -30,5 +45,5 @@ export async function openEngineStore(options: EngineOptions, config: ResolvedCo
   }
   // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
   const group = opened.dialect === 'sqlite' ? new GroupCommit(opened.db, opened.verify) : undefined
-  return { opened, store: new KyselyStore(opened.db, opened.verify, group) }
+  return { store: new KyselyStore(opened.db, opened.verify, group), dialect: opened.dialect, close: () => opened.close() }
 }

@@ -9,11 +9,22 @@
  *
  * Rules every implementation keeps:
  * - `transaction(fn)` runs `fn` against a store bound to one transaction: its writes commit
- *   together, or none does when `fn` throws. Transactions of one store never interleave.
+ *   together, or none does when `fn` throws; nothing it wrote is read from outside before it
+ *   commits. On SQLite and in memory, calls and transactions run one at a time (a call made
+ *   while a transaction runs waits for it); on PostgreSQL they run at once on the pool, and the
+ *   row locks of fenced writes and claims order the writes to one turn. A write that throws
+ *   inside a transaction must end it (PostgreSQL refuses the rest of a transaction that had an
+ *   error): let the error out of `fn`.
  * - A fenced write (`turns.update` with a fence, `turns.checkFence`) succeeds only while the
  *   turn is unfinished and still owned by `fence.owner` at `fence.epoch`; otherwise it throws
  *   `TurnOwnershipLostError` and changes nothing.
- * - Lists come back in id order (ids are time-sortable), sessions in creation order.
+ * - Keys and references as the SQL schema has them: a second session, turn, queued prompt,
+ *   control request or transition (turn, seq) with the same key throws an error whose message
+ *   says unique or duplicate; a message, turn or queued prompt needs its session, a part its
+ *   session and message, a transition or control request its turn (else the error says foreign key).
+ * - Lists come back in id order (ids are time-sortable), sessions in creation order (then id).
+ * - Values are copies: changing an object after writing it, or one read back, changes nothing
+ *   stored. JSON fields round-trip as JSON does (a field set to undefined is dropped).
  */
 import type { MessageInfo, MessageWithParts, Part, PromptOptions, SessionInfo, StoredTurnOptions, TransitionRecord, TurnOutcome, TurnRecord, TurnUsage, UserPartDraft } from '../core/types'
 import type { SerializedError } from '../core/errors'
@@ -81,9 +92,12 @@ export interface SessionStore {
 }
 
 export interface MessageStore {
-  /** Inserts a message, or replaces the changing fields (time, error, finish, usage) of one that exists. */
+  /**
+   * Inserts a message, or replaces the changing fields (time, error, finish, usage) of one that
+   * exists: its id, session, role, turn and summary flag stay as first written.
+   */
   upsert(info: MessageInfo): Promise<void>
-  /** Inserts or replaces parts (by id). */
+  /** Inserts or replaces parts (by id); a replaced part keeps its session, message and type. A part given twice is written as given last. */
   upsertParts(parts: Part[], now: number): Promise<void>
   /**
    * A session's messages with their parts, in order. With `fromLatestSummary`, from the latest
@@ -119,7 +133,10 @@ export interface TurnStore {
    * `expected.owner` at `expected.epoch`; then the epoch is incremented and the new fence returned.
    */
   claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null>
-  /** Extends the leases of `owner`'s unfinished turns still at their epochs; returns the ids renewed. */
+  /**
+   * Extends the leases of `owner`'s unfinished turns still at the epochs given (a turn claimed
+   * again since, even by `owner`, is left as it is); returns the ids renewed.
+   */
   renewLeases(turns: Array<{ id: string; epoch: number }>, owner: string, leaseUntil: number): Promise<Set<string>>
   /** Clears `owner`'s claim on every unfinished turn it holds (a clean close). */
   release(owner: string): Promise<void>

@@ -9,7 +9,7 @@ import { fork } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
-import { createEngine } from '../../src'
+import { createEngine, type Store } from '../../src'
 import { runCli as runCliInProcess, usage } from '../../src/cli/main'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
@@ -200,7 +200,7 @@ test('PostgreSQL URLs: read in read-only transactions; a schema without turnchar
     // The read-only store's transactions refuse writes on the server side.
     const { openReadOnlyStore } = require('../../src/store/read-only-store')
     const store = await openReadOnlyStore(url)
-    await expect(store.read((repo: any) => repo.sessions.insert({ id: 'ses_w', title: null, time: { created: 1, updated: 1 } }))).rejects.toThrow(/read-only transaction/)
+    await expect(store.read((s: Store) => s.sessions.insert({ id: 'ses_w', title: null, time: { created: 1, updated: 1 } }))).rejects.toThrow(/read-only transaction/)
     await store.close()
 
     const refused = await cli('sessions', withParams(pgBaseUrl, { schema: empty }))

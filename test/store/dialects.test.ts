@@ -1,19 +1,17 @@
 /**
- * One repository, two dialects: the store's round trips (bigint times, JSON columns, id
- * ordering, upserts, transition sequence) on the dialect of this run, and what only
- * PostgreSQL has: URLs with a schema, concurrent migrations under the advisory lock, a
- * caller's Kysely instance without type parsers, the "C" collation of ids, no secrets stored.
+ * Opening the two dialects: migrations on the dialect of this run, the option errors of
+ * PostgreSQL URLs, and what only PostgreSQL has: URLs with a schema, concurrent migrations
+ * under the advisory lock, a caller's Kysely instance without type parsers, the "C" collation
+ * of ids, no secrets stored. What the store does once open is the conformance suite's
+ * (test/store/conformance), on memory, SQLite and PostgreSQL alike.
  */
 import { Kysely, PostgresDialect, type LogEvent } from 'kysely'
 import { Client, Pool } from 'pg'
 import { createEngine, InvalidOptionError } from '../../src'
-import { newId } from '../../src/core/ids'
 import { migrate, migrations, splitSearchPath } from '../../src/store/migrations'
 import { openDatabase, pgLoader } from '../../src/store/open-database'
-import { KyselyStore } from '../../src/store/kysely/kysely-store'
 import type { TurnchartDatabase } from '../../src/store/schema'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import type { Part, TurnRecord } from '../../src/core/types'
 import { dropSchemas, freshDatabase, freshSchemaName, modelFor, pgBaseUrl, postgresOnly, testDialect, withParams } from '../support/harness'
 
 const cleanups: Array<() => Promise<unknown>> = []
@@ -29,7 +27,9 @@ async function pgClient(schema: string): Promise<Client> {
   return client
 }
 
-test(`the repository round-trips every column on ${testDialect}`, async () => {
+// The store's round trips (bigint times, JSON columns, id order, upserts, the transition
+// sequence, a failing transaction) are the conformance suite's, on every store: test/store/conformance.
+test(`migrate applies every migration once on ${testDialect}`, async () => {
   const fresh = freshDatabase()
   cleanups.push(() => fresh.drop())
   const opened = openDatabase(fresh.database)
@@ -37,95 +37,6 @@ test(`the repository round-trips every column on ${testDialect}`, async () => {
   expect(opened.dialect).toBe(testDialect)
   expect(await migrate(opened.db, opened.dialect)).toEqual(migrations.map((m) => m.name))
   expect(await migrate(opened.db, opened.dialect)).toEqual([])
-  const repo = new KyselyStore(opened.db)
-
-  const big = 1_795_000_000_123 // beyond int4: a bigint column
-  const session = { id: newId('ses', big), title: 'a "quoted" title', time: { created: big, updated: big + 1 } }
-  await repo.sessions.insert(session)
-  expect(await repo.sessions.get(session.id)).toEqual(session)
-  expect(await repo.sessions.list()).toEqual([session])
-  await repo.sessions.lock(session.id, big + 5)
-  expect((await repo.sessions.get(session.id))!.time.updated).toBe(big + 5)
-
-  const user = { id: newId('msg', big), sessionId: session.id, role: 'user' as const, time: { created: big } }
-  await repo.messages.upsert(user)
-  const assistant = { id: newId('msg', big), sessionId: session.id, role: 'assistant' as const, turnId: 'trn_x', time: { created: big } }
-  await repo.messages.upsert(assistant)
-  // upsert: the second write of a message replaces its data
-  await repo.messages.upsert({ ...assistant, time: { created: big, completed: big + 9 }, finish: 'stop', cost: 0.25 })
-
-  // text that looks like JSON stays text; ids created out of order come back in id order
-  const ids = Array.from({ length: 5 }, () => newId('prt', big))
-  const parts: Part[] = ids.map((id, i) => ({
-    id,
-    sessionId: session.id,
-    messageId: i === 0 ? user.id : assistant.id,
-    type: 'text',
-    text: i === 1 ? '{"looks":"like json"}' : `part ${i} — ünïcode ✓`,
-    time: { start: big + i },
-  }))
-  await repo.messages.upsertParts([parts[3], parts[1]], big)
-  await repo.messages.upsertParts([parts[0], parts[4], parts[2]], big)
-  await repo.messages.upsertParts([{ ...parts[2], text: 'replaced', time: { start: big + 2, end: big + 3 } } as Part], big + 3)
-
-  const messages = await repo.messages.list(session.id)
-  expect(messages.map((m) => m.info.id)).toEqual([user.id, assistant.id])
-  expect(messages[0].info).toEqual(user)
-  expect(messages[1].info).toEqual({ ...assistant, time: { created: big, completed: big + 9 }, finish: 'stop', cost: 0.25 })
-  expect(messages[0].parts).toEqual([parts[0]])
-  expect(messages[1].parts.map((p) => p.id)).toEqual(ids.slice(1))
-  expect(messages[1].parts[0]).toMatchObject({ text: '{"looks":"like json"}' })
-  expect(messages[1].parts[1]).toMatchObject({ text: 'replaced', time: { end: big + 3 } })
-  expect(typeof (messages[1].parts[0] as { time: { start: number } }).time.start).toBe('number')
-
-  // summaries: fromLatestSummary starts at the latest one (comparison of ids)
-  const summary = { id: newId('msg', big + 20), sessionId: session.id, role: 'assistant' as const, summary: true, time: { created: big + 20 } }
-  await repo.messages.upsert(summary)
-  await repo.messages.upsertParts([{ id: newId('prt', big + 20), sessionId: session.id, messageId: summary.id, type: 'text', text: 's', time: { start: big } }], big)
-  const fromSummary = await repo.messages.list(session.id, { fromLatestSummary: true })
-  expect(fromSummary.map((m) => m.info.id)).toEqual([summary.id])
-  expect(fromSummary[0].parts.map((p) => p.type)).toEqual(['text'])
-
-  const turn = {
-    id: newId('trn', big),
-    sessionId: session.id,
-    state: 'idle',
-    outcome: null,
-    step: 1,
-    attempt: 1,
-    retryAt: null,
-    error: null,
-    time: { created: big, updated: big },
-  } as TurnRecord
-  await repo.turns.insert(turn, { prompt: 'hi', nested: { a: [1, 2] } })
-  await repo.transaction(async (tx) => {
-    for (let seq = 1; seq <= 12; seq++) {
-      await tx.transitions.append({ turnId: turn.id, seq, from: `s${seq - 1}`, event: 'e', to: `s${seq}`, payload: { seq, ok: true }, time: big + seq })
-    }
-    await tx.turns.update(turn.id, { state: 'retry-waiting', step: 2, attempt: 3, retryAt: big + 1000, error: { name: 'APIError', message: 'x' } }, big + 50)
-  })
-  const log = await repo.transitions.list(turn.id)
-  expect(log.map((t) => t.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]) // numeric order, not text order
-  expect(log[9]).toMatchObject({ from: 's9', to: 's10', payload: { seq: 10, ok: true }, time: big + 10 })
-  expect(await repo.turns.get(turn.id)).toMatchObject({
-    state: 'retry-waiting',
-    outcome: null,
-    step: 2,
-    attempt: 3,
-    retryAt: big + 1000,
-    error: { name: 'APIError', message: 'x' },
-    time: { created: big, updated: big + 50 },
-  })
-
-  // a failing transaction leaves nothing behind
-  const failure: unknown = await repo
-    .transaction(async (tx) => {
-      await tx.transitions.append({ turnId: turn.id, seq: 13, from: 'a', event: 'e', to: 'b', payload: {}, time: big })
-      await tx.transitions.append({ turnId: turn.id, seq: 13, from: 'a', event: 'e', to: 'b', payload: {}, time: big })
-    })
-    .then(() => 'resolved', (error: unknown) => error)
-  expect(String((failure as Error)?.message ?? failure)).toMatch(/unique|duplicate/i)
-  expect(await repo.transitions.list(turn.id)).toHaveLength(12)
 })
 
 test("without pg installed, a PostgreSQL URL fails naming the database option and 'npm install pg'", () => {

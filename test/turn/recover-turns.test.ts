@@ -1,19 +1,21 @@
 /**
- * Recovery through its ports (`RecoveryPorts`): a fake store holding one unfinished turn (its
- * row, its log, its messages) and a `resume` that records what it is handed. Asserts the rows
- * recovery writes and where the chart resumes, without a database or a running turn.
+ * Recovery through its ports (`RecoveryPorts`) on a MemoryStore seeded with one unfinished turn
+ * (its row, its log, its session's messages) and a `resume` that records what it is handed.
+ * Asserts the rows recovery leaves in the store and where the chart resumes, without a
+ * database or a running turn.
  */
 import { tool, jsonSchema, type ToolSet } from 'ai'
 import { transition } from 'xstate'
 import { turnMachine, turnStateName } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { TurnchartEvent } from '../../src/core/bus'
-import type { TurnUpdate } from '../../src/store/store'
+import { newId } from '../../src/core/ids'
+import type { MessageInfo, Part, StepStartPart, TextPart, ToolPart, TransitionRecord, TurnRecord } from '../../src/core/types'
+import { MemoryStore } from '../../src/store/memory/memory-store'
 import { idempotent } from '../../src/tools/tool-options'
 import { recoverWith, type RecoveryPorts, type RecoveryStore, type ResumeRequest } from '../../src/turn/recovery/recover-turns'
-import type { Store } from '../../src/store/store'
-import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord, TurnRecord } from '../../src/core/types'
 
+const owner = 'this-host:1:engine'
 const input: TurnInput = { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 1 }
 const noop = () => tool({ description: 'x', inputSchema: jsonSchema<object>({ type: 'object' }) })
 const tools: ToolSet = { read: idempotent(noop()), write: noop() }
@@ -31,25 +33,31 @@ const logs = {
   idle: [],
 } satisfies Record<string, TransitionRecord[]>
 
-/** The session: an earlier turn's messages, this turn's prompt, and its assistant message with work left open. */
-function sessionMessages(): { messages: MessageWithParts[]; text: TextPart; read: ToolPart; write: ToolPart } {
-  const part = { sessionId: 'ses_1', messageId: 'msg_a', step: 1, attempt: 1 }
-  const text: TextPart = { ...part, id: 'prt_text', type: 'text', text: 'half an ans', time: { start: 1 } }
-  const read: ToolPart = { ...part, id: 'prt_read', type: 'tool', callId: 'c1', tool: 'read', state: { status: 'running', input: {}, time: { start: 1 } } }
-  const write: ToolPart = { ...part, id: 'prt_write', type: 'tool', callId: 'c2', tool: 'write', state: { status: 'running', input: {}, time: { start: 1 } } }
+/**
+ * A store holding session ses_1: an earlier turn's message, this turn's prompt, and its
+ * assistant message with work left open (streamed text, two running tool calls); and turn
+ * trn_1, unfinished in `state`, at epoch 3, with its log.
+ */
+async function seededStore(
+  state: keyof typeof logs | 'log-and-row-disagree',
+  options: { retryAt?: number; owner?: string; leaseUntil?: number; policy?: 'resume' | 'abort' } = {},
+) {
+  const store = new MemoryStore()
+  await store.sessions.insert({ id: 'ses_1', title: null, time: { created: 1, updated: 1 } })
+  const ids = { old: newId('msg'), user: newId('msg'), assistant: newId('msg') }
   const info = (id: string, role: 'user' | 'assistant', turnId: string): MessageInfo => ({ id, sessionId: 'ses_1', role, turnId, time: { created: 1 } })
-  const messages: MessageWithParts[] = [
-    { info: { ...info('msg_old', 'assistant', 'trn_0'), time: { created: 0, completed: 0 } }, parts: [] },
-    { info: info('msg_u', 'user', 'trn_1'), parts: [] },
-    { info: info('msg_a', 'assistant', 'trn_1'), parts: [{ ...part, id: 'prt_start', type: 'step-start', time: { start: 1 } }, text, read, write] },
-  ]
-  return { messages, text, read, write }
-}
+  await store.messages.upsert({ ...info(ids.old, 'assistant', 'trn_0'), time: { created: 0, completed: 0 } })
+  await store.messages.upsert(info(ids.user, 'user', 'trn_1'))
+  await store.messages.upsert(info(ids.assistant, 'assistant', 'trn_1'))
+  const part = { sessionId: 'ses_1', messageId: ids.assistant, step: 1, attempt: 1 }
+  const start: StepStartPart = { ...part, id: newId('prt'), type: 'step-start', time: { start: 1 } }
+  const text: TextPart = { ...part, id: newId('prt'), type: 'text', text: 'half an ans', time: { start: 1 } }
+  const read: ToolPart = { ...part, id: newId('prt'), type: 'tool', callId: 'c1', tool: 'read', state: { status: 'running', input: {}, time: { start: 1 } } }
+  const write: ToolPart = { ...part, id: newId('prt'), type: 'tool', callId: 'c2', tool: 'write', state: { status: 'running', input: {}, time: { start: 1 } } }
+  await store.messages.upsertParts([start, text, read, write], 1)
 
-function fakeStore(state: keyof typeof logs | 'log-and-row-disagree', options: { retryAt?: number; owner?: string; leaseUntil?: number; claimed?: boolean } = {}) {
-  const session = sessionMessages()
   const log = state === 'log-and-row-disagree' ? logs.streaming : logs[state]
-  const record: TurnRecord & { input: unknown } = {
+  const record: TurnRecord = {
     id: 'trn_1',
     sessionId: 'ses_1',
     state: state === 'log-and-row-disagree' ? 'tool-running' : state,
@@ -59,39 +67,22 @@ function fakeStore(state: keyof typeof logs | 'log-and-row-disagree', options: {
     retryAt: options.retryAt ?? null,
     error: null,
     time: { created: 1, updated: 1 },
-    owner: options.owner ?? null,
-    leaseUntil: options.leaseUntil ?? null,
-    epoch: 3,
-    input,
   }
-  const written = { rows: [] as TransitionRecord[], parts: [] as Part[], messages: [] as MessageInfo[], turns: [] as TurnUpdate[] }
-  const claims: unknown[] = []
+  await store.turns.insert(record, input)
+  for (const r of log) await store.transitions.append(r)
+  // Three claims before this one (epoch 3); then unowned, or the owner and lease asked for.
+  await store.turns.claim('trn_1', { owner: null, epoch: 0 }, 'earlier', 0)
+  await store.turns.claim('trn_1', { owner: 'earlier', epoch: 1 }, 'earlier', 0)
+  await store.turns.claim('trn_1', { owner: 'earlier', epoch: 2 }, options.owner ?? 'earlier', options.leaseUntil ?? 0)
+  if (!options.owner) await store.turns.release('earlier')
+
   const published: TurnchartEvent[] = []
   const resumed: Array<ResumeRequest<{ tools: ToolSet }>> = []
-  const tx = {
-    messages: {
-      upsertParts: async (parts: Part[]) => void written.parts.push(...structuredClone(parts)),
-      upsert: async (info: MessageInfo) => void written.messages.push(structuredClone(info)),
-    },
-    transitions: { append: async (r: TransitionRecord) => void written.rows.push(structuredClone(r)) },
-    turns: { update: async (_id: string, update: TurnUpdate) => void written.turns.push(structuredClone(update)) },
-  } as unknown as Store
   const ports: RecoveryPorts<{ tools: ToolSet }, string> = {
-    store: {
-      turns: {
-        open: async () => [record],
-        claim: async (id: string, expected: { owner: string | null; epoch: number }, owner: string) => {
-          claims.push({ id, expected, owner })
-          return options.claimed === false ? null : { owner, epoch: expected.epoch + 1 }
-        },
-      },
-      transitions: { list: async () => log },
-      messages: { list: async () => session.messages },
-      transaction: (fn: (tx: Store) => Promise<unknown>) => fn(tx),
-    } as unknown as RecoveryStore,
-    owner: 'this-host:1:engine',
+    store,
+    owner,
     leaseMs: 30_000,
-    policy: 'resume',
+    policy: options.policy ?? 'resume',
     publish: (event) => published.push(event),
     turnConfig: async () => ({ tools }),
     resume: (request) => {
@@ -99,8 +90,23 @@ function fakeStore(state: keyof typeof logs | 'log-and-row-disagree', options: {
       return request.record.id
     },
   }
-  return { ports, record, written, claims, published, resumed, session }
+  /** What the store holds of the turn: its row, its log, its session's messages and the assistant message's parts. */
+  const stored = async () => {
+    const messages = await store.messages.list('ses_1')
+    const parts = messages.find((m) => m.info.id === ids.assistant)!.parts
+    return {
+      turn: (await store.turns.get('trn_1'))!,
+      log: await store.transitions.list('trn_1'),
+      messages,
+      assistant: messages.find((m) => m.info.id === ids.assistant)!.info,
+      parts,
+    }
+  }
+  return { store, ports, published, resumed, stored, seeded: { log, text, read, write, ids } }
 }
+
+/** A part of the assistant message, as stored. */
+const partOf = <P extends Part>(stored: { parts: Part[] }, id: string) => stored.parts.find((p) => p.id === id) as P
 
 const recover = (ports: RecoveryPorts<{ tools: ToolSet }, string>, runningHere: string[] = []) => recoverWith(ports, (id) => runningHere.includes(id))
 const path = (rows: TransitionRecord[]) => rows.map((r) => `${r.seq} ${r.from} --${r.event}--> ${r.to}`)
@@ -115,27 +121,33 @@ const resumesIn = (request: ResumeRequest<unknown>) => {
 }
 
 test('a turn that died streaming: one crash row with the work closed; it resumes in a new step', async () => {
-  const { ports, written, claims, resumed, session } = fakeStore('streaming')
+  const { ports, resumed, stored, seeded, store } = await seededStore('streaming')
+  const before = await stored()
+  const claimedAt = Date.now()
 
   await expect(recover(ports)).resolves.toEqual(['trn_1'])
 
-  expect(claims).toEqual([{ id: 'trn_1', expected: { owner: null, epoch: 3 }, owner: 'this-host:1:engine' }])
-  expect(path(written.rows)).toEqual(['2 streaming --turn.crashed--> interrupted'])
-  expect(written.turns).toEqual([expect.objectContaining({ state: 'interrupted', error: null })])
+  const after = await stored()
+  // Claimed (epoch 3 → 4, this engine's lease), and the crash written with the row's state.
+  expect(after.turn).toMatchObject({ owner, epoch: 4, state: 'interrupted', outcome: null, error: null })
+  expect(after.turn.leaseUntil).toBeGreaterThanOrEqual(claimedAt + 30_000)
+  expect(path(after.log.slice(before.log.length))).toEqual(['2 streaming --turn.crashed--> interrupted'])
   // The text ends where the last flush left it; both calls are errors (nothing reruns while streaming); the step is finished as interrupted.
-  expect(session.text.time.end).toEqual(expect.any(Number))
-  expect([session.read.state, session.write.state]).toEqual([
+  expect(partOf<TextPart>(after, seeded.text.id)).toMatchObject({ text: 'half an ans', time: { start: 1, end: expect.any(Number) } })
+  expect([partOf<ToolPart>(after, seeded.read.id).state, partOf<ToolPart>(after, seeded.write.id).state]).toEqual([
     expect.objectContaining({ status: 'error', error: 'interrupted by a restart' }),
     expect.objectContaining({ status: 'error', error: 'interrupted by a restart' }),
   ])
-  const stepFinish = written.parts.find((p) => p.type === 'step-finish')
-  expect(stepFinish).toMatchObject({ reason: 'interrupted', step: 1, attempt: 1, messageId: 'msg_a' })
-  expect(written.rows[0].parts?.sort()).toEqual(['prt_read', 'prt_text', 'prt_write', stepFinish!.id].sort())
+  const stepFinish = after.parts.find((p) => p.type === 'step-finish')
+  expect(stepFinish).toMatchObject({ reason: 'interrupted', step: 1, attempt: 1, messageId: seeded.ids.assistant })
+  expect(after.parts.at(-1)).toEqual(stepFinish) // the step's last part
+  expect(after.log.at(-1)!.parts?.sort()).toEqual([seeded.read.id, seeded.text.id, seeded.write.id, stepFinish!.id].sort())
 
   expect(resumed).toHaveLength(1)
   const [request] = resumed
-  expect(request.fence).toEqual({ owner: 'this-host:1:engine', epoch: 4 })
-  expect(request.messages).toBe(session.messages) // the closed work is what the resumed turn holds
+  expect(request.fence).toEqual({ owner, epoch: 4 })
+  // The closed work the resumed turn holds is what the store holds.
+  expect(request.messages).toEqual(await store.messages.list('ses_1', { fromLatestSummary: true }))
   expect(request.from).toMatchObject({ seq: 2, recover: { type: 'turn.recover', retryDelayMs: 0 } })
   expect(turnStateName(request.from!.snapshot)).toBe('interrupted')
   expect(resumesIn(request)).toEqual({ state: 'streaming', step: 2, attempt: 1 })
@@ -143,13 +155,15 @@ test('a turn that died streaming: one crash row with the work closed; it resumes
 
 test('a turn that died in a retry wait resumes the wait with what is left of it', async () => {
   const retryAt = Date.now() + 60_000
-  const { ports, written, resumed } = fakeStore('retry-waiting', { retryAt })
+  const { ports, resumed, stored } = await seededStore('retry-waiting', { retryAt })
+  const before = await stored()
 
   await recover(ports)
 
-  expect(path(written.rows)).toEqual(['3 retry-waiting --turn.crashed--> interrupted'])
-  expect(written.turns).toEqual([expect.objectContaining({ state: 'interrupted', retryAt })])
-  expect(written.parts.some((p) => p.type === 'step-finish')).toBe(false) // the step was not streaming
+  const after = await stored()
+  expect(path(after.log.slice(before.log.length))).toEqual(['3 retry-waiting --turn.crashed--> interrupted'])
+  expect(after.turn).toMatchObject({ state: 'interrupted', retryAt })
+  expect(after.parts.some((p) => p.type === 'step-finish')).toBe(false) // the step was not streaming
   const recover_ = resumed[0].from!.recover as Extract<TurnEvent, { type: 'turn.recover' }>
   expect(recover_.retryDelayMs).toBeGreaterThan(55_000)
   expect(recover_.retryDelayMs).toBeLessThanOrEqual(60_000)
@@ -157,68 +171,98 @@ test('a turn that died in a retry wait resumes the wait with what is left of it'
 })
 
 test('a turn that died running tools: an idempotent call runs again, any other is an error', async () => {
-  const { ports, session, resumed } = fakeStore('tool-running')
+  const { ports, resumed, stored, seeded } = await seededStore('tool-running')
 
   await recover(ports)
 
-  expect(session.read.state.status).toBe('running')
-  expect(session.write.state).toMatchObject({ status: 'error', error: 'interrupted by a restart', metadata: { interrupted: true } })
+  const after = await stored()
+  expect(partOf<ToolPart>(after, seeded.read.id).state.status).toBe('running')
+  expect(partOf<ToolPart>(after, seeded.write.id).state).toMatchObject({ status: 'error', error: 'interrupted by a restart', metadata: { interrupted: true } })
   expect(resumesIn(resumed[0])).toMatchObject({ state: 'tool-running' })
 })
 
 test('policy abort: the crash row, then the turn is handed over to be aborted', async () => {
-  const { ports, written, resumed } = fakeStore('streaming')
-  ports.policy = 'abort'
+  const { ports, resumed, stored } = await seededStore('streaming', { policy: 'abort' })
+  const before = await stored()
 
   await recover(ports)
 
-  expect(path(written.rows)).toEqual(['2 streaming --turn.crashed--> interrupted'])
+  expect(path((await stored()).log.slice(before.log.length))).toEqual(['2 streaming --turn.crashed--> interrupted'])
   expect(resumed[0].from!.recover).toEqual({ type: 'turn.abort', reason: 'recovery policy abort' })
   expect(resumesIn(resumed[0]).state).toBe('aborted')
 })
 
 test('a turn waiting for approval goes on waiting, and one that never started is started: no row written for either', async () => {
-  const waiting = fakeStore('awaiting-approval')
+  const waiting = await seededStore('awaiting-approval')
+  const waitingBefore = await waiting.stored()
   await recover(waiting.ports)
-  expect(waiting.written).toEqual({ rows: [], parts: [], messages: [], turns: [] })
+  const waitingAfter = await waiting.stored()
+  // Only the claim changed the row: no transition, no part, no message written.
+  expect(waitingAfter.turn).toEqual({ ...waitingBefore.turn, owner, epoch: 4, leaseUntil: expect.any(Number) })
+  expect(waitingAfter.log).toEqual(waitingBefore.log)
+  expect(waitingAfter.messages).toEqual(waitingBefore.messages)
   expect(waiting.resumed[0].from).toMatchObject({ seq: 2, recover: null })
   expect(turnStateName(waiting.resumed[0].from!.snapshot)).toBe('awaiting-approval')
   expect(waiting.resumed[0].from!.snapshot.context.pendingApprovals).toEqual(['c1'])
 
-  const idle = fakeStore('idle')
+  const idle = await seededStore('idle')
+  const idleBefore = await idle.stored()
   await recover(idle.ports)
-  expect(idle.written.rows).toEqual([])
+  expect((await idle.stored()).log).toEqual([])
+  expect((await idle.stored()).messages).toEqual(idleBefore.messages)
   expect(idle.resumed).toEqual([expect.objectContaining({ record: expect.objectContaining({ id: 'trn_1' }), input })])
   expect(idle.resumed[0].from).toBeUndefined()
 })
 
 test('a turn whose log and row disagree is ended as failed, its work closed; nothing is resumed', async () => {
-  const { ports, written, resumed, published, session } = fakeStore('log-and-row-disagree')
+  const { ports, resumed, published, stored, seeded } = await seededStore('log-and-row-disagree')
+  const before = await stored()
 
   await expect(recover(ports)).resolves.toEqual([])
 
+  const after = await stored()
   expect(resumed).toEqual([])
-  expect(written.rows).toEqual([])
-  expect(written.turns).toEqual([expect.objectContaining({ state: 'failed', outcome: 'failed', error: expect.objectContaining({ name: 'ReplayMismatchError' }) })])
-  expect(written.messages).toEqual([expect.objectContaining({ id: 'msg_a', error: expect.objectContaining({ name: 'ReplayMismatchError' }), time: expect.objectContaining({ completed: expect.any(Number) }) })])
+  expect(after.log).toEqual(before.log)
+  expect(after.turn).toMatchObject({ state: 'failed', outcome: 'failed', error: expect.objectContaining({ name: 'ReplayMismatchError' }) })
+  expect(after.assistant).toMatchObject({ error: expect.objectContaining({ name: 'ReplayMismatchError' }), time: { completed: expect.any(Number) } })
   // With no state to resume, even an idempotent call is closed.
-  expect(session.read.state.status).toBe('error')
+  expect(partOf<ToolPart>(after, seeded.read.id).state.status).toBe('error')
   expect(published).toEqual([expect.objectContaining({ type: 'session.error', turnId: 'trn_1' })])
 })
 
 test('turns running here, held by a live lease, or claimed by another engine first are left alone', async () => {
-  const here = fakeStore('streaming')
+  const here = await seededStore('streaming')
+  const hereBefore = await here.stored()
   await expect(recover(here.ports, ['trn_1'])).resolves.toEqual([])
-  expect(here.claims).toEqual([])
+  expect(await here.stored()).toEqual(hereBefore)
 
-  const leased = fakeStore('streaming', { owner: 'another-host:7:x', leaseUntil: Date.now() + 60_000 })
+  const leased = await seededStore('streaming', { owner: 'another-host:7:x', leaseUntil: Date.now() + 60_000 })
+  const leasedBefore = await leased.stored()
   await expect(recover(leased.ports)).resolves.toEqual([])
-  expect(leased.claims).toEqual([])
+  expect(await leased.stored()).toEqual(leasedBefore)
 
-  const lostRace = fakeStore('streaming', { claimed: false })
-  await expect(recover(lostRace.ports)).resolves.toEqual([])
-  expect(lostRace.claims).toHaveLength(1)
-  expect(lostRace.written.rows).toEqual([])
+  // Another engine claims the turn between recovery's read of the open turns and its claim.
+  const lostRace = await seededStore('streaming')
+  const raced: RecoveryStore = {
+    ...lostRace.ports.store,
+    transaction: (fn) => lostRace.store.transaction(fn),
+    turns: new Proxy(lostRace.store.turns, {
+      get: (target, key, receiver) =>
+        key === 'open'
+          ? async () => {
+              const open = await target.open()
+              await target.claim('trn_1', { owner: null, epoch: 3 }, 'another-host:7:x', Date.now() + 60_000)
+              return open
+            }
+          : Reflect.get(target, key, receiver),
+    }),
+  }
+  const racedBefore = await lostRace.stored()
+  await expect(recover({ ...lostRace.ports, store: raced })).resolves.toEqual([])
+  const racedAfter = await lostRace.stored()
+  expect(racedAfter.turn).toMatchObject({ owner: 'another-host:7:x', epoch: 4 }) // the other engine's, not this one's
+  expect(racedAfter.log).toEqual(racedBefore.log)
+  expect(racedAfter.messages).toEqual(racedBefore.messages)
 
   for (const t of [here, leased, lostRace]) expect(t.resumed).toEqual([])
 })

@@ -47,8 +47,11 @@ export class KyselyMessages implements MessageStore {
     })
   }
 
-  /** One statement per 64 parts. */
-  async upsertParts(parts: Part[], now: number): Promise<void> {
+  /** One statement per 64 parts. A part given twice is written once, as given last. */
+  async upsertParts(given: Part[], now: number): Promise<void> {
+    // PostgreSQL refuses a statement that upserts one row twice ("ON CONFLICT DO UPDATE command
+    // cannot affect row a second time"); SQLite keeps the last. One row per id: the last, on both.
+    const parts = given.length > 1 ? [...new Map(given.map((part) => [part.id, part])).values()] : given
     for (let start = 0; start < parts.length; start += maxPartsPerStatement) {
       const chunk = parts.slice(start, start + maxPartsPerStatement)
       const values: Record<string, unknown> = {}

@@ -134,16 +134,16 @@ export class KyselyTurns implements TurnStore {
 
   async renewLeases(turns: Array<{ id: string; epoch: number }>, owner: string, leaseUntil: number): Promise<Set<string>> {
     if (turns.length === 0) return new Set()
+    // Each turn at the epoch its runner holds: a turn claimed again since (even by this owner) is not this runner's to extend.
     const rows = await this.db
       .updateTable('turnchart_turns')
       .set({ lease_until: leaseUntil })
-      .where('id', 'in', turns.map((t) => t.id))
+      .where((eb) => eb.or(turns.map((t) => eb.and([eb('id', '=', t.id), eb('epoch', '=', t.epoch)]))))
       .where('owner', '=', owner)
       .where('outcome', 'is', null)
-      .returning(['id', 'epoch'])
+      .returning('id')
       .execute()
-    const epochs = new Map(turns.map((t) => [t.id, t.epoch]))
-    return new Set(rows.filter((row) => epochs.get(row.id) === num(row.epoch)).map((row) => row.id))
+    return new Set(rows.map((row) => row.id))
   }
 
   async release(owner: string): Promise<void> {

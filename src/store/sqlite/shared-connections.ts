@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import type { OpenedDatabase } from '../open-database'
+import type { OpenedDatabase } from '../opened-database'
 
 interface Shared {
   opened: OpenedDatabase

@@ -1,0 +1,94 @@
+/**
+ * The store in memory: the contract of store.ts over plain Maps, no database, no I/O. For tests
+ * and quick starts; nothing survives the process. Several engines of one process may share one
+ * instance (`createEngine({ database: store })`), as they would share a database.
+ *
+ * It behaves as the Kysely store on SQLite does, which the conformance suite
+ * (test/store/conformance) checks on all three: calls and transactions run one at a time (a
+ * call made while a transaction runs waits for it, as on SQLite's single connection); a
+ * transaction's writes all stay or, when it throws, are all undone (an undo journal); primary
+ * and foreign keys are enforced as the SQL schema enforces them; rows are kept as the SQL
+ * columns hold them, JSON as text, so each read is a copy and callers cannot change what is stored.
+ * As on SQLite, a transaction that calls the store it came from (not its `tx`) waits for itself.
+ *
+ * @example
+ * const store = new MemoryStore()
+ * const engine = await createEngine({ database: store, model })
+ */
+import type { Store } from '../store'
+import { autocommit, inTransaction, type Access } from './access'
+import { MemoryControls } from './controls'
+import { MemoryMessages } from './messages'
+import { Mutex } from './mutex'
+import { MemoryQueue } from './queue'
+import { MemorySessions } from './sessions'
+import { Journal, Tables } from './tables'
+import { MemoryTransitions } from './transitions'
+import { MemoryTurns } from './turns'
+
+/** The aggregates over one way into the tables (calls of their own, or one transaction's). */
+abstract class MemoryAggregates implements Store {
+  readonly sessions: MemorySessions
+  readonly messages: MemoryMessages
+  readonly turns: MemoryTurns
+  readonly transitions: MemoryTransitions
+  readonly queue: MemoryQueue
+  readonly controls: MemoryControls
+
+  constructor(access: Access) {
+    this.sessions = new MemorySessions(access)
+    this.messages = new MemoryMessages(access)
+    this.turns = new MemoryTurns(access)
+    this.transitions = new MemoryTransitions(access)
+    this.queue = new MemoryQueue(access)
+    this.controls = new MemoryControls(access)
+  }
+
+  abstract transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>
+}
+
+export class MemoryStore extends MemoryAggregates {
+  readonly #tables: Tables
+  readonly #mutex: Mutex
+
+  constructor() {
+    const tables = new Tables()
+    const mutex = new Mutex()
+    super(autocommit(tables, mutex))
+    this.#tables = tables
+    this.#mutex = mutex
+  }
+
+  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    const release = await this.#mutex.lock()
+    const journal = new Journal()
+    this.#tables.journal = journal
+    const tx = new MemoryTransaction(this.#tables, journal)
+    try {
+      return await fn(tx)
+    } catch (error) {
+      this.#tables.undo(journal)
+      throw error
+    } finally {
+      tx.end()
+      this.#tables.journal = undefined
+      release()
+    }
+  }
+}
+
+/** The store bound to one transaction: its calls run at once (the transaction holds the mutex); unusable once it ended. */
+class MemoryTransaction extends MemoryAggregates {
+  constructor(tables: Tables, journal: Journal, private readonly state = { open: true }) {
+    super(inTransaction(tables, journal, () => state.open))
+  }
+
+  /** Joins this transaction. */
+  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    return fn(this)
+  }
+
+  end(): void {
+    this.state.open = false
+  }
+}

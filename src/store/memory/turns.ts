@@ -1,0 +1,181 @@
+/**
+ * Turns in memory: the turn row, its ownership (owner, lease, epoch: the fence every write of a
+ * running turn checks), its stored options and usage. Same conditions as the SQL updates: a
+ * fenced write or a claim that matches no row changes nothing.
+ */
+import { TurnOwnershipLostError, type SerializedError } from '../../core/errors'
+import type { StoredTurnOptions, TurnRecord, TurnUsage } from '../../core/types'
+import type { OpenTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
+import type { Access } from './access'
+import { compareIds, foreignKeyViolation, parseJsonOrNull, toJson, uniqueViolation, type Tables, type TurnRow } from './tables'
+
+function turnFromRow(row: TurnRow): TurnRecord {
+  const options = parseJsonOrNull<StoredTurnOptions>(row.options)
+  return {
+    id: row.id,
+    sessionId: row.sessionId,
+    state: row.state,
+    outcome: row.outcome,
+    step: row.step,
+    attempt: row.attempt,
+    retryAt: row.retryAt,
+    error: parseJsonOrNull<SerializedError>(row.error),
+    time: { created: row.created, updated: row.updated },
+    owner: row.owner,
+    leaseUntil: row.leaseUntil,
+    epoch: row.epoch,
+    ...(options ? { options } : {}),
+  }
+}
+
+/** The unfinished turn owned by `fence.owner` at `fence.epoch`: what a fenced write may change. */
+function fenced(t: Tables, id: string, fence: TurnFence): TurnRow | undefined {
+  const row = t.turns.get(id)
+  return row && row.outcome === null && row.owner === fence.owner && row.epoch === fence.epoch ? row : undefined
+}
+
+export class MemoryTurns implements TurnStore {
+  constructor(private readonly db: Access) {}
+
+  insert(turn: TurnRecord, input: unknown): Promise<void> {
+    return this.db.run((t) => {
+      if (t.turns.has(turn.id)) throw uniqueViolation('turnchart_turns', 'id')
+      if (!t.sessions.has(turn.sessionId)) throw foreignKeyViolation('turnchart_turns', 'session_id', turn.sessionId)
+      const json = toJson(input)
+      if (json === undefined) throw new Error('NOT NULL constraint failed: turnchart_turns.input')
+      // As the SQL insert: the epoch starts at 0; options and usage are written by their own calls.
+      t.put('turns', turn.id, {
+        id: turn.id,
+        sessionId: turn.sessionId,
+        state: turn.state,
+        outcome: turn.outcome ?? null,
+        step: turn.step,
+        attempt: turn.attempt,
+        retryAt: turn.retryAt ?? null,
+        error: turn.error ? toJson(turn.error) : null,
+        input: json,
+        created: turn.time.created,
+        updated: turn.time.updated,
+        owner: turn.owner ?? null,
+        leaseUntil: turn.leaseUntil ?? null,
+        epoch: 0,
+        options: null,
+        usage: null,
+      })
+    })
+  }
+
+  update(id: string, update: TurnUpdate, now: number, fence?: TurnFence): Promise<void> {
+    return this.db.run((t) => {
+      const row = fence ? fenced(t, id, fence) : t.turns.get(id)
+      if (!row) {
+        if (fence) throw new TurnOwnershipLostError(id, fence.owner)
+        return
+      }
+      // Fenced, the outcome is written only when there is one (the turn is unfinished: it stays null).
+      const outcome = fence ? (update.outcome ? update.outcome : row.outcome) : update.outcome !== undefined ? update.outcome : row.outcome
+      t.put('turns', id, {
+        ...row,
+        state: update.state,
+        outcome,
+        step: update.step,
+        attempt: update.attempt,
+        retryAt: update.retryAt,
+        error: update.error ? toJson(update.error) : null,
+        updated: now,
+      })
+    })
+  }
+
+  checkFence(id: string, fence: TurnFence): Promise<void> {
+    return this.db.run((t) => {
+      if (!fenced(t, id, fence)) throw new TurnOwnershipLostError(id, fence.owner)
+    })
+  }
+
+  get(id: string): Promise<TurnRecord | undefined> {
+    return this.db.run((t) => {
+      const row = t.turns.get(id)
+      return row && turnFromRow(row)
+    })
+  }
+
+  input(id: string): Promise<unknown> {
+    return this.db.run((t) => {
+      const row = t.turns.get(id)
+      return row ? JSON.parse(row.input) : undefined
+    })
+  }
+
+  openOfSession(sessionId: string): Promise<OpenTurn | undefined> {
+    return this.db.run((t) => {
+      const row = openTurns(t).find((turn) => turn.sessionId === sessionId)
+      return row && { id: row.id, owner: row.owner, leaseUntil: row.leaseUntil }
+    })
+  }
+
+  open(): Promise<Array<TurnRecord & { input: unknown }>> {
+    return this.db.run((t) => openTurns(t).map((row) => ({ ...turnFromRow(row), input: JSON.parse(row.input) })))
+  }
+
+  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null> {
+    return this.db.run((t) => {
+      const row = t.turns.get(id)
+      if (!row || row.outcome !== null || row.epoch !== expected.epoch || row.owner !== expected.owner) return null
+      t.put('turns', id, { ...row, owner, leaseUntil, epoch: expected.epoch + 1 })
+      return { owner, epoch: expected.epoch + 1 }
+    })
+  }
+
+  renewLeases(turns: Array<{ id: string; epoch: number }>, owner: string, leaseUntil: number): Promise<Set<string>> {
+    return this.db.run((t) => {
+      const renewed = new Set<string>()
+      for (const { id, epoch } of turns) {
+        const row = fenced(t, id, { owner, epoch })
+        if (!row) continue
+        t.put('turns', id, { ...row, leaseUntil })
+        renewed.add(id)
+      }
+      return renewed
+    })
+  }
+
+  release(owner: string): Promise<void> {
+    return this.db.run((t) => {
+      for (const row of openTurns(t)) if (row.owner === owner) t.put('turns', row.id, { ...row, owner: null, leaseUntil: null })
+    })
+  }
+
+  setOptions(id: string, options: StoredTurnOptions): Promise<void> {
+    return this.set(id, { options: toJson(options) })
+  }
+
+  options(id: string): Promise<StoredTurnOptions | null> {
+    return this.db.run((t) => parseJsonOrNull<StoredTurnOptions>(t.turns.get(id)?.options))
+  }
+
+  setUsage(id: string, usage: TurnUsage): Promise<void> {
+    return this.set(id, { usage: toJson(usage) })
+  }
+
+  usages(sessionId: string): Promise<Array<{ id: string; usage: TurnUsage | null }>> {
+    return this.db.run((t) =>
+      [...t.turns.values()]
+        .filter((row) => row.sessionId === sessionId)
+        .sort((a, b) => compareIds(a.id, b.id))
+        .map((row) => ({ id: row.id, usage: parseJsonOrNull<TurnUsage>(row.usage) })),
+    )
+  }
+
+  private set(id: string, change: Partial<TurnRow>): Promise<void> {
+    return this.db.run((t) => {
+      const row = t.turns.get(id)
+      if (row) t.put('turns', id, { ...row, ...change })
+    })
+  }
+}
+
+/** Unfinished turns, oldest first. */
+function openTurns(t: Tables): TurnRow[] {
+  return [...t.turns.values()].filter((row) => row.outcome === null).sort((a, b) => compareIds(a.id, b.id))
+}

@@ -1,0 +1,105 @@
+/**
+ * Opens SQLite with better-sqlite3 (an optional dependency, loaded only here): the pragmas
+ * turnchart relies on, one shared connection per file per process, the statement cache, and
+ * the guard against a file deleted under the engine. Also the read-only opening of the CLI.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import type BetterSqlite3 from 'better-sqlite3'
+import { Kysely, SqliteDialect } from 'kysely'
+import { InvalidOptionError } from '../../core/errors'
+import type { OpenedDatabase } from '../opened-database'
+import type { TurnchartDatabase } from '../schema'
+import { shareConnection } from './shared-connections'
+import { cachingStatements } from './statement-cache'
+
+/** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
+export const sqliteLoader = {
+  load(): typeof BetterSqlite3 {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('better-sqlite3') as typeof BetterSqlite3
+  },
+}
+
+/**
+ * A SQLite file (created if missing; its folder must exist) or `':memory:'`, for the engine:
+ * engines of one process on one file share its connection (see shared-connections.ts).
+ *
+ * @example
+ * const { db, close } = openSqlite('./agent.db', { busyTimeoutMs: 5000 })
+ */
+export function openSqlite(value: string, options: { busyTimeoutMs?: number } = {}): OpenedDatabase {
+  if (value === ':memory:') return openSqliteConnection(value, options)
+  const dir = path.dirname(path.resolve(value))
+  if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
+    throw new InvalidOptionError('database', value, `a file path in an existing folder (${dir} does not exist)`)
+  }
+  return shareConnection(value, () => openSqliteConnection(value, options))
+}
+
+function openSqliteConnection(value: string, options: { busyTimeoutMs?: number }): OpenedDatabase {
+  const Database = loadSqliteDriver(value)
+  const handle = new Database(value)
+  // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
+  handle.pragma('page_size = 8192')
+  handle.pragma('journal_mode = WAL')
+  handle.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
+  handle.pragma('foreign_keys = ON')
+  handle.pragma('synchronous = NORMAL')
+  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) })
+  return { db, dialect: 'sqlite', close: () => db.destroy(), ...(value === ':memory:' ? {} : { verify: fileGuard(value) }) }
+}
+
+/**
+ * An existing SQLite file, read only: `readonly: true` (never created, no pragma that writes,
+ * so the file stays byte-for-byte the same).
+ *
+ * @example
+ * const { db, close } = openSqliteReadOnly('./agent.db')
+ */
+export function openSqliteReadOnly(value: string): OpenedDatabase {
+  const Database = loadSqliteDriver(value)
+  const handle = new Database(value, { readonly: true, fileMustExist: true })
+  handle.pragma('busy_timeout = 5000')
+  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
+  return { db, dialect: 'sqlite', close: () => db.destroy() }
+}
+
+/**
+ * better-sqlite3 is an optional dependency (installed by default; a PostgreSQL-only app may
+ * omit it, and a failed native build does not fail the app's install): missing, it is an
+ * option error that says what to install.
+ */
+function loadSqliteDriver(value: string): typeof BetterSqlite3 {
+  try {
+    return sqliteLoader.load()
+  } catch (error) {
+    const code = (error as { code?: string }).code
+    if (code !== 'MODULE_NOT_FOUND' && !/bindings|better_sqlite3\.node/.test(String((error as Error).message))) throw error
+    throw new InvalidOptionError(
+      'database',
+      value,
+      'a SQLite path with the optional dependency `better-sqlite3` installed and built (run `npm install better-sqlite3`), or a postgres:// URL',
+    )
+  }
+}
+
+/**
+ * In WAL mode SQLite does not notice its file being deleted or replaced under an open
+ * connection: it goes on writing to the unlinked inode, and everything is lost at close. The
+ * guard compares the path's inode with the one opened, before each transaction.
+ */
+function fileGuard(file: string): () => void {
+  const opened = fs.statSync(file)
+  return () => {
+    let now: fs.Stats | undefined
+    try {
+      now = fs.statSync(file)
+    } catch {
+      now = undefined
+    }
+    if (!now || now.ino !== opened.ino || now.dev !== opened.dev) {
+      throw new Error(`the database file ${file} was deleted or replaced while the engine was running`)
+    }
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * The part writer on a MemoryStore, under jest's fake timers (nothing sleeps): when streamed
+ * text reaches the store (at a part boundary, or once `flushIntervalMs` has passed since it was
+ * appended; never one write per delta), and what a failed flush leaves for the next write.
+ */
+import type { MessageInfo, TextPart } from '../../src/core/types'
+import { MemoryStore } from '../../src/store/memory/memory-store'
+import type { Store } from '../../src/store/store'
+import { PartWriter } from '../../src/turn/part-writer'
+import { WriteQueue } from '../../src/turn/write-queue'
+import { message, session, textPart } from '../store/conformance/fixtures'
+
+const flushIntervalMs = 250
+
+beforeEach(() => {
+  // Timers and setImmediate (the boundary flush) are the clock's; promises run as they do.
+  jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] })
+})
+afterEach(() => {
+  jest.useRealTimers()
+})
+
+/** A writer on a memory store holding one session; `transactions` counts the writes it made. */
+async function writerOn(wrap: (store: MemoryStore) => Pick<Store, 'transaction'> = (store) => store) {
+  const store = new MemoryStore()
+  const s = session()
+  await store.sessions.insert(s)
+  const target = wrap(store)
+  const counted = {
+    transactions: 0,
+    transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+      counted.transactions++
+      return target.transaction(fn)
+    },
+  }
+  const queue = new WriteQueue()
+  const errors: unknown[] = []
+  const writer = new PartWriter({
+    store: counted,
+    queue,
+    listener: { part() {}, delta() {}, message() {} },
+    flushIntervalMs,
+    now: () => Date.now(),
+  })
+  void writer.failed.then((error) => errors.push(error))
+  const assistant = message(s.id, { role: 'assistant', turnId: 'trn_1' })
+  /** Lets the clock run `ms`, then waits for every write queued so far to land (the queue runs them in order). */
+  const advance = async (ms: number) => {
+    await jest.advanceTimersByTimeAsync(ms)
+    await queue.run(async () => {})
+  }
+  /** The text part as stored, or undefined when it is not. */
+  const stored = async (part: TextPart) => (await store.messages.list(s.id)).flatMap((m) => m.parts).find((p) => p.id === part.id) as TextPart | undefined
+  return { store, sessionId: s.id, writer, errors, assistant, advance, stored, counted }
+}
+
+/** Opens the assistant message and a text part, and lets their boundary flush land. */
+async function openPart(w: Awaited<ReturnType<typeof writerOn>>, assistant: MessageInfo): Promise<TextPart> {
+  const part = textPart(assistant, '')
+  w.writer.message(assistant)
+  w.writer.add(part)
+  await w.advance(0)
+  return part
+}
+
+test('text appended after a part opens reaches the store within flushIntervalMs, not before', async () => {
+  const w = await writerOn()
+  const part = await openPart(w, w.assistant)
+  expect(await w.stored(part)).toMatchObject({ text: '' }) // the boundary flush wrote the open part, without text
+
+  w.writer.append(part, 'hello')
+  await w.advance(flushIntervalMs - 1)
+  expect(await w.stored(part)).toMatchObject({ text: '' })
+
+  // Past the interval: its timer fires and the flush lands (the fake clock runs a setImmediate
+  // asked for inside a tick one millisecond later, hence 2).
+  await w.advance(2)
+  expect(await w.stored(part)).toMatchObject({ text: 'hello' })
+})
+
+test('deltas of one interval reach the store in one write', async () => {
+  const w = await writerOn()
+  const part = await openPart(w, w.assistant)
+  const before = w.counted.transactions
+  for (let i = 0; i < 50; i++) {
+    w.writer.append(part, `${i} `)
+    await w.advance(2)
+  }
+  await w.advance(flushIntervalMs)
+  expect((await w.stored(part))!.text).toBe(Array.from({ length: 50 }, (_, i) => `${i} `).join(''))
+  expect(w.counted.transactions - before).toBe(1)
+})
+
+test('a flush that fails leaves its rows dirty, and the next write carries them', async () => {
+  let failures = 1
+  const disk = new Error('disk I/O error')
+  // The transaction fails after its writes: the store undoes them, as a failed commit would.
+  const w = await writerOn((store) => ({
+    transaction: (fn) =>
+      store.transaction(async (tx) => {
+        const result = await fn(tx)
+        if (failures-- > 0) throw disk
+        return result
+      }),
+  }))
+  const part = textPart(w.assistant, 'first words')
+  w.writer.message(w.assistant)
+  w.writer.add(part)
+  await w.advance(0)
+  expect(w.errors).toEqual([disk])
+  expect(await w.store.messages.list(w.sessionId)).toEqual([]) // nothing of the failed flush stayed
+
+  // The next write (another part's boundary) carries the message and the part the failed one took.
+  const next = textPart(w.assistant, 'second part')
+  w.writer.add(next)
+  await w.advance(0)
+  const [stored] = await w.store.messages.list(w.sessionId)
+  expect(stored.info).toEqual(w.assistant)
+  expect(stored.parts).toEqual([part, next])
+  expect(w.errors).toEqual([disk])
+})
