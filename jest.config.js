@@ -1,6 +1,6 @@
 /**
- * Two jest projects: `sqlite` runs every test; `postgres` runs the store and engine suites
- * (test/scenarios, test/store) again with the harness on PostgreSQL (TURNCHART_PG_URL, default
+ * Two jest projects: `sqlite` runs every test; `postgres` runs the store suites and the
+ * scenarios that touch dialect-specific code (`postgresSuites` below) again with the harness on PostgreSQL (TURNCHART_PG_URL, default
  * postgres://postgres@127.0.0.1:5432/test; a fresh schema per harness). The PostgreSQL half is
  * skipped, with a line saying so, when TURNCHART_PG_URL is unset and nothing answers on
  * 127.0.0.1:5432. TURNCHART_DIALECT=sqlite|postgres runs one half only. The store conformance
@@ -43,6 +43,18 @@ function answers(host, port, timeoutMs = 500) {
  */
 const storeSuites = ['<rootDir>/test/store/conformance/', '<rootDir>/test/store/memory-store.test.ts']
 
+/**
+ * What the postgres project runs again on PostgreSQL: the store's transactions, rollbacks,
+ * durability and round trips, and the scenarios whose queries or concurrency differ by dialect
+ * (the queue's subqueries, history operations, several engines on one database, approvals
+ * across engines). The crash and multi-engine tests run PostgreSQL themselves in the sqlite
+ * project (test/crash), and every other scenario runs on SQLite only.
+ */
+const postgresSuites = [
+  '**/test/store/**/*.test.ts',
+  '**/test/scenarios/{api,approval,close-approval,conversation,queue,ui-resume-across-engines,no-silent-loss}.test.ts',
+]
+
 /** @returns {Promise<import('jest').Config>} */
 module.exports = async () => {
   const only = process.env.TURNCHART_DIALECT
@@ -59,7 +71,9 @@ module.exports = async () => {
         ...common,
         displayName: 'postgres',
         roots: ['<rootDir>/test/scenarios', '<rootDir>/test/store'],
-        testMatch: ['**/*.test.ts'],
+        // The engine runs one code path on both dialects (the conformance suite holds the store
+        // to it on each): this project runs again only what touches dialect-specific code.
+        testMatch: postgresSuites,
         // Run alone (TURNCHART_DIALECT=postgres), this project runs the store suites once.
         testPathIgnorePatterns: only === 'postgres' ? common.testPathIgnorePatterns : [...common.testPathIgnorePatterns, ...storeSuites],
         globals: { ...globals, TURNCHART_DIALECT: 'postgres' },
@@ -68,5 +82,12 @@ module.exports = async () => {
       console.log('turnchart: PostgreSQL half skipped: TURNCHART_PG_URL is unset and no server answers on 127.0.0.1:5432')
     }
   }
-  return { projects, testTimeout: 20000 }
+  return {
+    projects,
+    testTimeout: 20000,
+    // Both cores: most suites wait on sockets, child processes and the database, not the CPU.
+    maxWorkers: 2,
+    // The children tests fork (the CLI, the crash tests' engines) bundled once per run.
+    globalSetup: '<rootDir>/test/support/global-setup.js',
+  }
 }

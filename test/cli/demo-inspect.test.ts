@@ -6,6 +6,7 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import { cliArgs } from '../support/compiled'
 import { spawn } from 'node:child_process'
 import { root, runCli } from './run-cli'
 
@@ -55,8 +56,7 @@ test('demo --inspect serves on 127.0.0.1 only, relays the turns to a WebSocket c
     ws.on('error', () => setTimeout(connect, 50))
   }
   connect()
-  const tsNode = require.resolve('ts-node/dist/bin.js', { paths: [root] })
-  const child = spawn(process.execPath, [tsNode, '--transpile-only', path.join(root, 'src/cli/main.ts'), 'demo', '--inspect', '--inspect-port', String(port), '--db', path.join(dir, 'demo.db')], {
+  const child = spawn(process.execPath, [...cliArgs(), 'demo', '--inspect', '--inspect-port', String(port), '--db', path.join(dir, 'demo.db')], {
     cwd: root,
     env: { ...process.env, NO_COLOR: '1', TURNCHART_BASE_URL: '' },
     stdio: ['ignore', 'pipe', 'pipe'],

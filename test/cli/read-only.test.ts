@@ -5,10 +5,10 @@
  * Databases that are not turnchart's are refused and left untouched; PostgreSQL URLs are read
  * in read-only transactions.
  */
-import { fork } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
+import { forkNode } from '../support/compiled'
 import { createEngine, type Store } from '../../src'
 import { runCli as runCliInProcess, usage } from '../../src/cli/main'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
@@ -40,8 +40,7 @@ function hashFiles(file: string): Record<string, string> {
 /** Runs test/crash/crash-child.ts and SIGKILLs it once the model's text has been stored. */
 function crashMidTurn(): Promise<{ sessionId: string; turnId: string }> {
   return new Promise((resolve, reject) => {
-    const child = fork(path.join(__dirname, '../crash/crash-child.ts'), [dbPath, server.url], {
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
+    const child = forkNode(path.join(__dirname, '../crash/crash-child.ts'), [dbPath, server.url], {
       env: { ...process.env, TURNCHART_CHILD: '1' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })

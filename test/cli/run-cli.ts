@@ -1,6 +1,7 @@
 /** Runs the CLI from source as a child process (ts-node, transpile only), like `npm run demo`. */
 import { spawn } from 'node:child_process'
 import path from 'node:path'
+import { cliArgs } from '../support/compiled'
 
 export const root = path.resolve(__dirname, '../..')
 
@@ -11,9 +12,8 @@ export interface CliRun {
 }
 
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<CliRun> {
-  const tsNode = require.resolve('ts-node/dist/bin.js', { paths: [root] })
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tsNode, '--transpile-only', path.join(root, 'src/cli/main.ts'), ...args], {
+    const child = spawn(process.execPath, [...cliArgs(), ...args], {
       cwd: root,
       env: { ...process.env, NO_COLOR: '1', TURNCHART_BASE_URL: '', TURNCHART_MODEL: '', TURNCHART_API_KEY: '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { cliArgs } from '../support/compiled'
 import { colors, type CliIO } from '../../src/cli/io'
 import { createPrinter } from '../../src/cli/demo'
 import { root } from './run-cli'
@@ -23,8 +24,7 @@ test.each([
   ['SIGINT', 130],
 ] as const)('%s during a turn: the demo closes its engine and exits with %i; no turn stays owned, no part open', async (signal, status) => {
   const db = path.join(dir, `${signal}.db`)
-  const tsNode = require.resolve('ts-node/dist/bin.js', { paths: [root] })
-  const child = spawn(process.execPath, [tsNode, '--transpile-only', path.join(root, 'src/cli/main.ts'), 'demo', '--db', db], {
+  const child = spawn(process.execPath, [...cliArgs(), 'demo', '--db', db], {
     cwd: root,
     env: { ...process.env, NO_COLOR: '1', TURNCHART_BASE_URL: '' },
     stdio: ['ignore', 'pipe', 'pipe'],

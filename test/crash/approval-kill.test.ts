@@ -5,10 +5,10 @@
  * may have started becomes an error "interrupted by a restart" that the model sees. The side
  * effects are counted in a file.
  */
-import { fork } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { forkNode } from '../support/compiled'
 import { createEngine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { modelFor, tempDbPath } from '../support/harness'
@@ -35,8 +35,7 @@ const charges = () => fs.readFileSync(sideEffects, 'utf8').split('\n').filter(Bo
 
 function runChildUntilKilled(point: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = fork(path.join(__dirname, 'approval-kill-child.ts'), [dbPath, server.url, point], {
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
+    const child = forkNode(path.join(__dirname, 'approval-kill-child.ts'), [dbPath, server.url, point], {
       env: { ...process.env, TURNCHART_SIDE_EFFECTS: sideEffects },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })

@@ -3,9 +3,10 @@
  * worker is SIGKILLed mid-run. Every turn completes exactly once, no part is left open, and no
  * session ever had two turns running at once (checked from the transition log's times).
  */
-import { fork, type ChildProcess } from 'node:child_process'
+import { type ChildProcess } from 'node:child_process'
 import net from 'node:net'
 import path from 'node:path'
+import { forkNode } from '../support/compiled'
 import { Client } from 'pg'
 import { createEngine, type Engine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
@@ -58,8 +59,7 @@ test('3 workers, 60 turns over 20 sessions, one worker killed: every turn comple
     [0, 1, 2].map(
       (index) =>
         new Promise<void>((resolve, reject) => {
-          const worker = fork(path.join(__dirname, 'pg-worker.ts'), [database, server.url], {
-            execArgv: ['-r', 'ts-node/register/transpile-only'],
+          const worker = forkNode(path.join(__dirname, 'pg-worker.ts'), [database, server.url], {
             stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
           })
           workers[index] = worker

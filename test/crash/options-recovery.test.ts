@@ -2,9 +2,9 @@
  * A turn started with per-prompt options is SIGKILLed mid-stream; the engine that recovers it
  * resumes with the same model, system prompt, tools, call settings, step limit and prompt parts.
  */
-import { fork } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
+import { forkNode } from '../support/compiled'
 import { createEngine, type Engine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { tempDbPath } from '../support/harness'
@@ -27,8 +27,7 @@ afterEach(async () => {
 
 test('a crashed turn with per-prompt options resumes with the same ones', async () => {
   server.hang()
-  const child = fork(path.join(__dirname, 'options-child.ts'), [dbPath, server.url], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
+  const child = forkNode(path.join(__dirname, 'options-child.ts'), [dbPath, server.url], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const streaming = new Promise<string>((resolve) => {
@@ -65,8 +64,7 @@ test('a crashed turn with per-prompt options resumes with the same ones', async 
 
 test('prompts queued from two engines run in order, one each, though the engine running the first was SIGKILLed', async () => {
   server.hang()
-  const child = fork(path.join(__dirname, 'options-child.ts'), [dbPath, server.url], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
+  const child = forkNode(path.join(__dirname, 'options-child.ts'), [dbPath, server.url], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const started = new Promise<{ sessionId: string; turnId: string }>((resolve) => {

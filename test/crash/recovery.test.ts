@@ -4,9 +4,10 @@
  * is left open, the turn ends completed (resume) or aborted (abort policy), and the log shows
  * the crash and the recovery.
  */
-import { fork, type ChildProcess } from 'node:child_process'
+import { type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
+import { forkNode } from '../support/compiled'
 import { createEngine, type Engine, type Part, type ToolPart } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { modelFor, tempDbPath } from '../support/harness'
@@ -66,8 +67,7 @@ interface ChildRun {
 /** Starts the child and resolves once `until` says the moment to kill has come. */
 function runChild(until: (message: { type: string; to?: string; delta?: string }) => boolean): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
-    const child = fork(path.join(__dirname, 'crash-child.ts'), [dbPath, server.url], {
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
+    const child = forkNode(path.join(__dirname, 'crash-child.ts'), [dbPath, server.url], {
       env: { ...process.env, TURNCHART_CHILD: '1' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
@@ -246,8 +246,7 @@ test('two engines opening the file at once, in two processes: the turn is claime
   server.text('two')
   const open = () =>
     new Promise<{ recovered: boolean; outcome: string | null }>((resolve, reject) => {
-      const child = fork(path.join(__dirname, 'recover-child.ts'), [dbPath, server.url, run.sessionId], {
-        execArgv: ['-r', 'ts-node/register/transpile-only'],
+      const child = forkNode(path.join(__dirname, 'recover-child.ts'), [dbPath, server.url, run.sessionId], {
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       })
       child.on('message', (m: { type: string; recovered: boolean; outcome: string | null }) => resolve(m))

@@ -4,6 +4,7 @@
  * one (past or future) a predicate accepts.
  */
 import { fork, type ChildProcess } from 'node:child_process'
+import { nodeEntry } from './compiled'
 
 export type ChildMessage = { type: string; to?: string; turnId?: string; sessionId?: string; outcome?: string; error?: string; delta?: string; env?: string }
 
@@ -16,7 +17,8 @@ export interface TestChild {
 }
 
 export function forkChild(script: string, args: string[], env: NodeJS.ProcessEnv = process.env): TestChild {
-  const child = fork(script, args, { execArgv: ['-r', 'ts-node/register/transpile-only'], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const entry = nodeEntry(script)
+  const child = fork(entry.file, args, { execArgv: entry.execArgv, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const messages: ChildMessage[] = []
   const waiters: Array<{ predicate: (m: ChildMessage) => boolean; resolve: (m: ChildMessage) => void }> = []
   child.on('message', (message: ChildMessage) => {

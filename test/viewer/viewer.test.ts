@@ -8,6 +8,7 @@
 import { execFile, execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
+import { cliArgs } from '../support/compiled'
 import { promisify } from 'node:util'
 import { createEngine, type Engine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
@@ -125,8 +126,7 @@ withBrowser('a running turn is shown live: its current state marked, the page po
 
 test('turnchart view <db>: prints its 127.0.0.1 URL, serves the API, and stops on SIGTERM (exit 0)', async () => {
   const { spawn } = require('node:child_process') as typeof import('node:child_process')
-  const tsNode = require.resolve('ts-node/dist/bin.js', { paths: [root] })
-  const child = spawn(process.execPath, [tsNode, '--transpile-only', path.join(root, 'src/cli/main.ts'), 'view', dbPath], {
+  const child = spawn(process.execPath, [...cliArgs(), 'view', dbPath], {
     cwd: root,
     env: { ...process.env, NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
