@@ -9,7 +9,7 @@ import type { Store } from '../store/store'
 import type { TurnServices } from '../turn/turn-config'
 import type { TurnRequest } from '../turn/turn-starts'
 import type { PromptOptions } from '../core/types'
-import { resolveTurnOptions, turnConfig } from './call-settings'
+import { resolveTurnOptions, turnConfig } from './resolve-turn-options'
 
 /**
  * The `TurnRequest` of a prompt. Throws `InvalidArgumentError` for an unknown model or tool

@@ -4,7 +4,7 @@
  * registries, and the runner a recovered turn runs again in.
  */
 import type { ResolvedConfig } from '../config/resolved-config'
-import { turnConfig } from '../conversation/call-settings'
+import { turnConfig } from '../conversation/resolve-turn-options'
 import { recoverWith, type RecoveryPorts } from '../turn/recovery/recover-turns'
 import type { TurnDeps } from '../turn/run-turn'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'

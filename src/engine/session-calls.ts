@@ -8,7 +8,7 @@ import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, vis
 import type { EngineCall } from './engine-calls'
 import { newId } from '../core/ids'
 import { requireId, sessionOptions } from '../core/arguments'
-import { validateSessionDefaults } from '../conversation/call-settings'
+import { validateSessionDefaults } from '../conversation/resolve-turn-options'
 import type { Store } from '../store/store'
 import type { MessageWithParts, SessionDefaults, SessionInfo, SessionUsage } from '../core/types'
 

@@ -4,19 +4,8 @@
  * Usage: node -r ts-node/register/transpile-only crash-child.ts <db> <baseURL> <scenario>
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
-import { tool } from 'ai'
-import { z } from 'zod'
 import { createEngine } from '../../src'
-import { idempotent } from '../../src/tools/tool-options'
-
-export const childTools = {
-  /** Never returns: the process dies while it runs. */
-  deploy: tool({ description: 'Deploy', inputSchema: z.object({ env: z.string() }), execute: () => new Promise<string>(() => {}) }),
-  /** Idempotent: recovery runs it again. */
-  read: idempotent(
-    tool({ description: 'Read a file', inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => (process.env.TURNCHART_CHILD ? new Promise<string>(() => {}) : `contents of ${path}`) }),
-  ),
-}
+import { childTools } from './child-tools'
 
 async function main() {
   const [dbPath, baseURL] = process.argv.slice(2)

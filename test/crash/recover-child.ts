@@ -5,7 +5,7 @@
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { createEngine } from '../../src'
-import { childTools } from './crash-child'
+import { childTools } from './child-tools'
 
 async function main() {
   const [dbPath, baseURL, sessionId] = process.argv.slice(2)

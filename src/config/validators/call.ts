@@ -2,7 +2,7 @@
 import type { TurnSettings } from '../../core/types'
 import { InvalidOptionError } from '../../core/errors'
 import type { ModelLimits } from '../../policy/overflow'
-import { validateTurnSettings } from '../call-settings'
+import { validateTurnSettings } from './call-settings'
 import type { EngineOptions } from '../options'
 import { nonNegativeInteger, optionGroup } from '../option-values'
 

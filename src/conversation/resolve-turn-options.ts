@@ -9,7 +9,7 @@ import type { ResolvedConfig } from '../config/resolved-config'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import { InvalidArgumentError } from '../core/errors'
 import type { PromptOptions, SessionDefaults, StoredTurnOptions } from '../core/types'
-import { isPlainObject, promptKeys, validateTurnSettings } from '../config/call-settings'
+import { isPlainObject, promptKeys, validateTurnSettings } from '../config/validators/call-settings'
 
 export interface ResolvedTurnOptions {
   stored: StoredTurnOptions
