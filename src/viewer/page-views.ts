@@ -13,7 +13,8 @@ import type { Part } from '../core/types'
 function pagePart(part: Part): PagePart {
   if (part.type !== 'file' || part.data === undefined) return part
   const { data, ...rest } = part
-  return { ...rest, bytes: Math.floor((data.length * 3) / 4) }
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0
+  return { ...rest, bytes: Math.floor((data.length * 3) / 4) - padding }
 }
 
 /** Undefined for an unknown session. */
