@@ -18,7 +18,7 @@ export interface ChartGraphNode {
 }
 
 export interface ChartGraphEdge {
-  /** Stable and readable: `source>event[guard]>target` (`initial>…` for an initial marker's edge). */
+  /** Stable and readable, without spaces: `source>event[guard]>target` (`initial>…` for an initial marker's edge). */
   id: string
   source: string
   /** A state's key; an edge into a history state targets its parent (`history: true`). */
@@ -72,7 +72,8 @@ function build(machine: AnyStateMachine): Built {
   const edgesOf = new Map<Definition, ChartGraphEdge[]>()
   const seen = new Set<string>()
   const add = (definition: Definition | null, edge: Omit<ChartGraphEdge, 'id' | 'label'>) => {
-    let id = `${edge.source}>${edge.event || 'always'}${edge.guard ? `[${edge.guard}]` : ''}>${edge.target}${edge.kind === 'history' ? '.history' : ''}`
+    // No spaces (`overflowed&&mayCompact`): the page lists ids in attributes, space-separated.
+    let id = `${edge.source}>${edge.event || 'always'}${edge.guard ? `[${edge.guard.replace(/\s+/g, '')}]` : ''}>${edge.target}${edge.kind === 'history' ? '.history' : ''}`
     if (edge.kind === 'initial') id = `initial>${edge.target}`
     // Two definitions alike in all that is drawn stay two edges (never happens in this chart).
     for (let n = 2; seen.has(id); n++) id = `${id}#${n}`

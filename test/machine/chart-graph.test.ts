@@ -48,6 +48,9 @@ test('every edge of the machine is drawn once, from the state that defines it, w
   expect(toolRunning.label).toEqual(['step.finished', '[hasToolCalls]'])
   expect(drawn.find((e) => e.source === 'retry-waiting')!.label).toEqual(['after(retryDelay)'])
   expect(drawn.find((e) => e.kind === 'history')).toMatchObject({ source: 'interrupted', target: 'running', label: ['turn.recover', '(history)'] })
+  // Ids are listed space-separated in the page's attributes.
+  expect(chartGraph().edges.filter((e) => /\s/.test(e.id)).map((e) => e.id)).toEqual([])
+  expect(drawn.find((e) => e.source === 'streaming' && e.guard === 'overflowed && mayCompact')!.id).toBe('streaming>step.finished[overflowed&&mayCompact]>compaction')
   // turn.abort, handled at the root, leaves each top-level state that is not final.
   expect(chartGraph().edges.filter((e) => e.kind === 'any-state').map((e) => `${e.source}>${e.target}`)).toEqual(['idle>aborted', 'running>aborted', 'interrupted>aborted'])
 })

@@ -162,9 +162,17 @@ function render() {
   renderStatus()
 }
 
+function onRoute() {
+  state.route = parseRoute(location.hash)
+  connect()
+  render()
+}
+
+/** Routes at once (keys pressed in quick succession each see the route the last one made), and again on `hashchange`, harmlessly. */
 function go(hash: string) {
   if (location.hash === hash) return
   location.hash = hash
+  onRoute()
 }
 
 installKeys({
@@ -191,11 +199,7 @@ installKeys({
   },
 })
 
-window.addEventListener('hashchange', () => {
-  state.route = parseRoute(location.hash)
-  connect()
-  render()
-})
+window.addEventListener('hashchange', onRoute)
 
 connect()
 render()
