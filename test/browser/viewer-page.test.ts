@@ -99,6 +99,13 @@ async function open(hash: string, width = 1280, height = 900): Promise<Page> {
   return page
 }
 
+/** A screenshot of one element for the docs, the page scrolled to the top (so the sticky header covers none of it). */
+async function shoot(page: Page, selector: string, file: string) {
+  await page.evaluate(() => (globalThis as any).scrollTo(0, 0))
+  const box = (await page.locator(selector).boundingBox())!
+  await page.screenshot({ path: path.join(images, file), fullPage: true, clip: { x: Math.max(0, box.x - 8), y: Math.max(0, box.y - 8), width: box.width + 16, height: box.height + 16 } })
+}
+
 const turnHash = (turnId: string) => `#/session/${demo.session}/turn/${turnId}`
 
 interface ChartFacts {
@@ -229,7 +236,7 @@ browserTest("the demo's turns on the laid-out chart: nested boxes that never ove
       for (const seq of entered) expect(streaming.title).toMatch(new RegExp(`#${seq} at \\+[\\d.]+ m?s for [\\d.]+ m?s`))
       for (const seq of entered) expect(rows[seq]).toMatch(/[\d.]+ m?s in streaming/)
       expect(facts.states.completed.classes).toContain('ended')
-      await page.locator(`article[data-turn="${turn.id}"]`).screenshot({ path: path.join(images, 'viewer-turn.png') })
+      await shoot(page, `article[data-turn="${turn.id}"]`, 'viewer-turn.png')
     }
   }
   await page.close()
@@ -254,7 +261,7 @@ browserTest('a turn another engine runs moves on in the page while it watches: i
   const seconds = (text: string | null) => Number(/in ([\d.]+) s/.exec(text ?? '')?.[1] ?? NaN)
   if (/in [\d.]+ s/.test(later ?? '')) expect(seconds(later)).toBeLessThan(seconds(first))
   expect(await article.locator('g[data-state="retry-waiting"] text.info').textContent()).toMatch(/retry in [\d.]+ m?s/)
-  await article.screenshot({ path: path.join(images, 'viewer-live.png') })
+  await shoot(page, `article[data-turn="${turn.id}"]`, 'viewer-live.png')
   // The retry fires in the other engine: streaming again, its text arriving.
   await article.locator('g[data-state="streaming"].current').waitFor()
   await article.locator('.part-text', { hasText: 'working on it' }).waitFor()

@@ -132,15 +132,35 @@ function drawBox(box: DrawnBox, turn: TurnView, visits: Visit[], start: number) 
   return g
 }
 
-/** The numbered badges of the transitions drawn on one edge, spaced along it (one badge listing them all if the edge is too short). */
-function drawBadges(edge: DrawnEdge, steps: Array<{ step: PathStep; member: string }>, stayed: Map<number, string>, start: number) {
+/**
+ * Where `count` badges go on an edge: spread along it, clear of its label and of its ends
+ * (the arrowhead, the boxes' borders); evenly along it if no such room is left.
+ */
+function badgeSpots(edge: DrawnEdge, count: number): Point[] {
   const points = edge.points as Point[]
   const length = polylineLength(points)
+  const label = edge.label
+  const clear = (distance: number) => {
+    if (distance < badgeRadius + 4 || distance > length - badgeRadius - 10) return false
+    if (!label) return true
+    const [x, y] = pointAlong(points, distance)
+    const r = badgeRadius + 2
+    return x + r < label.x || x - r > label.x + label.width || y + r < label.y || y - r > label.y + label.height
+  }
+  const free: number[] = []
+  for (let distance = 0; distance <= length; distance += 2) if (clear(distance)) free.push(distance)
+  if (free.length === 0) return Array.from({ length: count }, (_, i) => pointAlong(points, (length * (i + 1)) / (count + 1)))
+  return Array.from({ length: count }, (_, i) => pointAlong(points, free[Math.floor(((i + 0.5) * free.length) / count)]))
+}
+
+/** The numbered badges of the transitions drawn on one edge (one badge listing them all if the edge is too short for each its own). */
+function drawBadges(edge: DrawnEdge, steps: Array<{ step: PathStep; member: string }>, stayed: Map<number, string>, start: number) {
+  const length = polylineLength(edge.points as Point[])
   const title = ({ step }: { step: PathStep }) =>
     `#${step.seq} at ${offset(step.time - start)}: ${step.from} → ${step.to} on ${step.event}${stayed.has(step.seq) ? `; then ${stayed.get(step.seq)}` : ''}`
   if (steps.length * badgeSpacing > length) {
     const text = steps.map(({ step }) => step.seq).join(',')
-    const [cx, cy] = pointAlong(points, length / 2)
+    const [[cx, cy]] = badgeSpots(edge, 1)
     const width = Math.max(2 * badgeRadius, text.length * 6.2 + 8)
     return [
       svg(
@@ -152,8 +172,9 @@ function drawBadges(edge: DrawnEdge, steps: Array<{ step: PathStep; member: stri
       ),
     ]
   }
+  const spots = badgeSpots(edge, steps.length)
   return steps.map((entry, i) => {
-    const [cx, cy] = pointAlong(points, (length * (i + 1)) / (steps.length + 1))
+    const [cx, cy] = spots[i]
     return svg(
       'g',
       { class: 'badge', 'data-seq': entry.step.seq, 'data-edge': edge.id, 'data-member': entry.member, transform: `translate(${cx},${cy})` },
