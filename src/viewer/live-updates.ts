@@ -66,7 +66,8 @@ export function createLiveUpdates(store: ReadOnlyStore, options: LiveUpdateOptio
       }
       for (const client of watchers) {
         if (!clients.has(client)) continue
-        client.sent.delete('failure')
+        // After a failure the page gets everything again: that is how it knows the database answers.
+        if (client.sent.has('failure')) client.sent.clear()
         send(client, 'sessions', sessions)
         if (client.sessionId === undefined) continue
         const page = pages.get(client.sessionId)

@@ -144,6 +144,32 @@ test('the live stream of a session the database does not hold says so', async ()
   }
 })
 
+test('a database that stops answering is said on the stream, and the stream goes on when it answers again', async () => {
+  const copy = path.join(path.dirname(dbPath), 'copy.db')
+  await new Promise<void>((resolve, reject) => {
+    const source = new Database(dbPath, { readonly: true })
+    source.backup(copy).then(() => (source.close(), resolve()), reject)
+  })
+  const copyViewer = await startViewer({ database: copy })
+  const stream = await readEvents(`${copyViewer.url}api/live?session=${ids.done}`)
+  const other = new Database(copy)
+  try {
+    await stream.next((e) => e.event === 'session')
+    // Another program renames a table under the viewer: its reads fail.
+    other.exec('alter table turnchart_parts rename to parts_elsewhere')
+    const failure = await stream.next((e) => e.event === 'failure')
+    expect(failure.data.message).toMatch(/no such table: turnchart_parts/)
+    other.exec('alter table parts_elsewhere rename to turnchart_parts')
+    const sessionEvents = () => stream.events.filter((e) => e.event === 'session').length
+    const before = sessionEvents()
+    await stream.next((e) => e.event === 'session' && sessionEvents() > before)
+  } finally {
+    other.close()
+    stream.close()
+    await copyViewer.close()
+  }
+})
+
 test('on PostgreSQL the server notices another connection\'s commits too (its snapshot moves)', async () => {
   if (!(await postgresAnswers())) {
     console.log(`skipped: no PostgreSQL answers at ${pgBaseUrl}`)
