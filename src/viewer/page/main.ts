@@ -109,7 +109,13 @@ function carryOver(from: HTMLElement, to: HTMLElement) {
   const fromChart = from.querySelector('details.turn-chart') as HTMLDetailsElement | null
   const toChart = to.querySelector('details.turn-chart') as HTMLDetailsElement | null
   if (fromChart && toChart) toChart.open = fromChart.open
-  if (from.querySelector('figure.chart.zoomed')) to.querySelector<HTMLButtonElement>('button.zoom')?.click()
+  const zoomed = from.querySelector<HTMLElement>('figure.chart.zoomed')
+  if (zoomed) {
+    to.querySelector<HTMLButtonElement>('button.zoom')?.click()
+    const figure = to.querySelector<HTMLElement>('figure.chart')
+    // Once in the page, the new frame scrolls to where the reader had scrolled the old one.
+    if (figure) requestAnimationFrame(() => figure.scrollTo(zoomed.scrollLeft, zoomed.scrollTop))
+  }
 }
 
 /** The route the last arrival (scroll, focus) was made for: live updates do not move the reader. */
