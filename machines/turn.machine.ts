@@ -111,6 +111,7 @@ export const turnMachine = setup({
       error: ({ context, event }): SerializedError =>
         event.type === 'step.finished' && event.doomLoop ? event.doomLoop : new StepLimitError(context.maxSteps ?? 0).toJSON(),
     }),
+    countSteered: assign({ steered: ({ context, event }) => context.steered + (event.type === 'turn.steered' ? event.messages : 0) }),
     countCompaction: assign({ compactions: ({ context }) => context.compactions + 1, attempt: 1, waitedMs: 0 }),
     /** `turn.recover`: what is left of a retry wait at the persisted deadline (read only in a retry wait). */
     resumeAfterCrash: assign({ retryDelayMs: ({ event }) => (event.type === 'turn.recover' ? event.retryDelayMs : 0) }),
@@ -148,6 +149,7 @@ export const turnMachine = setup({
     outcome: null,
     pendingApprovals: [],
     maxSteps: input.maxSteps ?? null,
+    steered: 0,
   }),
   output: ({ context }) => ({ outcome: context.outcome ?? 'aborted', error: context.error }),
   on: {
@@ -168,6 +170,8 @@ export const turnMachine = setup({
         'turn.fail': { target: 'failed', actions: 'rememberFailure' },
         // Written by recovery when work was in flight; `interrupted` resumes through `history`.
         'turn.crashed': { target: 'interrupted' },
+        // A steered message joined the history before a model call: logged, the state stays.
+        'turn.steered': { actions: 'countSteered' },
       },
       states: {
         /** One step: an LLM call, and the waits between its attempts. */

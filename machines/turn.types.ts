@@ -34,6 +34,8 @@ export interface TurnContext {
   outcome: 'completed' | 'aborted' | 'failed' | null
   /** Tool calls of the last step still waiting for `approve`/`deny`. */
   pendingApprovals: string[]
+  /** Messages steered into the turn so far (`engine.steer`), each taken before a model call. */
+  steered: number
   /** Steps the turn may make (`maxSteps`); null: no limit. */
   maxSteps: number | null
 }
@@ -69,6 +71,11 @@ export type TurnEvent =
       /** Set when the turn's calls loop and the policy is `stop`: the DoomLoopError record. */
       doomLoop?: SerializedError | null
     }
+  /**
+   * Messages sent to the running turn (`engine.steer`) were taken into its history: stored as
+   * user messages, seen by the model call about to be made. Logged as a row of its own.
+   */
+  | { type: 'turn.steered'; messages: number }
   | { type: 'tool.approved'; callId: string }
   | { type: 'tool.denied'; callId: string; reason?: string }
   | {

@@ -69,6 +69,12 @@ export interface EngineOptions {
   limits?: ModelLimits
   /** AI SDK `tool()` definitions with `execute`. */
   tools?: ToolSet
+  /**
+   * Tools whose approvals may carry an edited input (`engine.approve(turnId, callId, { input })`):
+   * `true` for every tool, or their names. Default: none (an edit hands the tool's input to
+   * whoever approves).
+   */
+  editableApprovals?: boolean | string[]
   /** System prompt sent with every step. */
   system?: string
   /** Retry policy; see `RetryOptions`. */

@@ -26,6 +26,8 @@ export interface ResolvedConfig {
   maxFileBytes: number
   limits: ModelLimits | undefined
   tools: ToolSet
+  /** Tools whose approvals may edit the call's input (`true`: all). */
+  editableApprovals: boolean | readonly string[]
   system: string | undefined
   retry: RetryOptions
   /** The app's error classifier, when it replaced turnchart's (`classifyError`). */

@@ -4,12 +4,12 @@
  * Polling (not PostgreSQL's LISTEN/NOTIFY) keeps one path for both dialects; the bound on how
  * soon a request takes effect is the interval.
  */
-import type { ControlStore } from '../store/store'
+import type { ControlRequest, ControlStore } from '../store/store'
 
 /** What the poller needs of a running turn: its id and the three decisions. */
 export interface ControlTarget {
   readonly id: string
-  approve(callId: string): void
+  approve(callId: string, options?: { input?: unknown }): Promise<void> | void
   deny(callId: string, reason?: string): void
   abort(reason?: string): void
 }
@@ -47,7 +47,7 @@ export function startControlPoller(options: {
       for (const request of await options.requests.pending([...byId.keys()])) {
         const turn = byId.get(request.turnId)
         if (!turn) continue
-        await options.requests.handled(request.id, apply(turn, request), Date.now())
+        await options.requests.handled(request.id, await apply(turn, request), Date.now())
       }
     } catch (error) {
       options.onError(error)
@@ -64,10 +64,10 @@ export function startControlPoller(options: {
 }
 
 /** Applies one request; returns null when applied, or why it could not be. */
-function apply(turn: ControlTarget, request: { kind: 'approve' | 'deny' | 'abort'; callId: string | null; reason: string | null }): string | null {
+async function apply(turn: ControlTarget, request: ControlRequest): Promise<string | null> {
   try {
     if (request.kind === 'abort') turn.abort(request.reason ?? 'aborted from another engine')
-    else if (request.kind === 'approve') turn.approve(request.callId ?? '')
+    else if (request.kind === 'approve') await turn.approve(request.callId ?? '', request.input === undefined ? undefined : { input: request.input })
     else turn.deny(request.callId ?? '', request.reason ?? undefined)
     return null
   } catch (error) {

@@ -19,7 +19,16 @@ export interface RemoteControlDeps {
   waitMs: number
   /** How often to look whether it did. */
   checkEveryMs: number
+  /**
+   * An edited approval of a call another engine runs, checked here before it is stored (the
+   * tool's editability and schema, read from the stored call): resolves with the input as its
+   * schema parses it.
+   */
+  checkEdit(turnId: string, callId: string, input: unknown): Promise<unknown>
 }
+
+/** What is decided of a waiting call: approved (maybe with an edited input) or denied (maybe with a reason). */
+export type Decision = { kind: 'approve'; input?: unknown } | { kind: 'deny'; reason?: string }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -29,10 +38,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
  * `ApprovalNotPendingError` when the call is not waiting.
  *
  * @example
- * await requestDecision(deps, turnId, 'call_1', 'approve')
+ * await requestDecision(deps, turnId, 'call_1', { kind: 'approve' })
  */
-export async function requestDecision(deps: RemoteControlDeps, turnId: string, callId: string, kind: 'approve' | 'deny', reason?: string): Promise<void> {
-  const apply = (turn: ControlTarget) => (kind === 'approve' ? turn.approve(callId) : turn.deny(callId, reason))
+export async function requestDecision(deps: RemoteControlDeps, turnId: string, callId: string, decision: Decision): Promise<void> {
+  const apply = async (turn: ControlTarget) => {
+    if (decision.kind === 'deny') return turn.deny(callId, decision.reason)
+    await turn.approve(callId, decision.input === undefined ? undefined : { input: decision.input })
+  }
   let turn = deps.localTurn(turnId)
   if (!turn) {
     await deps.recover() // a turn left waiting by an engine that is gone
@@ -43,8 +55,9 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
   if (!record) throw new ApprovalNotPendingError(turnId, callId, 'no such turn')
   if (record.outcome) throw new ApprovalNotPendingError(turnId, callId, `the turn ended (${record.outcome})`)
   if (record.state !== 'awaiting-approval') throw new ApprovalNotPendingError(turnId, callId, `the turn is in '${record.state}'`)
+  const edited = decision.kind === 'approve' && decision.input !== undefined ? { input: await deps.checkEdit(turnId, callId, decision.input) } : {}
   const id = newId('ctl')
-  await deps.store.controls.add({ id, turnId, kind, callId, reason: reason ?? null, createdAt: Date.now() })
+  await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited })
   const deadline = Date.now() + deps.waitMs
   while (Date.now() < deadline) {
     await sleep(deps.checkEveryMs)

@@ -17,13 +17,19 @@ import { finalTextOf } from '../turn/turn-result'
 import { usageOfMessages } from '../core/usage'
 import type { UserPartDraft } from './user-input'
 
-/** A prompt waiting for its session to be idle. */
+/** A prompt waiting for its session to be idle, or a message steered into its running turn. */
 export interface QueuedPrompt {
   /** The id its turn will have (`engine.getTurn`, `engine.activeTurn(sessionId)?.id` once it runs). */
   readonly id: string
   readonly sessionId: string
-  /** Resolves when its turn has ended (whichever engine ran it); rejects with `QueuedPromptCancelledError` when cancelled first. */
+  /**
+   * Resolves when the turn that delivered it has ended (whichever engine ran it: its own turn,
+   * or for a steer the running turn that took it); rejects with `QueuedPromptCancelledError`
+   * when cancelled first.
+   */
   readonly done: Promise<TurnResult>
+  /** Resolves once it is stored (durably: any engine on the database delivers it from then on); rejects when it could not be. */
+  readonly stored: Promise<void>
   /** Removes it from the queue; false when its turn already started (or it is gone). */
   cancel(): Promise<boolean>
 }
@@ -40,6 +46,8 @@ export interface PromptQueueDeps {
 
 interface Waiter {
   sessionId: string
+  /** A steer: the turn that was running when it was stored (it takes the steer unless it ends first). */
+  target?: string
   resolve(result: TurnResult): void
   reject(error: unknown): void
 }
@@ -59,12 +67,14 @@ export class PromptQueue {
   constructor(private readonly deps: PromptQueueDeps) {}
 
   /**
-   * Stores the prompt and starts it at once if its session is idle.
+   * Stores the prompt and starts it at once if its session is idle. A `steer` is taken by the
+   * session's running turn at its next model call instead (a steer no running turn takes
+   * starts a turn as a prompt does).
    *
    * @example
    * const queued = queue.enqueue(sessionId, parts, { model: 'fast' })
    */
-  enqueue(sessionId: string, input: UserPartDraft[], options: PromptOptions): QueuedPrompt {
+  enqueue(sessionId: string, input: UserPartDraft[], options: PromptOptions, kind: 'prompt' | 'steer' = 'prompt'): QueuedPrompt {
     const id = newId('trn')
     const { headers, stopWhen, ...stored } = options
     if (headers || stopWhen) this.memory.set(id, { ...(headers ? { headers } : {}), ...(stopWhen ? { stopWhen } : {}) })
@@ -75,23 +85,28 @@ export class PromptQueue {
       reject = rej
     })
     done.catch(() => undefined) // a caller that never awaits `done` gets no unhandled rejection
-    this.waiters.set(id, { sessionId, resolve, reject })
+    const waiter: Waiter = { sessionId, resolve, reject }
+    this.waiters.set(id, waiter)
     const now = Date.now()
-    this.deps.store
-      .transaction(async (tx) => {
-        // A write first (SQLite: a read-then-write transaction fails at once with SQLITE_BUSY when another connection wrote in between).
-        if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
-        await tx.queue.insert({ id, sessionId, input, options: stored, time: { created: now } })
-      })
-      .then(
-        () => {
-          this.deps.bus.publish({ type: 'prompt.queued', sessionId, id })
-          this.ensurePolling()
-          return this.drain(sessionId)
-        },
-        (error) => this.settle(id, error),
-      )
-    return { id, sessionId, done, cancel: () => this.cancel(id) }
+    const saved = this.deps.store.transaction(async (tx) => {
+      // A write first (SQLite: a read-then-write transaction fails at once with SQLITE_BUSY when another connection wrote in between).
+      if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
+      await tx.queue.insert({ id, sessionId, input, options: stored, time: { created: now }, ...(kind === 'steer' ? { kind } : {}) })
+      if (kind === 'steer') {
+        const running = await tx.turns.openOfSession(sessionId)
+        if (running) waiter.target = running.id
+      }
+    })
+    saved.then(
+      () => {
+        this.deps.bus.publish({ type: 'prompt.queued', sessionId, id, kind })
+        this.ensurePolling()
+        return this.drain(sessionId)
+      },
+      (error) => this.settle(id, error),
+    )
+    saved.catch(() => undefined) // told through `done` (and `stored`, to a caller that awaits it)
+    return { id, sessionId, done, stored: saved, cancel: () => this.cancel(id) }
   }
 
   /** The session's queued prompts, oldest first. */
@@ -187,7 +202,8 @@ export class PromptQueue {
             text: finalTextOf(messages),
           })
         } else if (!turn && !(await store.queue.get(id))) {
-          this.settle(id, new QueuedPromptCancelledError(waiter.sessionId, id))
+          if (waiter.target) await this.followTarget(id, waiter.target)
+          else this.settle(id, new QueuedPromptCancelledError(waiter.sessionId, id))
         } else if (!turn) {
           await this.drain(waiter.sessionId)
         }
@@ -195,5 +211,20 @@ export class PromptQueue {
         // the database is closing: the engine's close settles the handles
       }
     }
+  }
+
+  /** A steer taken by the turn it was sent to: its handle settles with that turn's end. */
+  private async followTarget(id: string, target: string): Promise<void> {
+    const turn = await this.deps.store.turns.get(target)
+    if (!turn?.outcome) return // still running: the next check looks again
+    const messages = (await this.deps.store.messages.list(turn.sessionId)).filter((m) => m.info.turnId === target)
+    this.settle(id, null, {
+      turnId: target,
+      sessionId: turn.sessionId,
+      outcome: turn.outcome,
+      ...(turn.error ? { error: errorFromRecord(turn.error) } : {}),
+      usage: usageOfMessages(target, messages.map((m) => m.info)),
+      text: finalTextOf(messages),
+    })
   }
 }

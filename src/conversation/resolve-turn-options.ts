@@ -114,6 +114,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
     model: config.model,
     system: config.system,
     tools: config.tools,
+    editableApprovals: config.editableApprovals,
     call: config.call,
     limits: config.limits,
     compaction: { reserved: config.compaction.reserved, prompt: config.compaction.prompt },

@@ -19,8 +19,8 @@ export type TurnchartEvent =
   | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number }
   /** This engine lost the turn to another engine (fencing): it stopped here; the other engine goes on. */
   | { type: 'turn.lost'; sessionId: string; turnId: string; error: SerializedError }
-  /** A prompt was queued (`whenBusy: 'enqueue'`) and stored; `id` is its turn's to be. */
-  | { type: 'prompt.queued'; sessionId: string; id: string }
+  /** A prompt was queued (`whenBusy: 'enqueue'`) or a message steered (`kind: 'steer'`), and stored; `id` is its turn's to be. */
+  | { type: 'prompt.queued'; sessionId: string; id: string; kind: 'prompt' | 'steer' }
 
 export type TurnchartEventType = TurnchartEvent['type']
 export type Listener = (event: TurnchartEvent) => void

@@ -62,6 +62,10 @@ export interface TextPart extends PartBase {
   providerMetadata?: PartProviderMetadata
 }
 
+/**
+ * A tool call's state. `input` is what the tool runs with and what the model is shown as the
+ * call's input; `modelInput` is the model's own input when an approval edited it.
+ */
 export type ToolState =
   | {
       status: 'pending'
@@ -69,11 +73,12 @@ export type ToolState =
       /** `required`: the call waits for `engine.approve` / `engine.deny` (state `awaiting-approval`). */
       approval?: 'required'
     }
-  | { status: 'running'; input: unknown; time: { start: number } }
-  | { status: 'completed'; input: unknown; output: unknown; time: { start: number; end: number } }
+  | { status: 'running'; input: unknown; modelInput?: unknown; time: { start: number } }
+  | { status: 'completed'; input: unknown; modelInput?: unknown; output: unknown; time: { start: number; end: number } }
   | {
       status: 'error'
       input: unknown
+      modelInput?: unknown
       error: string
       metadata?: Record<string, unknown>
       time: { start: number; end: number }

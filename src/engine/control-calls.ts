@@ -9,6 +9,9 @@ import { requestAbort, requestDecision } from '../control/remote-control'
 import { optionalString, requireId } from '../core/arguments'
 import type { Store } from '../store/store'
 import type { RunningTurns } from './running-turns'
+import { ApprovalNotPendingError, InvalidArgumentError } from '../core/errors'
+import type { ToolPart } from '../core/types'
+import { checkApprovalEdit } from '../tools/approval-edit'
 
 export interface ControlCalls {
   /**
@@ -16,8 +19,14 @@ export interface ControlCalls {
    * database: a turn whose engine is gone is taken over first; a turn another live engine runs
    * gets a stored request that engine applies within `controlPollIntervalMs` (this resolves
    * once it did). Throws `ApprovalNotPendingError` when the call is not waiting for approval.
+   *
+   * `options.input`: the call runs with this input instead of the model's (only for the tools
+   * named in `editableApprovals`; an edit of another tool is refused). It is checked against
+   * the tool's schema first: a bad one is an `InvalidArgumentError` and the call stays pending.
+   * The part keeps both (`state.input`: the approved one, which the model's next request shows
+   * as the call's input; `state.modelInput`: the model's).
    */
-  approve(turnId: string, callId: string): Promise<void>
+  approve(turnId: string, callId: string, options?: { input?: unknown }): Promise<void>
   /** Denies such a call: its part becomes an error carrying `reason`, and the model sees it. */
   deny(turnId: string, callId: string, reason?: string): Promise<void>
   /** Aborts the session's running turn, if any, whichever engine runs it; resolves when it has ended. */
@@ -49,6 +58,11 @@ export function engineControl(deps: {
     recover: deps.recover,
     waitMs: config.leaseMs + 2 * config.controlPollIntervalMs,
     checkEveryMs: Math.max(10, Math.floor(config.controlPollIntervalMs / 4)),
+    checkEdit: async (turnId: string, callId: string, input: unknown) => {
+      const call = await waitingCall(deps.store, turnId, callId)
+      if (!call) throw new ApprovalNotPendingError(turnId, callId, 'its part is not waiting for approval')
+      return checkApprovalEdit(config.tools, config.editableApprovals, call.tool, input)
+    },
   }
   const poller = startControlPoller({
     requests: deps.store.controls,
@@ -66,14 +80,27 @@ export function engineControl(deps: {
       turn.abort()
       await turn.done.catch(() => undefined)
     },
-    async approve(turnId, callId) {
+    async approve(turnId, callId, options) {
       requireOpen('approve a tool call')
-      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), 'approve')
+      if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
+        throw new InvalidArgumentError('options', options, 'an object like { input }')
+      }
+      const unknown = Object.keys(options ?? {}).find((key) => key !== 'input')
+      if (unknown) throw new InvalidArgumentError(`options.${unknown}`, (options as Record<string, unknown>)[unknown], 'input (the only option of approve)')
+      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'approve', ...(options?.input !== undefined ? { input: options.input } : {}) })
     },
     async deny(turnId, callId, reason) {
       requireOpen('deny a tool call')
-      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), 'deny', optionalString('reason', reason))
+      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'deny', reason: optionalString('reason', reason) })
     },
   }
   return { calls, poller }
+}
+
+/** The stored part of a call waiting for approval in a turn another engine runs. */
+async function waitingCall(store: Store, turnId: string, callId: string): Promise<ToolPart | undefined> {
+  const turn = await store.turns.get(turnId)
+  if (!turn) return undefined
+  const parts = (await store.messages.list(turn.sessionId, { fromLatestSummary: true })).filter((m) => m.info.turnId === turnId).flatMap((m) => m.parts)
+  return parts.find((p): p is ToolPart => p.type === 'tool' && p.callId === callId && p.state.status === 'pending' && p.state.approval === 'required')
 }

@@ -18,7 +18,7 @@ import type { EngineCall } from './engine-calls'
 import type { RunningTurns } from './running-turns'
 
 /** What `prompt` does on a busy session. */
-export type WhenBusy = 'reject' | 'enqueue' | 'interrupt'
+export type WhenBusy = 'reject' | 'enqueue' | 'interrupt' | 'steer'
 
 export interface PromptCalls {
   /**
@@ -39,6 +39,21 @@ export interface PromptCalls {
    * queued prompt's handle: `{ id, sessionId, done, cancel() }`.
    */
   prompt(sessionId: string, input: PromptInput, options: PromptOptions & { whenBusy: 'enqueue' }): QueuedPrompt
+  /**
+   * With `whenBusy: 'steer'`: as `steer` (the running turn takes it at its next model call; an
+   * idle session starts a turn with it). Returns its handle at once (`stored` says when it is
+   * in the database); the turn's options are those of the running turn, so only `whenBusy` is taken.
+   */
+  prompt(sessionId: string, input: PromptInput, options: { whenBusy: 'steer' }): QueuedPrompt
+  /**
+   * Sends a message to the session's running turn, wherever it runs: stored at once (resolves
+   * then), it joins the turn's history as a user message before the turn's next model call
+   * (after the results of the tools that were running), and the model sees it there. When the
+   * turn ends before another model call, or no turn runs, it starts the session's next turn:
+   * nothing sent is lost, also across a crash. Several steers keep their order. `input`: text
+   * or content parts, as `prompt` takes. The handle's `done` follows the turn that delivered it.
+   */
+  steer(sessionId: string, input: PromptInput): Promise<QueuedPrompt>
   /** The session's queued prompts, oldest first: `{ id, sessionId, input, options, time }`. */
   queue(sessionId: string): Promise<QueuedPromptRecord[]>
   /** Cancels a queued prompt by id; false when its turn already started (or there is no such prompt). */
@@ -76,6 +91,12 @@ export function promptCalls(deps: PromptCallDeps): PromptCalls {
       requireOpen('start a turn')
       return promptTurn(deps, requireId('sessionId', sessionId), input, options)
     }) as PromptCalls['prompt'],
+    async steer(sessionId, input) {
+      requireOpen('steer a turn')
+      const queued = queue.enqueue(requireId('sessionId', sessionId), userParts(input, deps.config.maxFileBytes), {}, 'steer')
+      await call('steer a turn', () => queued.stored)
+      return queued
+    },
     queue: (sessionId) => call('list queued prompts', () => queue.list(requireId('sessionId', sessionId))),
     cancelQueued: (id) => call('cancel a queued prompt', () => queue.cancel(requireId('id', id))),
     activeTurn(sessionId) {
@@ -97,7 +118,15 @@ function promptTurn(deps: PromptCallDeps, sessionId: string, input: PromptInput,
   const { config, running, queue } = deps
   const parts = userParts(input, config.maxFileBytes)
   const { whenBusy = 'reject', ...callOptions } = options ?? {}
-  if (!['reject', 'enqueue', 'interrupt'].includes(whenBusy)) throw new InvalidArgumentError('options.whenBusy', whenBusy, "'reject', 'enqueue' or 'interrupt'")
+  if (!['reject', 'enqueue', 'interrupt', 'steer'].includes(whenBusy)) {
+    throw new InvalidArgumentError('options.whenBusy', whenBusy, "'reject', 'enqueue', 'interrupt' or 'steer'")
+  }
+  if (whenBusy === 'steer') {
+    // A steered message runs with the options of the turn that takes it: a prompt's own would be dropped silently.
+    const own = Object.keys(callOptions)
+    if (own.length > 0) throw new InvalidArgumentError(`options.${own[0]}`, (callOptions as Record<string, unknown>)[own[0]], "no option with whenBusy 'steer' (the message joins the running turn, with its options)")
+    return queue.enqueue(sessionId, parts, {}, 'steer')
+  }
   const request = turnRequest(config, deps.services, sessionId, callOptions)
   if (whenBusy === 'enqueue') return queue.enqueue(sessionId, parts, callOptions)
   const current = running.ofSession(sessionId)

@@ -9,7 +9,7 @@
  * `custom`, `reasoning-file`) count as output or activity and are otherwise skipped.
  */
 import { EmptyModelStreamError } from '../core/errors'
-import { jsonSchemaValidator } from '../tools/json-schema-validator'
+import { checkInput, type CheckableSchema } from '../tools/validate-tool-input'
 import { untilAborted } from './idle-timer'
 import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { ProviderLanguageModel } from './language-model'
@@ -131,34 +131,8 @@ async function parseToolInput(tools: ToolSet | undefined, toolName: string, text
   const parsed = text.trim() === '' ? { ok: true as const, value: {} } : await parseJson(text)
   if (!schema) return { input: parsed.ok ? parsed.value : text, error: toolInputError(tools, toolName, undefined) }
   if (!parsed.ok) return { input: text, error: toolInputError(tools, toolName, parsed.error) }
-  if (!schema.validate) {
-    const message = await checkPlainSchema(schema, parsed.value)
-    return message === undefined ? { input: parsed.value } : { input: parsed.value, error: toolInputError(tools, toolName, new Error(message)) }
-  }
-  let error: unknown
-  try {
-    const result = await schema.validate(parsed.value)
-    if (result.success) return { input: result.value }
-    error = result.error
-  } catch (thrown) {
-    error = thrown
-  }
-  return { input: parsed.value, error: toolInputError(tools, toolName, error) }
-}
-
-/**
- * A tool declared with `jsonSchema()` and no `validate`: its input is checked against the JSON
- * Schema with ajv. Returns what is wrong, or undefined when the input fits.
- */
-async function checkPlainSchema(schema: { jsonSchema: unknown }, input: unknown): Promise<string | undefined> {
-  let check: ReturnType<typeof jsonSchemaValidator>
-  try {
-    check = jsonSchemaValidator(await schema.jsonSchema)
-  } catch (error) {
-    return `the tool's input schema cannot be compiled: ${error instanceof Error ? error.message : String(error)}`
-  }
-  const result = check(input)
-  return result.ok ? undefined : result.message
+  const check = await checkInput(schema as CheckableSchema, parsed.value)
+  return check.ok ? { input: check.value } : { input: parsed.value, error: toolInputError(tools, toolName, new Error(check.message)) }
 }
 
 /** JSON without prototype keys (as the AI SDK's secure parser); the error says why the text is unusable. */

@@ -157,6 +157,16 @@ export const migrations: Migration[] = [
       await db.schema.createIndex('turnchart_turns_open').on('turnchart_turns').column('id').where(sql.ref('outcome'), 'is', null).execute()
     },
   },
+  {
+    // Steering: a queued message is either a prompt (waits for the session to be idle) or a
+    // steer (the running turn takes it at its next model call). An approval from another engine
+    // may carry an edited input.
+    name: '0009_steering_and_edited_approvals',
+    async up(db) {
+      await db.schema.alterTable('turnchart_queue').addColumn('kind', 'text', (c) => c.notNull().defaultTo('prompt')).execute()
+      await db.schema.alterTable('turnchart_controls').addColumn('input', 'text').execute()
+    },
+  },
 ]
 
 /**

@@ -91,6 +91,8 @@ export interface ControlTable {
   handled_at: Millis | null
   /** null: applied; otherwise why it could not be (the call was no longer pending, …). */
   result: string | null
+  /** JSON: an approval's edited input (null: the model's input is approved as it is). */
+  input: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface QueueTable {
@@ -102,6 +104,8 @@ export interface QueueTable {
   /** JSON: the prompt's options, without headers. */
   options: string
   created_at: Millis
+  /** `prompt` (waits for the session to be idle) or `steer` (taken by the running turn at its next model call, else a prompt). */
+  kind: ColumnType<'prompt' | 'steer', 'prompt' | 'steer' | undefined, 'prompt' | 'steer'>
 }
 
 export interface MigrationTable {

@@ -58,9 +58,14 @@ export interface QueuedPromptRecord {
   id: string
   sessionId: string
   input: UserPartDraft[]
-  /** Its options, without headers (never stored). */
+  /** Its options, without headers and stop conditions (never stored). */
   options: PromptOptions
   time: { created: number }
+  /**
+   * `steer`: the session's running turn takes it at its next model call, as a user message; a
+   * steer that no running turn took starts a turn like a prompt. Absent: a prompt.
+   */
+  kind?: 'prompt' | 'steer'
 }
 
 /** A request to a turn from any engine (approve, deny, abort), applied by the engine that runs it. */
@@ -71,6 +76,8 @@ export interface ControlRequest {
   callId: string | null
   reason: string | null
   createdAt: number
+  /** An approval's edited input (absent: the model's input, as it is). */
+  input?: unknown
 }
 
 export interface SessionStore {
@@ -164,6 +171,8 @@ export interface QueueStore {
   oldest(sessionId: string): Promise<QueuedPromptRecord | undefined>
   /** Deletes a queued prompt; true when it was still there (it is the caller's now). */
   take(id: string): Promise<boolean>
+  /** Deletes and returns the session's steers, oldest first (the running turn takes them). */
+  takeSteers(sessionId: string): Promise<QueuedPromptRecord[]>
   /** Sessions with queued prompts and no unfinished turn: their queue should be moving. */
   idleSessions(): Promise<string[]>
 }

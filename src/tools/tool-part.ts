@@ -56,10 +56,18 @@ export function requireApproval(part: ToolPart): void {
   part.state = { status: 'pending', input: part.state.input, approval: 'required' }
 }
 
-/** A waiting call was approved: it runs when the turn enters `tool-running`. */
-export function approveCall(part: ToolPart, now: number): void {
-  part.state = { status: 'running', input: part.state.input, time: { start: now } }
+/**
+ * A waiting call was approved: it runs when the turn enters `tool-running`; with the approver's
+ * edited input (checked already), which the part keeps beside the model's.
+ */
+export function approveCall(part: ToolPart, now: number, edited?: { input: unknown }): void {
+  part.state = edited
+    ? { status: 'running', input: edited.input, modelInput: part.state.input, time: { start: now } }
+    : { status: 'running', input: part.state.input, time: { start: now } }
 }
+
+/** The model's input of an edited call, carried through the call's later states. */
+const modelInputOf = (part: ToolPart) => ('modelInput' in part.state && part.state.modelInput !== undefined ? { modelInput: part.state.modelInput } : {})
 
 /** A waiting call was denied: an error the model sees, carrying the user's reason. */
 export function denyCall(part: ToolPart, reason: string | undefined, now: number): void {
@@ -70,13 +78,13 @@ export function denyCall(part: ToolPart, reason: string | undefined, now: number
 /** The tool returned `output` (already bounded for storage). */
 export function completeCall(part: ToolPart, output: unknown, now: number): void {
   const start = part.state.status === 'running' ? part.state.time.start : now
-  part.state = { status: 'completed', input: part.state.input, output, time: { start, end: now } }
+  part.state = { status: 'completed', input: part.state.input, ...modelInputOf(part), output, time: { start, end: now } }
 }
 
 /** The call failed with `error` (the tool threw, its input was invalid, it is unknown). */
 export function failCall(part: ToolPart, error: string, now: number, input: unknown = part.state.input): void {
   const start = part.state.status === 'running' ? part.state.time.start : now
-  part.state = { status: 'error', input: input ?? {}, error, time: { start, end: now } }
+  part.state = { status: 'error', input: input ?? {}, ...modelInputOf(part), error, time: { start, end: now } }
 }
 
 /**
@@ -91,7 +99,7 @@ export function stopCall(part: ToolPart, reason: NotRunReason, now: number): boo
   const error = notRunMessage(reason)
   if (isOpenCall(part)) {
     const start = part.state.status === 'running' ? part.state.time.start : now
-    part.state = { status: 'error', input: part.state.input, error, metadata: { interrupted: true }, time: { start, end: now } }
+    part.state = { status: 'error', input: part.state.input, ...modelInputOf(part), error, metadata: { interrupted: true }, time: { start, end: now } }
     return true
   }
   if (part.state.status === 'error' && part.state.metadata?.interrupted && part.state.time.end === now && part.state.error !== error) {

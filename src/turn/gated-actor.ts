@@ -24,8 +24,11 @@ export interface WriteAheadGate {
 }
 
 export interface ActorWork<I> {
-  /** Does the state's work; resolves with the event to send. May throw. */
-  run(input: I, signal: AbortSignal): Promise<TurnEvent>
+  /**
+   * Does the state's work; resolves with the event to send. May throw. `emit` sends an event
+   * while the work goes on (one the state takes without leaving it, such as `turn.steered`).
+   */
+  run(input: I, signal: AbortSignal, emit: (event: TurnEvent) => void): Promise<TurnEvent>
   /** The event a throw of `run` becomes: the failure edge of the actor's state. */
   failure(error: unknown, input: I): TurnEvent
 }
@@ -42,7 +45,9 @@ export function gatedActor<I>(gate: WriteAheadGate, work: ActorWork<I>): Callbac
       try {
         if (!(await gate.committed())) return
         if (controller.signal.aborted) return
-        event = await work.run(input, controller.signal)
+        event = await work.run(input, controller.signal, (early) => {
+          if (!controller.signal.aborted) sendBack(early)
+        })
       } catch (error) {
         event = work.failure(error, input)
       }

@@ -20,7 +20,13 @@ import type { TurnScope } from './turn-scope'
 export function turnActors(scope: TurnScope, gate: WriteAheadGate) {
   return {
     streamStep: gatedActor<StreamStepInput>(gate, {
-      run: (input, signal) => streamStep(scope, input, signal),
+      run: async (input, signal, emit) => {
+        // Messages steered into the turn join its history before this model call.
+        const steered = await scope.takeSteered()
+        if (steered.length > 0) emit({ type: 'turn.steered', messages: steered.length })
+        if (signal.aborted) return { type: 'step.failed', error: serializeError(signal.reason), overflow: false, retryDelayMs: null }
+        return streamStep(scope, input, signal)
+      },
       // A defect, not the provider's answer: the step fails, without a retry.
       failure: (error): TurnEvent => ({ type: 'step.failed', error: serializeError(error), overflow: false, retryDelayMs: null }),
     }),

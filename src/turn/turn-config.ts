@@ -18,6 +18,8 @@ export interface TurnConfig {
   model: ProviderLanguageModel
   system: string | undefined
   tools: ToolSet
+  /** Tools whose approvals may edit the call's input. */
+  editableApprovals: boolean | readonly string[]
   /** Call settings of the turn's requests (headers in memory only). */
   call: Omit<TurnSettings, 'maxSteps'>
   limits: ModelLimits | undefined

@@ -9,6 +9,7 @@ import { ApprovalNotPendingError, EngineClosedError, type SerializedError, type 
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage } from '../core/types'
 import type { TurnFence } from '../store/store'
+import { checkApprovalEdit } from '../tools/approval-edit'
 import { approveCall, denyCall } from '../tools/tool-part'
 import type { TransitionRecorder, TurnEnd } from './record-transitions'
 import { recordTurnResult } from './turn-result'
@@ -49,8 +50,13 @@ export interface Turn {
   readonly textStream: AsyncIterableStream<string>
   /** Aborts the turn: the in-flight request and running tools get an aborted signal. */
   abort(reason?: string): void
-  /** Approves a tool call waiting in `awaiting-approval`; throws `ApprovalNotPendingError` otherwise. */
-  approve(callId: string): void
+  /**
+   * Approves a tool call waiting in `awaiting-approval`; rejects with `ApprovalNotPendingError`
+   * otherwise. `input`: the call runs with it instead of the model's (only for the tools the
+   * engine names in `editableApprovals`; checked against the tool's schema first: a bad one is
+   * an `InvalidArgumentError` and the call stays pending).
+   */
+  approve(callId: string, options?: { input?: unknown }): Promise<void>
   /** Denies a tool call waiting in `awaiting-approval`: its part becomes an error carrying `reason`, which the model sees. */
   deny(callId: string, reason?: string): void
   /**
@@ -125,10 +131,16 @@ export class TurnHandle implements RunningTurn {
     this.actor.send({ type: 'turn.abort', ...(reason ? { reason } : {}) })
   }
 
-  approve(callId: string): void {
-    const part = this.#pendingApproval(callId)
+  async approve(callId: string, options: { input?: unknown } = {}): Promise<void> {
+    let part = this.#pendingApproval(callId)
+    let edited: { input: unknown } | undefined
+    if (options.input !== undefined) {
+      const { config } = this.#parts.scope
+      edited = { input: await checkApprovalEdit(config.tools, config.editableApprovals, part.tool, options.input) }
+      part = this.#pendingApproval(callId) // (still pending after the check)
+    }
     // Staged, not flushed: the decision commits in the transition's own transaction, before the tool can start.
-    approveCall(part, Date.now())
+    approveCall(part, Date.now(), edited)
     this.#parts.scope.writer.stage(part)
     this.actor.send({ type: 'tool.approved', callId })
   }

@@ -94,11 +94,7 @@ export class TurnScope {
    */
   async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>): Promise<void> {
     const now = Date.now()
-    const info: MessageInfo = { id: newId('msg', now), sessionId: this.sessionId, role: 'user', turnId: this.turnId, time: { created: now } }
-    const drafts: UserPartDraft[] = typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt
-    const parts = drafts.map(
-      (draft) => ({ ...draft, id: newId('prt', now), sessionId: this.sessionId, messageId: info.id, time: { start: now, end: now } }) as Part,
-    )
+    const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
     const config = await this.queue.run(() =>
       this.store.transaction(async (tx) => {
         const config = await prepare(tx)
@@ -112,6 +108,45 @@ export class TurnScope {
     this.messages.push({ info, parts })
     this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
     for (const part of parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+  }
+
+  /**
+   * Takes the messages steered into the session (`engine.steer`, from any engine) into this
+   * turn, before a model call: each stored as a user message of this turn, in the same
+   * transaction that takes it from the queue (fenced), in the order they were sent. The next
+   * parts go to a new assistant message after them. Returns the messages taken (none: nothing
+   * was written; the check is one read).
+   */
+  async takeSteered(): Promise<MessageWithParts[]> {
+    if (!(await this.store.queue.list(this.sessionId)).some((q) => q.kind === 'steer')) return []
+    const taken = await this.queue.run(() =>
+      this.store.transaction(async (tx) => {
+        await tx.turns.checkFence(this.turnId, this.fence)
+        const now = Date.now()
+        const messages = (await tx.queue.takeSteers(this.sessionId)).map((steer) => this.userMessage(steer.input, Date.now()))
+        for (const message of messages) {
+          await tx.messages.upsert(message.info)
+          await tx.messages.upsertParts(message.parts, now)
+        }
+        return messages
+      }),
+    )
+    if (taken.length === 0) return []
+    this.dropEmptyAssistant()
+    this.assistant = undefined
+    for (const message of taken) {
+      this.messages.push(message)
+      this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...message.info } })
+      for (const part of message.parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+    }
+    return taken
+  }
+
+  /** A user message of this turn holding `drafts` (not stored yet). */
+  private userMessage(drafts: UserPartDraft[], now: number): MessageWithParts {
+    const info: MessageInfo = { id: newId('msg', now), sessionId: this.sessionId, role: 'user', turnId: this.turnId, time: { created: now } }
+    const parts = drafts.map((draft) => ({ ...draft, id: newId('prt', now), sessionId: this.sessionId, messageId: info.id, time: { start: now, end: now } }) as Part)
+    return { info, parts }
   }
 
   /**

@@ -30,6 +30,8 @@ export type TurnStreamPart =
   | { type: 'tool-result'; toolCallId: string; toolName: string; input: unknown; output: unknown }
   | { type: 'tool-error'; toolCallId: string; toolName: string; input: unknown; error: string }
   | { type: 'finish-step'; step: number; attempt: number; finishReason: string; usage: Tokens; cost: number }
+  /** A message steered into the turn (`engine.steer`) joined its history: the model's next call sees it. */
+  | { type: 'steered'; messageId: string; text: string }
   /** Attempt `attempt` failed; the next one is made at `retryAt` (epoch ms). */
   | { type: 'retry'; attempt: number; retryAt: number; delayMs: number; message: string }
   /** The turn completed. `totalUsage`: its steps' tokens and cost, compactions included. */
@@ -53,6 +55,9 @@ export class TurnEventLog {
   readonly #usage = { tokens: emptyTokens(), cost: 0 }
   /** The prompt's and the summaries' messages: their parts are not the model's answer. */
   readonly #notAnswers = new Set<string>()
+  /** The user messages after the prompt: steered into the turn. */
+  readonly #steered = new Set<string>()
+  #prompted = false
   #lastFinishReason = 'unknown'
   #closed = false
 
@@ -117,10 +122,15 @@ export class TurnEventLog {
     if (this.#closed) return
     switch (event.type) {
       case 'message.updated':
+        if (event.info.role === 'user' && this.#prompted && !this.#notAnswers.has(event.info.id)) this.#steered.add(event.info.id)
+        if (event.info.role === 'user') this.#prompted = true
         if (event.info.role !== 'assistant' || event.info.summary) this.#notAnswers.add(event.info.id)
         return
       case 'part.updated':
-        if (!this.#notAnswers.has(event.part.messageId)) this.#part(event.part)
+        if (this.#steered.has(event.part.messageId)) {
+          if (event.part.type === 'text' && !this.#seen.has(event.part.id)) this.#add({ type: 'steered', messageId: event.part.messageId, text: event.part.text })
+          this.#seen.set(event.part.id, { status: '', ended: true })
+        } else if (!this.#notAnswers.has(event.part.messageId)) this.#part(event.part)
         return
       case 'part.delta':
         return this.#delta(event.partType === 'reasoning' ? 'reasoning-delta' : 'text-delta', event.partId, event.delta)

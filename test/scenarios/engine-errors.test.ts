@@ -23,6 +23,7 @@ const calls: Record<string, (engine: Engine) => unknown> = {
   listSessions: (e) => e.listSessions(),
   prompt: (e) => e.prompt('ses_x', 'hi'),
   approve: (e) => e.approve('trn_x', 'call_x'),
+  steer: (e) => e.steer('ses_x', 'also this'),
   deny: (e) => e.deny('trn_x', 'call_x'),
   abort: (e) => e.abort('ses_x'),
   activeTurn: (e) => e.activeTurn('ses_x'),

@@ -17,6 +17,7 @@ export class KyselyControls implements ControlStore {
         created_at: request.createdAt,
         handled_at: null,
         result: null,
+        input: request.input === undefined ? null : JSON.stringify(request.input),
       })
       .execute()
   }
@@ -24,7 +25,15 @@ export class KyselyControls implements ControlStore {
   async pending(turnIds: string[]): Promise<ControlRequest[]> {
     if (turnIds.length === 0) return []
     const rows = await this.db.selectFrom('turnchart_controls').selectAll().where('handled_at', 'is', null).where('turn_id', 'in', turnIds).orderBy('id').execute()
-    return rows.map((row) => ({ id: row.id, turnId: row.turn_id, kind: row.kind, callId: row.call_id, reason: row.reason, createdAt: num(row.created_at) }))
+    return rows.map((row) => ({
+      id: row.id,
+      turnId: row.turn_id,
+      kind: row.kind,
+      callId: row.call_id,
+      reason: row.reason,
+      createdAt: num(row.created_at),
+      ...(row.input === null ? {} : { input: JSON.parse(row.input) as unknown }),
+    }))
   }
 
   async handled(id: string, result: string | null, now: number): Promise<void> {

@@ -2,10 +2,17 @@
 import type { QueueStore, QueuedPromptRecord } from '../store'
 import { num, type Executor } from './rows'
 
-type Row = { id: string; session_id: string; input: string; options: string; created_at: number | string }
+type Row = { id: string; session_id: string; input: string; options: string; created_at: number | string; kind: 'prompt' | 'steer' }
 
 function fromRow(row: Row): QueuedPromptRecord {
-  return { id: row.id, sessionId: row.session_id, input: JSON.parse(row.input), options: JSON.parse(row.options), time: { created: num(row.created_at) } }
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    input: JSON.parse(row.input),
+    options: JSON.parse(row.options),
+    time: { created: num(row.created_at) },
+    ...(row.kind === 'steer' ? { kind: 'steer' as const } : {}),
+  }
 }
 
 export class KyselyQueue implements QueueStore {
@@ -14,7 +21,14 @@ export class KyselyQueue implements QueueStore {
   async insert(record: QueuedPromptRecord): Promise<void> {
     await this.db
       .insertInto('turnchart_queue')
-      .values({ id: record.id, session_id: record.sessionId, input: JSON.stringify(record.input), options: JSON.stringify(record.options), created_at: record.time.created })
+      .values({
+        id: record.id,
+        session_id: record.sessionId,
+        input: JSON.stringify(record.input),
+        options: JSON.stringify(record.options),
+        created_at: record.time.created,
+        kind: record.kind ?? 'prompt',
+      })
       .execute()
   }
 
@@ -36,6 +50,13 @@ export class KyselyQueue implements QueueStore {
   async take(id: string): Promise<boolean> {
     const result = await this.db.deleteFrom('turnchart_queue').where('id', '=', id).executeTakeFirst()
     return Number(result.numDeletedRows) > 0
+  }
+
+  async takeSteers(sessionId: string): Promise<QueuedPromptRecord[]> {
+    const rows = await this.db.selectFrom('turnchart_queue').selectAll().where('session_id', '=', sessionId).where('kind', '=', 'steer').orderBy('id').execute()
+    if (rows.length === 0) return []
+    await this.db.deleteFrom('turnchart_queue').where('id', 'in', rows.map((r) => r.id)).execute()
+    return rows.map(fromRow)
   }
 
   async idleSessions(): Promise<string[]> {

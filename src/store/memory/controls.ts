@@ -1,7 +1,7 @@
 /** Control requests in memory: approve, deny and abort asked by any engine, for the engine that runs the turn. */
 import type { ControlRequest, ControlStore } from '../store'
 import type { Access } from './access'
-import { compareIds, foreignKeyViolation, uniqueViolation } from './tables'
+import { compareIds, foreignKeyViolation, toJson, uniqueViolation } from './tables'
 
 export class MemoryControls implements ControlStore {
   constructor(private readonly db: Access) {}
@@ -19,6 +19,7 @@ export class MemoryControls implements ControlStore {
         createdAt: request.createdAt,
         handledAt: null,
         result: null,
+        input: request.input === undefined ? null : toJson(request.input),
       })
     })
   }
@@ -29,7 +30,15 @@ export class MemoryControls implements ControlStore {
       return [...t.controls.values()]
         .filter((row) => row.handledAt === null && turns.has(row.turnId))
         .sort((a, b) => compareIds(a.id, b.id))
-        .map((row) => ({ id: row.id, turnId: row.turnId, kind: row.kind, callId: row.callId, reason: row.reason, createdAt: row.createdAt }))
+        .map((row) => ({
+          id: row.id,
+          turnId: row.turnId,
+          kind: row.kind,
+          callId: row.callId,
+          reason: row.reason,
+          createdAt: row.createdAt,
+          ...(row.input === null ? {} : { input: JSON.parse(row.input) as unknown }),
+        }))
     })
   }
 

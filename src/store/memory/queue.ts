@@ -4,7 +4,14 @@ import type { Access } from './access'
 import { compareIds, foreignKeyViolation, toJson, uniqueViolation, type QueueRow, type Tables } from './tables'
 
 function fromRow(row: QueueRow): QueuedPromptRecord {
-  return { id: row.id, sessionId: row.sessionId, input: JSON.parse(row.input), options: JSON.parse(row.options), time: { created: row.created } }
+  return {
+    id: row.id,
+    sessionId: row.sessionId,
+    input: JSON.parse(row.input),
+    options: JSON.parse(row.options),
+    time: { created: row.created },
+    ...(row.kind === 'steer' ? { kind: 'steer' as const } : {}),
+  }
 }
 
 /** The session's queued prompts, oldest first. */
@@ -19,7 +26,14 @@ export class MemoryQueue implements QueueStore {
     return this.db.run((t) => {
       if (t.queue.has(record.id)) throw uniqueViolation('turnchart_queue', 'id')
       if (!t.sessions.has(record.sessionId)) throw foreignKeyViolation('turnchart_queue', 'session_id', record.sessionId)
-      t.put('queue', record.id, { id: record.id, sessionId: record.sessionId, input: toJson(record.input), options: toJson(record.options), created: record.time.created })
+      t.put('queue', record.id, {
+        id: record.id,
+        sessionId: record.sessionId,
+        input: toJson(record.input),
+        options: toJson(record.options),
+        created: record.time.created,
+        kind: record.kind ?? 'prompt',
+      })
     })
   }
 
@@ -43,6 +57,14 @@ export class MemoryQueue implements QueueStore {
 
   take(id: string): Promise<boolean> {
     return this.db.run((t) => t.remove('queue', id))
+  }
+
+  takeSteers(sessionId: string): Promise<QueuedPromptRecord[]> {
+    return this.db.run((t) => {
+      const steers = ofSession(t, sessionId).filter((row) => row.kind === 'steer')
+      for (const row of steers) t.remove('queue', row.id)
+      return steers.map(fromRow)
+    })
   }
 
   idleSessions(): Promise<string[]> {

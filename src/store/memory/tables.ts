@@ -78,9 +78,11 @@ export interface TransitionRow {
   parts: string | null
 }
 
-export interface ControlRow extends ControlRequest {
+export interface ControlRow extends Omit<ControlRequest, 'input'> {
   handledAt: number | null
   result: string | null
+  /** JSON text, or null. */
+  input: string | null
 }
 
 export interface QueueRow {
@@ -91,6 +93,7 @@ export interface QueueRow {
   /** JSON text. */
   options: string
   created: number
+  kind: 'prompt' | 'steer'
 }
 
 export interface Rows {

@@ -45,7 +45,7 @@ export function edgeOf(snapshot: TurnSnapshot, event: ModelEvent): string | null
   return takenTransition(snapshot, event)?.edge ?? null
 }
 
-function takenTransition(snapshot: TurnSnapshot, event: ModelEvent): { edge: string; target: GraphNode } | null {
+function takenTransition(snapshot: TurnSnapshot, event: ModelEvent): { edge: string; target: GraphNode; targetless: boolean } | null {
   if (snapshot.status !== 'active') return null
   const enabled = turnMachine.getTransitionData(snapshot as never, event as never) ?? []
   const taken = enabled[0]
@@ -55,7 +55,7 @@ function takenTransition(snapshot: TurnSnapshot, event: ModelEvent): { edge: str
   // A targetless transition (an action only) is an edge back to its own state.
   const targetNode = (taken.target?.[0] ?? taken.source) as unknown as GraphNode
   const target = taken.target?.[0] ? nodeName(targetNode) : source
-  return { edge: edgeKey({ source, event: taken.eventType, guard: guardName(taken.guard), target }), target: targetNode }
+  return { edge: edgeKey({ source, event: taken.eventType, guard: guardName(taken.guard), target }), target: targetNode, targetless: !taken.target?.[0] }
 }
 
 /** Every node of the chart that has eventless (`always`) edges. */
@@ -79,10 +79,13 @@ function nodesWithAlways(): GraphNode[] {
 export function eventlessEdgesOf(snapshot: TurnSnapshot, event: ModelEvent, next: TurnSnapshot): string[] {
   const taken = takenTransition(snapshot, event)
   if (!taken) return []
+  const before = snapshot._nodes as unknown as GraphNode[]
   const edges: string[] = []
   const reached = next._nodes as unknown as GraphNode[]
   for (const node of nodesWithAlways()) {
     if (!isWithin(taken.target, node) && !isWithin(node, taken.target)) continue
+    // A targetless transition (an action only) enters no state: only a state already active can leave by its `always`.
+    if (taken.targetless && !before.includes(node)) continue
     if (reached.includes(node)) continue // it stayed there: no eventless edge left it
     for (const definition of node.always ?? []) {
       const target = definition.target?.[0]

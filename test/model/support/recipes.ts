@@ -32,6 +32,11 @@ export interface Arrangement {
   optionalReplies: number
   /** `engine.approve` / `engine.deny` of a waiting call, once the row with seq `at` (entering awaiting-approval) is published. */
   decisions: Decision[]
+  /**
+   * `engine.steer` of a message as the actor enters `state` for the `entry`-th time (in the same
+   * loop turn: the steer is stored with the row entering it, before the state's model call).
+   */
+  steers: Array<{ state: string; entry: number; text: string }>
 }
 
 export interface Decision {
@@ -47,6 +52,8 @@ export interface ArrangeContext {
   index: number
   /** The concrete event of the path at this position. */
   event: ModelEvent
+  /** The whole planned path. */
+  steps: PlannedStep[]
 }
 
 export interface WalkResult {
@@ -198,6 +205,23 @@ export const recipes: Record<string, EdgeRecipe> = {
     events: [{ type: 'turn.start' }],
     arrange: () => {}, // engine.prompt() sends it once the prompt is stored
   },
+  // a message steered into the running turn joins its history before the model call about to be made
+  'running --turn.steered--> running': {
+    events: [{ type: 'turn.steered', messages: 1 }],
+    arrange: ({ plan, index, steps }) => {
+      const state = steps[index].from
+      const entry = steps.slice(0, index).filter((s) => s.to === state).length
+      plan.steers.push({ state, entry, text: `steered in at ${index}` })
+    },
+    check: (walk) => {
+      for (const steer of walk.plan.steers) {
+        const user = walk.messages.filter((m) => m.info.role === 'user').flatMap((m) => m.parts)
+        expect(user.some((p) => p.type === 'text' && p.text === steer.text)).toBe(true)
+        // the model call after the steer sends it
+        expect(walk.requests.some((body) => JSON.stringify(body).includes(steer.text))).toBe(true)
+      }
+    },
+  },
   'idle --turn.fail--> failed': {
     events: [fail],
     // the row that would enter streaming fails: no model call is made
@@ -309,7 +333,7 @@ export const recipes: Record<string, EdgeRecipe> = {
   // awaiting-approval: engine.approve / engine.deny, an abort, a storage failure
   'awaiting-approval --tool.* [isPendingApproval]--> awaiting-approval': {
     events: [...approved, ...denied],
-    arrange: ({ plan, index, event }) => decide(event.type === 'tool.denied' ? 'deny' : 'approve')({ plan, index, event }),
+    arrange: (ctx) => decide(ctx.event.type === 'tool.denied' ? 'deny' : 'approve')(ctx),
     // all calls denied: nothing runs, tool-running ends at once; the model gets the denial and answers
     end: (steps) => {
       const decisions = steps.filter((step) => step.event.type === 'tool.approved' || step.event.type === 'tool.denied')

@@ -3,7 +3,7 @@
  * that the engine took exactly that path and persisted what each step implies.
  */
 import type { TurnInput } from '../../../machines/turn.types'
-import type { TurnchartEvent } from '../../../src'
+import { turnStateName, type TurnchartEvent } from '../../../src'
 import { edgeOf, isFinal, planPath, retryWaitStates, type ModelEvent, type PlannedStep } from './chart-model'
 import { recipes, type Arrangement, type WalkResult } from './recipes'
 import { storedAssistantParts, turnInvariantViolations, type Rig } from './rig'
@@ -28,7 +28,7 @@ export function completePath(input: TurnInput, events: ModelEvent[]): PlannedSte
 }
 
 export function arrange(steps: PlannedStep[]): Arrangement {
-  const plan: Arrangement = { replies: [], tools: [], abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [] }
+  const plan: Arrangement = { replies: [], tools: [], abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], steers: [] }
   for (const [index, step] of steps.entries()) {
     const recipe = recipes[step.edge]
     if (!recipe) {
@@ -36,7 +36,7 @@ export function arrange(steps: PlannedStep[]): Arrangement {
         `no recipe drives the real engine along edge "${step.edge}": add one to test/model/support/recipes.ts (see docs/testing.md)`,
       )
     }
-    recipe.arrange({ plan, index, event: step.event })
+    recipe.arrange({ plan, index, event: step.event, steps })
   }
   return plan
 }
@@ -67,6 +67,21 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
     check.catch(() => undefined) // awaited below; never an unhandled rejection if the walk fails first
     stepChecks.push(check)
   })
+  // Steers, each as the actor enters its state (synchronously: stored with that state's row, before its model call).
+  if (plan.steers.length > 0) {
+    const entries = new Map<string, number>()
+    let current = turnStateName(turn.actor.getSnapshot())
+    const steering = turn.actor.subscribe((snapshot) => {
+      const state = turnStateName(snapshot)
+      if (state === current) return
+      current = state
+      entries.set(state, (entries.get(state) ?? 0) + 1)
+      for (const steer of plan.steers) {
+        if (steer.state === state && steer.entry === entries.get(state)) void rig.engine.steer(session.id, steer.text)
+      }
+    })
+    void turn.done.finally(() => steering.unsubscribe()).catch(() => undefined)
+  }
   if (plan.abortAt === 0) turn.abort()
   else if (plan.abortAt !== null) {
     const seq = plan.abortAt

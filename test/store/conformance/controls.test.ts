@@ -17,7 +17,7 @@ conformance('controls', (it) => {
       control(a.id, { id: ids[0], kind: 'approve', callId: 'call_1' }),
       control(b.id, { id: ids[1], kind: 'deny', callId: 'call_2', reason: awkwardStrings[6] }),
       control(a.id, { id: ids[2], kind: 'abort', callId: null, reason: awkwardStrings[0], createdAt: big + 5 }),
-      control(c.id, { id: ids[3] }),
+      control(c.id, { id: ids[3], input: { target: awkwardStrings[7], replicas: 2, nested: [null, true] } }),
     ]
     for (const i of [3, 2, 0, 1]) await store.controls.add(requests[i])
     expect(await store.controls.pending([a.id, b.id])).toEqual(requests.slice(0, 3))

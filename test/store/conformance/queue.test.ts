@@ -70,6 +70,21 @@ conformance('queue', (it) => {
     expect(await store.queue.idleSessions()).toEqual([busy.id, idleB.id, idleA.id].sort())
   })
 
+  it("takeSteers deletes and returns the session's steers only, oldest first; its prompts and other sessions' steers stay", async (store) => {
+    const [s, other] = await sessions(store, 2)
+    const ids = Array.from({ length: 5 }, () => newId('trn'))
+    const prompt = queued(s.id, { id: ids[0] })
+    const steers = [queued(s.id, { id: ids[1], kind: 'steer', input: [{ type: 'text', text: awkwardStrings[0] }] }), queued(s.id, { id: ids[3], kind: 'steer' })]
+    const otherSteer = queued(other.id, { id: ids[2], kind: 'steer' })
+    for (const q of [steers[1], prompt, otherSteer, steers[0]]) await store.queue.insert(q)
+    expect(await store.queue.get(steers[0].id)).toEqual(steers[0]) // the kind round-trips; a prompt has none
+    expect(await store.queue.get(prompt.id)).toEqual(prompt)
+    expect(await store.queue.takeSteers(s.id)).toEqual(steers)
+    expect(await store.queue.takeSteers(s.id)).toEqual([])
+    expect(await store.queue.list(s.id)).toEqual([prompt])
+    expect(await store.queue.list(other.id)).toEqual([otherSteer])
+  })
+
   it('a second prompt with the same id is refused as a duplicate; a prompt needs its session', async (store) => {
     const [s] = await sessions(store, 1)
     const q = queued(s.id)
