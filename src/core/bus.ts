@@ -1,8 +1,10 @@
 /**
  * The bus: typed events to subscribers. Delivery is synchronous and in order; a subscriber
- * that throws does not stop the engine or the other subscribers, and is reported once.
+ * that throws (or returns a promise that rejects) does not stop the engine or the other
+ * subscribers, and is reported once.
  */
 import type { SerializedError } from './errors'
+import { callHook } from './hooks'
 import type { MessageInfo, Part, SessionStatus } from './types'
 
 export type TurnchartEvent =
@@ -19,6 +21,7 @@ export type TurnchartEvent =
   | { type: 'prompt.queued'; sessionId: string; id: string }
 
 export type TurnchartEventType = TurnchartEvent['type']
+/** A subscriber. It may be `async`: a rejection of its promise is reported like a throw. */
 export type Listener = (event: TurnchartEvent) => void
 
 export class Bus {
@@ -42,18 +45,16 @@ export class Bus {
 
   publish(event: TurnchartEvent): void {
     for (const listener of this.listeners) {
-      try {
-        listener(event)
-      } catch (error) {
-        if (!this.reported.has(listener)) {
+      // A throw, or the rejection of the promise an async listener returns: reported once per
+      // listener, and delivery goes on.
+      callHook(
+        () => listener(event),
+        (error) => {
+          if (this.reported.has(listener)) return
           this.reported.add(listener)
-          try {
-            this.onListenerError(error)
-          } catch {
-            // the app's error reporter threw too: nothing is left to tell, and delivery goes on
-          }
-        }
-      }
+          return this.onListenerError(error)
+        },
+      )
     }
   }
 }
