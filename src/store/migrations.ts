@@ -157,6 +157,13 @@ export const migrations: Migration[] = [
       await db.schema.createIndex('turnchart_turns_open').on('turnchart_turns').column('id').where(sql.ref('outcome'), 'is', null).execute()
     },
   },
+  {
+    // The app's metadata of a session (an owner id for the chat handler's `authorize`, say): JSON text.
+    name: '0008_session_metadata',
+    async up(db) {
+      await db.schema.alterTable('turnchart_sessions').addColumn('metadata', 'text').execute()
+    },
+  },
 ]
 
 /**
