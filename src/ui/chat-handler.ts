@@ -252,7 +252,7 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     const responses = last.parts.filter(isToolUIPart).filter((p) => p.state === 'approval-responded')
     if (responses.length === 0) return invalid('the last message is neither a user message nor approval responses')
     const turnId = (last.metadata as { turnId?: unknown } | undefined)?.turnId
-    const id = typeof turnId === 'string' ? turnId : engine.activeTurn(body.id)?.id
+    const id = typeof turnId === 'string' && turnId !== '' ? turnId : engine.activeTurn(body.id)?.id
     if (!id) return errorResponse(409, new ApprovalNotPendingError('', responses[0].toolCallId, 'no turn runs in this chat'), headers)
     // Only the chat's own turns: a turn id from the body may name another chat's.
     if (!(await isChatTurn(engine, body.id, id))) return errorResponse(403, new TurnNotInChatError(body.id, id), headers)
