@@ -9,6 +9,7 @@ import http from 'node:http'
 import type net from 'node:net'
 import path from 'node:path'
 import { leafChart } from '../chart/chart-edges'
+import { isLoopbackHost } from '../core/loopback'
 import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
 import { replayTurn, summarizeSessions, viewSession } from './read-views'
 
@@ -62,6 +63,8 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       response.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'x-frame-options': 'DENY' })
       response.end(body)
     }
+    // Only this machine's own names: a page that rebinds its DNS name to 127.0.0.1 gets nothing.
+    if (!isLoopbackHost(request.headers.host, (server.address() as net.AddressInfo).port)) return send(403, 'text/plain', 'loopback only')
     if (request.method !== 'GET') return send(405, 'text/plain', 'read-only')
     if (url.pathname === '/' || url.pathname === '/index.html') return send(200, 'text/html; charset=utf-8', page)
     for (const [pattern, handler] of routes) {
