@@ -170,6 +170,32 @@ describe('authorize', () => {
     expect(h.server.calls).toBe(0)
   })
 
+  test("docs/web.md's cookie pattern: a cross-site POST carrying the user's cookie is refused by the Origin check; a forged approval too", async () => {
+    const app = 'https://chat.example.com'
+    const owner = ownerOnly()
+    await setup({
+      ...owner,
+      authorize: async (request, chatId) => {
+        if (request.method !== 'GET' && request.headers.get('origin') !== app) return false
+        return owner.authorize!(request, chatId)
+      },
+    })
+    const turnId = await awaitingApproval('chat-own', 'call_own', { ...as('alice'), origin: app })
+    // Another site's page, with Alice's cookie attached by her browser.
+    const crossSite = { ...as('alice'), origin: 'https://evil.example' }
+    expect((await post({ id: 'chat-own', messages: [user('deploy chat-own'), approvalMessage(turnId, 'call_own', true)] }, crossSite)).status).toBe(403)
+    expect((await post({ id: 'chat-evil', messages: [user('spend her tokens')] }, crossSite)).status).toBe(403)
+    expect((await post({ id: 'chat-evil', messages: [user('no origin at all')] }, as('alice'))).status).toBe(403)
+    expect(deployed).toEqual([])
+    expect(await h.engine.getTurn(turnId)).toMatchObject({ state: 'awaiting-approval' })
+    expect(await h.engine.getSession('chat-evil')).toBeUndefined()
+    h.server.text('deployed')
+    const own = await post({ id: 'chat-own', messages: [user('deploy chat-own'), approvalMessage(turnId, 'call_own', true)] }, { ...as('alice'), origin: app })
+    expect(own.status).toBe(200)
+    await own.text()
+    expect(deployed).toEqual(['chat-own'])
+  })
+
   test('false on a new chat: no session is created, no turn started, no provider called', async () => {
     await setup({ authorize: () => false })
     const response = await post({ id: 'chat-new', messages: [user('hi')] })
