@@ -19,12 +19,12 @@ const WebSocket = require('ws') as new (url: string, options?: { origin?: string
 }
 
 /** A GET with the given Host header; resolves with the status and body. */
-function getWithHost(port: number, pathName: string, host: string): Promise<{ status: number; body: string }> {
+function getWithHost(port: number, pathName: string, host: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: pathName, headers: { host } }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, path: pathName, headers: { host, ...headers } }, (res) => {
       let body = ''
       res.on('data', (d) => (body += d))
-      res.on('end', () => resolve({ status: res.statusCode!, body }))
+      res.on('end', () => resolve({ status: res.statusCode!, body, headers: res.headers }))
     })
     req.on('error', reject)
     req.end()
@@ -64,6 +64,10 @@ test('the viewer answers requests addressed to 127.0.0.1 or localhost, and 403 t
     expect(answer.status).toBe(200)
     expect(answer.body).toContain('chat-secret')
   }
+  // Another site's page may send the request, but its browser will not let it read the answer.
+  const crossOrigin = await getWithHost(port, '/api/sessions', `127.0.0.1:${port}`, { origin: 'https://evil.example' })
+  expect(crossOrigin.headers['access-control-allow-origin']).toBeUndefined()
+  expect(crossOrigin.headers).toMatchObject({ 'x-frame-options': 'DENY', 'cache-control': 'no-store' })
   for (const host of [`evil.example:${port}`, `127.0.0.1.evil.example:${port}`, `127.0.0.1:${port + 1}`, `localhost`]) {
     const answer = await getWithHost(port, '/api/sessions', host)
     expect(answer.status).toBe(403)
