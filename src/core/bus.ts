@@ -4,7 +4,7 @@
  * subscribers, and is reported once.
  */
 import type { SerializedError } from './errors'
-import { callHook } from './hooks'
+import { callHook, settleHook } from './hooks'
 import type { MessageInfo, Part, SessionStatus } from './types'
 
 export type TurnchartEvent =
@@ -46,15 +46,21 @@ export class Bus {
   publish(event: TurnchartEvent): void {
     for (const listener of this.listeners) {
       // A throw, or the rejection of the promise an async listener returns: reported once per
-      // listener, and delivery goes on.
-      callHook(
-        () => listener(event),
-        (error) => {
-          if (this.reported.has(listener)) return
-          this.reported.add(listener)
-          return this.onListenerError(error)
-        },
-      )
+      // listener, and delivery goes on. (Inline, not `callHook`: this runs for every delta.)
+      let result: unknown
+      try {
+        result = listener(event)
+      } catch (error) {
+        this.report(listener, error)
+        continue
+      }
+      if (result !== undefined) settleHook(result, (error) => this.report(listener, error))
     }
+  }
+
+  private report(listener: Listener, error: unknown): void {
+    if (this.reported.has(listener)) return
+    this.reported.add(listener)
+    callHook(() => this.onListenerError(error), () => undefined)
   }
 }
