@@ -7,7 +7,7 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
-import { HookError, type EngineOptions, type TurnchartEvent, type TurnResult } from '../../src'
+import { classifyError, HookError, type EngineOptions, type TurnchartEvent, type TurnResult } from '../../src'
 import { createHarness, assistantParts, type Harness } from '../support/harness'
 import { unhandledRejectionsDuring } from '../support/unhandled-rejections'
 
@@ -166,6 +166,22 @@ describe('errorClassifier and retryPolicy', () => {
     const { result, unhandled } = await runTurn()
     expect(unhandled).toEqual([])
     expect(result.error).toMatchObject({ name: 'HookError', hook: 'errorClassifier', message: expect.stringMatching(/a promise \(it must answer synchronously\)/) })
+  })
+
+  test('an errorClassifier that throws on a compaction’s summary request fails the turn with CompactionFailedError { lastError: HookError }', async () => {
+    let calls = 0
+    await engineWith({
+      errorClassifier: (error) => {
+        if (calls++ === 0) return classifyError(error) // the step's overflow: compact
+        throw boom('classifier')
+      },
+    })
+    h!.server.error(400, { error: { code: 'context_length_exceeded', message: 'too long' } })
+    h!.server.error(503, { error: { message: 'unavailable' } }) // the summary request
+    const { result, unhandled } = await runTurn()
+    expect(unhandled).toEqual([])
+    expect(result.error).toMatchObject({ name: 'CompactionFailedError', lastError: { name: 'HookError', hook: 'errorClassifier' } })
+    expect(h!.server.calls).toBe(2)
   })
 
   test('a retryPolicy that throws fails the turn at once with HookError { hook: retryPolicy }', async () => {
