@@ -1,11 +1,11 @@
 /**
  * The example's page: the AI SDK's useChat against turnchart's chat handler. It shows the
- * conversation, reasoning, tool calls, the chart's state with a retry countdown, a stop button
- * and approve/deny buttons; a reload resumes the running turn (`resume: true`).
+ * conversation, reasoning, tool calls, attached files, the chart's state with a retry countdown,
+ * a stop button and approve/deny buttons; a reload resumes the running turn (`resume: true`).
  */
 import { useChat } from '@ai-sdk/react'
 import { DefaultChatTransport, getToolName, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai'
-import { useEffect, useState } from 'react'
+import { useEffect, useRef, useState } from 'react'
 import { createRoot } from 'react-dom/client'
 
 interface TurnState {
@@ -63,6 +63,16 @@ function Message({ message, onApproval }: { message: UIMessage; onApproval: (id:
     <div className={`message ${message.role}`} data-testid={`message-${message.role}`}>
       {message.parts.map((part, i) => {
         if (part.type === 'text') return <p key={i} className="text">{part.text}</p>
+        if (part.type === 'file') {
+          // An attachment (sendMessage({ text, files })): a data: URL of its bytes, or an http(s) URL.
+          return part.mediaType.startsWith('image/') ? (
+            <img key={i} className="attachment" data-testid="attachment" src={part.url} alt={part.filename ?? 'image'} />
+          ) : (
+            <a key={i} className="attachment" data-testid="attachment" href={part.url} download={part.filename}>
+              {part.filename ?? part.mediaType}
+            </a>
+          )
+        }
         if (part.type === 'reasoning') return <p key={i} className="reasoning" data-testid="reasoning">{part.text}</p>
         if (isToolUIPart(part)) {
           return (
@@ -99,14 +109,19 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   })
   const [input, setInput] = useState('')
+  const [files, setFiles] = useState<FileList | undefined>()
+  const fileInput = useRef<HTMLInputElement>(null)
   const last = [...messages].reverse().find((m) => m.role === 'assistant')
   const turn = last?.parts.find((p) => p.type === 'data-turn-state') as { data: TurnState } | undefined
   const busy = status === 'submitted' || status === 'streaming'
   const prompts = (window as unknown as { __PROMPTS__: string[] }).__PROMPTS__ ?? []
   const send = (text: string) => {
-    if (!text.trim() || busy) return
-    void sendMessage({ text })
+    if ((!text.trim() && !files?.length) || busy) return
+    // useChat turns the FileList into file parts (data: URLs); the handler makes them the prompt's images and files.
+    void sendMessage({ text, files })
     setInput('')
+    setFiles(undefined)
+    if (fileInput.current) fileInput.current.value = ''
   }
   const stopTurn = () => {
     // The server keeps turns running when a stream drops (so a reload resumes): stop explicitly.
@@ -131,6 +146,7 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
         }}
       >
         <input data-testid="prompt" value={input} placeholder="Ask something" onChange={(e) => setInput(e.target.value)} />
+        <input type="file" multiple data-testid="file" ref={fileInput} onChange={(e) => setFiles(e.target.files ?? undefined)} />
         <button type="submit" data-testid="send" disabled={busy}>Send</button>
         <button type="button" data-testid="stop" disabled={!busy} onClick={stopTurn}>Stop</button>
       </form>
@@ -176,6 +192,7 @@ input { flex: 1; padding: 6px 8px; }
 .prompts { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 8px; }
 .status { color: #6b7280; font-size: 12px; }
 .failure { color: #c0392b; }
+.attachment { display: block; margin: 4px 0; max-width: 120px; max-height: 120px; }
 `
 document.head.append(style)
 createRoot(document.getElementById('root')!).render(<App />)

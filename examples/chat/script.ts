@@ -49,6 +49,8 @@ export function queueReplies(server: ScriptedServer, prompt: string, folderEntri
   } else if (text.includes('poem')) {
     const verse = 'In idle the actor waits, a prompt upon the stack; then streaming, token after token, it never looks back. '
     server.push({ type: 'stream', delayMs: 120, chunks: words(verse.repeat(20)).map((w) => ({ text: w })), end: 'hang' })
+  } else if (text.includes('attached')) {
+    server.push({ type: 'stream', delayMs: 15, chunks: words('I received your files: an image and a text file.').map((w) => ({ text: w })) })
   } else if (text.includes('story')) {
     server.push({ type: 'stream', delayMs: 70, chunks: words(storyText).map((w) => ({ text: w })) })
   } else {

@@ -15,7 +15,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { tool, type LanguageModel } from 'ai'
 import { build, stop as stopEsbuild } from 'esbuild'
 import { z } from 'zod'
-import { createChatHandler, createEngine, toNodeListener, type Engine } from '../../src'
+import { createChatHandler, createEngine, defaultMaxBodyBytes, toNodeListener, type Engine } from '../../src'
 import { listFolder, listTool } from '../../src/cli/demo'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { examplePrompts, queueReplies } from './script'
@@ -81,7 +81,9 @@ export async function startChatExample(options: { port?: number; database?: stri
   const handler = createChatHandler(engine, { onDisconnect: 'detach' })
   // With the scripted model, a new prompt first queues the replies its keyword calls for.
   const api = toNodeListener(async (request) => {
-    if (scripted && request.method === 'POST') {
+    // Only a body that declares a length within the handler's limit is read twice (here, then by the handler).
+    const length = Number(request.headers.get('content-length'))
+    if (scripted && request.method === 'POST' && length <= defaultMaxBodyBytes) {
       const body = (await request.clone().json().catch(() => undefined)) as { id?: string; messages?: Array<{ role: string; parts: Array<{ text?: string }> }> } | undefined
       const last = body?.messages?.at(-1)
       if (last?.role === 'user' && body?.id && !engine.activeTurn(body.id)) queueReplies(scripted, last.parts.map((p) => p.text ?? '').join(' '), entries)

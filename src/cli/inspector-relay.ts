@@ -8,6 +8,7 @@
 import http from 'node:http'
 import { createRequire } from 'node:module'
 import type net from 'node:net'
+import { isLoopbackHost, isLoopbackOrigin } from '../core/loopback'
 
 /** The hosted inspector UI the bridge page embeds. */
 export const inspectorUiUrl = 'https://stately.ai/inspect'
@@ -31,9 +32,11 @@ interface WsServerLike {
 }
 
 /** `ws`, resolved the way @statelyai/inspect resolves it (it is that package's dependency). */
-function loadWs(): { WebSocketServer: new (options: { server: http.Server }) => WsServerLike; OPEN: number } {
+type WsServerOptions = { server: http.Server; verifyClient?: (info: { origin?: string; req: http.IncomingMessage }) => boolean }
+
+function loadWs(): { WebSocketServer: new (options: WsServerOptions) => WsServerLike; OPEN: number } {
   const from = createRequire(require.resolve('@statelyai/inspect/server'))
-  const ws = from('ws') as { WebSocketServer: new (options: { server: http.Server }) => WsServerLike; OPEN?: number }
+  const ws = from('ws') as { WebSocketServer: new (options: WsServerOptions) => WsServerLike; OPEN?: number }
   return { WebSocketServer: ws.WebSocketServer, OPEN: ws.OPEN ?? 1 }
 }
 
@@ -72,11 +75,18 @@ function bridgePage(port: number): string {
  */
 export async function startInspectorRelay(port: number): Promise<InspectorRelay> {
   const { WebSocketServer, OPEN } = loadWs()
-  const server = http.createServer((_request, response) => {
+  const bound = () => (server.address() as net.AddressInfo).port
+  const server = http.createServer((request, response) => {
+    if (!isLoopbackHost(request.headers.host, bound())) {
+      response.writeHead(403, { 'content-type': 'text/plain' })
+      return void response.end('loopback only')
+    }
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    response.end(bridgePage(port))
+    response.end(bridgePage(bound()))
   })
-  const wss = new WebSocketServer({ server })
+  // A WebSocket is not bound by the same-origin policy: any page the user opens could otherwise
+  // connect and receive the turns' prompts and tool outputs. Programs (no Origin) and the bridge page only.
+  const wss = new WebSocketServer({ server, verifyClient: ({ origin, req }) => isLoopbackOrigin(origin, bound()) && isLoopbackHost(req.headers.host, bound()) })
   const recent: string[] = []
   wss.on('connection', (socket) => {
     for (const message of recent) socket.send(message)
@@ -96,10 +106,9 @@ export async function startInspectorRelay(port: number): Promise<InspectorRelay>
     server.once('error', reject)
     server.listen(port, '127.0.0.1', () => resolve())
   })
-  const bound = (server.address() as net.AddressInfo).port
   return {
-    port: bound,
-    url: `http://127.0.0.1:${bound}`,
+    port: bound(),
+    url: `http://127.0.0.1:${bound()}`,
     async stop() {
       wss.close()
       for (const socket of sockets) socket.destroy()

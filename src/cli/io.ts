@@ -46,6 +46,20 @@ export async function openForReading(database: string): Promise<ReadOnlyStore> {
 }
 
 
+/**
+ * Stored text made safe to print on a terminal: control characters (ESC and the rest of C0 and
+ * C1, but newline and tab) are shown as `\u001b`-style escapes. Model text and tool output are
+ * steerable by whoever talks to the model; printed raw, an escape sequence could clear the
+ * screen, hide lines, retitle the window or write the clipboard (OSC 52) of whoever runs `show`.
+ *
+ * @example
+ * printable('hi \x1b[2J') // 'hi \\u001b[2J'
+ */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
 export function truncate(text: string, max = 120): string {
   const flat = text.replace(/\s+/g, ' ').trim()
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
@@ -69,14 +83,14 @@ export function formatPart(part: Part, c: Colors): string {
   const tag = part.step ? c.dim(` (step ${part.step}, attempt ${part.attempt ?? 1})`) : ''
   switch (part.type) {
     case 'text':
-      return `${part.text}${part.time.end === undefined ? c.yellow(' [open]') : ''}`
+      return `${printable(part.text)}${part.time.end === undefined ? c.yellow(' [open]') : ''}`
     case 'reasoning':
-      return c.dim(`thinking: ${part.text}`) + tag
+      return c.dim(`thinking: ${printable(part.text)}`) + tag
     case 'tool': {
       const state = part.state
-      const head = `tool ${c.bold(part.tool)}(${truncate(json(state.input), 80)}) ${state.status}`
+      const head = `tool ${c.bold(printable(part.tool))}(${truncate(json(state.input), 80)}) ${state.status}`
       if (state.status === 'completed') return `${head} → ${truncate(json(state.output))}${tag}`
-      if (state.status === 'error') return `${head}: ${c.red(state.error)}${tag}`
+      if (state.status === 'error') return `${head}: ${c.red(printable(state.error))}${tag}`
       return head + tag
     }
     case 'step-start':
@@ -88,7 +102,7 @@ export function formatPart(part: Part, c: Colors): string {
     case 'file': {
       // never the bytes: their size
       const what = part.url ?? `${Math.floor(((part.data ?? '').length * 3) / 4)} bytes`
-      return c.dim(`${part.image ? 'image' : 'file'}${part.filename ? ` ${part.filename}` : ''} ${part.mediaType ?? ''} ${what}`)
+      return c.dim(printable(`${part.image ? 'image' : 'file'}${part.filename ? ` ${part.filename}` : ''} ${part.mediaType ?? ''} ${what}`))
     }
     default:
       return json(part)

@@ -6,7 +6,7 @@
 import type { TransitionRecord } from '../core/types'
 import { replayTurn } from '../viewer/read-views'
 import { parseArgs } from './args'
-import { CliError, colors, formatTransition, json, openForReading, truncate, type CliIO } from './io'
+import { CliError, colors, formatTransition, json, openForReading, printable, truncate, type CliIO } from './io'
 
 export async function replayCommand(argv: string[], io: CliIO): Promise<number> {
   const { positionals, flags } = parseArgs(argv, { flags: ['json'], positionals: ['db', 'turn'] })
@@ -30,7 +30,7 @@ export async function replayCommand(argv: string[], io: CliIO): Promise<number> 
       const written = t.parts?.length ? c.dim(`  ${t.parts.length} part(s) written`) : ''
       out(formatEntry(t, c, start) + written)
     }
-    if (turn.error) out(c.red(`${turn.error.name}: ${turn.error.message}`))
+    if (turn.error) out(c.red(printable(`${turn.error.name}: ${turn.error.message}`)))
     return 0
   } finally {
     await store.close()

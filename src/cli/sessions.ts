@@ -4,7 +4,7 @@
  */
 import { summarizeSessions } from '../viewer/read-views'
 import { parseArgs } from './args'
-import { colors, openForReading, type CliIO } from './io'
+import { colors, openForReading, printable, type CliIO } from './io'
 
 export async function sessionsCommand(argv: string[], io: CliIO): Promise<number> {
   const { positionals, flags } = parseArgs(argv, { flags: ['json'], positionals: ['db'] })
@@ -22,7 +22,7 @@ export async function sessionsCommand(argv: string[], io: CliIO): Promise<number
       const created = new Date(session.time.created).toISOString()
       io.stdout.write(
         `${c.bold(session.id)}  ${created}  ${session.messages} messages  ${session.turns.length} turns` +
-          `${outcomes.length ? ` (${outcomes.join(', ')})` : ''}${session.title ? `  ${session.title}` : ''}\n`,
+          `${outcomes.length ? ` (${outcomes.join(', ')})` : ''}${session.title ? `  ${printable(session.title)}` : ''}\n`,
       )
     }
     return 0

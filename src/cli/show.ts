@@ -4,7 +4,7 @@
  */
 import { viewSession } from '../viewer/read-views'
 import { parseArgs } from './args'
-import { CliError, colors, formatPart, openForReading, type CliIO } from './io'
+import { CliError, colors, formatPart, openForReading, printable, type CliIO } from './io'
 
 export async function showCommand(argv: string[], io: CliIO): Promise<number> {
   const { positionals, flags } = parseArgs(argv, { flags: ['json'], positionals: ['db', 'session'] })
@@ -21,7 +21,7 @@ export async function showCommand(argv: string[], io: CliIO): Promise<number> {
     }
     const { session, messages } = view
     const turns = new Map(view.turns.map((t) => [t.id, t]))
-    out(c.bold(`session ${session.id}${session.title ? `: ${session.title}` : ''}`))
+    out(c.bold(`session ${session.id}${session.title ? `: ${printable(session.title)}` : ''}`))
     let lastTurn: string | undefined
     for (const { info, parts } of messages) {
       if (info.turnId && info.turnId !== lastTurn) {
@@ -30,7 +30,7 @@ export async function showCommand(argv: string[], io: CliIO): Promise<number> {
         const states = (turn?.transitions ?? []).map((t) => t.to)
         out()
         out(c.cyan(`turn ${info.turnId}: ${turn?.outcome ?? `unfinished (${turn?.state ?? '?'})`}`) + c.dim(`  ${['idle', ...states].join(' → ')}`))
-        if (turn?.error) out(c.red(`  ${turn.error.name}: ${turn.error.message}`))
+        if (turn?.error) out(c.red(printable(`  ${turn.error.name}: ${turn.error.message}`)))
       }
       const role = info.summary ? 'summary' : info.role
       const usage = info.tokens ? c.dim(`  tokens in ${info.tokens.input} out ${info.tokens.output}`) : ''
@@ -39,7 +39,7 @@ export async function showCommand(argv: string[], io: CliIO): Promise<number> {
         const text = formatPart(part, c)
         out(text.split('\n').map((line) => `  ${line}`).join('\n'))
       }
-      if (info.error) out(c.red(`  error ${info.error.name}: ${info.error.message}`))
+      if (info.error) out(c.red(printable(`  error ${info.error.name}: ${info.error.message}`)))
     }
     return 0
   } finally {

@@ -91,7 +91,7 @@ export async function unrevert(deps: HistoryDeps, sessionId: string): Promise<Se
 
 /**
  * A new session with a copy of the history up to and including `messageId` (new ids, same
- * order and contents) and the source session's defaults.
+ * order and contents) and the source session's defaults and metadata.
  *
  * @example
  * const copy = await fork(deps, sessionId, messages[3].info.id)
@@ -107,6 +107,8 @@ export async function fork(deps: HistoryDeps, sessionId: string, messageId: stri
       title: options.title !== undefined ? options.title : source.title,
       time: { created: now, updated: now },
       ...(source.defaults ? { defaults: source.defaults } : {}),
+      // The copy belongs to whoever the source belongs to (an owner in the metadata, say).
+      ...(source.metadata ? { metadata: source.metadata } : {}),
     }
     await tx.sessions.insert(session)
     // New ids are made in order, so the copy sorts as the original did.

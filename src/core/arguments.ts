@@ -57,8 +57,43 @@ export function sessionOptions(value: unknown): { title: string | null; id?: unk
   return { ...rest, title }
 }
 
-/** The session options: the title, checked here; `id` and the turns' defaults, checked by their owners. */
-const sessionKeys = ['title', 'id', 'system', 'model', 'tools', 'settings']
+/** The session options: the title, checked here; `id`, `metadata` and the turns' defaults, checked by their owners. */
+const sessionKeys = ['title', 'id', 'metadata', 'system', 'model', 'tools', 'settings']
+
+/**
+ * A JSON object argument (a session's metadata): plain objects, arrays, strings, finite numbers,
+ * booleans and null, nothing JSON would drop or change (a function, `undefined`, a Date, NaN).
+ *
+ * @example
+ * requireJsonObject('options.metadata', { owner: 'user_42' })
+ */
+export function requireJsonObject(argument: string, value: unknown): Record<string, unknown> {
+  if (!isPlainObject(value)) throw new InvalidArgumentError(argument, value, 'a JSON object, e.g. { owner: "user_42" }')
+  const problem = jsonProblem(value, argument, new Set())
+  if (problem) throw new InvalidArgumentError(problem.path, problem.value, 'JSON data (an object, array, string, finite number, boolean or null)')
+  return value
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+function jsonProblem(value: unknown, path: string, seen: Set<object>): { path: string; value: unknown } | undefined {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, value }
+  if (typeof value !== 'object' || (!Array.isArray(value) && !isPlainObject(value))) return { path, value }
+  if (seen.has(value)) return { path, value: 'a cycle' }
+  seen.add(value)
+  const entries: Array<[string, unknown]> = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v]) : Object.entries(value).map(([k, v]) => [`.${k}`, v])
+  for (const [key, item] of entries) {
+    const found = jsonProblem(item, `${path}${key}`, seen)
+    if (found) return found
+  }
+  seen.delete(value)
+  return undefined
+}
 
 /**
  * A function argument (a listener).

@@ -1,8 +1,10 @@
 /**
  * The bus: typed events to subscribers. Delivery is synchronous and in order; a subscriber
- * that throws does not stop the engine or the other subscribers, and is reported once.
+ * that throws (or returns a promise that rejects) does not stop the engine or the other
+ * subscribers, and is reported once.
  */
 import type { SerializedError } from './errors'
+import { callHook, settleHook } from './hooks'
 import type { MessageInfo, Part, SessionStatus } from './types'
 
 export type TurnchartEvent =
@@ -23,6 +25,7 @@ export type TurnchartEvent =
   | { type: 'prompt.queued'; sessionId: string; id: string; kind: 'prompt' | 'steer' }
 
 export type TurnchartEventType = TurnchartEvent['type']
+/** A subscriber. It may be `async`: a rejection of its promise is reported like a throw. */
 export type Listener = (event: TurnchartEvent) => void
 
 export class Bus {
@@ -46,18 +49,22 @@ export class Bus {
 
   publish(event: TurnchartEvent): void {
     for (const listener of this.listeners) {
+      // A throw, or the rejection of the promise an async listener returns: reported once per
+      // listener, and delivery goes on. (Inline, not `callHook`: this runs for every delta.)
+      let result: unknown
       try {
-        listener(event)
+        result = listener(event)
       } catch (error) {
-        if (!this.reported.has(listener)) {
-          this.reported.add(listener)
-          try {
-            this.onListenerError(error)
-          } catch {
-            // the app's error reporter threw too: nothing is left to tell, and delivery goes on
-          }
-        }
+        this.report(listener, error)
+        continue
       }
+      if (result !== undefined) settleHook(result, (error) => this.report(listener, error))
     }
+  }
+
+  private report(listener: Listener, error: unknown): void {
+    if (this.reported.has(listener)) return
+    this.reported.add(listener)
+    callHook(() => this.onListenerError(error), () => undefined)
   }
 }

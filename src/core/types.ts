@@ -20,7 +20,16 @@ export interface SessionInfo {
   defaults?: SessionDefaults
   /** Set after `engine.revert`: the last message still shown; later ones are hidden until the next prompt deletes them (or `unrevert`). */
   revertedTo?: string
+  /**
+   * The app's own data about the session (`createSession({ metadata })`), stored as JSON and
+   * returned as given, e.g. `{ owner: 'user_42' }` for the chat handler's `authorize` to read.
+   * turnchart never reads it; a fork copies it.
+   */
+  metadata?: SessionMetadata
 }
+
+/** A session's metadata: a JSON object of the app's. */
+export type SessionMetadata = Record<string, unknown>
 
 export interface MessageInfo {
   id: string

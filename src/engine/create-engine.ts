@@ -6,6 +6,7 @@
  */
 import { Bus } from '../core/bus'
 import { requireFunction } from '../core/arguments'
+import { callHook } from '../core/hooks'
 import type { InspectionEvent } from 'xstate'
 import { resolveConfig } from '../config/resolve-config'
 import type { EngineOptions } from '../config/options'
@@ -39,15 +40,10 @@ import { turnLogCalls } from './turn-log-calls'
  */
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const config = resolveConfig(options)
-  // The app's reporter of hook errors, itself behind a boundary (it is the app's code too).
-  const reportHookError = (error: unknown) => {
-    try {
-      config.onSubscriberError(error)
-    } catch {
-      // nothing is left to tell
-    }
-  }
-  const services = createEngineServices(config, options.redact?.secrets ?? [])
+  // The app's reporter of hook errors, itself behind a boundary (it is the app's code too: a
+  // throw, or an async reporter's rejection, goes nowhere rather than to the process).
+  const reportHookError = (error: unknown) => callHook(() => config.onSubscriberError(error), () => undefined)
+  const services = createEngineServices(config, options.redact?.secrets ?? [], reportHookError)
   await checkToolSchemas(config.tools)
   const opened = await openEngineStore(options, config)
   const { store } = opened
@@ -145,18 +141,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 }
 
 /**
- * The app's inspector behind a boundary: it sees every inspection event, and a throw is
- * reported (as a subscriber's is), never the turn's failure.
+ * The app's inspector behind a boundary: it sees every inspection event, and a throw (or an
+ * async inspector's rejection) is reported (as a subscriber's is), never the turn's failure.
  */
 function guardedInspector(inspect: NonNullable<EngineOptions['inspect']>, onError: (error: unknown) => void): (event: InspectionEvent) => void {
-  return (event) => {
-    try {
-      if (typeof inspect === 'function') inspect(event)
-      else inspect.next?.(event)
-    } catch (error) {
-      onError(error)
-    }
-  }
+  return (event) => callHook(() => (typeof inspect === 'function' ? inspect(event) : inspect.next?.(event)), onError)
 }
 
 /**

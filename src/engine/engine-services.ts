@@ -13,23 +13,26 @@ export interface EngineServices {
   telemetry: Telemetry
   redactor: Redactor
   failure: FailurePolicies
+  /** The app's `onSubscriberError` behind a boundary: where a hook's failure that ends nothing is told. */
+  onHookError(error: unknown): void
 }
 
 /**
  * @example
- * const services = createEngineServices(config, options.redact?.secrets ?? [])
+ * const services = createEngineServices(config, options.redact?.secrets ?? [], report)
  */
-export function createEngineServices(config: ResolvedConfig, secrets: readonly string[]): EngineServices {
+export function createEngineServices(config: ResolvedConfig, secrets: readonly string[], onHookError: (error: unknown) => void): EngineServices {
   const redactor = createRedactor(secrets)
   const defaults = defaultFailurePolicies(config.retry)
   return {
     // A broken tracer costs spans, never a turn: its errors go where subscribers' errors go.
-    telemetry: new Telemetry(config.telemetry, (error) => config.onSubscriberError(error)),
+    telemetry: new Telemetry(config.telemetry, onHookError),
     redactor,
     failure: {
       // The default classifier gets the app's secrets, so a body is redacted before it is cut to 8 KB.
       classify: config.errorClassifier ?? ((error: unknown) => classifyError(error, redactor)),
       retry: config.retryPolicy ?? defaults.retry,
     },
+    onHookError,
   }
 }

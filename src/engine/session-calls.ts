@@ -7,10 +7,11 @@ import type { ResolvedConfig } from '../config/resolved-config'
 import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from '../conversation/history'
 import type { EngineCall } from './engine-calls'
 import { newId } from '../core/ids'
-import { requireId, sessionOptions } from '../core/arguments'
+import { requireId, requireJsonObject, sessionOptions } from '../core/arguments'
+import { jsonCopy } from '../core/json-copy'
 import { validateSessionDefaults } from '../conversation/resolve-turn-options'
 import type { Store } from '../store/store'
-import type { MessageWithParts, SessionDefaults, SessionInfo, SessionUsage } from '../core/types'
+import type { MessageWithParts, SessionDefaults, SessionInfo, SessionMetadata, SessionUsage } from '../core/types'
 
 export interface SessionCallDeps {
   config: ResolvedConfig
@@ -25,8 +26,9 @@ export interface SessionCalls {
   /**
    * Creates a session (a conversation), with defaults for its turns: `system`, `model` and
    * `tools` (registered names) and call `settings`. Stored; a prompt's options win over them. `id` lets a caller choose it (e.g. a chat id from a web page).
+   * `metadata`: the app's own JSON object (an owner id, say), stored and returned as given.
    */
-  createSession(options?: { title?: string; id?: string } & SessionDefaults): Promise<SessionInfo>
+  createSession(options?: { title?: string; id?: string; metadata?: SessionMetadata } & SessionDefaults): Promise<SessionInfo>
   /** Renames a session. Refused with `SessionBusyError` while it runs a turn. */
   updateSession(sessionId: string, changes: { title?: string | null }): Promise<SessionInfo>
   /** Deletes a session with its messages, parts, turns and logs. Refused with `SessionBusyError` while it runs a turn. */
@@ -58,7 +60,7 @@ export function sessionCalls({ config, store, history, requireOpen, call }: Sess
   return {
     async createSession(options) {
       requireOpen('create a session')
-      const { title, id, ...defaults } = sessionOptions(options)
+      const { title, id, metadata, ...defaults } = sessionOptions(options)
       const now = Date.now()
       if (id !== undefined && (typeof id !== 'string' || !/^[\w.:-]{1,200}$/.test(id))) {
         throw new InvalidArgumentError('id', id, 'a session id of 1-200 letters, digits, _ . : -')
@@ -69,6 +71,7 @@ export function sessionCalls({ config, store, history, requireOpen, call }: Sess
         title: title ?? null,
         time: { created: now, updated: now },
         ...(Object.keys(defaults).length ? { defaults } : {}),
+        ...(metadata !== undefined ? { metadata: jsonCopy(requireJsonObject('options.metadata', metadata)) } : {}),
       }
       await call('create a session', () => store.sessions.insert(session))
       return session

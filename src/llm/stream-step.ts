@@ -7,7 +7,7 @@
  */
 import type { StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { DoomLoopError, StreamIdleTimeoutError, serializeError, type SerializedError } from '../core/errors'
+import { DoomLoopError, HookError, StreamIdleTimeoutError, serializeError, type SerializedError } from '../core/errors'
 import { canonicalJson, detectDoomLoop } from '../policy/doom-loop'
 import { newId } from '../core/ids'
 import { decideFailure } from '../policy/decide-failure'
@@ -48,6 +48,8 @@ export interface StepScope {
     failure: FailurePolicies
     telemetry: Pick<Telemetry, 'modelCall' | 'recordOutputs'>
     redactor: Pick<Redactor, 'value'>
+    /** Told when a tool's `needsApproval` throws (the call then waits for a human). */
+    onHookError?(error: unknown): void
   }
   /** The messages to send: the history and this turn's finished attempts. */
   modelMessages(): ModelMessage[]
@@ -216,8 +218,10 @@ async function reviewToolCalls(scope: StepScope, stepTools: ToolPart[]): Promise
           typeof definition.needsApproval === 'function'
             ? Boolean(await definition.needsApproval(input as never, { toolCallId: part.callId, messages: [] }))
             : definition.needsApproval === true
-      } catch {
-        needs = true // a policy that cannot decide asks a human
+      } catch (error) {
+        // A policy that cannot decide asks a human: a broken check never lets a tool run unasked.
+        needs = true
+        scope.config.onHookError?.(new HookError(`tool '${part.tool}' needsApproval`, error))
       }
     }
     if (needs) {

@@ -28,9 +28,11 @@ import {
   networkErrorCodes,
   networkErrorPatterns,
   contentRefusedPatterns,
+  rateLimitPatterns,
   retryablePatterns,
   retryableStatusCodes,
   spentQuotaPatterns,
+  unsendableRequests,
   windowQuotaPatterns,
 } from './provider-errors'
 
@@ -70,13 +72,17 @@ interface Evidence {
   bodyAskedDelay: boolean
   /** A connection failure somewhere in the cause chain (or the SDK said so without a status). */
   network: boolean
+  /** Why the request could not be sent at all (fetch refused its URL), when that is the failure. */
+  unsendable?: string
 }
 
 /**
- * Classifies a failure of a step. Rules, in order: overflow (413, `context_length_exceeded`,
- * overflow phrases) → auth (401/403) → quota/moderation markers (fatal, even on 429/5xx) →
- * retryable (408, 409, 429, 5xx, retryable phrases or types, network failures, stream idle
- * timeout) → fatal. The SDK's own `isRetryable` is not trusted (it says true for every 5xx).
+ * Classifies a failure of a step. Rules, in order: a request fetch refused to send (a bad port,
+ * an unknown scheme, an invalid URL: fatal, no retry can fix it) → overflow (413,
+ * `context_length_exceeded`, overflow phrases) → auth (401, 403 unless its body says rate limit)
+ * → quota/moderation markers (fatal, even on 429/5xx) → retryable (408, 409, 429, 5xx, retryable
+ * phrases or types, network failures, stream idle timeout) → fatal. The SDK's own `isRetryable`
+ * is not trusted (it says true for every 5xx).
  *
  * @example
  * const e = new APICallError({ message: 'Too Many Requests', url, requestBodyValues: {}, statusCode: 429,
@@ -112,6 +118,9 @@ function decide(ev: Evidence, redactor: Redactor): ClassifiedError {
   const responseBody = ev.rawBody === undefined ? undefined : truncate(redactor.text(ev.rawBody))
   const providerTexts = [ev.providerMessage, ...ev.codes, ev.bodyIsText ? ev.rawBody : undefined]
 
+  // Nothing was sent: the same request fails the same way on every attempt.
+  if (ev.unsendable !== undefined) return { kind: 'fatal', error: new UnknownError(ev.unsendable).toJSON(), headers }
+
   if (isOverflow(ev, providerTexts)) {
     // ContextOverflowError's class has no reason for a provider error, so the record is built plainly.
     const record: SerializedError = { name: 'ContextOverflowError', message }
@@ -120,7 +129,7 @@ function decide(ev: Evidence, redactor: Redactor): ClassifiedError {
     return { kind: 'overflow', error: record, headers }
   }
 
-  if (isAuth(ev)) {
+  if (isAuth(ev, providerTexts)) {
     return { kind: 'auth', error: new ProviderAuthError({ message, statusCode: ev.statusCode, responseBody }).toJSON(), headers }
   }
 
@@ -160,7 +169,9 @@ function isOverflow(ev: Evidence, providerTexts: Array<string | undefined>): boo
   return matchesAnyOf([...providerTexts, ev.rawBody, ev.message], contextOverflowPatterns)
 }
 
-function isAuth(ev: Evidence): boolean {
+function isAuth(ev: Evidence, providerTexts: Array<string | undefined>): boolean {
+  // A 403 whose body says rate limit is a rate limit (a WAF or a reseller answering so): retried.
+  if (ev.statusCode === 403 && matchesAnyOf([...providerTexts, ev.rawBody], rateLimitPatterns)) return false
   if (ev.statusCode !== undefined && authStatusCodes.includes(ev.statusCode)) return true
   // Mid-stream errors have no status; their type still says it.
   return ev.codes.some((code) => authCodes.includes(code.toLowerCase()))
@@ -200,6 +211,7 @@ function fromApiCallError(error: APICallError): Evidence {
     // connection (status 200 + `TypeError: terminated` is a reset mid-stream). Without
     // a status the SDK only sets isRetryable for connection failures.
     network: hasNetworkCause(error, hasStatus ? 1 : 0) || (!hasStatus && error.isRetryable === true),
+    unsendable: hasStatus ? undefined : unsendableCause(error),
   }
 }
 
@@ -213,6 +225,7 @@ function fromPlainError(error: Error): Evidence {
     delayHeaders: {},
     bodyAskedDelay: false,
     network: hasNetworkCause(error, 0),
+    unsendable: unsendableCause(error),
   }
 }
 
@@ -322,6 +335,22 @@ function hasNetworkCause(error: unknown, startDepth: number): boolean {
     current = current.cause
   }
   return false
+}
+
+/**
+ * The reason a request was never sent, when an error of the cause chain is fetch refusing its
+ * URL (`unsendableRequests`), e.g. undici's "bad port" under the AI SDK's "Cannot connect to API".
+ */
+function unsendableCause(error: unknown): string | undefined {
+  let current: unknown = error
+  for (let depth = 0; depth <= maxCauseDepth && isErrorLike(current); depth++) {
+    const code = (current as { code?: unknown }).code
+    const message = current.message
+    const found = unsendableRequests.find((r) => (r.code !== undefined && r.code === code) || (r.message !== undefined && r.message.test(message)))
+    if (found) return found.reason
+    current = current.cause
+  }
+  return undefined
 }
 
 function isNetworkError(error: Error): boolean {

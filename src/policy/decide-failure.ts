@@ -4,7 +4,8 @@
  * today's tables and rules as defaults; an app may replace either (`createEngine({
  * errorClassifier, retryPolicy })`).
  */
-import { RetriesExhaustedError, type SerializedError } from '../core/errors'
+import { HookError, RetriesExhaustedError, type SerializedError } from '../core/errors'
+import { isThenable } from '../core/hooks'
 import { classifyError, type ClassifiedError } from './classify-error'
 import { retryOptionsFor } from './connection-refused'
 import { maxTimerMs } from '../core/timer-limit'
@@ -53,17 +54,30 @@ export function defaultFailurePolicies(options: RetryOptions = defaultRetryOptio
 
 /**
  * Decides what a failed attempt leads to. Retries are bounded by the policy; when it gives up,
- * the error is a `RetriesExhaustedError` carrying the last one.
+ * the error is a `RetriesExhaustedError` carrying the last one. A classifier or a retry policy
+ * that throws, or answers what it may not (a promise, a shape it does not have), fails the
+ * attempt without a retry, with a `HookError` naming the option (`errorClassifier`,
+ * `retryPolicy`): a broken policy must not retry for ever nor crash the turn's actor.
  *
  * @example
  * decideFailure(error, { attempt: 1, waitedMs: 0 }, defaultFailurePolicies())
  * // { kind: 'retry', error: { name: 'APIError', statusCode: 429, … }, delayMs: 2000 }
  */
 export function decideFailure(error: unknown, at: { attempt: number; waitedMs: number }, policies: FailurePolicies): FailureDecision {
-  const classified = policies.classify(error)
+  let classified: ClassifiedError
+  try {
+    classified = checkedClassification(policies.classify(error))
+  } catch (thrown) {
+    return { kind: 'fatal', error: hookFailure('errorClassifier', thrown) }
+  }
   if (classified.kind === 'overflow') return { kind: 'overflow', error: classified.error }
   if (classified.kind !== 'retryable') return { kind: 'fatal', error: classified.error }
-  const plan = policies.retry({ attempt: at.attempt, headers: classified.headers, waitedMs: at.waitedMs, error })
+  let plan: RetryPlan
+  try {
+    plan = checkedPlan(policies.retry({ attempt: at.attempt, headers: classified.headers, waitedMs: at.waitedMs, error }))
+  } catch (thrown) {
+    return { kind: 'fatal', error: hookFailure('retryPolicy', thrown) }
+  }
   if (plan.action === 'retry') {
     // A replaced policy may answer anything: the wait is a whole number of ms a timer can hold.
     const delayMs = Number.isFinite(plan.delayMs) && plan.delayMs > 0 ? Math.min(Math.ceil(plan.delayMs), maxTimerMs) : 0
@@ -71,4 +85,47 @@ export function decideFailure(error: unknown, at: { attempt: number; waitedMs: n
   }
   const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: at.attempt, lastError: classified.error })
   return { kind: 'fatal', error: exhausted.toJSON() }
+}
+
+/** Thrown by the checks below: the answer itself is what is wrong. */
+class WrongAnswer {
+  constructor(readonly description: string) {}
+}
+
+function hookFailure(hook: 'errorClassifier' | 'retryPolicy', thrown: unknown): SerializedError {
+  return thrown instanceof WrongAnswer ? new HookError(hook, thrown.description, 'answered what it may not').toJSON() : new HookError(hook, thrown).toJSON()
+}
+
+const kinds = ['overflow', 'retryable', 'auth', 'fatal']
+
+function checkedClassification(value: unknown): ClassifiedError {
+  refusePromise(value)
+  const answer = value as Partial<ClassifiedError> | null
+  if (typeof answer !== 'object' || answer === null || !kinds.includes(answer.kind as string)) {
+    throw new WrongAnswer(`expected { kind: 'overflow' | 'retryable' | 'auth' | 'fatal', error, headers }, got ${describe(value)}`)
+  }
+  const record = answer.error as SerializedError | undefined
+  if (typeof record !== 'object' || record === null || typeof record.name !== 'string' || typeof record.message !== 'string') {
+    throw new WrongAnswer(`expected an error record { name, message } as error, got ${describe(record)}`)
+  }
+  const headers = typeof answer.headers === 'object' && answer.headers !== null ? answer.headers : {}
+  return { kind: answer.kind as ClassifiedError['kind'], error: record, headers }
+}
+
+function checkedPlan(value: unknown): RetryPlan {
+  refusePromise(value)
+  const plan = value as Partial<RetryPlan> | null
+  if (typeof plan === 'object' && plan !== null && (plan.action === 'retry' || plan.action === 'give-up')) return plan as RetryPlan
+  throw new WrongAnswer(`expected { action: 'retry', delayMs } or { action: 'give-up', reason }, got ${describe(value)}`)
+}
+
+/** A policy is synchronous: a promise is refused, and its rejection is not left unhandled. */
+function refusePromise(value: unknown): void {
+  if (!isThenable(value)) return
+  Promise.resolve(value).catch(() => undefined)
+  throw new WrongAnswer('a promise (it must answer synchronously)')
+}
+
+function describe(value: unknown): string {
+  return value === undefined ? 'undefined' : value === null ? 'null' : typeof value === 'object' ? `an object with keys ${Object.keys(value).join(', ') || '(none)'}` : typeof value
 }

@@ -38,6 +38,9 @@ export const contextOverflowPatterns: readonly RegExp[] = [
   /prompt token count of \d+ exceeds the limit/i, // GitHub Copilot
   /longer than the maximum model length/i, // vLLM ("decoder prompt ... is longer than the maximum model length")
   /`inputs` tokens \+ `max_new_tokens` must be <=/i, // Hugging Face TGI
+  // The OpenAI SDK's text for a 400 or 413 without a body (Cerebras answers an oversized prompt so),
+  // relayed by gateways and wrapped providers; an APICallError's own 413 is overflow by its status.
+  /\b4(?:00|13) status code \(no body\)/i,
 ]
 
 /** Structured codes (in `error.code`, `error.type`, `code`…) that mean context overflow. */
@@ -66,7 +69,15 @@ export const retryablePatterns: readonly RegExp[] = [
   /(?:insufficient|no|out of) (?:\w+ )?capacity/i, // "insufficient capacity", "no capacity available", "out of GPU capacity"
   /capacity (?:constraints|exceeded|limit)/i, // "Due to capacity constraints…"
   /high (?:demand|load|traffic)/i, // "experiencing high demand", "the server is under high load"
-  new RegExp(`high${S}concurrency|concurrency${S}limit`, 'i'), // Zhipu / Moonshot "High concurrency usage…", "concurrency limit exceeded"
+  // Zhipu / Moonshot "High concurrency usage…"; a concurrency limit only when it was hit ("Concurrency
+  // limit exceeded for user"): a 400 that merely names a concurrency limit ("must be between 1 and 8") is not.
+  new RegExp(`high${S}concurrency|concurrency${S}limit${S}(?:exceeded|reached|hit)|(?:exceeded|reached|hit) (?:the |your )?concurrency${S}limit|too many concurrent requests`, 'i'),
+  /rate increased too quickly/i, // Alibaba DashScope "Request rate increased too quickly" (burst protection)
+  new RegExp(`provider${S}returned${S}error`, 'i'), // OpenRouter "Provider returned error", "provider-returned-error"
+  /try your request again/i, // "try your request again" (a request that was fine: nothing to fix)
+  /\b(?:status(?: code)?|http)[\s:]*(?:408|429|5\d\d)\b/i, // "upstream returned status 524", "HTTP 503" in a gateway's text
+  new RegExp(`stream${S}read${S}error`, 'i'), // an error envelope of type "stream_read_error": the body broke mid-read
+  /\b(?:upstream |backend )?connection (?:was )?(?:refused|reset)\b/i, // a 400 whose body says "upstream connection refused"
   /\b(?:server|service|system|engine|model|provider|upstream) (?:is )?(?:currently |too )?busy\b/i, // DeepSeek "Server is busy"
   /no healthy upstream/i, // Envoy's 503 page
   /upstream connect error/i, // Envoy "upstream connect error or disconnect/reset before headers"
@@ -187,6 +198,31 @@ export const maxStoredBodyLength = 8 * 1024
 
 /** HTTP statuses that are worth another attempt (request timeout, conflict, rate limit); 5xx is added by rule. */
 export const retryableStatusCodes: readonly number[] = [408, 409, 429]
+
+/**
+ * Wording that means "too many requests" in a body. Some providers and gateways answer a rate
+ * limit with 403 (a WAF, a reseller): such a 403 is retried, not an auth error.
+ */
+export const rateLimitPatterns: readonly RegExp[] = [
+  new RegExp(`too${S}many${S}requests`, 'i'),
+  new RegExp(`rate${S}limit`, 'i'),
+  /rate increased too quickly/i,
+]
+
+/**
+ * Failures of a request that never left the process and that no retry can fix: the runtime's
+ * fetch refuses the URL itself. Matched on an error of the cause chain (its `code`, or its whole
+ * message); `reason` is the stored message, naming the cause.
+ */
+export const unsendableRequests: ReadonlyArray<{ code?: string; message?: RegExp; reason: string }> = [
+  { code: 'ERR_INVALID_URL', reason: "invalid URL: the model's request URL cannot be parsed; check the provider's baseURL" },
+  {
+    message: /^bad port$/i,
+    reason: "bad port: fetch refuses to connect to this port (it is on fetch's list of blocked ports, e.g. 6000 or 6667); give the model's URL another port",
+  },
+  { message: /^unknown scheme$/i, reason: "unknown scheme: fetch only speaks http: and https:; check the provider's baseURL" },
+  { message: /^invalid url$/i, reason: "invalid URL: the model's request URL cannot be parsed; check the provider's baseURL" },
+]
 
 /** HTTP statuses that mean the credentials were refused. */
 export const authStatusCodes: readonly number[] = [401, 403]

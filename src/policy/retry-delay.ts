@@ -78,8 +78,8 @@ export function planRetry(input: {
 
 /**
  * The delay a response asked for: `retry-after-ms` (milliseconds, OpenAI and Azure), else
- * `retry-after` as seconds or as an HTTP date. Invalid values are ignored. Header names are
- * matched case-insensitively.
+ * `retry-after` as seconds or as an HTTP date. Invalid values, and dates that are already past,
+ * are ignored. Header names are matched case-insensitively.
  *
  * @example
  * retryDelayFromHeaders({ 'retry-after-ms': '1500' }) // { delayMs: 1500, source: 'retry-after-ms' }
@@ -101,7 +101,9 @@ export function retryDelayFromHeaders(
   // reading things like "-5" as a year.
   if (/[a-z]/i.test(retryAfter)) {
     const date = Date.parse(retryAfter)
-    if (Number.isFinite(date)) return { delayMs: Math.max(0, date - now), source: 'retry-after' }
+    // A date already past says nothing about when to come back (a skewed clock, a cached
+    // answer): the backoff decides, rather than an immediate retry that hits the limit again.
+    if (Number.isFinite(date) && date > now) return { delayMs: date - now, source: 'retry-after' }
   }
   return undefined
 }

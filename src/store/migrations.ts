@@ -158,6 +158,13 @@ export const migrations: Migration[] = [
     },
   },
   {
+    // The app's metadata of a session (an owner id for the chat handler's `authorize`, say): JSON text.
+    name: '0008_session_metadata',
+    async up(db) {
+      await db.schema.alterTable('turnchart_sessions').addColumn('metadata', 'text').execute()
+    },
+  },
+  {
     // Steering: a queued message is either a prompt (waits for the session to be idle) or a
     // steer (the running turn takes it at its next model call). An approval from another engine
     // may carry an edited input.

@@ -16,6 +16,8 @@ export interface SessionTable {
   defaults: ColumnType<string | null, string | null | undefined, string | null>
   /** Id of the last message still shown after `engine.revert`; later ones are hidden until the next prompt deletes them. */
   reverted_to: ColumnType<string | null, string | null | undefined, string | null>
+  /** JSON: the app's metadata of the session (`createSession({ metadata })`); null when none. */
+  metadata: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface MessageTable {

@@ -81,6 +81,7 @@ export interface ControlRequest {
 }
 
 export interface SessionStore {
+  /** Inserts a session with its defaults and metadata (JSON, returned by `get` and `list` as given). */
   insert(session: SessionInfo): Promise<void>
   get(id: string): Promise<SessionInfo | undefined>
   /** Every session, oldest first. */

@@ -35,7 +35,9 @@ export interface TurnConfig {
   telemetry: Telemetry
   /** Removes credentials from errors before they are stored or published. */
   redactor: Redactor
+  /** Told of an app hook's failure that ends nothing (a tool's `needsApproval` that threw). */
+  onHookError(error: unknown): void
 }
 
 /** The engine's services every turn's configuration carries. */
-export type TurnServices = Pick<TurnConfig, 'failure' | 'telemetry' | 'redactor'>
+export type TurnServices = Pick<TurnConfig, 'failure' | 'telemetry' | 'redactor' | 'onHookError'>

@@ -1,16 +1,72 @@
 /**
  * `createChatHandler`: a Web-standard `(request: Request) => Promise<Response>` that speaks what
  * the AI SDK's `useChat` (with `DefaultChatTransport`) sends, for an engine in this process.
+ *
+ * What a hostile client can send is bounded here: a body over `maxBodyBytes` is refused while it
+ * streams in; the app's `authorize` decides, before anything is read or done, who may use a
+ * chat; an approval acts only on the chat's own turns; and the app's hooks (`authorize`,
+ * `newSession`, `onError`) cannot throw past the handler.
  */
 import { createUIMessageStreamResponse, isToolUIPart, type UIMessage } from 'ai'
 import type { Engine } from '../engine/engine'
-import { ApprovalNotPendingError, SessionBusyError, SessionNotFoundError, serializeError } from '../core/errors'
+import {
+  ApprovalNotPendingError,
+  ChatAccessDeniedError,
+  FileTooLargeError,
+  HookError,
+  InvalidArgumentError,
+  InvalidOptionError,
+  RequestTooLargeError,
+  SessionBusyError,
+  SessionNotFoundError,
+  TurnNotInChatError,
+  serializeError,
+} from '../core/errors'
+import { callHook } from '../core/hooks'
+import type { SessionMetadata } from '../core/types'
+import { promptInputOf, UnusableMessage } from './chat-input'
+import { isChatTurn } from './chat-turns'
 import { LiveTurns } from './live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'
+import { readBody } from './read-body'
 import { toUIMessageStreamResponse, type TurnRef } from './to-ui-message-stream'
 import { toUIMessages } from './ui-messages'
 
+/**
+ * The default `maxBodyBytes`: 32 MiB. `useChat` sends a file as a base64 `data:` URL (4/3 of its
+ * size) inside the JSON body, with the whole conversation: this fits two attachments at the
+ * engine's default `maxFileBytes` (10 MB, 13.4 MB each as base64) plus the text, and refuses
+ * anything that could not be one chat message.
+ */
+export const defaultMaxBodyBytes = 32 * 1024 * 1024
+
+/** The options of a session the handler creates for a new chat (from `newSession`). */
+export interface NewChatSession {
+  title?: string
+  /** The app's data about the chat, e.g. `{ owner: user.id }` for `authorize` to read later. */
+  metadata?: SessionMetadata
+}
+
 export interface ChatHandlerOptions {
+  /**
+   * Who may use a chat: called before every route with the request and the chat id (on a POST,
+   * after the body is read, since the id is in it); `true` lets the request through, anything
+   * else answers **403** `ChatAccessDeniedError` and nothing happens (no session created, no turn
+   * started, no message read). May be async. A throw answers 500 (the error goes to `onError`).
+   * Without it every chat is open to anyone who knows its id.
+   */
+  authorize?: (request: Request, chatId: string) => boolean | Promise<boolean>
+  /**
+   * The title and metadata of the session the handler creates for a new chat (its first POST),
+   * e.g. `{ metadata: { owner: user.id } }`. May be async. A throw answers 500, nothing created.
+   */
+  newSession?: (request: Request, chatId: string) => NewChatSession | undefined | Promise<NewChatSession | undefined>
+  /**
+   * The largest request body read, in bytes (default `defaultMaxBodyBytes`, 32 MiB): counted
+   * while the body streams in; past it the answer is **413** `RequestTooLargeError` and the rest
+   * is not read.
+   */
+  maxBodyBytes?: number
   /**
    * What a client that drops a stream means. `'abort'` (default): the turn is aborted (that is
    * how `useChat`'s `stop()` reaches the server). `'detach'`: the stream ends and the turn goes
@@ -23,7 +79,10 @@ export interface ChatHandlerOptions {
   headers?: Record<string, string>
   /** How often a resumed stream of a turn run by another process reads its rows (ms, default 250). */
   pollIntervalMs?: number
-  /** Called with an unexpected error; the client gets a 500 without its details. */
+  /**
+   * Called with an unexpected error (a `HookError` when `authorize` or `newSession` threw); the
+   * client gets a 500 without its details. Its own throw (or rejection) is ignored.
+   */
   onError?: (error: unknown) => void
 }
 
@@ -46,10 +105,21 @@ function errorResponse(status: number, error: unknown, headers?: Record<string, 
   return json(status, { error: serializeError(error) }, headers)
 }
 
-function parseBody(value: unknown): ChatRequestBody | undefined {
+/** A chat id as `createSession` takes it; anything else is refused before any hook sees it. */
+const chatIdPattern = /^[\w.:-]{1,200}$/
+
+function parseBody(text: string): ChatRequestBody | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
   if (typeof value !== 'object' || value === null) return undefined
   const { id, messages } = value as Record<string, unknown>
-  if (typeof id !== 'string' || id.length === 0 || !Array.isArray(messages) || messages.length === 0) return undefined
+  if (typeof id !== 'string' || !Array.isArray(messages) || messages.length === 0) return undefined
+  const last = messages[messages.length - 1] as Partial<UIMessage> | null
+  if (typeof last !== 'object' || last === null || !Array.isArray(last.parts) || (last.role !== 'user' && last.role !== 'assistant')) return undefined
   return { id, messages: messages as UIMessage[] }
 }
 
@@ -57,7 +127,19 @@ function parseBody(value: unknown): ChatRequestBody | undefined {
 function chatRoute(url: URL): { chatId: string; action: string } | undefined {
   const segments = url.pathname.split('/').filter(Boolean)
   if (segments.length < 2) return undefined
-  return { chatId: decodeURIComponent(segments[segments.length - 2]), action: segments[segments.length - 1] }
+  try {
+    return { chatId: decodeURIComponent(segments[segments.length - 2]), action: segments[segments.length - 1] }
+  } catch {
+    return undefined // a malformed %-escape
+  }
+}
+
+function checkOptions(options: ChatHandlerOptions): void {
+  for (const name of ['authorize', 'newSession', 'onError'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw new InvalidOptionError(name, options[name], 'a function')
+  }
+  const max = options.maxBodyBytes
+  if (max !== undefined && (!Number.isSafeInteger(max) || max < 1)) throw new InvalidOptionError('maxBodyBytes', max, 'a whole number of bytes >= 1')
 }
 
 /**
@@ -65,24 +147,52 @@ function chatRoute(url: URL): { chatId: string; action: string } | undefined {
  *
  * | request | answer |
  * |---|---|
- * | `POST <api>` with a user message last | starts a turn in session `id` (created when new) and streams it; 409 `SessionBusyError` while a turn runs |
- * | `POST <api>` with an assistant message last whose tools carry approval responses | `engine.approve`/`deny` each, then streams the rest of the turn; 409 `ApprovalNotPendingError` when none was pending |
+ * | `POST <api>` with a user message last | starts a turn in session `id` (created when new) with the message's text and files, and streams it; 409 `SessionBusyError` while a turn runs |
+ * | `POST <api>` with an assistant message last whose tools carry approval responses | `engine.approve`/`deny` each, then streams the rest of the turn; 403 `TurnNotInChatError` when the turn is not the chat's; 409 `ApprovalNotPendingError` when none was pending |
  * | `GET <api>/<id>/stream` | the running turn: what it produced so far, then live; 204 when nothing runs |
  * | `DELETE <api>/<id>/stream` | aborts the running turn; 204 |
  * | `GET <api>/<id>/messages` | the stored conversation as `UIMessage[]` (JSON) |
  *
- * Errors are JSON `{ error: { name, message, ... } }`: 400 for a malformed body, 404 for an
- * unknown route, 405 for a method it does not take, 500 (details to `onError` only) otherwise.
+ * Errors are JSON `{ error: { name, message, ... } }`: 400 for a malformed body or chat id, 403
+ * when `authorize` says no or a turn is not the chat's, 404 for an unknown route, 405 for a
+ * method it does not take, 409 for a busy chat or no pending approval, 413 for a body over
+ * `maxBodyBytes` or a file over the engine's `maxFileBytes`, 500 (details to `onError` only)
+ * otherwise.
  *
  * @example
  * // app/api/chat/[[...path]]/route.ts (Next.js)
- * const handler = createChatHandler(engine)
+ * const handler = createChatHandler(engine, { authorize: async (request, chatId) => ownsChat(await userOf(request), chatId) })
  * export const POST = handler, GET = handler, DELETE = handler
  */
 export function createChatHandler(engine: Engine, options: ChatHandlerOptions = {}): ChatHandler {
+  checkOptions(options)
   const live = new LiveTurns(engine)
   const headers = options.headers ?? {}
   const abortOnDisconnect = (options.onDisconnect ?? 'abort') === 'abort'
+  const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
+  const invalid = (message: string) => json(400, { error: { name: 'InvalidRequest', message } }, headers)
+  const denied = (chatId: string) => errorResponse(403, new ChatAccessDeniedError(chatId), headers)
+
+  /** The app's verdict on this request for this chat: only `true` lets it through. */
+  const authorized = async (request: Request, chatId: string): Promise<boolean> => {
+    if (!options.authorize) return true
+    try {
+      return (await options.authorize(request, chatId)) === true
+    } catch (error) {
+      throw new HookError('authorize', error)
+    }
+  }
+
+  /** The options of the session a new chat gets, from the app's `newSession`. */
+  const newSessionOptions = async (request: Request, chatId: string): Promise<NewChatSession> => {
+    if (!options.newSession) return {}
+    try {
+      const answer = await options.newSession(request, chatId)
+      return { ...(answer?.title !== undefined ? { title: answer.title } : {}), ...(answer?.metadata !== undefined ? { metadata: answer.metadata } : {}) }
+    } catch (error) {
+      throw new HookError('newSession', error)
+    }
+  }
 
   /** Streams `turn`; a dropped client aborts it when so configured (only while it streams). */
   const stream = (request: Request, turn: TurnRef, from: { replay: boolean; messages?: UIMessage[] }, signal?: AbortSignal): Response => {
@@ -106,33 +216,46 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
   }
 
   const startTurn = async (request: Request, body: ChatRequestBody, last: UIMessage): Promise<Response> => {
-    const text = last.parts
-      .filter((p): p is { type: 'text'; text: string } => p.type === 'text')
-      .map((p) => p.text)
-      .join('\n')
-    if (text.trim().length === 0) return json(400, { error: { name: 'InvalidRequest', message: 'the last user message has no text' } }, headers)
+    let input
+    try {
+      input = promptInputOf(last, engine.config.maxFileBytes)
+    } catch (error) {
+      if (FileTooLargeError.isInstance(error)) return errorResponse(413, error, headers)
+      if (error instanceof UnusableMessage) return invalid(error.message)
+      throw error
+    }
     const running = engine.activeTurn(body.id)?.id ?? (await unfinishedTurnId(engine, body.id)) // here, or in another process
     if (running) return errorResponse(409, new SessionBusyError(body.id, running), headers)
     if (!(await engine.getSession(body.id))) {
-      await engine.createSession({ id: body.id }).catch(async (error) => {
-        if (!(await engine.getSession(body.id))) throw error // not a concurrent create of the same chat
-      })
+      const created = await engine.createSession({ ...(await newSessionOptions(request, body.id)), id: body.id }).then(
+        () => true,
+        async (error: unknown) => {
+          if (!(await engine.getSession(body.id))) throw error
+          return false // another request created this chat at the same moment
+        },
+      )
+      // `authorize` allowed a chat that did not exist; the one that exists now may not be this user's.
+      if (!created && !(await authorized(request, body.id))) return denied(body.id)
     }
     try {
-      const turn = engine.prompt(body.id, text)
+      const turn = engine.prompt(body.id, input)
       return stream(request, turn, { replay: false, messages: body.messages })
     } catch (error) {
       if (SessionBusyError.isInstance(error)) return errorResponse(409, error, headers)
+      if (FileTooLargeError.isInstance(error)) return errorResponse(413, error, headers)
+      if (InvalidArgumentError.isInstance(error)) return errorResponse(400, error, headers)
       throw error
     }
   }
 
   const answerApprovals = async (request: Request, body: ChatRequestBody, last: UIMessage): Promise<Response> => {
     const responses = last.parts.filter(isToolUIPart).filter((p) => p.state === 'approval-responded')
-    if (responses.length === 0) return json(400, { error: { name: 'InvalidRequest', message: 'the last message is neither a user message nor approval responses' } }, headers)
+    if (responses.length === 0) return invalid('the last message is neither a user message nor approval responses')
     const turnId = (last.metadata as { turnId?: unknown } | undefined)?.turnId
-    const id = typeof turnId === 'string' ? turnId : engine.activeTurn(body.id)?.id
+    const id = typeof turnId === 'string' && turnId !== '' ? turnId : engine.activeTurn(body.id)?.id
     if (!id) return errorResponse(409, new ApprovalNotPendingError('', responses[0].toolCallId, 'no turn runs in this chat'), headers)
+    // Only the chat's own turns: a turn id from the body may name another chat's.
+    if (!(await isChatTurn(engine, body.id, id))) return errorResponse(403, new TurnNotInChatError(body.id, id), headers)
     const cancel = new AbortController()
     // The stream subscribes before the decisions, so nothing the turn does after them is missed.
     const response = stream(request, { id, sessionId: body.id }, { replay: false, messages: body.messages }, cancel.signal)
@@ -141,53 +264,65 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     for (const part of responses) {
       const approval = (part as { approval?: { approved?: boolean; reason?: string } }).approval
       try {
-        if (approval?.approved) await engine.approve(id, part.toolCallId)
-        else await engine.deny(id, part.toolCallId, approval?.reason)
+        if (approval?.approved === true) await engine.approve(id, part.toolCallId)
+        else await engine.deny(id, part.toolCallId, typeof approval?.reason === 'string' ? approval.reason : undefined)
         accepted++
       } catch (error) {
-        if (!ApprovalNotPendingError.isInstance(error)) throw error
+        if (!ApprovalNotPendingError.isInstance(error) && !InvalidArgumentError.isInstance(error)) throw error
         refusal = error
       }
     }
     if (accepted > 0) return response
     cancel.abort()
     await response.body?.cancel().catch(() => undefined)
-    return errorResponse(409, refusal, headers)
+    return errorResponse(ApprovalNotPendingError.isInstance(refusal) ? 409 : 400, refusal, headers)
+  }
+
+  const post = async (request: Request): Promise<Response> => {
+    const read = await readBody(request, maxBodyBytes)
+    if (!read.ok) return errorResponse(413, new RequestTooLargeError(maxBodyBytes), headers)
+    const body = parseBody(read.text)
+    if (!body) return invalid('expected { id, messages } as useChat sends')
+    if (!chatIdPattern.test(body.id)) return invalid('the chat id must be 1-200 letters, digits, _ . : -')
+    if (!(await authorized(request, body.id))) return denied(body.id)
+    const last = body.messages[body.messages.length - 1]
+    return last.role === 'user' ? startTurn(request, body, last) : answerApprovals(request, body, last)
+  }
+
+  const get = async (request: Request, url: URL): Promise<Response> => {
+    const route = chatRoute(url)
+    if (!route || (route.action !== 'stream' && route.action !== 'messages')) return json(404, { error: { name: 'NotFound', message: url.pathname } }, headers)
+    const allowed = route.action === 'stream' ? ['GET', 'DELETE'] : ['GET']
+    if (!allowed.includes(request.method)) return json(405, { error: { name: 'MethodNotAllowed', message: request.method } }, headers)
+    if (!chatIdPattern.test(route.chatId)) return invalid('the chat id must be 1-200 letters, digits, _ . : -')
+    if (!(await authorized(request, route.chatId))) return denied(route.chatId)
+    if (route.action === 'messages') {
+      const stored = await engine.messages(route.chatId).catch((error) => {
+        if (SessionNotFoundError.isInstance(error)) return []
+        throw error
+      })
+      return json(200, toUIMessages(stored), headers)
+    }
+    if (request.method === 'DELETE') {
+      await engine.abort(route.chatId)
+      return new Response(null, { status: 204, headers })
+    }
+    const snapshot = live.snapshot(route.chatId)
+    if (snapshot) return stream(request, { id: snapshot.turnId, sessionId: route.chatId }, { replay: true })
+    // Not in this process's mirror: a turn run by another engine (or started before the handler).
+    const turnId = await unfinishedTurnId(engine, route.chatId)
+    if (!turnId) return new Response(null, { status: 204, headers })
+    const polled = pollTurnStream(engine, { id: turnId, sessionId: route.chatId }, { intervalMs: options.pollIntervalMs, signal: request.signal })
+    return createUIMessageStreamResponse({ stream: polled, headers })
   }
 
   const handler = async (request: Request): Promise<Response> => {
     try {
       const url = new URL(request.url)
-      if (request.method === 'POST') {
-        const body = parseBody(await request.json().catch(() => undefined))
-        if (!body) return json(400, { error: { name: 'InvalidRequest', message: 'expected { id, messages } as useChat sends' } }, headers)
-        const last = body.messages[body.messages.length - 1]
-        return last.role === 'user' ? startTurn(request, body, last) : answerApprovals(request, body, last)
-      }
-      const route = chatRoute(url)
-      if (!route || (route.action !== 'stream' && route.action !== 'messages')) return json(404, { error: { name: 'NotFound', message: url.pathname } }, headers)
-      if (route.action === 'messages') {
-        if (request.method !== 'GET') return json(405, { error: { name: 'MethodNotAllowed', message: request.method } }, headers)
-        const stored = await engine.messages(route.chatId).catch((error) => {
-          if (SessionNotFoundError.isInstance(error)) return []
-          throw error
-        })
-        return json(200, toUIMessages(stored), headers)
-      }
-      if (request.method === 'DELETE') {
-        await engine.abort(route.chatId)
-        return new Response(null, { status: 204, headers })
-      }
-      if (request.method !== 'GET') return json(405, { error: { name: 'MethodNotAllowed', message: request.method } }, headers)
-      const snapshot = live.snapshot(route.chatId)
-      if (snapshot) return stream(request, { id: snapshot.turnId, sessionId: route.chatId }, { replay: true })
-      // Not in this process's mirror: a turn run by another engine (or started before the handler).
-      const turnId = await unfinishedTurnId(engine, route.chatId)
-      if (!turnId) return new Response(null, { status: 204, headers })
-      const polled = pollTurnStream(engine, { id: turnId, sessionId: route.chatId }, { intervalMs: options.pollIntervalMs, signal: request.signal })
-      return createUIMessageStreamResponse({ stream: polled, headers })
+      // `return await`: a rejection of the route is caught below, not handed to the caller.
+      return request.method === 'POST' ? await post(request) : await get(request, url)
     } catch (error) {
-      options.onError?.(error)
+      if (options.onError) callHook(() => options.onError!(error), () => undefined)
       return json(500, { error: { name: 'InternalError', message: 'the chat handler failed; see the server log' } }, headers)
     }
   }

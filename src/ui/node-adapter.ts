@@ -1,7 +1,9 @@
 /**
  * Node's `http` in front of a Web-standard handler: builds a `Request` from the incoming message
- * (its body streamed, its `signal` aborted when the client goes away) and pipes the `Response`
- * back, flushing the headers at once so event streams start without delay.
+ * (its body streamed as the handler reads it, its `signal` aborted when the client goes away)
+ * and pipes the `Response` back, flushing the headers at once so event streams start without
+ * delay. A body the handler leaves unread (it refused it: too large) is not read further, and
+ * the connection is closed after the answer instead of being kept alive behind it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
@@ -28,7 +30,7 @@ export function toNodeListener(handler: (request: Request) => Promise<Response>)
     const request = new Request(new URL(req.url ?? '/', `http://${req.headers.host ?? '127.0.0.1'}`), {
       method,
       headers,
-      body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
+      body: hasBody ? requestBody(req) : undefined,
       signal: gone.signal,
       // Node's fetch needs this for a streamed request body.
       ...(hasBody ? { duplex: 'half' } : {}),
@@ -41,6 +43,8 @@ export function toNodeListener(handler: (request: Request) => Promise<Response>)
         })
         const cookies = response.headers.getSetCookie()
         if (cookies.length > 0) res.setHeader('set-cookie', cookies)
+        // The rest of the body stays unread: the connection cannot carry another request.
+        if (hasBody && !req.complete) res.setHeader('connection', 'close')
         res.flushHeaders()
         if (!response.body) return void res.end()
         await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>), res)
@@ -50,4 +54,47 @@ export function toNodeListener(handler: (request: Request) => Promise<Response>)
         res.end()
       })
   }
+}
+
+/**
+ * The incoming body as a web stream that reads the socket only when the handler pulls. Its
+ * `cancel` stops reading without destroying the socket (Node's own `Readable.toWeb` would
+ * destroy it, and with it the answer the handler is about to send, e.g. a 413).
+ */
+function requestBody(req: IncomingMessage): ReadableStream<Uint8Array> {
+  // A client that goes away mid-body makes `req` emit 'error': heard here, and by the stream below.
+  req.on('error', () => undefined)
+  return new ReadableStream<Uint8Array>({
+    pull: (controller) =>
+      new Promise<void>((resolve) => {
+        const finish = () => {
+          req.off('readable', onReadable)
+          req.off('end', onEnd)
+          req.off('error', onError)
+          resolve()
+        }
+        const onReadable = () => {
+          const chunk = req.read() as Buffer | null
+          if (chunk === null) return
+          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+          finish()
+        }
+        const onEnd = () => {
+          controller.close()
+          finish()
+        }
+        const onError = (error: unknown) => {
+          controller.error(error)
+          finish()
+        }
+        if (req.readableEnded) return onEnd()
+        req.on('readable', onReadable)
+        req.on('end', onEnd)
+        req.on('error', onError)
+        onReadable()
+      }),
+    cancel: () => {
+      req.pause()
+    },
+  })
 }

@@ -85,15 +85,23 @@ function toUIPart(part: Part): UIPart | undefined {
       return toolUIPart(part)
     case 'compaction':
       return { type: 'data-compaction', id: part.id, data: { auto: part.auto } }
+    case 'file': {
+      // A prompt's attachment (or a file the model made): useChat shows a file part by its URL.
+      const mediaType = part.mediaType ?? 'application/octet-stream'
+      const url = part.url ?? (part.data !== undefined ? `data:${mediaType};base64,${part.data}` : undefined)
+      return url === undefined ? undefined : { type: 'file', mediaType, url, ...(part.filename ? { filename: part.filename } : {}) }
+    }
     case 'step-finish':
-      return undefined // its usage is in the message metadata
+    case 'source':
+      return undefined // its usage is in the message metadata; sources are not shown
   }
 }
 
 /**
  * Converts stored messages (`engine.messages(sessionId)`) to `UIMessage[]` for `useChat`'s
- * `messages`: text, reasoning, step boundaries, tools (with approval requests and denials) and
- * compaction markers as parts; usage, finish reason and error as metadata.
+ * `messages`: text, reasoning, files (a prompt's attachments, as `data:` or http(s) URLs), step
+ * boundaries, tools (with approval requests and denials) and compaction markers as parts;
+ * usage, finish reason and error as metadata.
  *
  * @example
  * const messages = toUIMessages(await engine.messages(sessionId))

@@ -10,6 +10,7 @@ import fs from 'node:fs'
 import http from 'node:http'
 import type net from 'node:net'
 import path from 'node:path'
+import { isLoopbackHost } from '../core/loopback'
 import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
 import { createLiveUpdates } from './live-updates'
 import { sessionPage } from './page-views'
@@ -91,9 +92,9 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       response.writeHead(status, headers)
       response.end(body)
     }
-    // Only a page opened on this server's own address may read it: a web site whose name was
+    // Only a page opened on this machine's own names may read it: a web site whose name was
     // pointed at 127.0.0.1 (DNS rebinding) sends its own name as Host and is refused.
-    if (!allowedHosts.has(request.headers.host ?? '')) return send(421, 'text/plain', 'this viewer answers on 127.0.0.1 and localhost only')
+    if (!isLoopbackHost(request.headers.host, (server.address() as net.AddressInfo).port)) return send(421, 'text/plain', 'this viewer answers on 127.0.0.1 and localhost only')
     if (request.method !== 'GET') return send(405, 'text/plain', 'read-only')
     if (url.pathname === '/' || url.pathname === '/index.html') return send(200, 'text/html; charset=utf-8', page)
     // Browsers ask for it unprompted; the page has none.
@@ -115,7 +116,6 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     if (url.pathname.startsWith('/api/')) return send(404, 'application/json', JSON.stringify({ error: 'not found' }))
     send(404, 'text/html; charset=utf-8', notFoundPage)
   })
-  const allowedHosts = new Set<string>()
   const sockets = new Set<net.Socket>()
   server.on('connection', (socket) => {
     sockets.add(socket)
@@ -132,7 +132,6 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     throw error
   }
   const { port } = server.address() as net.AddressInfo
-  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`]) allowedHosts.add(host)
   return {
     url: `http://127.0.0.1:${port}/`,
     async close() {

@@ -1,7 +1,8 @@
 /**
  * The example chat page in a real browser: Debian's headless Chromium driven by playwright-core
  * against the example server (scripted model). A person's path through it: a prompt with
- * reasoning, a tool and a retry countdown; an approval; a stop; a reload mid-turn.
+ * reasoning, a tool and a retry countdown; an approval; a stop; a reload mid-turn; a message
+ * with an image and a text file attached.
  * The last screenshot is kept under test/browser/out/ (git-ignored).
  */
 import fs from 'node:fs'
@@ -43,7 +44,7 @@ const assistant = (page: Page, index: number, text: string) =>
 const ready = (page: Page) => page.waitForSelector('[data-testid=status]:text-is("ready")')
 
 browserTest(
-  'the example page: streamed text, a tool result, a retry countdown, an approval, a stop, a reload mid-turn',
+  'the example page: streamed text, a tool result, a retry countdown, an approval, a stop, a reload mid-turn, attached files',
   async () => {
     app = await startChatExample({ port: 0 })
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-chromium-'))
@@ -116,6 +117,37 @@ browserTest(
     expect(await page.locator('[data-testid=tool-list][data-tool-state=output-available]').count()).toBe(1)
     expect(await page.locator('[data-testid=tool-deploy][data-tool-state=output-available]').count()).toBe(1)
     expect(await page.getByTestId('message-error').textContent()).toMatch(/^MessageAbortedError/)
+
+    // 5. Files: useChat's sendMessage({ text, files }) from the page's file input; the handler makes
+    // them the prompt's image and file parts, the model receives them, and they come back on reload.
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64')
+    const notes = 'first line of the notes\nsecond line'
+    await page.getByTestId('file').setInputFiles([
+      { name: 'dot.png', mimeType: 'image/png', buffer: png },
+      { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(notes) },
+    ])
+    await send(page, 'What is in the attached files?')
+    await assistant(page, 4, 'I received your files')
+    await ready(page)
+    const sent = (app.scripted!.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> }).messages.filter((m) => m.role === 'user').at(-1)!.content
+    // useChat puts the files before the text; the prompt keeps the message's order.
+    expect(sent).toEqual([
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } },
+      { type: 'text', text: notes },
+      { type: 'text', text: 'What is in the attached files?' },
+    ])
+    const stored = (await app.engine.messages(chatId)).filter((m) => m.info.role === 'user').at(-1)!
+    expect(stored.parts).toEqual([
+      expect.objectContaining({ type: 'file', image: true, mediaType: 'image/png', data: png.toString('base64') }),
+      expect.objectContaining({ type: 'file', mediaType: 'text/plain', filename: 'notes.txt', data: Buffer.from(notes).toString('base64') }),
+      expect.objectContaining({ type: 'text', text: 'What is in the attached files?' }),
+    ])
+    await page.reload()
+    await assistant(page, 4, 'I received your files')
+    const attachments = page.locator('[data-testid=message-user]').last().getByTestId('attachment')
+    expect(await attachments.count()).toBe(2)
+    expect(await attachments.first().evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(1) // the PNG decodes in the page
+    expect(await attachments.last().textContent()).toBe('notes.txt')
 
     await page.screenshot({ path: path.join(outDir, 'chat.png'), fullPage: true })
   },

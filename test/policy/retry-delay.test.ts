@@ -22,7 +22,7 @@ describe('retryDelayFromHeaders', () => {
     ['retry-after decimal seconds', { 'retry-after': '0.5' }, { delayMs: 500, source: 'retry-after' }],
     ['retry-after with spaces', { 'retry-after': ' 7 ' }, { delayMs: 7000, source: 'retry-after' }],
     ['retry-after HTTP date', { 'retry-after': 'Wed, 21 Oct 2015 07:28:10 GMT' }, { delayMs: 10000, source: 'retry-after' }],
-    ['retry-after HTTP date in the past floors at 0', { 'retry-after': 'Wed, 21 Oct 2015 07:00:00 GMT' }, { delayMs: 0, source: 'retry-after' }],
+    ['retry-after HTTP date in the past is ignored (the backoff decides)', { 'retry-after': 'Wed, 21 Oct 2015 07:00:00 GMT' }, undefined],
     ['header names in any case', { 'Retry-After': '2' }, { delayMs: 2000, source: 'retry-after' }],
     ['invalid retry-after-ms falls through to retry-after', { 'retry-after-ms': 'soon', 'retry-after': '4' }, { delayMs: 4000, source: 'retry-after' }],
     ['negative retry-after-ms is ignored', { 'retry-after-ms': '-5' }, undefined],

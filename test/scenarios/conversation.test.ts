@@ -262,6 +262,34 @@ test('fork copies the history up to a message into a new session; the next reque
   await expect(h.engine.fork(s.id, 'msg_nope')).rejects.toBeInstanceOf(MessageNotFoundError)
 })
 
+test("a session's metadata is stored and returned by getSession and listSessions, copied by fork; what is not JSON is refused", async () => {
+  h = await createHarness()
+  const s = await h.engine.createSession({ id: 'chat-owned', title: 'mine', metadata: { owner: 'user_42', tags: ['a', 'b'], plan: { seats: 3 } } })
+  expect(s).toMatchObject({ id: 'chat-owned', metadata: { owner: 'user_42', tags: ['a', 'b'], plan: { seats: 3 } } })
+  expect(await h.engine.getSession('chat-owned')).toEqual(s)
+  expect(await h.engine.listSessions()).toEqual([s])
+  const plain = await h.engine.createSession()
+  expect(plain).not.toHaveProperty('metadata')
+  h.server.text('hello')
+  await h.engine.prompt(s.id, 'hi').done
+  const copy = await h.engine.fork(s.id, (await h.engine.messages(s.id))[1].info.id)
+  expect(copy.metadata).toEqual({ owner: 'user_42', tags: ['a', 'b'], plan: { seats: 3 } })
+  expect((await h.engine.getSession(copy.id))!.metadata).toEqual(s.metadata)
+  for (const [metadata, argument] of [
+    ['user_42', 'options.metadata'],
+    [['user_42'], 'options.metadata'],
+    [new Date(), 'options.metadata'],
+    [{ owner: () => 'x' }, 'options.metadata.owner'],
+    [{ nested: { n: Number.NaN } }, 'options.metadata.nested.n'],
+    [{ list: [1, undefined] }, 'options.metadata.list[1]'],
+  ] as const) {
+    const error = await h.engine.createSession({ metadata: metadata as never }).catch((e: unknown) => e)
+    expect(InvalidArgumentError.isInstance(error)).toBe(true)
+    expect(error).toMatchObject({ argument })
+  }
+  expect(await h.engine.listSessions()).toHaveLength(3)
+})
+
 test('rename and delete; every history operation is refused with SessionBusyError while a turn runs', async () => {
   h = await createHarness()
   const s = await h.engine.createSession({ title: 'old' })

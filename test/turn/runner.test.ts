@@ -7,26 +7,13 @@ import { tool } from 'ai'
 import { z } from 'zod'
 import { turnStateName } from '../../src'
 import { createHarness, type Harness } from '../support/harness'
+import { unhandledRejectionsDuring } from '../support/unhandled-rejections'
 
 let h: Harness | undefined
 afterEach(async () => {
   await h?.close()
   h = undefined
 })
-
-/** Every unhandled rejection while `run` runs (and one loop turn after it). */
-async function unhandledRejectionsDuring(run: () => Promise<void>): Promise<unknown[]> {
-  const seen: unknown[] = []
-  const listener = (reason: unknown) => void seen.push(reason)
-  process.on('unhandledRejection', listener)
-  try {
-    await run()
-    await new Promise((resolve) => setImmediate(resolve))
-  } finally {
-    process.off('unhandledRejection', listener)
-  }
-  return seen
-}
 
 test('an abort that arrives while the row entering streaming commits makes zero provider requests', async () => {
   h = await createHarness()

@@ -1,5 +1,5 @@
 /** Errors of the engine's calls: bad options or arguments, unknown ids, a busy session, the store. */
-import { describeValue } from './serialize'
+import { describeValue, safeMessage } from './serialize'
 import { isNamed, TurnchartError } from './turnchart-error'
 
 /** An option of `createEngine` (or of a call) is invalid; `option` names it. */
@@ -151,4 +151,19 @@ export class QueuedPromptCancelledError extends TurnchartError {
     this.turnId = turnId
   }
   static isInstance = isNamed<QueuedPromptCancelledError>('QueuedPromptCancelledError')
+}
+
+/**
+ * A function the app supplied (an option such as `errorClassifier` or `retryPolicy`, a tool's
+ * `needsApproval`, the chat handler's `authorize`) threw, rejected, or answered something it
+ * may not. `hook` names the option; the thrown value is the `cause`.
+ */
+export class HookError extends TurnchartError {
+  readonly name = 'HookError'
+  readonly hook: string
+  constructor(hook: string, cause: unknown, what = 'threw') {
+    super(`${hook} ${what}: ${safeMessage(cause)}`, { cause })
+    this.hook = hook
+  }
+  static isInstance = isNamed<HookError>('HookError')
 }

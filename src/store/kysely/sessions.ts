@@ -1,4 +1,4 @@
-/** Sessions on Kysely: the session rows, their lock, title and revert marker, and the cascade of a delete. */
+/** Sessions on Kysely: the session rows (with their defaults and metadata), their lock, title and revert marker, and the cascade of a delete. */
 import type { Selectable } from 'kysely'
 import type { SessionInfo } from '../../core/types'
 import type { SessionTable } from '../schema'
@@ -7,12 +7,14 @@ import { num, parseJsonOrNull, type Executor } from './rows'
 
 function sessionFromRow(row: Selectable<SessionTable>): SessionInfo {
   const defaults = parseJsonOrNull<SessionInfo['defaults']>(row.defaults)
+  const metadata = parseJsonOrNull<SessionInfo['metadata']>(row.metadata)
   return {
     id: row.id,
     title: row.title,
     time: { created: num(row.created_at), updated: num(row.updated_at) },
     ...(defaults ? { defaults } : {}),
     ...(row.reverted_to ? { revertedTo: row.reverted_to } : {}),
+    ...(metadata ? { metadata } : {}),
   }
 }
 
@@ -28,6 +30,7 @@ export class KyselySessions implements SessionStore {
         created_at: session.time.created,
         updated_at: session.time.updated,
         defaults: session.defaults ? JSON.stringify(session.defaults) : null,
+        metadata: session.metadata ? JSON.stringify(session.metadata) : null,
       })
       .execute()
   }

@@ -1,17 +1,19 @@
-/** Sessions in memory: the session rows, their lock, title and revert marker, and the cascade of a delete. */
-import type { SessionDefaults, SessionInfo } from '../../core/types'
+/** Sessions in memory: the session rows (with their defaults and metadata), their lock, title and revert marker, and the cascade of a delete. */
+import type { SessionDefaults, SessionInfo, SessionMetadata } from '../../core/types'
 import type { SessionStore } from '../store'
 import type { Access } from './access'
 import { compareIds, parseJsonOrNull, toJson, uniqueViolation, type SessionRow } from './tables'
 
 function sessionFromRow(row: SessionRow): SessionInfo {
   const defaults = parseJsonOrNull<SessionDefaults>(row.defaults)
+  const metadata = parseJsonOrNull<SessionMetadata>(row.metadata)
   return {
     id: row.id,
     title: row.title,
     time: { created: row.created, updated: row.updated },
     ...(defaults ? { defaults } : {}),
     ...(row.revertedTo ? { revertedTo: row.revertedTo } : {}),
+    ...(metadata ? { metadata } : {}),
   }
 }
 
@@ -29,6 +31,7 @@ export class MemorySessions implements SessionStore {
         updated: session.time.updated,
         defaults: session.defaults ? toJson(session.defaults) : null,
         revertedTo: null,
+        metadata: session.metadata ? toJson(session.metadata) : null,
       })
     })
   }

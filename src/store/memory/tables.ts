@@ -19,6 +19,8 @@ export interface SessionRow {
   /** JSON text or null. */
   defaults: string | null
   revertedTo: string | null
+  /** JSON text or null. */
+  metadata: string | null
 }
 
 export interface MessageRow {

@@ -34,7 +34,15 @@ export function openSqlite(value: string, options: { busyTimeoutMs?: number } = 
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
     throw new InvalidOptionError('database', value, `a file path in an existing folder (${dir} does not exist)`)
   }
+  refuseDirectory(value)
   return shareConnection(value, () => openSqliteConnection(value, options))
+}
+
+/** SQLite opens a folder and then fails every statement with "disk I/O error": say what is wrong instead. */
+function refuseDirectory(value: string): void {
+  if (fs.statSync(value, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new InvalidOptionError('database', value, 'a SQLite file path, not a directory (name a file inside it, e.g. agent.db)')
+  }
 }
 
 function openSqliteConnection(value: string, options: { busyTimeoutMs?: number }): OpenedDatabase {
@@ -58,6 +66,7 @@ function openSqliteConnection(value: string, options: { busyTimeoutMs?: number }
  * const { db, close } = openSqliteReadOnly('./agent.db')
  */
 export function openSqliteReadOnly(value: string): OpenedDatabase {
+  refuseDirectory(value)
   const Database = loadSqliteDriver(value)
   const handle = new Database(value, { readonly: true, fileMustExist: true })
   handle.pragma('busy_timeout = 5000')

@@ -28,6 +28,31 @@ conformance('sessions', (it) => {
     expect(read).not.toHaveProperty('revertedTo')
   })
 
+  it("a session's metadata (the app's JSON object) comes back as inserted, from get and list, and survives lock, setTitle and setRevertedTo", async (store) => {
+    const metadata = {
+      owner: 'user_42',
+      roles: ['admin', awkwardStrings[6]],
+      nested: { quota: 1.5, active: true, none: null, text: awkwardStrings.join(' | ') },
+      [awkwardStrings[0]]: awkwardStrings[10],
+    }
+    const s = session({ metadata })
+    const plain = session()
+    await store.sessions.insert(s)
+    await store.sessions.insert(plain)
+    expect(await store.sessions.get(s.id)).toEqual(s)
+    expect((await store.sessions.list()).find((x) => x.id === s.id)).toEqual(s)
+    expect(await store.sessions.get(plain.id)).not.toHaveProperty('metadata')
+    await store.sessions.lock(s.id, big + 1)
+    await store.sessions.setTitle(s.id, 'renamed', big + 2)
+    await store.sessions.setRevertedTo(s.id, 'msg_01', big + 3)
+    expect((await store.sessions.get(s.id))!.metadata).toEqual(metadata)
+    // A copy: changing what was inserted, or what was read, changes nothing stored.
+    metadata.roles.push('intruder')
+    const read = (await store.sessions.get(s.id))!
+    ;(read.metadata!.nested as Record<string, unknown>).quota = 99
+    expect((await store.sessions.get(s.id))!.metadata).toEqual({ ...metadata, roles: ['admin', awkwardStrings[6]] })
+  })
+
   it('list returns every session oldest first, by creation time and then id', async (store) => {
     expect(await store.sessions.list()).toEqual([])
     const a = session({ time: { created: big + 10, updated: big } })
