@@ -32,6 +32,12 @@ export interface RecordedModelOptions {
    * true). `false` answers by position only, whatever the run sends.
    */
   checkPrompts?: boolean
+  /**
+   * Called when a call the recording was cut off in (the turn was aborted there, or its
+   * process died) has been answered as far as it came: the stream then stays open, as the
+   * recorded one did, until the run aborts. `rerunTurn` aborts its turn here.
+   */
+  onCutOff?: (call: RecordedCallInfo) => void
 }
 
 /** One recorded call, as `recordedModel(…).calls` lists them. */
@@ -67,10 +73,18 @@ export type RecordedModel = EngineModel & {
  */
 export async function recordedModel(source: RecordingSource, turnId: string, options: RecordedModelOptions = {}): Promise<RecordedModel> {
   const recording = await readRecordedTurn(source, turnId)
-  return modelOfRecording(recording, options.specificationVersion ?? versionOf(source, recording), options.checkPrompts !== false)
+  return recordedModelOf(recording, { ...options, specificationVersion: options.specificationVersion ?? versionOf(source, recording) })
 }
 
-function modelOfRecording(recording: RecordedTurn, version: SpecificationVersion, checkPrompts: boolean): RecordedModel {
+/**
+ * The same model from a turn already read (`readRecordedTurn`).
+ *
+ * @example
+ * const model = recordedModelOf(await readRecordedTurn(source, turnId))
+ */
+export function recordedModelOf(recording: RecordedTurn, options: RecordedModelOptions = {}): RecordedModel {
+  const version = options.specificationVersion ?? 'v3'
+  const checkPrompts = options.checkPrompts !== false
   let made = 0
   const diverged = (call: number, at: Pick<RecordedCall, 'step' | 'attempt' | 'kind'> | undefined, reason: string) =>
     new RecordingDivergedError({ recording: recording.label, call, ...(at ? { step: at.step, attempt: at.attempt, kind: at.kind } : {}), reason })
@@ -86,15 +100,20 @@ function modelOfRecording(recording: RecordedTurn, version: SpecificationVersion
     async doGenerate() {
       throw diverged(made + 1, undefined, 'doGenerate was called: a recording answers doStream calls (the ones turnchart and streamText make)')
     },
-    async doStream(options: unknown) {
+    async doStream(callOptions: unknown) {
       const index = made++
       const call = recording.calls[index]
       if (!call) throw diverged(index + 1, nextCall(recording), `the recording has ${recording.calls.length} model calls: ${endOf(recording)}`)
       if (checkPrompts) {
-        const difference = requestDifference(recording, call, version, (options as { prompt?: unknown[] }).prompt ?? [])
+        const difference = requestDifference(recording, call, version, (callOptions as { prompt?: unknown[] }).prompt ?? [])
         if (difference) throw diverged(index + 1, call, difference)
       }
       const { parts, end } = answerOf(call, version)
+      if (end.type === 'hang' && options.onCutOff) {
+        const { call: number, kind, step, attempt, outcome } = call
+        const onCutOff = options.onCutOff
+        end.onHang = () => onCutOff({ call: number, kind, step, attempt, outcome })
+      }
       return { stream: partStream(parts, end), request: {}, response: { headers: {} } }
     },
   }

@@ -41,6 +41,8 @@ export interface RecordedTurn {
   history: MessageWithParts[]
   /** The turn's own messages: its prompt, its assistant messages and summaries. */
   own: MessageWithParts[]
+  /** The turn's transition log. */
+  transitions: TransitionRecord[]
   calls: RecordedCall[]
 }
 
@@ -58,7 +60,7 @@ export async function readRecordedTurn(source: RecordingSource, turnId: string):
   const first = messages.findIndex((m) => m.info.turnId === turnId)
   const history = first < 0 ? messages : messages.slice(0, first)
   const own = first < 0 ? [] : messages.slice(first).filter((m) => m.info.turnId === turnId)
-  return { turn, label: `turn ${turnId}`, options: turn.options, history, own, calls: recordedCalls(rows, own) }
+  return { turn, label: `turn ${turnId}`, options: turn.options, history, own, transitions: rows, calls: recordedCalls(rows, own) }
 }
 
 /**

@@ -15,9 +15,13 @@ export interface RecordingSource {
   messages(sessionId: string): Promise<MessageWithParts[]>
   /**
    * An engine has it: the turn's model (by its stored name) says which specification version
-   * a recorded model answers with.
+   * a recorded model answers with; its step limit and compaction options are the re-run's.
    */
-  readonly config?: { readonly models: Readonly<Record<string, { readonly specificationVersion: string }>> }
+  readonly config?: {
+    readonly models: Readonly<Record<string, { readonly specificationVersion: string }>>
+    readonly maxSteps?: number
+    readonly compaction?: { readonly auto: boolean; readonly maxPerTurn: number }
+  }
   /** The chart's input of the turn (step limit, compaction switches), when the source can read it (a store can). */
   turnInput?(turnId: string): Promise<unknown>
 }
