@@ -34,7 +34,7 @@ export type CassetteModel = EngineModel & {
  * `CassetteFormatError` for a file that is not a cassette.
  *
  * @example
- * const engine = await createEngine({ model: cassetteModel('test/cassettes/qwen.json'), tools })
+ * const engine = await createEngine({ model: cassetteModel('cassettes/qwen.json'), tools })
  */
 export function cassetteModel(cassette: string | Cassette, options: CassetteModelOptions = {}): CassetteModel {
   const label = typeof cassette === 'string' ? `cassette ${cassette}` : 'cassette'

@@ -45,7 +45,7 @@ export interface RequestSummary {
 
 /**
  * @example
- * const cassette = readCassette('test/cassettes/weather.json')
+ * const cassette = readCassette('cassettes/weather.json')
  */
 export function readCassette(file: string): Cassette {
   let text: string

@@ -27,9 +27,9 @@ type StreamingModel = { specificationVersion: string; provider: string; modelId:
 
 /**
  * @example
- * const model = recordCassette(createOpenAICompatible({ name: 'lab', baseURL, apiKey })('qwen'), { file: 'test/cassettes/qwen.json', secrets: [apiKey] })
+ * const model = recordCassette(createOpenAICompatible({ name: 'lab', baseURL, apiKey })('qwen'), { file: 'cassettes/qwen.json', secrets: [apiKey] })
  * const engine = await createEngine({ model, tools })
- * await engine.prompt(session.id, 'What is in ./src?').done // test/cassettes/qwen.json now holds its calls
+ * await engine.prompt(session.id, 'What is in ./src?').done // cassettes/qwen.json now holds its calls
  */
 export function recordCassette<M extends EngineModel>(model: M, options: RecordCassetteOptions): RecordingModel<M> {
   const inner = model as unknown as StreamingModel
