@@ -128,7 +128,8 @@ function requestDifference(recording: RecordedTurn, call: RecordedCall, version:
   if (call.kind === 'step') return promptDifference(expected, sent)
   const last = sent.at(-1) as { role?: string } | undefined
   if (last?.role !== 'user' || sent.length !== expected.length + 1) {
-    return `the recording made a compaction summary request here; the run sent ${promptDifference(expected, sent) ?? 'a step request'}`
+    const difference = promptDifference(expected, sent)
+    return `the recording made a compaction summary request here, the run did not${difference ? ` (${difference})` : ''}`
   }
   return promptDifference(expected, sent.slice(0, -1))
 }

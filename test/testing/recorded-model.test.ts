@@ -223,3 +223,20 @@ test('a failed summary request is retried as recorded, and the model answers as 
   expect(comparableParts(answers(rerun.messages))).toEqual(comparableParts(answers(original.messages)))
   expect(comparableChunks(rerun.chunks)).toEqual(comparableChunks(original.chunks))
 })
+
+test('a run that compacts where the recording went on with a step fails at that call, saying what it sent instead', async () => {
+  h = await createHarness({ ...engineOptions, limits: undefined, tools: { add: addTool() } })
+  h.server.tool('add', { a: 1, b: 2 }, { id: 'call_1', usage: { input: 400, output: 10 } })
+  h.server.text('3')
+  const original = await runPrompt(h.engine, 'Add 1+2.')
+  expect(original.transitions.map((t) => t.to)).toEqual(['streaming', 'tool-running', 'streaming', 'completed'])
+
+  const model = await recordedModel(h.engine, original.turn.id)
+  // A smaller context window: the first step's usage fills it, so the run compacts after its tools.
+  const rerun = await runPrompt(await freshEngine({ model, tools: { add: addTool() }, limits: { context: 300, output: 0 } }), 'Add 1+2.')
+  expect(rerun.transitions.map((t) => t.to)).toEqual(['streaming', 'tool-running', 'compacting', 'failed'])
+  expect(rerun.result.error).toMatchObject({ name: 'CompactionFailedError', lastError: { name: 'RecordingDivergedError', call: 2, step: 2, kind: 'step' } })
+  expect(rerun.result.error?.lastError).toMatchObject({
+    reason: expect.stringMatching(/^the recording sent 3 messages after the system prompt, the run sends 4; message 4 is a user message \(Summarise the conversation so far/),
+  })
+})
