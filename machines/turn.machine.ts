@@ -86,6 +86,8 @@ export const turnMachine = setup({
     retryAllowed: ({ event }) => isFailure(event) && event.retryDelayMs !== null,
     completesTurn: ({ event }) => event.type === 'compaction.finished' && event.completes,
     restartsStep: ({ event }) => event.type === 'turn.recover' && event.restartStep === true,
+    /** A stop condition of the turn (`stopWhen`) holds after this step's tools. */
+    stopRequested: ({ event }) => event.type === 'tools.finished' && event.stop === true,
   },
   actions: {
     startFirstStep: assign({ step: 1, attempt: 1, waitedMs: 0 }),
@@ -217,6 +219,7 @@ export const turnMachine = setup({
           invoke: { id: 'runTools', src: 'runTools', input: ({ context }) => ({ turnId: context.turnId, step: context.step }) },
           on: {
             'tools.finished': [
+              { guard: 'stopRequested', target: '#turn.completed' },
               { guard: and(['overflowed', 'mayCompact']), target: 'compaction', actions: 'countCompaction' },
               { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },
               { target: 'step', actions: 'startNextStep' },

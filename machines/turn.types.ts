@@ -80,10 +80,11 @@ export type TurnEvent =
       retryDelayMs: number | null
     }
   /**
-   * The step's tool calls have run: the step boundary. `overflow`: the step's usage filled the
+   * The step's tool calls have run: the step boundary. `stop`: one of the turn's stop
+   * conditions (`stopWhen`) holds, the turn completes. `overflow`: the step's usage filled the
    * usable context, so the history is compacted before the next model call.
    */
-  | { type: 'tools.finished'; overflow: boolean }
+  | { type: 'tools.finished'; overflow: boolean; stop?: boolean }
   /** The compaction actor: the summary message is stored. `completes`: it followed a final answer, so the turn ends. */
   | { type: 'compaction.finished'; completes: boolean }
   /** The compaction actor: the summary request failed (same shape as `step.failed`, minus overflow). */

@@ -9,10 +9,14 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true })
 execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' })
 
-// The viewer's page is static and self-contained (no CDN): it ships next to its server module.
-fs.copyFileSync(path.join(root, 'src/viewer/viewer-page.html'), path.join(root, 'dist/cjs/src/viewer/viewer-page.html'))
-
 const require = createRequire(import.meta.url)
+
+// The viewer's page, self-contained (no CDN): the chart laid out by ELK and the page's script
+// bundled by esbuild, built now (both are development dependencies) and shipped next to its
+// server module.
+const { buildViewerPage } = require(path.join(root, 'dist/cjs/src/viewer/build-page.js'))
+fs.writeFileSync(path.join(root, 'dist/cjs/src/viewer/viewer-page.html'), await buildViewerPage(path.join(root, 'src/viewer/page')))
+
 const entries = { index: 'dist/cjs/src/index.js', testing: 'dist/cjs/src/testing/index.js' }
 fs.mkdirSync(path.join(root, 'dist/esm'), { recursive: true })
 for (const [name, file] of Object.entries(entries)) {

@@ -27,6 +27,7 @@ export type { DatabaseOption } from './store/open-database'
 
 export { supportedSpecificationVersions, isSupportedModel, type ProviderLanguageModel } from './llm/language-model'
 export type { Turn, TurnResult } from './turn/turn-handle'
+export type { TurnStreamPart, AsyncIterableStream } from './turn/turn-stream'
 export type { CallSettings, TurnSettings, PromptOptions, SessionDefaults, ToolChoiceOption, StoredTurnOptions } from './core/types'
 export type { PromptInput } from './conversation/user-input'
 export { turnOfTool, type TurnToolContext } from './tools/run-tools'

@@ -84,40 +84,6 @@ export function chartEdges(machine: AnyStateMachine = turnMachine): ChartEdge[] 
   return edges
 }
 
-/**
- * The chart flattened to the states a turn row stores (the active leaf: `streaming`,
- * `retry-waiting`, …, and the final states), for drawing a turn's path: an edge of a parent
- * state leaves each leaf below it, an edge into a parent enters its initial leaf, and an edge
- * into a history state (recovery) enters the leaf it remembers, drawn as `running`'s first.
- *
- * @example
- * leafChart().edges.find((e) => e.source === 'streaming' && e.target === 'tool-running')
- */
-export function leafChart(machine: AnyStateMachine = turnMachine): { states: Array<{ id: string; final: boolean }>; edges: ChartEdge[] } {
-  const root = machine.root as unknown as ChartNode
-  const nodes = descendants(root)
-  const byName = new Map(nodes.map((node) => [nodeName(node), node]))
-  const isLeaf = (node: ChartNode) => node.type === 'atomic' || node.type === 'final'
-  const leavesOf = (node: ChartNode) => (isLeaf(node) ? [node] : descendants(node).filter((n) => n.type === 'atomic'))
-  const entry = (name: string): string => {
-    let node = byName.get(name)
-    if (node?.type === 'history') node = node.parent
-    while (node && !isLeaf(node)) node = node.initial?.target?.[0]
-    return node?.key ?? name
-  }
-  const edges: ChartEdge[] = []
-  const seen = new Set<string>()
-  for (const edge of chartEdges(machine)) {
-    const source = byName.get(edge.source)
-    for (const leaf of source ? leavesOf(source) : []) {
-      const flat = { ...edge, source: leaf.key, target: entry(edge.target) }
-      const key = `${flat.source}>${flat.event}>${flat.guard}>${flat.target}`
-      if (!seen.has(key)) edges.push(flat), seen.add(key)
-    }
-  }
-  return { states: nodes.filter(isLeaf).map((node) => ({ id: node.key, final: node.type === 'final' })), edges }
-}
-
 /** The edges drawn in the diagram: every edge as written, root-level events left to a note. */
 export function diagramEdges(machine: AnyStateMachine = turnMachine): ChartEdge[] {
   const root = machine.root as unknown as ChartNode

@@ -4,7 +4,7 @@
  */
 import type { LanguageModel, ToolSet } from 'ai'
 import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
-import type { TurnSettings } from '../core/types'
+import type { StopCondition, TurnSettings } from '../core/types'
 import type { Pricing } from '../llm/usage'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
@@ -54,8 +54,15 @@ export interface EngineOptions {
   models?: Record<string, EngineModel>
   /** Default call settings of every turn (`temperature`, `maxOutputTokens`, `topP`, `topK`, `seed`, `stopSequences`, `presencePenalty`, `frequencyPenalty`, `headers`, `providerOptions`, `toolChoice`). */
   settings?: Omit<TurnSettings, 'maxSteps'>
-  /** Steps (LLM calls) one turn may make. Default 100. */
+  /** Steps (LLM calls) one turn may make: a guard, a turn past it fails with `StepLimitError`. Default 100. */
   maxSteps?: number
+  /**
+   * When a turn stops calling the model: the AI SDK's stop conditions (`stepCountIs(n)` or
+   * `isStepCount(n)`, `hasToolCall(name)`) or functions of the steps; one or an array (any that
+   * holds stops the turn, `completed`, once that step's tools have run). A prompt's `stopWhen`
+   * replaces it. Durable: a turn another engine recovers runs with that engine's `stopWhen`.
+   */
+  stopWhen?: StopCondition | StopCondition[]
   /** Largest file or image a prompt may carry as bytes (stored in the database). Default 10 MB. */
   maxFileBytes?: number
   /** Token limits of the model; without them overflow is detected only from provider errors. */

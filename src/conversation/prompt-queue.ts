@@ -35,7 +35,7 @@ export interface PromptQueueDeps {
   isClosed(): boolean
   activeTurn(sessionId: string): Turn | undefined
   /** Starts the queued prompt's turn in this engine (its start takes the queue row). */
-  start(record: QueuedPromptRecord, headers: Record<string, string> | undefined): Turn
+  start(record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen'>): Turn
 }
 
 interface Waiter {
@@ -49,8 +49,8 @@ const pollMs = 200
 
 export class PromptQueue {
   private readonly waiters = new Map<string, Waiter>()
-  /** Headers of prompts queued here: never stored, used when this engine starts them. */
-  private readonly headers = new Map<string, Record<string, string>>()
+  /** Options of prompts queued here that are never stored (headers, stop conditions), used when this engine starts them. */
+  private readonly memory = new Map<string, Pick<PromptOptions, 'headers' | 'stopWhen'>>()
   /** Queued prompts running in this engine (their handle settles from their `done`). */
   private readonly runningHere = new Set<string>()
   private readonly draining = new Set<string>()
@@ -66,8 +66,8 @@ export class PromptQueue {
    */
   enqueue(sessionId: string, input: UserPartDraft[], options: PromptOptions): QueuedPrompt {
     const id = newId('trn')
-    const { headers, ...stored } = options
-    if (headers) this.headers.set(id, headers)
+    const { headers, stopWhen, ...stored } = options
+    if (headers || stopWhen) this.memory.set(id, { ...(headers ? { headers } : {}), ...(stopWhen ? { stopWhen } : {}) })
     let resolve!: (result: TurnResult) => void
     let reject!: (error: unknown) => void
     const done = new Promise<TurnResult>((res, rej) => {
@@ -121,7 +121,7 @@ export class PromptQueue {
       if (!record || this.deps.isClosed() || this.deps.activeTurn(sessionId)) return
       let turn: Turn
       try {
-        turn = this.deps.start(record, this.headers.get(record.id))
+        turn = this.deps.start(record, this.memory.get(record.id) ?? {})
       } catch (error) {
         // It cannot start here (e.g. its model is not registered on this engine): drop it, saying why.
         if (await store.queue.take(record.id)) this.settle(record.id, error)
@@ -151,7 +151,7 @@ export class PromptQueue {
   private settle(id: string, error: unknown, result?: TurnResult): void {
     const waiter = this.waiters.get(id)
     this.waiters.delete(id)
-    this.headers.delete(id)
+    this.memory.delete(id)
     this.runningHere.delete(id)
     if (!waiter) return
     if (result) waiter.resolve(result)

@@ -8,13 +8,20 @@ import type { ToolSet } from 'ai'
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import { InvalidArgumentError } from '../core/errors'
-import type { PromptOptions, SessionDefaults, StoredTurnOptions } from '../core/types'
-import { isPlainObject, promptKeys, validateTurnSettings } from '../config/validators/call-settings'
+import type { PromptOptions, SessionDefaults, StopCondition, StoredTurnOptions } from '../core/types'
+import { isPlainObject, promptKeys, stopConditions, validateTurnSettings } from '../config/validators/call-settings'
 
 export interface ResolvedTurnOptions {
   stored: StoredTurnOptions
-  headers?: Record<string, string>
+  /** What the turn runs with but is never stored: headers (they may carry credentials) and the prompt's stop conditions (functions). */
+  memory: TurnMemoryOptions
   maxSteps: number | undefined
+}
+
+/** A turn's options kept in memory only: a turn another process recovers runs without them (its engine's stop conditions apply). */
+export interface TurnMemoryOptions {
+  headers?: Record<string, string>
+  stopWhen?: StopCondition[]
 }
 
 const argumentError = (name: string, value: unknown, expected: string) => new InvalidArgumentError(name, value, expected)
@@ -58,7 +65,7 @@ export function validateSessionDefaults(config: ResolvedConfig, defaults: Sessio
  * The options of one turn: engine defaults, then the session's, then the prompt's.
  *
  * @example
- * const { stored, headers, maxSteps } = resolveTurnOptions(config, session.defaults, { model: 'fast', temperature: 0 })
+ * const { stored, memory, maxSteps } = resolveTurnOptions(config, session.defaults, { model: 'fast', temperature: 0 })
  */
 export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefaults | undefined, options: PromptOptions | undefined): ResolvedTurnOptions {
   const prompt = options ?? {}
@@ -67,7 +74,8 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
     if (!promptKeys.includes(key)) throw new InvalidArgumentError(`options.${key}`, (prompt as Record<string, unknown>)[key], `one of ${promptKeys.join(', ')} (unknown option)`)
   }
   checkNames(config, 'options', prompt.model, prompt.tools, prompt.system)
-  const { model, system, tools, headers, maxSteps, ...settings } = prompt
+  const { model, system, tools, headers, maxSteps, stopWhen, ...settings } = prompt
+  const promptStops = stopWhen === undefined ? undefined : stopConditions('options.stopWhen', stopWhen, argumentError)
   validateTurnSettings('options', { ...settings, ...(headers ? { headers } : {}), ...(maxSteps !== undefined ? { maxSteps } : {}) }, argumentError)
   const sessionSettings = defaults?.settings ?? {}
   const { headers: engineHeaders, ...engineSettings } = config.call
@@ -86,7 +94,7 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
       ...(chosenTools ? { tools: [...chosenTools] } : {}),
       settings: merged,
     },
-    ...(Object.keys(allHeaders).length ? { headers: allHeaders } : {}),
+    memory: { ...(Object.keys(allHeaders).length ? { headers: allHeaders } : {}), ...(promptStops ? { stopWhen: promptStops } : {}) },
     maxSteps: maxSteps ?? config.maxSteps,
   }
 }
@@ -98,9 +106,10 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
  * name is no longer registered (a recovered turn then ends as failed, saying so).
  *
  * @example
- * const config = turnConfig(engineConfig, services, stored, headers)
+ * const config = turnConfig(engineConfig, services, stored, { headers })
  */
-export function turnConfig(config: ResolvedConfig, services: TurnServices, stored: StoredTurnOptions | null | undefined, headers?: Record<string, string>): TurnConfig {
+export function turnConfig(config: ResolvedConfig, services: TurnServices, stored: StoredTurnOptions | null | undefined, memory: TurnMemoryOptions = {}): TurnConfig {
+  const { headers } = memory
   const engine: TurnConfig = {
     model: config.model,
     system: config.system,
@@ -112,6 +121,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
     doomLoop: config.doomLoop,
     streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     pricing: config.pricing,
+    stopWhen: memory.stopWhen ?? config.stopWhen,
     ...services,
   }
   if (!stored) return engine

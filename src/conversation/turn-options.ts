@@ -30,7 +30,7 @@ export function turnRequest(config: ResolvedConfig, services: TurnServices, sess
       }
       const resolved = resolveTurnOptions(config, session?.defaults, options)
       await tx.turns.setOptions(turnId, resolved.stored)
-      return turnConfig(config, services, resolved.stored, resolved.headers)
+      return turnConfig(config, services, resolved.stored, resolved.memory)
     },
   }
 }

@@ -9,7 +9,11 @@ export type TurnchartEvent =
   | { type: 'session.status'; sessionId: string; status: SessionStatus }
   | { type: 'message.updated'; sessionId: string; info: MessageInfo }
   | { type: 'part.updated'; sessionId: string; part: Part }
-  | { type: 'part.delta'; sessionId: string; messageId: string; partId: string; field: 'text'; delta: string }
+  /**
+   * Text streamed into a part: `delta` is appended to the part's `field` (`text`). `partType`
+   * says which part it extends: the answer (`text`) or the model's reasoning (`reasoning`).
+   */
+  | { type: 'part.delta'; sessionId: string; turnId: string; messageId: string; partId: string; partType: 'text' | 'reasoning'; field: 'text'; delta: string }
   | { type: 'session.error'; sessionId: string; turnId: string; error: SerializedError }
   | { type: 'approval.requested'; sessionId: string; turnId: string; calls: Array<{ callId: string; tool: string; input: unknown }> }
   | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number }
@@ -31,7 +35,7 @@ export class Bus {
    * Adds a listener; returns the function that removes it.
    *
    * @example
-   * const off = bus.subscribe((e) => { if (e.type === 'part.delta') process.stdout.write(e.delta) })
+   * const off = bus.subscribe((e) => { if (e.type === 'part.delta' && e.partType === 'text') process.stdout.write(e.delta) })
    */
   subscribe(listener: Listener): () => void {
     this.listeners.add(listener)

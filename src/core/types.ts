@@ -242,8 +242,39 @@ export interface TurnSettings extends CallSettings {
   maxSteps?: number
 }
 
+/**
+ * One finished step as a stop condition sees it: the fields of the AI SDK's `StepResult` that
+ * turnchart keeps (so `stepCountIs`/`isStepCount`, `hasToolCall` and conditions written for
+ * `streamText` read the same values).
+ */
+export interface StopConditionStep {
+  /** 1-based, across the turn (always set; optional in the type as ai v6's StepResult has no such field). */
+  stepNumber?: number
+  text: string
+  reasoningText: string | undefined
+  toolCalls: Array<{ type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }>
+  toolResults: Array<{ type: 'tool-result'; toolCallId: string; toolName: string; input: unknown; output: unknown }>
+  finishReason: string
+  usage: { inputTokens: number | undefined; outputTokens: number | undefined; totalTokens: number | undefined }
+}
+
+/**
+ * When a turn stops calling the model: the AI SDK's stop conditions (`stepCountIs(n)` of ai
+ * v6, `isStepCount(n)` of ai v7, `hasToolCall(name)`), or a function of the steps so far. Checked
+ * after each step whose tools have run: when one holds, the turn ends `completed`.
+ */
+// (a method's parameter is compared both ways: the AI SDK's conditions, typed for its whole
+// StepResult, are accepted, and they read only what StopConditionStep holds)
+export type StopCondition = { bivariant(options: { steps: StopConditionStep[] }): boolean | PromiseLike<boolean> }['bivariant']
+
 /** Options of `engine.prompt`, flat as `streamText` takes them. */
 export interface PromptOptions extends TurnSettings {
+  /**
+   * When the turn stops calling the model (one condition or several: any that holds stops it).
+   * Default: the engine's `stopWhen`. Kept in memory only, like `headers`: a turn another
+   * process recovers runs with that engine's own `stopWhen`.
+   */
+  stopWhen?: StopCondition | StopCondition[]
   /** A model registered in `models` (default: the session's, else `'default'`). */
   model?: string
   /** System prompt of this turn (default: the session's, else the engine's). */

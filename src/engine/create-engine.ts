@@ -80,7 +80,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     config,
     isClosed,
     activeTurn: (sessionId) => running.ofSession(sessionId),
-    start: (record, headers) => running.track(startQueuedTurn({ config, services, turns }, record, headers)),
+    start: (record, memory) => running.track(startQueuedTurn({ config, services, turns }, record, memory)),
   })
 
   /** Takes over the turns left by engines that are gone; resolves once each resumption is logged. */

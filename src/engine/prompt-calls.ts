@@ -114,10 +114,10 @@ function promptTurn(deps: PromptCallDeps, sessionId: string, input: PromptInput,
  * engines one starts it.
  *
  * @example
- * queue = new PromptQueue({ ..., start: (record, headers) => running.track(startQueuedTurn(deps, record, headers)) })
+ * queue = new PromptQueue({ ..., start: (record, memory) => running.track(startQueuedTurn(deps, record, memory)) })
  */
-export function startQueuedTurn(deps: Pick<PromptCallDeps, 'config' | 'services' | 'turns'>, record: QueuedPromptRecord, headers: Record<string, string> | undefined): RunningTurn {
-  const request = turnRequest(deps.config, deps.services, record.sessionId, headers ? { ...record.options, headers } : record.options)
+export function startQueuedTurn(deps: Pick<PromptCallDeps, 'config' | 'services' | 'turns'>, record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen'>): RunningTurn {
+  const request = turnRequest(deps.config, deps.services, record.sessionId, { ...record.options, ...memory })
   return startTurn(deps.turns, record.sessionId, record.input, {
     ...request,
     turnId: record.id,

@@ -25,6 +25,14 @@ export interface ReadOnlyStore {
   dialect: Dialect
   /** Runs `fn` in one read-only transaction with a store bound to it. */
   read<T>(fn: (store: Store) => Promise<T>): Promise<T>
+  /**
+   * A value that differs once another connection has committed, cheap enough to poll: SQLite's
+   * `data_version` (a counter of this connection's, moved by any other connection's commit, from
+   * this process or another), PostgreSQL's current snapshot (`xmin:xmax:running ids`: it moves
+   * when a writing transaction starts or ends anywhere on the server, so it may move with no
+   * change to this database, never the other way round). Reads nothing from the tables.
+   */
+  changeStamp(): Promise<string>
   close(): Promise<void>
 }
 
@@ -47,7 +55,15 @@ export async function openReadOnlyStore(database: string, label = database): Pro
     await opened.close()
     throw error
   }
-  return { dialect: opened.dialect, read, close: () => opened.close() }
+  const changeStamp = async () => {
+    const { rows } =
+      opened.dialect === 'postgres'
+        ? await sql<{ stamp: string }>`select pg_current_snapshot()::text as stamp`.execute(opened.db)
+        : await sql<{ data_version: number }>`pragma data_version`.execute(opened.db)
+    const row = rows[0] as { stamp?: string; data_version?: number } | undefined
+    return String(row?.stamp ?? row?.data_version ?? '')
+  }
+  return { dialect: opened.dialect, read, changeStamp, close: () => opened.close() }
 }
 
 async function checkSchema(db: Kysely<TurnchartDatabase>, dialect: Dialect, label: string): Promise<void> {

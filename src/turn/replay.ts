@@ -20,10 +20,15 @@ export interface ReplayStep {
   parts: string[]
 }
 
+/** What `replayTransitions` tells an observer of each row: the snapshot it left and the event it took. */
+export type ReplayObserver = (row: TransitionRecord, before: SnapshotFrom<TurnMachine>, event: TurnEvent) => void
+
 /**
  * Replays `rows` (in seq order) from the chart's initial state for `input`. A row's `from` and
  * `to` are stored state names (`turnStateName`: the active leaf). Throws
  * `ReplayMismatchError` at the first row whose `from`, `to` or `seq` the chart disagrees with.
+ * `observe` sees each row with the snapshot before it and the event the chart took (the viewer
+ * asks the chart which of its edges that was).
  *
  * @example
  * const { steps, snapshot } = replayTransitions(input, await store.transitions.list(turnId))
@@ -32,6 +37,7 @@ export function replayTransitions(
   input: TurnInput,
   rows: TransitionRecord[],
   machine: TurnMachine = turnMachine,
+  observe?: ReplayObserver,
 ): { steps: ReplayStep[]; snapshot: SnapshotFrom<TurnMachine> } {
   let [snapshot] = initialTransition(machine, input)
   const steps: ReplayStep[] = []
@@ -44,6 +50,7 @@ export function replayTransitions(
     if (row.from !== current) throw mismatch(current, row.from, `the chart is in '${current}', the row says it left '${row.from}'`)
     if (snapshot.status !== 'active') throw mismatch(current, row.event, `the turn had already ended in '${current}'`)
     const event = chartEvent(row)
+    observe?.(row, snapshot, event)
     const [next] = transition(machine, snapshot, event)
     const reached = row.event === 'xstate.stop' ? 'aborted' : turnStateName(next)
     if (reached !== row.to) throw mismatch(reached, row.to, `'${row.event}' from '${current}' leads to '${reached}', the row says '${row.to}'`)

@@ -65,7 +65,7 @@ export interface TurnStart {
  */
 export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const { scope } = start
-  const recorder = new TransitionRecorder({ turnId: scope.turnId, sessionId: scope.sessionId, scope, bus: deps.bus, fence: scope.fence, restored: start.restored })
+  const recorder = new TransitionRecorder({ turnId: scope.turnId, sessionId: scope.sessionId, scope, bus: scope.events, fence: scope.fence, restored: start.restored })
   void scope.writer.failed.then((error) => recorder.writeFailed(error))
   const machine = turnMachine.provide({ actors: turnActors(scope, recorder) })
   const actor = createActor(machine, {
@@ -79,7 +79,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   actor.system.inspect(recorder.inspector)
   // An actor error is a defect in turnchart; observe it so it cannot crash the process.
   actor.subscribe({ error: (error) => deps.onActorError(error) })
-  const handle = new TurnHandle({ actor, scope, recorder, bus: deps.bus, onSettled: deps.onSettled })
+  const handle = new TurnHandle({ actor, scope, recorder, onSettled: deps.onSettled })
 
   void recorder.failed.then((error) => actor.send({ type: 'turn.fail', error }))
   void recorder.lost.then((error) => handle.lost(error))

@@ -25,9 +25,9 @@ export function turnActors(scope: TurnScope, gate: WriteAheadGate) {
       failure: (error): TurnEvent => ({ type: 'step.failed', error: serializeError(error), overflow: false, retryDelayMs: null }),
     }),
     runTools: gatedActor<RunToolsInput>(gate, {
-      run: async (_input, signal) => {
+      run: async (input, signal) => {
         await runTools(scope, signal)
-        return stepBoundary(scope)
+        return stepBoundary(scope, input.step)
       },
       // A tool's own throw is its part; only a defect of the runner gets here: the turn fails.
       failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('running the tools', error) }),

@@ -6,7 +6,7 @@
  */
 import type { ToolSet } from 'ai'
 import type { Redactor } from '../core/redact-secrets'
-import type { TurnSettings } from '../core/types'
+import type { StopCondition, TurnSettings } from '../core/types'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
 import type { FailurePolicies } from '../policy/decide-failure'
@@ -26,6 +26,8 @@ export interface TurnConfig {
   doomLoop: DoomLoopOptions
   streamIdleTimeoutMs: number
   pricing: Pricing | undefined
+  /** Checked at the step boundary: when one holds, the turn completes. */
+  stopWhen: StopCondition[]
   /** The error classifier and the retry policy every failed model request is decided by. */
   failure: FailurePolicies
   telemetry: Telemetry

@@ -5,7 +5,6 @@
  */
 import type { Actor } from 'xstate'
 import { turnStateName, type TurnMachine } from '../../machines/turn.machine'
-import type { Bus } from '../core/bus'
 import { ApprovalNotPendingError, EngineClosedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage } from '../core/types'
@@ -14,6 +13,7 @@ import { approveCall, denyCall } from '../tools/tool-part'
 import type { TransitionRecorder, TurnEnd } from './record-transitions'
 import { recordTurnResult } from './turn-result'
 import type { TurnScope } from './turn-scope'
+import type { AsyncIterableStream, TurnStreamPart } from './turn-stream'
 
 export interface TurnResult {
   turnId: string
@@ -38,6 +38,15 @@ export interface Turn {
   readonly actor: Actor<TurnMachine>
   /** Settles when the turn's last row is written: resolves with its outcome; rejects only when the turn could not start (e.g. unknown session). */
   readonly done: Promise<TurnResult>
+  /**
+   * A new reader of the turn's typed parts (`text-delta`, `reasoning-delta`, tool calls and
+   * results, `start-step`/`finish-step`, approval requests, retries, `finish`, `error`,
+   * `abort`): a `ReadableStream` that is also an `AsyncIterable`. Each access is a new reader;
+   * one that starts late gets the parts so far first (each part's text in one delta).
+   */
+  readonly fullStream: AsyncIterableStream<TurnStreamPart>
+  /** A new reader of the answer's text deltas (reasoning left out), as `fullStream`. */
+  readonly textStream: AsyncIterableStream<string>
   /** Aborts the turn: the in-flight request and running tools get an aborted signal. */
   abort(reason?: string): void
   /** Approves a tool call waiting in `awaiting-approval`; throws `ApprovalNotPendingError` otherwise. */
@@ -68,7 +77,6 @@ export interface TurnHandleParts {
   actor: Actor<TurnMachine>
   scope: TurnScope
   recorder: TransitionRecorder
-  bus: Pick<Bus, 'publish'>
   /** Called once when the turn has settled (after its last write), successfully or not. */
   onSettled(turn: RunningTurn): void
 }
@@ -95,6 +103,14 @@ export class TurnHandle implements RunningTurn {
     })
     // A caller that never awaits `done` must not get an unhandled rejection.
     this.done.catch(() => undefined)
+  }
+
+  get fullStream(): AsyncIterableStream<TurnStreamPart> {
+    return this.#parts.scope.events.fullStream()
+  }
+
+  get textStream(): AsyncIterableStream<string> {
+    return this.#parts.scope.events.textStream()
   }
 
   get fence(): TurnFence {
@@ -134,7 +150,9 @@ export class TurnHandle implements RunningTurn {
     await recorder.settled()
     scope.writer.seal()
     if (this.#settle()) {
-      this.#reject(new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`))
+      const closed = new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`)
+      scope.events.close(closed.toJSON())
+      this.#reject(closed)
     }
   }
 
@@ -157,6 +175,7 @@ export class TurnHandle implements RunningTurn {
     recorder.detach()
     scope.writer.seal()
     this.actor.stop()
+    scope.events.close()
     if (this.#settle()) this.#reject(error)
   }
 
@@ -172,7 +191,7 @@ export class TurnHandle implements RunningTurn {
     this.#parts.scope.writer.seal()
     this.actor.stop()
     if (!this.#settle()) return
-    this.#parts.bus.publish({ type: 'turn.lost', sessionId: this.sessionId, turnId: this.id, error: error.toJSON() })
+    this.#parts.scope.events.publish({ type: 'turn.lost', sessionId: this.sessionId, turnId: this.id, error: error.toJSON() })
     this.#reject(error)
   }
 

@@ -16,8 +16,10 @@ import { toModelMessages } from '../llm/model-messages'
 import { PartWriter } from './part-writer'
 import type { Store, TurnFence } from '../store/store'
 import type { TurnConfig } from './turn-config'
+import { TurnEventLog } from './turn-stream'
 import { WriteQueue } from './write-queue'
-import type { MessageInfo, MessageWithParts, Part, StepFinishPart, ToolPart, UserPartDraft } from '../core/types'
+import type { MessageInfo, MessageWithParts, Part, StepFinishPart, StopConditionStep, ToolPart, UserPartDraft } from '../core/types'
+import { stepResults } from './step-results'
 
 export interface TurnScopeOptions {
   turnId: string
@@ -37,12 +39,15 @@ export class TurnScope {
   readonly fence: TurnFence
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
+  /** What the turn publishes: to the engine's bus, and as the turn's own stream of parts. */
+  readonly events: TurnEventLog
   /** This turn's messages, in order: the user prompt, assistant messages, summaries. */
   readonly messages: MessageWithParts[] = []
   /** Tool parts of the step that streamed last, in call order. */
   stepTools: ToolPart[] = []
   #config: TurnConfig | undefined
-  private readonly bus: Pick<Bus, 'publish'>
+  readonly #stepResults: StopConditionStep[] = []
+  #convertedSteps = 0
   private history: ModelMessage[] = []
   private assistant: MessageWithParts | undefined
   /** Assistant messages opened but not written yet: written with their first part, or at the turn's end. */
@@ -53,17 +58,17 @@ export class TurnScope {
     this.turnId = turnId
     this.sessionId = sessionId
     this.store = store
-    this.bus = bus
     this.fence = fence
+    const events = (this.events = new TurnEventLog(bus, { turnId, sessionId }))
     this.writer = new PartWriter({
       store,
       queue: this.queue,
       // The store writes; the turn publishes what changed (copies: later changes must not leak into sent events).
       listener: {
-        part: (part) => bus.publish({ type: 'part.updated', sessionId: part.sessionId, part: jsonCopy(part) }),
+        part: (part) => events.publish({ type: 'part.updated', sessionId: part.sessionId, part: jsonCopy(part) }),
         delta: (part, delta) =>
-          bus.publish({ type: 'part.delta', sessionId: part.sessionId, messageId: part.messageId, partId: part.id, field: 'text', delta }),
-        message: (info) => bus.publish({ type: 'message.updated', sessionId: info.sessionId, info: jsonCopy(info) }),
+          events.publish({ type: 'part.delta', sessionId: part.sessionId, turnId, messageId: part.messageId, partId: part.id, partType: part.type, field: 'text', delta }),
+        message: (info) => events.publish({ type: 'message.updated', sessionId: info.sessionId, info: jsonCopy(info) }),
       },
       flushIntervalMs: options.flushIntervalMs,
       now: () => Date.now(),
@@ -105,8 +110,8 @@ export class TurnScope {
     )
     this.#config = config
     this.messages.push({ info, parts })
-    this.bus.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
-    for (const part of parts) this.bus.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+    this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
+    for (const part of parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
   }
 
   /**
@@ -119,6 +124,8 @@ export class TurnScope {
     const { before, own } = splitAtTurn(messages, this.turnId)
     this.history = toModelMessages(before)
     this.messages.push(...own)
+    // A reader of the resumed turn's stream gets what was stored before the crash too.
+    this.events.seed(own)
     const last = own.at(-1)
     this.assistant = last && last.info.role === 'assistant' && !last.info.summary ? last : undefined
     if (this.assistant) {
@@ -136,6 +143,23 @@ export class TurnScope {
     const step = Math.max(0, ...parts.map((p) => p.step ?? 0))
     const attempt = Math.max(0, ...parts.filter((p) => p.step === step).map((p) => p.attempt ?? 0))
     return parts.find((p): p is StepFinishPart => p.type === 'step-finish' && p.step === step && p.attempt === attempt)
+  }
+
+  /**
+   * The turn's finished steps up to `step`, as stop conditions read them. Each step is
+   * converted once: a boundary reads only the messages that hold steps not converted yet.
+   */
+  stepResults(step: number): StopConditionStep[] {
+    if (step > this.#convertedSteps) {
+      const fresh: Part[] = []
+      for (const message of [...this.assistantMessages()].reverse()) {
+        if (!message.parts.some((p) => (p.step ?? 0) > this.#convertedSteps)) break
+        fresh.unshift(...message.parts)
+      }
+      this.#stepResults.push(...stepResults(fresh, this.#convertedSteps + 1, step))
+      this.#convertedSteps = step
+    }
+    return this.#stepResults
   }
 
   /** The last step gave a final answer: it finished, and called no tools. */

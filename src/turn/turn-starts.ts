@@ -103,8 +103,8 @@ export function resumeTurn(deps: TurnDeps, restored: { scope: TurnScope; input: 
     begin: async () => {
       if (turnStateName(restored.snapshot) === 'awaiting-approval') {
         // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
-        deps.bus.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state: 'awaiting-approval' } })
-        publishApprovalRequest(deps.bus, scope, restored.snapshot.context.pendingApprovals)
+        scope.events.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state: 'awaiting-approval' } })
+        publishApprovalRequest(scope.events, scope, restored.snapshot.context.pendingApprovals)
       }
       return restored.recover
     },

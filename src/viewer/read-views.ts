@@ -6,11 +6,9 @@ import type { TurnInput } from '../../machines/turn.types'
 import type { Store } from '../store/store'
 import { replayTransitions, type ReplayStep } from '../turn/replay'
 import type { MessageWithParts, SessionInfo, TransitionRecord, TurnRecord } from '../core/types'
+import type { SessionSummary } from './wire'
 
-export interface SessionSummary extends SessionInfo {
-  messages: number
-  turns: Array<{ id: string; state: string; outcome: string | null }>
-}
+export type { SessionSummary }
 
 /** Each session with its message count and its turns (state and outcome), oldest first. */
 export async function summarizeSessions(store: Store): Promise<SessionSummary[]> {

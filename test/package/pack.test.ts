@@ -12,7 +12,7 @@
  * the install scripts as a user's would. The clone borrows this repository's node_modules to
  * build (its own `npm ci` is what .ci/run already exercises).
  */
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile, execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -98,9 +98,12 @@ test('npm pack in a fresh clone builds (prepack): the tarball holds both entries
       'dist/cjs/src/viewer/viewer-page.html',
       'dist/cjs/machines/turn.machine.js',
       'docs/architecture.md',
+      'docs/viewer.md',
     ]),
   )
   expect(files.filter((f) => /^(src|test|machines|scripts|bench)\//.test(f) || (f.endsWith('.ts') && !f.endsWith('.d.ts')))).toEqual([])
+  // The docs' screenshots stay in the repository.
+  expect(files.filter((f) => f.startsWith('docs/images/'))).toEqual([])
 })
 
 test('every shipped source map carries its sources (sourcesContent), so no map points at an unshipped file', () => {
@@ -173,6 +176,33 @@ test.each([
   ['cjs', 'node16', 'node16'],
 ] as const)('the %s app type-checks both entries under moduleResolution %s', (app, resolution, module) => {
   expect(tsc(apps[app], `check-${resolution}.ts`, module, resolution)).toBe('')
+})
+
+test("the bin's viewer serves its built page (the chart laid out, the script bundled) with nothing but the package", async () => {
+  const db = path.join(work, 'view.db')
+  run(path.join(apps.cjs, 'node_modules/.bin/turnchart'), ['demo', '--db', db], apps.cjs, 60_000)
+  const child = spawn(path.join(apps.cjs, 'node_modules/.bin/turnchart'), ['view', db], { cwd: apps.cjs, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = ''
+      child.stdout.on('data', (chunk) => {
+        out += chunk
+        const match = /open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)
+        if (match) resolve(match[1])
+      })
+      child.on('exit', () => reject(new Error(`view exited: ${out}`)))
+    })
+    const page = await (await fetch(url)).text()
+    const drawing = JSON.parse(/<script type="application\/json" id="chart-drawing">(.*?)<\/script>/s.exec(page)![1])
+    expect(drawing.boxes.map((b: { id: string }) => b.id)).toContain('compaction-retry-waiting')
+    expect(page).toMatch(/<script>.{1000,}<\/script>/s)
+  } finally {
+    if (child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
+    }
+  }
 })
 
 test('the bin runs: --version, turnchart chart, and the demo', () => {

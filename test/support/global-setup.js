@@ -34,7 +34,19 @@ module.exports = async function globalSetup() {
     sourcemap: 'inline',
     logLevel: 'warning',
   })
-  // The viewer reads its page beside its own module, which the CLI's bundle now is.
-  fs.copyFileSync(path.join(root, 'src/viewer/viewer-page.html'), path.join(out, 'src/cli/viewer-page.html'))
+  // The viewer reads its page beside its own module, which the CLI's bundle now is: built once
+  // here (the chart's layout and the page's script), as scripts/build.mjs builds it for dist/.
+  await esbuild.build({
+    entryPoints: [path.join(root, 'src/viewer/build-page.ts')],
+    outfile: path.join(out, 'build-page.js'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'warning',
+  })
+  const { buildViewerPage } = require(path.join(out, 'build-page.js'))
+  fs.writeFileSync(path.join(out, 'src/cli/viewer-page.html'), await buildViewerPage(path.join(root, 'src/viewer/page')))
   process.env.TURNCHART_TEST_BIN = out
 }

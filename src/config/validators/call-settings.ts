@@ -2,10 +2,26 @@
  * Call settings (temperature, maxOutputTokens, headers, toolChoice, …) checked wherever they
  * are given: the engine's `settings`, a session's defaults, a prompt's options.
  */
+import type { StopCondition } from '../../core/types'
 const numberSettings = ['temperature', 'topP', 'presencePenalty', 'frequencyPenalty'] as const
 const integerSettings = ['maxOutputTokens', 'topK', 'maxSteps'] as const
 export const turnSettingKeys = [...numberSettings, ...integerSettings, 'seed', 'stopSequences', 'headers', 'providerOptions', 'toolChoice'] as const
-export const promptKeys = [...turnSettingKeys, 'model', 'system', 'tools']
+export const promptKeys = [...turnSettingKeys, 'model', 'system', 'tools', 'stopWhen']
+
+/**
+ * `stopWhen`: a stop condition or an array of them (functions), as a list. Throws `make(...)`
+ * naming the option (`stopWhen`, `options.stopWhen[1]`).
+ */
+export function stopConditions(name: string, value: unknown, make: (name: string, value: unknown, expected: string) => Error): StopCondition[] {
+  if (value === undefined) return []
+  const list = Array.isArray(value) ? value : [value]
+  list.forEach((condition, i) => {
+    if (typeof condition !== 'function') {
+      throw make(Array.isArray(value) ? `${name}[${i}]` : name, condition, 'a stop condition (a function of the steps, e.g. stepCountIs(5) or hasToolCall(name) from ai)')
+    }
+  })
+  return list as StopCondition[]
+}
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)

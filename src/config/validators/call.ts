@@ -1,8 +1,8 @@
 /** `settings` (the default call settings of every turn), `system`, `maxSteps`, `limits` and `maxFileBytes`. */
-import type { TurnSettings } from '../../core/types'
+import type { StopCondition, TurnSettings } from '../../core/types'
 import { InvalidOptionError } from '../../core/errors'
 import type { ModelLimits } from '../../policy/overflow'
-import { validateTurnSettings } from './call-settings'
+import { stopConditions, validateTurnSettings } from './call-settings'
 import type { EngineOptions } from '../options'
 import { nonNegativeInteger, optionGroup } from '../option-values'
 
@@ -10,6 +10,7 @@ export function resolveCall(options: EngineOptions): {
   call: Omit<TurnSettings, 'maxSteps'>
   system: string | undefined
   maxSteps: number | undefined
+  stopWhen: StopCondition[]
   limits: ModelLimits | undefined
   maxFileBytes: number
 } {
@@ -27,6 +28,7 @@ export function resolveCall(options: EngineOptions): {
     call: { ...(limits && limits.output > 0 ? { maxOutputTokens: limits.output } : {}), ...settings },
     system: options.system,
     maxSteps: (options.maxSteps as unknown) === null ? undefined : nonNegativeInteger('maxSteps', options.maxSteps, 100, 1),
+    stopWhen: stopConditions('stopWhen', options.stopWhen, (name, value, expected) => new InvalidOptionError(name, value, expected)),
     limits,
     maxFileBytes: nonNegativeInteger('maxFileBytes', options.maxFileBytes, 10_000_000, 0),
   }

@@ -140,6 +140,14 @@ const approved = ['call_ask_1', 'call_ask_2'].map((callId): ModelEvent => ({ typ
 const denied: ModelEvent[] = [{ type: 'tool.denied', callId: 'call_ask_1', reason: 'not now' }, { type: 'tool.denied', callId: 'call_ask_2' }]
 const toolsDone: ModelEvent = { type: 'tools.finished', overflow: false }
 const toolsOverflowed: ModelEvent = { type: 'tools.finished', overflow: true }
+const toolsStopped: ModelEvent = { type: 'tools.finished', overflow: false, stop: true }
+
+/** The step that led to tool-running calls `work` with `stop: true`: the rig's stop condition then holds. */
+function callsStop(plan: Arrangement): void {
+  const reply = [...plan.replies].reverse().find((r) => r.type === 'stream' && r.chunks.some((c) => 'tool' in c))
+  if (reply?.type !== 'stream') throw new Error('no tool step to make stop')
+  reply.chunks = reply.chunks.map((c) => ('tool' in c && c.tool ? { ...c, tool: { ...c.tool, input: { ...(c.tool.input as object), stop: true } } } : c))
+}
 const compactDone = (completes: boolean): ModelEvent => ({ type: 'compaction.finished', completes })
 
 /** step.finished: the reply that makes the engine report it. */
@@ -359,6 +367,19 @@ export const recipes: Record<string, EdgeRecipe> = {
     check: (walk) => {
       const tool = walk.parts.find((p) => p.type === 'tool')
       expect(tool?.type === 'tool' && tool.state.status).toBe('completed')
+    },
+  },
+  'tool-running --tools.finished [stopRequested]--> completed': {
+    events: [toolsStopped],
+    arrange: ({ plan }) => {
+      callsStop(plan)
+      plan.tools.push('ok')
+    },
+    check: (walk) => {
+      expectOutcome(walk, 'completed')
+      // the tool ran, and no model request followed it
+      expect(toolParts(walk).at(-1)?.state.status).toBe('completed')
+      expect(walk.events.filter((e) => e.type === 'turn.transition').at(-1)).toMatchObject({ from: 'tool-running', event: 'tools.finished', to: 'completed' })
     },
   },
   'tool-running --tools.finished [overflowed]--> failed': {

@@ -65,6 +65,8 @@ export const rigDefaults: Partial<EngineOptions> = {
   streamIdleTimeoutMs: 2000,
   // small, so that a walk reaches the step limit in a few tool steps
   maxSteps: 4,
+  // a step whose `work` call says `stop: true` ends the turn once its tools ran
+  stopWhen: ({ steps }) => steps.at(-1)?.toolCalls.some((call) => (call.input as { stop?: boolean }).stop === true) ?? false,
 }
 
 export async function startRig(options: Partial<EngineOptions> = {}): Promise<Rig> {
@@ -76,7 +78,7 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
   const work = tool({
     description: 'does some work',
     // `ask: true` in a call's input: the call needs approval (the AI SDK's `needsApproval`)
-    inputSchema: z.object({ n: z.number(), ask: z.boolean().optional() }),
+    inputSchema: z.object({ n: z.number(), ask: z.boolean().optional(), stop: z.boolean().optional() }),
     needsApproval: ({ ask }) => ask === true,
     execute: async ({ n }, { abortSignal }) => {
       toolCalls += 1

@@ -1,0 +1,138 @@
+/**
+ * One turn: its outcome and times, a running turn's retry countdown, its messages, its path
+ * through the chart (the drawing, and the same path as a numbered list: every visit with its
+ * time and how long it lasted), and under it the turns it started (`children`, drawn the same
+ * way one level in, each with its chart: the run trees to come fill it).
+ */
+import type { ChartDrawing } from '../chart-drawing'
+import type { TurnView } from '../wire'
+import { drawChart, fitTexts } from './chart-svg'
+import { everyTick } from './clocks'
+import { el } from './dom'
+import { clock, duration, offset } from './format'
+import { visitsOf } from './visits'
+
+export interface TurnContext {
+  drawing: ChartDrawing
+  sessionId: string
+  /** The turn's number in its session (1-based), or its place under its parent. */
+  label: string
+  /** The messages of the turn, already rendered. */
+  messages: HTMLElement[]
+  /** Whether the chart is shown open (the selected turn, a running turn). */
+  open: boolean
+  depth: number
+}
+
+const retryStates = new Set(['retry-waiting', 'compaction-retry-waiting'])
+
+function outcomeOf(turn: TurnView): string {
+  return turn.outcome ?? 'running'
+}
+
+/** How long the turn took, or has been running (live). */
+function turnTime(turn: TurnView): HTMLElement {
+  const span = el('span', { class: 'took' })
+  const last = turn.path[turn.path.length - 1]
+  if (turn.outcome !== null) span.textContent = duration((last?.time ?? turn.time.updated) - turn.time.created)
+  else everyTick(span, () => (span.textContent = `${duration(Date.now() - turn.time.created)} so far`))
+  return span
+}
+
+/** "Retrying: attempt 3 in 1.4 s", counting down until the next attempt starts. */
+function retryCountdown(turn: TurnView): HTMLElement | null {
+  if (turn.outcome !== null || !retryStates.has(turn.state) || turn.retryAt === null) return null
+  const retryAt = turn.retryAt
+  const what = turn.state === 'compaction-retry-waiting' ? 'summary attempt' : 'attempt'
+  const text = el('span', { class: 'countdown' })
+  everyTick(text, () => {
+    const left = retryAt - Date.now()
+    text.textContent = left > 0 ? `${what} ${turn.attempt + 1} in ${duration(left)}` : `${what} ${turn.attempt + 1} starting…`
+  })
+  return el(
+    'p',
+    { class: 'retry', role: 'status', 'data-retry-at': retryAt },
+    el('b', {}, 'Retrying: '),
+    text,
+    turn.error ? el('span', { class: 'dim' }, ` (after ${turn.error.name}: ${turn.error.message})`) : null,
+  )
+}
+
+/** The path as a numbered list: the turn's start, then each transition and how long the turn stayed where it led. */
+function pathList(turn: TurnView): HTMLElement {
+  const visits = visitsOf(turn)
+  const stay = new Map(visits.map((v) => [v.seq, v]))
+  const start = turn.time.created
+  const stayed = (seq: number): HTMLElement => {
+    const visit = stay.get(seq)
+    const span = el('span', { class: 'stay' })
+    if (!visit) span.textContent = 'stays in the same state'
+    else if (visit.final) span.textContent = 'the turn ends'
+    else if (visit.end !== null) span.textContent = `${duration(visit.end - visit.start)} in ${visit.state}`
+    else everyTick(span, () => (span.textContent = `${duration(Date.now() - visit.start)} in ${visit.state} so far`))
+    return span
+  }
+  const item = (seq: number, at: number, move: string, event: string | null) =>
+    el(
+      'li',
+      { 'data-seq': seq },
+      el('span', { class: 'num' }, String(seq)),
+      el('span', { class: 'at mono' }, offset(at - start)),
+      el('span', { class: 'move mono' }, move),
+      event ? el('span', { class: 'event mono' }, event) : null,
+      stayed(seq),
+    )
+  return el(
+    'ol',
+    { class: 'path', 'aria-label': 'The transitions of the turn, numbered as on the chart' },
+    item(0, start, 'start in idle', null),
+    ...turn.path.map((step) => item(step.seq, step.time, `${step.from} → ${step.to}`, step.event)),
+  )
+}
+
+/**
+ * @example
+ * main.append(renderTurn(turn, { drawing, sessionId, label: 'Turn 1', messages, open: true, depth: 0 }))
+ */
+export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
+  const outcome = outcomeOf(turn)
+  const figure = el('figure', { class: 'chart' }, drawChart(context.drawing, turn))
+  const zoom = el('button', { type: 'button', class: 'zoom', 'aria-pressed': 'false' }, 'Full size')
+  zoom.addEventListener('click', () => {
+    const zoomed = figure.classList.toggle('zoomed')
+    zoom.setAttribute('aria-pressed', String(zoomed))
+    zoom.textContent = zoomed ? 'Fit to width' : 'Full size'
+  })
+  const states = ['idle', ...turn.path.filter((s) => s.from !== s.to).map((s) => s.to)]
+  const chart = el(
+    'details',
+    { class: 'turn-chart', open: context.open },
+    el('summary', {}, el('b', {}, 'Path'), ` (${turn.path.length} transitions): `, el('span', { class: 'mono' }, states.join(' → '))),
+    el('div', { class: 'chart-tools' }, zoom, el('span', { class: 'dim' }, 'numbers on the edges: the order of the transitions (hover for times)')),
+    figure,
+    pathList(turn),
+  )
+  // A closed chart is not rendered: its texts are fitted when it opens.
+  chart.addEventListener('toggle', () => chart.open && fitTexts(figure))
+  const children = turn.children ?? []
+  return el(
+    'article',
+    { class: `turn depth-${Math.min(context.depth, 3)}`, 'data-turn': turn.id, id: `turn-${turn.id}`, tabindex: -1, 'aria-label': `${context.label}, ${outcome}` },
+    el(
+      'header',
+      { class: 'turn-head' },
+      el('h3', {}, context.label, ' ', el('span', { class: `outcome outcome-${outcome}` }, turn.outcome ?? `running (${turn.state})`)),
+      el('span', { class: 'dim' }, `${clock(turn.time.created)} · `, turnTime(turn), ' · ', el('span', { class: 'mono' }, turn.id)),
+    ),
+    turn.error && turn.outcome !== null ? el('p', { class: 'error-line' }, `${turn.error.name}: ${turn.error.message}`) : null,
+    retryCountdown(turn),
+    turn.mismatch ? el('p', { class: 'warning' }, `The log does not replay through this chart: ${turn.mismatch}`) : null,
+    context.messages.length ? el('div', { class: 'turn-messages' }, ...context.messages) : null,
+    chart,
+    el(
+      'div',
+      { class: 'turn-children', 'data-children-of': turn.id },
+      ...children.map((child, i) => renderTurn(child, { ...context, label: `${context.label}.${i + 1}`, messages: [], open: false, depth: context.depth + 1 })),
+    ),
+  )
+}

@@ -1,0 +1,41 @@
+/**
+ * A turn's path through the drawn chart: each logged transition with the drawn edges it took.
+ * The log is replayed through the chart so that the chart itself says which of two edges
+ * alike but for their guards a row took (`streaming --step.finished--> failed` is the step
+ * limit or a refused overflow); a log the chart disagrees with is still drawn, each row on the
+ * first edge between its two states.
+ */
+import type { TurnInput } from '../../machines/turn.types'
+import { turnMachine } from '../../machines/turn.machine'
+import { edgesTaken } from '../chart/chart-graph'
+import type { TransitionRecord } from '../core/types'
+import { replayTransitions } from '../turn/replay'
+import type { PathStep } from './wire'
+
+/**
+ * The rows with their edges, and why the log could not be replayed when it could not (its
+ * later rows are then drawn on the first edge that fits).
+ *
+ * @example
+ * turnPath(input, transitions).steps.map((s) => `${s.seq}: ${s.edges.join(' then ')}`)
+ */
+export function turnPath(input: TurnInput | undefined, transitions: TransitionRecord[]): { steps: PathStep[]; mismatch?: string } {
+  const selected = new Map<number, readonly unknown[]>()
+  let mismatch: string | undefined
+  if (input) {
+    try {
+      replayTransitions(input, transitions, turnMachine, (row, before, event) => selected.set(row.seq, turnMachine.getTransitionData(before, event)))
+    } catch (error) {
+      mismatch = error instanceof Error ? error.message : String(error)
+    }
+  }
+  const steps = transitions.map((row) => ({
+    seq: row.seq,
+    from: row.from,
+    to: row.to,
+    event: row.event,
+    time: row.time,
+    edges: edgesTaken(row, selected.get(row.seq)),
+  }))
+  return mismatch === undefined ? { steps } : { steps, mismatch }
+}

@@ -1,0 +1,50 @@
+/**
+ * What the viewer's server sends its page (JSON, over the live event stream and the API):
+ * shared by the server's views and the page's script, so it holds types only.
+ */
+import type { MessageInfo, Part, SessionInfo, TurnRecord } from '../core/types'
+
+export interface SessionSummary extends SessionInfo {
+  messages: number
+  turns: Array<{ id: string; state: string; outcome: string | null }>
+}
+
+/** One logged transition and the drawn edges it took (`chartGraph()` ids; none when the chart has no edge for it). */
+export interface PathStep {
+  seq: number
+  from: string
+  to: string
+  event: string
+  time: number
+  edges: string[]
+}
+
+export interface TurnView extends TurnRecord {
+  /** The transition log, each row with its edges on the drawing. */
+  path: PathStep[]
+  /** Why the log could not be replayed through the chart (its rows are then drawn on the first edge that fits). */
+  mismatch?: string
+  /** Turns this one started (run trees, not stored yet): drawn under it, each with its chart. */
+  children?: TurnView[]
+}
+
+/** A part as the page shows it: a file's bytes are left out (their size is kept). */
+export type PagePart = Exclude<Part, { type: 'file' }> | (Extract<Part, { type: 'file' }> & { bytes?: number })
+
+export interface SessionPage {
+  session: SessionInfo
+  messages: Array<{ info: MessageInfo; parts: PagePart[] }>
+  turns: TurnView[]
+}
+
+/** The events of `GET /api/live` (server-sent events), by name. */
+export interface LiveEvents {
+  /** Every session, oldest first: at once, then whenever the list changes. */
+  sessions: SessionSummary[]
+  /** The watched session: at once, then whenever it changes. */
+  session: SessionPage
+  /** The watched session is not in the database. */
+  missing: { session: string }
+  /** The database could not be read; the stream stays open and tries again at the next change. */
+  failure: { message: string }
+}
