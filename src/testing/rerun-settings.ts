@@ -1,8 +1,9 @@
 /**
  * The engine options a re-run needs to decide as the recorded turn did, read from the turn
  * where the app's own options are not stored: the context limit from the steps that did and did
- * not overflow by their usage, the retry limit from a `RetriesExhaustedError`, the step limit
- * and compaction switches from the chart's stored input (or the source engine's options).
+ * not overflow by their usage, the retry limit from a `RetriesExhaustedError`, where a stop
+ * condition (`stopWhen`, never stored) held from the step boundary that says so, the step
+ * limit and compaction switches from the chart's stored input (or the source engine's options).
  */
 import type { TurnInput } from '../../machines/turn.types'
 import type { ModelLimits } from '../policy/overflow'
@@ -16,6 +17,8 @@ export interface RerunSettings {
   /** `retry.maxAttempts`, when the turn ran out of attempts. */
   maxAttempts?: number
   maxSteps?: number
+  /** The turn stopped at its n-th step boundary (1-based) because a `stopWhen` condition held. */
+  stopAtBoundary?: number
   compaction: { auto: boolean; maxPerTurn?: number }
   /** What could not be read back, in a sentence each. */
   notes: string[]
@@ -34,6 +37,9 @@ export function rerunSettings(recording: RecordedTurn, rows: TransitionRecord[],
   if (limits) settings.limits = limits
   const exhausted = rows.map((r) => r.payload.error).find(isExhausted)
   if (exhausted) settings.maxAttempts = exhausted.attempts
+  const boundaries = rows.filter((r) => r.event === 'tools.finished')
+  const stop = boundaries.findIndex((r) => r.payload.stop === true)
+  if (stop >= 0) settings.stopAtBoundary = stop + 1
   return settings
 }
 

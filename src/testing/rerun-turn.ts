@@ -16,7 +16,7 @@ import type { ToolSet } from 'ai'
 import type { EngineModel, EngineOptions } from '../config/options'
 import type { PromptInput } from '../conversation/user-input'
 import { InvalidArgumentError, type SerializedError } from '../core/errors'
-import type { MessageWithParts, Part, PromptOptions, TurnOutcome } from '../core/types'
+import type { MessageWithParts, Part, PromptOptions, StopCondition, TurnOutcome } from '../core/types'
 import { createEngine } from '../engine/create-engine'
 import { openStore } from '../engine/open-store'
 import { defaultFailurePolicies, type RetryPolicy } from '../policy/decide-failure'
@@ -102,6 +102,7 @@ export async function rerunTurn(source: RecordingSource, turnId: string, options
     ...(settings.limits ? { limits: settings.limits } : {}),
     compaction: { auto: settings.compaction.auto, ...(settings.compaction.maxPerTurn !== undefined ? { maxPerTurn: settings.compaction.maxPerTurn } : {}), ...(settings.limits ? { reserved: 0 } : {}) },
     ...(settings.maxSteps !== undefined ? { maxSteps: settings.maxSteps } : {}),
+    ...(settings.stopAtBoundary !== undefined ? { stopWhen: stopAtBoundary(settings.stopAtBoundary) } : {}),
     retry,
     ...(againstRecording ? { retryPolicy: shortWaits(retry) } : {}),
   } satisfies EngineOptions)
@@ -187,6 +188,12 @@ function recordedDecisions(recording: RecordedTurn): Map<string, { approved: boo
     if (row.event === 'tool.denied') decisions.set(callId, { approved: false, ...(typeof row.payload.reason === 'string' ? { reason: row.payload.reason } : {}) })
   }
   return decisions
+}
+
+/** A stop condition that holds at the n-th step boundary, where the recorded turn's did (it is asked once per boundary). */
+function stopAtBoundary(n: number): StopCondition {
+  let asked = 0
+  return () => ++asked >= n
 }
 
 /** The default retry decisions, with waits cut short. */

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { tool } from 'ai'
+import { stepCountIs, tool } from 'ai'
 import { z } from 'zod'
 import { createEngine } from '../../src'
 import { rerunTurn } from '../../src/testing/rerun-turn'
@@ -102,4 +102,16 @@ test('the scratch database can be kept in a new SQLite file, never an existing o
   } finally {
     fs.rmSync(path.dirname(file), { recursive: true, force: true })
   }
+})
+
+test('a turn a stop condition ended (stopWhen, not stored) stops at the same step boundary', async () => {
+  h = await createHarness({ tools: { add }, stopWhen: stepCountIs(1) })
+  h.server.tool('add', { a: 1, b: 2 }, { id: 'call_1' })
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'Add 1+2.')
+  expect((await turn.done).outcome).toBe('completed')
+
+  const result = await rerunTurn(h.engine, turn.id)
+  expect(result.rerun.states).toEqual(['streaming', 'tool-running', 'completed'])
+  expect(result.identical).toBe(true)
 })
