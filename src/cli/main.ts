@@ -25,6 +25,16 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
   replay <db> <turn> [--json] a turn's transition timeline, replayed through the chart
   view <db> [--port <n>]      serve an offline viewer on 127.0.0.1: sessions, conversations,
                               each turn's path through the chart (live for running turns)
+  rerun <db> <turn> [--json] [--system <text>] [--model <url> [--model-id <id>]]
+        [--tools recorded|live [--tools-module <file>]] [--out <file>]
+                              run a stored turn again in a scratch database (in memory, or
+                              the new SQLite file --out) and print its parts beside the
+                              original's, the first difference marked: by default against
+                              its recorded responses and tool results (no provider call);
+                              --model: an OpenAI-compatible endpoint instead (its key from
+                              TURNCHART_API_KEY, its id from --model-id or TURNCHART_MODEL);
+                              --system: another system prompt; --tools live: the tools of
+                              --tools-module (exported as \`tools\`) run for real
 
 writing (change the database):
   recover <db> [--json]       end as aborted the unfinished turns of processes that died
@@ -44,6 +54,7 @@ const commands: Record<string, () => Promise<Command>> = {
   sessions: async () => (await import('./sessions')).sessionsCommand,
   show: async () => (await import('./show')).showCommand,
   replay: async () => (await import('./replay')).replayCommand,
+  rerun: async () => (await import('./rerun')).rerunCommand,
   chart: async () => (await import('./chart')).chartCommand,
   recover: async () => (await import('./write-commands')).recoverCommand,
   prune: async () => (await import('./write-commands')).pruneCommand,

@@ -1,2 +1,12 @@
 /** Test helpers shipped as `turnchart/testing`. */
 export * from './scripted-server'
+export { recordedModel, type RecordedModel, type RecordedModelOptions, type RecordedCallInfo } from './recorded-model'
+export { storeSource, type RecordingSource } from './recording-source'
+export type { RecordedOutcome } from './recorded-turn'
+export { rerunTurn, type RerunOptions, type RerunResult, type RerunSide } from './rerun-turn'
+export { recordCassette, type RecordCassetteOptions, type RecordingModel } from './record-cassette'
+export { cassetteModel, type CassetteModel, type CassetteModelOptions } from './cassette-model'
+export { readCassette, type Cassette, type CassetteCall, type RequestSummary } from './cassette'
+export type { CassetteError } from './cassette-json'
+export { comparableParts, firstDifference, type ComparablePart } from './comparable-parts'
+export { RecordingDivergedError, CassetteFormatError } from '../core/errors'

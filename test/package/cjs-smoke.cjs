@@ -1,6 +1,6 @@
 // Runs one turn through the built package from a CommonJS program.
 const { createEngine, MessageAbortedError } = require('turnchart')
-const { startScriptedServer } = require('turnchart/testing')
+const { startScriptedServer, recordedModel } = require('turnchart/testing')
 const { createOpenAICompatible } = require('@ai-sdk/openai-compatible')
 
 async function main() {
@@ -11,12 +11,16 @@ async function main() {
   const session = await engine.createSession()
   const result = await engine.prompt(session.id, 'hi').done
   const [, a] = await engine.messages(session.id)
+  // The same turn re-run from its recorded responses, with no provider.
+  const again = await createEngine({ model: await recordedModel(engine, result.turnId) })
+  const rerun = await again.prompt((await again.createSession()).id, 'hi').done
+  await again.close()
   // turn.done carries error instances: isInstance and instanceof work through the package.
   const aborted = engine.prompt(session.id, 'again')
   aborted.abort()
   const { error } = await aborted.done
   const errorValue = MessageAbortedError.isInstance(error) && error instanceof MessageAbortedError
-  console.log(JSON.stringify({ outcome: result.outcome, text: a.parts.find((p) => p.type === 'text').text, errorValue }))
+  console.log(JSON.stringify({ outcome: result.outcome, text: a.parts.find((p) => p.type === 'text').text, errorValue, rerun: rerun.text }))
   await engine.close()
   await server.close()
 }

@@ -16,5 +16,5 @@ test.each([
   ['a CommonJS program', 'cjs-smoke.cjs', 'hello from cjs'],
 ])('runs a turn from %s', (_kind, file, text) => {
   const out = execFileSync(process.execPath, [path.join(__dirname, file)], { cwd: root, encoding: 'utf8', timeout: 60_000 })
-  expect(JSON.parse(out.trim())).toEqual({ outcome: 'completed', text, errorValue: true })
+  expect(JSON.parse(out.trim())).toEqual({ outcome: 'completed', text, errorValue: true, rerun: text })
 })

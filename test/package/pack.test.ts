@@ -143,7 +143,7 @@ test.each([
   ['a CommonJS app (require)', 'cjs', 'hello from cjs'],
 ] as const)('runs a turn in %s', (_kind, app, text) => {
   const out = run(process.execPath, ['smoke.js'], apps[app], 60_000)
-  expect(JSON.parse(out.trim())).toEqual({ outcome: 'completed', text, errorValue: true })
+  expect(JSON.parse(out.trim())).toEqual({ outcome: 'completed', text, errorValue: true, rerun: text })
 })
 
 const typeCheck = [

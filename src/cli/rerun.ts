@@ -1,0 +1,141 @@
+/**
+ * `turnchart rerun <db> <turn>`: runs a stored turn again in a scratch database, by default
+ * against its recorded responses with its recorded tool results (no provider is called), and
+ * prints its parts beside the original's with the first difference marked. `--model <url>`
+ * runs it against another model (an OpenAI-compatible endpoint), `--system` with another
+ * system prompt, `--tools live` with the app's tools run for real: an eval built from real
+ * traffic. The database is only read.
+ */
+import path from 'node:path'
+import type { ToolSet } from 'ai'
+import type { EngineModel } from '../config/options'
+import { TurnNotFoundError } from '../core/errors'
+import type { Part } from '../core/types'
+import type { RecordingSource } from '../testing/recording-source'
+import { rerunTurn, type RerunResult, type RerunSide } from '../testing/rerun-turn'
+import { parseArgs, UsageError } from './args'
+import { loadDemoProvider } from './demo'
+import { CliError, colors, formatPart, openForReading, truncate, type CliIO, type Colors } from './io'
+import type { ReadOnlyStore } from '../store/read-only-store'
+
+const width = 56
+
+export async function rerunCommand(argv: string[], io: CliIO): Promise<number> {
+  const { positionals, flags, values } = parseArgs(argv, {
+    flags: ['json'],
+    values: ['model', 'model-id', 'system', 'tools', 'tools-module', 'out'],
+    positionals: ['db', 'turn'],
+  })
+  const [database, turnId] = positionals
+  const toolsMode = values.get('tools') ?? 'recorded'
+  if (toolsMode !== 'recorded' && toolsMode !== 'live') throw new UsageError(`--tools is recorded or live, not ${toolsMode}`)
+  if (toolsMode === 'live' && !values.has('tools-module')) throw new UsageError('--tools live needs --tools-module <file>: a module exporting your tools as `tools`')
+  if (toolsMode !== 'live' && values.has('tools-module')) throw new UsageError('--tools-module is read with --tools live only')
+  const model = values.has('model') ? endpointModel(values.get('model')!, values.get('model-id') ?? io.env.TURNCHART_MODEL, io) : undefined
+  const tools = toolsMode === 'live' ? loadTools(values.get('tools-module')!) : undefined
+
+  const store = await openForReading(database)
+  let result: RerunResult
+  try {
+    result = await rerunTurn(readOnlySource(store), turnId, {
+      ...(model ? { model } : {}),
+      ...(tools ? { tools } : {}),
+      ...(values.has('system') ? { system: values.get('system') } : {}),
+      ...(values.has('out') ? { database: values.get('out') } : {}),
+    })
+  } catch (error) {
+    if (TurnNotFoundError.isInstance(error)) throw new CliError(`no turn ${turnId} in ${database}`)
+    throw error
+  } finally {
+    await store.close()
+  }
+
+  const against = values.get('model') ?? 'recorded'
+  if (flags.has('json')) {
+    const index = result.firstDifference
+    const difference = index === -1 ? null : { index: index + 1, original: result.original.parts[index] ?? null, rerun: result.rerun.parts[index] ?? null }
+    io.stdout.write(`${JSON.stringify({ turnId, against, tools: toolsMode, ...result, firstDifference: difference }, null, 2)}\n`)
+    return 0
+  }
+  print(result, { turnId, against, tools: toolsMode, out: values.get('out') }, io)
+  return 0
+}
+
+/** The stored turn through the read-only store, one read-only transaction per read. */
+function readOnlySource(store: ReadOnlyStore): RecordingSource {
+  return {
+    getTurn: (id) => store.read((s) => s.turns.get(id)),
+    transitions: (id) => store.read((s) => s.transitions.list(id)),
+    messages: (id) => store.read((s) => s.messages.list(id)),
+    turnInput: (id) => store.read((s) => s.turns.input(id)),
+  }
+}
+
+/** `--model <base URL>`: an OpenAI-compatible endpoint, as the demo's TURNCHART_BASE_URL (its key from TURNCHART_API_KEY, never a flag). */
+function endpointModel(baseURL: string, modelId: string | undefined, io: CliIO): EngineModel {
+  if (!/^https?:\/\//i.test(baseURL)) throw new UsageError(`--model takes an endpoint's base URL (http://… or https://…), not ${baseURL}`)
+  if (!modelId) throw new UsageError('--model needs a model id: --model-id <id> or TURNCHART_MODEL')
+  const createOpenAICompatible = loadDemoProvider()
+  return createOpenAICompatible({ name: 'turnchart-rerun', baseURL, apiKey: io.env.TURNCHART_API_KEY, includeUsage: true })(modelId)
+}
+
+/** `--tools-module <file>`: the app's tools, exported as `tools` (or as the module's default export). */
+function loadTools(file: string): ToolSet {
+  let loaded: { tools?: unknown; default?: unknown }
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    loaded = require(path.resolve(file)) as { tools?: unknown; default?: unknown }
+  } catch (error) {
+    throw new CliError(`cannot load --tools-module ${file}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  const tools = loaded.tools ?? (loaded.default as { tools?: unknown } | undefined)?.tools ?? loaded.default
+  if (typeof tools !== 'object' || tools === null) throw new CliError(`--tools-module ${file} exports no tools: export them as \`tools\``)
+  return tools as ToolSet
+}
+
+function print(result: RerunResult, run: { turnId: string; against: string; tools: string; out: string | undefined }, io: CliIO): void {
+  const c = colors(io)
+  const out = (line = '') => io.stdout.write(`${line}\n`)
+  const { original, rerun } = result
+  const model = run.against === 'recorded' ? `its recorded responses (${result.recordedCalls} model calls)` : run.against
+  out(c.bold(`re-run of turn ${run.turnId} against ${model}, tools: ${run.tools === 'live' ? 'run for real' : 'recorded results'}`))
+  out(c.dim(`original ${original.turnId}: ${['idle', ...original.states].join(' → ')}`))
+  out(c.dim(`re-run   ${rerun.turnId}: ${['idle', ...rerun.states].join(' → ')}`))
+  out()
+  out(c.bold(`  ${'#'.padStart(3)}  ${'original'.padEnd(width)} │ re-run`))
+  const plain = colors({ ...io, stdout: { ...io.stdout, isTTY: false } as CliIO['stdout'] })
+  const rows = Math.max(original.parts.length, rerun.parts.length)
+  const differing = new Set(result.differences)
+  for (let i = 0; i < rows; i++) {
+    const [left, right] = [cell(original.parts[i], plain), cell(rerun.parts[i], plain)]
+    const first = i === result.firstDifference
+    const line = `${first ? '>' : differing.has(i) ? '*' : ' '} ${String(i + 1).padStart(3)}  ${left.padEnd(width)} │ ${right}`
+    out(first ? c.yellow(line) : line)
+  }
+  out()
+  if (result.firstDifference === -1) out(c.green(`no difference: ${original.parts.length} parts (ids, times and attempt numbers set aside)`))
+  else out(c.yellow(`first difference: part ${result.firstDifference + 1}${stepOf(original.parts[result.firstDifference] ?? rerun.parts[result.firstDifference])}`))
+  out(`outcome  original: ${outcome(original, c)}   re-run: ${outcome(rerun, c)}`)
+  if (rerun.error?.name === 'RecordingDivergedError') {
+    out(c.dim('the recorded responses answer the recorded requests only: to see what another prompt or tool result leads to, run it against a model with --model <url>'))
+  }
+  for (const note of result.notes) out(c.dim(`note: ${note}`))
+  if (run.out) out(c.dim(`the re-run is kept in ${run.out} (turnchart show ${run.out} <session>)`))
+}
+
+/** A part on one line, the width of a column (its step shows on the step's start and finish). */
+function cell(part: Part | undefined, c: Colors): string {
+  if (!part) return '—'
+  const boundary = part.type === 'step-start' || part.type === 'step-finish'
+  const prefix = part.type === 'text' ? 'text: ' : ''
+  return truncate(prefix + formatPart(boundary ? part : ({ ...part, step: undefined } as Part), c), width)
+}
+
+function stepOf(part: Part | undefined): string {
+  return part?.step ? ` (step ${part.step}, attempt ${part.attempt ?? 1})` : ''
+}
+
+function outcome(side: RerunSide, c: Colors): string {
+  const text = side.outcome ?? 'unfinished'
+  return side.error && side.outcome !== 'completed' ? `${text} ${c.red(`(${side.error.name}: ${side.error.message})`)}` : text
+}
