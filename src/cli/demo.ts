@@ -14,7 +14,7 @@ import path from 'node:path'
 import { jsonSchema, tool } from 'ai'
 import { createEngine } from '../engine/create-engine'
 import type { Engine } from '../engine/engine'
-import type { EngineOptions } from '../config/options'
+import type { EngineModel, EngineOptions } from '../config/options'
 import type { TurnchartEvent } from '../core/bus'
 import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
 import { parseArgs, UsageError } from './args'
@@ -246,13 +246,19 @@ function waitForEnter(io: CliIO, prompt: string): Promise<void> {
 }
 
 /**
+ * The part of `createOpenAICompatible` the demo calls, declared here: the package is an
+ * optional peer, so turnchart's published types must not name it.
+ */
+export type DemoProvider = (settings: { name: string; baseURL: string; apiKey?: string; includeUsage?: boolean }) => (modelId: string) => EngineModel
+
+/**
  * The demo's provider, `@ai-sdk/openai-compatible`, is an optional peer dependency (an app
  * brings its own provider): loaded only here, with a message saying what to install.
  */
-export function loadDemoProvider(): typeof import('@ai-sdk/openai-compatible').createOpenAICompatible {
+export function loadDemoProvider(): DemoProvider {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return (require('@ai-sdk/openai-compatible') as typeof import('@ai-sdk/openai-compatible')).createOpenAICompatible
+    return (require('@ai-sdk/openai-compatible') as { createOpenAICompatible: DemoProvider }).createOpenAICompatible
   } catch (error) {
     if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error
     throw new CliError('the demo needs the optional peer dependency @ai-sdk/openai-compatible: npm install @ai-sdk/openai-compatible@^2')

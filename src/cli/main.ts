@@ -84,10 +84,16 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   }
 }
 
-if (require.main === module) {
-  runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env }).then((code) => {
+/**
+ * Runs the CLI as the `turnchart` command: on this process's arguments and streams, then exits
+ * with the command's status. Called by the bin (bin/turnchart.js) and when this file is run.
+ */
+export function main(argv: string[] = process.argv.slice(2)): void {
+  runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env }).then((code) => {
     process.exitCode = code
     // Whatever still holds the event loop (an inspector's browser socket), do not hang.
     setTimeout(() => process.exit(code), 2000).unref()
   })
 }
+
+if (require.main === module) main()

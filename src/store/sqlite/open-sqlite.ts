@@ -5,19 +5,19 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import type BetterSqlite3 from 'better-sqlite3'
 import { Kysely, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../../core/errors'
 import type { OpenedDatabase } from '../opened-database'
 import type { TurnchartDatabase } from '../schema'
 import { shareConnection } from './shared-connections'
+import type { SqliteDriver } from './sqlite-driver'
 import { cachingStatements } from './statement-cache'
 
 /** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
 export const sqliteLoader = {
-  load(): typeof BetterSqlite3 {
+  load(): SqliteDriver {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require('better-sqlite3') as typeof BetterSqlite3
+    return require('better-sqlite3') as SqliteDriver
   },
 }
 
@@ -70,7 +70,7 @@ export function openSqliteReadOnly(value: string): OpenedDatabase {
  * omit it, and a failed native build does not fail the app's install): missing, it is an
  * option error that says what to install.
  */
-function loadSqliteDriver(value: string): typeof BetterSqlite3 {
+function loadSqliteDriver(value: string): SqliteDriver {
   try {
     return sqliteLoader.load()
   } catch (error) {
