@@ -29,7 +29,7 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
 writing (change the database):
   recover <db> [--json]       end as aborted the unfinished turns of processes that died
                               (the app's own createEngine resumes them instead)
-  prune <db> --older-than <age>
+  prune <db> --older-than <age> [--json]
                               delete the transition logs of turns ended before <age> ago
                               (30d, 12h, 90m); messages and parts stay
 

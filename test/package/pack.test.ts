@@ -197,7 +197,6 @@ function tscStrict(app: string, file: string, module: string, resolution: string
 // skipLibCheck (`eventsource-parser/stream`), so these apps use the resolutions that do.
 test.each([
   ['esm', 'node16', 'node16'],
-  ['esm', 'bundler', 'esnext'],
   ['cjs', 'node16', 'node16'],
 ] as const)('the %s app type-checks under moduleResolution %s with strict and without skipLibCheck, without @types/better-sqlite3 or @types/pg', (app, resolution, module) => {
   for (const types of ['better-sqlite3', 'pg']) expect(fs.existsSync(path.join(apps[app], 'node_modules/@types', types))).toBe(false)

@@ -11,6 +11,7 @@ import type { OpenedDatabase } from '../opened-database'
 import type { TurnchartDatabase } from '../schema'
 import { shareConnection } from './shared-connections'
 import type { SqliteDriver } from './sqlite-driver'
+import { removeWalFilesOfReading, walFiles } from './wal-files'
 import { cachingStatements } from './statement-cache'
 
 /** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
@@ -52,17 +53,23 @@ function openSqliteConnection(value: string, options: { busyTimeoutMs?: number }
 
 /**
  * An existing SQLite file, read only: `readonly: true` (never created, no pragma that writes,
- * so the file stays byte-for-byte the same).
+ * so the file stays byte-for-byte the same), and no -wal or -shm file left beside it that was
+ * not there before (see wal-files.ts).
  *
  * @example
  * const { db, close } = openSqliteReadOnly('./agent.db')
  */
 export function openSqliteReadOnly(value: string): OpenedDatabase {
   const Database = loadSqliteDriver(value)
+  const before = walFiles(value)
   const handle = new Database(value, { readonly: true, fileMustExist: true })
   handle.pragma('busy_timeout = 5000')
   const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
-  return { db, dialect: 'sqlite', close: () => db.destroy() }
+  const close = async () => {
+    await db.destroy()
+    removeWalFilesOfReading(value, before, Database)
+  }
+  return { db, dialect: 'sqlite', close }
 }
 
 /**
