@@ -7,6 +7,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Kysely, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../../core/errors'
+import { refuseAnotherAppsFile } from '../database-tables'
 import type { OpenedDatabase } from '../opened-database'
 import type { TurnchartDatabase } from '../schema'
 import { shareConnection } from './shared-connections'
@@ -22,14 +23,22 @@ export const sqliteLoader = {
   },
 }
 
+export interface SqliteOpenSettings {
+  busyTimeoutMs?: number
+  /** The file may hold another app's tables: add turnchart's beside them instead of refusing it. */
+  shared?: boolean
+}
+
 /**
  * A SQLite file (created if missing; its folder must exist) or `':memory:'`, for the engine:
- * engines of one process on one file share its connection (see shared-connections.ts).
+ * engines of one process on one file share its connection (see shared-connections.ts). A file
+ * of another app (its tables, none of turnchart's) is refused before anything is written to it,
+ * unless `shared`.
  *
  * @example
  * const { db, close } = openSqlite('./agent.db', { busyTimeoutMs: 5000 })
  */
-export function openSqlite(value: string, options: { busyTimeoutMs?: number } = {}): OpenedDatabase {
+export function openSqlite(value: string, options: SqliteOpenSettings = {}): OpenedDatabase {
   if (value === ':memory:') return openSqliteConnection(value, options)
   const dir = path.dirname(path.resolve(value))
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
@@ -38,9 +47,18 @@ export function openSqlite(value: string, options: { busyTimeoutMs?: number } = 
   return shareConnection(value, () => openSqliteConnection(value, options))
 }
 
-function openSqliteConnection(value: string, options: { busyTimeoutMs?: number }): OpenedDatabase {
+function openSqliteConnection(value: string, options: SqliteOpenSettings): OpenedDatabase {
   const Database = loadSqliteDriver(value)
   const handle = new Database(value)
+  if (value !== ':memory:' && !options.shared) {
+    try {
+      const tables = handle.prepare("select name from sqlite_master where type = 'table'").all([]) as Array<{ name: string }>
+      refuseAnotherAppsFile(value, tables.map((t) => t.name))
+    } catch (error) {
+      handle.close()
+      throw error
+    }
+  }
   // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
   handle.pragma('page_size = 8192')
   handle.pragma('journal_mode = WAL')
