@@ -347,9 +347,10 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
 
     printer.line('')
     printer.line(c.bold(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Everything is stored in ${database}`))
-    printer.line(`  turnchart sessions ${database}`)
-    printer.line(`  turnchart show ${database} ${session.id}`)
-    for (const id of turnIds) printer.line(`  turnchart replay ${database} ${id}`)
+    // With npx: in this repository (after npm install) and in an app that installed turnchart.
+    printer.line(`  npx turnchart sessions ${database}`)
+    printer.line(`  npx turnchart show ${database} ${session.id}`)
+    for (const id of turnIds) printer.line(`  npx turnchart replay ${database} ${id}`)
     if (inspector) {
       // Keep serving the inspector (with or without a terminal) until Ctrl-C or SIGTERM.
       signals.dispose()
