@@ -42,6 +42,13 @@ beforeAll(async () => {
   dbPath = tempDbPath()
   const list = tool({ description: 'List a folder', inputSchema: z.object({ path: z.string() }), execute: async () => ['a.txt', 'b.txt'] })
   engine = await createEngine({ database: dbPath, model: modelFor(server), tools: { list }, flushIntervalMs: 10 })
+  // A session whose turn ends before `cut` (the others after it), its log pruned below.
+  const pruned = await engine.createSession({ title: 'pruned session' })
+  server.text('An old answer.')
+  await engine.prompt(pruned.id, 'Long ago').done
+  ids.pruned = pruned.id
+  const cut = Date.now() + 1
+  while (Date.now() <= cut) await new Promise((resolve) => setImmediate(resolve))
   const done = await engine.createSession({ title: 'finished session' })
   server.tool('list', { path: '.' })
   server.text('Two files: a.txt and b.txt.')
@@ -63,6 +70,7 @@ beforeAll(async () => {
       }
     })
   })
+  expect(await engine.prune({ olderThan: cut })).toBeGreaterThan(0)
   viewer = await startViewer({ database: dbPath })
 })
 
@@ -124,6 +132,14 @@ withBrowser('a running turn is shown live: its current state marked, the page po
   expect(turnSection).toMatch(/<g class="state visited current" data-state="streaming"/)
 })
 
+withBrowser('a turn whose log was pruned says so, with no chart drawn', async () => {
+  const dom = await browse(`${viewer.url}#/session/${ids.pruned}`)
+  expect(dom).toContain('An old answer.')
+  const turnSection = dom.slice(dom.indexOf('<section class="turn"'))
+  expect(turnSection).toMatch(/<div class="dim" data-pruned="">transition log pruned \(turnchart prune\)<\/div>/)
+  expect(turnSection).not.toContain('data-state="idle"')
+})
+
 test('turnchart view <db>: prints its 127.0.0.1 URL, serves the API, and stops on SIGTERM (exit 0)', async () => {
   const { spawn } = require('node:child_process') as typeof import('node:child_process')
   const child = spawn(process.execPath, [...cliArgs(), 'view', dbPath], {
@@ -143,7 +159,7 @@ test('turnchart view <db>: prints its 127.0.0.1 URL, serves the API, and stops o
       child.on('exit', () => reject(new Error(`view exited early: ${stdout}`)))
     })
     const sessions = (await (await fetch(`${url}api/sessions`)).json()) as Array<{ id: string }>
-    expect(sessions.map((s) => s.id)).toEqual([ids.done, ids.live])
+    expect(sessions.map((s) => s.id)).toEqual([ids.pruned, ids.done, ids.live])
     expect((await fetch(url)).headers.get('content-type')).toContain('text/html')
     child.kill('SIGTERM')
     expect(await exited).toBe(0)
