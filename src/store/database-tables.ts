@@ -1,7 +1,8 @@
 /**
  * The tables a database holds, and what they say about whose database it is: turnchart's
  * (`turnchart_*` tables), a new one (no table), or another app's (tables, none of them
- * turnchart's). Read by the CLI's read-only store and by the engine before it migrates.
+ * turnchart's). Read by the CLI's read-only store, and by the engine's SQLite opener before it
+ * sets a pragma (journal_mode = WAL alone would change another app's file).
  */
 import { sql, type Kysely } from 'kysely'
 import { NotATurnchartDatabaseError } from '../core/errors'

@@ -50,6 +50,8 @@ export function openSqlite(value: string, options: SqliteOpenSettings = {}): Ope
 function openSqliteConnection(value: string, options: SqliteOpenSettings): OpenedDatabase {
   const Database = loadSqliteDriver(value)
   const handle = new Database(value)
+  // First (a setting of this connection, nothing written): what follows may wait for another's lock.
+  handle.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
   if (value !== ':memory:' && !options.shared) {
     try {
       const tables = handle.prepare("select name from sqlite_master where type = 'table'").all([]) as Array<{ name: string }>
@@ -62,7 +64,6 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
   // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
   handle.pragma('page_size = 8192')
   handle.pragma('journal_mode = WAL')
-  handle.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
   handle.pragma('foreign_keys = ON')
   handle.pragma('synchronous = NORMAL')
   const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) })
