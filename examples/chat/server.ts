@@ -2,9 +2,13 @@
  * The chat example: a Node HTTP server on 127.0.0.1 with turnchart's chat handler under
  * /api/chat and a useChat page bundled by esbuild at start (no CDN; works offline).
  *
- *   npm run example:chat            # scripted model (no key), prints the URL
+ *   npm run example:chat            # scripted model (no key), prints the URL and the database
+ *   npm run example:chat -- --db ./chat.db  # a database file of your choice (kept, reused)
  *   PORT=3000 npm run example:chat  # a fixed port
  *   TURNCHART_BASE_URL=... TURNCHART_MODEL=... TURNCHART_API_KEY=... npm run example:chat  # a real endpoint
+ *
+ * The database is kept after exit (a new file in the system's temporary folder unless --db),
+ * so the CLI can read what the page did: npx turnchart sessions <db>.
  */
 import fs from 'node:fs'
 import http from 'node:http'
@@ -53,7 +57,8 @@ async function bundlePage(): Promise<string> {
 }
 
 /**
- * Starts the example. `port` 0 (default) takes a free one.
+ * Starts the example. `port` 0 (default) takes a free one. Without `database`, a temporary
+ * file deleted by `close()` (tests); the command line always passes one, which is kept.
  *
  * @example
  * const app = await startChatExample({ port: 0 })
@@ -127,10 +132,25 @@ export async function startChatExample(options: { port?: number; database?: stri
   }
 }
 
+/** `--db <file>` or `--db=<file>`, the only argument; anything else is refused. */
+function databaseArgument(argv: string[]): string | undefined {
+  const [first, second, ...rest] = argv
+  if (first === undefined) return undefined
+  const value = first === '--db' ? second : first.startsWith('--db=') ? first.slice('--db='.length) : undefined
+  if (!value || rest.length > 0 || (first.startsWith('--db=') && second !== undefined)) {
+    console.error('usage: npm run example:chat [-- --db <file>]')
+    process.exit(2)
+  }
+  return path.resolve(value)
+}
+
 if (require.main === module) {
-  startChatExample({ port: process.env.PORT ? Number(process.env.PORT) : 0 }).then(
+  // A file the process does not delete, so the CLI (and a second run with --db) can read it.
+  const database = databaseArgument(process.argv.slice(2)) ?? path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-chat-')), 'chat.db')
+  startChatExample({ port: process.env.PORT ? Number(process.env.PORT) : 0, database }).then(
     (app) => {
       console.log(`turnchart chat example: ${app.url}`)
+      console.log(`database: ${database} (kept after exit; read it with npx turnchart sessions ${database})`)
       console.log(app.scripted ? `scripted model; try: ${Object.values(examplePrompts).join(' | ')}` : 'model: TURNCHART_BASE_URL')
       const stop = () => app.close().then(() => process.exit(0))
       process.once('SIGINT', stop)

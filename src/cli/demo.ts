@@ -14,7 +14,7 @@ import path from 'node:path'
 import { jsonSchema, tool } from 'ai'
 import { createEngine } from '../engine/create-engine'
 import type { Engine } from '../engine/engine'
-import type { EngineOptions } from '../config/options'
+import type { EngineModel, EngineOptions } from '../config/options'
 import type { TurnchartEvent } from '../core/bus'
 import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
 import { parseArgs, UsageError } from './args'
@@ -246,13 +246,19 @@ function waitForEnter(io: CliIO, prompt: string): Promise<void> {
 }
 
 /**
+ * The part of `createOpenAICompatible` the demo calls, declared here: the package is an
+ * optional peer, so turnchart's published types must not name it.
+ */
+export type DemoProvider = (settings: { name: string; baseURL: string; apiKey?: string; includeUsage?: boolean }) => (modelId: string) => EngineModel
+
+/**
  * The demo's provider, `@ai-sdk/openai-compatible`, is an optional peer dependency (an app
  * brings its own provider): loaded only here, with a message saying what to install.
  */
-export function loadDemoProvider(): typeof import('@ai-sdk/openai-compatible').createOpenAICompatible {
+export function loadDemoProvider(): DemoProvider {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return (require('@ai-sdk/openai-compatible') as typeof import('@ai-sdk/openai-compatible')).createOpenAICompatible
+    return (require('@ai-sdk/openai-compatible') as { createOpenAICompatible: DemoProvider }).createOpenAICompatible
   } catch (error) {
     if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error
     throw new CliError('the demo needs the optional peer dependency @ai-sdk/openai-compatible: npm install @ai-sdk/openai-compatible@^2')
@@ -341,9 +347,10 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
 
     printer.line('')
     printer.line(c.bold(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Everything is stored in ${database}`))
-    printer.line(`  turnchart sessions ${database}`)
-    printer.line(`  turnchart show ${database} ${session.id}`)
-    for (const id of turnIds) printer.line(`  turnchart replay ${database} ${id}`)
+    // With npx: in this repository (after npm install) and in an app that installed turnchart.
+    printer.line(`  npx turnchart sessions ${database}`)
+    printer.line(`  npx turnchart show ${database} ${session.id}`)
+    for (const id of turnIds) printer.line(`  npx turnchart replay ${database} ${id}`)
     if (inspector) {
       // Keep serving the inspector (with or without a terminal) until Ctrl-C or SIGTERM.
       signals.dispose()

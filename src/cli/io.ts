@@ -3,6 +3,7 @@
  * NO_COLOR), opening an existing database read-only, and one-line renderings of parts and transitions.
  */
 import fs from 'node:fs'
+import { readableEvent } from '../chart/readable-event'
 import { isPostgresUrl, redactUrl } from '../store/open-database'
 import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
 import type { Part, TransitionRecord } from '../core/types'
@@ -73,9 +74,9 @@ export function json(value: unknown): string {
   }
 }
 
-/** `streaming → tool-running  step.finished`: the event as the log stores it. */
+/** `streaming → tool-running  step.finished`, `retry-waiting → streaming  retry timer`: the event by its readable name. */
 export function formatTransition(t: Pick<TransitionRecord, 'from' | 'to' | 'event'>, c: Colors): string {
-  return `${c.cyan(`${t.from} → ${t.to}`)}  ${c.dim(t.event)}`
+  return `${c.cyan(`${t.from} → ${t.to}`)}  ${c.dim(readableEvent(t.event))}`
 }
 
 /** One or more lines for a stored part (used by `show`). */

@@ -39,7 +39,7 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
 writing (change the database):
   recover <db> [--json]       end as aborted the unfinished turns of processes that died
                               (the app's own createEngine resumes them instead)
-  prune <db> --older-than <age>
+  prune <db> --older-than <age> [--json]
                               delete the transition logs of turns ended before <age> ago
                               (30d, 12h, 90m); messages and parts stay
 
@@ -95,10 +95,16 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   }
 }
 
-if (require.main === module) {
-  runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env }).then((code) => {
+/**
+ * Runs the CLI as the `turnchart` command: on this process's arguments and streams, then exits
+ * with the command's status. Called by the bin (bin/turnchart.js) and when this file is run.
+ */
+export function main(argv: string[] = process.argv.slice(2)): void {
+  runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env }).then((code) => {
     process.exitCode = code
     // Whatever still holds the event loop (an inspector's browser socket), do not hang.
     setTimeout(() => process.exit(code), 2000).unref()
   })
 }
+
+if (require.main === module) main()

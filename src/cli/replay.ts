@@ -24,7 +24,8 @@ export async function replayCommand(argv: string[], io: CliIO): Promise<number> 
     const { turn, transitions, steps } = replay
     out(c.bold(`turn ${turn.id} (session ${turn.sessionId}): ${turn.outcome ?? `unfinished (${turn.state})`}`))
     const start = transitions[0]?.time ?? 0
-    if (steps) out(c.dim(`${steps.length} transitions replayed through the chart`))
+    if (replay.pruned) out(c.yellow(`the transition log of this turn was pruned (turnchart prune); its messages and parts remain: turnchart show ${database} ${turn.sessionId}`))
+    else if (steps) out(c.dim(`${steps.length} transitions replayed through the chart`))
     else out(c.red(`the log does not replay through the chart: ${replay.mismatch}`))
     for (const t of transitions) {
       const written = t.parts?.length ? c.dim(`  ${t.parts.length} part(s) written`) : ''

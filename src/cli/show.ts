@@ -28,8 +28,10 @@ export async function showCommand(argv: string[], io: CliIO): Promise<number> {
         lastTurn = info.turnId
         const turn = turns.get(info.turnId)
         const states = (turn?.transitions ?? []).map((t) => t.to)
+        // An ended turn with no log had it pruned (see TurnReplay.pruned).
+        const path = turn?.outcome && states.length === 0 ? 'transition log pruned' : ['idle', ...states].join(' → ')
         out()
-        out(c.cyan(`turn ${info.turnId}: ${turn?.outcome ?? `unfinished (${turn?.state ?? '?'})`}`) + c.dim(`  ${['idle', ...states].join(' → ')}`))
+        out(c.cyan(`turn ${info.turnId}: ${turn?.outcome ?? `unfinished (${turn?.state ?? '?'})`}`) + c.dim(`  ${path}`))
         if (turn?.error) out(c.red(printable(`  ${turn.error.name}: ${turn.error.message}`)))
       }
       const role = info.summary ? 'summary' : info.role

@@ -44,7 +44,7 @@ function parseAge(text: string): number {
 }
 
 export async function pruneCommand(argv: string[], io: CliIO): Promise<number> {
-  const { positionals, values } = parseArgs(argv, { values: ['older-than'], positionals: ['db'] })
+  const { positionals, flags, values } = parseArgs(argv, { flags: ['json'], values: ['older-than'], positionals: ['db'] })
   const age = values.get('older-than')
   if (age === undefined) throw new UsageError('missing option --older-than <age>')
   const before = Date.now() - parseAge(age)
@@ -52,7 +52,9 @@ export async function pruneCommand(argv: string[], io: CliIO): Promise<number> {
   const engine = await createEngine({ database: positionals[0], model: noModel('prune'), recovery: { onOpen: false, intervalMs: 0 } })
   try {
     const deleted = await engine.prune({ olderThan: before })
-    io.stdout.write(`deleted ${deleted} transition rows of turns ended before ${new Date(before).toISOString()}\n`)
+    const endedBefore = new Date(before).toISOString()
+    if (flags.has('json')) io.stdout.write(`${JSON.stringify({ deleted, endedBefore }, null, 2)}\n`)
+    else io.stdout.write(`deleted ${deleted} transition rows of turns ended before ${endedBefore}\n`)
     return 0
   } finally {
     await engine.close()

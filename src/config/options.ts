@@ -46,7 +46,12 @@ export interface ToolExecutionOptions {
 export type EngineModel = Exclude<LanguageModel, string | { readonly specificationVersion: 'v2' }>
 
 export interface EngineOptions {
-  /** SQLite file path, ':memory:' (default), a postgres:// URL, a Kysely instance, or a `MemoryStore` (nothing stored survives the process). */
+  /**
+   * SQLite file path, ':memory:' (default), a postgres:// URL, a Kysely instance, or a
+   * `MemoryStore` (nothing stored survives the process). A SQLite file that holds another app's
+   * tables and none of turnchart's is refused (`NotATurnchartDatabaseError`) unless given as
+   * `{ file, shared: true }`.
+   */
   database?: DatabaseOption
   /** An AI SDK language model object of any provider: a `LanguageModelV3` (ai v6 providers) or a `LanguageModelV4` (ai v7 providers); the model named `'default'`. Required unless `models.default` is given. */
   model?: EngineModel

@@ -26,6 +26,9 @@ export interface TurnMemoryOptions {
 
 const argumentError = (name: string, value: unknown, expected: string) => new InvalidArgumentError(name, value, expected)
 
+/** What an unknown option's message lists: every option `prompt()` takes, `whenBusy` too (the engine reads it before the options get here). */
+const promptOptionNames = [...promptKeys, 'whenBusy']
+
 function checkNames(config: ResolvedConfig, where: string, model: unknown, tools: unknown, system: unknown): void {
   if (model !== undefined && (typeof model !== 'string' || !(model in config.models))) {
     throw new InvalidArgumentError(`${where}.model`, model, `the name of a registered model (${Object.keys(config.models).join(', ')})`)
@@ -71,7 +74,7 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
   const prompt = options ?? {}
   if (!isPlainObject(prompt as unknown)) throw new InvalidArgumentError('options', prompt, 'an object')
   for (const key of Object.keys(prompt)) {
-    if (!promptKeys.includes(key)) throw new InvalidArgumentError(`options.${key}`, (prompt as Record<string, unknown>)[key], `one of ${promptKeys.join(', ')} (unknown option)`)
+    if (!promptKeys.includes(key)) throw new InvalidArgumentError(`options.${key}`, (prompt as Record<string, unknown>)[key], `one of ${promptOptionNames.join(', ')} (unknown option)`)
   }
   checkNames(config, 'options', prompt.model, prompt.tools, prompt.system)
   const { model, system, tools, headers, maxSteps, stopWhen, ...settings } = prompt

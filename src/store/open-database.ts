@@ -16,8 +16,20 @@ export type { Dialect, OpenedDatabase } from './opened-database'
 export { isPostgresUrl, pgLoader, redactUrl } from './postgres/open-postgres'
 export { sqliteLoader } from './sqlite/open-sqlite'
 
-/** The `database` option: a SQLite path or `':memory:'`, a postgres:// URL, a caller's Kysely instance, or a `MemoryStore`. */
-export type DatabaseOption = string | Kysely<any> | MemoryStore
+/**
+ * A SQLite file that may already hold another app's tables: turnchart adds its own beside them
+ * (`shared: true`). A path alone refuses such a file (`NotATurnchartDatabaseError`), so that a
+ * path pointing at the wrong file changes nothing in it.
+ */
+export interface SqliteFileOption {
+  /** The SQLite file (created if missing; its folder must exist). */
+  file: string
+  /** Add turnchart's tables to this file even when it holds other tables and none of turnchart's. */
+  shared?: boolean
+}
+
+/** The `database` option: a SQLite path or `':memory:'`, a SQLite file shared with the app (`{ file, shared: true }`), a postgres:// URL, a caller's Kysely instance, or a `MemoryStore`. */
+export type DatabaseOption = string | SqliteFileOption | Kysely<any> | MemoryStore
 
 export interface SqliteOptions {
   /** Milliseconds SQLite waits for a lock held by another connection. Default 5000. */
@@ -30,12 +42,12 @@ export interface SqliteOptions {
   idleInTransactionTimeoutMs?: number
 }
 
-const expected = "a file path, ':memory:', a postgres:// URL, a Kysely instance or a MemoryStore"
+const expected = "a file path, ':memory:', { file, shared }, a postgres:// URL, a Kysely instance or a MemoryStore"
 
 /**
- * Opens a SQLite file (created if missing; its folder must exist), an in-memory database,
- * a PostgreSQL database from a `postgres://` or `postgresql://` URL, or adopts a Kysely
- * instance the caller owns.
+ * Opens a SQLite file (created if missing; its folder must exist; a file holding another app's
+ * tables only as `{ file, shared: true }`), an in-memory database, a PostgreSQL database from a
+ * `postgres://` or `postgresql://` URL, or adopts a Kysely instance the caller owns.
  *
  * PostgreSQL URLs accept two query parameters of turnchart's own, removed before the URL is
  * handed to `pg`: `schema` (turnchart's tables go into that schema, created by the migration
@@ -58,7 +70,22 @@ export function openDatabase(option: Exclude<DatabaseOption, MemoryStore> | unde
   if (isKysely(value)) {
     return { db: value as Kysely<TurnchartDatabase>, dialect: detectDialect(value), close: async () => {} }
   }
+  if (isSqliteFileOption(value)) return openSqlite(value.file, { busyTimeoutMs: sqlite.busyTimeoutMs, shared: value.shared === true })
   throw new InvalidOptionError('database', value, expected)
+}
+
+/** `{ file, shared? }`: a non-empty path that is not a URL, and no other key. */
+function isSqliteFileOption(value: unknown): value is SqliteFileOption {
+  if (typeof value !== 'object' || value === null || isKysely(value)) return false
+  const option = value as Record<string, unknown>
+  if (!('file' in option)) return false
+  const extra = Object.keys(option).filter((key) => key !== 'file' && key !== 'shared')
+  if (extra.length) throw new InvalidOptionError(`database.${extra[0]}`, option[extra[0]], 'no such key (database takes { file, shared })')
+  if (typeof option.file !== 'string' || option.file.length === 0 || option.file === ':memory:' || /^[a-z][a-z0-9+.-]*:\/\//i.test(option.file)) {
+    throw new InvalidOptionError('database.file', option.file, 'a SQLite file path')
+  }
+  if (option.shared !== undefined && typeof option.shared !== 'boolean') throw new InvalidOptionError('database.shared', option.shared, 'a boolean')
+  return true
 }
 
 /**

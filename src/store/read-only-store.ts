@@ -5,6 +5,7 @@
  */
 import { sql, type Kysely } from 'kysely'
 import { NotATurnchartDatabaseError } from '../core/errors'
+import { tableNames } from './database-tables'
 import { migrations } from './migrations'
 import { openDatabaseReadOnly, type Dialect } from './open-database'
 import { KyselyStore } from './kysely/kysely-store'
@@ -78,19 +79,5 @@ async function checkSchema(db: Kysely<TurnchartDatabase>, dialect: Dialect, labe
       label,
       `it was written by an older turnchart and needs migrations ${pending.join(', ')}; the CLI never migrates (the app's next createEngine does)`,
     )
-  }
-}
-
-async function tableNames(db: Kysely<TurnchartDatabase>, dialect: Dialect, label: string): Promise<string[]> {
-  try {
-    const { rows } =
-      dialect === 'postgres'
-        ? await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema()`.execute(db)
-        : await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(db)
-    return rows.map((r) => r.name)
-  } catch (error) {
-    // A file that is not SQLite at all ("file is not a database").
-    if ((error as { code?: string }).code === 'SQLITE_NOTADB') throw new NotATurnchartDatabaseError(label, 'it is not a SQLite database')
-    throw error
   }
 }

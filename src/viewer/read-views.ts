@@ -48,6 +48,12 @@ export async function viewSession(store: Store, sessionId: string): Promise<Sess
 export interface TurnReplay {
   turn: TurnRecord
   transitions: TransitionRecord[]
+  /**
+   * True when the turn ended and its log is empty: `prune` deleted it. (A turn logs the
+   * transition that ends it; only a turn that recovery could not resume, ended before its first
+   * transition, has none of its own.) Its messages and parts stay.
+   */
+  pruned?: true
   /** The states the chart reaches from the log; absent when the log disagrees with the chart. */
   steps?: ReplayStep[]
   /** Why the log could not be replayed through the chart. */
@@ -59,6 +65,7 @@ export async function replayTurn(store: Store, turnId: string): Promise<TurnRepl
   const turn = await store.turns.get(turnId)
   if (!turn) return undefined
   const transitions = await store.transitions.list(turnId)
+  if (turn.outcome && transitions.length === 0) return { turn, transitions, pruned: true }
   const input = (await store.turns.input(turnId)) as TurnInput
   try {
     return { turn, transitions, steps: replayTransitions(input, transitions).steps }

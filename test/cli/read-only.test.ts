@@ -5,10 +5,11 @@
  * Databases that are not turnchart's are refused and left untouched; PostgreSQL URLs are read
  * in read-only transactions.
  */
+import { spawn } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
-import { forkNode } from '../support/compiled'
+import { cliArgs, forkNode } from '../support/compiled'
 import { createEngine, type Store } from '../../src'
 import { runCli as runCliInProcess, usage } from '../../src/cli/main'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
@@ -93,6 +94,84 @@ test('sessions, show and replay leave a crashed database byte-for-byte unchanged
   }
 })
 
+/** `turnchart view <db>` as a child process: its URL once it serves, and a stop that awaits its exit. */
+async function startViewCommand(database: string): Promise<{ url: string; stop(): Promise<number | null> }> {
+  const child = spawn(process.execPath, [...cliArgs(), 'view', database], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  let output = ''
+  const url = await new Promise<string>((resolve, reject) => {
+    const read = (chunk: Buffer) => {
+      output += chunk
+      const match = /open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(output)
+      if (match) resolve(match[1])
+    }
+    child.stdout.on('data', read)
+    child.stderr.on('data', read)
+    exited.then(() => reject(new Error(`turnchart view exited before serving:\n${output}`)))
+  })
+  return {
+    url,
+    stop: () => {
+      child.kill('SIGTERM')
+      return exited
+    },
+  }
+}
+
+test('on a WAL database closed cleanly, sessions, show, replay and view leave no file beside it (no -wal, no -shm) and the file unchanged', async () => {
+  server.text('hello')
+  const engine = await createEngine({ database: dbPath, model: modelFor(server) })
+  const session = await engine.createSession({ title: 'clean' })
+  const turn = engine.prompt(session.id, 'hi')
+  await turn.done
+  await engine.close()
+  const folder = path.dirname(dbPath)
+  const files = fs.readdirSync(folder).sort()
+  expect(files).toEqual([path.basename(dbPath)])
+  const before = hashFiles(dbPath)
+  // The database is in WAL mode (the case where a read-only connection creates -wal and -shm).
+  expect(fs.readFileSync(dbPath).subarray(18, 20)).toEqual(Buffer.from([2, 2]))
+
+  for (const command of [['sessions', dbPath], ['show', dbPath, session.id], ['replay', dbPath, turn.id, '--json']]) {
+    const run = await runCli(command)
+    expect({ command: command[0], code: run.code, stderr: run.stderr }).toEqual({ command: command[0], code: 0, stderr: '' })
+    expect({ command: command[0], files: fs.readdirSync(folder).sort() }).toEqual({ command: command[0], files })
+  }
+  const view = await startViewCommand(dbPath)
+  const listed = (await (await fetch(`${view.url}api/sessions`)).json()) as Array<{ id: string }>
+  expect(listed.map((s) => s.id)).toEqual([session.id])
+  // While it serves, its connection holds the -wal and -shm files SQLite needs; they go with it.
+  expect(await view.stop()).toBe(0)
+  expect(fs.readdirSync(folder).sort()).toEqual(files)
+  expect(hashFiles(dbPath)).toEqual(before)
+})
+
+test('prune --json says what it deleted; replay and show then say the log was pruned', async () => {
+  server.text('hello')
+  const engine = await createEngine({ database: dbPath, model: modelFor(server) })
+  const session = await engine.createSession()
+  const turn = engine.prompt(session.id, 'hi')
+  await turn.done
+  const logged = (await engine.transitions(turn.id)).length
+  await engine.close()
+  expect(logged).toBeGreaterThan(0)
+
+  const pruned = await cli('prune', dbPath, '--older-than', '0s', '--json')
+  expect(pruned.stderr).toBe('')
+  expect(JSON.parse(pruned.stdout)).toEqual({ deleted: logged, endedBefore: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) })
+
+  const replay = await cli('replay', dbPath, turn.id)
+  expect(replay.code).toBe(0)
+  expect(replay.stdout).toContain(`turn ${turn.id} (session ${session.id}): completed`)
+  expect(replay.stdout).toContain(`the transition log of this turn was pruned (turnchart prune); its messages and parts remain: turnchart show ${dbPath} ${session.id}`)
+  expect(replay.stdout).not.toContain('transitions replayed')
+  expect(JSON.parse((await cli('replay', dbPath, turn.id, '--json')).stdout)).toMatchObject({ pruned: true, transitions: [] })
+  const show = await cli('show', dbPath, session.id)
+  expect(show.stdout).toContain(`turn ${turn.id}: completed  transition log pruned`)
+  expect(show.stdout).toContain('hello')
+  expect(JSON.parse((await cli('prune', dbPath, '--older-than', '1d', '--json')).stdout)).toMatchObject({ deleted: 0 })
+})
+
 /** The CLI in this process (quicker than a child for the cases that need no crash). */
 async function cli(...args: string[]) {
   let stdout = ''
@@ -150,6 +229,7 @@ test('--json output of sessions, show and replay', async () => {
   expect(view.turns[0].transitions.at(-1).to).toBe('completed')
   const replay = JSON.parse((await cli('replay', dbPath, turn.id, '--json')).stdout)
   expect(replay.turn.outcome).toBe('completed')
+  expect(replay).not.toHaveProperty('pruned')
   expect(replay.steps.map((s: { state: string }) => s.state)).toEqual(replay.transitions.map((t: { to: string }) => t.to))
   expect(replay.steps.at(-1).state).toBe('completed')
 })

@@ -4,8 +4,14 @@
  * @ai-sdk/openai-compatible (an optional peer). What is missing is simulated at the loader,
  * since this repository has both installed.
  */
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { createEngine, InvalidOptionError } from '../../src'
+import type { DemoProvider } from '../../src/cli/demo'
 import { sqliteLoader } from '../../src/store/open-database'
+
+// Checked by `npm run typecheck`: the provider fits the type the demo declares for it (its
+// published types do not name the optional peer).
+export const demoProvider: DemoProvider = createOpenAICompatible
 
 const notFound = (name: string) => Object.assign(new Error(`Cannot find module '${name}'`), { code: 'MODULE_NOT_FOUND' })
 

@@ -45,7 +45,9 @@ async function makeApp(name: 'esm' | 'cjs'): Promise<string> {
   const full = process.env.TURNCHART_PACK_FULL_INSTALL === '1'
   // As an app does: turnchart, plus `ai` and a provider of the app's major (peers of turnchart).
   const peers = ['ai', '@ai-sdk/openai-compatible'].map((name) => `${name}@${repoPackage.devDependencies[name]}`)
-  await runAsync('npm', ['install', tarball, ...peers, '--prefer-offline', '--no-audit', '--no-fund', ...(full ? [] : ['--ignore-scripts'])], app)
+  // The AI SDK's own declarations import 'json-schema': an app type-checked without
+  // skipLibCheck installs its types (as test/compat-v7 does), whatever turnchart ships.
+  await runAsync('npm', ['install', tarball, ...peers, '@types/json-schema@7.0.15', '--prefer-offline', '--no-audit', '--no-fund', ...(full ? [] : ['--ignore-scripts'])], app)
   if (!full) {
     const binding = 'build/Release/better_sqlite3.node'
     const ours = path.join(root, 'node_modules/better-sqlite3')
@@ -81,11 +83,13 @@ afterAll(() => {
   if (work) fs.rmSync(work, { recursive: true, force: true })
 })
 
-test('npm pack in a fresh clone builds (prepack): the tarball holds both entries, their types, the CLI, the docs, and no sources', () => {
+test('npm pack in a fresh clone builds (prepack): the tarball holds both entries, their types, the CLI, the docs, the license, and no sources', () => {
   expect(files).toEqual(
     expect.arrayContaining([
       'package.json',
       'README.md',
+      'LICENSE',
+      'bin/turnchart.js',
       'dist/esm/index.mjs',
       'dist/esm/index.d.mts',
       'dist/esm/testing.mjs',
@@ -125,7 +129,9 @@ test("the clone's package-lock.json is what npm install writes (unchanged)", () 
 test('the installed package.json: engines, bin, optional native driver, and optional peers that are not installed', () => {
   const installed = JSON.parse(fs.readFileSync(path.join(apps.cjs, 'node_modules/turnchart/package.json'), 'utf8'))
   expect(installed.engines).toEqual({ node: '>=20' })
-  expect(installed.bin).toEqual({ turnchart: './dist/cjs/src/cli/main.js' })
+  expect(installed.bin).toEqual({ turnchart: './bin/turnchart.js' })
+  expect(installed.license).toBe('MIT')
+  expect(fs.readFileSync(path.join(apps.cjs, 'node_modules/turnchart/LICENSE'), 'utf8')).toMatch(/^MIT License\n\nCopyright \(c\) \d{4} turnchart contributors\n/)
   expect(installed.peerDependenciesMeta).toEqual({ '@ai-sdk/openai-compatible': { optional: true }, '@opentelemetry/api': { optional: true }, '@statelyai/inspect': { optional: true }, pg: { optional: true } })
   expect(installed.peerDependencies.ai).toBe('^6.0.0 || ^7.0.0')
   expect(Object.keys(installed.dependencies).sort()).toEqual(['ajv', 'kysely', 'xstate'])
@@ -167,6 +173,57 @@ function tsc(app: string, file: string, module: string, resolution: string): str
     return String((error as { stdout?: string }).stdout || error)
   }
 }
+
+/**
+ * Type-checks `file` as an app compiled with `strict` and without `skipLibCheck` (tsc's
+ * default) would: every declaration turnchart ships is checked, with @types/node as the only
+ * global types (not this repository's @types/better-sqlite3 or @types/pg).
+ */
+function tscStrict(app: string, file: string, module: string, resolution: string): string {
+  fs.writeFileSync(path.join(app, file), typeCheck)
+  const typeRoots = path.join(work, 'type-roots')
+  if (!fs.existsSync(typeRoots)) {
+    fs.mkdirSync(typeRoots)
+    fs.symlinkSync(path.join(root, 'node_modules/@types/node'), path.join(typeRoots, 'node'), 'dir')
+  }
+  const bin = path.join(root, 'node_modules/typescript/bin/tsc')
+  const flags = ['--noEmit', '--strict', '--target', 'ES2022', '--esModuleInterop', '--module', module, '--moduleResolution', resolution, '--types', 'node', '--typeRoots', typeRoots]
+  try {
+    run(process.execPath, [bin, ...flags, file], app, 120_000)
+    return ''
+  } catch (error) {
+    return String((error as { stdout?: string }).stdout || error)
+  }
+}
+
+// Under moduleResolution `node` (node10) the AI SDK's own declarations do not resolve without
+// skipLibCheck (`eventsource-parser/stream`), so these apps use the resolutions that do.
+test.each([
+  ['esm', 'node16', 'node16'],
+  ['cjs', 'node16', 'node16'],
+] as const)('the %s app type-checks under moduleResolution %s with strict and without skipLibCheck, without @types/better-sqlite3 or @types/pg', (app, resolution, module) => {
+  for (const types of ['better-sqlite3', 'pg']) expect(fs.existsSync(path.join(apps[app], 'node_modules/@types', types))).toBe(false)
+  expect(tscStrict(apps[app], `check-strict-${resolution}.ts`, module, resolution)).toBe('')
+})
+
+test('the shipped declarations import only dependencies, the required peer `ai` and Node built-ins (never an optional package)', () => {
+  const installed = JSON.parse(fs.readFileSync(path.join(apps.cjs, 'node_modules/turnchart/package.json'), 'utf8'))
+  const optionalPeers = Object.keys(installed.peerDependenciesMeta).filter((name) => installed.peerDependenciesMeta[name].optional)
+  const allowed = new Set([...Object.keys(installed.dependencies), ...Object.keys(installed.peerDependencies).filter((name) => !optionalPeers.includes(name))])
+  const imported = new Map<string, string>()
+  for (const file of files.filter((f) => /\.d\.m?ts$/.test(f))) {
+    const text = fs.readFileSync(path.join(apps.cjs, 'node_modules/turnchart', file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '')
+    const specifiers = /(?<![\w'"])(?:from\s+|import\s*\(\s*|require\s*\(\s*|<reference\s+types=)['"]([^'"]+)['"]/g
+    for (const match of text.matchAll(specifiers)) {
+      const specifier = match[1]
+      if (specifier.startsWith('.') || specifier.startsWith('node:') || specifier === 'node') continue
+      const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]
+      if (!allowed.has(name)) imported.set(name, file)
+    }
+  }
+  expect(Object.fromEntries(imported)).toEqual({})
+  expect(allowed).toEqual(new Set(['ajv', 'kysely', 'xstate', 'ai']))
+})
 
 test.each([
   ['esm', 'node', 'commonjs'],

@@ -138,6 +138,20 @@ describe('the other methods', () => {
     await expect(call(h.engine)).rejects.toMatchObject({ name: 'InvalidArgumentError', argument })
   })
 
+  test("prompt's unknown option lists every option prompt takes, whenBusy included", async () => {
+    const session = await h.engine.createSession()
+    const error = (() => {
+      try {
+        h.engine.prompt(session.id, 'hi', { whenbusy: 'enqueue' } as never)
+      } catch (e) {
+        return e as Error
+      }
+    })()
+    expect(error).toMatchObject({ name: 'InvalidArgumentError', argument: 'options.whenbusy' })
+    const listed = /expected one of (.*) \(unknown option\)/.exec(error!.message)![1].split(', ')
+    expect(listed).toEqual(expect.arrayContaining(['model', 'system', 'tools', 'temperature', 'maxSteps', 'headers', 'whenBusy']))
+  })
+
   test('the error names the value it got', async () => {
     const error = await h.engine.createSession({ title: 5 } as never).catch((e: unknown) => e)
     expect((error as Error).message).toBe('invalid argument options.title: expected a string or null, got 5')

@@ -36,6 +36,13 @@ beforeAll(async () => {
   dbPath = tempDbPath()
   const list = tool({ description: 'List a folder', inputSchema: z.object({ path: z.string() }), execute: async () => ['a.txt', 'b.txt'] })
   engine = await createEngine({ database: dbPath, model: modelFor(server), tools: { list }, flushIntervalMs: 10 })
+  // A session whose turn ends before `cut` (the others after it), its log pruned below.
+  const pruned = await engine.createSession({ title: 'pruned session' })
+  server.text('An old answer.')
+  await engine.prompt(pruned.id, 'Long ago').done
+  ids.pruned = pruned.id
+  const cut = Date.now() + 1
+  while (Date.now() <= cut) await new Promise((resolve) => setImmediate(resolve))
   const done = await engine.createSession({ title: 'finished session' })
   server.tool('list', { path: '.' })
   server.text('Two files: a.txt and b.txt.')
@@ -47,6 +54,7 @@ beforeAll(async () => {
   await turn.done
   ids.done = done.id
   ids.doneTurn = turn.id
+  expect(await engine.prune({ olderThan: cut })).toBeGreaterThan(0)
   viewer = await startViewer({ database: dbPath })
 })
 
@@ -135,6 +143,13 @@ test('the live stream: the list and the session at once, then what another conne
   }
 })
 
+test('a turn whose log was pruned comes with no path: the page says its log was pruned, and draws no chart', async () => {
+  const page = (await (await fetch(`${viewer.url}api/sessions/${ids.pruned}`)).json()) as SessionPage
+  expect(page.turns).toHaveLength(1)
+  expect(page.turns[0]).toMatchObject({ outcome: 'completed', path: [] })
+  expect(JSON.stringify(page.messages)).toContain('An old answer.')
+})
+
 test('the live stream of a session the database does not hold says so', async () => {
   const stream = await readEvents(`${viewer.url}api/live?session=ses_nope`)
   try {
@@ -214,7 +229,7 @@ test('turnchart view <db>: prints its 127.0.0.1 URL, serves the page and the API
       child.on('exit', () => reject(new Error(`view exited early: ${stdout}`)))
     })
     const sessions = (await (await fetch(`${url}api/sessions`)).json()) as Array<{ id: string }>
-    expect(sessions[0].id).toBe(ids.done)
+    expect(sessions.map((s) => s.id)).toEqual([ids.pruned, ids.done])
     const page = await fetch(url)
     expect(page.headers.get('content-type')).toContain('text/html')
     expect(await page.text()).toContain('id="chart-drawing"')

@@ -5,30 +5,40 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import type BetterSqlite3 from 'better-sqlite3'
 import { Kysely, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../../core/errors'
+import { refuseAnotherAppsFile } from '../database-tables'
 import type { OpenedDatabase } from '../opened-database'
 import type { TurnchartDatabase } from '../schema'
 import { shareConnection } from './shared-connections'
+import type { SqliteDriver } from './sqlite-driver'
+import { removeWalFilesOfReading, walFiles } from './wal-files'
 import { cachingStatements } from './statement-cache'
 
 /** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
 export const sqliteLoader = {
-  load(): typeof BetterSqlite3 {
+  load(): SqliteDriver {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require('better-sqlite3') as typeof BetterSqlite3
+    return require('better-sqlite3') as SqliteDriver
   },
+}
+
+export interface SqliteOpenSettings {
+  busyTimeoutMs?: number
+  /** The file may hold another app's tables: add turnchart's beside them instead of refusing it. */
+  shared?: boolean
 }
 
 /**
  * A SQLite file (created if missing; its folder must exist) or `':memory:'`, for the engine:
- * engines of one process on one file share its connection (see shared-connections.ts).
+ * engines of one process on one file share its connection (see shared-connections.ts). A file
+ * of another app (its tables, none of turnchart's) is refused before anything is written to it,
+ * unless `shared`.
  *
  * @example
  * const { db, close } = openSqlite('./agent.db', { busyTimeoutMs: 5000 })
  */
-export function openSqlite(value: string, options: { busyTimeoutMs?: number } = {}): OpenedDatabase {
+export function openSqlite(value: string, options: SqliteOpenSettings = {}): OpenedDatabase {
   if (value === ':memory:') return openSqliteConnection(value, options)
   const dir = path.dirname(path.resolve(value))
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
@@ -45,13 +55,23 @@ function refuseDirectory(value: string): void {
   }
 }
 
-function openSqliteConnection(value: string, options: { busyTimeoutMs?: number }): OpenedDatabase {
+function openSqliteConnection(value: string, options: SqliteOpenSettings): OpenedDatabase {
   const Database = loadSqliteDriver(value)
   const handle = new Database(value)
+  // First (a setting of this connection, nothing written): what follows may wait for another's lock.
+  handle.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
+  if (value !== ':memory:' && !options.shared) {
+    try {
+      const tables = handle.prepare("select name from sqlite_master where type = 'table'").all([]) as Array<{ name: string }>
+      refuseAnotherAppsFile(value, tables.map((t) => t.name))
+    } catch (error) {
+      handle.close()
+      throw error
+    }
+  }
   // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
   handle.pragma('page_size = 8192')
   handle.pragma('journal_mode = WAL')
-  handle.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
   handle.pragma('foreign_keys = ON')
   handle.pragma('synchronous = NORMAL')
   const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) })
@@ -60,7 +80,8 @@ function openSqliteConnection(value: string, options: { busyTimeoutMs?: number }
 
 /**
  * An existing SQLite file, read only: `readonly: true` (never created, no pragma that writes,
- * so the file stays byte-for-byte the same).
+ * so the file stays byte-for-byte the same), and no -wal or -shm file left beside it that was
+ * not there before (see wal-files.ts).
  *
  * @example
  * const { db, close } = openSqliteReadOnly('./agent.db')
@@ -68,10 +89,15 @@ function openSqliteConnection(value: string, options: { busyTimeoutMs?: number }
 export function openSqliteReadOnly(value: string): OpenedDatabase {
   refuseDirectory(value)
   const Database = loadSqliteDriver(value)
+  const before = walFiles(value)
   const handle = new Database(value, { readonly: true, fileMustExist: true })
   handle.pragma('busy_timeout = 5000')
   const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
-  return { db, dialect: 'sqlite', close: () => db.destroy() }
+  const close = async () => {
+    await db.destroy()
+    removeWalFilesOfReading(value, before, Database)
+  }
+  return { db, dialect: 'sqlite', close }
 }
 
 /**
@@ -79,7 +105,7 @@ export function openSqliteReadOnly(value: string): OpenedDatabase {
  * omit it, and a failed native build does not fail the app's install): missing, it is an
  * option error that says what to install.
  */
-function loadSqliteDriver(value: string): typeof BetterSqlite3 {
+function loadSqliteDriver(value: string): SqliteDriver {
   try {
     return sqliteLoader.load()
   } catch (error) {

@@ -3,12 +3,12 @@
  * prepares every query it runs; a turn runs the same few statements hundreds of times, and
  * preparing is a fair share of their cost. Passed to `SqliteDialect` in place of the handle.
  */
-import type BetterSqlite3 from 'better-sqlite3'
+import type { SqliteDriverStatement } from './sqlite-driver'
 
 /** The part of a better-sqlite3 handle Kysely's `SqliteDialect` uses. */
 export interface SqliteHandle {
-  prepare(sql: string): BetterSqlite3.Statement
-  close(): unknown
+  prepare(sql: string): SqliteDriverStatement
+  close(): void
 }
 
 /**
@@ -21,9 +21,9 @@ export interface SqliteHandle {
  * const db = new Kysely({ dialect: new SqliteDialect({ database: cachingStatements(new Database(file)) }) })
  */
 export function cachingStatements(handle: SqliteHandle, capacity = 128): SqliteHandle {
-  const cache = new Map<string, BetterSqlite3.Statement>()
+  const cache = new Map<string, SqliteDriverStatement>()
   return {
-    prepare(sql: string): BetterSqlite3.Statement {
+    prepare(sql: string): SqliteDriverStatement {
       const cached = cache.get(sql)
       if (cached) {
         if (cached.busy) return handle.prepare(sql)

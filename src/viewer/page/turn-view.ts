@@ -104,7 +104,11 @@ export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
     zoom.textContent = zoomed ? 'Fit to width' : 'Full size'
   })
   const states = ['idle', ...turn.path.filter((s) => s.from !== s.to).map((s) => s.to)]
-  const chart = el(
+  // An ended turn without a log had it pruned (turnchart prune): its messages stay, no path to draw.
+  const pruned = turn.outcome !== null && turn.path.length === 0
+  const chart = pruned
+    ? el('p', { class: 'dim', 'data-pruned': '' }, 'Transition log pruned (turnchart prune): its messages remain, its path does not.')
+    : el(
     'details',
     { class: 'turn-chart', open: context.open },
     el('summary', {}, el('b', {}, 'Path'), ` (${turn.path.length} transitions): `, el('span', { class: 'mono' }, states.join(' → '))),
@@ -113,7 +117,7 @@ export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
     pathList(turn),
   )
   // A closed chart is not rendered: its texts are fitted when it opens.
-  chart.addEventListener('toggle', () => chart.open && fitTexts(figure))
+  if (chart instanceof HTMLDetailsElement) chart.addEventListener('toggle', () => chart.open && fitTexts(figure))
   const children = turn.children ?? []
   return el(
     'article',
