@@ -26,7 +26,7 @@ test('docs/deployment.md names as many turnchart_ tables as a migrated database 
     expect(intro).toContain(`${words[tables.length]} tables prefixed \`turnchart_\``)
     // Each table by its name without the prefix (transitions: "transitions (each turn's log)").
     expect(tables.map((t) => t.slice('turnchart_'.length)).filter((name) => !intro.includes(name))).toEqual([])
-    for (const document of ['README.md', ...fs.readdirSync(path.join(root, 'docs')).map((f) => `docs/${f}`)]) {
+    for (const document of ['README.md', ...fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]) {
       const text = fs.readFileSync(path.join(root, document), 'utf8')
       const counts = [...text.matchAll(/\b(\w+) tables prefixed/g)].map((m) => m[1])
       expect({ document, counts: counts.filter((word) => word !== words[tables.length]) }).toEqual({ document, counts: [] })
