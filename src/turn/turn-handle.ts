@@ -9,6 +9,7 @@ import { ApprovalNotPendingError, EngineClosedError, type SerializedError, type 
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage } from '../core/types'
 import type { TurnFence } from '../store/store'
+import { toUIMessageStreamResponse } from '../ui-stream/to-ui-message-stream'
 import { checkApprovalEdit } from '../tools/approval-edit'
 import { approveCall, denyCall } from '../tools/tool-part'
 import type { TransitionRecorder, TurnEnd } from './record-transitions'
@@ -48,6 +49,13 @@ export interface Turn {
   readonly fullStream: AsyncIterableStream<TurnStreamPart>
   /** A new reader of the answer's text deltas (reasoning left out), as `fullStream`. */
   readonly textStream: AsyncIterableStream<string>
+  /**
+   * The turn as the AI SDK's UI message stream (what `useChat` reads), in a `Response`: text,
+   * reasoning, tool calls, approval requests, the chart's state (`data-turn-state`), then
+   * `finish`, `error` or `abort`. Each call is a new stream; one that starts late, or after the
+   * turn ended, first sends what the turn produced so far.
+   */
+  toUIMessageStreamResponse(options?: { headers?: Record<string, string> }): Response
   /** Aborts the turn: the in-flight request and running tools get an aborted signal. */
   abort(reason?: string): void
   /**
@@ -117,6 +125,12 @@ export class TurnHandle implements RunningTurn {
 
   get textStream(): AsyncIterableStream<string> {
     return this.#parts.scope.events.textStream()
+  }
+
+  toUIMessageStreamResponse(options: { headers?: Record<string, string> } = {}): Response {
+    const events = this.#parts.scope.events
+    const { snapshot, ended } = events.uiSnapshot()
+    return toUIMessageStreamResponse(events, this, { from: snapshot, replay: true, ...(ended ? { ended } : {}), ...options })
   }
 
   get fence(): TurnFence {

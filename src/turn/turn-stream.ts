@@ -13,6 +13,8 @@
 import type { Bus, TurnchartEvent } from '../core/bus'
 import { MessageAbortedError, type SerializedError } from '../core/errors'
 import { emptyTokens, type MessageWithParts, type Part, type Tokens, type ToolPart } from '../core/types'
+import { TurnMirror, type LiveTurnSnapshot, type TurnEventSource } from '../ui-stream/live-turns'
+import type { TurnStreamEnd } from '../ui-stream/turn-chunks'
 
 /** A `ReadableStream` that is also an `AsyncIterable` (as the AI SDK's streams are). */
 export type AsyncIterableStream<T> = ReadableStream<T> & AsyncIterable<T>
@@ -47,7 +49,7 @@ interface Seen {
   ended: boolean
 }
 
-export class TurnEventLog {
+export class TurnEventLog implements TurnEventSource {
   readonly #bus: Pick<Bus, 'publish'>
   readonly #log: TurnStreamPart[] = []
   readonly #readers = new Set<Reader>()
@@ -57,12 +59,17 @@ export class TurnEventLog {
   readonly #notAnswers = new Set<string>()
   /** The user messages after the prompt: steered into the turn. */
   readonly #steered = new Set<string>()
+  /** What the turn produced so far as parts and messages, for a UI message stream that starts late. */
+  readonly #mirror: TurnMirror
+  /** Readers of the turn's events as published (`subscribe`). */
+  readonly #listeners = new Set<(event: TurnchartEvent) => void>()
   #prompted = false
   #lastFinishReason = 'unknown'
   #closed = false
 
   constructor(bus: Pick<Bus, 'publish'>, turn: { turnId: string; sessionId: string }) {
     this.#bus = bus
+    this.#mirror = new TurnMirror(turn.turnId, turn.sessionId)
     this.#add({ type: 'start', turnId: turn.turnId, sessionId: turn.sessionId })
   }
 
@@ -70,6 +77,27 @@ export class TurnEventLog {
   publish(event: TurnchartEvent): void {
     this.#bus.publish(event)
     this.#take(event)
+    this.#mirror.apply(event)
+    for (const listener of this.#listeners) listener(event)
+  }
+
+  /** Calls `listener` with each event the turn publishes from now on (the engine's bus carries every turn's). */
+  subscribe(listener: (event: TurnchartEvent) => void): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+
+  /**
+   * What the turn produced so far, as a UI message stream that starts now needs it (taken in the
+   * same tick as `subscribe`, nothing is missed or sent twice); `ended`: how the turn ended, once it has.
+   */
+  uiSnapshot(): { snapshot: LiveTurnSnapshot; ended?: TurnStreamEnd } {
+    const snapshot = this.#mirror.snapshot()
+    if (!this.#closed) return { snapshot }
+    const state = snapshot.state.state
+    const ended: TurnStreamEnd =
+      state === 'completed' || state === 'failed' || state === 'aborted' ? state : this.#log.some((p) => p.type === 'error') ? 'failed' : 'completed'
+    return { snapshot, ended }
   }
 
   /**
@@ -78,8 +106,14 @@ export class TurnEventLog {
    */
   seed(messages: MessageWithParts[]): void {
     for (const message of messages) {
-      this.#take({ type: 'message.updated', sessionId: message.info.sessionId, info: message.info })
-      for (const part of message.parts) this.#take({ type: 'part.updated', sessionId: part.sessionId, part })
+      const info: TurnchartEvent = { type: 'message.updated', sessionId: message.info.sessionId, info: message.info }
+      this.#take(info)
+      this.#mirror.apply(info)
+      for (const part of message.parts) {
+        const updated: TurnchartEvent = { type: 'part.updated', sessionId: part.sessionId, part }
+        this.#take(updated)
+        this.#mirror.apply(updated)
+      }
     }
   }
 

@@ -26,11 +26,11 @@ import { callHook } from '../core/hooks'
 import type { SessionMetadata } from '../core/types'
 import { promptInputOf, UnusableMessage } from './chat-input'
 import { isChatTurn } from './chat-turns'
-import { LiveTurns } from './live-turns'
+import { LiveTurns } from '../ui-stream/live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'
 import { readBody } from './read-body'
-import { toUIMessageStreamResponse, type TurnRef } from './to-ui-message-stream'
-import { toUIMessages } from './ui-messages'
+import { toUIMessageStreamResponse, type TurnRef } from '../ui-stream/to-ui-message-stream'
+import { toUIMessages } from '../ui-stream/ui-messages'
 
 /**
  * The default `maxBodyBytes`: 32 MiB. `useChat` sends a file as a base64 `data:` URL (4/3 of its

@@ -6,9 +6,9 @@
  */
 import { createUIMessageStream } from 'ai'
 import type { Engine } from '../engine/engine'
-import type { LiveTurnSnapshot } from './live-turns'
-import { TurnChunkWriter, type TurnChunk, type TurnStreamEnd } from './turn-chunks'
-import type { TurnchartUIMessage } from './ui-messages'
+import type { LiveTurnSnapshot } from '../ui-stream/live-turns'
+import { TurnChunkWriter, type TurnChunk, type TurnStreamEnd } from '../ui-stream/turn-chunks'
+import type { TurnchartUIMessage } from '../ui-stream/ui-messages'
 
 /** The session's turn that is not finished, per the database, or undefined. */
 export async function unfinishedTurnId(engine: Engine, sessionId: string): Promise<string | undefined> {

@@ -17,7 +17,7 @@ const root = path.resolve(__dirname, '../..')
 const layers: string[][] = [
   ['core'],
   ['machines', 'policy', 'telemetry', 'store'],
-  ['chart', 'tools'],
+  ['chart', 'tools', 'ui-stream'],
   ['llm'],
   ['compaction'],
   ['config'],

@@ -7,6 +7,7 @@ import { hasToolCall, stepCountIs, tool } from 'ai'
 import { z } from 'zod'
 import { createEngine, InvalidArgumentError, InvalidOptionError, type StopCondition, type TurnchartEvent, type TurnStreamPart } from '../../src'
 import { createHarness, modelFor, type Harness } from '../support/harness'
+import { collectUIChunks, comparableChunks } from '../support/ui-chunks'
 
 let h: Harness | undefined
 afterEach(async () => {
@@ -87,6 +88,55 @@ test('an aborted turn ends its streams with an abort part; a failed one with an 
   expect((await reading).at(-1)).toMatchObject({ type: 'abort', error: { name: 'MessageAbortedError' } })
   const failed = h.engine.prompt(session.id, 'fail')
   expect((await collect(failed.fullStream)).at(-1)).toMatchObject({ type: 'error', error: { name: 'APIError', statusCode: 400 } })
+})
+
+/** The UI message chunks of a `Response` (server-sent events, a JSON chunk each). */
+async function uiChunks(response: Response): Promise<Array<Record<string, unknown> & { type: string }>> {
+  const body = await response.text()
+  return body
+    .split('\n')
+    .filter((line) => line.startsWith('data: {'))
+    .map((line) => JSON.parse(line.slice('data: '.length)) as Record<string, unknown> & { type: string })
+}
+
+test('turn.toUIMessageStreamResponse(): the same chunks as the engine-wide UI stream; a late one, after the end, replays the turn and ends the same way', async () => {
+  h = await createHarness({ tools: { lookup } })
+  h.server.tool('lookup', { q: 'x' }, { id: 'call_1' })
+  h.server.reasoning('thinking', 'all done')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'go')
+  const engineWide = collectUIChunks(h.engine, turn)
+  const response = turn.toUIMessageStreamResponse({ headers: { 'x-chat': 'one' } })
+  expect(response.headers.get('content-type')).toBe('text/event-stream')
+  expect(response.headers.get('x-chat')).toBe('one')
+  const live = await uiChunks(response)
+  expect(comparableChunks(live)).toEqual(comparableChunks(await engineWide))
+  await turn.done
+
+  const late = await uiChunks(turn.toUIMessageStreamResponse())
+  // A replay sends each part as it is now (a tool call at its result, text in one delta), where it was created.
+  expect(late.map((c) => c.type).filter((t) => t.endsWith('-start') || t.endsWith('-end'))).toEqual(live.map((c) => c.type).filter((t) => (t.endsWith('-start') || t.endsWith('-end')) && t !== 'tool-input-start'))
+  expect(late.filter((c) => c.type === 'reasoning-delta').map((c) => c.delta)).toEqual(['thinking'])
+  expect(late.filter((c) => c.type === 'text-delta').map((c) => c.delta)).toEqual(['all done'])
+  expect(late.find((c) => c.type === 'tool-output-available')).toMatchObject({ toolCallId: 'call_1', output: 'found x' })
+  expect(late.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' })
+})
+
+test('turn.toUIMessageStreamResponse() of an aborted turn ends with abort, of a failed one with error then finish', async () => {
+  h = await createHarness()
+  h.server.hang()
+  h.server.error(400, { error: { type: 'invalid_request_error', message: 'bad' } })
+  const session = await h.engine.createSession()
+  const aborted = h.engine.prompt(session.id, 'wait')
+  const reading = uiChunks(aborted.toUIMessageStreamResponse())
+  await h.server.waitForCall(1)
+  aborted.abort()
+  expect((await reading).at(-1)).toMatchObject({ type: 'abort' })
+  expect((await uiChunks(aborted.toUIMessageStreamResponse())).at(-1)).toMatchObject({ type: 'abort' })
+  const failed = h.engine.prompt(session.id, 'fail')
+  await failed.done
+  const chunks = await uiChunks(failed.toUIMessageStreamResponse())
+  expect(chunks.slice(-2)).toMatchObject([{ type: 'error', errorText: expect.stringContaining('bad') }, { type: 'finish', finishReason: 'error' }])
 })
 
 test('stopWhen with the AI SDK\'s stepCountIs: the turn completes once step 2\'s tools ran, and step 3 is never requested', async () => {

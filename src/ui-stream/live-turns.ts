@@ -9,7 +9,6 @@
  * Memory: only running turns are held; a turn is dropped when its session goes idle.
  */
 import type { TurnchartEvent } from '../core/bus'
-import type { Engine } from '../engine/engine'
 import type { MessageInfo, Part } from '../core/types'
 import type { TurnStateData } from './ui-messages'
 
@@ -21,14 +20,6 @@ export interface LiveTurnSnapshot {
   messages: MessageInfo[]
   /** Their parts, in order of creation, with the text streamed so far. */
   parts: Part[]
-  state: TurnStateData
-}
-
-interface LiveTurn {
-  turnId: string
-  sessionId: string
-  messages: Map<string, MessageInfo>
-  parts: Map<string, Part>
   state: TurnStateData
 }
 
@@ -69,40 +60,84 @@ export function turnIdOf(event: TurnchartEvent): string | undefined {
   }
 }
 
+/** Where turn events come from: `engine.subscribe`, or one turn's own event log. */
+export interface TurnEventSource {
+  /** Calls `listener` with every event from now on, synchronously; returns the unsubscribe. */
+  subscribe(listener: (event: TurnchartEvent) => void): () => void
+}
+
+/**
+ * What one turn has produced so far, kept up to date event by event: its assistant messages,
+ * their parts with the text streamed so far, and the chart's state.
+ */
+export class TurnMirror {
+  readonly #messages = new Map<string, MessageInfo>()
+  readonly #parts = new Map<string, Part>()
+  #state: TurnStateData
+
+  constructor(
+    readonly turnId: string,
+    readonly sessionId: string,
+  ) {
+    this.#state = { turnId, state: 'streaming', attempt: 1, retryAt: null }
+  }
+
+  /** Takes one event of the turn's session in (events of other turns change nothing). */
+  apply(event: TurnchartEvent): void {
+    const state = nextTurnState(this.#state, event)
+    if (state) this.#state = state
+    switch (event.type) {
+      case 'message.updated':
+        if (event.info.role === 'assistant' && event.info.turnId === this.turnId) this.#messages.set(event.info.id, event.info)
+        break
+      case 'part.updated':
+        // A copy: the deltas that follow extend it, and the event's object is every subscriber's.
+        if (this.#messages.has(event.part.messageId)) this.#parts.set(event.part.id, { ...event.part })
+        break
+      case 'part.delta': {
+        const part = this.#parts.get(event.partId)
+        if (part && (part.type === 'text' || part.type === 'reasoning')) part.text += event.delta
+        break
+      }
+    }
+  }
+
+  /** A copy of what the turn has produced so far. */
+  snapshot(): LiveTurnSnapshot {
+    return structuredClone({
+      turnId: this.turnId,
+      sessionId: this.sessionId,
+      messages: [...this.#messages.values()],
+      parts: [...this.#parts.values()],
+      state: this.#state,
+    })
+  }
+}
+
 export class LiveTurns {
-  private readonly bySession = new Map<string, LiveTurn>()
-  private readonly byMessage = new Map<string, LiveTurn>()
+  private readonly bySession = new Map<string, TurnMirror>()
   private readonly unsubscribe: () => void
 
   /**
-   * Starts mirroring `engine`'s running turns (those that start from now on).
+   * Starts mirroring the running turns of `events` (those that start from now on).
    *
    * @example
    * const live = new LiveTurns(engine)
    * const snapshot = live.snapshot(sessionId) // undefined when nothing runs
    */
-  constructor(engine: Engine) {
-    this.unsubscribe = engine.subscribe((event) => this.apply(event))
+  constructor(events: TurnEventSource) {
+    this.unsubscribe = events.subscribe((event) => this.apply(event))
   }
 
   /** A copy of what the session's running turn has produced so far, or undefined. */
   snapshot(sessionId: string): LiveTurnSnapshot | undefined {
-    const live = this.bySession.get(sessionId)
-    if (!live) return undefined
-    return structuredClone({
-      turnId: live.turnId,
-      sessionId: live.sessionId,
-      messages: [...live.messages.values()],
-      parts: [...live.parts.values()],
-      state: live.state,
-    })
+    return this.bySession.get(sessionId)?.snapshot()
   }
 
   /** Stops mirroring. */
   close(): void {
     this.unsubscribe()
     this.bySession.clear()
-    this.byMessage.clear()
   }
 
   private apply(event: TurnchartEvent): void {
@@ -114,34 +149,14 @@ export class LiveTurns {
     let live = this.bySession.get(event.sessionId)
     if (turnId && live?.turnId !== turnId) {
       if (live) this.drop(event.sessionId)
-      live = { turnId, sessionId: event.sessionId, messages: new Map(), parts: new Map(), state: { turnId, state: 'streaming', attempt: 1, retryAt: null } }
+      live = new TurnMirror(turnId, event.sessionId)
       this.bySession.set(event.sessionId, live)
     }
     if (!live) return
-    const state = nextTurnState(live.state, event)
-    if (state) live.state = state
-    switch (event.type) {
-      case 'message.updated':
-        if (event.info.role === 'assistant' && event.info.turnId === live.turnId) {
-          live.messages.set(event.info.id, event.info)
-          this.byMessage.set(event.info.id, live)
-        }
-        break
-      case 'part.updated':
-        if (this.byMessage.get(event.part.messageId) === live) live.parts.set(event.part.id, event.part)
-        break
-      case 'part.delta': {
-        const part = live.parts.get(event.partId)
-        if (part && (part.type === 'text' || part.type === 'reasoning')) part.text += event.delta
-        break
-      }
-    }
+    live.apply(event)
   }
 
   private drop(sessionId: string): void {
-    const live = this.bySession.get(sessionId)
-    if (!live) return
     this.bySession.delete(sessionId)
-    for (const id of live.messages.keys()) this.byMessage.delete(id)
   }
 }

@@ -1,10 +1,10 @@
 /**
  * A turn as an AI SDK UI message stream (the protocol `useChat` reads), built with the SDK's own
- * `createUIMessageStream` / `createUIMessageStreamResponse` from `engine.subscribe` events.
+ * `createUIMessageStream` / `createUIMessageStreamResponse` from the events of `engine.subscribe`
+ * (or of the turn's own log, for `turn.toUIMessageStreamResponse()`).
  */
 import { createUIMessageStream, createUIMessageStreamResponse, type UIMessage } from 'ai'
-import type { Engine } from '../engine/engine'
-import type { LiveTurnSnapshot } from './live-turns'
+import type { LiveTurnSnapshot, TurnEventSource } from './live-turns'
 import type { TurnchartUIMessage } from './ui-messages'
 import { TurnChunkWriter, type TurnChunk, type TurnStreamEnd } from './turn-chunks'
 
@@ -16,6 +16,8 @@ export interface TurnStreamOptions {
    */
   from?: LiveTurnSnapshot
   replay?: boolean
+  /** The turn had already ended so when `from` was taken: the stream sends `from`, then ends. */
+  ended?: TurnStreamEnd
   /**
    * The page's messages (useChat's request body). When the last is an assistant message, the
    * stream continues it under its id (as after an approval); otherwise it starts a new one.
@@ -46,7 +48,7 @@ export interface TurnRef {
  * const turn = engine.prompt(sessionId, 'hi')
  * for await (const message of readUIMessageStream({ stream: toUIMessageStream(engine, turn) })) render(message)
  */
-export function toUIMessageStream(engine: Engine, turn: TurnRef, options: TurnStreamOptions = {}): ReadableStream<TurnChunk> {
+export function toUIMessageStream(events: TurnEventSource, turn: TurnRef, options: TurnStreamOptions = {}): ReadableStream<TurnChunk> {
   return createUIMessageStream<TurnchartUIMessage>({
     originalMessages: options.originalMessages as TurnchartUIMessage[] | undefined,
     execute: ({ writer }) =>
@@ -63,10 +65,11 @@ export function toUIMessageStream(engine: Engine, turn: TurnRef, options: TurnSt
         if (options.signal?.aborted) return stop(undefined)
         options.signal?.addEventListener('abort', onAbort, { once: true })
         // Subscribe and seed in one tick: nothing published in between is lost or sent twice.
-        unsubscribe = engine.subscribe((event) => {
+        unsubscribe = events.subscribe((event) => {
           if (chunks.handle(event)) stop(chunks.end)
         })
         if (options.from) chunks.seed(options.from, options.replay === true)
+        if (options.ended) chunks.finish(options.ended)
         if (chunks.end) return stop(chunks.end)
         turn.done?.catch((error: unknown) => {
           if (chunks.end) return
@@ -84,7 +87,7 @@ export function toUIMessageStream(engine: Engine, turn: TurnRef, options: TurnSt
  * // a Next.js route handler
  * export async function POST() { return toUIMessageStreamResponse(engine, engine.prompt(sessionId, 'hi')) }
  */
-export function toUIMessageStreamResponse(engine: Engine, turn: TurnRef, options: TurnStreamOptions & { headers?: Record<string, string> } = {}): Response {
+export function toUIMessageStreamResponse(events: TurnEventSource, turn: TurnRef, options: TurnStreamOptions & { headers?: Record<string, string> } = {}): Response {
   const { headers, ...streamOptions } = options
-  return createUIMessageStreamResponse({ stream: toUIMessageStream(engine, turn, streamOptions), headers })
+  return createUIMessageStreamResponse({ stream: toUIMessageStream(events, turn, streamOptions), headers })
 }
