@@ -10,7 +10,7 @@ import type { ControlRequest, ControlStore } from '../store/store'
 export interface ControlTarget {
   readonly id: string
   approve(callId: string, options?: { input?: unknown }): Promise<void> | void
-  deny(callId: string, reason?: string): void
+  deny(callId: string, reason?: string): Promise<void> | void
   abort(reason?: string): void
 }
 
@@ -68,7 +68,7 @@ async function apply(turn: ControlTarget, request: ControlRequest): Promise<stri
   try {
     if (request.kind === 'abort') turn.abort(request.reason ?? 'aborted from another engine')
     else if (request.kind === 'approve') await turn.approve(request.callId ?? '', request.input === undefined ? undefined : { input: request.input })
-    else turn.deny(request.callId ?? '', request.reason ?? undefined)
+    else await turn.deny(request.callId ?? '', request.reason ?? undefined)
     return null
   } catch (error) {
     return error instanceof Error ? error.message : String(error)

@@ -72,7 +72,7 @@ const modelInputOf = (part: ToolPart) => ('modelInput' in part.state && part.sta
 /** A waiting call was denied: an error the model sees, carrying the user's reason. */
 export function denyCall(part: ToolPart, reason: string | undefined, now: number): void {
   const error = reason ? `the user denied this tool call: ${reason}` : 'the user denied this tool call'
-  part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true }, time: { start: now, end: now } }
+  part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true, ...(reason ? { reason } : {}) }, time: { start: now, end: now } }
 }
 
 /** The tool returned `output` (already bounded for storage). */

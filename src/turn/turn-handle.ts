@@ -60,13 +60,17 @@ export interface Turn {
   abort(reason?: string): void
   /**
    * Approves a tool call waiting in `awaiting-approval`; rejects with `ApprovalNotPendingError`
-   * otherwise. `input`: the call runs with it instead of the model's (only for the tools the
+   * otherwise; resolves once the decision is stored. `input`: the call runs with it instead of the model's (only for the tools the
    * engine names in `editableApprovals`; checked against the tool's schema first: a bad one is
    * an `InvalidArgumentError` and the call stays pending).
    */
   approve(callId: string, options?: { input?: unknown }): Promise<void>
-  /** Denies a tool call waiting in `awaiting-approval`: its part becomes an error carrying `reason`, which the model sees. */
-  deny(callId: string, reason?: string): void
+  /**
+   * Denies a tool call waiting in `awaiting-approval`: its part becomes an error carrying
+   * `reason`, which the model sees. Resolves once the decision is stored; rejects with
+   * `ApprovalNotPendingError` when the call is not waiting.
+   */
+  deny(callId: string, reason?: string): Promise<void>
   /**
    * Detaches the turn from this engine without ending it (at close): its effects stop, its
    * pending writes land, and the turn stays open in the database for the next engine to resume.
@@ -157,13 +161,16 @@ export class TurnHandle implements RunningTurn {
     approveCall(part, Date.now(), edited)
     this.#parts.scope.writer.stage(part)
     this.actor.send({ type: 'tool.approved', callId })
+    // Resolved once stored: a crash after this cannot lose the decision (or its edit).
+    await this.#parts.recorder.settled()
   }
 
-  deny(callId: string, reason?: string): void {
+  async deny(callId: string, reason?: string): Promise<void> {
     const part = this.#pendingApproval(callId)
     denyCall(part, reason, Date.now())
     this.#parts.scope.writer.stage(part)
     this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
+    await this.#parts.recorder.settled()
   }
 
   async detach(): Promise<void> {

@@ -16,7 +16,7 @@ import type { TurnStateData } from './ui-messages'
 export interface LiveTurnSnapshot {
   turnId: string
   sessionId: string
-  /** Assistant messages of the turn, in order of creation. */
+  /** The turn's assistant messages and the user messages steered into it, in order of creation. */
   messages: MessageInfo[]
   /** Their parts, in order of creation, with the text streamed so far. */
   parts: Part[]
@@ -88,7 +88,8 @@ export class TurnMirror {
     if (state) this.#state = state
     switch (event.type) {
       case 'message.updated':
-        if (event.info.role === 'assistant' && event.info.turnId === this.turnId) this.#messages.set(event.info.id, event.info)
+        // A user message of the turn after its first answer was steered in (the prompt comes first).
+        if (event.info.turnId === this.turnId && (event.info.role === 'assistant' || this.#messages.size > 0)) this.#messages.set(event.info.id, event.info)
         break
       case 'part.updated':
         // A copy: the deltas that follow extend it, and the event's object is every subscriber's.

@@ -8,7 +8,7 @@ import type { TurnchartEvent } from '../core/bus'
 import type { SerializedError } from '../core/errors'
 import type { MessageInfo, Part, ToolPart } from '../core/types'
 import { nextTurnState, turnIdOf, type LiveTurnSnapshot } from './live-turns'
-import { isDenied, messageMetadata, type TurnchartUIMessage, type TurnStateData } from './ui-messages'
+import { denialReason, isDenied, messageMetadata, type TurnchartUIMessage, type TurnStateData } from './ui-messages'
 
 export type TurnChunk = InferUIMessageChunk<TurnchartUIMessage>
 
@@ -26,6 +26,8 @@ export type TurnStreamEnd = 'completed' | 'failed' | 'aborted' | 'awaiting-appro
 
 export class TurnChunkWriter {
   private readonly messages = new Map<string, MessageInfo>()
+  /** User messages steered into the turn (after its first assistant message): shown as `data-steered`. */
+  private readonly steered = new Set<string>()
   private readonly textTypes = new Map<string, 'text' | 'reasoning'>()
   private readonly sentLength = new Map<string, number>()
   private readonly closed = new Set<string>()
@@ -106,7 +108,7 @@ export class TurnChunkWriter {
     }
     switch (event.type) {
       case 'message.updated':
-        if (event.info.role === 'assistant' && event.info.turnId === this.turnId) {
+        if (event.info.turnId === this.turnId) {
           this.begin(undefined)
           this.message(event.info)
         }
@@ -180,6 +182,11 @@ export class TurnChunkWriter {
   }
 
   private message(info: MessageInfo): void {
+    if (info.role === 'user') {
+      // The prompt comes before any answer; a user message after one was steered in.
+      if (this.messages.size > 0) this.steered.add(info.id)
+      return
+    }
     const before = this.messages.get(info.id)
     this.messages.set(info.id, info)
     if (info.tokens && JSON.stringify(info.tokens) !== JSON.stringify(before?.tokens)) {
@@ -188,6 +195,10 @@ export class TurnChunkWriter {
   }
 
   private part(part: Part): void {
+    if (this.steered.has(part.messageId)) {
+      if (part.type === 'text' && !this.mark(part.id)) this.emit({ type: 'data-steered', id: part.messageId, data: { text: part.text } })
+      return
+    }
     const message = this.messages.get(part.messageId)
     if (!message) return
     // A compaction summary's text is for the model; the page gets the marker only.
@@ -282,7 +293,12 @@ export class TurnChunkWriter {
     if (progress.output || (state.status !== 'completed' && state.status !== 'error')) return
     progress.output = true
     if (state.status === 'completed') this.emit({ type: 'tool-output-available', toolCallId: part.callId, output: state.output })
-    else if (isDenied(part)) this.emit({ type: 'tool-output-denied', toolCallId: part.callId })
+    else if (isDenied(part)) {
+      // The protocol's denial carries no reason; the page gets it beside (another client may have denied).
+      const reason = denialReason(part)
+      this.emit({ type: 'tool-output-denied', toolCallId: part.callId })
+      this.emit({ type: 'data-denial', id: `denial-${part.callId}`, data: { toolCallId: part.callId, ...(reason ? { reason } : {}) } })
+    }
     else this.emit({ type: 'tool-output-error', toolCallId: part.callId, errorText: state.error })
   }
 }

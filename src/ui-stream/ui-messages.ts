@@ -30,8 +30,21 @@ export interface TurnchartMessageMetadata {
   summary?: boolean
 }
 
+/** The data parts of turnchart's UI messages. */
+export interface TurnchartDataParts {
+  [name: string]: unknown
+  /** The chart's state (one part, id `turn-state`, updated in place). */
+  'turn-state': TurnStateData
+  /** A compaction marker (the summary's text stays server-side). */
+  compaction: { auto: boolean }
+  /** A message the user steered into the running turn (`engine.steer`); the model's next call sees it. Its id: the stored message's. */
+  steered: { text: string }
+  /** A tool call denied (`engine.deny`, from any client), with the reason the model sees. Its id: `denial-<toolCallId>`. */
+  denial: { toolCallId: string; reason?: string }
+}
+
 /** The `UIMessage` that turnchart's streams and `toUIMessages` produce. */
-export type TurnchartUIMessage = UIMessage<TurnchartMessageMetadata, { 'turn-state': TurnStateData; compaction: { auto: boolean } }>
+export type TurnchartUIMessage = UIMessage<TurnchartMessageMetadata, TurnchartDataParts>
 
 type UIPart = TurnchartUIMessage['parts'][number]
 
@@ -52,6 +65,15 @@ export function isDenied(part: ToolPart): boolean {
   return part.state.status === 'error' && part.state.metadata?.denied === true
 }
 
+/** The reason a denied call was given (`engine.deny(turnId, callId, reason)`), if any. */
+export function denialReason(part: ToolPart): string | undefined {
+  if (part.state.status !== 'error') return undefined
+  const stored = part.state.metadata?.reason
+  if (typeof stored === 'string') return stored
+  // Rows written before the reason was kept apart: it is the tail of the error the model saw.
+  return part.state.error.replace(/^the user denied this tool call:?\s*/, '') || undefined
+}
+
 /** One stored tool part as a static tool UI part (`tool-<name>`), in the AI SDK's states. */
 function toolUIPart(part: ToolPart): UIPart {
   const base = { type: `tool-${part.tool}` as const, toolCallId: part.callId }
@@ -66,7 +88,7 @@ function toolUIPart(part: ToolPart): UIPart {
       return { ...base, state: 'output-available', input: state.input, output: state.output } as UIPart
     case 'error':
       if (isDenied(part)) {
-        const reason = state.error.replace(/^the user denied this tool call:?\s*/, '')
+        const reason = denialReason(part)
         return { ...base, state: 'output-denied', input: state.input, approval: { id: part.callId, approved: false, ...(reason ? { reason } : {}) } } as UIPart
       }
       return { ...base, state: 'output-error', input: state.input, errorText: state.error } as UIPart

@@ -75,6 +75,15 @@ export interface ChatHandlerOptions {
    * is why resuming pages need `'detach'`.
    */
   onDisconnect?: 'abort' | 'detach'
+  /**
+   * A user message POSTed while the chat's turn runs (here or on another engine): `'reject'`
+   * (default) answers **409** `SessionBusyError`; `'steer'` hands it to the running turn
+   * (`engine.steer`): stored at once, the model sees it at the turn's next step boundary, and the
+   * turn's stream shows it (a `data-steered` part) and goes on. The POST answers **202**
+   * `{ steered: { id, turnId } }`. Should the turn end first, the message starts the chat's
+   * next turn (`GET <api>/<id>/stream` streams it).
+   */
+  whenBusy?: 'reject' | 'steer'
   /** Headers added to every response (e.g. CORS). */
   headers?: Record<string, string>
   /** How often a resumed stream of a turn run by another process reads its rows (ms, default 250). */
@@ -95,6 +104,8 @@ export interface ChatHandler {
 interface ChatRequestBody {
   id: string
   messages: UIMessage[]
+  /** Edited inputs of approved calls, by tool call id (only tools the engine's `editableApprovals` names). */
+  approvalInputs?: Record<string, unknown>
 }
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -116,11 +127,12 @@ function parseBody(text: string): ChatRequestBody | undefined {
     return undefined
   }
   if (typeof value !== 'object' || value === null) return undefined
-  const { id, messages } = value as Record<string, unknown>
+  const { id, messages, approvalInputs } = value as Record<string, unknown>
   if (typeof id !== 'string' || !Array.isArray(messages) || messages.length === 0) return undefined
   const last = messages[messages.length - 1] as Partial<UIMessage> | null
   if (typeof last !== 'object' || last === null || !Array.isArray(last.parts) || (last.role !== 'user' && last.role !== 'assistant')) return undefined
-  return { id, messages: messages as UIMessage[] }
+  if (approvalInputs !== undefined && (typeof approvalInputs !== 'object' || approvalInputs === null || Array.isArray(approvalInputs))) return undefined
+  return { id, messages: messages as UIMessage[], ...(approvalInputs ? { approvalInputs: approvalInputs as Record<string, unknown> } : {}) }
 }
 
 /** `<api>/<chatId>/<action>` of a GET or DELETE; the chat id is the last-but-one segment. */
@@ -140,6 +152,7 @@ function checkOptions(options: ChatHandlerOptions): void {
   }
   const max = options.maxBodyBytes
   if (max !== undefined && (!Number.isSafeInteger(max) || max < 1)) throw new InvalidOptionError('maxBodyBytes', max, 'a whole number of bytes >= 1')
+  if (options.whenBusy !== undefined && options.whenBusy !== 'reject' && options.whenBusy !== 'steer') throw new InvalidOptionError('whenBusy', options.whenBusy, "'reject' or 'steer'")
 }
 
 /**
@@ -147,8 +160,8 @@ function checkOptions(options: ChatHandlerOptions): void {
  *
  * | request | answer |
  * |---|---|
- * | `POST <api>` with a user message last | starts a turn in session `id` (created when new) with the message's text and files, and streams it; 409 `SessionBusyError` while a turn runs |
- * | `POST <api>` with an assistant message last whose tools carry approval responses | `engine.approve`/`deny` each, then streams the rest of the turn; 403 `TurnNotInChatError` when the turn is not the chat's; 409 `ApprovalNotPendingError` when none was pending |
+ * | `POST <api>` with a user message last | starts a turn in session `id` (created when new) with the message's text and files, and streams it; while a turn runs: 409 `SessionBusyError`, or with `whenBusy: 'steer'` 202 `{ steered: { id, turnId } }` (the running turn takes the message) |
+ * | `POST <api>` with an assistant message last whose tools carry approval responses | `engine.approve`/`deny` each (an approval with `approvalInputs[toolCallId]` in the body runs the tool with that input), then streams the rest of the turn; 403 `TurnNotInChatError` when the turn is not the chat's; 409 `ApprovalNotPendingError` when none was pending; 400 for an edit the engine refuses |
  * | `GET <api>/<id>/stream` | the running turn: what it produced so far, then live; 204 when nothing runs |
  * | `DELETE <api>/<id>/stream` | aborts the running turn; 204 |
  * | `GET <api>/<id>/messages` | the stored conversation as `UIMessage[]` (JSON) |
@@ -169,6 +182,7 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
   const live = new LiveTurns(engine)
   const headers = options.headers ?? {}
   const abortOnDisconnect = (options.onDisconnect ?? 'abort') === 'abort'
+  const steerWhenBusy = options.whenBusy === 'steer'
   const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes
   const invalid = (message: string) => json(400, { error: { name: 'InvalidRequest', message } }, headers)
   const denied = (chatId: string) => errorResponse(403, new ChatAccessDeniedError(chatId), headers)
@@ -225,6 +239,10 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
       throw error
     }
     const running = engine.activeTurn(body.id)?.id ?? (await unfinishedTurnId(engine, body.id)) // here, or in another process
+    if (running && steerWhenBusy) {
+      const steered = await engine.steer(body.id, input)
+      return json(202, { steered: { id: steered.id, turnId: running } }, headers)
+    }
     if (running) return errorResponse(409, new SessionBusyError(body.id, running), headers)
     if (!(await engine.getSession(body.id))) {
       const created = await engine.createSession({ ...(await newSessionOptions(request, body.id)), id: body.id }).then(
@@ -264,7 +282,8 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     for (const part of responses) {
       const approval = (part as { approval?: { approved?: boolean; reason?: string } }).approval
       try {
-        if (approval?.approved === true) await engine.approve(id, part.toolCallId)
+        const edited = body.approvalInputs && Object.hasOwn(body.approvalInputs, part.toolCallId) ? { input: body.approvalInputs[part.toolCallId] } : undefined
+        if (approval?.approved === true) await engine.approve(id, part.toolCallId, edited)
         else await engine.deny(id, part.toolCallId, typeof approval?.reason === 'string' ? approval.reason : undefined)
         accepted++
       } catch (error) {

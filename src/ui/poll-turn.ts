@@ -21,10 +21,12 @@ export async function unfinishedTurnId(engine: Engine, sessionId: string): Promi
   return record && record.outcome === null ? turnId : undefined
 }
 
-/** The turn as stored now: its assistant messages and parts, its state and outcome. */
+/** The turn as stored now: its messages and parts, its state and outcome. */
 async function readTurnSnapshot(engine: Engine, sessionId: string, turnId: string): Promise<{ snapshot: LiveTurnSnapshot; outcome: TurnStreamEnd | null }> {
   const [messages, record] = await Promise.all([engine.messages(sessionId), engine.getTurn(turnId)])
-  const own = messages.filter((m) => m.info.role === 'assistant' && m.info.turnId === turnId)
+  // Its answers, and the user messages steered in after the first (the prompt comes before).
+  const first = messages.findIndex((m) => m.info.role === 'assistant' && m.info.turnId === turnId)
+  const own = first < 0 ? [] : messages.slice(first).filter((m) => m.info.turnId === turnId)
   return {
     snapshot: {
       turnId,
