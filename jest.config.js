@@ -52,7 +52,7 @@ const storeSuites = ['<rootDir>/test/store/conformance/', '<rootDir>/test/store/
  */
 const postgresSuites = [
   '**/test/store/**/*.test.ts',
-  '**/test/scenarios/{api,approval,close-approval,conversation,queue,ui-resume-across-engines,no-silent-loss}.test.ts',
+  '**/test/scenarios/{api,approval,close-approval,conversation,queue,steering,ui-resume-across-engines,no-silent-loss}.test.ts',
 ]
 
 /** @returns {Promise<import('jest').Config>} */

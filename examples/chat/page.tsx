@@ -2,6 +2,8 @@
  * The example's page: the AI SDK's useChat against turnchart's chat handler. It shows the
  * conversation, reasoning, tool calls, attached files, the chart's state with a retry countdown,
  * a stop button and approve/deny buttons; a reload resumes the running turn (`resume: true`).
+ * While a turn runs, the input stays open: what the user sends then steers the running turn
+ * (the handler's `whenBusy: 'steer'`), which shows it where the model took it.
  */
 import { useChat } from '@ai-sdk/react'
 import { DefaultChatTransport, getToolName, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai'
@@ -59,10 +61,17 @@ function ChartState({ turn }: { turn: TurnState | undefined }) {
 }
 
 function Message({ message, onApproval }: { message: UIMessage; onApproval: (id: string, approved: boolean) => void }) {
+  // Why a call was denied (whoever denied it): the stream's data-denial parts, or the stored approval.
+  const denials = new Map(
+    message.parts.flatMap((p) => (p.type === 'data-denial' ? [[(p.data as { toolCallId: string }).toolCallId, (p.data as { reason?: string }).reason]] : [])),
+  )
   return (
     <div className={`message ${message.role}`} data-testid={`message-${message.role}`}>
       {message.parts.map((part, i) => {
         if (part.type === 'text') return <p key={i} className="text">{part.text}</p>
+        if (part.type === 'data-steered') {
+          return <p key={i} className="steered" data-testid="steered">↪ you, while it worked: {(part.data as { text: string }).text}</p>
+        }
         if (part.type === 'file') {
           // An attachment (sendMessage({ text, files })): a data: URL of its bytes, or an http(s) URL.
           return part.mediaType.startsWith('image/') ? (
@@ -80,6 +89,9 @@ function Message({ message, onApproval }: { message: UIMessage; onApproval: (id:
               <b>{getToolName(part)}</b> <code>{JSON.stringify(part.input ?? {})}</code> <i>{part.state}</i>
               {part.state === 'output-available' && <pre className="output">{JSON.stringify(part.output, null, 1)}</pre>}
               {part.state === 'output-error' && <pre className="error">{part.errorText}</pre>}
+              {part.state === 'output-denied' && (
+                <pre className="error" data-testid="denial">denied{(denials.get(part.toolCallId) ?? part.approval?.reason) ? `: ${denials.get(part.toolCallId) ?? part.approval?.reason}` : ''}</pre>
+              )}
               {part.state === 'approval-requested' && (
                 <span className="approval">
                   <button data-testid="approve" onClick={() => onApproval(part.approval.id, true)}>Approve</button>
@@ -114,19 +126,36 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
   const last = [...messages].reverse().find((m) => m.role === 'assistant')
   const turn = last?.parts.find((p) => p.type === 'data-turn-state') as { data: TurnState } | undefined
   const busy = status === 'submitted' || status === 'streaming'
+  // What a timer set earlier sees now.
+  const latest = useRef({ busy, lastId: messages.at(-1)?.id })
+  latest.current = { busy, lastId: messages.at(-1)?.id }
   const prompts = (window as unknown as { __PROMPTS__: string[] }).__PROMPTS__ ?? []
   const send = (text: string) => {
-    if ((!text.trim() && !files?.length) || busy) return
+    if (busy) return steer(text)
+    if (!text.trim() && !files?.length) return
     // useChat turns the FileList into file parts (data: URLs); the handler makes them the prompt's images and files.
     void sendMessage({ text, files })
     setInput('')
     setFiles(undefined)
     if (fileInput.current) fileInput.current.value = ''
   }
-  const stopTurn = () => {
-    // The server keeps turns running when a stream drops (so a reload resumes): stop explicitly.
-    void fetch(`/api/chat/${encodeURIComponent(id)}/stream`, { method: 'DELETE' })
-    void stop()
+  /** A message while the turn runs: the handler steers the turn with it (202); the turn's stream shows it. */
+  const steer = (text: string) => {
+    if (!text.trim()) return
+    const message = { id: `steer-${Date.now().toString(36)}`, role: 'user', parts: [{ type: 'text', text }] }
+    setInput('')
+    void fetch('/api/chat', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id, messages: [...messages, message] }) })
+  }
+  const stopTurn = async () => {
+    // The server keeps turns running when a stream drops (so a reload resumes): stop explicitly,
+    // and let the stream deliver the turn's end (the chart's 'aborted', the abort). Only a stream
+    // that does not end is cut here.
+    const stopping = messages.at(-1)?.id
+    await fetch(`/api/chat/${encodeURIComponent(id)}/stream`, { method: 'DELETE' })
+    setTimeout(() => {
+      const now = latest.current
+      if (now.busy && now.lastId === stopping) void stop()
+    }, 3000)
   }
   return (
     <main>
@@ -145,10 +174,10 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
           send(input)
         }}
       >
-        <input data-testid="prompt" value={input} placeholder="Ask something" onChange={(e) => setInput(e.target.value)} />
-        <input type="file" multiple data-testid="file" ref={fileInput} onChange={(e) => setFiles(e.target.files ?? undefined)} />
-        <button type="submit" data-testid="send" disabled={busy}>Send</button>
-        <button type="button" data-testid="stop" disabled={!busy} onClick={stopTurn}>Stop</button>
+        <input data-testid="prompt" value={input} placeholder={busy ? 'Add something while it works' : 'Ask something'} onChange={(e) => setInput(e.target.value)} />
+        <input type="file" multiple data-testid="file" ref={fileInput} disabled={busy} onChange={(e) => setFiles(e.target.files ?? undefined)} />
+        <button type="submit" data-testid="send">{busy ? 'Steer' : 'Send'}</button>
+        <button type="button" data-testid="stop" disabled={!busy} onClick={() => void stopTurn()}>Stop</button>
       </form>
       <div className="prompts">
         {prompts.map((p) => (
@@ -183,6 +212,7 @@ h1 { font-size: 20px; margin: 4px 0 12px; }
 .message { padding: 8px 12px; margin: 8px 0; border-radius: 8px; background: white; box-shadow: 0 1px 2px #0001; }
 .message.user { background: #e8f0ff; }
 .reasoning { color: #6b7280; font-style: italic; }
+.steered { color: #2f6fed; font-size: 13px; }
 .tool { border-left: 3px solid #2f6fed; padding: 4px 8px; margin: 6px 0; background: #f3f6fd; font-size: 13px; }
 .tool.output-error, .tool.output-denied { border-color: #c0392b; }
 .output { margin: 4px 0 0; max-height: 120px; overflow: auto; }

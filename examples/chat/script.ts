@@ -22,6 +22,12 @@ export const storyText =
   'The page that watched it was reloaded half way, yet the story went on, because every part it had told was still in memory, ' +
   'and the page asked for them again before the next word arrived. Nothing was lost and nothing was told twice. The end.'
 
+/** Queues the model's answer to an approval decision of the deploy call (call before it is applied). */
+export function queueApprovalReply(server: ScriptedServer, approved: boolean): void {
+  const text = approved ? 'Done: the site is live in production.' : 'Understood: I did not deploy; production is unchanged.'
+  server.push({ type: 'stream', delayMs: 15, chunks: words(text).map((w) => ({ text: w })) })
+}
+
 /** Queues the replies for `prompt` on the scripted server (call before the turn starts). */
 export function queueReplies(server: ScriptedServer, prompt: string, folderEntries: string[]): void {
   const text = prompt.toLowerCase()
@@ -44,8 +50,8 @@ export function queueReplies(server: ScriptedServer, prompt: string, folderEntri
       usage: { input: 260, output: 24 },
     })
   } else if (text.includes('deploy')) {
+    // The answer after the decision is queued when it arrives (queueApprovalReply).
     server.push({ type: 'stream', delayMs: 15, chunks: [...words('Deploying needs your approval.').map((w) => ({ text: w })), { tool: { name: 'deploy', input: { env: 'production' } } }] })
-    server.push({ type: 'stream', delayMs: 15, chunks: words('Done: the site is live in production.').map((w) => ({ text: w })) })
   } else if (text.includes('poem')) {
     const verse = 'In idle the actor waits, a prompt upon the stack; then streaming, token after token, it never looks back. '
     server.push({ type: 'stream', delayMs: 120, chunks: words(verse.repeat(20)).map((w) => ({ text: w })), end: 'hang' })

@@ -22,7 +22,7 @@ import { z } from 'zod'
 import { createChatHandler, createEngine, defaultMaxBodyBytes, toNodeListener, type Engine } from '../../src'
 import { listFolder, listTool } from '../../src/cli/demo'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { examplePrompts, queueReplies } from './script'
+import { examplePrompts, queueApprovalReply, queueReplies } from './script'
 
 export interface ChatExample {
   url: string
@@ -83,15 +83,21 @@ export async function startChatExample(options: { port?: number; database?: stri
     tools: { list: listTool, deploy: deployTool },
   })
   // 'detach': a reload must not abort the turn; the page's stop button sends DELETE.
-  const handler = createChatHandler(engine, { onDisconnect: 'detach' })
-  // With the scripted model, a new prompt first queues the replies its keyword calls for.
+  // 'steer': what the user sends while a turn runs joins that turn at its next step boundary.
+  const handler = createChatHandler(engine, { onDisconnect: 'detach', whenBusy: 'steer' })
+  // With the scripted model, a new prompt first queues the replies its keyword calls for, and an
+  // approval decision the answer that fits it.
   const api = toNodeListener(async (request) => {
     // Only a body that declares a length within the handler's limit is read twice (here, then by the handler).
     const length = Number(request.headers.get('content-length'))
     if (scripted && request.method === 'POST' && length <= defaultMaxBodyBytes) {
-      const body = (await request.clone().json().catch(() => undefined)) as { id?: string; messages?: Array<{ role: string; parts: Array<{ text?: string }> }> } | undefined
+      type Body = { id?: string; messages?: Array<{ role: string; parts: Array<{ text?: string; state?: string; approval?: { approved?: boolean } }> }> }
+      const body = (await request.clone().json().catch(() => undefined)) as Body | undefined
       const last = body?.messages?.at(-1)
       if (last?.role === 'user' && body?.id && !engine.activeTurn(body.id)) queueReplies(scripted, last.parts.map((p) => p.text ?? '').join(' '), entries)
+      const decision = last?.role === 'assistant' ? last.parts.find((p) => p.state === 'approval-responded') : undefined
+      const waiting = body?.id ? engine.status(body.id) : undefined
+      if (decision && waiting?.type === 'busy' && waiting.state === 'awaiting-approval') queueApprovalReply(scripted, decision.approval?.approved === true)
     }
     return handler(request)
   })

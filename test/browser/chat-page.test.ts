@@ -2,7 +2,8 @@
  * The example chat page in a real browser: Debian's headless Chromium driven by playwright-core
  * against the example server (scripted model). A person's path through it: a prompt with
  * reasoning, a tool and a retry countdown; an approval; a stop; a reload mid-turn; a message
- * with an image and a text file attached.
+ * with an image and a text file attached; a message typed while a turn runs (it steers the
+ * turn); a denial and its reason.
  * The last screenshot is kept under test/browser/out/ (git-ignored).
  */
 import fs from 'node:fs'
@@ -96,6 +97,8 @@ browserTest(
     })
     await page.getByTestId('stop').click()
     await aborted
+    // The stream delivers the turn's end: the chart shows 'aborted' without a reload.
+    await page.waitForSelector('.state.current:text-is("aborted")')
     await ready(page)
     const stopped = await app.engine.messages(chatId)
     expect(stopped.at(-1)!.info.error).toMatchObject({ name: 'MessageAbortedError' })
@@ -149,7 +152,28 @@ browserTest(
     expect(await attachments.first().evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(1) // the PNG decodes in the page
     expect(await attachments.last().textContent()).toBe('notes.txt')
 
+    // 6. Typing while the turn runs (here, while it waits to retry): the message steers the turn.
+    await send(page, examplePrompts.folder)
+    await page.getByTestId('retry').waitFor()
+    expect(await page.getByTestId('send').textContent()).toBe('Steer')
+    await send(page, 'also count the hidden files')
+    await page.getByTestId('steered').filter({ hasText: 'also count the hidden files' }).waitFor()
+    await assistant(page, 5, 'The folder holds')
+    await ready(page)
+    const asked = (app.scripted!.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> }).messages.filter((m) => m.role === 'user').map((m) => m.content)
+    expect(asked.slice(-2)).toEqual([examplePrompts.folder, 'also count the hidden files'])
+
+    // 7. A denial: the model's answer fits it, and the page shows why.
+    await send(page, examplePrompts.deploy)
+    await page.getByTestId('deny').waitFor()
+    await page.getByTestId('deny').click()
+    await page.locator('[data-testid=tool-deploy][data-tool-state=output-denied]').last().waitFor()
+    await page.getByText('Understood: I did not deploy').waitFor()
+    await ready(page)
+    expect(await page.getByTestId('denial').last().textContent()).toBe('denied: denied from the page')
+    expect(await page.locator('body').textContent()).not.toMatch(/live in production.*live in production/s)
+
     await page.screenshot({ path: path.join(outDir, 'chat.png'), fullPage: true })
   },
-  120_000,
+  180_000,
 )
