@@ -33,7 +33,7 @@ test('approval: required, then approved (running) or denied (an error the model 
   const denied = call()
   requireApproval(denied)
   denyCall(denied, 'not on a Friday', 7)
-  expect(denied.state).toEqual({ status: 'error', input: {}, error: 'the user denied this tool call: not on a Friday', metadata: { denied: true }, time: { start: 7, end: 7 } })
+  expect(denied.state).toEqual({ status: 'error', input: {}, error: 'the user denied this tool call: not on a Friday', metadata: { denied: true, reason: 'not on a Friday' }, time: { start: 7, end: 7 } })
 })
 
 test('a failed call keeps its start; an invalid input is stored as given', () => {
