@@ -28,6 +28,7 @@ import { promptInputOf, UnusableMessage } from './chat-input'
 import { isChatTurn } from './chat-turns'
 import { LiveTurns } from '../ui-stream/live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'
+import { storedRowsOf } from '../engine/store-feeds'
 import { readBody } from './read-body'
 import { toUIMessageStreamResponse, type TurnRef } from '../ui-stream/to-ui-message-stream'
 import { toUIMessages } from '../ui-stream/ui-messages'
@@ -331,7 +332,8 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     // Not in this process's mirror: a turn run by another engine (or started before the handler).
     const turnId = await unfinishedTurnId(engine, route.chatId)
     if (!turnId) return new Response(null, { status: 204, headers })
-    const polled = pollTurnStream(engine, { id: turnId, sessionId: route.chatId }, { intervalMs: options.pollIntervalMs, signal: request.signal })
+    // PostgreSQL notifications, when the engine listens: each flush of the running engine is read at once.
+    const polled = pollTurnStream(engine, { id: turnId, sessionId: route.chatId }, { intervalMs: options.pollIntervalMs, signal: request.signal, changes: storedRowsOf(engine) })
     return createUIMessageStreamResponse({ stream: polled, headers })
   }
 
