@@ -10,7 +10,6 @@ import type { ControlRequestFeed } from '../control/control-poller'
 import type { ControlOutcomeFeed } from '../control/remote-control'
 import type { SessionChangeFeed } from '../conversation/prompt-queue'
 import type { StoreNotifications } from '../store/postgres/notifications'
-import type { Engine } from './engine'
 
 export interface StoreFeeds {
   controlRequests: ControlRequestFeed
@@ -71,11 +70,12 @@ export function storeFeeds(notifications: StoreNotifications): StoreFeeds {
 /**
  * An engine's listening connection, for turnchart's own code above the engine (the web edge's
  * resumed streams) and for tests: kept beside the engine rather than on the `Engine` interface,
- * which is the app's API and has no use for it.
+ * which is the app's API and has no use for it. Keyed by the engine object (typed `object`:
+ * engine.ts imports the control calls, which import this file).
  */
-const listeners = new WeakMap<Engine, { notifications: StoreNotifications; feeds: StoreFeeds }>()
+const listeners = new WeakMap<object, { notifications: StoreNotifications; feeds: StoreFeeds }>()
 
-export function registerNotifications(engine: Engine, notifications: StoreNotifications, feeds: StoreFeeds): void {
+export function registerNotifications(engine: object, notifications: StoreNotifications, feeds: StoreFeeds): void {
   listeners.set(engine, { notifications, feeds })
 }
 
@@ -86,11 +86,11 @@ export function registerNotifications(engine: Engine, notifications: StoreNotifi
  * @example
  * pollTurnStream(engine, turn, { changes: storedRowsOf(engine) })
  */
-export function storedRowsOf(engine: Engine): StoredRows | undefined {
+export function storedRowsOf(engine: object): StoredRows | undefined {
   return listeners.get(engine)?.feeds.rows
 }
 
 /** The engine's listening connection, if any (tests end its backend to check reconnection). */
-export function notificationsOf(engine: Engine): StoreNotifications | undefined {
+export function notificationsOf(engine: object): StoreNotifications | undefined {
   return listeners.get(engine)?.notifications
 }
