@@ -87,7 +87,10 @@ export interface ChatHandlerOptions {
   whenBusy?: 'reject' | 'steer'
   /** Headers added to every response (e.g. CORS). */
   headers?: Record<string, string>
-  /** How often a resumed stream of a turn run by another process reads its rows (ms, default 250). */
+  /**
+   * How often a resumed stream of a turn run by another process reads its rows (ms, default 250);
+   * with PostgreSQL notifications it also reads them at each write of that process.
+   */
   pollIntervalMs?: number
   /**
    * Called with an unexpected error (a `HookError` when `authorize` or `newSession` threw); the
