@@ -212,6 +212,34 @@ postgresOnly('an approval stored while the listening connection is down arrives 
   expect((await turn.done).outcome).toBe('completed')
 })
 
+postgresOnly('a listening URL that refuses: the engine opens all the same, says so once, and polls', async () => {
+  const errors: unknown[] = []
+  const { deploy, whenStarted } = deployTool()
+  // Port 1 refuses at once; the password must not reach the report.
+  h = await createHarness({ tools: { deploy }, controlPollIntervalMs: 20, notifications: 'postgres://postgres:pw-not-to-be-logged@127.0.0.1:1/test', onSubscriberError: (e) => errors.push(e) })
+  const other = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { deploy }, recovery: { onOpen: false, intervalMs: 0 } })
+  closers.push(() => other.close())
+  expect(notificationsOf(h.engine)?.listening).toBe(false)
+  expect(errors).toHaveLength(1)
+  expect(errors[0]).toMatchObject({ name: 'NotificationListenerError', url: 'postgres://postgres:***@127.0.0.1:1/test' })
+  expect(String((errors[0] as Error).message)).not.toContain('pw-not-to-be-logged')
+  const { turn } = await waitingTurn()
+  await other.approve(turn.id, 'call_deploy')
+  await whenStarted
+  expect((await turn.done).outcome).toBe('completed')
+})
+
+postgresOnly('a schema name too long for a channel name: both sides use its md5, and notifications arrive', async () => {
+  const schema = `${freshSchemaName()}_${'x'.repeat(40)}`.slice(0, 63)
+  closers.push(() => dropSchemas(schema))
+  expect(notificationChannel(schema)).toMatch(/^turnchart_[0-9a-f]{32}$/)
+  const { other, whenStarted } = await twoEngines({ database: withParams(pgBaseUrl, { schema }) })
+  const { turn } = await waitingTurn()
+  await other.approve(turn.id, 'call_deploy')
+  await whenStarted
+  expect((await turn.done).outcome).toBe('completed')
+})
+
 postgresOnly('a Kysely instance of the app: polling unless a URL to listen on is given; notifications: false polls on a URL too', async () => {
   const tools = deployTool()
   h = await createHarness({ tools: { deploy: tools.deploy } })

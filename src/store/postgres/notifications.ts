@@ -167,7 +167,14 @@ export function listenForChanges(options: ListenOptions): StoreNotifications {
   const connect = async () => {
     if (closed) return
     // No query may hang forever: a dead network otherwise holds LISTEN or a watch write.
-    const next = new Client({ connectionString: options.connectionString, keepAlive: true, connectionTimeoutMillis: heartbeatMs, query_timeout: heartbeatMs })
+    const next = new Client({
+      connectionString: options.connectionString,
+      // Names the idle connection in pg_stat_activity (an application_name in the URL wins).
+      application_name: 'turnchart notifications',
+      keepAlive: true,
+      connectionTimeoutMillis: heartbeatMs,
+      query_timeout: heartbeatMs,
+    })
     client = next
     next.on('error', (error) => fail(next, error))
     next.on('end', () => fail(next, new Error('the connection ended')))
