@@ -47,12 +47,12 @@ const storeSuites = ['<rootDir>/test/store/conformance/', '<rootDir>/test/store/
  * What the postgres project runs again on PostgreSQL: the store's transactions, rollbacks,
  * durability and round trips, and the scenarios whose queries or concurrency differ by dialect
  * (the queue's subqueries, history operations, several engines on one database, approvals
- * across engines). The crash and multi-engine tests run PostgreSQL themselves in the sqlite
+ * across engines, PostgreSQL's notifications between engines). The crash and multi-engine tests run PostgreSQL themselves in the sqlite
  * project (test/crash), and every other scenario runs on SQLite only.
  */
 const postgresSuites = [
   '**/test/store/**/*.test.ts',
-  '**/test/scenarios/{api,approval,close-approval,conversation,queue,steering,ui-resume-across-engines,no-silent-loss}.test.ts',
+  '**/test/scenarios/{api,approval,close-approval,conversation,queue,steering,ui-resume-across-engines,no-silent-loss,push-across-engines}.test.ts',
 ]
 
 /** @returns {Promise<import('jest').Config>} */

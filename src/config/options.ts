@@ -116,8 +116,22 @@ export interface EngineOptions {
   recovery?: RecoveryOptions
   /** A running turn's lease; renewed every third of it. Another engine may take over a turn whose lease ran out. Default 30000. */
   leaseMs?: number
-  /** How often an engine looks for approve/deny/abort requests other engines stored for its turns. Default 200. */
+  /**
+   * How often an engine reads the database for what other engines did: approve/deny/abort
+   * requests stored for its turns, the turns of prompts it queued that another engine runs.
+   * With PostgreSQL notifications this is the fallback. Default 200.
+   */
   controlPollIntervalMs?: number
+  /**
+   * PostgreSQL: hear what other engines do (approve, deny, abort, steer, queued prompts, a turn's
+   * new rows for a resumed stream) from `LISTEN`/`NOTIFY` on a connection of the engine's own,
+   * instead of at the next poll. `true` (default): with a `postgres://` `database`, listen on
+   * that URL; with a Kysely instance, poll (turnchart does not know where it connects). A
+   * `postgres://` URL: listen there (needed for a Kysely instance, or to bypass a pooler).
+   * `false`: poll only, e.g. behind a pooler in transaction mode, which cannot `LISTEN`. No
+   * effect on SQLite or a `MemoryStore`. See docs/deployment.md.
+   */
+  notifications?: boolean | string
   /** OpenTelemetry spans (turn, state visits, model calls, tool runs); see docs/telemetry.md. Default: the global tracer (a no-op without an SDK), no inputs or outputs recorded. */
   telemetry?: TelemetryOptions
   /** Credentials removed from every stored or published error on top of the built-in patterns; see docs/security.md. */

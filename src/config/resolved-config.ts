@@ -46,6 +46,8 @@ export interface ResolvedConfig {
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
   controlPollIntervalMs: number
+  /** Listen for PostgreSQL notifications where the database allows (`false`: poll only). */
+  notifications: boolean
   busyTimeoutMs: number
   telemetry: TelemetryOptions
 }

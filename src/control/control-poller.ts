@@ -1,8 +1,9 @@
 /**
  * Applies control requests (approve, deny, abort) that other engines stored for the turns this
  * engine runs. It polls: one small query per interval while turns run, nothing when none does.
- * Polling (not PostgreSQL's LISTEN/NOTIFY) keeps one path for both dialects; the bound on how
- * soon a request takes effect is the interval.
+ * On PostgreSQL with notifications it is also woken at once when a request is stored for one of
+ * its turns (`ControlRequestFeed`); the poll stays, as the fallback that needs nothing to work
+ * (SQLite, a pooler that cannot LISTEN, a listening connection that is down).
  */
 import type { ControlRequest, ControlStore } from '../store/store'
 
@@ -12,6 +13,15 @@ export interface ControlTarget {
   approve(callId: string, options?: { input?: unknown }): Promise<void> | void
   deny(callId: string, reason?: string): Promise<void> | void
   abort(reason?: string): void
+}
+
+/** Pushed news of stored requests (PostgreSQL notifications), when the engine listens. */
+export interface ControlRequestFeed {
+  /**
+   * Calls `listener` with the turn a request was stored for, or with no turn when requests may
+   * have been missed (the listening connection was down). Returns the unsubscribe.
+   */
+  subscribe(listener: (turnId?: string) => void): () => void
 }
 
 export interface ControlPoller {
@@ -24,8 +34,9 @@ export interface ControlPoller {
 }
 
 /**
- * Polls `requests` every `intervalMs` for the turns `running()` returns and applies them; each
- * request is marked handled, with the reason when it could not be applied.
+ * Polls `requests` every `intervalMs` for the turns `running()` returns, and at once when `feed`
+ * says a request was stored for one of them, and applies them; each request is marked handled,
+ * with the reason when it could not be applied.
  *
  * @example
  * const poller = startControlPoller({ requests, running: () => [...active.values()], intervalMs: 200, onError })
@@ -36,11 +47,18 @@ export function startControlPoller(options: {
   running: () => ControlTarget[]
   intervalMs: number
   onError: (error: unknown) => void
+  feed?: ControlRequestFeed
 }): ControlPoller {
   let busy = false
+  // A wake that came during a read: the read may have missed its request, so read once more.
+  let again = false
   const tick = async () => {
     const turns = options.running()
-    if (busy || turns.length === 0) return
+    if (turns.length === 0) return
+    if (busy) {
+      again = true
+      return
+    }
     busy = true
     try {
       const byId = new Map(turns.map((t) => [t.id, t]))
@@ -54,12 +72,22 @@ export function startControlPoller(options: {
     } finally {
       busy = false
     }
+    if (again) {
+      again = false
+      await tick()
+    }
   }
   const timer = setInterval(() => void tick(), options.intervalMs)
   timer.unref()
+  const unsubscribe = options.feed?.subscribe((turnId) => {
+    if (turnId === undefined || options.running().some((t) => t.id === turnId)) void tick()
+  })
   return {
     keepAlive: (running) => void (running ? timer.ref() : timer.unref()),
-    stop: () => clearInterval(timer),
+    stop: () => {
+      clearInterval(timer)
+      unsubscribe?.()
+    },
   }
 }
 

@@ -1,13 +1,26 @@
 /**
  * `approve`, `deny` and `abort` from any engine on the database. The engine that runs the turn
  * applies them at once; a turn whose engine is gone is taken over first; a turn another live
- * engine runs gets a stored request, which that engine applies within its poll interval (or, if
- * it dies first, the engine that recovers the turn does).
+ * engine runs gets a stored request, which that engine applies within its poll interval, or at
+ * once when PostgreSQL notifies it (or, if it dies first, the engine that recovers the turn
+ * does). The caller learns the outcome the same two ways: by reading it every `checkEveryMs`,
+ * or at once when a notification says the request was handled (the turn ended, for an abort).
  */
+import { Doorbell } from '../core/doorbell'
 import { ApprovalNotPendingError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { Store } from '../store/store'
 import type { ControlTarget } from './control-poller'
+
+/** What the store pushes about a stored request's outcome (PostgreSQL notifications), when the engine listens. */
+export interface ControlOutcomeFeed {
+  /**
+   * Calls `listener` when a request was handled (`handled`: its id), when a session's turn ended
+   * (`session`: its id; among other changes of its rows), or with nothing when news may have been
+   * missed (the listening connection was down). Returns the unsubscribe.
+   */
+  subscribe(listener: (change?: { handled: string } | { session: string }) => void): () => void
+}
 
 export interface RemoteControlDeps {
   store: Pick<Store, 'turns' | 'controls'>
@@ -25,12 +38,25 @@ export interface RemoteControlDeps {
    * schema parses it.
    */
   checkEdit(turnId: string, callId: string, input: unknown): Promise<unknown>
+  /** Ends a wait for the outcome at once when it is pushed (else the next check finds it). */
+  outcomes?: ControlOutcomeFeed
 }
 
 /** What is decided of a waiting call: approved (maybe with an edited input) or denied (maybe with a reason). */
 export type Decision = { kind: 'approve'; input?: unknown } | { kind: 'deny'; reason?: string }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/**
+ * A doorbell rung by the changes `matches` picks (and by news that changes were missed), for
+ * as long as the caller waits; subscribed before the request is stored, so that an outcome
+ * pushed before the first wait is not lost.
+ */
+function outcomeBell(feed: ControlOutcomeFeed | undefined, matches: (change: { handled: string } | { session: string }) => boolean): { bell: Doorbell; stop(): void } {
+  const bell = new Doorbell()
+  const stop = feed?.subscribe((change) => {
+    if (!change || matches(change)) bell.ring()
+  })
+  return { bell, stop: () => stop?.() }
+}
 
 /**
  * Approves or denies a waiting tool call of `turnId`, wherever the turn runs. Resolves once the
@@ -57,14 +83,19 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
   if (record.state !== 'awaiting-approval') throw new ApprovalNotPendingError(turnId, callId, `the turn is in '${record.state}'`)
   const edited = decision.kind === 'approve' && decision.input !== undefined ? { input: await deps.checkEdit(turnId, callId, decision.input) } : {}
   const id = newId('ctl')
-  await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited })
-  const deadline = Date.now() + deps.waitMs
-  while (Date.now() < deadline) {
-    await sleep(deps.checkEveryMs)
-    const outcome = await deps.store.controls.outcome(id)
-    if (!outcome?.handled) continue
-    if (outcome.result) throw new ApprovalNotPendingError(turnId, callId, outcome.result)
-    return
+  const { bell, stop } = outcomeBell(deps.outcomes, (change) => 'handled' in change && change.handled === id)
+  try {
+    await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited })
+    const deadline = Date.now() + deps.waitMs
+    while (Date.now() < deadline) {
+      await bell.wait(deps.checkEveryMs)
+      const outcome = await deps.store.controls.outcome(id)
+      if (!outcome?.handled) continue
+      if (outcome.result) throw new ApprovalNotPendingError(turnId, callId, outcome.result)
+      return
+    }
+  } finally {
+    stop()
   }
 }
 
@@ -81,10 +112,15 @@ export async function requestAbort(deps: RemoteControlDeps, sessionId: string, r
   await deps.recover()
   const taken = deps.localTurn(open.id)
   if (taken) return taken.abort(reason)
-  await deps.store.controls.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
-  const deadline = Date.now() + deps.waitMs
-  while (Date.now() < deadline) {
-    await sleep(deps.checkEveryMs)
-    if ((await deps.store.turns.get(open.id))?.outcome) return
+  const { bell, stop } = outcomeBell(deps.outcomes, (change) => 'session' in change && change.session === sessionId)
+  try {
+    await deps.store.controls.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
+    const deadline = Date.now() + deps.waitMs
+    while (Date.now() < deadline) {
+      await bell.wait(deps.checkEveryMs)
+      if ((await deps.store.turns.get(open.id))?.outcome) return
+    }
+  } finally {
+    stop()
   }
 }

@@ -3,7 +3,9 @@
  * order when their session is idle, by whichever engine sees it idle first: the one whose turn
  * just ended, the one that queued the prompt, or one that recovered a crashed turn (the
  * transaction that starts the turn takes the queue row, so each prompt runs once). The handle's
- * `done` follows the turn wherever it runs (another engine's: by reading its row).
+ * `done` follows the turn wherever it runs (another engine's: by reading its row every
+ * `controlPollIntervalMs`, and at once when PostgreSQL notifies that the session's turn ended or
+ * its queue moved).
  */
 import { errorFromRecord } from '../core/errors/restore'
 import type { Bus } from '../core/bus'
@@ -34,6 +36,16 @@ export interface QueuedPrompt {
   cancel(): Promise<boolean>
 }
 
+/** Pushed news that a session's rows changed (PostgreSQL notifications), when the engine listens. */
+export interface SessionChangeFeed {
+  /**
+   * Calls `listener` with a session whose turn ended or whose queue moved (among other changes
+   * of its rows), or with no session when news may have been missed (the listening connection
+   * was down). Returns the unsubscribe.
+   */
+  subscribe(listener: (sessionId?: string) => void): () => void
+}
+
 export interface PromptQueueDeps {
   store: Store
   bus: Bus
@@ -42,6 +54,8 @@ export interface PromptQueueDeps {
   activeTurn(sessionId: string): Turn | undefined
   /** Starts the queued prompt's turn in this engine (its start takes the queue row). */
   start(record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen'>): Turn
+  /** Wakes the handles of the session's prompts another engine runs as soon as its turn ends (the poll is the fallback). */
+  changes?: SessionChangeFeed
 }
 
 interface Waiter {
@@ -52,9 +66,6 @@ interface Waiter {
   reject(error: unknown): void
 }
 
-/** How often a queued prompt's handle looks for its turn's end when another engine runs it. */
-const pollMs = 200
-
 export class PromptQueue {
   private readonly waiters = new Map<string, Waiter>()
   /** Options of prompts queued here that are never stored (headers, stop conditions), used when this engine starts them. */
@@ -63,8 +74,16 @@ export class PromptQueue {
   private readonly runningHere = new Set<string>()
   private readonly draining = new Set<string>()
   private poll: NodeJS.Timeout | undefined
+  /** The check running now, and whether another was asked for while it ran (it may have read too early). */
+  private checking: Promise<void> | undefined
+  private checkAgain = false
+  private readonly unsubscribe: (() => void) | undefined
 
-  constructor(private readonly deps: PromptQueueDeps) {}
+  constructor(private readonly deps: PromptQueueDeps) {
+    this.unsubscribe = deps.changes?.subscribe((sessionId) => {
+      if (sessionId === undefined || [...this.waiters.values()].some((w) => w.sessionId === sessionId)) void this.check()
+    })
+  }
 
   /**
    * Stores the prompt and starts it at once if its session is idle. A `steer` is taken by the
@@ -157,6 +176,7 @@ export class PromptQueue {
   /** Rejects the handles still waiting (the engine closes; the prompts stay queued for other engines). */
   close(): void {
     clearInterval(this.poll)
+    this.unsubscribe?.()
     for (const [id, waiter] of this.waiters) {
       if (!this.runningHere.has(id)) waiter.reject(new EngineClosedError(`follow queued prompt ${id} (it stays queued for the engines on this database)`))
     }
@@ -175,12 +195,32 @@ export class PromptQueue {
 
   private ensurePolling(): void {
     if (this.poll) return
-    this.poll = setInterval(() => void this.check(), pollMs)
+    // How often a queued prompt's handle looks for its turn's end when another engine runs it.
+    this.poll = setInterval(() => void this.check(), this.deps.config.controlPollIntervalMs)
     this.poll.unref()
   }
 
+  /** Runs a check now, or once more after the one running (which may have read before the change it is asked for). */
+  private check(): Promise<void> {
+    if (this.checking) {
+      this.checkAgain = true
+      return this.checking
+    }
+    this.checking = (async () => {
+      try {
+        do {
+          this.checkAgain = false
+          await this.checkWaiters()
+        } while (this.checkAgain)
+      } finally {
+        this.checking = undefined
+      }
+    })()
+    return this.checking
+  }
+
   /** Handles of prompts another engine runs (or cancelled there): settled from the rows. */
-  private async check(): Promise<void> {
+  private async checkWaiters(): Promise<void> {
     if (this.waiters.size === 0) {
       clearInterval(this.poll)
       this.poll = undefined

@@ -9,7 +9,8 @@
  * 2. credential-bearing names followed by a value: auth headers (`Authorization`, `x-api-key`,
  *    `api-key`, `x-goog-api-key`…), `Bearer`/`Basic` schemes, key-like query parameters
  *    (`?key=`, `api_key=`, `token=`…) and JSON fields of those names;
- * 3. the known shapes of provider keys (`sk-…`, `sk-ant-…`, `AIza…`, `gsk_…`, JWTs…).
+ * 3. the known shapes of provider keys (`sk-…`, `sk-ant-…`, `AIza…`, `gsk_…`, JWTs…);
+ * 4. the password of a URL (`postgres://app:secret@db/…`): connection strings carry one.
  *
  * What is kept: everything else, so a stored body still says its status, type and message.
  */
@@ -89,6 +90,9 @@ const schemeValue = /\b(Bearer|Basic)\s+(?!\[redacted\])[^\s"'\\,;<>{}[\]]{4,}/g
 /** `?key=x` / `&api_key=x` in any URL. */
 const queryValue = new RegExp(`([?&;](?:${secretQueryNames.map(escapeRegExp).join('|')})=)[^&#\\s"'\\\\<>]+`, 'gi')
 
+/** `scheme://user:password@host`: the password of a URL's user info (a connection string's). */
+const urlPassword = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@"'<>]*:)[^\s/@"'<>]+@/gi
+
 /**
  * A redactor for the given app secrets (e.g. the provider's API key) on top of the patterns.
  *
@@ -106,6 +110,7 @@ export function createRedactor(secrets: readonly string[] = []): Redactor {
     out = out.replace(namedValue, (_match, prefix: string) => `${prefix}${REDACTED}`)
     out = out.replace(schemeValue, (_match, scheme: string) => `${scheme} ${REDACTED}`)
     out = out.replace(queryValue, (_match, prefix: string) => `${prefix}${REDACTED}`)
+    out = out.replace(urlPassword, (_match, prefix: string) => `${prefix}${REDACTED}@`)
     for (const pattern of keyPatterns) out = out.replace(pattern, REDACTED)
     return out
   }

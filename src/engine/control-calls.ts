@@ -1,7 +1,8 @@
 /**
  * The engine's control calls: `abort`, `approve` and `deny` work from any engine. A turn this
  * engine runs is told at once; one another engine runs gets a stored request, which that
- * engine's control poller applies (see src/control/).
+ * engine's control poller applies at its next poll, or at once when PostgreSQL notifies it
+ * (see src/control/).
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import { startControlPoller, type ControlPoller } from '../control/control-poller'
@@ -9,6 +10,7 @@ import { requestAbort, requestDecision } from '../control/remote-control'
 import { optionalString, requireId } from '../core/arguments'
 import type { Store } from '../store/store'
 import type { RunningTurns } from './running-turns'
+import type { StoreFeeds } from './store-feeds'
 import { ApprovalNotPendingError, InvalidArgumentError } from '../core/errors'
 import type { ToolPart } from '../core/types'
 import { checkApprovalEdit } from '../tools/approval-edit'
@@ -17,8 +19,9 @@ export interface ControlCalls {
   /**
    * Approves a tool call of a turn in `awaiting-approval`. Works from any engine on the
    * database: a turn whose engine is gone is taken over first; a turn another live engine runs
-   * gets a stored request that engine applies within `controlPollIntervalMs` (this resolves
-   * once it did). Throws `ApprovalNotPendingError` when the call is not waiting for approval.
+   * gets a stored request that engine applies within `controlPollIntervalMs`, or at once with
+   * PostgreSQL notifications (this resolves once it did). Throws `ApprovalNotPendingError` when
+   * the call is not waiting for approval.
    *
    * `options.input`: the call runs with this input instead of the model's (only for the tools
    * named in `editableApprovals`; an edit of another tool is refused). It is checked against
@@ -50,6 +53,8 @@ export function engineControl(deps: {
   /** Takes over the turns of engines that are gone (a request to one of them would wait forever). */
   recover(): Promise<unknown>
   requireOpen(operation: string): void
+  /** PostgreSQL notifications: requests applied, and outcomes heard, as soon as they are stored. */
+  feeds?: Pick<StoreFeeds, 'controlRequests' | 'controlOutcomes'>
 }): EngineControl {
   const { config, running, requireOpen } = deps
   const remote = {
@@ -63,12 +68,14 @@ export function engineControl(deps: {
       if (!call) throw new ApprovalNotPendingError(turnId, callId, 'its part is not waiting for approval')
       return checkApprovalEdit(config.tools, config.editableApprovals, call.tool, input)
     },
+    ...(deps.feeds ? { outcomes: deps.feeds.controlOutcomes } : {}),
   }
   const poller = startControlPoller({
     requests: deps.store.controls,
     running: () => running.begun(),
     intervalMs: config.controlPollIntervalMs,
     onError: () => undefined, // the database is unreachable: the next poll tries again
+    ...(deps.feeds ? { feed: deps.feeds.controlRequests } : {}),
   })
   const calls: EngineControl['calls'] = {
     async abort(sessionId) {

@@ -1,8 +1,9 @@
 /**
  * `createEngine`: the composition root. It builds the engine's parts in order, each from the
- * ones before it: options → services → store → bus → the running turns → what a turn needs
- * (`TurnDeps`) → the prompt queue → recovery → control → the calls; then the watchers are
- * attached and recovery runs once. The only module that may import every folder.
+ * ones before it: options → services → store (and its listening connection on PostgreSQL) →
+ * bus → the running turns → what a turn needs (`TurnDeps`) → the prompt queue → recovery →
+ * control → the calls; then the watchers are attached and recovery runs once. The only module
+ * that may import every folder.
  */
 import { Bus } from '../core/bus'
 import { requireFunction } from '../core/arguments'
@@ -26,6 +27,7 @@ import { recoverTurns } from './recovery'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
+import { registerNotifications, storeFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
 
 /**
@@ -45,8 +47,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const reportHookError = (error: unknown) => callHook(() => config.onSubscriberError(error), () => undefined)
   const services = createEngineServices(config, options.redact?.secrets ?? [], reportHookError)
   await checkToolSchemas(config.tools)
-  const opened = await openEngineStore(options, config)
+  // The listening connection's failures end nothing (the engine polls meanwhile): told where
+  // subscribers' failures are.
+  const opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
   const { store } = opened
+  const feeds = opened.notifications && storeFeeds(opened.notifications)
   const bus = new Bus(reportHookError)
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
   bus.subscribe((event) => services.telemetry.observe(event))
@@ -77,6 +82,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     isClosed,
     activeTurn: (sessionId) => running.ofSession(sessionId),
     start: (record, memory) => running.track(startQueuedTurn({ config, services, turns }, record, memory)),
+    ...(feeds ? { changes: feeds.sessions } : {}),
   })
 
   /** Takes over the turns left by engines that are gone; resolves once each resumption is logged. */
@@ -91,7 +97,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     return recovered
   }
   // Approve, deny and abort from any engine (src/control/).
-  const control = engineControl({ store, config, running, recover, requireOpen })
+  const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}) })
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
@@ -123,6 +129,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await opened.close()
     },
   }
+  if (opened.notifications && feeds) registerNotifications(engine, opened.notifications, feeds)
   if (config.recovery.intervalMs > 0) {
     // Takes over the turns of workers that die while this engine runs.
     sweep = setInterval(() => {

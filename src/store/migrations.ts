@@ -4,6 +4,7 @@
  * outside a transaction (a failure leaves half a schema) and its lock is a no-op there.
  */
 import { sql, type Kysely } from 'kysely'
+import { createNotifyTriggers } from './postgres/notify-triggers'
 import type { TurnchartDatabase } from './schema'
 
 export interface Migration {
@@ -172,6 +173,15 @@ export const migrations: Migration[] = [
     async up(db) {
       await db.schema.alterTable('turnchart_queue').addColumn('kind', 'text', (c) => c.notNull().defaultTo('prompt')).execute()
       await db.schema.alterTable('turnchart_controls').addColumn('input', 'text').execute()
+    },
+  },
+  {
+    // PostgreSQL pushes what other engines wait for (LISTEN/NOTIFY): triggers that notify in the
+    // writing transaction, and the sessions watched from elsewhere (postgres/notify-triggers.ts).
+    // SQLite has no notifications: its engines poll, and nothing is created there.
+    name: '0010_postgres_notifications',
+    async up(db, dialect) {
+      if (dialect === 'postgres') await createNotifyTriggers(db)
     },
   },
 ]

@@ -210,6 +210,8 @@ export interface OpenedStore {
   store: Store
   /** `sqlite`, `postgres` or `memory`. */
   dialect: 'sqlite' | 'postgres' | 'memory'
+  /** PostgreSQL: the schema turnchart's tables are in (its notifications' channel is named after it). */
+  schema?: () => Promise<string>
   /** Closes the connection when turnchart opened it; a caller's Kysely instance or store stays open. */
   close(): Promise<void>
 }

@@ -28,6 +28,7 @@ import { promptInputOf, UnusableMessage } from './chat-input'
 import { isChatTurn } from './chat-turns'
 import { LiveTurns } from '../ui-stream/live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'
+import { storedRowsOf } from '../engine/store-feeds'
 import { readBody } from './read-body'
 import { toUIMessageStreamResponse, type TurnRef } from '../ui-stream/to-ui-message-stream'
 import { toUIMessages } from '../ui-stream/ui-messages'
@@ -86,7 +87,10 @@ export interface ChatHandlerOptions {
   whenBusy?: 'reject' | 'steer'
   /** Headers added to every response (e.g. CORS). */
   headers?: Record<string, string>
-  /** How often a resumed stream of a turn run by another process reads its rows (ms, default 250). */
+  /**
+   * How often a resumed stream of a turn run by another process reads its rows (ms, default 250);
+   * with PostgreSQL notifications it also reads them at each write of that process.
+   */
   pollIntervalMs?: number
   /**
    * Called with an unexpected error (a `HookError` when `authorize` or `newSession` threw); the
@@ -331,7 +335,8 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     // Not in this process's mirror: a turn run by another engine (or started before the handler).
     const turnId = await unfinishedTurnId(engine, route.chatId)
     if (!turnId) return new Response(null, { status: 204, headers })
-    const polled = pollTurnStream(engine, { id: turnId, sessionId: route.chatId }, { intervalMs: options.pollIntervalMs, signal: request.signal })
+    // PostgreSQL notifications, when the engine listens: each flush of the running engine is read at once.
+    const polled = pollTurnStream(engine, { id: turnId, sessionId: route.chatId }, { intervalMs: options.pollIntervalMs, signal: request.signal, changes: storedRowsOf(engine) })
     return createUIMessageStreamResponse({ stream: polled, headers })
   }
 

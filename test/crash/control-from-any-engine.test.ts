@@ -1,8 +1,9 @@
 /**
  * approve, deny and abort from an engine that does not run the turn: a child process runs it,
  * this process's engine decides. Each takes effect within the child's `controlPollIntervalMs`
- * (100 ms here) plus a query; `readStatus` shows the waiting calls from the database. On a
- * SQLite file and on PostgreSQL.
+ * (100 ms here) plus a query on SQLite, at once by notification on PostgreSQL
+ * (test/scenarios/push-across-engines.test.ts isolates that path); `readStatus` shows the
+ * waiting calls from the database. On a SQLite file and on PostgreSQL.
  */
 import fs from 'node:fs'
 import path from 'node:path'

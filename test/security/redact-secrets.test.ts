@@ -17,6 +17,8 @@ describe('redactSecrets: text', () => {
     ['key= in a URL', 'GET https://h/v1/models?key=AB12cd&alt=sse failed', `GET https://h/v1/models?key=${REDACTED}&alt=sse failed`],
     ['api_key= in a URL', 'https://h/x?foo=1&api_key=s3cr3t#frag', `https://h/x?foo=1&api_key=${REDACTED}#frag`],
     ['token= in a URL', 'https://h/x?token=tok123', `https://h/x?token=${REDACTED}`],
+    ['a connection string\'s password', 'connect to postgres://app:s3cr3t-pw@db.internal:5432/app failed', `connect to postgres://app:${REDACTED}@db.internal:5432/app failed`],
+    ['a URL with a user and no password: kept', 'postgres://app@db.internal/app', 'postgres://app@db.internal/app'],
     ['OpenAI key shape', 'Incorrect API key provided: sk-proj-abcDEF1234567890.', `Incorrect API key provided: ${REDACTED}.`],
     ['Anthropic key shape', 'key sk-ant-api03-abcdefghijklmnop rejected', `key ${REDACTED} rejected`],
     ['Google key shape', 'API key AIzaSyA1234567890abcdefghijklmnopqrstu not valid', `API key ${REDACTED} not valid`],

@@ -105,6 +105,8 @@ describe('PostgreSQL', () => {
       'turnchart_sessions',
       'turnchart_transitions',
       'turnchart_turns',
+      // PostgreSQL only: the sessions watched from other engines (their writes notify).
+      'turnchart_watches',
     ])
   })
 

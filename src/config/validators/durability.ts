@@ -1,12 +1,17 @@
-/** `recovery`, `leaseMs`, `controlPollIntervalMs`, `flushIntervalMs` and `busyTimeoutMs`: how turns survive a crash and reach the database. */
+/**
+ * `recovery`, `leaseMs`, `controlPollIntervalMs`, `notifications`, `flushIntervalMs` and
+ * `busyTimeoutMs`: how turns survive a crash, reach the database, and hear from other engines.
+ */
 import { InvalidOptionError } from '../../core/errors'
 import type { EngineOptions } from '../options'
+import { isPostgresUrl, redactUrl } from '../../store/open-database'
 import { booleanOption, optionGroup, timerMs } from '../option-values'
 
 export function resolveDurability(options: EngineOptions): {
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
   controlPollIntervalMs: number
+  notifications: boolean
   flushIntervalMs: number
   busyTimeoutMs: number
 } {
@@ -23,7 +28,20 @@ export function resolveDurability(options: EngineOptions): {
     },
     leaseMs,
     controlPollIntervalMs: timerMs('controlPollIntervalMs', options.controlPollIntervalMs, 200, 10),
+    notifications: notificationsOption(options.notifications),
     flushIntervalMs: timerMs('flushIntervalMs', options.flushIntervalMs, 250),
     busyTimeoutMs: timerMs('busyTimeoutMs', options.busyTimeoutMs, 5000),
   }
+}
+
+/**
+ * Whether the engine listens for PostgreSQL notifications when it can. A URL (where to listen,
+ * for a Kysely instance of the app's) counts as yes; it stays out of the resolved options
+ * (`engine.config` is printable, a URL may carry a password): the store opener reads it.
+ */
+function notificationsOption(value: EngineOptions['notifications']): boolean {
+  if (value === undefined) return true
+  if (typeof value === 'boolean') return value
+  if (typeof value === 'string' && isPostgresUrl(value)) return true
+  throw new InvalidOptionError('notifications', typeof value === 'string' ? redactUrl(value) : value, 'true, false, or a postgres:// URL to listen on')
 }

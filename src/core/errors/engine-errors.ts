@@ -71,6 +71,24 @@ export class StorageError extends TurnchartError {
 }
 
 /**
+ * The connection an engine listens on for PostgreSQL notifications failed (refused, dropped,
+ * silent past its heartbeat). Nothing stops: the engine polls as it does without notifications,
+ * reconnects with backoff, and looks once for what it missed when it is back. Reported once per
+ * outage through `onSubscriberError`; `url` has no password.
+ */
+export class NotificationListenerError extends TurnchartError {
+  readonly name = 'NotificationListenerError'
+  readonly url: string
+  readonly reason: string
+  constructor(url: string, reason: string) {
+    super(`the PostgreSQL notification listener on ${url} failed (${reason}); polling until it reconnects`)
+    this.url = url
+    this.reason = reason
+  }
+  static isInstance = isNamed<NotificationListenerError>('NotificationListenerError')
+}
+
+/**
  * A database that does not hold turnchart's tables (or holds them at a schema version this
  * turnchart cannot read without migrating). Raised by the read-only CLI, which never migrates.
  */

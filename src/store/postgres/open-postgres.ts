@@ -50,6 +50,46 @@ function addSetting(url: URL, setting: string): void {
 }
 
 /**
+ * A `postgres://` URL as `pg` takes it: turnchart's own parameters (`schema`, `pool_max`)
+ * removed, the schema applied as `search_path` and the `mode`'s settings at connection start-up.
+ * Invalid values are an `InvalidOptionError` naming `option` (the URL in it has no password).
+ *
+ * @example
+ * postgresConnection('postgres://app@db/app?schema=agent&pool_max=20') // { connectionString: 'postgres://app@db/app?options=-c+search_path%3Dagent', poolMax: 20 }
+ */
+export function postgresConnection(
+  value: string,
+  mode: { readOnly?: boolean; idleInTransactionTimeoutMs?: number } = {},
+  option = 'database',
+): { connectionString: string; poolMax: number } {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new InvalidOptionError(option, redactUrl(value), 'a valid postgres:// URL')
+  }
+  const schema = url.searchParams.get('schema')
+  const poolMax = url.searchParams.get('pool_max')
+  url.searchParams.delete('schema')
+  url.searchParams.delete('pool_max')
+  if (schema !== null) {
+    if (!schemaName.test(schema)) {
+      throw new InvalidOptionError(option, redactUrl(value), 'a URL whose schema parameter is a schema name of lowercase letters, digits and _')
+    }
+    // `pg` takes `options` from the URL.
+    addSetting(url, `search_path=${schema}`)
+  }
+  if (mode.readOnly) addSetting(url, 'default_transaction_read_only=on')
+  if (mode.idleInTransactionTimeoutMs !== undefined) addSetting(url, `idle_in_transaction_session_timeout=${Math.round(mode.idleInTransactionTimeoutMs)}`)
+  let max = 10
+  if (poolMax !== null) {
+    max = Number(poolMax)
+    if (!Number.isInteger(max) || max < 1) throw new InvalidOptionError(option, redactUrl(value), 'a URL whose pool_max parameter is an integer >= 1')
+  }
+  return { connectionString: url.toString(), poolMax: max }
+}
+
+/**
  * A pool on a `postgres://` or `postgresql://` URL.
  *
  * @param mode `readOnly`: every transaction of every connection read-only, whatever the caller
@@ -60,30 +100,7 @@ function addSetting(url: URL, setting: string): void {
  * const { db, close } = openPostgres('postgres://app@db.internal:5432/app?schema=agent&pool_max=20')
  */
 export function openPostgres(value: string, mode: { readOnly?: boolean; idleInTransactionTimeoutMs?: number } = {}): OpenedDatabase {
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    throw new InvalidOptionError('database', redactUrl(value), 'a valid postgres:// URL')
-  }
-  const schema = url.searchParams.get('schema')
-  const poolMax = url.searchParams.get('pool_max')
-  url.searchParams.delete('schema')
-  url.searchParams.delete('pool_max')
-  if (schema !== null) {
-    if (!schemaName.test(schema)) {
-      throw new InvalidOptionError('database', redactUrl(value), 'a URL whose schema parameter is a schema name of lowercase letters, digits and _')
-    }
-    // `pg` takes `options` from the URL.
-    addSetting(url, `search_path=${schema}`)
-  }
-  if (mode.readOnly) addSetting(url, 'default_transaction_read_only=on')
-  if (mode.idleInTransactionTimeoutMs !== undefined) addSetting(url, `idle_in_transaction_session_timeout=${Math.round(mode.idleInTransactionTimeoutMs)}`)
-  let max = 10
-  if (poolMax !== null) {
-    max = Number(poolMax)
-    if (!Number.isInteger(max) || max < 1) throw new InvalidOptionError('database', redactUrl(value), 'a URL whose pool_max parameter is an integer >= 1')
-  }
+  const { connectionString, poolMax: max } = postgresConnection(value, mode)
 
   let pg: PgModule
   try {
@@ -97,7 +114,7 @@ export function openPostgres(value: string, mode: { readOnly?: boolean; idleInTr
     )
   }
   const pool = new pg.Pool({
-    connectionString: url.toString(),
+    connectionString,
     max,
     // int8 (bigint: our epoch-ms columns) as numbers; the repository copes with strings too,
     // for Kysely instances created by the caller.
