@@ -4,7 +4,7 @@
  */
 import type { LanguageModel, ToolSet } from 'ai'
 import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
-import type { StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, TurnSettings } from '../core/types'
 import type { Pricing } from '../llm/usage'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
@@ -68,6 +68,13 @@ export interface EngineOptions {
    * replaces it. Durable: a turn another engine recovers runs with that engine's `stopWhen`.
    */
   stopWhen?: StopCondition | StopCondition[]
+  /**
+   * Limits over each run tree (a turn and the child turns its `agentTool`s start, recursively):
+   * `{ tokens: { input, output, total }, cost, steps, wallMs }`, checked before every model call
+   * in the tree; past one, the call is not made and the turn fails with `BudgetExceededError`.
+   * A session's (`createSession({ budget })`) and a prompt's budget win, field by field. Default: none.
+   */
+  budget?: Budget
   /** Largest file or image a prompt may carry as bytes (stored in the database). Default 10 MB. */
   maxFileBytes?: number
   /** Token limits of the model; without them overflow is detected only from provider errors. */

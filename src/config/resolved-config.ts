@@ -4,7 +4,7 @@
  * policies) are the engine's (src/engine/engine-services.ts).
  */
 import type { ToolSet } from 'ai'
-import type { StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, TurnSettings } from '../core/types'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
 import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
@@ -21,6 +21,8 @@ export interface ResolvedConfig {
   /** Default call settings of every turn. */
   call: Omit<TurnSettings, 'maxSteps'>
   maxSteps: number | undefined
+  /** Limits over each run tree (a prompt's and a session's budget win, field by field). */
+  budget: Budget | undefined
   /** The turns' stop conditions (empty: none). */
   stopWhen: StopCondition[]
   maxFileBytes: number

@@ -8,8 +8,8 @@
 import { MessageNotFoundError, SessionBusyError, SessionNotFoundError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { Store } from '../store/store'
-import { sumUsage, usageOfMessages } from '../core/usage'
-import type { MessageInfo, MessageWithParts, Part, SessionInfo, SessionUsage } from '../core/types'
+import { sumUsage, usageOfMessages, withDescendants } from '../core/usage'
+import type { MessageInfo, MessageWithParts, Part, SessionInfo, SessionUsage, TurnUsage, Usage } from '../core/types'
 
 export interface HistoryDeps {
   store: Store
@@ -125,18 +125,50 @@ export async function fork(deps: HistoryDeps, sessionId: string, messageId: stri
 
 /**
  * Tokens and cost of the session: in total and per turn (steps and compactions; reverted turns
- * included: they were paid for).
+ * included: they were paid for). Run trees: `descendants` sums the child turns the session's
+ * turns started (their children too), each turn's own `descendants` and `tree` say it per turn.
  *
  * @example
- * const { tokens, cost, turns } = await sessionUsage(store, sessionId)
+ * const { tokens, cost, turns, descendants, tree } = await sessionUsage(store, sessionId)
  */
 export async function sessionUsage(store: Pick<Store, 'sessions' | 'turns' | 'messages'>, sessionId: string): Promise<SessionUsage> {
   if (!(await store.sessions.get(sessionId))) throw new SessionNotFoundError(sessionId)
   const turns = await store.turns.usages(sessionId)
-  // A turn still running, or ended by recovery, has no usage on its row: summed from its messages.
+  const tree = await store.turns.descendants(turns.map((t) => t.id))
+  const usageOf = await turnUsages(store, [...turns, ...tree])
+  const own = (t: { id: string }): TurnUsage => usageOf.get(t.id)!
+  // Each descendant counted under the session's turn at the top of its branch.
+  const parentOf = new Map(tree.map((t) => [t.id, t.parentTurnId]))
+  const topOf = (id: string): string => {
+    let at = id
+    while (parentOf.has(at)) at = parentOf.get(at)!
+    return at
+  }
+  const below = new Map<string, Usage[]>()
+  for (const t of tree) below.set(topOf(t.id), [...(below.get(topOf(t.id)) ?? []), own(t)])
+  const usages = turns.map((t) => withDescendants(own(t), below.get(t.id)))
+  const ownTotal = sumUsage(usages)
+  const descendants = sumUsage(tree.map(own))
+  return { ...ownTotal, turns: usages, descendants, tree: sumUsage([ownTotal, descendants]) }
+}
+
+/**
+ * The own usage of each turn (its steps and compactions, without its descendants'): the one
+ * written on its row at its end, or, for a turn still running or ended by recovery, summed from
+ * its messages (one read for all of them).
+ *
+ * @example
+ * const byTurn = await turnUsages(store, await store.turns.usages(sessionId))
+ */
+export async function turnUsages(store: Pick<Store, 'messages'>, turns: Array<{ id: string; usage: TurnUsage | null }>): Promise<Map<string, TurnUsage>> {
   const missing = turns.filter((t) => !t.usage).map((t) => t.id)
   const byTurn = new Map<string, MessageInfo[]>()
-  for (const info of await store.messages.assistantInfos(missing)) byTurn.set(info.turnId!, [...(byTurn.get(info.turnId!) ?? []), info])
-  const usages = turns.map((t) => t.usage ?? usageOfMessages(t.id, byTurn.get(t.id) ?? []))
-  return { ...sumUsage(usages), turns: usages }
+  for (const info of missing.length ? await store.messages.assistantInfos(missing) : []) byTurn.set(info.turnId!, [...(byTurn.get(info.turnId!) ?? []), info])
+  return new Map(turns.map((t) => [t.id, ownUsage(t.usage ?? usageOfMessages(t.id, byTurn.get(t.id) ?? []))]))
+}
+
+/** A turn's own usage (a stored row written with its descendants' sums read as its own). */
+function ownUsage(usage: TurnUsage): TurnUsage {
+  const { descendants: _descendants, tree: _tree, ...own } = usage
+  return own
 }

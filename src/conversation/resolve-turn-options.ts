@@ -10,6 +10,7 @@ import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import { InvalidArgumentError } from '../core/errors'
 import type { PromptOptions, SessionDefaults, StopCondition, StoredTurnOptions } from '../core/types'
 import { isPlainObject, promptKeys, stopConditions, validateTurnSettings } from '../config/validators/call-settings'
+import { mergeBudgets, validateBudget } from '../policy/budget'
 
 export interface ResolvedTurnOptions {
   stored: StoredTurnOptions
@@ -52,6 +53,7 @@ function checkNames(config: ResolvedConfig, where: string, model: unknown, tools
  */
 export function validateSessionDefaults(config: ResolvedConfig, defaults: SessionDefaults): void {
   checkNames(config, 'session', defaults.model, defaults.tools, defaults.system)
+  if (defaults.budget !== undefined) validateBudget('session.budget', defaults.budget, argumentError)
   if (defaults.settings !== undefined) {
     if (!isPlainObject(defaults.settings)) throw new InvalidArgumentError('session.settings', defaults.settings, 'an object')
     if ('maxSteps' in defaults.settings) {
@@ -77,7 +79,9 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
     if (!promptKeys.includes(key)) throw new InvalidArgumentError(`options.${key}`, (prompt as Record<string, unknown>)[key], `one of ${promptOptionNames.join(', ')} (unknown option)`)
   }
   checkNames(config, 'options', prompt.model, prompt.tools, prompt.system)
-  const { model, system, tools, headers, maxSteps, stopWhen, ...settings } = prompt
+  const { model, system, tools, headers, maxSteps, stopWhen, budget: promptBudget, ...settings } = prompt
+  if (promptBudget !== undefined) validateBudget('options.budget', promptBudget, argumentError)
+  const budget = mergeBudgets(config.budget, defaults?.budget, promptBudget)
   const promptStops = stopWhen === undefined ? undefined : stopConditions('options.stopWhen', stopWhen, argumentError)
   validateTurnSettings('options', { ...settings, ...(headers ? { headers } : {}), ...(maxSteps !== undefined ? { maxSteps } : {}) }, argumentError)
   const sessionSettings = defaults?.settings ?? {}
@@ -96,6 +100,7 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
       ...(chosenSystem !== undefined ? { system: chosenSystem } : {}),
       ...(chosenTools ? { tools: [...chosenTools] } : {}),
       settings: merged,
+      ...(budget ? { budget } : {}),
     },
     memory: { ...(Object.keys(allHeaders).length ? { headers: allHeaders } : {}), ...(promptStops ? { stopWhen: promptStops } : {}) },
     maxSteps: maxSteps ?? config.maxSteps,
@@ -126,6 +131,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
     streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     pricing: config.pricing,
     stopWhen: memory.stopWhen ?? config.stopWhen,
+    ...(config.budget ? { budget: config.budget } : {}),
     ...services,
   }
   if (!stored) return engine
@@ -139,5 +145,5 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
       tools[name] = config.tools[name]
     }
   }
-  return { ...engine, model, system: stored.system, tools, call: { ...stored.settings, ...(headers ? { headers } : {}) } }
+  return { ...engine, model, system: stored.system, tools, call: { ...stored.settings, ...(headers ? { headers } : {}) }, ...(stored.budget ? { budget: stored.budget } : {}) }
 }

@@ -58,7 +58,7 @@ export function sessionOptions(value: unknown): { title: string | null; id?: unk
 }
 
 /** The session options: the title, checked here; `id`, `metadata` and the turns' defaults, checked by their owners. */
-const sessionKeys = ['title', 'id', 'metadata', 'system', 'model', 'tools', 'settings']
+const sessionKeys = ['title', 'id', 'metadata', 'system', 'model', 'tools', 'settings', 'budget']
 
 /**
  * A JSON object argument (a session's metadata): plain objects, arrays, strings, finite numbers,

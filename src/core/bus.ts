@@ -7,7 +7,19 @@ import type { SerializedError } from './errors'
 import { callHook, settleHook } from './hooks'
 import type { MessageInfo, Part, SessionStatus } from './types'
 
-export type TurnchartEvent =
+export type TurnchartEvent = TurnchartEventBody & ChildTurnFields
+
+/**
+ * Run trees: every event a child turn publishes carries its own turn id (`turnId`, also on the
+ * events that have none otherwise: `session.status`, `message.updated`, `part.updated`) and its
+ * parent's (`parentTurnId`). A root turn's events have no `parentTurnId`.
+ */
+export interface ChildTurnFields {
+  turnId?: string
+  parentTurnId?: string
+}
+
+type TurnchartEventBody =
   | { type: 'session.status'; sessionId: string; status: SessionStatus }
   | { type: 'message.updated'; sessionId: string; info: MessageInfo }
   | { type: 'part.updated'; sessionId: string; part: Part }

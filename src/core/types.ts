@@ -26,6 +26,12 @@ export interface SessionInfo {
    * turnchart never reads it; a fork copies it.
    */
   metadata?: SessionMetadata
+  /**
+   * Set on a child session (run trees): the session of the turn whose tool call started it. A
+   * child session is hidden from `listSessions` unless asked for, and goes with its parent
+   * (deleted, forked).
+   */
+  parentSessionId?: string
 }
 
 /** A session's metadata: a JSON object of the app's. */
@@ -163,11 +169,38 @@ export interface Usage {
 export interface TurnUsage extends Usage {
   turnId: string
   compaction: Usage
+  /**
+   * Run trees: the usage of the turn's descendants (child turns started by its tools, theirs,
+   * …), apart; `tree` is the turn's own and its descendants' together. Absent on a turn that
+   * started no child.
+   */
+  descendants?: Usage
+  tree?: Usage
 }
 
-/** `engine.usage(sessionId)`: totals of every turn the session ran (reverted ones included), and each turn's. */
+/**
+ * `engine.usage(sessionId)`: totals of every turn the session ran (reverted ones included), and
+ * each turn's. `tokens` and `cost` are the session's own turns; `descendants` the child turns
+ * they started (recursively), and `tree` both together.
+ */
 export interface SessionUsage extends Usage {
   turns: TurnUsage[]
+  descendants: Usage
+  tree: Usage
+}
+
+/**
+ * Limits over a run tree (a turn and every child turn its tools start, recursively), in the
+ * units of `Usage`: tokens (`input`, `output`, `total` = input + output), `cost`, model calls
+ * (`steps`, retries and summary requests included) and wall time since the root turn started
+ * (`wallMs`). Checked before every model call in the tree against the tree's usage so far; past
+ * one, the call is not made and the turn ends `failed` with `BudgetExceededError`.
+ */
+export interface Budget {
+  tokens?: { input?: number; output?: number; total?: number }
+  cost?: number
+  steps?: number
+  wallMs?: number
 }
 
 export interface MessageWithParts {
@@ -220,6 +253,11 @@ export interface TurnRecord {
   epoch?: number
   /** The model and tool names, system prompt and call settings the turn runs with (never its headers). */
   options?: StoredTurnOptions
+  /** Run trees: the turn whose tool call started this one (a child turn), and that call's id. */
+  parentTurnId?: string
+  parentCallId?: string
+  /** Run trees: the tree's first turn (set on child turns only). */
+  rootTurnId?: string
 }
 
 export function emptyTokens(): Tokens {
@@ -295,6 +333,8 @@ export interface PromptOptions extends TurnSettings {
   system?: string
   /** Names of registered tools this turn may use (default: the session's, else all). */
   tools?: string[]
+  /** Limits over the turn's run tree (default: the session's, else the engine's), field by field. Stored with the turn. */
+  budget?: Budget
 }
 
 /** Defaults of a session's turns: `engine.createSession({ title, system, model, tools, settings })`. Stored. */
@@ -304,6 +344,8 @@ export interface SessionDefaults {
   tools?: string[]
   /** Call settings and `toolChoice` (not `headers`: they are never stored; `maxSteps` is per engine and per prompt). */
   settings?: Omit<TurnSettings, 'headers' | 'maxSteps'>
+  /** Limits over each run tree the session's turns start (see `Budget`). */
+  budget?: Budget
 }
 
 /** What is stored with a turn: names and JSON only. */
@@ -313,4 +355,6 @@ export interface StoredTurnOptions {
   /** Tool names; absent: every registered tool. */
   tools?: string[]
   settings: Omit<TurnSettings, 'headers' | 'maxSteps'>
+  /** The budget of the run tree this turn is the root of (the prompt's over the session's over the engine's). */
+  budget?: Budget
 }

@@ -40,3 +40,16 @@ export function usageOfMessages(turnId: string, infos: Iterable<Pick<MessageInfo
   for (const info of infos) if (info.role === 'assistant') addUsage(usage, info, info.summary === true)
   return usage
 }
+
+/**
+ * A turn's usage with its descendants' apart and together (`descendants`, `tree`); as it is
+ * when it started no child.
+ *
+ * @example
+ * withDescendants(turnUsage, [childUsage]) // { ...turnUsage, descendants, tree }
+ */
+export function withDescendants(usage: TurnUsage, descendants: Usage[] | undefined): TurnUsage {
+  if (!descendants || descendants.length === 0) return usage
+  const sum = sumUsage(descendants)
+  return { ...usage, descendants: sum, tree: sumUsage([usage, sum]) }
+}

@@ -15,6 +15,8 @@ import { PromptQueue } from '../conversation/prompt-queue'
 import type { HistoryDeps } from '../conversation/history'
 import { checkToolSchemas } from '../tools/json-schema-validator'
 import { newOwnerId } from '../turn/recovery/recover-turns'
+import { RunTrees } from '../turn/run-tree/run-trees'
+import { childTurns } from './child-turns'
 import type { TurnDeps } from '../turn/run-turn'
 import type { RunningTurn } from '../turn/turn-handle'
 import { engineControl } from './control-calls'
@@ -63,6 +65,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const { requireOpen, call } = engineCalls(isClosed)
 
   const running = new RunningTurns()
+  // Run trees: a tool's child turn aborted on another engine goes through the stored controls.
+  let abortElsewhere: (sessionId: string) => Promise<void> = async () => undefined
   const turns: TurnDeps = {
     store,
     bus,
@@ -74,6 +78,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ...(config.clock ? { clock: config.clock } : {}),
     onActorError: reportHookError,
     onSettled: (turn) => running.untrack(turn),
+    trees: new RunTrees(),
+    children: childTurns({ config, services, turns: () => turns, running, abortElsewhere: (sessionId) => abortElsewhere(sessionId), recover: () => recover() }),
   }
   const queue = new PromptQueue({
     store,
@@ -98,6 +104,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   }
   // Approve, deny and abort from any engine (src/control/).
   const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}) })
+  abortElsewhere = (sessionId) => (closed ? Promise.resolve() : control.calls.abort(sessionId))
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }

@@ -10,6 +10,7 @@ import type { TurnDeps } from '../turn/run-turn'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
 import { newScope, resumeTurn, startTurnFromIdle } from '../turn/turn-starts'
+import { treeOf } from './child-turns'
 
 /**
  * Recovers every claimable unfinished turn: claimed, its crash logged, then resumed in this
@@ -32,9 +33,11 @@ export function recoverTurns(
     // The turn's own options, stored with it (its headers, never stored, are not restored).
     turnConfig: async (turnId) => turnConfig(config, services, await turns.store.turns.options(turnId)),
     resume: ({ record, input, fence, config: resumedConfig, messages, from }) => {
-      const scope = newScope(turns, record.id, record.sessionId, fence)
+      const scope = newScope(turns, record.id, record.sessionId, fence, record.parentTurnId)
       scope.restore(messages, resumedConfig)
-      return from ? resumeTurn(turns, { scope, input, ...from }) : startTurnFromIdle(turns, { scope, input })
+      // Run trees: the turn joins its tree (its root, resumed first here, or one loaded from the rows).
+      const tree = treeOf(turns, record)
+      return from ? resumeTurn(turns, { scope, input, ...from, tree }) : startTurnFromIdle(turns, { scope, input, tree })
     },
   }
   return recoverWith(ports, isRunningHere)

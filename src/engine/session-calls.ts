@@ -46,8 +46,8 @@ export interface SessionCalls {
   usage(sessionId: string): Promise<SessionUsage>
   /** A session by id, or undefined when the database does not hold it (a lookup). */
   getSession(sessionId: string): Promise<SessionInfo | undefined>
-  /** All sessions, oldest first. */
-  listSessions(): Promise<SessionInfo[]>
+  /** All sessions, oldest first; the child sessions of run trees (`parentSessionId` set) only with `{ children: true }`. */
+  listSessions(options?: { children?: boolean }): Promise<SessionInfo[]>
   /** Messages with parts, in order, read from the database. Throws `SessionNotFoundError` for an unknown session. */
   messages(sessionId: string): Promise<MessageWithParts[]>
 }
@@ -98,7 +98,12 @@ export function sessionCalls({ config, store, history, requireOpen, call }: Sess
     },
     usage: (sessionId) => call('read usage', () => sessionUsage(store, requireId('sessionId', sessionId))),
     getSession: async (sessionId) => call('get a session', () => store.sessions.get(requireId('sessionId', sessionId))),
-    listSessions: () => call('list sessions', () => store.sessions.list()),
+    listSessions: (options) => {
+      if (options !== undefined && (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'children'))) {
+        throw new InvalidArgumentError('options', options, 'an object like { children: true }')
+      }
+      return call('list sessions', () => store.sessions.list(options?.children === true ? { children: true } : {}))
+    },
     messages: (sessionId) =>
       call('read messages', async () => {
         requireId('sessionId', sessionId)

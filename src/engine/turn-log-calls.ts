@@ -23,6 +23,11 @@ export interface TurnLogCalls {
   /** The persisted record of a turn, or undefined when the database does not hold it (a lookup). */
   getTurn(turnId: string): Promise<TurnRecord | undefined>
   /**
+   * Run trees: the direct child turns of a turn (started by its `agentTool` calls), oldest first,
+   * each with `parentTurnId` and `parentCallId`. Empty for a turn that started none or an unknown turn.
+   */
+  childTurns(turnId: string): Promise<TurnRecord[]>
+  /**
    * The turn's state sequence rebuilt from its transition log with the chart's pure
    * `transition()`. Throws `ReplayMismatchError` at a row the chart would not have taken,
    * `TurnNotFoundError` for an unknown turn.
@@ -46,6 +51,7 @@ export function turnLogCalls({ store, requireOpen, call }: { store: Store; requi
         return store.transitions.list(turnId)
       }),
     getTurn: (turnId) => call('get a turn', async () => store.turns.get(requireId('turnId', turnId))),
+    childTurns: (turnId) => call('list child turns', async () => store.turns.children(requireId('turnId', turnId))),
     replay: (turnId) =>
       call('replay a turn', async () => {
         requireId('turnId', turnId)

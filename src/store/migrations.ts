@@ -184,6 +184,27 @@ export const migrations: Migration[] = [
       if (dialect === 'postgres') await createNotifyTriggers(db)
     },
   },
+  {
+    // Run trees: a child session names its parent session; a child turn its parent turn, the
+    // parent's tool call that started it (one child per call: the unique index is what makes a
+    // call resumed after a crash find its child rather than start a second), and its tree's root.
+    name: '0011_run_trees',
+    async up(db, dialect) {
+      const id = idType(dialect)
+      await db.schema.alterTable('turnchart_sessions').addColumn('parent_id', id).execute()
+      await db.schema.createIndex('turnchart_sessions_parent').on('turnchart_sessions').columns(['parent_id', 'id']).where(sql.ref('parent_id'), 'is not', null).execute()
+      await db.schema.alterTable('turnchart_turns').addColumn('parent_turn_id', id).execute()
+      await db.schema.alterTable('turnchart_turns').addColumn('parent_call_id', 'text').execute()
+      await db.schema.alterTable('turnchart_turns').addColumn('root_turn_id', id).execute()
+      await db.schema
+        .createIndex('turnchart_turns_parent_call')
+        .unique()
+        .on('turnchart_turns')
+        .columns(['parent_turn_id', 'parent_call_id'])
+        .where(sql.ref('parent_turn_id'), 'is not', null)
+        .execute()
+    },
+  },
 ]
 
 /**

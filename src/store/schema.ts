@@ -18,6 +18,8 @@ export interface SessionTable {
   reverted_to: ColumnType<string | null, string | null | undefined, string | null>
   /** JSON: the app's metadata of the session (`createSession({ metadata })`); null when none. */
   metadata: ColumnType<string | null, string | null | undefined, string | null>
+  /** Run trees: the session of the turn whose tool call started this child session; null for a top-level session. */
+  parent_id: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface MessageTable {
@@ -66,6 +68,10 @@ export interface TurnTable {
   options: ColumnType<string | null, string | null | undefined, string | null>
   /** JSON: the turn's usage totals, written when it ends. */
   usage: ColumnType<string | null, string | null | undefined, string | null>
+  /** Run trees: the turn whose tool call started this child turn, that call's id, and the tree's root turn (null on a root). */
+  parent_turn_id: ColumnType<string | null, string | null | undefined, string | null>
+  parent_call_id: ColumnType<string | null, string | null | undefined, string | null>
+  root_turn_id: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface TransitionTable {

@@ -84,8 +84,10 @@ export interface SessionStore {
   /** Inserts a session with its defaults and metadata (JSON, returned by `get` and `list` as given). */
   insert(session: SessionInfo): Promise<void>
   get(id: string): Promise<SessionInfo | undefined>
-  /** Every session, oldest first. */
-  list(): Promise<SessionInfo[]>
+  /** Every session, oldest first; child sessions (run trees: `parentSessionId` set) only with `{ children: true }`. */
+  list(options?: { children?: boolean }): Promise<SessionInfo[]>
+  /** The sessions whose `parentSessionId` is one of `ids` (one level), oldest first. */
+  children(ids: string[]): Promise<SessionInfo[]>
   /**
    * Takes the session's write lock for the current transaction (so two engines cannot both
    * start a turn on it). False when the session does not exist.
@@ -95,7 +97,10 @@ export interface SessionStore {
   setTitle(id: string, title: string | null, now: number): Promise<boolean>
   /** Sets (a message id) or clears (null) the revert marker. */
   setRevertedTo(id: string, messageId: string | null, now: number): Promise<void>
-  /** Deletes the session with its messages, parts, turns, transition logs and queued prompts. False when there was none. */
+  /**
+   * Deletes the session with its messages, parts, turns, transition logs and queued prompts,
+   * and its child sessions (run trees), theirs, and so on, with theirs. False when there was none.
+   */
   delete(id: string): Promise<boolean>
 }
 
@@ -119,9 +124,29 @@ export interface MessageStore {
   assistantInfos(turnIds: string[]): Promise<MessageInfo[]>
 }
 
+/** A descendant turn of a run tree, with what its usage sums need. */
+export interface TreeTurn {
+  id: string
+  parentTurnId: string
+  sessionId: string
+  step: number
+  /** The usage written at its end (null while it runs, or when it was never written). */
+  usage: TurnUsage | null
+}
+
 export interface TurnStore {
-  /** Inserts a turn row with its chart input (what replaying its log needs). */
+  /**
+   * Inserts a turn row with its chart input (what replaying its log needs). A child turn
+   * (`parentTurnId`, `parentCallId`, `rootTurnId` set) is unique per parent call: a second
+   * child of the same call throws a unique error.
+   */
   insert(turn: TurnRecord, input: unknown): Promise<void>
+  /** The direct child turns of a turn (run trees), oldest first. */
+  children(turnId: string): Promise<TurnRecord[]>
+  /** The child turn a parent's tool call started, if any. */
+  childOfCall(parentTurnId: string, callId: string): Promise<TurnRecord | undefined>
+  /** Every descendant of these turns (children, theirs, …), each with its parent, oldest first. */
+  descendants(turnIds: string[]): Promise<TreeTurn[]>
   /**
    * Updates a turn's row. With `fence`, only while that engine still owns the unfinished turn
    * at that epoch; otherwise throws `TurnOwnershipLostError` and changes nothing.
@@ -160,7 +185,10 @@ export interface TransitionStore {
   append(record: TransitionRecord): Promise<void>
   /** A turn's log, in seq order. */
   list(turnId: string): Promise<TransitionRecord[]>
-  /** Deletes the logs of turns that ended before `before`; returns the rows deleted. */
+  /**
+   * Deletes the logs of turns that ended before `before`, a child turn's only once its tree's
+   * root turn also ended before `before` (a tree's logs go together); returns the rows deleted.
+   */
   deleteFinished(before: number): Promise<number>
 }
 

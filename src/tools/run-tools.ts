@@ -7,6 +7,7 @@ import type { ModelMessage, ToolSet } from 'ai'
 import type { Part, ToolPart, ToolState } from '../core/types'
 import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../core/redact-secrets'
+import { withChildTurns, type ChildTurnRunner } from './child-turns'
 import { toolOptions } from './tool-options'
 import { completeCall, failCall } from './tool-part'
 import { safeMessage } from '../core/errors'
@@ -29,10 +30,13 @@ export interface ToolRunScope {
  * that throws becomes an `error` part. Only a defect rejects (the turn's gated actor makes it
  * the turn's failure).
  *
+ * `children`: the runner an `agentTool` starts its child turn through (run trees), put in each
+ * call's context.
+ *
  * @example
  * await runTools(scope, signal)
  */
-export async function runTools(scope: ToolRunScope, signal: AbortSignal): Promise<void> {
+export async function runTools(scope: ToolRunScope, signal: AbortSignal, children?: ChildTurnRunner): Promise<void> {
   const calls = scope.stepTools.filter((part) => part.state.status === 'running')
   if (calls.length === 0) return
   const messages = scope.modelMessages()
@@ -40,7 +44,7 @@ export async function runTools(scope: ToolRunScope, signal: AbortSignal): Promis
   const worker = async () => {
     while (next < calls.length && !signal.aborted) {
       const part = calls[next++]
-      await runOne(scope, part, messages, signal)
+      await runOne(scope, part, messages, signal, children)
     }
   }
   const workers = Array.from({ length: Math.min(scope.config.toolExecution.concurrency, calls.length) }, worker)
@@ -53,8 +57,8 @@ export interface TurnToolContext {
   turnId: string
 }
 
-function toolContext(scope: ToolRunScope): TurnToolContext & { experimental_context: TurnToolContext } {
-  const context = { sessionId: scope.sessionId, turnId: scope.turnId }
+function toolContext(scope: ToolRunScope, children: ChildTurnRunner | undefined): TurnToolContext & { experimental_context: TurnToolContext } {
+  const context = withChildTurns({ sessionId: scope.sessionId, turnId: scope.turnId }, children)
   return { ...context, experimental_context: context }
 }
 
@@ -69,7 +73,7 @@ export function turnOfTool(options: unknown): TurnToolContext {
   return { sessionId: String(context?.sessionId ?? ''), turnId: String(context?.turnId ?? '') }
 }
 
-async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal): Promise<void> {
+async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal, children: ChildTurnRunner | undefined): Promise<void> {
   if (part.state.status !== 'running') return
   const { input } = part.state
   // Own properties only: `constructor`, `__proto__` or `toString` is an unknown tool, not Object's.
@@ -97,7 +101,7 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
         messages,
         abortSignal: controller.signal,
         // Which session and turn the call runs for: as fields, and as the AI SDK's context.
-        ...toolContext(scope),
+        ...toolContext(scope, children),
       } as never),
     ).then(lastValue)
     const output = await Promise.race([run, stopped])

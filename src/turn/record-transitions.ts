@@ -111,6 +111,11 @@ export class TransitionRecorder {
     return this.#final
   }
 
+  /** True once the turn leaves this engine without an end: detached (close) or lost to another engine. */
+  get leaving(): boolean {
+    return this.#detached || this.#lost
+  }
+
   /**
    * Resolves when every transition recorded so far is committed: true when the turn may act
    * (start a state's actors), false when a write failed or the turn stopped. Call it when an

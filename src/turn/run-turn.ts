@@ -10,7 +10,11 @@ import { createActor, type Actor, type InspectionEvent, type SnapshotFrom } from
 import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus } from '../core/bus'
+import type { Usage } from '../core/types'
 import type { Store } from '../store/store'
+import type { ChildTurnRunner } from '../tools/child-turns'
+import { RunTree } from './run-tree/run-tree'
+import type { RunTrees } from './run-tree/run-trees'
 import { TransitionRecorder } from './record-transitions'
 import { turnActors } from './turn-actors'
 import { TurnHandle, type RunningTurn } from './turn-handle'
@@ -38,6 +42,25 @@ export interface TurnDeps {
   onActorError(error: unknown): void
   /** Called once when the turn has settled (after its last write), successfully or not. */
   onSettled(turn: RunningTurn): void
+  /** Run trees: the runner a turn's `agentTool` calls start child turns through, bound to the turn. */
+  children?(parent: ParentTurn): TurnChildren
+  /** Run trees: the trees this engine runs turns of (a recovered child finds its root's here). */
+  trees?: RunTrees
+}
+
+/** Run trees: a turn as the child turns its tools start see it. */
+export interface ParentTurn {
+  turnId: string
+  sessionId: string
+  tree: RunTree
+  /** True once the turn leaves this engine without ending (closed, or lost to another engine): its children go on. */
+  leaving(): boolean
+}
+
+/** The child turn runner of one turn, and its children's usage when the turn ends. */
+export interface TurnChildren extends ChildTurnRunner {
+  /** The usages of the turn's descendants, or undefined when it started no child. */
+  descendantUsages(): Promise<Usage[] | undefined>
 }
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
@@ -48,6 +71,8 @@ export interface TurnStart {
   input: TurnInput
   /** Restored snapshot (recovery) and the seq of the last logged transition. */
   restored?: { snapshot: TurnSnapshot; seq: number }
+  /** Run trees: the tree the turn belongs to (a child's parent's, a recovered turn's); absent: the turn is a new tree's root. */
+  tree?: RunTree
   /**
    * Runs once the actor started: stores the prompt (or does nothing for a restored turn).
    * Resolves with the event to send then (`turn.start`, `turn.recover`), or null; rejects when
@@ -67,7 +92,11 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const { scope } = start
   const recorder = new TransitionRecorder({ turnId: scope.turnId, sessionId: scope.sessionId, scope, bus: scope.events, fence: scope.fence, restored: start.restored })
   void scope.writer.failed.then((error) => recorder.writeFailed(error))
-  const machine = turnMachine.provide({ actors: turnActors(scope, recorder) })
+  // Run trees: a new root's budget is its own configuration's, read once it is resolved.
+  const tree = start.tree ?? new RunTree({ rootTurnId: scope.turnId, startedAt: Date.now(), budget: () => (scope.ready ? scope.config.budget : undefined) })
+  deps.trees?.join(tree)
+  const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => recorder.leaving })
+  const machine = turnMachine.provide({ actors: turnActors(scope, recorder, { tree, ...(children ? { children } : {}) }) })
   const actor = createActor(machine, {
     input: start.input,
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
@@ -79,7 +108,16 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   actor.system.inspect(recorder.inspector)
   // An actor error is a defect in turnchart; observe it so it cannot crash the process.
   actor.subscribe({ error: (error) => deps.onActorError(error) })
-  const handle = new TurnHandle({ actor, scope, recorder, onSettled: deps.onSettled })
+  const handle = new TurnHandle({
+    actor,
+    scope,
+    recorder,
+    onSettled: (turn) => {
+      deps.trees?.leave(tree)
+      deps.onSettled(turn)
+    },
+    ...(children ? { descendantUsages: () => children.descendantUsages() } : {}),
+  })
 
   void recorder.failed.then((error) => actor.send({ type: 'turn.fail', error }))
   void recorder.lost.then((error) => handle.lost(error))

@@ -9,7 +9,9 @@ import { serializeError, StorageError, UnknownError } from '../core/errors'
 import { summarize } from '../compaction/summarize'
 import { streamStep } from '../llm/stream-step'
 import { runTools } from '../tools/run-tools'
+import type { ChildTurnRunner } from '../tools/child-turns'
 import { gatedActor, type WriteAheadGate } from './gated-actor'
+import type { RunTree } from './run-tree/run-tree'
 import { stepBoundary } from './step-boundary'
 import type { TurnScope } from './turn-scope'
 
@@ -17,7 +19,8 @@ import type { TurnScope } from './turn-scope'
  * @example
  * const machine = turnMachine.provide({ actors: turnActors(scope, recorder) })
  */
-export function turnActors(scope: TurnScope, gate: WriteAheadGate) {
+export function turnActors(scope: TurnScope, gate: WriteAheadGate, run: { tree: RunTree; children?: ChildTurnRunner }) {
+  const { tree } = run
   return {
     streamStep: gatedActor<StreamStepInput>(gate, {
       run: async (input, signal, emit) => {
@@ -25,14 +28,19 @@ export function turnActors(scope: TurnScope, gate: WriteAheadGate) {
         const steered = await scope.takeSteered()
         if (steered.length > 0) emit({ type: 'turn.steered', messages: steered.length })
         if (signal.aborted) return { type: 'step.failed', error: serializeError(signal.reason), overflow: false, retryDelayMs: null }
-        return streamStep(scope, input, signal)
+        // The run tree's budget, checked before the call: past it, no call is made and the turn fails.
+        const refused = await tree.admit(scope.turnId)
+        if (refused) return { type: 'turn.fail', error: refused.toJSON() }
+        const event = await streamStep(scope, input, signal)
+        if (event.type === 'step.finished') tree.spend(scope.lastStepFinish())
+        return event
       },
       // A defect, not the provider's answer: the step fails, without a retry.
       failure: (error): TurnEvent => ({ type: 'step.failed', error: serializeError(error), overflow: false, retryDelayMs: null }),
     }),
     runTools: gatedActor<RunToolsInput>(gate, {
       run: async (input, signal) => {
-        await runTools(scope, signal)
+        await runTools(scope, signal, run.children)
         return stepBoundary(scope, input.step)
       },
       // A tool's own throw is its part; only a defect of the runner gets here: the turn fails.
@@ -40,7 +48,14 @@ export function turnActors(scope: TurnScope, gate: WriteAheadGate) {
     }),
     compact: gatedActor<CompactInput>(gate, {
       // Whether the summary follows a final answer is read before the summary replaces the history.
-      run: (input, signal) => summarize(scope, { ...input, completes: scope.lastStepAnswered() }, signal),
+      run: async (input, signal) => {
+        const refused = await tree.admit(scope.turnId)
+        if (refused) return { type: 'turn.fail', error: refused.toJSON() }
+        const event = await summarize(scope, { ...input, completes: scope.lastStepAnswered() }, signal)
+        const summary = scope.messages.at(-1)?.info
+        if (event.type === 'compaction.finished' && summary?.summary && summary.tokens) tree.spend({ tokens: summary.tokens, cost: summary.cost ?? 0 })
+        return event
+      },
       failure: (error): TurnEvent => ({ type: 'compaction.failed', error: serializeError(error), retryDelayMs: null }),
     }),
   }

@@ -6,7 +6,7 @@
  */
 import type { ToolSet } from 'ai'
 import type { Redactor } from '../core/redact-secrets'
-import type { StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, TurnSettings } from '../core/types'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
 import type { FailurePolicies } from '../policy/decide-failure'
@@ -30,6 +30,8 @@ export interface TurnConfig {
   pricing: Pricing | undefined
   /** Checked at the step boundary: when one holds, the turn completes. */
   stopWhen: StopCondition[]
+  /** The budget of the run tree this turn is the root of (a child turn runs under its root's). */
+  budget?: Budget
   /** The error classifier and the retry policy every failed model request is decided by. */
   failure: FailurePolicies
   telemetry: Telemetry

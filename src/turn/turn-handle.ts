@@ -7,7 +7,8 @@ import type { Actor } from 'xstate'
 import { turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import { ApprovalNotPendingError, EngineClosedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
-import type { ToolPart, TurnOutcome, TurnUsage } from '../core/types'
+import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
+import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { toUIMessageStreamResponse } from '../ui-stream/to-ui-message-stream'
 import { checkApprovalEdit } from '../tools/approval-edit'
@@ -26,7 +27,7 @@ export interface TurnResult {
    * `error.toJSON()` is the record stored on the assistant message.
    */
   error?: TurnchartError & SerializedError
-  /** Tokens and cost of the turn's steps and compactions. */
+  /** Tokens and cost of the turn's steps and compactions; run trees: its descendants' apart and together (`usage.descendants`, `usage.tree`). */
   usage: TurnUsage
   /** The text of the turn's last step (its final answer when it completed). */
   text: string
@@ -97,6 +98,8 @@ export interface TurnHandleParts {
   recorder: TransitionRecorder
   /** Called once when the turn has settled (after its last write), successfully or not. */
   onSettled(turn: RunningTurn): void
+  /** Run trees: the usages of the turn's descendants (undefined: it started no child), added to `done`'s usage. */
+  descendantUsages?(): Promise<Usage[] | undefined>
 }
 
 export class TurnHandle implements RunningTurn {
@@ -216,7 +219,12 @@ export class TurnHandle implements RunningTurn {
   ended({ error, ...end }: TurnEnd): void {
     this.#settle()
     // The turn's usage is kept on its row (reverting its messages later does not lose it).
-    void recordTurnResult(this.#parts.scope).then((extra) => this.#resolve({ ...end, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
+    void recordTurnResult(this.#parts.scope)
+      .then(async (extra) => {
+        const descendants = await this.#parts.descendantUsages?.().catch(() => undefined)
+        return { ...extra, usage: withDescendants(extra.usage, descendants) }
+      })
+      .then((extra) => this.#resolve({ ...end, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
   }
 
   /** Another engine runs the turn now: every effect stops here and nothing more is written. */

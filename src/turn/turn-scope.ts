@@ -30,6 +30,8 @@ export interface TurnScopeOptions {
   fence: TurnFence
   /** Streamed text is written at most this often. */
   flushIntervalMs: number
+  /** Run trees: the parent turn of a child turn (its events carry both ids). */
+  parentTurnId?: string
 }
 
 export class TurnScope {
@@ -59,7 +61,7 @@ export class TurnScope {
     this.sessionId = sessionId
     this.store = store
     this.fence = fence
-    const events = (this.events = new TurnEventLog(bus, { turnId, sessionId }))
+    const events = (this.events = new TurnEventLog(bus, { turnId, sessionId, ...(options.parentTurnId ? { parentTurnId: options.parentTurnId } : {}) }))
     this.writer = new PartWriter({
       store,
       queue: this.queue,

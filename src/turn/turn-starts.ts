@@ -13,6 +13,7 @@ import { newId } from '../core/ids'
 import type { UserPartDraft } from '../core/types'
 import type { Store } from '../store/store'
 import { publishApprovalRequest } from './record-transitions'
+import type { RunTree } from './run-tree/run-tree'
 import { runTurn, type TurnDeps } from './run-turn'
 import type { TurnConfig } from './turn-config'
 import type { RunningTurn } from './turn-handle'
@@ -32,13 +33,15 @@ export interface TurnRequest {
    * turn's configuration.
    */
   prepare(tx: Store, turnId: string): Promise<TurnConfig>
+  /** Run trees: a child turn's parent turn, the parent's call that starts it, and the tree it joins. */
+  child?: { parentTurnId: string; parentCallId: string; tree: RunTree }
 }
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
-/** A new scope of `turnId`, written under `fence`. */
-export function newScope(deps: TurnDeps, turnId: string, sessionId: string, fence = { owner: deps.owner, epoch: 0 }): TurnScope {
-  return new TurnScope({ turnId, sessionId, store: deps.store, bus: deps.bus, fence, flushIntervalMs: deps.flushIntervalMs })
+/** A new scope of `turnId`, written under `fence`; a child turn's names its parent (its events carry both ids). */
+export function newScope(deps: TurnDeps, turnId: string, sessionId: string, fence = { owner: deps.owner, epoch: 0 }, parentTurnId?: string): TurnScope {
+  return new TurnScope({ turnId, sessionId, store: deps.store, bus: deps.bus, fence, flushIntervalMs: deps.flushIntervalMs, ...(parentTurnId ? { parentTurnId } : {}) })
 }
 
 /**
@@ -52,10 +55,12 @@ export function newScope(deps: TurnDeps, turnId: string, sessionId: string, fenc
 export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDraft[], request: TurnRequest): RunningTurn {
   const turnId = request.turnId ?? newId('trn')
   const input: TurnInput = { turnId, sessionId, ...deps.chart, ...(request.maxSteps !== undefined ? { maxSteps: request.maxSteps } : {}) }
-  const scope = newScope(deps, turnId, sessionId)
+  const { child } = request
+  const scope = newScope(deps, turnId, sessionId, undefined, child?.parentTurnId)
   return runTurn(deps, {
     scope,
     input,
+    ...(child ? { tree: child.tree } : {}),
     async begin(actor: Actor<TurnMachine>) {
       if (request.before) {
         // (awaited only when given: an abort right after `prompt` must find the prompt's write queued first)
@@ -80,6 +85,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
             time: { created: now, updated: now },
             owner: deps.owner,
             leaseUntil: now + deps.leaseMs,
+            ...(child ? { parentTurnId: child.parentTurnId, parentCallId: child.parentCallId, rootTurnId: child.tree.rootTurnId } : {}),
           },
           input,
         )
@@ -94,11 +100,12 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
  * Resumes a turn that recovery restored: its actor starts in `interrupted` (the crash is
  * already logged) and receives `turn.recover`, or goes on waiting in `awaiting-approval`.
  */
-export function resumeTurn(deps: TurnDeps, restored: { scope: TurnScope; input: TurnInput; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null }): RunningTurn {
+export function resumeTurn(deps: TurnDeps, restored: { scope: TurnScope; input: TurnInput; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null; tree?: RunTree }): RunningTurn {
   const { scope } = restored
   return runTurn(deps, {
     scope,
     input: restored.input,
+    ...(restored.tree ? { tree: restored.tree } : {}),
     restored: { snapshot: restored.snapshot, seq: restored.seq },
     begin: async () => {
       if (turnStateName(restored.snapshot) === 'awaiting-approval') {
@@ -112,6 +119,6 @@ export function resumeTurn(deps: TurnDeps, restored: { scope: TurnScope; input: 
 }
 
 /** Starts a turn whose prompt was stored but whose first transition was not (recovery). */
-export function startTurnFromIdle(deps: TurnDeps, started: { scope: TurnScope; input: TurnInput }): RunningTurn {
+export function startTurnFromIdle(deps: TurnDeps, started: { scope: TurnScope; input: TurnInput; tree?: RunTree }): RunningTurn {
   return runTurn(deps, { ...started, begin: async () => ({ type: 'turn.start' }) })
 }

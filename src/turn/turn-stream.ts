@@ -67,14 +67,19 @@ export class TurnEventLog implements TurnEventSource {
   #lastFinishReason = 'unknown'
   #closed = false
 
-  constructor(bus: Pick<Bus, 'publish'>, turn: { turnId: string; sessionId: string }) {
+  /** A child turn's ids, stamped on each event it publishes (run trees); undefined for a root turn. */
+  readonly #child: { turnId: string; parentTurnId: string } | undefined
+
+  constructor(bus: Pick<Bus, 'publish'>, turn: { turnId: string; sessionId: string; parentTurnId?: string }) {
     this.#bus = bus
+    this.#child = turn.parentTurnId ? { turnId: turn.turnId, parentTurnId: turn.parentTurnId } : undefined
     this.#mirror = new TurnMirror(turn.turnId, turn.sessionId)
     this.#add({ type: 'start', turnId: turn.turnId, sessionId: turn.sessionId })
   }
 
   /** Publishes a turn's event on the engine's bus and adds what it means to the stream. */
   publish(event: TurnchartEvent): void {
+    if (this.#child) event = { ...event, ...this.#child }
     this.#bus.publish(event)
     this.#take(event)
     this.#mirror.apply(event)

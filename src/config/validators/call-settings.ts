@@ -6,7 +6,7 @@ import type { StopCondition } from '../../core/types'
 const numberSettings = ['temperature', 'topP', 'presencePenalty', 'frequencyPenalty'] as const
 const integerSettings = ['maxOutputTokens', 'topK', 'maxSteps'] as const
 export const turnSettingKeys = [...numberSettings, ...integerSettings, 'seed', 'stopSequences', 'headers', 'providerOptions', 'toolChoice'] as const
-export const promptKeys = [...turnSettingKeys, 'model', 'system', 'tools', 'stopWhen']
+export const promptKeys = [...turnSettingKeys, 'model', 'system', 'tools', 'stopWhen', 'budget']
 
 /**
  * `stopWhen`: a stop condition or an array of them (functions), as a list. Throws `make(...)`

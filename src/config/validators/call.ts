@@ -1,5 +1,6 @@
 /** `settings` (the default call settings of every turn), `system`, `maxSteps`, `limits` and `maxFileBytes`. */
-import type { StopCondition, TurnSettings } from '../../core/types'
+import type { Budget, StopCondition, TurnSettings } from '../../core/types'
+import { validateBudget } from '../../policy/budget'
 import { InvalidOptionError } from '../../core/errors'
 import type { ModelLimits } from '../../policy/overflow'
 import { stopConditions, validateTurnSettings } from './call-settings'
@@ -10,6 +11,7 @@ export function resolveCall(options: EngineOptions): {
   call: Omit<TurnSettings, 'maxSteps'>
   system: string | undefined
   maxSteps: number | undefined
+  budget: Budget | undefined
   stopWhen: StopCondition[]
   limits: ModelLimits | undefined
   maxFileBytes: number
@@ -28,6 +30,7 @@ export function resolveCall(options: EngineOptions): {
     call: { ...(limits && limits.output > 0 ? { maxOutputTokens: limits.output } : {}), ...settings },
     system: options.system,
     maxSteps: (options.maxSteps as unknown) === null ? undefined : nonNegativeInteger('maxSteps', options.maxSteps, 100, 1),
+    budget: options.budget === undefined ? undefined : validateBudget('budget', options.budget, (name, value, expected) => new InvalidOptionError(name, value, expected)),
     stopWhen: stopConditions('stopWhen', options.stopWhen, (name, value, expected) => new InvalidOptionError(name, value, expected)),
     limits,
     maxFileBytes: nonNegativeInteger('maxFileBytes', options.maxFileBytes, 10_000_000, 0),

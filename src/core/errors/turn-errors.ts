@@ -105,3 +105,45 @@ export class ReplayMismatchError extends TurnchartError {
   static isInstance = (value: unknown): value is ReplayMismatchError =>
     TurnchartError.isTurnchartError(value) && value.name === 'ReplayMismatchError'
 }
+
+/**
+ * A run tree's budget was reached: the model call was not made, and the turn that would have
+ * made it ended `failed` (its parent's tool call gets the error, and the parent's own next call
+ * is refused the same way, so the whole tree ends `failed`). `limit` names the budget field
+ * (`tokens.output`, `cost`, `steps`, `wallMs`…), `max` its value, `reached` the tree's figure,
+ * `turnId` the turn whose call was refused first.
+ */
+export class BudgetExceededError extends TurnchartError {
+  readonly name = 'BudgetExceededError'
+  readonly limit: string
+  readonly max: number
+  readonly reached: number
+  readonly turnId: string
+  constructor(input: { limit: string; max: number; reached: number; turnId: string }) {
+    super(`the run tree's budget is spent: ${input.limit} reached ${input.reached} (limit ${input.max}); turn ${input.turnId} made no further model call`)
+    this.limit = input.limit
+    this.max = input.max
+    this.reached = input.reached
+    this.turnId = input.turnId
+  }
+  static isInstance = isNamed<BudgetExceededError>('BudgetExceededError')
+}
+
+/**
+ * A child turn (run trees) did not complete: the `agentTool` call that started it becomes an
+ * error part with this message, and the parent's model sees it. `outcome` is how the child
+ * ended, `error` its error record.
+ */
+export class ChildTurnError extends TurnchartError {
+  readonly name = 'ChildTurnError'
+  readonly turnId: string
+  readonly outcome: string
+  readonly error: SerializedError | undefined
+  constructor(input: { turnId: string; outcome: string; error?: SerializedError }) {
+    super(`the sub-agent's turn ${input.turnId} ended ${input.outcome}${input.error ? `: ${input.error.name}: ${input.error.message}` : ''}`)
+    this.turnId = input.turnId
+    this.outcome = input.outcome
+    this.error = input.error
+  }
+  static isInstance = isNamed<ChildTurnError>('ChildTurnError')
+}

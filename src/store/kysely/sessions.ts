@@ -15,6 +15,7 @@ function sessionFromRow(row: Selectable<SessionTable>): SessionInfo {
     ...(defaults ? { defaults } : {}),
     ...(row.reverted_to ? { revertedTo: row.reverted_to } : {}),
     ...(metadata ? { metadata } : {}),
+    ...(row.parent_id ? { parentSessionId: row.parent_id } : {}),
   }
 }
 
@@ -31,6 +32,7 @@ export class KyselySessions implements SessionStore {
         updated_at: session.time.updated,
         defaults: session.defaults ? JSON.stringify(session.defaults) : null,
         metadata: session.metadata ? JSON.stringify(session.metadata) : null,
+        parent_id: session.parentSessionId ?? null,
       })
       .execute()
   }
@@ -40,8 +42,16 @@ export class KyselySessions implements SessionStore {
     return row && sessionFromRow(row)
   }
 
-  async list(): Promise<SessionInfo[]> {
-    const rows = await this.db.selectFrom('turnchart_sessions').selectAll().orderBy('created_at').orderBy('id').execute()
+  async list(options: { children?: boolean } = {}): Promise<SessionInfo[]> {
+    let query = this.db.selectFrom('turnchart_sessions').selectAll()
+    if (!options.children) query = query.where('parent_id', 'is', null)
+    const rows = await query.orderBy('created_at').orderBy('id').execute()
+    return rows.map(sessionFromRow)
+  }
+
+  async children(ids: string[]): Promise<SessionInfo[]> {
+    if (ids.length === 0) return []
+    const rows = await this.db.selectFrom('turnchart_sessions').selectAll().where('parent_id', 'in', ids).orderBy('created_at').orderBy('id').execute()
     return rows.map(sessionFromRow)
   }
 
@@ -61,6 +71,9 @@ export class KyselySessions implements SessionStore {
   }
 
   async delete(id: string): Promise<boolean> {
+    // A run tree's child sessions go with their parent, leaves first.
+    const children = await this.children([id])
+    for (const child of children) await this.delete(child.id)
     const turns = this.db.selectFrom('turnchart_turns').select('id').where('session_id', '=', id)
     await this.db.deleteFrom('turnchart_controls').where('turn_id', 'in', turns).execute()
     await this.db.deleteFrom('turnchart_transitions').where('turn_id', 'in', turns).execute()

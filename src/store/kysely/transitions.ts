@@ -37,7 +37,14 @@ export class KyselyTransitions implements TransitionStore {
   }
 
   async deleteFinished(before: number): Promise<number> {
-    const finished = this.db.selectFrom('turnchart_turns').select('id').where('outcome', 'is not', null).where('updated_at', '<', before)
+    // A child turn's log goes with its tree's: only once the root also ended before `before`.
+    const endedRoots = this.db.selectFrom('turnchart_turns').select('id').where('outcome', 'is not', null).where('updated_at', '<', before).where('root_turn_id', 'is', null)
+    const finished = this.db
+      .selectFrom('turnchart_turns')
+      .select('id')
+      .where('outcome', 'is not', null)
+      .where('updated_at', '<', before)
+      .where((eb) => eb.or([eb('root_turn_id', 'is', null), eb('root_turn_id', 'in', endedRoots)]))
     const result = await this.db.deleteFrom('turnchart_transitions').where('turn_id', 'in', finished).executeTakeFirst()
     return Number(result.numDeletedRows)
   }

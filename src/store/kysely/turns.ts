@@ -8,7 +8,7 @@ import { TurnOwnershipLostError, type SerializedError } from '../../core/errors'
 import type { StoredTurnOptions, TurnOutcome, TurnRecord, TurnUsage } from '../../core/types'
 import { precompiledQuery } from '../precompiled-query'
 import type { TurnTable, TurnchartDatabase } from '../schema'
-import type { OpenTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
+import type { OpenTurn, TreeTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
 import { num, parseJsonOrNull, type Executor } from './rows'
 
 function turnFromRow(row: Selectable<TurnTable>): TurnRecord {
@@ -27,6 +27,9 @@ function turnFromRow(row: Selectable<TurnTable>): TurnRecord {
     leaseUntil: row.lease_until === null ? null : num(row.lease_until),
     epoch: num(row.epoch),
     ...(options ? { options } : {}),
+    ...(row.parent_turn_id ? { parentTurnId: row.parent_turn_id } : {}),
+    ...(row.parent_call_id ? { parentCallId: row.parent_call_id } : {}),
+    ...(row.root_turn_id ? { rootTurnId: row.root_turn_id } : {}),
   }
 }
 
@@ -50,8 +53,37 @@ export class KyselyTurns implements TurnStore {
         updated_at: turn.time.updated,
         owner: turn.owner ?? null,
         lease_until: turn.leaseUntil ?? null,
+        parent_turn_id: turn.parentTurnId ?? null,
+        parent_call_id: turn.parentCallId ?? null,
+        root_turn_id: turn.rootTurnId ?? null,
       })
       .execute()
+  }
+
+  async children(turnId: string): Promise<TurnRecord[]> {
+    const rows = await this.db.selectFrom('turnchart_turns').selectAll().where('parent_turn_id', '=', turnId).orderBy('id').execute()
+    return rows.map(turnFromRow)
+  }
+
+  async childOfCall(parentTurnId: string, callId: string): Promise<TurnRecord | undefined> {
+    const row = await this.db.selectFrom('turnchart_turns').selectAll().where('parent_turn_id', '=', parentTurnId).where('parent_call_id', '=', callId).executeTakeFirst()
+    return row && turnFromRow(row)
+  }
+
+  async descendants(turnIds: string[]): Promise<TreeTurn[]> {
+    const found: TreeTurn[] = []
+    // One query per level of the tree (trees are shallow), not per turn.
+    for (let level = turnIds; level.length > 0; ) {
+      const rows = await this.db
+        .selectFrom('turnchart_turns')
+        .select(['id', 'parent_turn_id', 'session_id', 'step', 'usage'])
+        .where('parent_turn_id', 'in', level)
+        .orderBy('id')
+        .execute()
+      found.push(...rows.map((row) => ({ id: row.id, parentTurnId: row.parent_turn_id!, sessionId: row.session_id, step: row.step, usage: parseJsonOrNull<TurnUsage>(row.usage) })))
+      level = rows.map((row) => row.id)
+    }
+    return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   }
 
   async update(id: string, update: TurnUpdate, now: number, fence?: TurnFence): Promise<void> {

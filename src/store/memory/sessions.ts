@@ -2,7 +2,7 @@
 import type { SessionDefaults, SessionInfo, SessionMetadata } from '../../core/types'
 import type { SessionStore } from '../store'
 import type { Access } from './access'
-import { compareIds, parseJsonOrNull, toJson, uniqueViolation, type SessionRow } from './tables'
+import { compareIds, parseJsonOrNull, toJson, uniqueViolation, type SessionRow, type Tables } from './tables'
 
 function sessionFromRow(row: SessionRow): SessionInfo {
   const defaults = parseJsonOrNull<SessionDefaults>(row.defaults)
@@ -14,6 +14,7 @@ function sessionFromRow(row: SessionRow): SessionInfo {
     ...(defaults ? { defaults } : {}),
     ...(row.revertedTo ? { revertedTo: row.revertedTo } : {}),
     ...(metadata ? { metadata } : {}),
+    ...(row.parentId ? { parentSessionId: row.parentId } : {}),
   }
 }
 
@@ -32,6 +33,7 @@ export class MemorySessions implements SessionStore {
         defaults: session.defaults ? toJson(session.defaults) : null,
         revertedTo: null,
         metadata: session.metadata ? toJson(session.metadata) : null,
+        parentId: session.parentSessionId ?? null,
       })
     })
   }
@@ -43,9 +45,21 @@ export class MemorySessions implements SessionStore {
     })
   }
 
-  list(): Promise<SessionInfo[]> {
+  list(options: { children?: boolean } = {}): Promise<SessionInfo[]> {
     return this.db.run((t) =>
-      [...t.sessions.values()].sort((a, b) => a.created - b.created || compareIds(a.id, b.id)).map(sessionFromRow),
+      [...t.sessions.values()]
+        .filter((row) => options.children || row.parentId === null)
+        .sort((a, b) => a.created - b.created || compareIds(a.id, b.id))
+        .map(sessionFromRow),
+    )
+  }
+
+  children(ids: string[]): Promise<SessionInfo[]> {
+    return this.db.run((t) =>
+      [...t.sessions.values()]
+        .filter((row) => row.parentId !== null && ids.includes(row.parentId))
+        .sort((a, b) => a.created - b.created || compareIds(a.id, b.id))
+        .map(sessionFromRow),
     )
   }
 
@@ -64,14 +78,15 @@ export class MemorySessions implements SessionStore {
 
   delete(id: string): Promise<boolean> {
     return this.db.run((t) => {
-      const turns = new Set([...t.turns.values()].filter((turn) => turn.sessionId === id).map((turn) => turn.id))
-      for (const control of [...t.controls.values()]) if (turns.has(control.turnId)) t.remove('controls', control.id)
-      for (const [key, row] of [...t.transitions]) if (turns.has(row.turnId)) t.remove('transitions', key)
-      for (const turnId of turns) t.remove('turns', turnId)
-      for (const row of [...t.queue.values()]) if (row.sessionId === id) t.remove('queue', row.id)
-      for (const row of [...t.parts.values()]) if (row.sessionId === id) t.remove('parts', row.id)
-      for (const row of [...t.messages.values()]) if (row.sessionId === id) t.remove('messages', row.id)
-      return t.remove('sessions', id)
+      // A run tree's child sessions go with their parent.
+      const sessions = new Set([id])
+      for (let level = [id]; level.length > 0; ) {
+        level = [...t.sessions.values()].filter((row) => row.parentId !== null && level.includes(row.parentId)).map((row) => row.id)
+        for (const child of level) sessions.add(child)
+      }
+      const existed = t.sessions.has(id)
+      for (const sessionId of sessions) deleteOne(t, sessionId)
+      return existed
     })
   }
 
@@ -83,4 +98,16 @@ export class MemorySessions implements SessionStore {
       return true
     })
   }
+}
+
+/** Deletes one session and its rows. */
+function deleteOne(t: Tables, id: string): void {
+  const turns = new Set([...t.turns.values()].filter((turn) => turn.sessionId === id).map((turn) => turn.id))
+  for (const control of [...t.controls.values()]) if (turns.has(control.turnId)) t.remove('controls', control.id)
+  for (const [key, row] of [...t.transitions]) if (turns.has(row.turnId)) t.remove('transitions', key)
+  for (const turnId of turns) t.remove('turns', turnId)
+  for (const row of [...t.queue.values()]) if (row.sessionId === id) t.remove('queue', row.id)
+  for (const row of [...t.parts.values()]) if (row.sessionId === id) t.remove('parts', row.id)
+  for (const row of [...t.messages.values()]) if (row.sessionId === id) t.remove('messages', row.id)
+  t.remove('sessions', id)
 }

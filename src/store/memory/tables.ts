@@ -21,6 +21,8 @@ export interface SessionRow {
   revertedTo: string | null
   /** JSON text or null. */
   metadata: string | null
+  /** Run trees: the parent session of a child session. */
+  parentId: string | null
 }
 
 export interface MessageRow {
@@ -65,6 +67,10 @@ export interface TurnRow {
   options: string | null
   /** JSON text (TurnUsage) or null. */
   usage: string | null
+  /** Run trees: the parent turn and its call, and the tree's root (null on a root). */
+  parentTurnId: string | null
+  parentCallId: string | null
+  rootTurnId: string | null
 }
 
 export interface TransitionRow {

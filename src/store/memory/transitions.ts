@@ -45,7 +45,11 @@ export class MemoryTransitions implements TransitionStore {
 
   deleteFinished(before: number): Promise<number> {
     return this.db.run((t) => {
-      const finished = new Set([...t.turns.values()].filter((turn) => turn.outcome !== null && turn.updated < before).map((turn) => turn.id))
+      const ended = (turn: { outcome: unknown; updated: number } | undefined) => turn !== undefined && turn.outcome !== null && turn.updated < before
+      // A child turn's log goes with its tree's: only once the root also ended before `before`.
+      const finished = new Set(
+        [...t.turns.values()].filter((turn) => ended(turn) && (turn.rootTurnId === null || ended(t.turns.get(turn.rootTurnId)))).map((turn) => turn.id),
+      )
       let deleted = 0
       for (const [key, row] of [...t.transitions]) if (finished.has(row.turnId) && t.remove('transitions', key)) deleted++
       return deleted

@@ -5,7 +5,7 @@
  */
 import { TurnOwnershipLostError, type SerializedError } from '../../core/errors'
 import type { StoredTurnOptions, TurnRecord, TurnUsage } from '../../core/types'
-import type { OpenTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
+import type { OpenTurn, TreeTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
 import type { Access } from './access'
 import { compareIds, foreignKeyViolation, parseJsonOrNull, toJson, uniqueViolation, type Tables, type TurnRow } from './tables'
 
@@ -25,6 +25,9 @@ function turnFromRow(row: TurnRow): TurnRecord {
     leaseUntil: row.leaseUntil,
     epoch: row.epoch,
     ...(options ? { options } : {}),
+    ...(row.parentTurnId ? { parentTurnId: row.parentTurnId } : {}),
+    ...(row.parentCallId ? { parentCallId: row.parentCallId } : {}),
+    ...(row.rootTurnId ? { rootTurnId: row.rootTurnId } : {}),
   }
 }
 
@@ -41,6 +44,9 @@ export class MemoryTurns implements TurnStore {
     return this.db.run((t) => {
       if (t.turns.has(turn.id)) throw uniqueViolation('turnchart_turns', 'id')
       if (!t.sessions.has(turn.sessionId)) throw foreignKeyViolation('turnchart_turns', 'session_id', turn.sessionId)
+      if (turn.parentTurnId && [...t.turns.values()].some((row) => row.parentTurnId === turn.parentTurnId && row.parentCallId === (turn.parentCallId ?? null))) {
+        throw uniqueViolation('turnchart_turns', 'parent_turn_id, turnchart_turns.parent_call_id')
+      }
       const json = toJson(input)
       if (json === undefined) throw new Error('NOT NULL constraint failed: turnchart_turns.input')
       // As the SQL insert: the epoch starts at 0; options and usage are written by their own calls.
@@ -61,7 +67,38 @@ export class MemoryTurns implements TurnStore {
         epoch: 0,
         options: null,
         usage: null,
+        parentTurnId: turn.parentTurnId ?? null,
+        parentCallId: turn.parentCallId ?? null,
+        rootTurnId: turn.rootTurnId ?? null,
       })
+    })
+  }
+
+  children(turnId: string): Promise<TurnRecord[]> {
+    return this.db.run((t) =>
+      [...t.turns.values()]
+        .filter((row) => row.parentTurnId === turnId)
+        .sort((a, b) => compareIds(a.id, b.id))
+        .map(turnFromRow),
+    )
+  }
+
+  childOfCall(parentTurnId: string, callId: string): Promise<TurnRecord | undefined> {
+    return this.db.run((t) => {
+      const row = [...t.turns.values()].find((r) => r.parentTurnId === parentTurnId && r.parentCallId === callId)
+      return row && turnFromRow(row)
+    })
+  }
+
+  descendants(turnIds: string[]): Promise<TreeTurn[]> {
+    return this.db.run((t) => {
+      const found: TreeTurn[] = []
+      for (let level = new Set(turnIds); level.size > 0; ) {
+        const rows = [...t.turns.values()].filter((row) => row.parentTurnId !== null && level.has(row.parentTurnId))
+        found.push(...rows.map((row) => ({ id: row.id, parentTurnId: row.parentTurnId!, sessionId: row.sessionId, step: row.step, usage: parseJsonOrNull<TurnUsage>(row.usage) })))
+        level = new Set(rows.map((row) => row.id))
+      }
+      return found.sort((a, b) => compareIds(a.id, b.id))
     })
   }
 

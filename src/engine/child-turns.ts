@@ -1,0 +1,193 @@
+/**
+ * Run trees, the engine's side: the runner an `agentTool` call starts its child turn through
+ * (a child session of the calling turn's, a turn linked to the parent turn and its call, in the
+ * parent's tree), the wait for the child's end wherever it runs, the cascade of an abort, and the
+ * tree a recovered turn joins.
+ *
+ * One child per call: the child is looked up by (parent turn, call id) first, and the turn row's
+ * unique index on that pair refuses a second. So a call that runs again after a crash (an agent
+ * tool is idempotent) finds the child it started and waits for it, whichever engine resumes it.
+ */
+import { createHash } from 'node:crypto'
+import { EngineClosedError, TurnOwnershipLostError } from '../core/errors'
+import type { ResolvedConfig } from '../config/resolved-config'
+import { turnRequest } from '../conversation/turn-options'
+import { turnUsages } from '../conversation/history'
+import type { TurnRecord, Usage } from '../core/types'
+import type { Store } from '../store/store'
+import type { ChildTurnCall, ChildTurnResult } from '../tools/child-turns'
+import { RunTree, type TreeLoad } from '../turn/run-tree/run-tree'
+import type { ParentTurn, TurnChildren, TurnDeps } from '../turn/run-turn'
+import type { TurnServices } from '../turn/turn-config'
+import type { RunningTurn } from '../turn/turn-handle'
+import { finalTextOf } from '../turn/turn-result'
+import { startTurn } from '../turn/turn-starts'
+import type { RunningTurns } from './running-turns'
+
+export interface ChildTurnDeps {
+  config: ResolvedConfig
+  services: TurnServices
+  /** What every turn needs (read when a child starts: it is built with this runner in it). */
+  turns(): TurnDeps
+  running: RunningTurns
+  /** Aborts the running turn of a session another engine runs (a stored control request). */
+  abortElsewhere(sessionId: string): Promise<void>
+  /** Takes over turns whose engine is gone (a child left by a crash that no engine resumes yet). */
+  recover(): Promise<unknown>
+}
+
+/**
+ * The deterministic id of the child session of a call: the same call finds the same session,
+ * also when a crash came between the session's insert and its turn's.
+ */
+export function childSessionId(parentTurnId: string, callId: string): string {
+  return `ses_${createHash('sha256').update(`${parentTurnId}\u0000${callId}`).digest('hex').slice(0, 26)}`
+}
+
+/**
+ * The child turn runner of each turn (`TurnDeps.children`).
+ *
+ * @example
+ * const turns: TurnDeps = { ..., children: childTurns({ config, services, turns: () => turns, running, abortElsewhere, recover }) }
+ */
+export function childTurns(deps: ChildTurnDeps): (parent: ParentTurn) => TurnChildren {
+  return (parent) => {
+    let started = false
+    return {
+      async run(call) {
+        started = true
+        return runChild(deps, parent, call)
+      },
+      async descendantUsages(): Promise<Usage[] | undefined> {
+        if (!started) return undefined
+        const store = deps.turns().store
+        const tree = await store.turns.descendants([parent.turnId])
+        const usages = await turnUsages(store, tree)
+        return tree.map((t) => usages.get(t.id)!)
+      },
+    }
+  }
+}
+
+async function runChild(deps: ChildTurnDeps, parent: ParentTurn, call: ChildTurnCall): Promise<ChildTurnResult> {
+  const { store } = deps.turns()
+  if (call.signal.aborted) throw call.signal.reason
+  const existing = await store.turns.childOfCall(parent.turnId, call.callId)
+  const sessionId = existing?.sessionId ?? childSessionId(parent.turnId, call.callId)
+  if (!existing) await ensureChildSession(store, sessionId, parent.sessionId)
+  const childId = existing?.id ?? startChild(deps, parent, call, sessionId).id
+  // An abort of the call (the parent aborted, the call timed out) aborts the child, wherever it
+  // runs; a parent leaving this engine without ending (close, lost) leaves its child running.
+  const onAbort = () => {
+    if (parent.leaving()) return
+    const here = deps.running.find(childId)
+    if (here) here.abort('the parent turn was aborted')
+    else void deps.abortElsewhere(sessionId).catch(() => undefined)
+  }
+  call.signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    return await untilAborted(waitForChild(deps, childId, sessionId, call.signal), call.signal)
+  } finally {
+    call.signal.removeEventListener('abort', onAbort)
+  }
+}
+
+/** Starts the call's child turn in its session, in the parent's tree; tracked as any turn this engine runs. */
+function startChild(deps: ChildTurnDeps, parent: ParentTurn, call: ChildTurnCall, sessionId: string): RunningTurn {
+  const request = turnRequest(deps.config, deps.services, sessionId, call.options)
+  const turn = startTurn(deps.turns(), sessionId, [{ type: 'text', text: call.prompt }], {
+    ...request,
+    child: { parentTurnId: parent.turnId, parentCallId: call.callId, tree: parent.tree },
+  })
+  return deps.running.track(turn)
+}
+
+/** The child session of a call, created when missing (its id is the call's: a second try finds it). */
+async function ensureChildSession(store: Store, sessionId: string, parentSessionId: string): Promise<void> {
+  if (await store.sessions.get(sessionId)) return
+  const now = Date.now()
+  await store.sessions.insert({ id: sessionId, title: null, time: { created: now, updated: now }, parentSessionId }).catch(async (error: unknown) => {
+    if (!(await store.sessions.get(sessionId))) throw error // not a second insert of the same session
+  })
+}
+
+/**
+ * The child's end: from its handle while this engine runs it, else from its row (another
+ * engine runs it, or recovery has not resumed it yet), checked every `controlPollIntervalMs`.
+ */
+async function waitForChild(deps: ChildTurnDeps, childId: string, sessionId: string, signal: AbortSignal): Promise<ChildTurnResult> {
+  const { store } = deps.turns()
+  const pollMs = Math.max(10, deps.config.controlPollIntervalMs)
+  while (!signal.aborted) {
+    const here = deps.running.find(childId)
+    if (here) {
+      try {
+        const result = await here.done
+        return { turnId: childId, sessionId, outcome: result.outcome, text: result.text, ...(result.error ? { error: result.error.toJSON() } : {}) }
+      } catch (error) {
+        // Lost to another engine: it goes on there, and its row will say how it ended.
+        if (!TurnOwnershipLostError.isInstance(error)) throw error
+      }
+    }
+    const row = await store.turns.get(childId)
+    if (!row) throw new Error(`the child turn ${childId} was not stored`)
+    if (row.outcome) return resultOfRow(store, row)
+    if (row.leaseUntil !== null && row.leaseUntil !== undefined && row.leaseUntil < Date.now()) void deps.recover().catch(() => undefined)
+    await sleep(pollMs, signal)
+  }
+  throw signal.reason
+}
+
+async function resultOfRow(store: Store, row: TurnRecord): Promise<ChildTurnResult> {
+  const messages = (await store.messages.list(row.sessionId)).filter((m) => m.info.turnId === row.id)
+  return { turnId: row.id, sessionId: row.sessionId, outcome: row.outcome!, text: finalTextOf(messages), ...(row.error ? { error: row.error } : {}) }
+}
+
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  work.catch(() => undefined)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason ?? new EngineClosedError('the call was aborted'))
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    signal.addEventListener('abort', done, { once: true })
+  })
+}
+
+/**
+ * The tree a turn resumed here belongs to: the one this engine holds for its root, or one that
+ * loads the root's budget and what the tree spent so far from the stored rows (once).
+ *
+ * @example
+ * const tree = treeOf(turns, record)
+ */
+export function treeOf(turns: Pick<TurnDeps, 'store' | 'trees'>, record: TurnRecord): RunTree {
+  const rootTurnId = record.rootTurnId ?? record.id
+  return turns.trees?.get(rootTurnId) ?? new RunTree({ rootTurnId, startedAt: record.time.created, load: () => loadTree(turns.store, rootTurnId) })
+}
+
+async function loadTree(store: Store, rootTurnId: string): Promise<TreeLoad> {
+  const root = await store.turns.get(rootTurnId)
+  const usages = await store.turns.usages(root?.sessionId ?? '')
+  const tree = [...usages.filter((u) => u.id === rootTurnId).map((u) => ({ ...u, step: root?.step ?? 0 })), ...(await store.turns.descendants([rootTurnId]))]
+  const byTurn = await turnUsages(store, tree)
+  const spent = { tokens: { input: 0, output: 0 }, cost: 0, steps: 0 }
+  for (const t of tree) {
+    const usage = byTurn.get(t.id)!
+    spent.tokens.input += usage.tokens.input
+    spent.tokens.output += usage.tokens.output
+    spent.cost += usage.cost
+    spent.steps += t.step
+  }
+  return { budget: root?.options?.budget, startedAt: root?.time.created ?? Date.now(), spent }
+}
