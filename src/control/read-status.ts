@@ -18,10 +18,32 @@ export async function readStatus(store: Pick<Store, 'turns' | 'transitions' | 'm
     const error = last?.payload.error as { message?: string } | undefined
     return { type: 'retry', turnId: turn.id, attempt: turn.attempt, message: error?.message ?? 'retrying', next: turn.retryAt ?? turn.time.updated }
   }
+  if (turn.state === 'tool-running') {
+    // Run trees: a parent waiting on its tools shows the approvals its descendants wait for.
+    const approvals = await descendantApprovals(store, turn.id)
+    return { type: 'busy', turnId: turn.id, state: turn.state, ...(approvals.length ? { approvals } : {}) }
+  }
   if (turn.state !== 'awaiting-approval') return { type: 'busy', turnId: turn.id, state: turn.state }
-  const approvals = (await store.messages.list(sessionId, { fromLatestSummary: true }))
-    .filter((m) => m.info.turnId === turn.id)
+  return { type: 'busy', turnId: turn.id, state: turn.state, approvals: await waitingCalls(store, sessionId, turn.id) }
+}
+
+/** The calls of a turn waiting for a decision. */
+async function waitingCalls(store: Pick<Store, 'messages'>, sessionId: string, turnId: string): Promise<Array<{ callId: string; tool: string; input: unknown }>> {
+  return (await store.messages.list(sessionId, { fromLatestSummary: true }))
+    .filter((m) => m.info.turnId === turnId)
     .flatMap((m) => m.parts)
     .flatMap((p) => (p.type === 'tool' && p.state.status === 'pending' && p.state.approval === 'required' ? [{ callId: p.callId, tool: p.tool, input: p.state.input }] : []))
-  return { type: 'busy', turnId: turn.id, state: turn.state, approvals }
+}
+
+/** The calls the unfinished descendants of a turn wait for a decision on, each with its turn's id. */
+async function descendantApprovals(store: Pick<Store, 'turns' | 'messages'>, turnId: string): Promise<Array<{ callId: string; tool: string; input: unknown; turnId: string }>> {
+  const approvals: Array<{ callId: string; tool: string; input: unknown; turnId: string }> = []
+  for (let level = [turnId]; level.length > 0; ) {
+    const open = (await Promise.all(level.map((id) => store.turns.children(id)))).flat().filter((t) => t.outcome === null)
+    for (const child of open) {
+      if (child.state === 'awaiting-approval') approvals.push(...(await waitingCalls(store, child.sessionId, child.id)).map((call) => ({ ...call, turnId: child.id })))
+    }
+    level = open.filter((t) => t.state === 'tool-running').map((t) => t.id)
+  }
+  return approvals
 }

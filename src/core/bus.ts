@@ -5,7 +5,7 @@
  */
 import type { SerializedError } from './errors'
 import { callHook, settleHook } from './hooks'
-import type { MessageInfo, Part, SessionStatus } from './types'
+import type { MessageInfo, Part, SessionStatus, ToolPart } from './types'
 
 export type TurnchartEvent = TurnchartEventBody & ChildTurnFields
 
@@ -17,6 +17,16 @@ export type TurnchartEvent = TurnchartEventBody & ChildTurnFields
 export interface ChildTurnFields {
   turnId?: string
   parentTurnId?: string
+}
+
+/** What `child.progress` says of a child turn. */
+export interface ChildProgress {
+  turnId: string
+  sessionId: string
+  state: string
+  text?: string
+  approvals?: Array<{ callId: string; tool: string; input: unknown; turnId: string }>
+  part?: ToolPart
 }
 
 type TurnchartEventBody =
@@ -33,6 +43,13 @@ type TurnchartEventBody =
   | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number }
   /** This engine lost the turn to another engine (fencing): it stopped here; the other engine goes on. */
   | { type: 'turn.lost'; sessionId: string; turnId: string; error: SerializedError }
+  /**
+   * Run trees: a child turn of `turnId` (started by its call `callId`, running in this engine)
+   * moved. `child.state`: its chart's state; `text`: a text part it finished; `approvals`: calls
+   * it (or a turn below it) waits on a decision for, each with that turn's id; `part`: the end of
+   * such a call. The parent's UI message stream shows them in the call's tool part.
+   */
+  | { type: 'child.progress'; sessionId: string; turnId: string; callId: string; child: ChildProgress }
   /** A prompt was queued (`whenBusy: 'enqueue'`) or a message steered (`kind: 'steer'`), and stored; `id` is its turn's to be. */
   | { type: 'prompt.queued'; sessionId: string; id: string; kind: 'prompt' | 'steer' }
 

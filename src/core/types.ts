@@ -211,8 +211,12 @@ export interface MessageWithParts {
 /** What a session is doing now. */
 export type SessionStatus =
   | { type: 'idle' }
-  /** `approvals`: the calls waiting for a decision, when `state` is `awaiting-approval` (from `readStatus`). */
-  | { type: 'busy'; turnId: string; state: string; approvals?: Array<{ callId: string; tool: string; input: unknown }> }
+  /**
+   * `approvals`: the calls waiting for a decision, when `state` is `awaiting-approval` (from
+   * `readStatus`); run trees: in `tool-running`, those its descendant turns wait for, each with
+   * that turn's id (`approve(turnId, callId)` answers it).
+   */
+  | { type: 'busy'; turnId: string; state: string; approvals?: Array<{ callId: string; tool: string; input: unknown; turnId?: string }> }
   /**
    * Waiting to retry: `attempt` is the attempt that failed, numbered as on parts (the first
    * request of a step is attempt 1), so the next request is `attempt + 1`, at time `next`.

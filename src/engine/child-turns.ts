@@ -13,6 +13,7 @@ import { EngineClosedError, TurnOwnershipLostError } from '../core/errors'
 import type { ResolvedConfig } from '../config/resolved-config'
 import { turnRequest } from '../conversation/turn-options'
 import { turnUsages } from '../conversation/history'
+import type { ChildProgress } from '../core/bus'
 import type { TurnRecord, Usage } from '../core/types'
 import type { Store } from '../store/store'
 import type { ChildTurnCall, ChildTurnResult } from '../tools/child-turns'
@@ -86,7 +87,7 @@ async function runChild(deps: ChildTurnDeps, parent: ParentTurn, call: ChildTurn
   }
   call.signal.addEventListener('abort', onAbort, { once: true })
   try {
-    return await untilAborted(waitForChild(deps, childId, sessionId, call.signal), call.signal)
+    return await untilAborted(waitForChild(deps, parent, call.callId, childId, sessionId, call.signal), call.signal)
   } finally {
     call.signal.removeEventListener('abort', onAbort)
   }
@@ -115,18 +116,21 @@ async function ensureChildSession(store: Store, sessionId: string, parentSession
  * The child's end: from its handle while this engine runs it, else from its row (another
  * engine runs it, or recovery has not resumed it yet), checked every `controlPollIntervalMs`.
  */
-async function waitForChild(deps: ChildTurnDeps, childId: string, sessionId: string, signal: AbortSignal): Promise<ChildTurnResult> {
+async function waitForChild(deps: ChildTurnDeps, parent: ParentTurn, callId: string, childId: string, sessionId: string, signal: AbortSignal): Promise<ChildTurnResult> {
   const { store } = deps.turns()
   const pollMs = Math.max(10, deps.config.controlPollIntervalMs)
   while (!signal.aborted) {
     const here = deps.running.find(childId)
     if (here) {
+      const stopRelay = relayProgress(here, parent, callId)
       try {
         const result = await here.done
         return { turnId: childId, sessionId, outcome: result.outcome, text: result.text, ...(result.error ? { error: result.error.toJSON() } : {}) }
       } catch (error) {
         // Lost to another engine: it goes on there, and its row will say how it ended.
         if (!TurnOwnershipLostError.isInstance(error)) throw error
+      } finally {
+        stopRelay()
       }
     }
     const row = await store.turns.get(childId)
@@ -136,6 +140,35 @@ async function waitForChild(deps: ChildTurnDeps, childId: string, sessionId: str
     await sleep(pollMs, signal)
   }
   throw signal.reason
+}
+
+/**
+ * Tells the parent what its child (running here) does, as `child.progress` events of the parent:
+ * each state the child enters, each text part it finishes, the approvals it or a turn below it
+ * waits for, and the end of such a call. One event per transition or part end, never per delta.
+ */
+function relayProgress(child: RunningTurn, parent: ParentTurn, callId: string): () => void {
+  let state = 'streaming'
+  const asked = new Set<string>()
+  const publish = (progress: Omit<ChildProgress, 'turnId' | 'sessionId' | 'state'>) =>
+    parent.publish({ type: 'child.progress', sessionId: parent.sessionId, turnId: parent.turnId, callId, child: { turnId: child.id, sessionId: child.sessionId, state, ...progress } })
+  return child.subscribe((event) => {
+    if (event.type === 'turn.transition' && event.turnId === child.id && event.to !== event.from) {
+      state = event.to
+      publish({})
+    } else if (event.type === 'approval.requested' && event.turnId === child.id) {
+      for (const call of event.calls) asked.add(call.callId)
+      publish({ approvals: event.calls.map((call) => ({ ...call, turnId: child.id })) })
+    } else if (event.type === 'child.progress' && event.turnId === child.id && (event.child.approvals || event.child.part)) {
+      // A grandchild's approvals (and their ends) go up to the root's page.
+      for (const call of event.child.approvals ?? []) asked.add(call.callId)
+      publish({ ...(event.child.approvals ? { approvals: event.child.approvals } : {}), ...(event.child.part ? { part: event.child.part } : {}) })
+    } else if (event.type === 'part.updated') {
+      const { part } = event
+      if (part.type === 'text' && part.step !== undefined && part.time.end !== undefined && part.text !== '') publish({ text: part.text })
+      else if (part.type === 'tool' && asked.has(part.callId) && (part.state.status === 'completed' || part.state.status === 'error')) publish({ part })
+    }
+  })
 }
 
 async function resultOfRow(store: Store, row: TurnRecord): Promise<ChildTurnResult> {

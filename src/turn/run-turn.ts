@@ -9,7 +9,7 @@
 import { createActor, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
 import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
-import type { Bus } from '../core/bus'
+import type { Bus, TurnchartEvent } from '../core/bus'
 import type { Usage } from '../core/types'
 import type { Store } from '../store/store'
 import type { ChildTurnRunner } from '../tools/child-turns'
@@ -55,6 +55,8 @@ export interface ParentTurn {
   tree: RunTree
   /** True once the turn leaves this engine without ending (closed, or lost to another engine): its children go on. */
   leaving(): boolean
+  /** Publishes an event of this turn (a child's progress). */
+  publish(event: TurnchartEvent): void
 }
 
 /** The child turn runner of one turn, and its children's usage when the turn ends. */
@@ -95,7 +97,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   // Run trees: a new root's budget is its own configuration's, read once it is resolved.
   const tree = start.tree ?? new RunTree({ rootTurnId: scope.turnId, startedAt: Date.now(), budget: () => (scope.ready ? scope.config.budget : undefined) })
   deps.trees?.join(tree)
-  const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => recorder.leaving })
+  const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => recorder.leaving, publish: (event) => scope.events.publish(event) })
   const machine = turnMachine.provide({ actors: turnActors(scope, recorder, { tree, ...(children ? { children } : {}) }) })
   const actor = createActor(machine, {
     input: start.input,

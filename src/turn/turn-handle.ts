@@ -7,6 +7,7 @@ import type { Actor } from 'xstate'
 import { turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import { ApprovalNotPendingError, EngineClosedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
+import type { TurnchartEvent } from '../core/bus'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
@@ -90,6 +91,8 @@ export interface RunningTurn extends Turn {
   lose(error: TurnOwnershipLostError): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
+  /** Calls `listener` with each event the turn publishes from now on; returns the unsubscribe. */
+  subscribe(listener: (event: TurnchartEvent) => void): () => void
 }
 
 export interface TurnHandleParts {
@@ -198,6 +201,10 @@ export class TurnHandle implements RunningTurn {
 
   recorded(): Promise<void> {
     return this.#parts.recorder.settled()
+  }
+
+  subscribe(listener: (event: TurnchartEvent) => void): () => void {
+    return this.#parts.scope.events.subscribe(listener)
   }
 
   /** The turn's row exists (its prompt is stored, or it was restored): leases and control cover it now. */

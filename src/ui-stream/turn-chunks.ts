@@ -4,7 +4,7 @@
  * or a `part.updated` that closes it - only sends what the page does not have yet.
  */
 import type { FinishReason, InferUIMessageChunk } from 'ai'
-import type { TurnchartEvent } from '../core/bus'
+import type { ChildProgress, TurnchartEvent } from '../core/bus'
 import type { SerializedError } from '../core/errors'
 import type { MessageInfo, Part, ToolPart } from '../core/types'
 import { nextTurnState, turnIdOf, type LiveTurnSnapshot } from './live-turns'
@@ -129,6 +129,9 @@ export class TurnChunkWriter {
           this.approvalRequest(call.callId)
         }
         this.finish('awaiting-approval')
+        break
+      case 'child.progress':
+        if (event.turnId === this.turnId) this.childProgress(event.callId, event.child)
         break
       case 'session.status':
         // Idle ends the stream whatever the last state seen (a turn ended by its engine's close, say).
@@ -277,6 +280,27 @@ export class TurnChunkWriter {
     if (progress.approval) return
     progress.approval = true
     this.emit({ type: 'tool-approval-request', approvalId: callId, toolCallId: callId })
+  }
+
+  /**
+   * Run trees: a child turn's progress, inside the parent's tool part as preliminary tool
+   * results (`{ turnId, state, text? }`: the child's state, the last text it finished); the calls
+   * it waits on for approval as tool parts of their own with their approval requests (the stream
+   * then ends, as for the turn's own), and their ends.
+   */
+  private childProgress(callId: string, child: ChildProgress): void {
+    if (child.approvals?.length) {
+      for (const call of child.approvals) {
+        this.toolInput(call.callId, call.tool, call.input)
+        this.approvalRequest(call.callId)
+      }
+      this.finish('awaiting-approval')
+      return
+    }
+    if (child.part) return this.tool(child.part)
+    const progress = this.tools.get(callId)
+    if (!progress?.input || progress.output) return
+    this.emit({ type: 'tool-output-available', toolCallId: callId, output: { turnId: child.turnId, state: child.state, ...(child.text !== undefined ? { text: child.text } : {}) }, preliminary: true })
   }
 
   private tool(part: ToolPart): void {

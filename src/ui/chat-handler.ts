@@ -25,7 +25,7 @@ import {
 import { callHook } from '../core/hooks'
 import type { SessionMetadata } from '../core/types'
 import { promptInputOf, UnusableMessage } from './chat-input'
-import { isChatTurn } from './chat-turns'
+import { approvalOwners, isChatTurn } from './chat-turns'
 import { LiveTurns } from '../ui-stream/live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'
 import { storedRowsOf } from '../engine/store-feeds'
@@ -283,12 +283,15 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     const response = stream(request, { id, sessionId: body.id }, { replay: false, messages: body.messages }, cancel.signal)
     let accepted = 0
     let refusal: unknown
+    // Run trees: a call a child turn of the chat's waits on is answered on that turn.
+    const owners = await approvalOwners(engine, body.id)
     for (const part of responses) {
       const approval = (part as { approval?: { approved?: boolean; reason?: string } }).approval
       try {
         const edited = body.approvalInputs && Object.hasOwn(body.approvalInputs, part.toolCallId) ? { input: body.approvalInputs[part.toolCallId] } : undefined
-        if (approval?.approved === true) await engine.approve(id, part.toolCallId, edited)
-        else await engine.deny(id, part.toolCallId, typeof approval?.reason === 'string' ? approval.reason : undefined)
+        const target = owners.get(part.toolCallId) ?? id
+        if (approval?.approved === true) await engine.approve(target, part.toolCallId, edited)
+        else await engine.deny(target, part.toolCallId, typeof approval?.reason === 'string' ? approval.reason : undefined)
         accepted++
       } catch (error) {
         if (!ApprovalNotPendingError.isInstance(error) && !InvalidArgumentError.isInstance(error)) throw error

@@ -5,8 +5,8 @@
  * parent's session; child sessions hidden, deleted and counted with their parent.
  */
 import { z } from 'zod'
-import { agentTool, BudgetExceededError, MessageAbortedError, type ToolPart, type TurnchartEvent } from '../../src'
-import { createHarness, type Harness } from '../support/harness'
+import { agentTool, BudgetExceededError, createEngine, MessageAbortedError, type Engine, type ToolPart, type TurnchartEvent } from '../../src'
+import { createHarness, modelFor, type Harness } from '../support/harness'
 
 let h: Harness
 afterEach(async () => {
@@ -81,4 +81,168 @@ test('a parent → child → grandchild tree completes, each child text its tool
   await h.engine.deleteSession(session.id)
   expect(await h.engine.listSessions({ children: true })).toEqual([])
   expect(await h.engine.getTurn(grandchild.id)).toBeUndefined()
+})
+
+/** Parent → child → grandchild, the grandchild streaming and never finishing. */
+async function treeWithStreamingGrandchild(options: Parameters<typeof createHarness>[0] = {}) {
+  h = await createHarness({ tools: { researcher: delegate('researcher', ['fact']), fact: delegate('fact finder') }, ...(options as object) })
+  h.server.tool('researcher', { task: 'find the capital' }, { id: 'call_parent' })
+  h.server.tool('fact', { task: 'capital of France' }, { id: 'call_child' })
+  h.server.push({ type: 'stream', chunks: [{ text: 'Par' }], end: 'hang' })
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'what is the capital?')
+  const delta = (await h.waitForEvent((e) => e.type === 'part.delta' && e.parentTurnId !== undefined && e.delta === 'Par')) as TurnchartEvent & { turnId: string; parentTurnId: string }
+  const grandchild = (await h.engine.getTurn(delta.turnId))!
+  const child = (await h.engine.getTurn(delta.parentTurnId))!
+  return { session, turn, child, grandchild }
+}
+
+/** Each turn ended aborted by one transition from the state it was in, with MessageAbortedError stored. */
+async function expectAbortedByOneTransition(turnIds: string[], from: Record<string, string>) {
+  const engine = await readableEngine()
+  try {
+    await expectAbortedIn(engine, turnIds, from)
+  } finally {
+    if (engine !== h.engine) await engine.close()
+  }
+}
+
+/** The harness's engine, or one on its database when that engine was closed (recovery off: it only reads). */
+async function readableEngine(): Promise<Engine> {
+  try {
+    await h.engine.listSessions()
+    return h.engine
+  } catch {
+    return createEngine({ database: h.dbPath, model: modelFor(h.server), recovery: { onOpen: false, intervalMs: 0 } })
+  }
+}
+
+async function expectAbortedIn(engine: Engine, turnIds: string[], from: Record<string, string>) {
+  for (const id of turnIds) {
+    const row = (await engine.getTurn(id))!
+    expect(row).toMatchObject({ outcome: 'aborted', state: 'aborted' })
+    expect(row.error?.name).toBe('MessageAbortedError')
+    const log = await engine.transitions(id)
+    expect(log.filter((t) => t.to === 'aborted')).toHaveLength(1)
+    expect(log.at(-1)).toMatchObject({ from: from[id], to: 'aborted' })
+    const assistant = (await engine.messages(row.sessionId)).filter((m) => m.info.role === 'assistant').at(-1)!
+    expect(assistant.info.error?.name).toBe(new MessageAbortedError().name)
+    // Open parts closed: no text without an end, no call still pending or running.
+    for (const part of assistant.parts) {
+      if (part.type === 'text') expect(part.time.end).toBeDefined()
+      if (part.type === 'tool') expect(['completed', 'error']).toContain(part.state.status)
+    }
+  }
+}
+
+test.each([
+  ['turn.abort()', async (t: { turn: { abort(): void } }) => t.turn.abort()],
+  ['engine.abort(session)', async (t: { session: { id: string } }) => h.engine.abort(t.session.id)],
+  ['close({ abortTurns: true })', async () => h.engine.close({ abortTurns: true })],
+])('aborting the parent by %s while the grandchild streams ends all three aborted, one transition each', async (_name, abort) => {
+  const tree = await treeWithStreamingGrandchild()
+  const dones = [tree.turn.done, h.engine.activeTurn(tree.child.sessionId)!.done, h.engine.activeTurn(tree.grandchild.sessionId)!.done]
+  await abort(tree as never)
+  const results = await Promise.all(dones)
+  expect(results.map((r) => r.outcome)).toEqual(['aborted', 'aborted', 'aborted'])
+  await expectAbortedByOneTransition([tree.turn.id, tree.child.id, tree.grandchild.id], {
+    [tree.turn.id]: 'tool-running',
+    [tree.child.id]: 'tool-running',
+    [tree.grandchild.id]: 'streaming',
+  })
+})
+
+test("a tool timeout of the parent's agent tool aborts the child and the grandchild; the call is an error part and the parent goes on", async () => {
+  h = await createHarness({ tools: { researcher: delegate('researcher', ['fact']), fact: delegate('fact finder') }, toolExecution: { timeoutMs: 400 } })
+  h.server.tool('researcher', { task: 'find the capital' }, { id: 'call_parent' })
+  h.server.tool('fact', { task: 'capital of France' }, { id: 'call_child' })
+  h.server.push({ type: 'stream', chunks: [{ text: 'Par' }], end: 'hang' })
+  h.server.text('The researcher timed out.')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'what is the capital?')
+  expect((await turn.done).outcome).toBe('completed')
+  const [child] = await h.engine.childTurns(turn.id)
+  const [grandchild] = await h.engine.childTurns(child.id)
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === grandchild.id && e.to === 'aborted')
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === child.id && e.to === 'aborted')
+  await expectAbortedByOneTransition([child.id, grandchild.id], { [child.id]: 'tool-running', [grandchild.id]: 'streaming' })
+  expect((await toolPartsOf(session.id))[0].state).toMatchObject({ status: 'error', error: expect.stringMatching(/timed out/) })
+})
+
+test("a child that fails is its parent's tool error part, and the parent decides what to do next", async () => {
+  h = await createHarness({ tools: { researcher: delegate('researcher') }, retry: { maxAttempts: 1 } })
+  h.server.tool('researcher', { task: 'find the capital' }, { id: 'call_parent' })
+  h.server.error(400, { error: { message: 'bad request from the child' } })
+  h.server.text('The researcher failed; I will answer myself: Paris.')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'what is the capital?')
+  expect((await turn.done).outcome).toBe('completed')
+  const [child] = await h.engine.childTurns(turn.id)
+  expect(child.outcome).toBe('failed')
+  const part = (await toolPartsOf(session.id))[0]
+  expect(part.state).toMatchObject({ status: 'error', error: expect.stringContaining(`the sub-agent's turn ${child.id} ended failed`) })
+  // The parent's model saw the error as the call's result.
+  const toolMessage = h.server.requests[2].body.messages.find((m: { role: string }) => m.role === 'tool')
+  expect(toolMessage.content).toContain('ended failed')
+})
+
+test('a budget of N output tokens over a tree stops it before the first model call past N: no call is made, the tree ends failed', async () => {
+  h = await createHarness({ tools: { researcher: delegate('researcher', ['fact']), fact: delegate('fact finder') }, budget: { tokens: { output: 12 } } })
+  // Parent step 1: 5 output tokens; child step 1: 5 (10 so far); grandchild step 1: 5 (15: past 12).
+  h.server.tool('researcher', { task: 'find the capital' }, { id: 'call_parent' })
+  h.server.tool('fact', { task: 'capital of France' }, { id: 'call_child' })
+  h.server.text('Paris')
+  h.server.text('never asked for')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'what is the capital?')
+  const result = await turn.done
+  expect(result.outcome).toBe('failed')
+  expect(BudgetExceededError.isInstance(result.error)).toBe(true)
+  const [child] = await h.engine.childTurns(turn.id)
+  const [grandchild] = await h.engine.childTurns(child.id)
+  // Three calls made (5 + 5 + 5 output tokens); the child's second call was refused: it would have gone past 12.
+  expect(h.server.requests).toHaveLength(3)
+  expect(result.error).toMatchObject({ limit: 'tokens.output', max: 12, reached: 15, turnId: child.id })
+  for (const id of [turn.id, child.id]) {
+    const row = (await h.engine.getTurn(id))!
+    expect(row).toMatchObject({ outcome: 'failed' })
+    expect(row.error).toMatchObject({ name: 'BudgetExceededError', limit: 'tokens.output', reached: 15, turnId: child.id })
+    // The chart shows it: the refused call's state left by turn.fail to failed, the error in the row's payload.
+    expect((await h.engine.transitions(id)).at(-1)).toMatchObject({ from: 'streaming', event: 'turn.fail', to: 'failed', payload: { error: { name: 'BudgetExceededError' } } })
+  }
+  expect((await h.engine.getTurn(grandchild.id))!.outcome).toBe('completed')
+  expect((await toolPartsOf(session.id))[0].state).toMatchObject({ status: 'error', error: expect.stringContaining('BudgetExceededError') })
+})
+
+test('a prompt budget of steps, and a session budget, apply field by field over the engine one', async () => {
+  h = await createHarness({ budget: { steps: 100, cost: 1000 } })
+  h.server.text('one')
+  h.server.text('two')
+  const session = await h.engine.createSession({ budget: { steps: 1 } })
+  expect((await h.engine.prompt(session.id, 'a').done).outcome).toBe('completed')
+  const second = await h.engine.prompt(session.id, 'b', { budget: { steps: 0 } }).done
+  expect(second.outcome).toBe('failed')
+  expect(second.error).toMatchObject({ name: 'BudgetExceededError', limit: 'steps', max: 0, reached: 0 })
+  expect(h.server.requests).toHaveLength(1)
+  expect(() => h.engine.prompt(session.id, 'c', { budget: { tokens: { outputs: 3 } } as never })).toThrow(/options.budget.tokens.outputs/)
+})
+
+test("an approval a child waits for is seen from the parent's session and answered with approve", async () => {
+  const { tool } = await import('ai')
+  const deploy = tool({ description: 'Deploy', inputSchema: z.object({ env: z.string() }), needsApproval: true, execute: async ({ env }) => `deployed to ${env}` })
+  h = await createHarness({ tools: { ops: delegate('ops agent', ['deploy']), deploy } })
+  h.server.tool('ops', { task: 'deploy to prod' }, { id: 'call_parent' })
+  h.server.tool('deploy', { env: 'prod' }, { id: 'call_deploy' })
+  h.server.text('Deployed.')
+  h.server.text('The ops agent deployed.')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'ship it')
+  const requested = (await h.waitForEvent((e) => e.type === 'approval.requested')) as Extract<TurnchartEvent, { type: 'approval.requested' }>
+  const [child] = await h.engine.childTurns(turn.id)
+  expect(requested).toMatchObject({ turnId: child.id, parentTurnId: turn.id, calls: [{ callId: 'call_deploy', tool: 'deploy' }] })
+  const status = await h.engine.readStatus(session.id)
+  expect(status).toMatchObject({ type: 'busy', turnId: turn.id, state: 'tool-running', approvals: [{ callId: 'call_deploy', tool: 'deploy', input: { env: 'prod' }, turnId: child.id }] })
+  await h.engine.approve(child.id, 'call_deploy')
+  expect((await turn.done).outcome).toBe('completed')
+  expect((await toolPartsOf(child.sessionId))[0].state).toMatchObject({ status: 'completed', output: 'deployed to prod' })
 })
