@@ -1,0 +1,151 @@
+/**
+ * Durable run trees: a real child process runs a parent → child (→ grandchild) tree and is
+ * SIGKILLed at one of three points: the parent waiting in tool-running while its child streams,
+ * the child awaiting an approval, the grandchild running a tool. The next engine on the same
+ * database (SQLite, and PostgreSQL when a server is there) resumes the tree: each resumed agent
+ * tool call finds its existing child by call id and waits for it, so every call has exactly one
+ * child, none is lost, and the parent completes with its child's text as the tool's output.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { forkNode } from '../support/compiled'
+import { createEngine, type Engine, type ToolPart } from '../../src'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, postgresAnswers, tempDbPath, withParams } from '../support/harness'
+import { treeTools } from './run-tree-kill-child'
+
+jest.setTimeout(60_000)
+
+let server: ScriptedServer
+let postgres = false
+beforeAll(async () => {
+  postgres = Boolean(process.env.TURNCHART_PG_URL) || (await postgresAnswers())
+  if (!postgres) console.log('turnchart: the PostgreSQL half of the run tree crash test is skipped: no server')
+})
+beforeEach(async () => {
+  server = await startScriptedServer()
+})
+afterEach(async () => {
+  await server.close()
+})
+
+/** A fresh database of `dialect` and its removal. */
+function database(dialect: 'sqlite' | 'postgres'): { url: string; drop(): Promise<void> } {
+  if (dialect === 'postgres') {
+    const schema = freshSchemaName()
+    return { url: withParams(pgBaseUrl, { schema }), drop: () => dropSchemas(schema) }
+  }
+  const file = tempDbPath()
+  return { url: file, drop: async () => fs.rmSync(path.dirname(file), { recursive: true, force: true }) }
+}
+
+function runChildUntilKilled(url: string, point: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = forkNode(path.join(__dirname, 'run-tree-kill-child.ts'), [url, server.url, point], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    const timer = setTimeout(() => (child.kill('SIGKILL'), reject(new Error(`the child never reached '${point}'`))), 30_000)
+    child.once('exit', (_code, signal) => {
+      clearTimeout(timer)
+      if (signal === 'SIGKILL') resolve()
+      else reject(new Error(`the child exited without being killed at '${point}'`))
+    })
+  })
+}
+
+/** What the scripted provider answers, before the kill and after it, at each point. */
+const scripts: Record<string, { before(): void; after(): void; depth: number }> = {
+  'child-streaming': {
+    depth: 1,
+    before: () => {
+      server.tool('researcher', { task: 'capital' }, { id: 'call_p' })
+      server.push({ type: 'stream', chunks: [{ text: 'Par' }], end: 'hang' })
+    },
+    after: () => {
+      server.text('Paris is the capital.')
+      server.text('Done: Paris.')
+    },
+  },
+  'child-approval': {
+    depth: 1,
+    before: () => {
+      server.tool('researcher', { task: 'deploy' }, { id: 'call_p' })
+      server.tool('deploy', { env: 'prod' }, { id: 'call_d' })
+    },
+    after: () => {
+      server.text('Deployed to prod.')
+      server.text('Done: deployed.')
+    },
+  },
+  'grandchild-tool': {
+    depth: 2,
+    before: () => {
+      server.tool('researcher', { task: 'capital' }, { id: 'call_p' })
+      server.tool('fact', { task: 'capital of France' }, { id: 'call_c' })
+      server.tool('lookup', { q: 'capital' }, { id: 'call_g' })
+    },
+    after: () => {
+      server.text('Paris')
+      server.text('The capital is Paris.')
+      server.text('Done: Paris.')
+    },
+  },
+}
+
+const cases = Object.keys(scripts).flatMap((point) => [
+  ['sqlite', point],
+  ['postgres', point],
+]) as Array<['sqlite' | 'postgres', string]>
+
+test.each(cases)('%s: killed at %s, the next engine resumes the tree: one child per call, the parent completes', async (dialect, point) => {
+  if (dialect === 'postgres' && !postgres) return
+  const db = database(dialect)
+  const script = scripts[point]
+  script.before()
+  let engine: Engine | undefined
+  try {
+    await runChildUntilKilled(db.url, point)
+    const requestsBefore = server.requests.length
+    script.after()
+    engine = await createEngine({ database: db.url, model: modelFor(server), tools: treeTools(), recovery: { onOpen: false, intervalMs: 0 }, controlPollIntervalMs: 50 })
+    const recovered = await engine.recover()
+    expect(recovered).toHaveLength(script.depth + 1)
+    const rows = await Promise.all(recovered.map((t) => engine!.getTurn(t.id)))
+    const parent = recovered[rows.findIndex((row) => !row?.parentTurnId)]
+    if (point === 'child-approval') {
+      // The child's wait goes on in this engine, seen from the parent's session.
+      const status = await engine.readStatus(parent.sessionId)
+      expect(status).toMatchObject({ type: 'busy', turnId: parent.id, state: 'tool-running', approvals: [{ callId: 'call_d', tool: 'deploy' }] })
+      const approval = (status as { approvals: Array<{ callId: string; turnId: string }> }).approvals[0]
+      await engine.approve(approval.turnId, approval.callId)
+    }
+    const result = await parent.done
+    expect(result.outcome).toBe('completed')
+    expect(result.text).toBe(point === 'child-approval' ? 'Done: deployed.' : 'Done: Paris.')
+
+    // Exactly one child per call, each completed, its text its parent's tool output.
+    let level = [parent.id]
+    const texts: Record<string, string> = { 'child-streaming': 'Paris is the capital.', 'child-approval': 'Deployed to prod.', 'grandchild-tool': 'The capital is Paris.' }
+    for (let depth = 1; depth <= script.depth; depth++) {
+      const children = await engine.childTurns(level[0])
+      expect(children).toHaveLength(1)
+      expect(children[0].outcome).toBe('completed')
+      const parentRow = (await engine.getTurn(level[0]))!
+      const call = (await engine.messages(parentRow.sessionId)).flatMap((m) => m.parts).find((p): p is ToolPart => p.type === 'tool' && p.callId === children[0].parentCallId)!
+      expect(call.state.status).toBe('completed')
+      if (depth === 1) expect(call.state).toMatchObject({ output: texts[point] })
+      level = [children[0].id]
+    }
+    expect(await engine.childTurns(level[0])).toEqual([])
+    if (point === 'grandchild-tool') {
+      // The grandchild's own tool (not idempotent) was interrupted: an error its model saw, not run twice.
+      const grandchild = (await engine.getTurn(level[0]))!
+      const lookup = (await engine.messages(grandchild.sessionId)).flatMap((m) => m.parts).find((p): p is ToolPart => p.type === 'tool')!
+      expect(lookup.state).toMatchObject({ status: 'error', error: 'interrupted by a restart' })
+    }
+    expect(await engine.listSessions({ children: true })).toHaveLength(script.depth + 1)
+    // No call was made twice: the resumed calls found their children (only the interrupted step was asked again).
+    expect(server.requests.length - requestsBefore).toBe(point === 'grandchild-tool' ? 3 : 2)
+  } finally {
+    await engine?.close()
+    await db.drop()
+  }
+})
