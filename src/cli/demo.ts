@@ -4,7 +4,7 @@
  * Without configuration the model is the scripted OpenAI-compatible server
  * (`turnchart/testing`), started in-process with a built-in script: streamed reasoning and
  * text, a real tool call (listing a folder), a 429 answered with a retry, a context overflow
- * answered with a compaction, and an abort. With TURNCHART_BASE_URL, TURNCHART_API_KEY and
+ * answered with a compaction, a sub-agent run as a child turn (run trees), and an abort. With TURNCHART_BASE_URL, TURNCHART_API_KEY and
  * TURNCHART_MODEL set, the same agent and prompts run against that endpoint instead.
  */
 import fs from 'node:fs/promises'
@@ -13,6 +13,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { jsonSchema, tool } from 'ai'
 import { createEngine } from '../engine/create-engine'
+import { agentTool } from '../tools/agent-tool'
 import type { Engine } from '../engine/engine'
 import type { EngineModel, EngineOptions } from '../config/options'
 import type { TurnchartEvent } from '../core/bus'
@@ -22,10 +23,11 @@ import { onTerminationSignals, waitForSignal } from './signals'
 import { inspectorUiUrl, startInspectorRelay } from './inspector-relay'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
 
-/** The three prompts of the demo session (the same against a real model). */
+/** The four prompts of the demo session (the same against a real model). */
 const demoPrompts = {
   list: 'What is in the current folder? Use the list tool.',
   summarise: 'Read it all and summarise the project for me.',
+  delegate: 'Ask the researcher which entries of this folder are folders.',
   poem: 'Now write a very long poem about state machines.',
 }
 
@@ -48,6 +50,20 @@ export const listTool = tool({
     additionalProperties: false,
   }),
   execute: async ({ path: folder }) => listFolder(folder),
+})
+
+/** The sub-agent: a child turn of its own (its chart, its retries), with the list tool only. */
+export const researcherTool = agentTool({
+  description: 'Ask a researcher, a sub-agent that can list folders, a question about this folder; it answers in a sentence',
+  inputSchema: jsonSchema<{ question: string }>({
+    type: 'object',
+    properties: { question: { type: 'string' } },
+    required: ['question'],
+    additionalProperties: false,
+  }),
+  system: 'You are a researcher. Answer the question in one sentence, using the list tool to look at folders.',
+  tools: ['list'],
+  toPrompt: ({ question }) => question,
 })
 
 /** The built-in script: what the scripted server answers, call by call. */
@@ -87,7 +103,19 @@ async function queueDemoScript(server: ScriptedServer, cwd: string): Promise<voi
     chunks: words('From what I saw, this is a small project: source code, tests and docs, run by an explicit statechart.').map((w) => ({ text: w })),
     usage: { input: 90, output: 22 },
   })
-  // Turn 3: a long answer that is aborted half way.
+  // Turn 3: the parent calls the researcher; its child turn lists the folder and answers; the parent goes on.
+  const folders = entries.filter((e) => e.endsWith('/'))
+  server.push({
+    type: 'stream',
+    delayMs: 12,
+    chunks: [...words('I will ask the researcher.').map((w) => ({ text: w })), { tool: { name: 'researcher', input: { question: 'Which entries of the current folder are folders?' } } }],
+    usage: { input: 140, output: 20 },
+  })
+  server.push({ type: 'stream', delayMs: 12, chunks: [{ tool: { name: 'list', input: { path: '.' } } }], usage: { input: 60, output: 10 } })
+  const childAnswer = folders.length ? `${folders.length} of them are folders: ${folders.slice(0, 6).join(', ')}.` : 'None of them is a folder.'
+  server.push({ type: 'stream', delayMs: 12, chunks: words(childAnswer).map((w) => ({ text: w })), usage: { input: 120, output: 16 } })
+  server.push({ type: 'stream', delayMs: 12, chunks: words(`The researcher says: ${childAnswer}`).map((w) => ({ text: w })), usage: { input: 200, output: 18 } })
+  // Turn 4: a long answer that is aborted half way.
   server.push({
     type: 'stream',
     delayMs: 40,
@@ -107,6 +135,9 @@ function words(text: string): string[] {
 /** Prints the conversation as it streams and each transition as it is committed. */
 export function createPrinter(io: CliIO, c: Colors) {
   let atLineStart = true
+  // Run trees: a child turn's lines are indented under its parent's, one level per generation.
+  const depths = new Map<string, number>()
+  let prefix = ''
   const partTypes = new Map<string, string>()
   const streamed = new Set<string>()
   const summaries = new Set<string>()
@@ -116,7 +147,7 @@ export function createPrinter(io: CliIO, c: Colors) {
     io.stdout.write(text)
     atLineStart = text.endsWith('\n')
   }
-  const line = (text: string) => write(`${atLineStart ? '' : '\n'}${text}\n`)
+  const line = (text: string) => write(`${atLineStart ? '' : '\n'}${prefix}${text}\n`)
   let retrying = false
   const stopRetryLine = () => {
     if (!retrying) return
@@ -130,64 +161,71 @@ export function createPrinter(io: CliIO, c: Colors) {
     line(c.yellow('  … retrying now'))
   }
   const onEvent = (event: TurnchartEvent) => {
-    switch (event.type) {
-      case 'part.delta': {
-        const type = partTypes.get(event.partId)
-        if (!streamed.has(event.partId)) {
-          streamed.add(event.partId)
-          write(`${atLineStart ? '' : '\n'}${type === 'reasoning' ? c.dim('thinking ›') : c.green('assistant ›')} `)
-        }
-        write(type === 'reasoning' ? c.dim(event.delta) : event.delta)
-        break
-      }
-      case 'message.updated':
-        if (event.info.summary) summaries.add(event.info.id)
-        break
-      case 'part.updated': {
-        const part = event.part
-        partTypes.set(part.id, part.type)
-        const fromUser = part.step === undefined && !summaries.has(part.messageId)
-        if (fromUser) break
-        if ((part.type === 'text' || part.type === 'reasoning') && part.time.end !== undefined && !streamed.has(part.id) && part.text) {
-          // Not streamed (the compaction summary is produced in one piece): print it whole.
-          streamed.add(part.id)
-          line(`${summaries.has(part.messageId) ? c.magenta('summary ›') : c.green('assistant ›')} ${truncate(part.text, 400)}`)
-        } else if (part.type === 'tool' && part.state.status === 'running') {
-          line(c.yellow(`  ⚙ ${part.tool}(${json(part.state.input)})`))
-        } else if (part.type === 'tool' && part.state.status === 'completed') {
-          line(c.yellow(`  ✓ ${part.tool} → ${truncate(json(part.state.output), 100)}`))
-        } else if (part.type === 'tool' && part.state.status === 'error') {
-          line(c.red(`  ✗ ${part.tool}: ${part.state.error}`))
-        } else if (part.type === 'compaction') {
-          line(c.magenta('  (the context is full: summarising the history)'))
-        }
-        break
-      }
-      case 'turn.transition':
-        if (event.from === 'retry-waiting' || event.from === 'compaction-retry-waiting') stopRetryLine()
-        line(c.dim('  [') + formatTransition(event, c) + c.dim(']'))
-        break
-      case 'session.status':
-        if (event.status.type === 'retry') {
-          const { attempt, message, next } = event.status
-          // `attempt` is the attempt that failed, numbered as on parts (the first is 1).
-          const show = () => {
-            const left = Math.max(0, next - Date.now()) / 1000
-            const text = c.yellow(`  ⏳ attempt ${attempt} failed (${truncate(message, 60)}): attempt ${attempt + 1} in ${left.toFixed(1)} s`)
-            if (io.stdout.isTTY) write(`\r\x1b[2K${text}`)
-            else line(text)
+    if (event.parentTurnId && event.turnId && !depths.has(event.turnId)) depths.set(event.turnId, (depths.get(event.parentTurnId) ?? 0) + 1)
+    const depth = event.turnId ? depths.get(event.turnId) ?? 0 : 0
+    prefix = depth ? c.dim('  │ '.repeat(depth)) : ''
+    try {
+      switch (event.type) {
+        case 'part.delta': {
+          const type = partTypes.get(event.partId)
+          if (!streamed.has(event.partId)) {
+            streamed.add(event.partId)
+            write(`${atLineStart ? '' : '\n'}${prefix}${type === 'reasoning' ? c.dim('thinking ›') : c.green('assistant ›')} `)
           }
-          if (!atLineStart) write('\n')
-          show()
-          clearInterval(retryTimer)
-          retrying = true
-          // A live countdown on a terminal; elsewhere (a log, a pipe) one line per attempt.
-          retryTimer = io.stdout.isTTY ? setInterval(show, 100) : undefined
-        } else stopRetryLine()
-        break
-      case 'session.error':
-        line(c.red(`  ! ${event.error.name}: ${event.error.message}`))
-        break
+          write(type === 'reasoning' ? c.dim(event.delta) : event.delta)
+          break
+        }
+        case 'message.updated':
+          if (event.info.summary) summaries.add(event.info.id)
+          break
+        case 'part.updated': {
+          const part = event.part
+          partTypes.set(part.id, part.type)
+          const fromUser = part.step === undefined && !summaries.has(part.messageId)
+          if (fromUser) break
+          if ((part.type === 'text' || part.type === 'reasoning') && part.time.end !== undefined && !streamed.has(part.id) && part.text) {
+            // Not streamed (the compaction summary is produced in one piece): print it whole.
+            streamed.add(part.id)
+            line(`${summaries.has(part.messageId) ? c.magenta('summary ›') : c.green('assistant ›')} ${truncate(part.text, 400)}`)
+          } else if (part.type === 'tool' && part.state.status === 'running') {
+            line(c.yellow(`  ⚙ ${part.tool}(${json(part.state.input)})`))
+          } else if (part.type === 'tool' && part.state.status === 'completed') {
+            line(c.yellow(`  ✓ ${part.tool} → ${truncate(json(part.state.output), 100)}`))
+          } else if (part.type === 'tool' && part.state.status === 'error') {
+            line(c.red(`  ✗ ${part.tool}: ${part.state.error}`))
+          } else if (part.type === 'compaction') {
+            line(c.magenta('  (the context is full: summarising the history)'))
+          }
+          break
+        }
+        case 'turn.transition':
+          if (event.from === 'retry-waiting' || event.from === 'compaction-retry-waiting') stopRetryLine()
+          line(c.dim('  [') + formatTransition(event, c) + c.dim(']'))
+          break
+        case 'session.status':
+          if (event.status.type === 'retry') {
+            const { attempt, message, next } = event.status
+            // `attempt` is the attempt that failed, numbered as on parts (the first is 1).
+            const show = () => {
+              const left = Math.max(0, next - Date.now()) / 1000
+              const text = c.yellow(`  ⏳ attempt ${attempt} failed (${truncate(message, 60)}): attempt ${attempt + 1} in ${left.toFixed(1)} s`)
+              if (io.stdout.isTTY) write(`\r\x1b[2K${text}`)
+              else line(text)
+            }
+            if (!atLineStart) write('\n')
+            show()
+            clearInterval(retryTimer)
+            retrying = true
+            // A live countdown on a terminal; elsewhere (a log, a pipe) one line per attempt.
+            retryTimer = io.stdout.isTTY ? setInterval(show, 100) : undefined
+          } else stopRetryLine()
+          break
+        case 'session.error':
+          line(c.red(`  ! ${event.error.name}: ${event.error.message}`))
+          break
+      }
+    } finally {
+      prefix = '' // the demo's own lines are not indented
     }
   }
   return { onEvent, line, close: () => clearInterval(retryTimer) }
@@ -306,8 +344,8 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     engine = await createEngine({
       database,
       model,
-      system: 'You are a helpful agent. Use the list tool to look at folders.',
-      tools: { list: listTool },
+      system: 'You are a helpful agent. Use the list tool to look at folders, and the researcher for questions it can answer.',
+      tools: { list: listTool, researcher: researcherTool },
       // Short delays keep the demo quick; a real endpoint gets the default policy.
       retry: real ? {} : { initialDelayMs: 200, maxDelayMs: 1000, maxHeaderDelayMs: 5000, jitter: 0 },
       compaction: { auto: true, maxPerTurn: 2 },

@@ -1,10 +1,55 @@
 /**
  * `turnchart show <db> <session> [--json]`: the conversation, message by message with its
- * parts, and for each turn its outcome and the states it went through. Read-only.
+ * parts, and for each turn its outcome and the states it went through, then the child turns its
+ * tools started (run trees), indented under it, each with its path and messages. Read-only.
  */
-import { viewSession } from '../viewer/read-views'
+import type { MessageWithParts } from '../core/types'
+import { viewSession, type ChildTurnTree, type TurnTree } from '../viewer/read-views'
 import { parseArgs } from './args'
 import { CliError, colors, formatPart, openForReading, printable, type CliIO } from './io'
+
+type Colors = ReturnType<typeof colors>
+
+/** `idle → streaming → …`, or that `prune` deleted the log (an ended turn with no log). */
+function pathOf(turn: TurnTree | undefined): string {
+  const states = (turn?.transitions ?? []).map((t) => t.to)
+  return turn?.outcome && states.length === 0 ? 'transition log pruned' : ['idle', ...states].join(' → ')
+}
+
+function turnLines(turn: TurnTree | undefined, id: string, c: Colors, indent: string, name = `turn ${id}`): string[] {
+  const lines = [indent + c.cyan(`${name}: ${turn?.outcome ?? `unfinished (${turn?.state ?? '?'})`}`) + c.dim(`  ${pathOf(turn)}`)]
+  if (turn?.error) lines.push(c.red(printable(`${indent}  ${turn.error.name}: ${turn.error.message}`)))
+  return lines
+}
+
+function messageLines({ info, parts }: MessageWithParts, c: Colors, indent: string): string[] {
+  const role = info.summary ? 'summary' : info.role
+  const usage = info.tokens ? c.dim(`  tokens in ${info.tokens.input} out ${info.tokens.output}`) : ''
+  const lines = [`${indent}${c.bold(role)} ${c.dim(info.id)}${info.finish ? c.dim(`  finish ${info.finish}`) : ''}${usage}`]
+  for (const part of parts) lines.push(...formatPart(part, c).split('\n').map((line) => `${indent}  ${line}`))
+  if (info.error) lines.push(c.red(printable(`${indent}  error ${info.error.name}: ${info.error.message}`)))
+  return lines
+}
+
+/** A turn's child turns, each named by the tool call that started it, its messages and its own children below it. */
+function childLines(children: ChildTurnTree[], tools: Map<string, string>, c: Colors, indent: string): string[] {
+  const lines: string[] = []
+  for (const child of children) {
+    const tool = child.parentCallId ? tools.get(child.parentCallId) : undefined
+    const call = tool ? ` (${printable(tool)}, call ${printable(child.parentCallId ?? '')})` : ''
+    lines.push('', ...turnLines(child, child.id, c, indent, `└ child turn ${child.id}${call}`))
+    for (const message of child.messages) lines.push(...messageLines(message, c, `${indent}  `))
+    lines.push(...childLines(child.children, toolNames(child.messages), c, `${indent}  `))
+  }
+  return lines
+}
+
+/** The tool of each call in these messages, by call id. */
+function toolNames(messages: MessageWithParts[]): Map<string, string> {
+  const names = new Map<string, string>()
+  for (const { parts } of messages) for (const part of parts) if (part.type === 'tool') names.set(part.callId, part.tool)
+  return names
+}
 
 export async function showCommand(argv: string[], io: CliIO): Promise<number> {
   const { positionals, flags } = parseArgs(argv, { flags: ['json'], positionals: ['db', 'session'] })
@@ -21,28 +66,24 @@ export async function showCommand(argv: string[], io: CliIO): Promise<number> {
     }
     const { session, messages } = view
     const turns = new Map(view.turns.map((t) => [t.id, t]))
+    const tools = toolNames(messages)
     out(c.bold(`session ${session.id}${session.title ? `: ${printable(session.title)}` : ''}`))
     let lastTurn: string | undefined
-    for (const { info, parts } of messages) {
-      if (info.turnId && info.turnId !== lastTurn) {
-        lastTurn = info.turnId
-        const turn = turns.get(info.turnId)
-        const states = (turn?.transitions ?? []).map((t) => t.to)
-        // An ended turn with no log had it pruned (see TurnReplay.pruned).
-        const path = turn?.outcome && states.length === 0 ? 'transition log pruned' : ['idle', ...states].join(' → ')
-        out()
-        out(c.cyan(`turn ${info.turnId}: ${turn?.outcome ?? `unfinished (${turn?.state ?? '?'})`}`) + c.dim(`  ${path}`))
-        if (turn?.error) out(c.red(printable(`  ${turn.error.name}: ${turn.error.message}`)))
-      }
-      const role = info.summary ? 'summary' : info.role
-      const usage = info.tokens ? c.dim(`  tokens in ${info.tokens.input} out ${info.tokens.output}`) : ''
-      out(`${c.bold(role)} ${c.dim(info.id)}${info.finish ? c.dim(`  finish ${info.finish}`) : ''}${usage}`)
-      for (const part of parts) {
-        const text = formatPart(part, c)
-        out(text.split('\n').map((line) => `  ${line}`).join('\n'))
-      }
-      if (info.error) out(c.red(printable(`  error ${info.error.name}: ${info.error.message}`)))
+    const endTurn = () => {
+      const children = lastTurn ? turns.get(lastTurn)?.children ?? [] : []
+      for (const line of childLines(children, tools, c, '  ')) out(line)
     }
+    for (const message of messages) {
+      const turnId = message.info.turnId
+      if (turnId && turnId !== lastTurn) {
+        endTurn()
+        lastTurn = turnId
+        out()
+        for (const line of turnLines(turns.get(turnId), turnId, c, '')) out(line)
+      }
+      for (const line of messageLines(message, c, '')) out(line)
+    }
+    endTurn()
     return 0
   } finally {
     await store.close()

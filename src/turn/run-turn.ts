@@ -104,8 +104,9 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
     ...(deps.clock ? { clock: deps.clock } : {}),
     // (given at creation: the inspector must see the root actor's own `@xstate.actor` event)
-    ...(deps.inspect ? { inspect: deps.inspect } : {}),
+    ...(deps.inspect ? { inspect: tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) } : {}),
   })
+  if (deps.inspect) tree.inspection.add(scope.turnId, tree.inspection.actorOf(actor, scope.parentTurnId))
   // The recorder hears the actor's snapshots from its start (the first is its init).
   actor.system.inspect(recorder.inspector)
   // An actor error is a defect in turnchart; observe it so it cannot crash the process.
@@ -115,6 +116,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     scope,
     recorder,
     onSettled: (turn) => {
+      tree.inspection.delete(turn.id)
       deps.trees?.leave(tree)
       deps.onSettled(turn)
     },

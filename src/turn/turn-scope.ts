@@ -37,6 +37,8 @@ export interface TurnScopeOptions {
 export class TurnScope {
   readonly turnId: string
   readonly sessionId: string
+  /** Run trees: the turn whose tool call started this one. */
+  readonly parentTurnId: string | undefined
   readonly store: Store
   readonly fence: TurnFence
   readonly queue = new WriteQueue()
@@ -59,6 +61,7 @@ export class TurnScope {
     const { turnId, sessionId, store, bus, fence } = options
     this.turnId = turnId
     this.sessionId = sessionId
+    this.parentTurnId = options.parentTurnId
     this.store = store
     this.fence = fence
     const events = (this.events = new TurnEventLog(bus, { turnId, sessionId, ...(options.parentTurnId ? { parentTurnId: options.parentTurnId } : {}) }))

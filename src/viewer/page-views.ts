@@ -4,10 +4,10 @@
  */
 import type { TurnInput } from '../../machines/turn.types'
 import type { Store } from '../store/store'
-import type { PagePart, SessionPage, TurnView } from './wire'
+import type { PageMessage, PagePart, SessionPage, TurnView } from './wire'
 import { turnPath } from './turn-path'
-import { viewSession } from './read-views'
-import type { Part } from '../core/types'
+import { viewSession, type TurnTree } from './read-views'
+import type { MessageWithParts, Part } from '../core/types'
 
 /** A part without a file's bytes: a page pushed on every change stays small. */
 function pagePart(part: Part): PagePart {
@@ -22,10 +22,18 @@ export async function sessionPage(store: Store, sessionId: string): Promise<Sess
   const view = await viewSession(store, sessionId)
   if (!view) return undefined
   const turns: TurnView[] = []
-  for (const { transitions, ...turn } of view.turns) {
-    const input = (await store.turns.input(turn.id)) as TurnInput | undefined
-    const { steps, mismatch } = turnPath(input, transitions)
-    turns.push({ ...turn, path: steps, ...(mismatch === undefined ? {} : { mismatch }) })
-  }
-  return { session: view.session, messages: view.messages.map(({ info, parts }) => ({ info, parts: parts.map(pagePart) })), turns }
+  for (const turn of view.turns) turns.push(await turnView(store, turn))
+  return { session: view.session, messages: view.messages.map(pageMessage), turns }
+}
+
+const pageMessage = ({ info, parts }: MessageWithParts): PageMessage => ({ info, parts: parts.map(pagePart) })
+
+/** A turn with its path on the drawing, and its child turns (run trees) the same way, with their messages. */
+async function turnView(store: Store, tree: TurnTree): Promise<TurnView> {
+  const { transitions, children, ...turn } = tree
+  const input = (await store.turns.input(turn.id)) as TurnInput | undefined
+  const { steps, mismatch } = turnPath(input, transitions)
+  const childViews: TurnView[] = []
+  for (const child of children) childViews.push({ ...(await turnView(store, child)), messages: child.messages.map(pageMessage) })
+  return { ...turn, path: steps, ...(mismatch === undefined ? {} : { mismatch }), ...(childViews.length ? { children: childViews } : {}) }
 }

@@ -26,13 +26,42 @@ export async function summarizeSessions(store: Store): Promise<SessionSummary[]>
   return out
 }
 
+/** A turn with its transition log and the child turns its tools started (run trees), theirs under them. */
+export interface TurnTree extends TurnRecord {
+  transitions: TransitionRecord[]
+  /** The child turns, oldest first, each with the messages of its own (child) session. */
+  children: ChildTurnTree[]
+}
+
+export interface ChildTurnTree extends TurnTree {
+  messages: MessageWithParts[]
+}
+
 export interface SessionView {
   session: SessionInfo
   messages: MessageWithParts[]
-  turns: Array<TurnRecord & { transitions: TransitionRecord[] }>
+  turns: TurnTree[]
 }
 
-/** A session's messages and its turns with their transition logs; undefined for an unknown session. */
+/** Trees deeper than this are cut (a runaway recursion of agent tools must not hang a reader). */
+const maxTreeDepth = 16
+
+async function turnTree(store: Store, turn: TurnRecord, depth: number): Promise<TurnTree> {
+  const children: ChildTurnTree[] = []
+  if (depth < maxTreeDepth) {
+    for (const child of await store.turns.children(turn.id)) {
+      // One child session per call, holding that child's turn only.
+      const messages = (await store.messages.list(child.sessionId)).filter((m) => m.info.turnId === child.id)
+      children.push({ ...(await turnTree(store, child, depth + 1)), messages })
+    }
+  }
+  return { ...turn, transitions: await store.transitions.list(turn.id), children }
+}
+
+/**
+ * A session's messages and its turns with their transition logs and their run trees (child
+ * turns under their parent); undefined for an unknown session.
+ */
 export async function viewSession(store: Store, sessionId: string): Promise<SessionView | undefined> {
   const session = await store.sessions.get(sessionId)
   if (!session) return undefined
@@ -40,7 +69,7 @@ export async function viewSession(store: Store, sessionId: string): Promise<Sess
   const turns: SessionView['turns'] = []
   for (const id of new Set(messages.map((m) => m.info.turnId).filter((id): id is string => Boolean(id)))) {
     const turn = await store.turns.get(id)
-    if (turn) turns.push({ ...turn, transitions: await store.transitions.list(id) })
+    if (turn) turns.push(await turnTree(store, turn, 0))
   }
   return { session, messages, turns }
 }

@@ -24,8 +24,15 @@ export interface TurnView extends TurnRecord {
   path: PathStep[]
   /** Why the log could not be replayed through the chart (its rows are then drawn on the first edge that fits). */
   mismatch?: string
-  /** Turns this one started (run trees, not stored yet): drawn under it, each with its chart. */
+  /** The child turns its tools started (run trees), oldest first: drawn under it, each with its chart. */
   children?: TurnView[]
+  /** A child turn's messages (those of its child session); a session's own turns have theirs in `SessionPage.messages`. */
+  messages?: PageMessage[]
+}
+
+export interface PageMessage {
+  info: MessageInfo
+  parts: PagePart[]
 }
 
 /** A part as the page shows it: a file's bytes are left out (their size is kept). */
@@ -33,7 +40,7 @@ export type PagePart = Exclude<Part, { type: 'file' }> | (Extract<Part, { type: 
 
 export interface SessionPage {
   session: SessionInfo
-  messages: Array<{ info: MessageInfo; parts: PagePart[] }>
+  messages: PageMessage[]
   turns: TurnView[]
 }
 

@@ -45,7 +45,7 @@ function refuses(host: string, port: number): Promise<boolean> {
 test('demo --inspect serves on 127.0.0.1 only, relays the turns to a WebSocket client, says what is online, and waits for Ctrl-C', async () => {
   const port = await freePort()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-inspect-'))
-  const received: Array<{ type: string; snapshot?: { value?: unknown } }> = []
+  const received: Array<{ type: string; name?: string; sessionId?: string; parentId?: string; rootId?: string; snapshot?: { value?: unknown } }> = []
   let socket: InstanceType<typeof WebSocket> | undefined
   let stopped = false
   const connect = () => {
@@ -75,7 +75,7 @@ test('demo --inspect serves on 127.0.0.1 only, relays the turns to a WebSocket c
     })
     expect(stdout).toContain(`Stately inspector: open http://127.0.0.1:${port} in a browser (127.0.0.1 only)`)
     expect(stdout).toContain("online: that page embeds Stately's inspector UI from https://stately.ai/inspect")
-    expect(stdout.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
+    expect(stdout.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'completed', 'aborted'])
     const page = await (await fetch(`http://127.0.0.1:${port}/`)).text()
     expect(page).toContain(`new WebSocket('ws://127.0.0.1:${port}')`)
     const external = externalAddress()
@@ -85,6 +85,17 @@ test('demo --inspect serves on 127.0.0.1 only, relays the turns to a WebSocket c
     expect(snapshots).toEqual(expect.arrayContaining([{ running: { step: 'streaming' } }, 'completed', 'aborted']))
     expect(received.some((e) => e.type === '@xstate.actor')).toBe(true)
     expect(received.some((e) => e.type === '@xstate.event')).toBe(true)
+    // Run trees: the researcher's child turn is shown under the actor of the turn that called it.
+    const turnActors = received.filter((e) => e.type === '@xstate.actor' && e.name === 'turn')
+    const roots = turnActors.filter((e) => e.parentId === undefined)
+    const children = turnActors.filter((e) => e.parentId !== undefined)
+    expect(roots).toHaveLength(4)
+    expect(children).toHaveLength(1)
+    const parent = roots.find((r) => r.sessionId === children[0].parentId)
+    expect(parent).toBeDefined()
+    expect(children[0].rootId).toBe(parent!.rootId)
+    // …and its events under the tree's root as well.
+    expect(received.filter((e) => e.type === '@xstate.snapshot' && e.sessionId === children[0].sessionId).every((e) => e.rootId === parent!.rootId)).toBe(true)
     child.kill('SIGINT')
     expect(await exited).toBe(0)
     expect(stderr).toBe('')

@@ -40,10 +40,15 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
   expect(out).toContain('streaming → compacting  step.failed')
   expect(out).toContain('summary › Summary:')
   expect(out).toContain('compacting → streaming  compaction.finished')
+  // the sub-agent: a child turn, its lines indented under the parent's, its answer the call's output
+  expect(out).toContain('⚙ researcher({"question":"Which entries of the current folder are folders?"})')
+  expect(out).toMatch(/^ {2}│ {3}⚙ list\(\{"path":"\."\}\)$/m)
+  expect(out).toMatch(/^ {2}│ assistant › \d+ of them are folders/m)
+  expect(out).toMatch(/^ {2}✓ researcher → "\d+ of them are folders/m)
   // the abort
   expect(out).toContain('streaming → aborted  turn.abort')
   expect(out).toContain('MessageAbortedError')
-  expect(out.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
+  expect(out.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'completed', 'aborted'])
   expect(out).toContain(`Everything is stored in ${db}`)
   expect(fs.existsSync(db)).toBe(true)
 
@@ -51,7 +56,7 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
   expect(sessions.code).toBe(0)
   const sessionId = sessions.stdout.split(/\s+/)[0]
   expect(sessionId).toMatch(/^ses_/)
-  expect(sessions.stdout).toContain('3 turns (completed, completed, aborted)')
+  expect(sessions.stdout).toContain('4 turns (completed, completed, completed, aborted)')
 
   const show = await runCli(['show', db, sessionId])
   expect(show.code).toBe(0)
@@ -61,6 +66,15 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
   expect(show.stdout).toMatch(/tool list\(\{"path":"\."\}\) completed/)
   expect(show.stdout).toContain('compaction (automatic)')
   expect(show.stdout).toContain('error MessageAbortedError')
+  // the run tree: the child turn under its parent, named by its call, with its path and messages
+  expect(show.stdout).toMatch(/^ {2}└ child turn trn_\S+ \(researcher, call \S+\): completed {2}idle → streaming → tool-running → streaming → completed$/m)
+  expect(show.stdout).toMatch(/^ {4}user msg_\S+\n {6}Which entries of the current folder are folders\?$/m)
+  const childShown = JSON.parse((await runCli(['show', db, sessionId, '--json'])).stdout)
+  const parentTurn = childShown.turns[2]
+  expect(parentTurn.children).toHaveLength(1)
+  expect(parentTurn.children[0]).toMatchObject({ parentTurnId: parentTurn.id, outcome: 'completed' })
+  // a child session is not listed with the app's sessions
+  expect(sessions.stdout.trim().split('\n').filter((l) => /^ses_/.test(l))).toHaveLength(1)
 
   const firstTurn = /turnchart replay \S+ (trn_\S+)/.exec(out)![1]
   const replay = await runCli(['replay', db, firstTurn])
@@ -85,13 +99,17 @@ test('with TURNCHART_BASE_URL the same agent runs against that endpoint', async 
     server.tool('list', { path: '.' })
     server.text('Here it is.')
     server.text('A summary.')
+    server.tool('researcher', { question: 'Which entries are folders?' })
+    server.tool('list', { path: '.' })
+    server.text('Some are folders.')
+    server.text('The researcher says: some are folders.')
     server.push({ type: 'stream', chunks: Array.from({ length: 80 }, (_, i) => ({ text: `w${i} ` })), delayMs: 5, end: 'hang' })
     const db = path.join(dir, 'real.db')
     const demo = await runCli(['demo', '--db', db], { TURNCHART_BASE_URL: server.url, TURNCHART_MODEL: 'my-model', TURNCHART_API_KEY: 'sk-test' })
     expect(demo.stderr).toBe('')
     expect(demo.code).toBe(0)
     expect(demo.stdout).toContain(`turnchart demo against ${server.url} (model my-model)`)
-    expect(demo.stdout.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
+    expect(demo.stdout.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'completed', 'aborted'])
     expect(server.requests[0].body.model).toBe('my-model')
     expect(server.requests[0].headers.authorization).toBe('Bearer sk-test')
     expect(server.requests[0].body.tools[0].function.name).toBe('list')

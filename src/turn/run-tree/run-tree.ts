@@ -8,6 +8,7 @@
 import { BudgetExceededError } from '../../core/errors'
 import type { Budget, Usage } from '../../core/types'
 import { budgetBreach, type TreeSpending } from '../../policy/budget'
+import { TreeInspection } from './tree-inspection'
 
 /** What a tree that joins late reads once: the root's budget and start, and what was spent before. */
 export interface TreeLoad {
@@ -38,6 +39,8 @@ export class RunTree {
   #breach: BudgetExceededError | null = null
   /** The tree's turns running in this engine (the tree is forgotten when none is left). */
   members = 0
+  /** How the tree's turns running here appear in the app's inspector (children under their parent). */
+  readonly inspection = new TreeInspection()
 
   constructor(options: RunTreeOptions) {
     this.rootTurnId = options.rootTurnId

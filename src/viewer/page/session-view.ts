@@ -88,7 +88,7 @@ export function sessionBlocks(page: SessionPage, drawing: ChartDrawing, selected
       key: `turn:${turn.id}`,
       signature: JSON.stringify([turn, messages]),
       build: () =>
-        renderTurn(turn, { drawing, sessionId: session.id, label: `Turn ${numbers.get(turn.id)}`, messages: messages.map((m) => renderMessage(m.info, m.parts)), open: turn.id === open, depth: 0 }),
+        renderTurn(turn, { drawing, sessionId: session.id, label: `Turn ${numbers.get(turn.id)}`, messages, open: turn.id === open, depth: 0 }),
     }
   }
   return [

@@ -1,14 +1,16 @@
 /**
  * One turn: its outcome and times, a running turn's retry countdown, its messages, its path
  * through the chart (the drawing, and the same path as a numbered list: every visit with its
- * time and how long it lasted), and under it the turns it started (`children`, drawn the same
- * way one level in, each with its chart: the run trees to come fill it).
+ * time and how long it lasted), and under it the child turns its tools started (run trees: each
+ * drawn the same way one level in, named by the tool call that started it, with its own
+ * messages and chart).
  */
 import type { ChartDrawing } from '../chart-drawing'
-import type { TurnView } from '../wire'
+import type { PageMessage, TurnView } from '../wire'
 import { drawChart, fitTexts } from './chart-svg'
 import { everyTick } from './clocks'
 import { el } from './dom'
+import { renderMessage } from './conversation'
 import { clock, duration, offset } from './format'
 import { visitsOf } from './visits'
 
@@ -17,8 +19,8 @@ export interface TurnContext {
   sessionId: string
   /** The turn's number in its session (1-based), or its place under its parent. */
   label: string
-  /** The messages of the turn, already rendered. */
-  messages: HTMLElement[]
+  /** The messages of the turn (a child turn's come with it, in `turn.messages`). */
+  messages: PageMessage[]
   /** Whether the chart is shown open (the selected turn, a running turn). */
   open: boolean
   depth: number
@@ -119,6 +121,14 @@ export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
   // A closed chart is not rendered: its texts are fitted when it opens.
   if (chart instanceof HTMLDetailsElement) chart.addEventListener('toggle', () => chart.open && fitTexts(figure))
   const children = turn.children ?? []
+  const messages = turn.messages ?? context.messages
+  // A child is named by the call that started it: "research (call_1)".
+  const calls = new Map<string, string>()
+  for (const { parts } of messages) for (const part of parts) if (part.type === 'tool') calls.set(part.callId, part.tool)
+  const childLabel = (child: TurnView, i: number) => {
+    const tool = child.parentCallId ? calls.get(child.parentCallId) : undefined
+    return `${context.label}.${i + 1}${tool ? ` · ${tool}` : ''}`
+  }
   return el(
     'article',
     { class: `turn depth-${Math.min(context.depth, 3)}`, 'data-turn': turn.id, id: `turn-${turn.id}`, tabindex: -1, 'aria-label': `${context.label}, ${outcome}` },
@@ -131,12 +141,12 @@ export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
     turn.error && turn.outcome !== null ? el('p', { class: 'error-line' }, `${turn.error.name}: ${turn.error.message}`) : null,
     retryCountdown(turn),
     turn.mismatch ? el('p', { class: 'warning' }, `The log does not replay through this chart: ${turn.mismatch}`) : null,
-    context.messages.length ? el('div', { class: 'turn-messages' }, ...context.messages) : null,
+    messages.length ? el('div', { class: 'turn-messages' }, ...messages.map((m) => renderMessage(m.info, m.parts))) : null,
     chart,
     el(
       'div',
-      { class: 'turn-children', 'data-children-of': turn.id },
-      ...children.map((child, i) => renderTurn(child, { ...context, label: `${context.label}.${i + 1}`, messages: [], open: false, depth: context.depth + 1 })),
+      { class: 'turn-children', 'data-children-of': turn.id, 'aria-label': children.length ? `Child turns of ${context.label}` : null },
+      ...children.map((child, i) => renderTurn(child, { ...context, label: childLabel(child, i), messages: [], open: child.outcome === null, depth: context.depth + 1 })),
     ),
   )
 }
