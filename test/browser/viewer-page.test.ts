@@ -37,8 +37,13 @@ let url: string
 let browser: Browser
 let server: ScriptedServer
 let engine: Engine
-/** The demo's session and its three turns with their logged transitions, read from the file. */
-let demo: { session: string; turns: Array<{ id: string; transitions: TransitionRecord[] }> }
+/** The demo's session and its four turns with their logged transitions and child turns (run trees), read from the file. */
+interface LoggedTurn {
+  id: string
+  transitions: TransitionRecord[]
+  children: LoggedTurn[]
+}
+let demo: { session: string; turns: LoggedTurn[] }
 
 beforeAll(async () => {
   if (!present) return
@@ -50,10 +55,16 @@ beforeAll(async () => {
   demo = await store.read(async (s) => {
     const [session] = await s.sessions.list()
     const turnIds = [...new Set((await s.messages.list(session.id)).map((m) => m.info.turnId).filter((id): id is string => Boolean(id)))]
-    return { session: session.id, turns: await Promise.all(turnIds.map(async (id) => ({ id, transitions: await s.transitions.list(id) }))) }
+    const logged = async (id: string): Promise<LoggedTurn> => ({
+      id,
+      transitions: await s.transitions.list(id),
+      children: await Promise.all((await s.turns.children(id)).map((child) => logged(child.id))),
+    })
+    return { session: session.id, turns: await Promise.all(turnIds.map(logged)) }
   })
   await store.close()
-  expect(demo.turns).toHaveLength(3)
+  expect(demo.turns).toHaveLength(4)
+  expect(demo.turns.map((t) => t.children.length)).toEqual([0, 0, 1, 0])
   view = spawn(process.execPath, [...cliArgs(), 'view', demoDb], { cwd: root, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] })
   url = await new Promise<string>((resolve, reject) => {
     let stdout = ''
@@ -120,7 +131,7 @@ interface ChartFacts {
 function chartFacts(page: Page, turnId: string): Promise<ChartFacts> {
   return page.evaluate((id) => {
     const doc = (globalThis as any).document
-    const chart = doc.querySelector(`article[data-turn="${id}"] svg.chart`)
+    const chart = doc.querySelector(`article[data-turn="${id}"] > details svg.chart`)
     const boxes = Array.from(chart.querySelectorAll('g[data-box]')).map((g: any) => {
       const shape = g.querySelector(':scope > rect, :scope > circle')
       const box = shape.getBBox()
@@ -175,56 +186,65 @@ function withAncestors(boxes: ChartFacts['boxes'], id: string): string[] {
 /** How the chart labels the edge a logged event takes. */
 const labelOf = (event: string) => (event.startsWith('xstate.after.') ? 'after(retryDelay)' : event === 'xstate.stop' ? 'turn.abort' : event)
 
+/**
+ * Checks a turn's drawn chart (open in the page): nested boxes that never overlap, an arrowhead
+ * on every edge, the path numbered as logged, on the drawing and as a list.
+ */
+async function expectDrawnPath(page: Page, turn: { id: string; transitions: TransitionRecord[] }): Promise<{ facts: ChartFacts; rows: string[] }> {
+  const facts = await chartFacts(page, turn.id)
+
+  // The chart's hierarchy as nested boxes: every child inside its parent, no two siblings overlapping.
+  const byId = new Map(facts.boxes.map((b) => [b.id, b]))
+  expect(facts.boxes.filter((b) => b.kind === 'box-compound').map((b) => b.id)).toEqual(['running', 'step', 'compaction'])
+  expect(withAncestors(facts.boxes, 'streaming')).toEqual(['streaming', 'step', 'running'])
+  expect(withAncestors(facts.boxes, 'compaction-retry-waiting')).toEqual(['compaction-retry-waiting', 'compaction', 'running'])
+  for (const box of facts.boxes) {
+    if (box.parent) expect({ box: box.id, inside: inside(box, byId.get(box.parent)!) }).toEqual({ box: box.id, inside: true })
+    for (const other of facts.boxes) {
+      if (other.id < box.id && other.parent === box.parent) expect({ pair: [box.id, other.id], overlap: intersects(box, other) }).toEqual({ pair: [box.id, other.id], overlap: false })
+    }
+  }
+
+  // Every edge ends in an arrowhead, at its target's border.
+  expect(facts.edges.length).toBeGreaterThan(25)
+  for (const edge of facts.edges) {
+    const target = byId.get(edge.target)!
+    const [x, y] = edge.end
+    const onBorder = x >= target.x - 1.5 && x <= target.x + target.width + 1.5 && y >= target.y - 1.5 && y <= target.y + target.height + 1.5 && !(x > target.x + 1.5 && x < target.x + target.width - 1.5 && y > target.y + 1.5 && y < target.y + target.height - 1.5)
+    expect({ edge: edge.id, arrowhead: edge.arrowhead, onBorder }).toEqual({ edge: edge.id, arrowhead: true, onBorder: true })
+  }
+
+  // The path: transition n numbered once, on an edge from a box holding its `from` to a box
+  // holding its `to`, the edge's label naming its event, the number drawn on the edge itself.
+  const badgeOf = new Map(facts.badges.flatMap((b) => b.seqs.map((seq) => [seq, b] as const)))
+  expect([...badgeOf.keys()].sort((a, b) => a - b)).toEqual(turn.transitions.map((t) => t.seq))
+  expect(facts.badges.flatMap((b) => b.seqs)).toHaveLength(turn.transitions.length)
+  for (const t of turn.transitions) {
+    const badge = badgeOf.get(t.seq)!
+    const edge = facts.edges.find((e) => e.id === badge.edge)!
+    const member = badge.members[badge.seqs.indexOf(t.seq)] ?? badge.members[0]
+    expect({
+      seq: t.seq,
+      fromInSource: withAncestors(facts.boxes, t.from).includes(edge.source),
+      toInTarget: withAncestors(facts.boxes, t.to).includes(edge.target),
+      label: facts.takenLabels[member]?.[0],
+      onEdge: badge.onEdge,
+    }).toEqual({ seq: t.seq, fromInSource: true, toInTarget: true, label: labelOf(t.event), onEdge: true })
+  }
+  // The same path as a numbered list.
+  const rows = await page.locator(`article[data-turn="${turn.id}"] > details ol.path li`).allTextContents()
+  expect(rows).toHaveLength(turn.transitions.length + 1)
+  for (const t of turn.transitions) expect(rows[t.seq]).toContain(`${t.seq}`), expect(rows[t.seq]).toContain(`${t.from} → ${t.to}`), expect(rows[t.seq]).toContain(t.event)
+  return { facts, rows }
+}
+
 browserTest("the demo's turns on the laid-out chart: nested boxes that never overlap, an arrowhead on every edge, the path numbered as logged", async () => {
   const page = await open(`#/session/${demo.session}`)
   for (const [index, turn] of demo.turns.entries()) {
     // A turn's link opens its chart.
     await page.click(`a[data-turn-link="${turn.id}"]`)
     await page.waitForSelector(`article[data-turn="${turn.id}"] details.turn-chart[open] svg.chart`)
-    const facts = await chartFacts(page, turn.id)
-
-    // The chart's hierarchy as nested boxes: every child inside its parent, no two siblings overlapping.
-    const byId = new Map(facts.boxes.map((b) => [b.id, b]))
-    expect(facts.boxes.filter((b) => b.kind === 'box-compound').map((b) => b.id)).toEqual(['running', 'step', 'compaction'])
-    expect(withAncestors(facts.boxes, 'streaming')).toEqual(['streaming', 'step', 'running'])
-    expect(withAncestors(facts.boxes, 'compaction-retry-waiting')).toEqual(['compaction-retry-waiting', 'compaction', 'running'])
-    for (const box of facts.boxes) {
-      if (box.parent) expect({ box: box.id, inside: inside(box, byId.get(box.parent)!) }).toEqual({ box: box.id, inside: true })
-      for (const other of facts.boxes) {
-        if (other.id < box.id && other.parent === box.parent) expect({ pair: [box.id, other.id], overlap: intersects(box, other) }).toEqual({ pair: [box.id, other.id], overlap: false })
-      }
-    }
-
-    // Every edge ends in an arrowhead, at its target's border.
-    expect(facts.edges.length).toBeGreaterThan(25)
-    for (const edge of facts.edges) {
-      const target = byId.get(edge.target)!
-      const [x, y] = edge.end
-      const onBorder = x >= target.x - 1.5 && x <= target.x + target.width + 1.5 && y >= target.y - 1.5 && y <= target.y + target.height + 1.5 && !(x > target.x + 1.5 && x < target.x + target.width - 1.5 && y > target.y + 1.5 && y < target.y + target.height - 1.5)
-      expect({ edge: edge.id, arrowhead: edge.arrowhead, onBorder }).toEqual({ edge: edge.id, arrowhead: true, onBorder: true })
-    }
-
-    // The path: transition n numbered once, on an edge from a box holding its `from` to a box
-    // holding its `to`, the edge's label naming its event, the number drawn on the edge itself.
-    const badgeOf = new Map(facts.badges.flatMap((b) => b.seqs.map((seq) => [seq, b] as const)))
-    expect([...badgeOf.keys()].sort((a, b) => a - b)).toEqual(turn.transitions.map((t) => t.seq))
-    expect(facts.badges.flatMap((b) => b.seqs)).toHaveLength(turn.transitions.length)
-    for (const t of turn.transitions) {
-      const badge = badgeOf.get(t.seq)!
-      const edge = facts.edges.find((e) => e.id === badge.edge)!
-      const member = badge.members[badge.seqs.indexOf(t.seq)] ?? badge.members[0]
-      expect({
-        seq: t.seq,
-        fromInSource: withAncestors(facts.boxes, t.from).includes(edge.source),
-        toInTarget: withAncestors(facts.boxes, t.to).includes(edge.target),
-        label: facts.takenLabels[member]?.[0],
-        onEdge: badge.onEdge,
-      }).toEqual({ seq: t.seq, fromInSource: true, toInTarget: true, label: labelOf(t.event), onEdge: true })
-    }
-    // The same path as a numbered list.
-    const rows = await page.locator(`article[data-turn="${turn.id}"] ol.path li`).allTextContents()
-    expect(rows).toHaveLength(turn.transitions.length + 1)
-    for (const t of turn.transitions) expect(rows[t.seq]).toContain(`${t.seq}`), expect(rows[t.seq]).toContain(`${t.from} → ${t.to}`), expect(rows[t.seq]).toContain(t.event)
+    const { facts, rows } = await expectDrawnPath(page, turn)
 
     if (index === 0) {
       // Turn 1 enters streaming three times (the first step, the step after the tools, the retry): every visit is shown.
@@ -239,6 +259,24 @@ browserTest("the demo's turns on the laid-out chart: nested boxes that never ove
       await shoot(page, `article[data-turn="${turn.id}"]`, 'viewer-turn.png')
     }
   }
+  await page.close()
+})
+
+browserTest("run trees: the demo's sub-agent under the turn that called it, named by its call, with its messages and its own chart and path", async () => {
+  const parent = demo.turns[2]
+  const [child] = parent.children
+  const page = await open(`#/session/${demo.session}/turn/${parent.id}`)
+  const article = page.locator(`article[data-turn="${parent.id}"] > .turn-children > article[data-turn="${child.id}"]`)
+  await article.waitFor()
+  expect(await article.locator('h3').first().textContent()).toMatch(/^Turn 3\.1 · researcher completed/)
+  expect(await article.locator('.turn-messages').first().textContent()).toContain('Which entries of the current folder are folders?')
+  expect(await article.locator('.turn-messages .part-tool').first().textContent()).toMatch(/^tool list\(.*\) completed/)
+  // The child's chart opens like any turn's, and is checked the same way.
+  await article.locator('> details.turn-chart > summary').click()
+  await page.waitForSelector(`article[data-turn="${child.id}"] > details.turn-chart[open] svg.chart`)
+  await expectDrawnPath(page, child)
+  expect((await article.locator('> details ol.path li .move').allTextContents()).slice(1)).toEqual(['idle → streaming', 'streaming → tool-running', 'tool-running → streaming', 'streaming → completed'])
+  await shoot(page, `article[data-turn="${parent.id}"] > .turn-children`, 'viewer-run-tree.png')
   await page.close()
 })
 
