@@ -274,3 +274,22 @@ test('a fork copies the child sessions of the turns it copies, as its own childr
   expect(await h.engine.transitions(child.id)).toEqual([])
   expect(await h.engine.transitions(turn.id)).toEqual([])
 })
+
+test('close() without abortTurns leaves the tree open, children included; the next engine resumes it with one child per call', async () => {
+  const tree = await treeWithStreamingGrandchild()
+  await h.engine.close()
+  h.server.text('Paris')
+  h.server.text('The capital is Paris.')
+  h.server.text('Done: Paris.')
+  const next = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { researcher: delegate('researcher', ['fact']), fact: delegate('fact finder') }, recovery: { onOpen: false, intervalMs: 0 }, controlPollIntervalMs: 20 })
+  try {
+    for (const id of [tree.turn.id, tree.child.id, tree.grandchild.id]) expect((await next.getTurn(id))!.outcome).toBeNull()
+    const resumed = await next.recover()
+    expect(resumed.map((t) => t.id)).toEqual([tree.turn.id, tree.child.id, tree.grandchild.id])
+    expect(await resumed[0].done).toMatchObject({ outcome: 'completed', text: 'Done: Paris.' })
+    expect(await next.childTurns(tree.turn.id)).toEqual([expect.objectContaining({ id: tree.child.id, outcome: 'completed' })])
+    expect(await next.childTurns(tree.child.id)).toEqual([expect.objectContaining({ id: tree.grandchild.id, outcome: 'completed' })])
+  } finally {
+    await next.close()
+  }
+})
