@@ -23,7 +23,7 @@ const tools = {
   deploy: tool({ description: 'Deploy', inputSchema: z.object({ env: z.string() }), needsApproval: true, execute: async ({ env }) => `deployed to ${env}` }),
 }
 
-/** A's tree waits on its child's approval; then B takes the child over (its lease made to run out). */
+/** A's tree waits on its child's approval; then B takes the child over (its lease made to run out, its owner gone). */
 async function childMovedToB() {
   h = await createHarness({ tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 } })
   h.server.tool('ops', { task: 'deploy to prod' }, { id: 'call_ops' })
@@ -32,15 +32,19 @@ async function childMovedToB() {
   const parent = h.engine.prompt(session.id, 'ship it')
   await h.waitForEvent((e) => e.type === 'approval.requested')
   const [child] = await h.engine.childTurns(parent.id)
+  // B opens first: it takes the child over right after the row says it may (A, hearing at its
+  // next renewal that it lost the child, would otherwise take it back itself).
+  b = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 } })
   const schema = new URL(h.dbPath).searchParams.get('schema')!
   const client = new Client({ connectionString: pgBaseUrl })
   await client.connect()
   try {
-    await client.query(`update "${schema}".turnchart_turns set lease_until = 0 where id = $1`, [child.id])
+    // As if A had stalled past its lease and a third engine, gone since, had claimed the child:
+    // A's renewals no longer match, and B may take it over.
+    await client.query(`update "${schema}".turnchart_turns set owner = 'elsewhere:1:gone', lease_until = 0 where id = $1`, [child.id])
   } finally {
     await client.end()
   }
-  b = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 } })
   const taken = await b.recover()
   expect(taken.map((t) => t.id)).toEqual([child.id])
   // A hears at its next lease renewal that the child is B's now.
