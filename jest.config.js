@@ -52,7 +52,7 @@ const storeSuites = ['<rootDir>/test/store/conformance/', '<rootDir>/test/store/
  */
 const postgresSuites = [
   '**/test/store/**/*.test.ts',
-  '**/test/scenarios/{api,approval,close-approval,conversation,queue,steering,ui-resume-across-engines,no-silent-loss,push-across-engines}.test.ts',
+  '**/test/scenarios/{api,approval,close-approval,conversation,queue,steering,ui-resume-across-engines,no-silent-loss,push-across-engines,run-trees,run-trees-engines}.test.ts',
 ]
 
 /** @returns {Promise<import('jest').Config>} */

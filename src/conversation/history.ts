@@ -91,7 +91,9 @@ export async function unrevert(deps: HistoryDeps, sessionId: string): Promise<Se
 
 /**
  * A new session with a copy of the history up to and including `messageId` (new ids, same
- * order and contents) and the source session's defaults and metadata.
+ * order and contents) and the source session's defaults and metadata. Run trees: the child
+ * sessions of the turns whose messages are copied are copied too (recursively), as children of
+ * the copy.
  *
  * @example
  * const copy = await fork(deps, sessionId, messages[3].info.id)
@@ -111,16 +113,40 @@ export async function fork(deps: HistoryDeps, sessionId: string, messageId: stri
       ...(source.metadata ? { metadata: source.metadata } : {}),
     }
     await tx.sessions.insert(session)
-    // New ids are made in order, so the copy sorts as the original did.
-    const parts: Part[] = []
-    for (const message of messages.slice(0, end + 1)) {
-      const info = { ...message.info, id: newId('msg', now), sessionId: session.id }
-      await tx.messages.upsert(info)
-      for (const part of message.parts) parts.push({ ...part, id: newId('prt', now), sessionId: session.id, messageId: info.id })
-    }
-    for (let i = 0; i < parts.length; i += 200) await tx.messages.upsertParts(parts.slice(i, i + 200), now)
+    const copied = messages.slice(0, end + 1)
+    await copyMessages(tx, copied, session.id, now)
+    await copyChildSessions(tx, sessionId, session.id, callsOf(copied), now)
     return session
   })
+}
+
+/** Copies messages into `sessionId` with new ids (made in order, so the copy sorts as the original did). */
+async function copyMessages(tx: Store, messages: MessageWithParts[], sessionId: string, now: number): Promise<void> {
+  const parts: Part[] = []
+  for (const message of messages) {
+    const info = { ...message.info, id: newId('msg', now), sessionId }
+    await tx.messages.upsert(info)
+    for (const part of message.parts) parts.push({ ...part, id: newId('prt', now), sessionId, messageId: info.id })
+  }
+  for (let i = 0; i < parts.length; i += 200) await tx.messages.upsertParts(parts.slice(i, i + 200), now)
+}
+
+/** The tool calls among messages, as `<turn id> <call id>`: the child sessions they started go with them. */
+const callsOf = (messages: MessageWithParts[]) => new Set(messages.flatMap((m) => m.parts.flatMap((p) => (p.type === 'tool' && m.info.turnId ? [`${m.info.turnId} ${p.callId}`] : []))))
+
+/** The child sessions of `from` started by one of `calls`, copied (with theirs) as children of `to`. */
+async function copyChildSessions(tx: Store, from: string, to: string, calls: Set<string>, now: number): Promise<void> {
+  for (const child of await tx.sessions.children([from])) {
+    const [first] = await tx.turns.usages(child.id)
+    const started = first && (await tx.turns.get(first.id))
+    if (!started?.parentTurnId || !calls.has(`${started.parentTurnId} ${started.parentCallId}`)) continue
+    const copy: SessionInfo = { ...child, id: newId('ses', now), time: { created: now, updated: now }, parentSessionId: to }
+    delete copy.revertedTo
+    await tx.sessions.insert(copy)
+    const messages = await tx.messages.list(child.id)
+    await copyMessages(tx, messages, copy.id, now)
+    await copyChildSessions(tx, child.id, copy.id, callsOf(messages), now)
+  }
 }
 
 /**

@@ -76,7 +76,7 @@ async function runChild(deps: ChildTurnDeps, parent: ParentTurn, call: ChildTurn
   const existing = await store.turns.childOfCall(parent.turnId, call.callId)
   const sessionId = existing?.sessionId ?? childSessionId(parent.turnId, call.callId)
   if (!existing) await ensureChildSession(store, sessionId, parent.sessionId)
-  const childId = existing?.id ?? startChild(deps, parent, call, sessionId).id
+  let childId = existing?.id ?? startChild(deps, parent, call, sessionId).id
   // An abort of the call (the parent aborted, the call timed out) aborts the child, wherever it
   // runs; a parent leaving this engine without ending (close, lost) leaves its child running.
   const onAbort = () => {
@@ -88,6 +88,13 @@ async function runChild(deps: ChildTurnDeps, parent: ParentTurn, call: ChildTurn
   call.signal.addEventListener('abort', onAbort, { once: true })
   try {
     return await untilAborted(waitForChild(deps, parent, call.callId, childId, sessionId, call.signal), call.signal)
+  } catch (error) {
+    // The child we started could not start: another engine running the same call (a takeover
+    // while this one stalled) stored its child first, and the unique index refused ours. Wait for that one.
+    const other = existing || call.signal.aborted ? undefined : await store.turns.childOfCall(parent.turnId, call.callId)
+    if (!other || other.id === childId) throw error
+    childId = other.id
+    return await untilAborted(waitForChild(deps, parent, call.callId, other.id, other.sessionId, call.signal), call.signal)
   } finally {
     call.signal.removeEventListener('abort', onAbort)
   }

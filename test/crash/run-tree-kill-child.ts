@@ -3,6 +3,7 @@
  * SIGKILLs itself at one point of the tree: `child-streaming` (the parent waits in tool-running,
  * the child streams its answer), `child-approval` (the child waits for an approval), or
  * `grandchild-tool` (the grandchild runs a tool). The next engine resumes the tree.
+ * `child-streaming-budget`: as `child-streaming`, under a budget of 8 output tokens over the tree.
  * Usage: node run-tree-kill-child.js <database> <baseURL> <point>
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
@@ -38,9 +39,10 @@ async function main() {
     flushIntervalMs: 10_000,
     recovery: { onOpen: false, intervalMs: 0 },
     tools: treeTools(point === 'grandchild-tool' ? die : undefined),
+    ...(point.endsWith('-budget') ? { budget: { tokens: { output: 8 } } } : {}),
   })
   engine.subscribe((event) => {
-    if (point === 'child-streaming' && event.type === 'part.delta' && event.parentTurnId !== undefined) die()
+    if (point.startsWith('child-streaming') && event.type === 'part.delta' && event.parentTurnId !== undefined) die()
     if (point === 'child-approval' && event.type === 'approval.requested') die()
   })
   const session = await engine.createSession()

@@ -29,6 +29,37 @@ afterEach(async () => {
   await server.close()
 })
 
+test.each([['sqlite'], ['postgres']] as Array<['sqlite' | 'postgres']>)(
+  '%s: a tree resumed after a crash counts what it spent before it against its budget (read once from the rows)',
+  async (dialect) => {
+    if (dialect === 'postgres' && !postgres) return
+    const db = database(dialect)
+    // Budget: 8 output tokens. Before the kill the parent's first call spent 5; after it the
+    // child's call (admitted: 5 < 8) spends 5 more, so the parent's next call is refused (10 >= 8).
+    server.tool('researcher', { task: 'capital' }, { id: 'call_p' })
+    server.push({ type: 'stream', chunks: [{ text: 'Par' }], end: 'hang' })
+    let engine: Engine | undefined
+    try {
+      await runChildUntilKilled(db.url, 'child-streaming-budget')
+      server.text('Paris is the capital.')
+      server.text('never asked for')
+      const requestsBefore = server.requests.length
+      engine = await createEngine({ database: db.url, model: modelFor(server), tools: treeTools(), recovery: { onOpen: false, intervalMs: 0 }, controlPollIntervalMs: 50 })
+      const recovered = await engine.recover()
+      const rows = await Promise.all(recovered.map((t) => engine!.getTurn(t.id)))
+      const parent = recovered[rows.findIndex((row) => !row?.parentTurnId)]
+      const result = await parent.done
+      expect(result.outcome).toBe('failed')
+      expect(result.error).toMatchObject({ name: 'BudgetExceededError', limit: 'tokens.output', max: 8, reached: 10, turnId: parent.id })
+      expect(server.requests.length - requestsBefore).toBe(1)
+      expect((await engine.childTurns(parent.id)).map((t) => t.outcome)).toEqual(['completed'])
+    } finally {
+      await engine?.close()
+      await db.drop()
+    }
+  },
+)
+
 /** A fresh database of `dialect` and its removal. */
 function database(dialect: 'sqlite' | 'postgres'): { url: string; drop(): Promise<void> } {
   if (dialect === 'postgres') {

@@ -31,6 +31,7 @@ const calls: Record<string, (engine: Engine) => unknown> = {
   messages: (e) => e.messages('ses_x'),
   transitions: (e) => e.transitions('trn_x'),
   getTurn: (e) => e.getTurn('trn_x'),
+  childTurns: (e) => e.childTurns('trn_x'),
   subscribe: (e) => e.subscribe(() => {}),
   recover: (e) => e.recover(),
   replay: (e) => e.replay('trn_x'),

@@ -246,3 +246,50 @@ test("an approval a child waits for is seen from the parent's session and answer
   expect((await turn.done).outcome).toBe('completed')
   expect((await toolPartsOf(child.sessionId))[0].state).toMatchObject({ status: 'completed', output: 'deployed to prod' })
 })
+
+test('a fork copies the child sessions of the turns it copies, as its own children; prune keeps a running tree whole', async () => {
+  h = await createHarness({ tools: { researcher: delegate('researcher') } })
+  h.server.tool('researcher', { task: 'find the capital' }, { id: 'call_parent' })
+  h.server.text('Paris')
+  h.server.text('Done: Paris.')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'what is the capital?')
+  await turn.done
+  const [child] = await h.engine.childTurns(turn.id)
+  const messages = await h.engine.messages(session.id)
+  // At the prompt: the call is not copied, so its child session is not either.
+  const early = await h.engine.fork(session.id, messages[0].info.id)
+  expect((await h.engine.listSessions({ children: true })).filter((s) => s.parentSessionId === early.id)).toEqual([])
+  const copy = await h.engine.fork(session.id, messages.at(-1)!.info.id)
+  const copies = (await h.engine.listSessions({ children: true })).filter((s) => s.parentSessionId === copy.id)
+  expect(copies).toHaveLength(1)
+  expect((await h.engine.messages(copies[0].id)).map((m) => m.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join(''))).toEqual(
+    (await h.engine.messages(child.sessionId)).map((m) => m.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('')),
+  )
+  await h.engine.deleteSession(copy.id)
+  expect(await h.engine.getSession(copies[0].id)).toBeUndefined()
+  expect(await h.engine.getSession(child.sessionId)).toBeDefined()
+  // The tree ended: prune takes the parent's and the child's logs together.
+  expect(await h.engine.prune({ olderThan: Date.now() + 1000 })).toBeGreaterThan(0)
+  expect(await h.engine.transitions(child.id)).toEqual([])
+  expect(await h.engine.transitions(turn.id)).toEqual([])
+})
+
+test('close() without abortTurns leaves the tree open, children included; the next engine resumes it with one child per call', async () => {
+  const tree = await treeWithStreamingGrandchild()
+  await h.engine.close()
+  h.server.text('Paris')
+  h.server.text('The capital is Paris.')
+  h.server.text('Done: Paris.')
+  const next = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { researcher: delegate('researcher', ['fact']), fact: delegate('fact finder') }, recovery: { onOpen: false, intervalMs: 0 }, controlPollIntervalMs: 20 })
+  try {
+    for (const id of [tree.turn.id, tree.child.id, tree.grandchild.id]) expect((await next.getTurn(id))!.outcome).toBeNull()
+    const resumed = await next.recover()
+    expect(resumed.map((t) => t.id)).toEqual([tree.turn.id, tree.child.id, tree.grandchild.id])
+    expect(await resumed[0].done).toMatchObject({ outcome: 'completed', text: 'Done: Paris.' })
+    expect(await next.childTurns(tree.turn.id)).toEqual([expect.objectContaining({ id: tree.child.id, outcome: 'completed' })])
+    expect(await next.childTurns(tree.child.id)).toEqual([expect.objectContaining({ id: tree.grandchild.id, outcome: 'completed' })])
+  } finally {
+    await next.close()
+  }
+})

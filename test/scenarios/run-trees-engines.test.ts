@@ -1,0 +1,76 @@
+/**
+ * Run trees across engines (PostgreSQL): a child turn may run on another engine than its
+ * parent. Engine B takes the child over (its lease ran out on A); the parent, still on A,
+ * follows the child's row, an approval asked from A reaches the child on B, and the parent
+ * completes with the child's text. An abort of the parent on A reaches a child on B.
+ */
+import { tool } from 'ai'
+import { Client } from 'pg'
+import { z } from 'zod'
+import { agentTool, createEngine, type Engine, type ToolPart } from '../../src'
+import { createHarness, modelFor, pgBaseUrl, postgresOnly, type Harness } from '../support/harness'
+
+let h: Harness
+let b: Engine | undefined
+afterEach(async () => {
+  await b?.close()
+  b = undefined
+  await h?.close()
+})
+
+const tools = {
+  ops: agentTool({ description: 'The ops agent', inputSchema: z.object({ task: z.string() }), tools: ['deploy'], toPrompt: ({ task }) => task }),
+  deploy: tool({ description: 'Deploy', inputSchema: z.object({ env: z.string() }), needsApproval: true, execute: async ({ env }) => `deployed to ${env}` }),
+}
+
+/** A's tree waits on its child's approval; then B takes the child over (its lease made to run out, its owner gone). */
+async function childMovedToB() {
+  h = await createHarness({ tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 } })
+  h.server.tool('ops', { task: 'deploy to prod' }, { id: 'call_ops' })
+  h.server.tool('deploy', { env: 'prod' }, { id: 'call_deploy' })
+  const session = await h.engine.createSession()
+  const parent = h.engine.prompt(session.id, 'ship it')
+  await h.waitForEvent((e) => e.type === 'approval.requested')
+  const [child] = await h.engine.childTurns(parent.id)
+  // B opens first: it takes the child over right after the row says it may (A, hearing at its
+  // next renewal that it lost the child, would otherwise take it back itself).
+  b = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 } })
+  const schema = new URL(h.dbPath).searchParams.get('schema')!
+  const client = new Client({ connectionString: pgBaseUrl })
+  await client.connect()
+  try {
+    // As if A had stalled past its lease and a third engine, gone since, had claimed the child:
+    // A's renewals no longer match, and B may take it over.
+    await client.query(`update "${schema}".turnchart_turns set owner = 'elsewhere:1:gone', lease_until = 0 where id = $1`, [child.id])
+  } finally {
+    await client.end()
+  }
+  const taken = await b.recover()
+  expect(taken.map((t) => t.id)).toEqual([child.id])
+  // A hears at its next lease renewal that the child is B's now.
+  await h.waitForEvent((e) => e.type === 'turn.lost' && e.turnId === child.id)
+  return { session, parent, child }
+}
+
+postgresOnly("a child run by another engine: the parent follows its row, an approval from the parent's engine reaches it, the parent completes", async () => {
+  const { session, parent, child } = await childMovedToB()
+  h.server.text('Deployed.')
+  h.server.text('The ops agent deployed.')
+  const status = await h.engine.readStatus(session.id)
+  expect(status).toMatchObject({ type: 'busy', turnId: parent.id, state: 'tool-running', approvals: [{ callId: 'call_deploy', turnId: child.id }] })
+  await h.engine.approve(child.id, 'call_deploy')
+  const result = await parent.done
+  expect(result).toMatchObject({ outcome: 'completed', text: 'The ops agent deployed.' })
+  expect(await h.engine.childTurns(parent.id)).toEqual([expect.objectContaining({ id: child.id, outcome: 'completed' })])
+  const call = (await h.engine.messages(session.id)).flatMap((m) => m.parts).find((p): p is ToolPart => p.type === 'tool')!
+  expect(call.state).toMatchObject({ status: 'completed', output: 'Deployed.' })
+})
+
+postgresOnly('aborting the parent aborts its child on another engine', async () => {
+  const { parent, child } = await childMovedToB()
+  const abortedOnB = new Promise<void>((resolve) => b!.subscribe((e) => e.type === 'turn.transition' && e.turnId === child.id && e.to === 'aborted' && resolve()))
+  parent.abort()
+  expect((await parent.done).outcome).toBe('aborted')
+  await abortedOnB
+  expect(await h.engine.getTurn(child.id)).toMatchObject({ outcome: 'aborted', error: { name: 'MessageAbortedError' } })
+})
