@@ -98,6 +98,10 @@ export class TransitionRecorder {
   /** Another engine owns the turn: nothing more is written, queued writes are dropped. */
   #lost = false
   #final = false
+  /** True while `writeAhead` sends the turn's first event: the row it makes is written in the prompt's transaction. */
+  #aheadOpen = false
+  /** That row, from `record` until it is published; `done` settles when its transaction did. */
+  #ahead: { row: TransitionRecord; context: TurnContext; done: ReturnType<typeof deferred<void>> } | null = null
 
   constructor(options: RecorderOptions) {
     this.#options = options
@@ -145,6 +149,54 @@ export class TransitionRecorder {
   }
 
   /**
+   * Sends the turn's first event (`send`) inside the transaction that stores the prompt, and
+   * writes the row it records in that transaction (`tx`): the prompt's commit is the row's, so
+   * the model call waits for no commit of its own. Then, inside the same write-queue job,
+   * `aheadCommitted()` (or `aheadFailed()` when the transaction rolled back: the turn's actors
+   * do nothing), and `aheadPublished()` once the prompt's own events are out.
+   */
+  async writeAhead(tx: TransitionTx, send: () => void): Promise<void> {
+    this.#aheadOpen = true
+    try {
+      send()
+    } finally {
+      this.#aheadOpen = false
+    }
+    const ahead = this.#ahead
+    if (!ahead) return
+    const { row, context } = ahead
+    const { turnId, fence } = this.#options
+    const retryAt = retryWaitStates.has(row.to) ? row.time + context.retryDelayMs : null
+    await tx.turns.update(turnId, { state: row.to, outcome: null, step: context.step, attempt: context.attempt, retryAt, error: null }, row.time, fence)
+    await tx.transitions.append(row)
+  }
+
+  /** The transaction of `writeAhead` committed: its row is the log's, the state's actors may act. */
+  aheadCommitted(): void {
+    const ahead = this.#ahead
+    if (!ahead) return
+    this.#committed = { state: ahead.row.to, seq: ahead.row.seq }
+    ahead.done.resolve()
+  }
+
+  /** The transaction of `writeAhead` rolled back: the turn did not start, its actors do nothing. */
+  aheadFailed(): void {
+    const ahead = this.#ahead
+    if (!ahead) return
+    this.#ahead = null
+    this.#detached = true
+    ahead.done.resolve()
+  }
+
+  /** After the prompt's events: the first row's transition and status, as a write of its own publishes them. */
+  aheadPublished(): void {
+    const ahead = this.#ahead
+    if (!ahead) return
+    this.#ahead = null
+    this.#publish(ahead.row, ahead.context, null)
+  }
+
+  /**
    * The turn actor's inspection observer (`actor.system.inspect(recorder.inspector)`): the
    * root actor's snapshots are recorded, its children's (the step, tools, compaction) ignored.
    */
@@ -172,6 +224,14 @@ export class TransitionRecorder {
     this.#previousContext = snapshot.context
     this.#previous = to
     const final = finalStates.has(to)
+    if (this.#aheadOpen && !final && this.#committed.seq === 0 && !this.#ahead) {
+      // The first row, written by `writeAhead` in the prompt's transaction; the actors wait for its commit.
+      const row: TransitionRecord = { turnId: this.#options.turnId, seq: 1, from: this.#committed.state, event: event.type, to, payload: this.#options.scope.config.redactor.value(eventPayload(event)), time: Date.now() }
+      const done = deferred<void>()
+      this.#ahead = { row, context: snapshot.context, done }
+      this.#tail = done.promise
+      return
+    }
     if (final) this.#final = true
     const context = snapshot.context
     const write = this.#options.scope.queue.run(() => this.#write(event, to, context, stopped))

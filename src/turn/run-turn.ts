@@ -14,7 +14,7 @@ import type { Store } from '../store/store'
 import { TransitionRecorder } from './record-transitions'
 import { turnActors } from './turn-actors'
 import { TurnHandle, type RunningTurn } from './turn-handle'
-import type { TurnScope } from './turn-scope'
+import type { FirstRow, TurnScope } from './turn-scope'
 
 /** XState's clock (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
 export type TurnClock = NonNullable<Parameters<typeof createActor>[1]>['clock']
@@ -51,9 +51,11 @@ export interface TurnStart {
   /**
    * Runs once the actor started: stores the prompt (or does nothing for a restored turn).
    * Resolves with the event to send then (`turn.start`, `turn.recover`), or null; rejects when
-   * the turn cannot start (nothing was written).
+   * the turn cannot start (nothing was written). `firstRow(event)` sends `event` inside the
+   * prompt's transaction and writes the row it records there (the model call then waits for
+   * no commit of its own); `begin` then resolves with null.
    */
-  begin(actor: Actor<TurnMachine>): Promise<TurnEvent | null>
+  begin(actor: Actor<TurnMachine>, firstRow: (event: TurnEvent) => FirstRow): Promise<TurnEvent | null>
 }
 
 /**
@@ -86,7 +88,14 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   void recorder.ended.then((end) => handle.ended(end))
 
   actor.start()
-  start.begin(actor).then(
+  const firstRow = (event: TurnEvent): FirstRow => ({
+    // (an abort that came first leaves nothing to send, nor to write ahead)
+    write: (tx) => recorder.writeAhead(tx, () => actor.getSnapshot().status === 'active' && actor.send(event)),
+    committed: () => recorder.aheadCommitted(),
+    failed: () => recorder.aheadFailed(),
+    published: () => recorder.aheadPublished(),
+  })
+  start.begin(actor, firstRow).then(
     (event) => {
       handle.started()
       if (event) actor.send(event)

@@ -21,6 +21,15 @@ import { WriteQueue } from './write-queue'
 import type { MessageInfo, MessageWithParts, Part, StepFinishPart, StopConditionStep, ToolPart, UserPartDraft } from '../core/types'
 import { stepResults } from './step-results'
 
+/** The turn's first transition row, written in the prompt's transaction (see TransitionRecorder.writeAhead). */
+export interface FirstRow {
+  write(tx: Store): Promise<void>
+  committed(): void
+  failed(): void
+  /** After the prompt's own events: the row's transition is published. */
+  published(): void
+}
+
 export interface TurnScopeOptions {
   turnId: string
   sessionId: string
@@ -90,24 +99,35 @@ export class TurnScope {
   /**
    * Stores the user's prompt (text, or text, image and file parts) and loads the history the
    * model needs, in one transaction. `prepare` runs first in that transaction (it locks the
-   * session, inserts the turn row) and resolves the turn's configuration.
+   * session, inserts the turn row) and resolves the turn's configuration; `firstRow`, last,
+   * writes the turn's first transition there too.
    */
-  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>): Promise<void> {
+  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>, firstRow?: FirstRow): Promise<void> {
     const now = Date.now()
     const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
-    const config = await this.queue.run(() =>
-      this.store.transaction(async (tx) => {
-        const config = await prepare(tx)
-        this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
-        await tx.messages.upsert(info)
-        await tx.messages.upsertParts(parts, now)
-        return config
-      }),
+    await this.queue.run(() =>
+      this.store
+        .transaction(async (tx) => {
+          // (set here: the first row, written in this transaction, reads the redactor)
+          this.#config = await prepare(tx)
+          this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
+          await tx.messages.upsert(info)
+          await tx.messages.upsertParts(parts, now)
+          await firstRow?.write(tx)
+        })
+        .then(
+          // Inside the queue's job: a write queued meanwhile runs after the first row is known committed.
+          () => firstRow?.committed(),
+          (error: unknown) => {
+            firstRow?.failed()
+            throw error
+          },
+        ),
     )
-    this.#config = config
     this.messages.push({ info, parts })
     this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
     for (const part of parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+    firstRow?.published()
   }
 
   /**

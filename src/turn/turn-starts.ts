@@ -56,7 +56,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
   return runTurn(deps, {
     scope,
     input,
-    async begin(actor: Actor<TurnMachine>) {
+    async begin(actor: Actor<TurnMachine>, firstRow) {
       if (request.before) {
         // (awaited only when given: an abort right after `prompt` must find the prompt's write queued first)
         await request.before()
@@ -84,8 +84,8 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
           input,
         )
         return request.prepare(tx, turnId)
-      })
-      return { type: 'turn.start' }
+      }, firstRow({ type: 'turn.start' }))
+      return null // sent inside the prompt's transaction
     },
   })
 }
