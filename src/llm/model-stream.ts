@@ -13,7 +13,7 @@ import { checkInput, type CheckableSchema } from '../tools/validate-tool-input'
 import { untilAborted } from './idle-timer'
 import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { ProviderLanguageModel } from './language-model'
-import { toProviderPrompt } from './provider-prompt'
+import { toProviderPrompt, type ProviderPromptCache } from './provider-prompt'
 import { prepareTools } from './provider-tools'
 import type { PartProviderMetadata, TurnSettings } from '../core/types'
 
@@ -49,6 +49,8 @@ export interface ModelStreamRequest {
   onChunk?: () => void
   /** Call settings (temperature, maxOutputTokens, headers, providerOptions, toolChoice...), sent as they are. */
   settings?: Omit<TurnSettings, 'maxSteps'>
+  /** The provider messages of `messages` converted by an earlier call (a turn's steps share their history). */
+  promptCache?: ProviderPromptCache
 }
 
 /** The stream parts of V3 and V4 that turnchart reads (the same fields in both). */
@@ -173,7 +175,7 @@ async function directStream(model: ProviderLanguageModel, request: ModelStreamRe
   const { stream, response } = await untilAborted(
     model.doStream({
       ...settings,
-      prompt: toProviderPrompt(request.system, request.messages, model.specificationVersion),
+      prompt: toProviderPrompt(request.system, request.messages, model.specificationVersion, request.promptCache),
       tools: call.tools,
       toolChoice: tools && toolChoice ? (typeof toolChoice === 'string' ? { type: toolChoice } : toolChoice) : call.toolChoice,
       abortSignal,

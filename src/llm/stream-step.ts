@@ -25,6 +25,7 @@ import type { MessageInfo, MessageWithParts, Part, PartProviderMetadata, TextPar
 import { failCall, requireApproval, runCall, stopCall } from '../tools/tool-part'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
+import type { ProviderPromptCache } from './provider-prompt'
 import { addTokens, stepCost, toTokens } from './usage'
 
 /**
@@ -53,6 +54,8 @@ export interface StepScope {
   }
   /** The messages to send: the history and this turn's finished attempts. */
   modelMessages(): ModelMessage[]
+  /** Their provider form from earlier steps (the same message objects are converted once). */
+  readonly promptCache?: ProviderPromptCache
   /** The assistant message new parts go to (opened on first use). */
   assistantMessage(): MessageWithParts
   /** This turn's assistant messages (the doom-loop check reads their tool calls). */
@@ -90,7 +93,7 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
     input: () => (config.system === undefined ? messages : [{ role: 'system', content: config.system }, ...messages]),
   })
   try {
-    const request = { model: config.model, system: config.system, messages, tools: config.tools, settings: config.call, abortSignal: idle.signal, onChunk: idle.touch }
+    const request = { model: config.model, system: config.system, messages, tools: config.tools, settings: config.call, abortSignal: idle.signal, onChunk: idle.touch, promptCache: scope.promptCache }
     await modelStream(request, (part) => {
       switch (part.type) {
         case 'start':

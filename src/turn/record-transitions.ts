@@ -11,7 +11,7 @@
  * leaves the last committed state (`<committed> --turn.fail--> failed`), so the log always
  * replays. A write that finds the turn owned by another engine stops the turn here at once.
  */
-import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
+import type { AnyEventObject, SnapshotFrom } from 'xstate'
 import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../core/bus'
@@ -197,19 +197,11 @@ export class TransitionRecorder {
   }
 
   /**
-   * The turn actor's inspection observer (`actor.system.inspect(recorder.inspector)`): the
-   * root actor's snapshots are recorded, its children's (the step, tools, compaction) ignored.
-   */
-  readonly inspector = (event: InspectionEvent): void => {
-    if (event.type === '@xstate.snapshot' && event.actorRef.sessionId === event.rootId) this.record(event.event, event.snapshot as TurnSnapshot)
-  }
-
-  /**
    * Called with each snapshot of the turn's actor and the event that produced it. A snapshot
    * whose state and context did not change writes nothing.
    *
    * @example
-   * createActor(machine, { inspect: (e) => e.type === '@xstate.snapshot' && recorder.record(e.event, e.snapshot) })
+   * createActor(recordedMachine(machine, recorder)) // every transition of the root actor is recorded
    */
   record(event: AnyEventObject, snapshot: TurnSnapshot): void {
     if (this.#final || this.#detached || this.#lost) return
@@ -359,6 +351,32 @@ export class TransitionRecorder {
     bus.publish({ type: 'session.status', sessionId, status: { type: 'idle' } })
     this.#ended.resolve({ turnId, sessionId, outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
   }
+}
+
+/**
+ * The turn's chart, telling `recorder` of each of its own snapshots and the event that made it
+ * (the root actor's: its children, the step, tools and compaction, are not recorded). Not an
+ * inspection observer: with one attached, XState builds an inspection event for every event,
+ * action, microstep and snapshot of every actor of the turn; it builds none unless the app
+ * attaches its own inspector. Each transition is recorded before the new state's actors start
+ * (they wait for its row: `committed()`).
+ *
+ * @example
+ * const actor = createActor(recordedMachine(turnMachine.provide({ actors }), recorder), { input })
+ */
+export function recordedMachine(machine: TurnMachine, recorder: Pick<TransitionRecorder, 'record'>): TurnMachine {
+  const logic = Object.create(machine) as TurnMachine
+  logic.getInitialSnapshot = (scope, input) => {
+    const snapshot = machine.getInitialSnapshot(scope, input)
+    recorder.record({ type: 'xstate.init' }, snapshot)
+    return snapshot
+  }
+  logic.transition = (snapshot, event, scope) => {
+    const next = machine.transition(snapshot, event, scope)
+    recorder.record(event, next)
+    return next
+  }
+  return logic
 }
 
 /** Publishes the calls of a turn in `awaiting-approval` (on entry, and again when another engine resumes the wait). */

@@ -12,7 +12,8 @@ import type { ModelMessage } from 'ai'
 import type { Bus } from '../core/bus'
 import { newId } from '../core/ids'
 import { jsonCopy } from '../core/json-copy'
-import { toModelMessages } from '../llm/model-messages'
+import { toModelMessages, TurnModelMessages } from '../llm/model-messages'
+import type { ProviderPromptCache } from '../llm/provider-prompt'
 import { PartWriter } from './part-writer'
 import type { Store, TurnFence } from '../store/store'
 import type { TurnConfig } from './turn-config'
@@ -57,6 +58,10 @@ export class TurnScope {
   #config: TurnConfig | undefined
   readonly #stepResults: StopConditionStep[] = []
   #convertedSteps = 0
+  /** The turn's messages as the model sees them, each finished step converted once. */
+  readonly #converted = new TurnModelMessages()
+  /** Their provider form, each history message and finished step converted once. */
+  readonly promptCache: ProviderPromptCache = new WeakMap()
   private history: ModelMessage[] = []
   private assistant: MessageWithParts | undefined
   /** Assistant messages opened but not written yet: written with their first part, or at the turn's end. */
@@ -225,7 +230,7 @@ export class TurnScope {
   /** The messages to send for the next LLM call. */
   modelMessages(): ModelMessage[] {
     const fromSummary = this.messages.some((m) => m.info.summary)
-    const current = toModelMessages(this.messages, { finishedAttemptsOnly: true })
+    const current = this.#converted.convert(this.messages)
     return fromSummary ? current : [...this.history, ...current]
   }
 
