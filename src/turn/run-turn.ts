@@ -7,12 +7,12 @@
  * (see turn-starts.ts).
  */
 import { createActor, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
-import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
+import type { TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus } from '../core/bus'
 import type { Store } from '../store/store'
 import { recordedMachine, TransitionRecorder } from './record-transitions'
-import { turnActors } from './turn-actors'
+import { bindTurn, turnChart } from './turn-actors'
 import { TurnHandle, type RunningTurn } from './turn-handle'
 import type { FirstRow, TurnScope } from './turn-scope'
 
@@ -69,7 +69,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const { scope } = start
   const recorder = new TransitionRecorder({ turnId: scope.turnId, sessionId: scope.sessionId, scope, bus: scope.events, fence: scope.fence, restored: start.restored })
   void scope.writer.failed.then((error) => recorder.writeFailed(error))
-  const machine = recordedMachine(turnMachine.provide({ actors: turnActors(scope, recorder) }), recorder)
+  const machine = recordedMachine(turnChart, recorder)
   const actor = createActor(machine, {
     input: start.input,
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
@@ -77,6 +77,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     // (given at creation: the inspector must see the root actor's own `@xstate.actor` event)
     ...(deps.inspect ? { inspect: deps.inspect } : {}),
   })
+  bindTurn(actor, scope, recorder)
   // An actor error is a defect in turnchart; observe it so it cannot crash the process.
   actor.subscribe({ error: (error) => deps.onActorError(error) })
   const handle = new TurnHandle({ actor, scope, recorder, onSettled: deps.onSettled })
