@@ -443,6 +443,17 @@ export function scaleOutModel(result) {
   return { cpu, all, cores, paceS, run, capacity, coresFor }
 }
 
+/**
+ * The cores a run had for itself: the machine's, less what its other work kept busy during the
+ * run (the machine's busy share over this workload's own CPU). On a shared machine the model is
+ * checked on these.
+ */
+function freeCores(run) {
+  const { cores, busy, clientCpuS, serverCpuS, postgresCpuS } = run.machine
+  const own = (clientCpuS + serverCpuS + postgresCpuS) / (run.wallS * cores)
+  return cores * (1 - Math.max(0, busy - own))
+}
+
 export function renderW5(result) {
   if (!result) return ''
   const lines = ['## Workload 5: scale-out on PostgreSQL', '']
@@ -485,11 +496,12 @@ export function renderW5(result) {
       `With enough sessions, P engine processes reach min(P / ${ms(model.cpu.engine)} ms, 1 / ${ms(model.cpu.server)} ms, C / ${ms(model.all)} ms) turns/s. The model ignores what contention adds (locks, PostgreSQL's commits waiting on each other, scheduling): the measured run of two processes says how far that goes. Code: \`scaleOutModel\` in bench/pg.mjs.`,
   )
   p()
-  p(`| engine processes | model: this run (${sessions} sessions, ${model.cores} cores) | measured | model: enough sessions, ${model.cores} cores | model: enough sessions and cores | cores that keeps busy |`)
-  p('|---:|---:|---:|---:|---:|---:|')
+  p(`| engine processes | model: this run's ${sessions} sessions on ${model.cores} idle cores | model: on the cores the run had (the machine's other work left aside) | measured | model: enough sessions, ${model.cores} cores | model: enough sessions and cores | cores that keeps busy |`)
+  p('|---:|---:|---:|---:|---:|---:|---:|')
   for (const processes of [1, 2, 4, 8]) {
     const measured = runs.filter((r) => r.processes === processes)
-    p(`| ${processes} | ${model.run(processes).toFixed(1)} turns/s | ${measured.length ? `${combine(measured).turnsPerSecond.toFixed(1)} turns/s` : '–'} | ${model.capacity(processes, model.cores).toFixed(1)} turns/s | ${model.capacity(processes).toFixed(1)} turns/s${serverBound(processes) ? ' (bound by the one scripted server)' : ''} | ${model.coresFor(processes)} |`)
+    const free = measured.length ? mean(measured.map(freeCores)) : undefined
+    p(`| ${processes} | ${model.run(processes).toFixed(1)} turns/s | ${free === undefined ? '–' : `${model.run(processes, free).toFixed(1)} turns/s (${free.toFixed(2)} cores)`} | ${measured.length ? `${combine(measured).turnsPerSecond.toFixed(1)} turns/s, engine CPU ${(1000 * combine(measured).machine.clientCpuS / sessions).toFixed(1)} ms/turn` : '–'} | ${model.capacity(processes, model.cores).toFixed(1)} turns/s | ${model.capacity(processes).toFixed(1)} turns/s${serverBound(processes) ? ' (bound by the one scripted server)' : ''} | ${model.coresFor(processes)} |`)
   }
   p()
   p(`Two processes reached ${(two.turnsPerSecond / one.turnsPerSecond).toFixed(2)}× the turns/s of one here (${two.turnsPerSecond.toFixed(1)} / ${one.turnsPerSecond.toFixed(1)}); issue 29 replaced the target of ≥ 1.5× (not reachable on ${model.cores} shared cores) with the model and its check against the run of two.`)
@@ -522,11 +534,13 @@ export function w5Targets(result) {
   if (!result || result.skipped) return []
   const model = scaleOutModel(result)
   const two = combine(result.runs.filter((r) => r.processes === 2))
-  const predicted = model.run(2)
+  // Checked on the cores the runs of two had for themselves (the machine is shared).
+  const free = mean(result.runs.filter((r) => r.processes === 2).map(freeCores))
+  const predicted = model.run(2, free)
   const off = two.turnsPerSecond / predicted - 1
   const allOnce = result.runs.every((r) => r.exactlyOnce.ok && !r.errors)
   return [
-    { target: "two engine processes within 15 % of the scale-out model's turns/s for two (the model from one process's CPU per turn)", measured: `${off >= 0 ? '+' : ''}${(100 * off).toFixed(0)} % (${two.turnsPerSecond.toFixed(1)} measured / ${predicted.toFixed(1)} predicted turns/s)`, met: Math.abs(off) <= 0.15, value: Math.abs(off), limit: { max: 0.15 }, unit: '%' },
+    { target: "two engine processes within 15 % of the scale-out model's turns/s for two (the model from one process's CPU per turn)", measured: `${off >= 0 ? '+' : '−'}${Math.abs(100 * off).toFixed(0)} % (${two.turnsPerSecond.toFixed(1)} measured / ${predicted.toFixed(1)} predicted turns/s on the ${free.toFixed(2)} cores the run had)`, met: Math.abs(off) <= 0.15, value: Math.abs(off), limit: { max: 0.15 }, unit: '%' },
     { target: 'information: the model for 2, 4 and 8 engine processes, with enough sessions and cores', measured: [2, 4, 8].map((n) => `${n}: ${model.capacity(n).toFixed(0)} turns/s (${model.coresFor(n)} cores)`).join(', '), met: null },
     { target: 'every turn completed exactly once', measured: allOnce ? 'yes, in every run' : 'no', met: allOnce },
   ]
