@@ -74,6 +74,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ...(config.clock ? { clock: config.clock } : {}),
     onActorError: reportHookError,
     onSettled: (turn) => running.untrack(turn),
+    // (the queue is made below; a turn asks only once it runs)
+    steersStored: (sessionId) => queue.steersStored(sessionId),
   }
   const queue = new PromptQueue({
     store,

@@ -45,6 +45,7 @@ export function gatedActor<I, T>(turnOf: (system: object) => { gate: WriteAheadG
   return fromCallback<TurnEvent, I>(({ input, sendBack, system }) => {
     const { gate, turn } = turnOf(system)
     const controller = new AbortController()
+    let settled = false
     void (async () => {
       let event: TurnEvent
       try {
@@ -56,9 +57,14 @@ export function gatedActor<I, T>(turnOf: (system: object) => { gate: WriteAheadG
       } catch (error) {
         event = work.failure(error, input)
       }
+      settled = true
       // The chart left the state meanwhile: its event is not read.
       if (!controller.signal.aborted) sendBack(event)
     })()
-    return () => controller.abort(new MessageAbortedError())
+    // Work that settled has nothing left to stop: its state is left by its own event, and the
+    // error (a stack captured) is not made for nothing, twice a step.
+    return () => {
+      if (!settled) controller.abort(new MessageAbortedError())
+    }
   })
 }

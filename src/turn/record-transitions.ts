@@ -101,7 +101,9 @@ export class TransitionRecorder {
   /** True while `writeAhead` sends the turn's first event: the row it makes is written in the prompt's transaction. */
   #aheadOpen = false
   /** That row, from `record` until it is published; `done` settles when its transaction did. */
-  #ahead: { row: TransitionRecord; context: TurnContext; done: ReturnType<typeof deferred<void>> } | null = null
+  #ahead: { event: AnyEventObject; row: TransitionRecord; context: TurnContext; done: ReturnType<typeof deferred<void>> } | null = null
+  /** The write of that row failed inside the prompt's transaction (see `aheadAlone`). */
+  #aheadWriteFailed = false
 
   constructor(options: RecorderOptions) {
     this.#options = options
@@ -167,8 +169,32 @@ export class TransitionRecorder {
     const { row, context } = ahead
     const { turnId, fence } = this.#options
     const retryAt = retryWaitStates.has(row.to) ? row.time + context.retryDelayMs : null
-    await tx.turns.update(turnId, { state: row.to, outcome: null, step: context.step, attempt: context.attempt, retryAt, error: null }, row.time, fence)
-    await tx.transitions.append(row)
+    try {
+      await tx.turns.update(turnId, { state: row.to, outcome: null, step: context.step, attempt: context.attempt, retryAt, error: null }, row.time, fence)
+      await tx.transitions.append(row)
+    } catch (error) {
+      this.#aheadWriteFailed = true
+      throw error
+    }
+  }
+
+  /** True when the prompt's transaction failed on the first row's own write (not on the prompt's). */
+  get aheadWriteFailed(): boolean {
+    return this.#aheadWriteFailed
+  }
+
+  /**
+   * The first row could not be written with the prompt (its write failed, the prompt was then
+   * stored without it): it is written on its own, as every later row is, and its failure fails
+   * the turn as theirs does. The state's actors wait for it.
+   */
+  aheadAlone(): void {
+    const ahead = this.#ahead
+    if (!ahead) return
+    this.#ahead = null
+    this.#aheadWriteFailed = false
+    this.#queue(ahead.event, ahead.row.to, ahead.context, false, false)
+    void this.#tail.then(() => ahead.done.resolve())
   }
 
   /** The transaction of `writeAhead` committed: its row is the log's, the state's actors may act. */
@@ -220,12 +246,16 @@ export class TransitionRecorder {
       // The first row, written by `writeAhead` in the prompt's transaction; the actors wait for its commit.
       const row: TransitionRecord = { turnId: this.#options.turnId, seq: 1, from: this.#committed.state, event: event.type, to, payload: this.#options.scope.config.redactor.value(eventPayload(event)), time: Date.now() }
       const done = deferred<void>()
-      this.#ahead = { row, context: snapshot.context, done }
+      this.#ahead = { event, row, context: snapshot.context, done }
       this.#tail = done.promise
       return
     }
     if (final) this.#final = true
-    const context = snapshot.context
+    this.#queue(event, to, snapshot.context, stopped, final)
+  }
+
+  /** Queues the write of a transition; `#tail` settles when it did, its events follow its commit. */
+  #queue(event: AnyEventObject, to: string, context: TurnContext, stopped: boolean, final: boolean): void {
     const write = this.#options.scope.queue.run(() => this.#write(event, to, context, stopped))
     this.#tail = write.then(
       () => undefined,

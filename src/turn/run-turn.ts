@@ -38,6 +38,8 @@ export interface TurnDeps {
   onActorError(error: unknown): void
   /** Called once when the turn has settled (after its last write), successfully or not. */
   onSettled(turn: RunningTurn): void
+  /** Resolves once the steers this engine is storing for the session are stored (read before each model call). */
+  steersStored?(sessionId: string): Promise<void>
 }
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
@@ -92,6 +94,8 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     write: (tx) => recorder.writeAhead(tx, () => actor.getSnapshot().status === 'active' && actor.send(event)),
     committed: () => recorder.aheadCommitted(),
     failed: () => recorder.aheadFailed(),
+    writeFailed: () => recorder.aheadWriteFailed,
+    alone: () => recorder.aheadAlone(),
     published: () => recorder.aheadPublished(),
   })
   start.begin(actor, firstRow).then(

@@ -27,6 +27,9 @@ export interface FirstRow {
   write(tx: Store): Promise<void>
   committed(): void
   failed(): void
+  /** The transaction failed on the row's own write (then the prompt is stored without it, and `alone()`). */
+  writeFailed(): boolean
+  alone(): void
   /** After the prompt's own events: the row's transition is published. */
   published(): void
 }
@@ -40,6 +43,11 @@ export interface TurnScopeOptions {
   fence: TurnFence
   /** Streamed text is written at most this often. */
   flushIntervalMs: number
+  /**
+   * Resolves once the steers this engine is storing for the session are stored: the turn reads
+   * the session's steers after it, so one sent here before a model call is in that call.
+   */
+  steersStored?: () => Promise<void>
 }
 
 export class TurnScope {
@@ -47,6 +55,7 @@ export class TurnScope {
   readonly sessionId: string
   readonly store: Store
   readonly fence: TurnFence
+  readonly #steersStored: (() => Promise<void>) | undefined
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
   /** What the turn publishes: to the engine's bus, and as the turn's own stream of parts. */
@@ -73,6 +82,7 @@ export class TurnScope {
     this.sessionId = sessionId
     this.store = store
     this.fence = fence
+    this.#steersStored = options.steersStored
     const events = (this.events = new TurnEventLog(bus, { turnId, sessionId }))
     this.writer = new PartWriter({
       store,
@@ -110,25 +120,35 @@ export class TurnScope {
   async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>, firstRow?: FirstRow): Promise<void> {
     const now = Date.now()
     const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
-    await this.queue.run(() =>
-      this.store
-        .transaction(async (tx) => {
-          // (set here: the first row, written in this transaction, reads the redactor)
-          this.#config = await prepare(tx)
-          this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
-          await tx.messages.upsert(info)
-          await tx.messages.upsertParts(parts, now)
-          await firstRow?.write(tx)
+    const store = (row: FirstRow | undefined) =>
+      this.store.transaction(async (tx) => {
+        // (set here: the first row, written in this transaction, reads the redactor)
+        this.#config = await prepare(tx)
+        this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
+        await tx.messages.upsert(info)
+        await tx.messages.upsertParts(parts, now)
+        await row?.write(tx)
+      })
+    // Inside the queue's job: a write queued meanwhile runs after the first row is known committed.
+    await this.queue.run(async () => {
+      try {
+        await store(firstRow)
+      } catch (error) {
+        if (!firstRow?.writeFailed()) {
+          firstRow?.failed()
+          throw error
+        }
+        // The first row's own write failed: the prompt is stored without it, and the row is
+        // written on its own (its failure then fails the turn, as any row's does).
+        await store(undefined).catch((again: unknown) => {
+          firstRow.failed()
+          throw again
         })
-        .then(
-          // Inside the queue's job: a write queued meanwhile runs after the first row is known committed.
-          () => firstRow?.committed(),
-          (error: unknown) => {
-            firstRow?.failed()
-            throw error
-          },
-        ),
-    )
+        firstRow.alone()
+        return
+      }
+      firstRow?.committed()
+    })
     this.messages.push({ info, parts })
     this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
     for (const part of parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
@@ -143,6 +163,7 @@ export class TurnScope {
    * was written; the check is one read).
    */
   async takeSteered(): Promise<MessageWithParts[]> {
+    await this.#steersStored?.()
     if (!(await this.store.queue.list(this.sessionId)).some((q) => q.kind === 'steer')) return []
     const taken = await this.queue.run(() =>
       this.store.transaction(async (tx) => {

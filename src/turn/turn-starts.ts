@@ -38,7 +38,8 @@ type TurnSnapshot = SnapshotFrom<TurnMachine>
 
 /** A new scope of `turnId`, written under `fence`. */
 export function newScope(deps: TurnDeps, turnId: string, sessionId: string, fence = { owner: deps.owner, epoch: 0 }): TurnScope {
-  return new TurnScope({ turnId, sessionId, store: deps.store, bus: deps.bus, fence, flushIntervalMs: deps.flushIntervalMs })
+  const steers = deps.steersStored
+  return new TurnScope({ turnId, sessionId, store: deps.store, bus: deps.bus, fence, flushIntervalMs: deps.flushIntervalMs, ...(steers ? { steersStored: () => steers(sessionId) } : {}) })
 }
 
 /**
