@@ -3,7 +3,7 @@ import { fork } from 'node:child_process'
 import { createRequire } from 'node:module'
 import fs from 'node:fs'
 import Database from 'better-sqlite3'
-import { TOOL_NAME } from './systems.mjs'
+import { TOOL_NAME, TOOL_RESULT } from './systems.mjs'
 
 /** Forks server.mjs and talks to it over IPC. */
 export async function startServer() {
@@ -83,6 +83,22 @@ export function turnScript({ steps, deltas, marker = false, delayMs }) {
   const replies = []
   for (let s = 0; s < steps; s++) replies.push(stepReply({ deltas, toolCall: s < steps - 1, n: s, marker, delayMs }))
   return replies
+}
+
+/**
+ * A turn's own content in bytes (UTF-8): the prompt, the text the model streamed, each tool
+ * call's input and each tool's 1 KB result. What a store must keep of the turn whatever its
+ * layout (the PostgreSQL bytes target is a multiple of it).
+ */
+export function turnContentBytes(script, prompt = '') {
+  let bytes = Buffer.byteLength(prompt)
+  for (const reply of script) {
+    for (const chunk of reply.chunks) {
+      if (chunk.text) bytes += Buffer.byteLength(chunk.text)
+      if (chunk.tool) bytes += Buffer.byteLength(JSON.stringify(chunk.tool.input)) + Buffer.byteLength(TOOL_RESULT)
+    }
+  }
+  return bytes
 }
 
 export function stats(values) {

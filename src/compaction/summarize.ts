@@ -70,7 +70,7 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
       onChunk: idle.touch,
     }
     await modelStream(request, (part) => {
-      if (part.type === 'text-delta') text += part.text
+      if (part.type === 'text-delta') text += part.delta
       else if (part.type === 'finish') tokens = toTokens(part.usage)
       else if (part.type === 'error') {
         failure = part.error

@@ -93,6 +93,29 @@ export class PromptQueue {
    * @example
    * const queued = queue.enqueue(sessionId, parts, { model: 'fast' })
    */
+  /**
+   * Resolves once the steers this engine is storing for `sessionId` are stored (or failed): a
+   * turn reads the session's steers after it, so a steer sent here before a model call joins it.
+   */
+  steersStored(sessionId: string): Promise<void> {
+    const pending = this.#steers.get(sessionId)
+    return pending ? Promise.allSettled([...pending]).then(() => undefined) : Promise.resolve()
+  }
+
+  /** Steers being stored, by session (see `steersStored`). */
+  readonly #steers = new Map<string, Set<Promise<void>>>()
+
+  #storing(sessionId: string, saved: Promise<void>): void {
+    const pending = this.#steers.get(sessionId) ?? new Set<Promise<void>>()
+    this.#steers.set(sessionId, pending)
+    pending.add(saved)
+    const done = () => {
+      pending.delete(saved)
+      if (pending.size === 0 && this.#steers.get(sessionId) === pending) this.#steers.delete(sessionId)
+    }
+    saved.then(done, done)
+  }
+
   enqueue(sessionId: string, input: UserPartDraft[], options: PromptOptions, kind: 'prompt' | 'steer' = 'prompt'): QueuedPrompt {
     const id = newId('trn')
     const { headers, stopWhen, ...stored } = options
@@ -125,6 +148,7 @@ export class PromptQueue {
       (error) => this.settle(id, error),
     )
     saved.catch(() => undefined) // told through `done` (and `stored`, to a caller that awaits it)
+    if (kind === 'steer') this.#storing(sessionId, saved)
     return { id, sessionId, done, stored: saved, cancel: () => this.cancel(id) }
   }
 

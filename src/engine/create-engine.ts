@@ -80,6 +80,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     onSettled: (turn) => running.untrack(turn),
     trees: new RunTrees(),
     children: childTurns({ config, services, turns: () => turns, running, abortElsewhere: (sessionId) => abortElsewhere(sessionId), recover: () => recover() }),
+    // (the queue is made below; a turn asks only once it runs)
+    steersStored: (sessionId) => queue.steersStored(sessionId),
   }
   const queue = new PromptQueue({
     store,

@@ -45,6 +45,69 @@ export function toModelMessages(messages: MessageWithParts[], options: { finishe
   return out
 }
 
+/**
+ * `toModelMessages(messages, { finishedAttemptsOnly: true })` for a running turn, called before
+ * each of its model calls: each step is converted once. A step's parts are final once the next
+ * step has begun (its tools ran, no attempt of it comes again), so an assistant message's steps
+ * below its last are kept converted and only the last step (and what follows it) is converted
+ * again; the history does not grow quadratically with the steps.
+ *
+ * @example
+ * const history = new TurnModelMessages()
+ * const messages = history.convert(scope.messages) // same as toModelMessages(scope.messages, { finishedAttemptsOnly: true })
+ */
+export class TurnModelMessages {
+  /** Per assistant message: its steps up to `step` (the parts before `end`) converted. */
+  readonly #frozen = new WeakMap<MessageWithParts, { step: number; end: number; out: ModelMessage[] }>()
+
+  convert(messages: MessageWithParts[]): ModelMessage[] {
+    let start = 0
+    for (let i = messages.length - 1; i >= 0; i--) {
+      if (messages[i].info.summary) {
+        start = i
+        break
+      }
+    }
+    const out: ModelMessage[] = []
+    for (let i = start; i < messages.length; i++) {
+      const message = messages[i]
+      if (message.info.summary || message.info.role === 'user') out.push(...toModelMessages([message]))
+      else this.#assistant(out, message)
+    }
+    return out
+  }
+
+  #assistant(out: ModelMessage[], message: MessageWithParts): void {
+    const { parts } = message
+    let frozen = this.#frozen.get(message) ?? { step: -1, end: 0, out: [] }
+    // Parts come in step order; the new ones start after the frozen steps. Otherwise (rows not
+    // written by a running turn) the message is converted whole, as before.
+    let last = frozen.step
+    let lastStart = frozen.end
+    for (let i = frozen.end; i < parts.length; i++) {
+      const step = parts[i].step ?? 0
+      if (step < last || step <= frozen.step) {
+        this.#frozen.delete(message)
+        appendAssistant(out, finishedAttempts(parts))
+        return
+      }
+      if (step > last) {
+        last = step
+        lastStart = i
+      }
+    }
+    if (lastStart > frozen.end) {
+      // Steps below the last one are final: converted once, kept.
+      const more: ModelMessage[] = []
+      appendAssistant(more, finishedAttempts(parts.slice(frozen.end, lastStart)))
+      frozen = { step: last - 1, end: lastStart, out: [...frozen.out, ...more] }
+      this.#frozen.set(message, frozen)
+    }
+    out.push(...frozen.out)
+    appendAssistant(out, finishedAttempts(parts.slice(frozen.end)))
+  }
+}
+
 function finishedAttempts(parts: Part[]): Part[] {
   const finished = new Set(parts.filter((p) => p.type === 'step-finish').map((p) => `${p.step ?? 0}:${p.attempt ?? 0}`))
   return parts.filter((p) => finished.has(`${p.step ?? 0}:${p.attempt ?? 0}`))

@@ -13,7 +13,7 @@ import { checkInput, type CheckableSchema } from '../tools/validate-tool-input'
 import { untilAborted } from './idle-timer'
 import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { ProviderLanguageModel } from './language-model'
-import { toProviderPrompt } from './provider-prompt'
+import { toProviderPrompt, type ProviderPromptCache } from './provider-prompt'
 import { prepareTools } from './provider-tools'
 import type { PartProviderMetadata, TurnSettings } from '../core/types'
 
@@ -22,7 +22,8 @@ export type ModelStreamEvent =
   /** The first chunk of the response arrived (streamText's `start-step`). */
   | { type: 'start' }
   | { type: 'text-start' | 'reasoning-start'; id: string; providerMetadata?: PartProviderMetadata }
-  | { type: 'text-delta' | 'reasoning-delta'; id: string; text: string; providerMetadata?: PartProviderMetadata }
+  /** The provider's own stream part, passed on as it is: no object of turnchart's per delta. */
+  | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string; providerMetadata?: PartProviderMetadata }
   | { type: 'text-end' | 'reasoning-end'; id: string; providerMetadata?: PartProviderMetadata }
   | { type: 'tool-input-start'; id: string; toolName: string }
   /** A complete tool call; `error` (the message stored on the tool part) when its input is unusable. */
@@ -48,6 +49,8 @@ export interface ModelStreamRequest {
   onChunk?: () => void
   /** Call settings (temperature, maxOutputTokens, headers, providerOptions, toolChoice...), sent as they are. */
   settings?: Omit<TurnSettings, 'maxSteps'>
+  /** The provider messages of `messages` converted by an earlier call (a turn's steps share their history). */
+  promptCache?: ProviderPromptCache
 }
 
 /** The stream parts of V3 and V4 that turnchart reads (the same fields in both). */
@@ -85,7 +88,7 @@ export type ModelEventHandler = (event: ModelStreamEvent) => boolean | void
  * reject; an `error` part of the stream is an `error` event.
  *
  * @example
- * await modelStream({ model, messages, tools, abortSignal }, (event) => { if (event.type === 'text-delta') out += event.text })
+ * await modelStream({ model, messages, tools, abortSignal }, (event) => { if (event.type === 'text-delta') out += event.delta })
  */
 export function modelStream(request: ModelStreamRequest, onEvent: ModelEventHandler): Promise<void> {
   return directStream(request.model as ProviderLanguageModel, request, onEvent)
@@ -172,7 +175,7 @@ async function directStream(model: ProviderLanguageModel, request: ModelStreamRe
   const { stream, response } = await untilAborted(
     model.doStream({
       ...settings,
-      prompt: toProviderPrompt(request.system, request.messages, model.specificationVersion),
+      prompt: toProviderPrompt(request.system, request.messages, model.specificationVersion, request.promptCache),
       tools: call.tools,
       toolChoice: tools && toolChoice ? (typeof toolChoice === 'string' ? { type: toolChoice } : toolChoice) : call.toolChoice,
       abortSignal,
@@ -208,17 +211,14 @@ async function directStream(model: ProviderLanguageModel, request: ModelStreamRe
           output = true
           if (onEvent({ type: part.type, id: part.id, ...metadataOf(part) }) === false) return
           break
-        // Deltas are most of a stream: no spread, and the metadata object only when there is one.
+        // Deltas are most of a stream: the provider's part goes on as it is (its fields are the
+        // event's), so a delta costs no object of turnchart's here.
         case 'text-delta':
-        case 'reasoning-delta': {
+        case 'reasoning-delta':
           output = true
           if (part.type === 'text-delta' && part.delta.length === 0 && !part.providerMetadata) break
-          const delta: ModelStreamEvent = part.providerMetadata
-            ? { type: part.type, id: part.id, text: part.delta, ...metadataOf(part) }
-            : { type: part.type, id: part.id, text: part.delta }
-          if (onEvent(delta) === false) return
+          if (onEvent(part) === false) return
           break
-        }
         case 'tool-input-start':
           output = true
           if (part.providerExecuted) break // the provider runs it (web search...): not turnchart's call

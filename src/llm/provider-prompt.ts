@@ -40,34 +40,57 @@ export class UnsupportedPromptPartError extends Error {
  * toProviderPrompt('Be brief.', [{ role: 'user', content: 'hi' }])
  * // [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'hi' }] }]
  */
-export function toProviderPrompt(system: string | undefined, messages: ModelMessage[], version: 'v3' | 'v4' = 'v3'): ProviderMessage[] {
+export function toProviderPrompt(system: string | undefined, messages: ModelMessage[], version: 'v3' | 'v4' = 'v3', cache?: ProviderPromptCache): ProviderMessage[] {
   const out: ProviderMessage[] = []
   if (system !== undefined) out.push({ role: 'system', content: system })
   for (const message of messages) {
-    const providerOptions = message.providerOptions as ProviderOptions
-    switch (message.role) {
-      case 'system':
-        out.push({ role: 'system', content: message.content, ...(providerOptions ? { providerOptions } : {}) })
-        break
-      case 'user':
-      case 'assistant': {
-        const parts = typeof message.content === 'string' ? [{ type: 'text' as const, text: message.content }] : (message.content as ProviderContentPart[])
-        const content = parts
-          .filter((part) => part.type !== 'text' || part.text !== '' || part.providerOptions != null)
-          .map((part) => contentPart(message.role, part as ProviderContentPart, version))
-        out.push({ role: message.role, content, ...(providerOptions ? { providerOptions } : {}) })
-        break
-      }
-      case 'tool': {
-        const content = (message.content as ProviderContentPart[]).map((part) => contentPart('tool', part, version))
-        const last = out.at(-1)
-        if (last?.role === 'tool') last.content.push(...content)
-        else out.push({ role: 'tool', content, ...(providerOptions ? { providerOptions } : {}) })
-        break
-      }
+    const known = cache?.get(message)
+    if (known && known.version === version) {
+      push(out, known.message)
+      continue
     }
+    const converted = providerMessage(message, version)
+    if (!converted) continue
+    cache?.set(message, { version, message: converted })
+    push(out, converted)
   }
   return out
+}
+
+/**
+ * Provider messages already converted, by model message (a running turn sends the same history
+ * objects at every step: each is converted once). Only for messages that are not changed after
+ * they were converted.
+ */
+export type ProviderPromptCache = WeakMap<ModelMessage, { version: 'v3' | 'v4'; message: ProviderMessage }>
+
+/** Appends `message`; consecutive tool messages merge into a new one (a cached message is never changed). */
+function push(out: ProviderMessage[], message: ProviderMessage): void {
+  const last = out.at(-1)
+  if (message.role === 'tool' && last?.role === 'tool') out[out.length - 1] = { ...last, content: [...last.content, ...message.content] }
+  else out.push(message)
+}
+
+/** One model message as the provider's; undefined for a role the prompt has not (skipped, as before). */
+function providerMessage(message: ModelMessage, version: 'v3' | 'v4'): ProviderMessage | undefined {
+  const providerOptions = message.providerOptions as ProviderOptions
+  switch (message.role) {
+    case 'system':
+      return { role: 'system', content: message.content, ...(providerOptions ? { providerOptions } : {}) }
+    case 'user':
+    case 'assistant': {
+      const parts = typeof message.content === 'string' ? [{ type: 'text' as const, text: message.content }] : (message.content as ProviderContentPart[])
+      const content = parts
+        .filter((part) => part.type !== 'text' || part.text !== '' || part.providerOptions != null)
+        .map((part) => contentPart(message.role, part as ProviderContentPart, version))
+      return { role: message.role, content, ...(providerOptions ? { providerOptions } : {}) }
+    }
+    case 'tool': {
+      const content = (message.content as ProviderContentPart[]).map((part) => contentPart('tool', part, version))
+      return { role: 'tool', content, ...(providerOptions ? { providerOptions } : {}) }
+    }
+  }
+  return undefined
 }
 
 function contentPart(role: string, part: ProviderContentPart, version: 'v3' | 'v4'): ProviderContentPart {

@@ -25,6 +25,7 @@ import type { MessageInfo, MessageWithParts, Part, PartProviderMetadata, TextPar
 import { failCall, requireApproval, runCall, stopCall } from '../tools/tool-part'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
+import type { ProviderPromptCache } from './provider-prompt'
 import { addTokens, stepCost, toTokens } from './usage'
 
 /**
@@ -53,6 +54,8 @@ export interface StepScope {
   }
   /** The messages to send: the history and this turn's finished attempts. */
   modelMessages(): ModelMessage[]
+  /** Their provider form from earlier steps (the same message objects are converted once). */
+  readonly promptCache?: ProviderPromptCache
   /** The assistant message new parts go to (opened on first use). */
   assistantMessage(): MessageWithParts
   /** This turn's assistant messages (the doom-loop check reads their tool calls). */
@@ -90,7 +93,7 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
     input: () => (config.system === undefined ? messages : [{ role: 'system', content: config.system }, ...messages]),
   })
   try {
-    const request = { model: config.model, system: config.system, messages, tools: config.tools, settings: config.call, abortSignal: idle.signal, onChunk: idle.touch }
+    const request = { model: config.model, system: config.system, messages, tools: config.tools, settings: config.call, abortSignal: idle.signal, onChunk: idle.touch, promptCache: scope.promptCache }
     await modelStream(request, (part) => {
       switch (part.type) {
         case 'start':
@@ -102,7 +105,7 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
           break
         case 'text-delta':
         case 'reasoning-delta':
-          state.appendText(part.type === 'text-delta' ? 'text' : 'reasoning', part.id, part.text, part.providerMetadata)
+          state.appendText(part.type === 'text-delta' ? 'text' : 'reasoning', part.id, part.delta, part.providerMetadata)
           break
         case 'text-end':
         case 'reasoning-end':
@@ -246,6 +249,7 @@ function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): 
 /** The parts one attempt of a step opened, by the stream's ids. */
 class StepState {
   private open = new Map<string, TextPart>()
+  private last: { type: 'text' | 'reasoning'; id: string; key: string; part: TextPart } | undefined
   private toolsById = new Map<string, ToolPart>()
   readonly tools: ToolPart[] = []
 
@@ -274,11 +278,21 @@ class StepState {
   }
 
   appendText(type: 'text' | 'reasoning', id: string, delta: string, metadata?: PartProviderMetadata): void {
-    const part = this.open.get(openKey(type, id))
+    // The deltas of one part come in a row: its lookup is kept (no key string built per delta).
+    const last = this.last
+    const part = last && last.type === type && last.id === id && this.open.get(last.key) === last.part ? last.part : this.lookUp(type, id)
     if (!part) return // a delta for an id never started is ignored
     if (delta.length > 0) this.scope.writer.append(part, delta)
     // Rare (a signature at the end of a thinking block): one more change to flush, not a write per token.
     if (metadata && mergeMetadata(part, metadata)) this.scope.writer.changed(part)
+  }
+
+  /** The open part of a stream id, remembered for the next delta. */
+  private lookUp(type: 'text' | 'reasoning', id: string): TextPart | undefined {
+    const key = openKey(type, id)
+    const part = this.open.get(key)
+    this.last = part ? { type, id, key, part } : undefined
+    return part
   }
 
   closeText(type: 'text' | 'reasoning', id: string, metadata?: PartProviderMetadata): void {

@@ -23,37 +23,48 @@ export interface WriteAheadGate {
   committed(): Promise<boolean>
 }
 
-export interface ActorWork<I> {
+export interface ActorWork<I, T> {
   /**
-   * Does the state's work; resolves with the event to send. May throw. `emit` sends an event
-   * while the work goes on (one the state takes without leaving it, such as `turn.steered`).
+   * Does the state's work for `turn`; resolves with the event to send. May throw. `emit` sends
+   * an event while the work goes on (one the state takes without leaving it, such as `turn.steered`).
    */
-  run(input: I, signal: AbortSignal, emit: (event: TurnEvent) => void): Promise<TurnEvent>
+  run(turn: T, input: I, signal: AbortSignal, emit: (event: TurnEvent) => void): Promise<TurnEvent>
   /** The event a throw of `run` becomes: the failure edge of the actor's state. */
   failure(error: unknown, input: I): TurnEvent
 }
 
 /**
+ * The actor's logic is made once for every turn (a chart with its actors is built once: see
+ * turn-actors.ts); `turnOf` finds the turn an actor runs for (its gate and its data) from the
+ * actor system it runs in, one per turn.
+ *
  * @example
- * const streamStep = gatedActor(recorder, { run: (input, signal) => streamStep(scope, input, signal), failure: (e) => stepFailed(e) })
+ * const streamStep = gatedActor(turnOf, { run: (scope, input, signal) => streamStep(scope, input, signal), failure: (e) => stepFailed(e) })
  */
-export function gatedActor<I>(gate: WriteAheadGate, work: ActorWork<I>): CallbackActorLogic<TurnEvent, I> {
-  return fromCallback<TurnEvent, I>(({ input, sendBack }) => {
+export function gatedActor<I, T>(turnOf: (system: object) => { gate: WriteAheadGate; turn: T }, work: ActorWork<I, T>): CallbackActorLogic<TurnEvent, I> {
+  return fromCallback<TurnEvent, I>(({ input, sendBack, system }) => {
+    const { gate, turn } = turnOf(system)
     const controller = new AbortController()
+    let settled = false
     void (async () => {
       let event: TurnEvent
       try {
         if (!(await gate.committed())) return
         if (controller.signal.aborted) return
-        event = await work.run(input, controller.signal, (early) => {
+        event = await work.run(turn, input, controller.signal, (early) => {
           if (!controller.signal.aborted) sendBack(early)
         })
       } catch (error) {
         event = work.failure(error, input)
       }
+      settled = true
       // The chart left the state meanwhile: its event is not read.
       if (!controller.signal.aborted) sendBack(event)
     })()
-    return () => controller.abort(new MessageAbortedError())
+    // Work that settled has nothing left to stop: its state is left by its own event, and the
+    // error (a stack captured) is not made for nothing, twice a step.
+    return () => {
+      if (!settled) controller.abort(new MessageAbortedError())
+    }
   })
 }

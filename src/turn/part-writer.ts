@@ -1,9 +1,12 @@
 /**
  * The part writer owns a turn's rows while they change: its parts and its messages' info.
- * Each change is told to its listener at once (the turn publishes it). Deltas are written at
- * most every `flushIntervalMs`; part boundaries (open, close, tool state changes) and message
- * changes are written at the next turn of the write queue, coalesced with whatever else is dirty. A flush writes messages before parts, so
- * a part never reaches the database before its message. Never one database write per delta.
+ * Each change is told to its listener at once (the turn publishes it). Deltas, new parts and
+ * message changes are written at most every `flushIntervalMs`, or earlier with the next
+ * transition row (a step's opening parts ride with the row that ends the step: no commit of
+ * their own between the request and the first delta); part closes and tool state changes are
+ * written at the next turn of the write queue, coalesced with whatever else is dirty. A crash
+ * loses at most one flush interval. A flush writes messages before parts, so a part never
+ * reaches the database before its message. Never one database write per delta.
  */
 import type { MessageInfo, Part, TextPart } from '../core/types'
 import type { Store } from '../store/store'
@@ -47,12 +50,12 @@ export class PartWriter {
 
   constructor(private readonly options: PartWriterOptions) {}
 
-  /** A new part: published and written at the next boundary flush. */
+  /** A new part: published now, written by the interval flush or with the next transition row. */
   add(part: Part): void {
     if (this.sealed) return
     this.publish(part)
     this.markDirty(part)
-    this.flushSoon()
+    this.flushLater()
   }
 
   /** Appends streamed text: published now, written by the interval flush. */
@@ -61,13 +64,7 @@ export class PartWriter {
     part.text += delta
     this.options.listener.delta(part, delta)
     this.markDirty(part)
-    if (!this.timer) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined
-        this.flushSoon()
-      }, this.options.flushIntervalMs)
-      this.timer.unref?.()
-    }
+    this.flushLater()
   }
 
   /** The caller changed `part` at a boundary (closed it, moved a tool to a new state). */
@@ -88,12 +85,15 @@ export class PartWriter {
     this.markDirty(part)
   }
 
-  /** A message's info changed (created, usage added, completed): published, written soon. */
+  /**
+   * A message's info changed (created, usage added, completed): published now, written by the
+   * interval flush or with the next transition row (which every change of a step's end precedes).
+   */
   message(info: MessageInfo): void {
     if (this.sealed) return
     this.options.listener.message(info)
     this.dirtyMessages.set(info.id, info)
-    this.flushSoon()
+    this.flushLater()
   }
 
   /**
@@ -160,6 +160,16 @@ export class PartWriter {
     const ids = [...this.touched]
     this.touched.clear()
     return ids
+  }
+
+  /** Arms the interval flush (once: what gets dirty meanwhile rides with it). */
+  private flushLater(): void {
+    if (this.timer) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.flushSoon()
+    }, this.options.flushIntervalMs)
+    this.timer.unref?.()
   }
 
   private flushSoon(): void {

@@ -11,7 +11,7 @@
  * leaves the last committed state (`<committed> --turn.fail--> failed`), so the log always
  * replays. A write that finds the turn owned by another engine stops the turn here at once.
  */
-import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
+import type { AnyEventObject, SnapshotFrom } from 'xstate'
 import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../core/bus'
@@ -98,6 +98,12 @@ export class TransitionRecorder {
   /** Another engine owns the turn: nothing more is written, queued writes are dropped. */
   #lost = false
   #final = false
+  /** True while `writeAhead` sends the turn's first event: the row it makes is written in the prompt's transaction. */
+  #aheadOpen = false
+  /** That row, from `record` until it is published; `done` settles when its transaction did. */
+  #ahead: { event: AnyEventObject; row: TransitionRecord; context: TurnContext; done: ReturnType<typeof deferred<void>> } | null = null
+  /** The write of that row failed inside the prompt's transaction (see `aheadAlone`). */
+  #aheadWriteFailed = false
 
   constructor(options: RecorderOptions) {
     this.#options = options
@@ -150,11 +156,75 @@ export class TransitionRecorder {
   }
 
   /**
-   * The turn actor's inspection observer (`actor.system.inspect(recorder.inspector)`): the
-   * root actor's snapshots are recorded, its children's (the step, tools, compaction) ignored.
+   * Sends the turn's first event (`send`) inside the transaction that stores the prompt, and
+   * writes the row it records in that transaction (`tx`): the prompt's commit is the row's, so
+   * the model call waits for no commit of its own. Then, inside the same write-queue job,
+   * `aheadCommitted()` (or `aheadFailed()` when the transaction rolled back: the turn's actors
+   * do nothing), and `aheadPublished()` once the prompt's own events are out.
    */
-  readonly inspector = (event: InspectionEvent): void => {
-    if (event.type === '@xstate.snapshot' && event.actorRef.sessionId === event.rootId) this.record(event.event, event.snapshot as TurnSnapshot)
+  async writeAhead(tx: TransitionTx, send: () => void): Promise<void> {
+    this.#aheadOpen = true
+    try {
+      send()
+    } finally {
+      this.#aheadOpen = false
+    }
+    const ahead = this.#ahead
+    if (!ahead) return
+    const { row, context } = ahead
+    const { turnId, fence } = this.#options
+    const retryAt = retryWaitStates.has(row.to) ? row.time + context.retryDelayMs : null
+    try {
+      await tx.turns.update(turnId, { state: row.to, outcome: null, step: context.step, attempt: context.attempt, retryAt, error: null }, row.time, fence)
+      await tx.transitions.append(row)
+    } catch (error) {
+      this.#aheadWriteFailed = true
+      throw error
+    }
+  }
+
+  /** True when the prompt's transaction failed on the first row's own write (not on the prompt's). */
+  get aheadWriteFailed(): boolean {
+    return this.#aheadWriteFailed
+  }
+
+  /**
+   * The first row could not be written with the prompt (its write failed, the prompt was then
+   * stored without it): it is written on its own, as every later row is, and its failure fails
+   * the turn as theirs does. The state's actors wait for it.
+   */
+  aheadAlone(): void {
+    const ahead = this.#ahead
+    if (!ahead) return
+    this.#ahead = null
+    this.#aheadWriteFailed = false
+    this.#queue(ahead.event, ahead.row.to, ahead.context, false, false)
+    void this.#tail.then(() => ahead.done.resolve())
+  }
+
+  /** The transaction of `writeAhead` committed: its row is the log's, the state's actors may act. */
+  aheadCommitted(): void {
+    const ahead = this.#ahead
+    if (!ahead) return
+    this.#committed = { state: ahead.row.to, seq: ahead.row.seq }
+    ahead.done.resolve()
+  }
+
+  /** The transaction of `writeAhead` rolled back: the turn did not start, its actors do nothing. */
+  aheadFailed(): void {
+    const ahead = this.#ahead
+    if (!ahead) return
+    this.#ahead = null
+    this.#detached = true
+    ahead.done.resolve()
+  }
+
+  /** After the prompt's events: the first row's transition and status, as a write of its own publishes them. */
+  aheadPublished(): void {
+    const ahead = this.#ahead
+    if (!ahead) return
+    this.#ahead = null
+    this.#publish(ahead.row, ahead.context, null)
   }
 
   /**
@@ -162,7 +232,7 @@ export class TransitionRecorder {
    * whose state and context did not change writes nothing.
    *
    * @example
-   * createActor(machine, { inspect: (e) => e.type === '@xstate.snapshot' && recorder.record(e.event, e.snapshot) })
+   * createActor(recordedMachine(machine, recorder)) // every transition of the root actor is recorded
    */
   record(event: AnyEventObject, snapshot: TurnSnapshot): void {
     if (this.#final || this.#detached || this.#lost) return
@@ -177,8 +247,20 @@ export class TransitionRecorder {
     this.#previousContext = snapshot.context
     this.#previous = to
     const final = finalStates.has(to)
+    if (this.#aheadOpen && !final && this.#committed.seq === 0 && !this.#ahead) {
+      // The first row, written by `writeAhead` in the prompt's transaction; the actors wait for its commit.
+      const row: TransitionRecord = { turnId: this.#options.turnId, seq: 1, from: this.#committed.state, event: event.type, to, payload: this.#options.scope.config.redactor.value(eventPayload(event)), time: Date.now() }
+      const done = deferred<void>()
+      this.#ahead = { event, row, context: snapshot.context, done }
+      this.#tail = done.promise
+      return
+    }
     if (final) this.#final = true
-    const context = snapshot.context
+    this.#queue(event, to, snapshot.context, stopped, final)
+  }
+
+  /** Queues the write of a transition; `#tail` settles when it did, its events follow its commit. */
+  #queue(event: AnyEventObject, to: string, context: TurnContext, stopped: boolean, final: boolean): void {
     const write = this.#options.scope.queue.run(() => this.#write(event, to, context, stopped))
     this.#tail = write.then(
       () => undefined,
@@ -304,6 +386,32 @@ export class TransitionRecorder {
     bus.publish({ type: 'session.status', sessionId, status: { type: 'idle' } })
     this.#ended.resolve({ turnId, sessionId, outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
   }
+}
+
+/**
+ * The turn's chart, telling `recorder` of each of its own snapshots and the event that made it
+ * (the root actor's: its children, the step, tools and compaction, are not recorded). Not an
+ * inspection observer: with one attached, XState builds an inspection event for every event,
+ * action, microstep and snapshot of every actor of the turn; it builds none unless the app
+ * attaches its own inspector. Each transition is recorded before the new state's actors start
+ * (they wait for its row: `committed()`).
+ *
+ * @example
+ * const actor = createActor(recordedMachine(turnMachine.provide({ actors }), recorder), { input })
+ */
+export function recordedMachine(machine: TurnMachine, recorder: Pick<TransitionRecorder, 'record'>): TurnMachine {
+  const logic = Object.create(machine) as TurnMachine
+  logic.getInitialSnapshot = (scope, input) => {
+    const snapshot = machine.getInitialSnapshot(scope, input)
+    recorder.record({ type: 'xstate.init' }, snapshot)
+    return snapshot
+  }
+  logic.transition = (snapshot, event, scope) => {
+    const next = machine.transition(snapshot, event, scope)
+    recorder.record(event, next)
+    return next
+  }
+  return logic
 }
 
 /** Publishes the calls of a turn in `awaiting-approval` (on entry, and again when another engine resumes the wait). */

@@ -7,7 +7,7 @@
  * (see turn-starts.ts).
  */
 import { createActor, type Actor, type InspectionEvent, type SnapshotFrom } from 'xstate'
-import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
+import type { TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus, TurnchartEvent } from '../core/bus'
 import type { Usage } from '../core/types'
@@ -15,10 +15,10 @@ import type { Store } from '../store/store'
 import type { ChildTurnRunner } from '../tools/child-turns'
 import { RunTree } from './run-tree/run-tree'
 import type { RunTrees } from './run-tree/run-trees'
-import { TransitionRecorder } from './record-transitions'
-import { turnActors } from './turn-actors'
+import { recordedMachine, TransitionRecorder } from './record-transitions'
+import { bindTurn, turnChart } from './turn-actors'
 import { TurnHandle, type RunningTurn } from './turn-handle'
-import type { TurnScope } from './turn-scope'
+import type { FirstRow, TurnScope } from './turn-scope'
 
 /** XState's clock (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
 export type TurnClock = NonNullable<Parameters<typeof createActor>[1]>['clock']
@@ -46,6 +46,8 @@ export interface TurnDeps {
   children?(parent: ParentTurn): TurnChildren
   /** Run trees: the trees this engine runs turns of (a recovered child finds its root's here). */
   trees?: RunTrees
+  /** Resolves once the steers this engine is storing for the session are stored (read before each model call). */
+  steersStored?(sessionId: string): Promise<void>
 }
 
 /** Run trees: a turn as the child turns its tools start see it. */
@@ -78,9 +80,11 @@ export interface TurnStart {
   /**
    * Runs once the actor started: stores the prompt (or does nothing for a restored turn).
    * Resolves with the event to send then (`turn.start`, `turn.recover`), or null; rejects when
-   * the turn cannot start (nothing was written).
+   * the turn cannot start (nothing was written). `firstRow(event)` sends `event` inside the
+   * prompt's transaction and writes the row it records there (the model call then waits for
+   * no commit of its own); `begin` then resolves with null.
    */
-  begin(actor: Actor<TurnMachine>): Promise<TurnEvent | null>
+  begin(actor: Actor<TurnMachine>, firstRow: (event: TurnEvent) => FirstRow): Promise<TurnEvent | null>
 }
 
 /**
@@ -98,7 +102,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const tree = start.tree ?? new RunTree({ rootTurnId: scope.turnId, startedAt: Date.now(), budget: () => (scope.ready ? scope.config.budget : undefined) })
   deps.trees?.join(tree)
   const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => recorder.leaving, publish: (event) => scope.events.publish(event) })
-  const machine = turnMachine.provide({ actors: turnActors(scope, recorder, { tree, ...(children ? { children } : {}) }) })
+  const machine = recordedMachine(turnChart, recorder)
   const actor = createActor(machine, {
     input: start.input,
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
@@ -107,8 +111,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     ...(deps.inspect ? { inspect: tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) } : {}),
   })
   if (deps.inspect) tree.inspection.add(scope.turnId, tree.inspection.actorOf(actor, scope.parentTurnId))
-  // The recorder hears the actor's snapshots from its start (the first is its init).
-  actor.system.inspect(recorder.inspector)
+  bindTurn(actor, { scope, tree, ...(children ? { children } : {}) }, recorder)
   // An actor error is a defect in turnchart; observe it so it cannot crash the process.
   actor.subscribe({ error: (error) => deps.onActorError(error) })
   const handle = new TurnHandle({
@@ -128,7 +131,16 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   void recorder.ended.then((end) => handle.ended(end))
 
   actor.start()
-  start.begin(actor).then(
+  const firstRow = (event: TurnEvent): FirstRow => ({
+    // (an abort that came first leaves nothing to send, nor to write ahead)
+    write: (tx) => recorder.writeAhead(tx, () => actor.getSnapshot().status === 'active' && actor.send(event)),
+    committed: () => recorder.aheadCommitted(),
+    failed: () => recorder.aheadFailed(),
+    writeFailed: () => recorder.aheadWriteFailed,
+    alone: () => recorder.aheadAlone(),
+    published: () => recorder.aheadPublished(),
+  })
+  start.begin(actor, firstRow).then(
     (event) => {
       handle.started()
       if (event) actor.send(event)

@@ -12,7 +12,8 @@ import type { ModelMessage } from 'ai'
 import type { Bus } from '../core/bus'
 import { newId } from '../core/ids'
 import { jsonCopy } from '../core/json-copy'
-import { toModelMessages } from '../llm/model-messages'
+import { toModelMessages, TurnModelMessages } from '../llm/model-messages'
+import type { ProviderPromptCache } from '../llm/provider-prompt'
 import { PartWriter } from './part-writer'
 import type { Store, TurnFence } from '../store/store'
 import type { TurnConfig } from './turn-config'
@@ -20,6 +21,18 @@ import { TurnEventLog } from './turn-stream'
 import { WriteQueue } from './write-queue'
 import type { MessageInfo, MessageWithParts, Part, StepFinishPart, StopConditionStep, ToolPart, UserPartDraft } from '../core/types'
 import { stepResults } from './step-results'
+
+/** The turn's first transition row, written in the prompt's transaction (see TransitionRecorder.writeAhead). */
+export interface FirstRow {
+  write(tx: Store): Promise<void>
+  committed(): void
+  failed(): void
+  /** The transaction failed on the row's own write (then the prompt is stored without it, and `alone()`). */
+  writeFailed(): boolean
+  alone(): void
+  /** After the prompt's own events: the row's transition is published. */
+  published(): void
+}
 
 export interface TurnScopeOptions {
   turnId: string
@@ -32,6 +45,11 @@ export interface TurnScopeOptions {
   flushIntervalMs: number
   /** Run trees: the parent turn of a child turn (its events carry both ids). */
   parentTurnId?: string
+  /**
+   * Resolves once the steers this engine is storing for the session are stored: the turn reads
+   * the session's steers after it, so one sent here before a model call is in that call.
+   */
+  steersStored?: () => Promise<void>
 }
 
 export class TurnScope {
@@ -41,6 +59,7 @@ export class TurnScope {
   readonly parentTurnId: string | undefined
   readonly store: Store
   readonly fence: TurnFence
+  readonly #steersStored: (() => Promise<void>) | undefined
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
   /** What the turn publishes: to the engine's bus, and as the turn's own stream of parts. */
@@ -52,6 +71,10 @@ export class TurnScope {
   #config: TurnConfig | undefined
   readonly #stepResults: StopConditionStep[] = []
   #convertedSteps = 0
+  /** The turn's messages as the model sees them, each finished step converted once. */
+  readonly #converted = new TurnModelMessages()
+  /** Their provider form, each history message and finished step converted once. */
+  readonly promptCache: ProviderPromptCache = new WeakMap()
   private history: ModelMessage[] = []
   private assistant: MessageWithParts | undefined
   /** Assistant messages opened but not written yet: written with their first part, or at the turn's end. */
@@ -64,6 +87,7 @@ export class TurnScope {
     this.parentTurnId = options.parentTurnId
     this.store = store
     this.fence = fence
+    this.#steersStored = options.steersStored
     const events = (this.events = new TurnEventLog(bus, { turnId, sessionId, ...(options.parentTurnId ? { parentTurnId: options.parentTurnId } : {}) }))
     this.writer = new PartWriter({
       store,
@@ -95,24 +119,45 @@ export class TurnScope {
   /**
    * Stores the user's prompt (text, or text, image and file parts) and loads the history the
    * model needs, in one transaction. `prepare` runs first in that transaction (it locks the
-   * session, inserts the turn row) and resolves the turn's configuration.
+   * session, inserts the turn row) and resolves the turn's configuration; `firstRow`, last,
+   * writes the turn's first transition there too.
    */
-  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>): Promise<void> {
+  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>, firstRow?: FirstRow): Promise<void> {
     const now = Date.now()
     const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
-    const config = await this.queue.run(() =>
+    const store = (row: FirstRow | undefined) =>
       this.store.transaction(async (tx) => {
-        const config = await prepare(tx)
+        // (set here: the first row, written in this transaction, reads the redactor)
+        this.#config = await prepare(tx)
         this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
         await tx.messages.upsert(info)
         await tx.messages.upsertParts(parts, now)
-        return config
-      }),
-    )
-    this.#config = config
+        await row?.write(tx)
+      })
+    // Inside the queue's job: a write queued meanwhile runs after the first row is known committed.
+    await this.queue.run(async () => {
+      try {
+        await store(firstRow)
+      } catch (error) {
+        if (!firstRow?.writeFailed()) {
+          firstRow?.failed()
+          throw error
+        }
+        // The first row's own write failed: the prompt is stored without it, and the row is
+        // written on its own (its failure then fails the turn, as any row's does).
+        await store(undefined).catch((again: unknown) => {
+          firstRow.failed()
+          throw again
+        })
+        firstRow.alone()
+        return
+      }
+      firstRow?.committed()
+    })
     this.messages.push({ info, parts })
     this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
     for (const part of parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+    firstRow?.published()
   }
 
   /**
@@ -123,6 +168,7 @@ export class TurnScope {
    * was written; the check is one read).
    */
   async takeSteered(): Promise<MessageWithParts[]> {
+    await this.#steersStored?.()
     if (!(await this.store.queue.list(this.sessionId)).some((q) => q.kind === 'steer')) return []
     const taken = await this.queue.run(() =>
       this.store.transaction(async (tx) => {
@@ -210,7 +256,7 @@ export class TurnScope {
   /** The messages to send for the next LLM call. */
   modelMessages(): ModelMessage[] {
     const fromSummary = this.messages.some((m) => m.info.summary)
-    const current = toModelMessages(this.messages, { finishedAttemptsOnly: true })
+    const current = this.#converted.convert(this.messages)
     return fromSummary ? current : [...this.history, ...current]
   }
 

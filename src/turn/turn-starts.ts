@@ -41,7 +41,17 @@ type TurnSnapshot = SnapshotFrom<TurnMachine>
 
 /** A new scope of `turnId`, written under `fence`; a child turn's names its parent (its events carry both ids). */
 export function newScope(deps: TurnDeps, turnId: string, sessionId: string, fence = { owner: deps.owner, epoch: 0 }, parentTurnId?: string): TurnScope {
-  return new TurnScope({ turnId, sessionId, store: deps.store, bus: deps.bus, fence, flushIntervalMs: deps.flushIntervalMs, ...(parentTurnId ? { parentTurnId } : {}) })
+  const steers = deps.steersStored
+  return new TurnScope({
+    turnId,
+    sessionId,
+    store: deps.store,
+    bus: deps.bus,
+    fence,
+    flushIntervalMs: deps.flushIntervalMs,
+    ...(parentTurnId ? { parentTurnId } : {}),
+    ...(steers ? { steersStored: () => steers(sessionId) } : {}),
+  })
 }
 
 /**
@@ -61,7 +71,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
     scope,
     input,
     ...(child ? { tree: child.tree } : {}),
-    async begin(actor: Actor<TurnMachine>) {
+    async begin(actor: Actor<TurnMachine>, firstRow) {
       if (request.before) {
         // (awaited only when given: an abort right after `prompt` must find the prompt's write queued first)
         await request.before()
@@ -90,8 +100,8 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
           input,
         )
         return request.prepare(tx, turnId)
-      })
-      return { type: 'turn.start' }
+      }, firstRow({ type: 'turn.start' }))
+      return null // sent inside the prompt's transaction
     },
   })
 }

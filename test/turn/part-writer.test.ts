@@ -1,7 +1,7 @@
 /**
- * The part writer on a MemoryStore, under jest's fake timers (nothing sleeps): when streamed
- * text reaches the store (at a part boundary, or once `flushIntervalMs` has passed since it was
- * appended; never one write per delta), and what a failed flush leaves for the next write.
+ * The part writer on a MemoryStore, under jest's fake timers (nothing sleeps): when new parts
+ * and streamed text reach the store (once `flushIntervalMs` has passed, or at a part's close;
+ * never one write per delta), and what a failed flush leaves for the next write.
  */
 import type { MessageInfo, TextPart } from '../../src/core/types'
 import { MemoryStore } from '../../src/store/memory/memory-store'
@@ -54,28 +54,51 @@ async function writerOn(wrap: (store: MemoryStore) => Pick<Store, 'transaction'>
   return { store, sessionId: s.id, writer, errors, assistant, advance, stored, counted }
 }
 
-/** Opens the assistant message and a text part, and lets their boundary flush land. */
+/** Opens the assistant message and a text part, and lets their interval flush land. */
 async function openPart(w: Awaited<ReturnType<typeof writerOn>>, assistant: MessageInfo): Promise<TextPart> {
   const part = textPart(assistant, '')
   w.writer.message(assistant)
   w.writer.add(part)
-  await w.advance(0)
+  await w.advance(flushIntervalMs + 2)
   return part
 }
 
-test('text appended after a part opens reaches the store within flushIntervalMs, not before', async () => {
+test('a new part and its text reach the store within flushIntervalMs, in one write, not before', async () => {
   const w = await writerOn()
-  const part = await openPart(w, w.assistant)
-  expect(await w.stored(part)).toMatchObject({ text: '' }) // the boundary flush wrote the open part, without text
-
+  const part = textPart(w.assistant, '')
+  w.writer.message(w.assistant)
+  w.writer.add(part)
   w.writer.append(part, 'hello')
+  // A part's opening has no write of its own (it rides with the interval's flush, or a transition row).
   await w.advance(flushIntervalMs - 1)
-  expect(await w.stored(part)).toMatchObject({ text: '' })
+  expect(await w.stored(part)).toBeUndefined()
+  expect(w.counted.transactions).toBe(0)
 
   // Past the interval: its timer fires and the flush lands (the fake clock runs a setImmediate
   // asked for inside a tick one millisecond later, hence 2).
   await w.advance(2)
   expect(await w.stored(part)).toMatchObject({ text: 'hello' })
+  expect(w.counted.transactions).toBe(1)
+
+  // Text appended later: within the next interval, not before.
+  w.writer.append(part, ' world')
+  await w.advance(flushIntervalMs - 1)
+  expect(await w.stored(part)).toMatchObject({ text: 'hello' })
+  await w.advance(2)
+  expect(await w.stored(part)).toMatchObject({ text: 'hello world' })
+})
+
+test("a part's close is written at the next turn of the write queue, with whatever else is dirty", async () => {
+  const w = await writerOn()
+  const part = textPart(w.assistant, '')
+  w.writer.message(w.assistant)
+  w.writer.add(part)
+  w.writer.append(part, 'done')
+  part.time.end = Date.now()
+  w.writer.changed(part)
+  await w.advance(0)
+  expect(await w.stored(part)).toMatchObject({ text: 'done', time: { end: part.time.end } })
+  expect(w.counted.transactions).toBe(1)
 })
 
 test('deltas of one interval reach the store in one write', async () => {
@@ -106,13 +129,13 @@ test('a flush that fails leaves its rows dirty, and the next write carries them'
   const part = textPart(w.assistant, 'first words')
   w.writer.message(w.assistant)
   w.writer.add(part)
-  await w.advance(0)
+  await w.advance(flushIntervalMs + 2)
   expect(w.errors).toEqual([disk])
   expect(await w.store.messages.list(w.sessionId)).toEqual([]) // nothing of the failed flush stayed
 
   // The next write (another part's boundary) carries the message and the part the failed one took.
   const next = textPart(w.assistant, 'second part')
-  w.writer.add(next)
+  w.writer.changed(next)
   await w.advance(0)
   const [stored] = await w.store.messages.list(w.sessionId)
   expect(stored.info).toEqual(w.assistant)
