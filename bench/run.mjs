@@ -1,9 +1,10 @@
 // npm run bench (root): all workloads; prints one report and writes docs/benchmarks.md.
 // Environment knobs (for quick runs): BENCH_W1_ROUNDS, BENCH_W2_TURNS, BENCH_W3_SESSIONS,
-// BENCH_ONLY=w1,w2,w3,ttfd,pg1,control,w5,profile (subset of workloads; ttfd: bench/first-delta.mjs;
+// BENCH_ONLY=w1,w2,w3,ttfd,trees,pg1,control,w5,profile (subset of workloads; ttfd: bench/first-delta.mjs;
+// trees: bench/w-trees.mjs;
 // pg1, w5: bench/pg.mjs; control: bench/control-latency.mjs; "profile": the CPU profiles of workloads
 // 1 and 3), BENCH_PROFILE_TURNS (workload 1 turns per profiled system), BENCH_W2_SYSTEMS and
-// BENCH_SYSTEMS (workloads 2 and 3: system ids, comma-separated, or "all"), BENCH_TTFD_ROUNDS,
+// BENCH_SYSTEMS (workloads 2 and 3: system ids, comma-separated, or "all"), BENCH_TTFD_ROUNDS, BENCH_TREE_ROUNDS,
 // BENCH_OUT (report path; default docs/benchmarks.md), BENCH_RENDER_ONLY=1 (render the page again
 // from the saved runs, e.g. after editing NOTES.md), BENCH_COMBINE (how many runs the targets are
 // judged on, default 3), BENCH_W3_EXEC_ARGV.
@@ -44,12 +45,13 @@ import { summarizeProfile, orderedCategories, isTurnchart } from './profile-summ
 import { workloadPg1, workload5, renderPg1, renderW5, pg1Targets, w5Targets } from './pg.mjs'
 import { firstDelta, firstDeltaTargets, renderFirstDelta } from './first-delta.mjs'
 import { controlLatency, controlLatencyTargets, renderControlLatency } from './control-latency.mjs'
+import { runTrees, treesTargets, renderTrees } from './w-trees.mjs'
 import { execFileSync } from 'node:child_process'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, '..')
 const env = (name, fallback) => Number(process.env[name] ?? fallback)
-const only = (process.env.BENCH_ONLY ?? 'w1,w2,w3,ttfd,pg1,control,w5,profile').split(',')
+const only = (process.env.BENCH_ONLY ?? 'w1,w2,w3,ttfd,trees,pg1,control,w5,profile').split(',')
 
 // Sizes chosen to keep a full run under 10 minutes on the 2-core machine (said on the page).
 const W1 = { ...W1_SCRIPT, warmup: 3, rounds: env('BENCH_W1_ROUNDS', 15) }
@@ -76,6 +78,7 @@ const SUMMARY = [
   ['w4', 'Workload 4: storage per turn'],
   ['w2', 'Workload 2: long session'],
   ['ttfd', 'Time to first delta'],
+  ['trees', 'Run trees: a parent and three children'],
   ['pg1', 'Workload 1 on PostgreSQL'],
   ['control', 'Control latency across engines on PostgreSQL'],
   ['w5', 'Workload 5: scale-out on PostgreSQL'],
@@ -128,6 +131,7 @@ if (process.env.BENCH_RENDER_ONLY) {
     if (only.includes('w2')) report.w2 = await phase('workload 2', workload2)
     if (only.includes('w3')) report.w3 = await phase('workload 3', workload3)
     if (only.includes('ttfd')) report.ttfd = await phase('time to first delta', async () => withTargets(await firstDelta({ server, dir: path.join(dir, mk('ttfd')), rounds: env('BENCH_TTFD_ROUNDS', 60), log }), firstDeltaTargets))
+    if (only.includes('trees')) report.trees = await phase('run trees', async () => withTargets(await runTrees({ server, dir: path.join(dir, mk('trees')), rounds: env('BENCH_TREE_ROUNDS', 15), log }), treesTargets))
     if (only.includes('pg1')) report.pg1 = await phase('workload 1 on PostgreSQL', async () => withTargets(await workloadPg1({ server, log, W1 }), pg1Targets))
     if (only.includes('control')) report.control = await phase('control latency', async () => withTargets(await controlLatency({ log }), controlLatencyTargets))
     if (only.includes('w5')) report.w5 = await phase('workload 5', async () => withTargets(await workload5({ server, log, W3 }), w5Targets))
@@ -156,7 +160,7 @@ if (process.env.BENCH_RENDER_ONLY) {
 const combined = savedRuns()
   .filter((r) => r.commit?.sha === report.commit?.sha)
   .slice(-env('BENCH_COMBINE', 3))
-const markdown = [render(report), renderFirstDelta(report.ttfd), renderPg1(report.pg1), renderControlLatency(report.control), renderW5(report.w5)].filter(Boolean).join('\n')
+const markdown = [render(report), renderFirstDelta(report.ttfd), report.trees ? renderTrees(report.trees) : '', renderPg1(report.pg1), renderControlLatency(report.control), renderW5(report.w5)].filter(Boolean).join('\n')
 console.log(markdown)
 const out = process.env.BENCH_OUT ?? path.join(root, 'docs/benchmarks.md')
 fs.writeFileSync(out, markdown)
