@@ -4,6 +4,8 @@
  * follows the child's row, an approval asked from A reaches the child on B, and the parent
  * completes with the child's text. An abort of the parent on A reaches a child on B.
  */
+import { spawnSync } from 'node:child_process'
+import os from 'node:os'
 import { tool } from 'ai'
 import { Client } from 'pg'
 import { z } from 'zod'
@@ -23,7 +25,7 @@ const tools = {
   deploy: tool({ description: 'Deploy', inputSchema: z.object({ env: z.string() }), needsApproval: true, execute: async ({ env }) => `deployed to ${env}` }),
 }
 
-/** A's tree waits on its child's approval; then B takes the child over (its lease made to run out, its owner gone). */
+/** A's tree waits on its child's approval; then B takes the child over (its owner made a process that is gone). */
 async function childMovedToB() {
   h = await createHarness({ tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 } })
   h.server.tool('ops', { task: 'deploy to prod' }, { id: 'call_ops' })
@@ -32,16 +34,17 @@ async function childMovedToB() {
   const parent = h.engine.prompt(session.id, 'ship it')
   await h.waitForEvent((e) => e.type === 'approval.requested')
   const [child] = await h.engine.childTurns(parent.id)
-  // B opens first: it takes the child over right after the row says it may (A, hearing at its
-  // next renewal that it lost the child, would otherwise take it back itself).
   b = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 } })
   const schema = new URL(h.dbPath).searchParams.get('schema')!
   const client = new Client({ connectionString: pgBaseUrl })
   await client.connect()
   try {
-    // As if A had stalled past its lease and a third engine, gone since, had claimed the child:
-    // A's renewals no longer match, and B may take it over.
-    await client.query(`update "${schema}".turnchart_turns set owner = 'elsewhere:1:gone', lease_until = 0 where id = $1`, [child.id])
+    // As if a third engine of this host had taken the child over from A and died since: A's
+    // renewals no longer match (A stops the child at its next one and its parent follows the
+    // row), the lease has not run out (so A does not recover it itself), and B may take it over
+    // (its owner's process is gone).
+    const gone = `${os.hostname()}:${spawnSync(process.execPath, ['-e', '0']).pid}:gone`
+    await client.query(`update "${schema}".turnchart_turns set owner = $2, lease_until = $3 where id = $1`, [child.id, gone, Date.now() + 600_000])
   } finally {
     await client.end()
   }
