@@ -268,6 +268,6 @@ test('the bin runs: --version, turnchart chart, and the demo', () => {
   expect(run(bin, ['chart'], apps.cjs, 30_000)).toMatch(/^stateDiagram-v2\n/)
   const db = path.join(work, 'demo.db')
   const out = run(bin, ['demo', '--db', db], apps.cjs, 60_000)
-  expect(out.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'aborted'])
-  expect(run(bin, ['sessions', db], apps.cjs, 30_000)).toMatch(/^ses_\S+ .* 3 turns \(completed, completed, aborted\)/)
+  expect(out.match(/^turn trn_\S+: (\w+)/gm)?.map((l) => l.split(': ')[1])).toEqual(['completed', 'completed', 'completed', 'aborted'])
+  expect(run(bin, ['sessions', db], apps.cjs, 30_000)).toMatch(/^ses_\S+ .* 4 turns \(completed, completed, completed, aborted\)/)
 })
