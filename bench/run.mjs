@@ -5,7 +5,7 @@
 // 1 and 3), BENCH_PROFILE_TURNS (workload 1 turns per profiled system), BENCH_W2_SYSTEMS and
 // BENCH_SYSTEMS (workloads 2 and 3: system ids, comma-separated, or "all"), BENCH_TTFD_ROUNDS,
 // BENCH_OUT (report path; default docs/benchmarks.md), BENCH_RENDER_ONLY=1 (render the page again
-// from the saved runs, e.g. after editing NOTES.md), BENCH_COMBINE (how many runs the targets are
+// from the last saved run, e.g. after editing NOTES.md; or =<file in bench/results> for that run), BENCH_COMBINE (how many runs the targets are
 // judged on, default 3), BENCH_W3_EXEC_ARGV.
 //
 // Several runs: every run is kept in bench/results/<time>.json (its report and the commit it ran
@@ -110,7 +110,10 @@ report.loadBefore = os.loadavg()[0]
 report.commit = gitCommit()
 const results = path.join(here, 'results')
 if (process.env.BENCH_RENDER_ONLY) {
-  Object.assign(report, savedRuns().at(-1)) // render the last run again (e.g. after editing NOTES.md)
+  // Render a saved run again (e.g. after editing NOTES.md): the last one, or the one named (its file in bench/results).
+  const name = process.env.BENCH_RENDER_ONLY
+  const file = name.endsWith('.json') ? path.join(results, path.basename(name)) : undefined
+  Object.assign(report, file ? JSON.parse(fs.readFileSync(file, 'utf8')) : savedRuns().at(-1))
   server.close()
 } else {
   const phases = {}
