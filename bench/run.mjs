@@ -6,7 +6,7 @@
 // 1 and 3), BENCH_PROFILE_TURNS (workload 1 turns per profiled system), BENCH_W2_SYSTEMS and
 // BENCH_SYSTEMS (workloads 2 and 3: system ids, comma-separated, or "all"), BENCH_TTFD_ROUNDS, BENCH_TREE_ROUNDS,
 // BENCH_OUT (report path; default docs/benchmarks.md), BENCH_RENDER_ONLY=1 (render the page again
-// from the saved runs, e.g. after editing NOTES.md), BENCH_COMBINE (how many runs the targets are
+// from the last saved run, e.g. after editing NOTES.md; or =<file in bench/results> for that run), BENCH_COMBINE (how many runs the targets are
 // judged on, default 3), BENCH_W3_EXEC_ARGV.
 //
 // Several runs: every run is kept in bench/results/<time>.json (its report and the commit it ran
@@ -113,7 +113,10 @@ report.loadBefore = os.loadavg()[0]
 report.commit = gitCommit()
 const results = path.join(here, 'results')
 if (process.env.BENCH_RENDER_ONLY) {
-  Object.assign(report, savedRuns().at(-1)) // render the last run again (e.g. after editing NOTES.md)
+  // Render a saved run again (e.g. after editing NOTES.md): the last one, or the one named (its file in bench/results).
+  const name = process.env.BENCH_RENDER_ONLY
+  const file = name.endsWith('.json') ? path.join(results, path.basename(name)) : undefined
+  Object.assign(report, file ? JSON.parse(fs.readFileSync(file, 'utf8')) : savedRuns().at(-1))
   server.close()
 } else {
   const phases = {}
@@ -481,7 +484,7 @@ function render({ w1, w2, w3, profiles: prof }) {
   p()
   p('All systems talk over HTTP on 127.0.0.1 to the same scripted OpenAI-compatible server (`turnchart/testing`), ' + 'running in one separate process for the whole run, with the same scripted replies; tools return 1 KB at once. ' + 'Systems run interleaved (A, B, C, … A, B, C, …). Times are medians after warm-up, with min and max. ' + 'After every turn the bench checks, on the server, that the turn made exactly one model call per scripted step and left no reply unused; a system that does not fails the run (no page is written). ' + '"× fastest peer" divides by the fastest of the AI SDK loops and LangGraph in the same run; ' + '"× LangGraph" by LangGraph + SQLite, the fastest (and only) peer that persists. ' + 'The reference "hand loop over model.doStream" is the bare path: the same provider and HTTP, no `streamText`, nothing stored.')
   p()
-  p('Reproduce: `npm run bench` at the root (installs `bench/` dependencies with `npm --prefix bench ci` if missing, builds turnchart, runs everything). Code: `bench/` (server.mjs: the scripted server process; systems.mjs: the systems; run.mjs: workloads, targets and this page; w3.mjs: workload 3 per process; profile.mjs / profile-summary.mjs: CPU profiles).')
+  p('Reproduce: `npm run bench` at the root (installs `bench/` dependencies with `npm --prefix bench ci` if missing, builds turnchart, runs everything). Code: `bench/` (server.mjs: the scripted server process; systems.mjs: the systems; run.mjs: workloads, targets and this page; w3.mjs: workload 3 per process; first-delta.mjs: the time to first delta; pg.mjs, pg-systems.mjs, w5.mjs: the PostgreSQL workloads and the scale-out model; control-latency.mjs: control across engines; profile.mjs / profile-summary.mjs: CPU profiles). Every run\'s figures are kept in `bench/results/`.')
   p()
   // Summary: every workload's targets, including bench/pg.mjs's (report.pg1 / report.w5), judged on the runs combined.
   p('## Targets')
