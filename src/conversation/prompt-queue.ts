@@ -266,6 +266,10 @@ export class PromptQueue {
             text: finalTextOf(messages),
           })
         } else if (!turn && !(await store.queue.get(id))) {
+          // Another engine dequeues in one transaction (queue row deleted, turn row inserted); our
+          // two reads are two statements, so that commit can fall between them: read the turn again
+          // before calling the prompt cancelled (the next check settles it when it ran).
+          if (await store.turns.get(id)) continue
           if (waiter.target) await this.followTarget(id, waiter.target)
           else this.settle(id, new QueuedPromptCancelledError(waiter.sessionId, id))
         } else if (!turn) {
