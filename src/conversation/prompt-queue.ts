@@ -14,7 +14,7 @@ import { EngineClosedError, QueuedPromptCancelledError, SessionNotFoundError } f
 import { newId } from '../core/ids'
 import type { QueuedPromptRecord, Store } from '../store/store'
 import type { Turn, TurnResult } from '../turn/turn-handle'
-import type { PromptOptions } from '../core/types'
+import type { PromptOptions, TurnRecord } from '../core/types'
 import { finalTextOf } from '../turn/turn-result'
 import { usageOfMessages } from '../core/usage'
 import type { UserPartDraft } from './user-input'
@@ -256,15 +256,7 @@ export class PromptQueue {
       try {
         const turn = await store.turns.get(id)
         if (turn?.outcome) {
-          const messages = (await store.messages.list(turn.sessionId)).filter((m) => m.info.turnId === id)
-          this.settle(id, null, {
-            turnId: id,
-            sessionId: turn.sessionId,
-            outcome: turn.outcome,
-            ...(turn.error ? { error: errorFromRecord(turn.error) } : {}),
-            usage: usageOfMessages(id, messages.map((m) => m.info)),
-            text: finalTextOf(messages),
-          })
+          this.settle(id, null, await this.resultOf(turn))
         } else if (!turn && !(await store.queue.get(id))) {
           // Another engine dequeues in one transaction (queue row deleted, turn row inserted); our
           // two reads are two statements, so that commit can fall between them: read the turn again
@@ -285,14 +277,19 @@ export class PromptQueue {
   private async followTarget(id: string, target: string): Promise<void> {
     const turn = await this.deps.store.turns.get(target)
     if (!turn?.outcome) return // still running: the next check looks again
-    const messages = (await this.deps.store.messages.list(turn.sessionId)).filter((m) => m.info.turnId === target)
-    this.settle(id, null, {
-      turnId: target,
+    this.settle(id, null, await this.resultOf(turn))
+  }
+
+  /** An ended turn's result, from its row and its messages (it ran on another engine). */
+  private async resultOf(turn: TurnRecord): Promise<TurnResult> {
+    const messages = (await this.deps.store.messages.list(turn.sessionId)).filter((m) => m.info.turnId === turn.id)
+    return {
+      turnId: turn.id,
       sessionId: turn.sessionId,
-      outcome: turn.outcome,
+      outcome: turn.outcome!,
       ...(turn.error ? { error: errorFromRecord(turn.error) } : {}),
-      usage: usageOfMessages(target, messages.map((m) => m.info)),
+      usage: usageOfMessages(turn.id, messages.map((m) => m.info)),
       text: finalTextOf(messages),
-    })
+    }
   }
 }

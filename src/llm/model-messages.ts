@@ -23,13 +23,7 @@ const summaryPreamble = 'The conversation so far was summarised to fit the conte
  * const messages = toModelMessages(await repo.messages(sessionId, { fromLatestSummary: true }))
  */
 export function toModelMessages(messages: MessageWithParts[], options: { finishedAttemptsOnly?: boolean } = {}): ModelMessage[] {
-  let start = 0
-  for (let i = messages.length - 1; i >= 0; i--) {
-    if (messages[i].info.summary) {
-      start = i
-      break
-    }
-  }
+  const start = latestSummaryIndex(messages)
   const out: ModelMessage[] = []
   for (let i = start; i < messages.length; i++) {
     const { info, parts } = messages[i]
@@ -43,6 +37,12 @@ export function toModelMessages(messages: MessageWithParts[], options: { finishe
     }
   }
   return out
+}
+
+/** Where the model's history starts: the latest summary (it stands for what came before), else the first message. */
+function latestSummaryIndex(messages: MessageWithParts[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].info.summary) return i
+  return 0
 }
 
 /**
@@ -61,13 +61,7 @@ export class TurnModelMessages {
   readonly #frozen = new WeakMap<MessageWithParts, { step: number; end: number; out: ModelMessage[] }>()
 
   convert(messages: MessageWithParts[]): ModelMessage[] {
-    let start = 0
-    for (let i = messages.length - 1; i >= 0; i--) {
-      if (messages[i].info.summary) {
-        start = i
-        break
-      }
-    }
+    const start = latestSummaryIndex(messages)
     const out: ModelMessage[] = []
     for (let i = start; i < messages.length; i++) {
       const message = messages[i]

@@ -4,9 +4,9 @@
  * broken `authorize`, `newSession` and `onError`, and useChat file parts. Each test asserts what
  * a user would observe: the status, the rows (sessions, turns, tool runs), the provider calls.
  */
-import { tool, type UIMessage } from 'ai'
-import { z } from 'zod'
+import type { UIMessage } from 'ai'
 import { createChatHandler, toUIMessages, type ChatHandler, type ChatHandlerOptions } from '../../src'
+import { deployTool } from '../support/deploy-tool'
 import { createHarness, type Harness } from '../support/harness'
 import { unhandledRejectionsDuring } from '../support/unhandled-rejections'
 
@@ -17,16 +17,7 @@ afterEach(async () => {
   await h?.close()
 })
 
-const deployed: string[] = []
-const deploy = tool({
-  description: 'Deploy',
-  inputSchema: z.object({ env: z.string() }),
-  needsApproval: true,
-  execute: async ({ env }) => {
-    deployed.push(env)
-    return `deployed to ${env}`
-  },
-})
+const { deploy, deployed } = deployTool()
 
 async function setup(options: ChatHandlerOptions = {}, engineOptions: Parameters<typeof createHarness>[0] = {}) {
   deployed.length = 0

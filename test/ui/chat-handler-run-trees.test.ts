@@ -5,9 +5,10 @@
  * forged answer for another chat's child is refused, and DELETE aborts the whole tree.
  * Requests go through the AI SDK's DefaultChatTransport, responses are read with readUIMessageStream.
  */
-import { DefaultChatTransport, readUIMessageStream, tool, type UIMessage, type UIMessageChunk } from 'ai'
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai'
 import { z } from 'zod'
 import { agentTool, createChatHandler, type ChatHandler, type TurnchartUIMessage } from '../../src'
+import { deployTool } from '../support/deploy-tool'
 import { createHarness, type Harness } from '../support/harness'
 
 let h: Harness
@@ -17,16 +18,7 @@ afterEach(async () => {
   await h?.close()
 })
 
-const deployed: string[] = []
-const deploy = tool({
-  description: 'Deploy',
-  inputSchema: z.object({ env: z.string() }),
-  needsApproval: true,
-  execute: async ({ env }) => {
-    deployed.push(env)
-    return `deployed to ${env}`
-  },
-})
+const { deploy, deployed } = deployTool()
 const ops = agentTool({ description: 'The ops agent', inputSchema: z.object({ task: z.string() }), tools: ['deploy'], toPrompt: ({ task }) => task })
 
 async function setup() {

@@ -7,6 +7,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { z } from 'zod'
 import { createChatHandler, toNodeListener, toUIMessages, type ChatHandler, type ChatHandlerOptions, type TurnchartUIMessage, type TurnStateData } from '../../src'
+import { deployTool } from '../support/deploy-tool'
 import { createHarness, type Harness } from '../support/harness'
 
 let h: Harness
@@ -16,16 +17,7 @@ afterEach(async () => {
   await h?.close()
 })
 
-const deployed: string[] = []
-const deploy = tool({
-  description: 'Deploy',
-  inputSchema: z.object({ env: z.string() }),
-  needsApproval: true,
-  execute: async ({ env }) => {
-    deployed.push(env)
-    return `deployed to ${env}`
-  },
-})
+const { deploy, deployed } = deployTool()
 const read = tool({ description: 'Read a file', inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => `contents of ${path}` })
 
 async function setup(options: ChatHandlerOptions = {}) {
