@@ -136,8 +136,10 @@ postgresOnly("a page served by another engine resumes the owner's running turn w
   const { other } = await twoEngines({ flushIntervalMs: 20 })
   const handler: ChatHandler = createChatHandler(other, { pollIntervalMs: never })
   closers.push(() => handler.close())
-  const words = Array.from({ length: 30 }, (_, i) => `w${i} `)
-  h.server.push({ type: 'stream', delayMs: 8, chunks: words.map((text) => ({ text })) })
+  // Paced over ~1.5 s, so that the page attaches while most of the text is still to come, also
+  // on a loaded machine (at 30 × 8 ms CI once attached after the owner's last flush).
+  const words = Array.from({ length: 60 }, (_, i) => `w${i} `)
+  h.server.push({ type: 'stream', delayMs: 25, chunks: words.map((text) => ({ text })) })
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'write')
   await h.waitForEvent((e) => e.type === 'part.delta' && e.delta === 'w5 ')
