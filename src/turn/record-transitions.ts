@@ -406,20 +406,22 @@ export class TransitionRecorder {
     this.#ended.resolve({ turnId, sessionId, outcome: 'failed', error })
   }
 
-  /** After the commit: the transitions, the status, and at the end the error and the result. */
+  /** After the commit: each row's transition and status, and at the end the error and the result. */
   #publish(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): void {
     const { bus, scope, turnId, sessionId } = this.#options
-    for (const row of rows) bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
-    const row = rows.at(-1)!
-    if (!finalStates.has(row.to)) {
+    for (const row of rows) {
+      bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
+      if (finalStates.has(row.to)) break
+      // (a held row's status is told with its commit, before the status of the row that left it)
       const status: SessionStatus =
         retryWaitStates.has(row.to)
           ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
           : { type: 'busy', turnId, state: row.to }
       bus.publish({ type: 'session.status', sessionId, status })
       if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') publishApprovalRequest(bus, scope, context.pendingApprovals)
-      return
     }
+    const row = rows.at(-1)!
+    if (!finalStates.has(row.to)) return
     if (error) bus.publish({ type: 'session.error', sessionId, turnId, error })
     bus.publish({ type: 'session.status', sessionId, status: { type: 'idle' } })
     this.#ended.resolve({ turnId, sessionId, outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })

@@ -25,7 +25,6 @@ import type { StepScope } from '../llm/stream-step'
 import type { SummaryScope } from '../compaction/summarize'
 import type { ToolRunScope } from '../tools/run-tools'
 import type { RecorderScope } from './record-transitions'
-import type { BoundaryScope } from './step-boundary'
 
 /** The turn's first transition row, written in the prompt's transaction (see TransitionRecorder.writeAhead). */
 export interface FirstRow {
@@ -59,10 +58,10 @@ export interface TurnScopeOptions {
 
 /**
  * The ports it serves, each declared by the module that uses it: the step (`StepScope`), the
- * summary (`SummaryScope`), the tool runner (`ToolRunScope`), the recorder (`RecorderScope`) and
- * the step boundary (`BoundaryScope`).
+ * summary (`SummaryScope`), the tool runner (`ToolRunScope`), the recorder (`RecorderScope`); the
+ * step gate's rules reach it through `GateTurn` (src/policy/step-gate.ts, built in turn-actors.ts).
  */
-export class TurnScope implements StepScope, SummaryScope, ToolRunScope, RecorderScope, BoundaryScope {
+export class TurnScope implements StepScope, SummaryScope, ToolRunScope, RecorderScope {
   readonly turnId: string
   readonly sessionId: string
   /** Run trees: the turn whose tool call started this one. */
@@ -159,12 +158,14 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, Recorde
           firstRow.failed()
           throw again
         })
+        this.messages.push({ info, parts })
         firstRow.alone()
         return
       }
+      // (in the history before the first row is known committed: the first step reads it as soon as it may act)
+      this.messages.push({ info, parts })
       firstRow?.committed()
     })
-    this.messages.push({ info, parts })
     this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
     for (const part of parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
     firstRow?.published()
