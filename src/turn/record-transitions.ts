@@ -11,7 +11,7 @@
  * leaves the last committed state (`<committed> --turn.fail--> failed`), so the log always
  * replays. A write that finds the turn owned by another engine stops the turn here at once.
  */
-import type { AnyEventObject, SnapshotFrom } from 'xstate'
+import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
 import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../core/bus'
@@ -22,6 +22,7 @@ import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, Tran
 import type { NotRunReason } from '../tools/tool-part'
 import { closeOpenWork } from './close-open-work'
 import { deferred } from '../core/deferred'
+import { retryAtOf, writeLogRow } from './turn-log/log-rows'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -172,11 +173,9 @@ export class TransitionRecorder {
     const ahead = this.#ahead
     if (!ahead) return
     const { row, context } = ahead
-    const { turnId, fence } = this.#options
-    const retryAt = retryWaitStates.has(row.to) ? row.time + context.retryDelayMs : null
+    const { fence } = this.#options
     try {
-      await tx.turns.update(turnId, { state: row.to, outcome: null, step: context.step, attempt: context.attempt, retryAt, error: null }, row.time, fence)
-      await tx.transitions.append(row)
+      await writeLogRow(tx, fence, row, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(row.to, row.time, context.retryDelayMs), error: null })
     } catch (error) {
       this.#aheadWriteFailed = true
       throw error
@@ -232,7 +231,7 @@ export class TransitionRecorder {
    * whose state and context did not change writes nothing.
    *
    * @example
-   * createActor(recordedMachine(machine, recorder)) // every transition of the root actor is recorded
+   * createActor(turnChart, { inspect: transitionsTo(recorder) }) // every transition of the root actor is recorded
    */
   record(event: AnyEventObject, snapshot: TurnSnapshot): void {
     if (this.#final || this.#detached || this.#lost) return
@@ -326,21 +325,11 @@ export class TransitionRecorder {
   }
 
   async #commit(row: TransitionRecord, context: TurnContext, error: SerializedError | null): Promise<void> {
-    const { scope, turnId, fence } = this.#options
-    const final = finalStates.has(row.to)
-    const outcome = final ? (row.to as TurnOutcome) : null
-    if (final) closeTurn(scope, outcome!, error, row.time)
-    const retryAt = retryWaitStates.has(row.to) ? row.time + context.retryDelayMs : null
-    await scope.writer.commit(
-      async (tx) => {
-        // The fenced update first: a turn another engine took over (and logged further) fails
-        // here as lost, not on the seq it already wrote.
-        const update = { state: row.to, outcome, step: context.step, attempt: context.attempt, retryAt, error: final ? error : null }
-        await tx.turns.update(turnId, update, row.time, fence)
-        await tx.transitions.append(row)
-      },
-      { fencedByMore: true },
-    )
+    const { scope, fence } = this.#options
+    if (finalStates.has(row.to)) closeTurn(scope, row.to as TurnOutcome, error, row.time)
+    const state = { step: context.step, attempt: context.attempt, retryAt: retryAtOf(row.to, row.time, context.retryDelayMs), error }
+    // (the row's write is fenced: `fencedByMore`)
+    await scope.writer.commit((tx) => writeLogRow(tx, fence, row, state), { fencedByMore: true })
     this.#committed = { state: row.to, seq: row.seq }
   }
 
@@ -389,29 +378,22 @@ export class TransitionRecorder {
 }
 
 /**
- * The turn's chart, telling `recorder` of each of its own snapshots and the event that made it
- * (the root actor's: its children, the step, tools and compaction, are not recorded). Not an
- * inspection observer: with one attached, XState builds an inspection event for every event,
- * action, microstep and snapshot of every actor of the turn; it builds none unless the app
- * attaches its own inspector. Each transition is recorded before the new state's actors start
- * (they wait for its row: `committed()`).
+ * The inspector that tells `recorder` of each snapshot of the turn's own actor and the event
+ * that made it (the root actor's: its children, the step, tools and compaction, are not
+ * recorded), through XState's documented interception point: an `@xstate.snapshot` inspection
+ * event carries both (https://stately.ai/docs/inspection). XState reports a snapshot after it
+ * started the entered state's actors, in the same synchronous call; each of them waits for the
+ * state's row (`committed()` yields once before reading the queue), so none acts before its
+ * row is recorded and written.
  *
  * @example
- * const actor = createActor(recordedMachine(turnMachine.provide({ actors }), recorder), { input })
+ * const actor = createActor(turnChart, { input, inspect: transitionsTo(recorder) }) // every transition of the root actor is recorded
  */
-export function recordedMachine(machine: TurnMachine, recorder: Pick<TransitionRecorder, 'record'>): TurnMachine {
-  const logic = Object.create(machine) as TurnMachine
-  logic.getInitialSnapshot = (scope, input) => {
-    const snapshot = machine.getInitialSnapshot(scope, input)
-    recorder.record({ type: 'xstate.init' }, snapshot)
-    return snapshot
+export function transitionsTo(recorder: Pick<TransitionRecorder, 'record'>): (event: InspectionEvent) => void {
+  return (inspection) => {
+    if (inspection.type !== '@xstate.snapshot' || inspection.actorRef.sessionId !== inspection.rootId) return
+    recorder.record(inspection.event, inspection.snapshot as TurnSnapshot)
   }
-  logic.transition = (snapshot, event, scope) => {
-    const next = machine.transition(snapshot, event, scope)
-    recorder.record(event, next)
-    return next
-  }
-  return logic
 }
 
 /** Publishes the calls of a turn in `awaiting-approval` (on entry, and again when another engine resumes the wait). */
