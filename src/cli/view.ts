@@ -4,7 +4,7 @@
  */
 import { startViewer } from '../viewer/viewer-server'
 import { parseArgs, UsageError } from './args'
-import { CliError, type CliIO } from './io'
+import { asFlagError, CliError, type CliIO } from './io'
 import { isPostgresUrl, redactUrl } from '../store/open-database'
 import { waitForSignal } from './signals'
 import fs from 'node:fs'
@@ -16,7 +16,9 @@ export async function viewCommand(argv: string[], io: CliIO): Promise<number> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number, not ${values.get('port')}`)
   const postgres = isPostgresUrl(database)
   if (!postgres && !fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
-  const viewer = await startViewer({ database, port, label: postgres ? redactUrl(database) : database })
+  const viewer = await startViewer({ database, port, label: postgres ? redactUrl(database) : database }).catch((error: unknown) => {
+    throw asFlagError(error, '<db>')
+  })
   io.stdout.write(`turnchart viewer: open ${viewer.url} (127.0.0.1 only, read-only; Ctrl-C stops it)\n`)
   await waitForSignal()
   await viewer.close()

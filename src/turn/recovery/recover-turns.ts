@@ -17,7 +17,7 @@ import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type Tran
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-scope'
 import { closeOpenWork } from '../close-open-work'
-import { failUnreplayable, writeLogRow } from '../turn-log/log-rows'
+import { failUnreplayable, writeLogRows } from '../turn-log/log-rows'
 import type { Store, TurnFence } from '../../store/store'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
@@ -159,7 +159,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
       await tx.messages.upsertParts(changed, now)
       const row: TransitionRecord = { turnId: record.id, seq, from: state, event: 'turn.crashed', to: 'interrupted', payload: {}, time: now, parts: changed.map((p) => p.id) }
       // (the wait's deadline is kept: the resumed wait ends there)
-      await writeLogRow(tx, fence, row, { step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null })
+      await writeLogRows(tx, fence, [row], { step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null })
     })
   } else if (state !== 'interrupted') {
     throw new Error(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)

@@ -26,18 +26,21 @@ export interface RowState {
 const finalStates = new Set(['completed', 'failed', 'aborted'])
 
 /**
- * Writes one transition: the turn row moved to `row.to` (fenced: a turn another engine took
- * over, and logged further, fails here as lost, not on the seq it already wrote) and the log
- * row appended, in the caller's transaction. The one function that writes a transition row.
+ * Writes transitions: the turn row moved to the last row's state (fenced: a turn another
+ * engine took over, and logged further, fails here as lost, not on the seq it already wrote),
+ * then the log rows appended in order (the rows of effect-free states ride with the row that
+ * leaves them), in the caller's transaction. The one function that writes a transition row.
  *
  * @example
- * await store.transaction((tx) => writeLogRow(tx, fence, row, { step: 1, attempt: 1, retryAt: null, error: null }))
+ * await store.transaction((tx) => writeLogRows(tx, fence, [row], { step: 1, attempt: 1, retryAt: null, error: null }))
  */
-export async function writeLogRow(tx: LogTx, fence: TurnFence, row: TransitionRecord, state: RowState): Promise<void> {
-  const final = finalStates.has(row.to)
-  const outcome = final ? (row.to as TurnOutcome) : null
-  await tx.turns.update(row.turnId, { state: row.to, outcome, step: state.step, attempt: state.attempt, retryAt: state.retryAt, error: final ? state.error : null }, row.time, fence)
-  await tx.transitions.append(row)
+export async function writeLogRows(tx: LogTx, fence: TurnFence, rows: readonly TransitionRecord[], state: RowState): Promise<void> {
+  const last = rows.at(-1)
+  if (!last) return
+  const final = finalStates.has(last.to)
+  const outcome = final ? (last.to as TurnOutcome) : null
+  await tx.turns.update(last.turnId, { state: last.to, outcome, step: state.step, attempt: state.attempt, retryAt: state.retryAt, error: final ? state.error : null }, last.time, fence)
+  for (const row of rows) await tx.transitions.append(row)
 }
 
 /** The retry deadline a row to `to` carries: its time plus the chart's delay in a retry wait, else none. */
