@@ -3,6 +3,7 @@
  */
 export { createEngine } from './engine/create-engine'
 export type { Engine } from './engine/engine'
+export type { EngineNotifications } from './engine/store-feeds'
 export type { WhenBusy } from './engine/prompt-calls'
 export type { QueuedPrompt } from './conversation/prompt-queue'
 export type { ResolvedConfig } from './config/resolved-config'
