@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { cliArgs, forkNode } from '../support/compiled'
 import { createEngine, type Store } from '../../src'
-import { runCli as runCliInProcess, usage } from '../../src/cli/main'
+import { runCli as runCliInProcess, usageHint } from '../../src/cli/main'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
 import { runCli } from './run-cli'
@@ -237,7 +237,7 @@ test('--json output of sessions, show and replay', async () => {
 test('missing arguments are named; --version prints the package version', async () => {
   const show = await cli('show', dbPath)
   expect(show.code).toBe(2)
-  expect(show.stderr).toBe(`turnchart: missing argument <session>\n\n${usage}`)
+  expect(show.stderr).toBe(`turnchart: missing argument <session>\n${usageHint('show')}`)
   expect((await cli('replay')).stderr).toContain('missing argument <db>')
   expect((await cli('prune', dbPath)).stderr).toContain('missing option --older-than <age>')
   const version = await cli('--version')
