@@ -45,9 +45,9 @@ async function makeApp(name: 'esm' | 'cjs'): Promise<string> {
   const full = process.env.TURNCHART_PACK_FULL_INSTALL === '1'
   // As an app does: turnchart, plus `ai` and a provider of the app's major (peers of turnchart).
   const peers = ['ai', '@ai-sdk/openai-compatible'].map((name) => `${name}@${repoPackage.devDependencies[name]}`)
-  // The AI SDK's own declarations import 'json-schema': an app type-checked without
-  // skipLibCheck installs its types (as test/compat-v7 does), whatever turnchart ships.
-  await runAsync('npm', ['install', tarball, ...peers, '@types/json-schema@7.0.15', '--prefer-offline', '--no-audit', '--no-fund', ...(full ? [] : ['--ignore-scripts'])], app)
+  // Nothing else: the AI SDK's declarations import 'json-schema', whose types turnchart brings
+  // (a dependency), so `tsc` without skipLibCheck passes after the README's install line alone.
+  await runAsync('npm', ['install', tarball, ...peers, '--prefer-offline', '--no-audit', '--no-fund', ...(full ? [] : ['--ignore-scripts'])], app)
   if (!full) {
     const binding = 'build/Release/better_sqlite3.node'
     const ours = path.join(root, 'node_modules/better-sqlite3')
