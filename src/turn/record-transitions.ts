@@ -18,7 +18,7 @@
  * leaves the last committed state (`<committed> --turn.fail--> failed`), so the log always
  * replays. A write that finds the turn owned by another engine stops the turn here at once.
  */
-import type { AnyEventObject, SnapshotFrom } from 'xstate'
+import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
 import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../core/bus'
@@ -29,6 +29,7 @@ import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, Tran
 import type { NotRunReason } from '../tools/tool-part'
 import { closeOpenWork } from './close-open-work'
 import { deferred } from '../core/deferred'
+import { retryAtOf, writeLogRows } from './turn-log/log-rows'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -255,7 +256,7 @@ export class TransitionRecorder {
    * whose state and context did not change writes nothing.
    *
    * @example
-   * createActor(recordedMachine(machine, recorder)) // every transition of the root actor is recorded
+   * createActor(turnChart, { inspect: transitionsTo(recorder) }) // every transition of the root actor is recorded
    */
   record(event: AnyEventObject, snapshot: TurnSnapshot): void {
     if (this.#final || this.#detached || this.#lost) return
@@ -427,39 +428,28 @@ export class TransitionRecorder {
 }
 
 /**
- * The turn's chart, telling `recorder` of each of its own snapshots and the event that made it
- * (the root actor's: its children, the step, tools and compaction, are not recorded). Not an
- * inspection observer: with one attached, XState builds an inspection event for every event,
- * action, microstep and snapshot of every actor of the turn; it builds none unless the app
- * attaches its own inspector. Each transition is recorded before the new state's actors start
- * (they wait for its row: `committed()`).
+ * The inspector that tells `recorder` of each snapshot of the turn's own actor and the event
+ * that made it (the root actor's: its children, the step, tools and compaction, are not
+ * recorded), through XState's documented interception point: an `@xstate.snapshot` inspection
+ * event carries both (https://stately.ai/docs/inspection). XState reports a snapshot after it
+ * started the entered state's actors, in the same synchronous call; each of them waits for the
+ * state's row (`committed()` yields once before reading the queue), so none acts before its
+ * row is recorded and written.
  *
  * @example
- * const actor = createActor(recordedMachine(turnMachine.provide({ actors }), recorder), { input })
+ * const actor = createActor(turnChart, { input, inspect: transitionsTo(recorder) }) // every transition of the root actor is recorded
  */
-export function recordedMachine(machine: TurnMachine, recorder: Pick<TransitionRecorder, 'record'>): TurnMachine {
-  const logic = Object.create(machine) as TurnMachine
-  logic.getInitialSnapshot = (scope, input) => {
-    const snapshot = machine.getInitialSnapshot(scope, input)
-    recorder.record({ type: 'xstate.init' }, snapshot)
-    return snapshot
+export function transitionsTo(recorder: Pick<TransitionRecorder, 'record'>): (event: InspectionEvent) => void {
+  return (inspection) => {
+    if (inspection.type !== '@xstate.snapshot' || inspection.actorRef.sessionId !== inspection.rootId) return
+    recorder.record(inspection.event, inspection.snapshot as TurnSnapshot)
   }
-  logic.transition = (snapshot, event, scope) => {
-    const next = machine.transition(snapshot, event, scope)
-    recorder.record(event, next)
-    return next
-  }
-  return logic
 }
 
 /** Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's owner. */
-async function writeRows(tx: TransitionTx, options: Pick<RecorderOptions, 'turnId' | 'fence'>, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+function writeRows(tx: TransitionTx, options: Pick<RecorderOptions, 'fence'>, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
   const last = rows.at(-1)!
-  const final = finalStates.has(last.to)
-  const retryAt = retryWaitStates.has(last.to) ? last.time + context.retryDelayMs : null
-  const update = { state: last.to, outcome: final ? (last.to as TurnOutcome) : null, step: context.step, attempt: context.attempt, retryAt, error }
-  await tx.turns.update(options.turnId, update, last.time, options.fence)
-  for (const row of rows) await tx.transitions.append(row)
+  return writeLogRows(tx, options.fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs), error })
 }
 
 /** Publishes the calls of a turn in `awaiting-approval` (on entry, and again when another engine resumes the wait). */

@@ -277,7 +277,7 @@ test('PostgreSQL URLs: read in read-only transactions; a schema without turnchar
     expect(JSON.parse((await cli('replay', url, turn.id, '--json')).stdout).turn.outcome).toBe('completed')
 
     // The read-only store's transactions refuse writes on the server side.
-    const { openReadOnlyStore } = require('../../src/store/read-only-store')
+    const { openReadOnlyStore } = require('../../src/store/backends/read-only-store')
     const store = await openReadOnlyStore(url)
     await expect(store.read((s: Store) => s.sessions.insert({ id: 'ses_w', title: null, time: { created: 1, updated: 1 } }))).rejects.toThrow(/read-only transaction/)
     await store.close()
