@@ -3,6 +3,7 @@
  */
 export { createEngine } from './engine/create-engine'
 export type { Engine } from './engine/engine'
+export type { EngineNotifications } from './engine/store-feeds'
 export type { WhenBusy } from './engine/prompt-calls'
 export type { QueuedPrompt } from './conversation/prompt-queue'
 export type { ResolvedConfig } from './config/resolved-config'
@@ -23,7 +24,7 @@ export type {
   OpenedStore,
 } from './store/store'
 export { MemoryStore } from './store/memory/memory-store'
-export type { DatabaseOption, SqliteFileOption } from './store/open-database'
+export type { DatabaseOption, SqliteFileOption } from './store/backends/database-option'
 
 export { supportedSpecificationVersions, isSupportedModel, type ProviderLanguageModel } from './llm/language-model'
 export type { Turn, TurnResult } from './turn/turn-handle'

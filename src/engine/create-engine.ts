@@ -29,7 +29,7 @@ import { recoverTurns } from './recovery'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
-import { registerNotifications, storeFeeds } from './store-feeds'
+import { engineNotifications, storeFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
 
 /**
@@ -119,6 +119,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   }
   const engine: Engine = {
     config,
+    notifications: opened.notifications && feeds ? engineNotifications(opened.notifications, feeds.rows) : undefined,
     ...sessionCalls({ config, store, history, requireOpen, call }),
     ...turnLogCalls({ store, requireOpen, call }),
     ...control.calls,
@@ -138,7 +139,6 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await opened.close()
     },
   }
-  if (opened.notifications && feeds) registerNotifications(engine, opened.notifications, feeds)
   if (config.recovery.intervalMs > 0) {
     // Takes over the turns of workers that die while this engine runs.
     sweep = setInterval(() => {

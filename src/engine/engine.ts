@@ -8,6 +8,7 @@ import type { Turn } from '../turn/turn-handle'
 import type { ControlCalls } from './control-calls'
 import type { PromptCalls } from './prompt-calls'
 import type { SessionCalls } from './session-calls'
+import type { EngineNotifications } from './store-feeds'
 import type { TurnLogCalls } from './turn-log-calls'
 
 export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls {
@@ -28,4 +29,11 @@ export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLog
   recover(): Promise<Turn[]>
   /** The resolved configuration (defaults filled in). */
   readonly config: ResolvedConfig
+  /**
+   * The engine's listening connection (PostgreSQL notifications), or undefined when it polls
+   * (SQLite, a `MemoryStore`, `notifications: false`, a Kysely instance without a listening
+   * URL). `createChatHandler` follows a session's rows through it to resume a turn another
+   * engine runs as soon as that engine writes.
+   */
+  readonly notifications: EngineNotifications | undefined
 }

@@ -9,7 +9,7 @@
 import type { ControlRequestFeed } from '../control/control-poller'
 import type { ControlOutcomeFeed } from '../control/remote-control'
 import type { SessionChangeFeed } from '../conversation/prompt-queue'
-import type { StoreNotifications } from '../store/postgres/notifications'
+import type { StoreChange, StoreNotifications } from '../store/postgres/notifications'
 
 export interface StoreFeeds {
   controlRequests: ControlRequestFeed
@@ -68,29 +68,35 @@ export function storeFeeds(notifications: StoreNotifications): StoreFeeds {
 }
 
 /**
- * An engine's listening connection, for turnchart's own code above the engine (the web edge's
- * resumed streams) and for tests: kept beside the engine rather than on the `Engine` interface,
- * which is the app's API and has no use for it. Keyed by the engine object (typed `object`:
- * engine.ts imports the control calls, which import this file).
+ * The engine's listening connection as it is handed to the code above the engine (the web
+ * edge's resumed streams follow a session's rows through it; tests end its backend), without
+ * the means to close it: the engine owns its lifecycle.
  */
-const listeners = new WeakMap<object, { notifications: StoreNotifications; feeds: StoreFeeds }>()
-
-export function registerNotifications(engine: object, notifications: StoreNotifications, feeds: StoreFeeds): void {
-  listeners.set(engine, { notifications, feeds })
+export interface EngineNotifications extends StoredRows {
+  /** Whether the connection listens now. */
+  readonly listening: boolean
+  /** The server process of the listening connection (diagnostics). */
+  readonly backendPid: number | undefined
+  /** Resolves once listening (true), or false after `timeoutMs` or at close. */
+  whenListening(timeoutMs: number): Promise<boolean>
+  /** Calls `listener` with each change the store pushes; returns the unsubscribe. */
+  subscribe(listener: (change: StoreChange) => void): () => void
 }
 
 /**
- * The feed of a session's stored rows for `engine`, undefined when it does not listen (SQLite,
- * a `MemoryStore`, `notifications: false`, a Kysely instance without a listening URL).
- *
  * @example
- * pollTurnStream(engine, turn, { changes: storedRowsOf(engine) })
+ * const engine = { ..., notifications: notifications && engineNotifications(notifications, feeds.rows) }
  */
-export function storedRowsOf(engine: object): StoredRows | undefined {
-  return listeners.get(engine)?.feeds.rows
-}
-
-/** The engine's listening connection, if any (tests end its backend to check reconnection). */
-export function notificationsOf(engine: object): StoreNotifications | undefined {
-  return listeners.get(engine)?.notifications
+export function engineNotifications(notifications: StoreNotifications, rows: StoredRows): EngineNotifications {
+  return {
+    get listening() {
+      return notifications.listening
+    },
+    get backendPid() {
+      return notifications.backendPid
+    },
+    whenListening: (timeoutMs) => notifications.whenListening(timeoutMs),
+    subscribe: (listener) => notifications.subscribe(listener),
+    follow: (sessionId, onChange) => rows.follow(sessionId, onChange),
+  }
 }

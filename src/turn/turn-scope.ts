@@ -21,6 +21,11 @@ import { TurnEventLog } from './turn-stream'
 import { WriteQueue } from './write-queue'
 import type { MessageInfo, MessageWithParts, Part, StepFinishPart, StopConditionStep, ToolPart, UserPartDraft } from '../core/types'
 import { stepResults } from './step-results'
+import type { StepScope } from '../llm/stream-step'
+import type { SummaryScope } from '../compaction/summarize'
+import type { ToolRunScope } from '../tools/run-tools'
+import type { RecorderScope } from './record-transitions'
+import type { BoundaryScope } from './step-boundary'
 
 /** The turn's first transition row, written in the prompt's transaction (see TransitionRecorder.writeAhead). */
 export interface FirstRow {
@@ -52,7 +57,12 @@ export interface TurnScopeOptions {
   steersStored?: () => Promise<void>
 }
 
-export class TurnScope {
+/**
+ * The ports it serves, each declared by the module that uses it: the step (`StepScope`), the
+ * summary (`SummaryScope`), the tool runner (`ToolRunScope`), the recorder (`RecorderScope`) and
+ * the step boundary (`BoundaryScope`).
+ */
+export class TurnScope implements StepScope, SummaryScope, ToolRunScope, RecorderScope, BoundaryScope {
   readonly turnId: string
   readonly sessionId: string
   /** Run trees: the turn whose tool call started this one. */

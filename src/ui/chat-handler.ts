@@ -28,7 +28,6 @@ import { promptInputOf, UnusableMessage } from './chat-input'
 import { approvalOwners, isChatTurn } from './chat-turns'
 import { LiveTurns } from '../ui-stream/live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'
-import { storedRowsOf } from '../engine/store-feeds'
 import { readBody } from './read-body'
 import { toUIMessageStreamResponse, type TurnRef } from '../ui-stream/to-ui-message-stream'
 import { toUIMessages } from '../ui-stream/ui-messages'
@@ -339,7 +338,7 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     const turnId = await unfinishedTurnId(engine, route.chatId)
     if (!turnId) return new Response(null, { status: 204, headers })
     // PostgreSQL notifications, when the engine listens: each flush of the running engine is read at once.
-    const polled = pollTurnStream(engine, { id: turnId, sessionId: route.chatId }, { intervalMs: options.pollIntervalMs, signal: request.signal, changes: storedRowsOf(engine) })
+    const polled = pollTurnStream(engine, { id: turnId, sessionId: route.chatId }, { intervalMs: options.pollIntervalMs, signal: request.signal, ...(engine.notifications ? { changes: engine.notifications } : {}) })
     return createUIMessageStreamResponse({ stream: polled, headers })
   }
 

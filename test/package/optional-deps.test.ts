@@ -7,7 +7,7 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { createEngine, InvalidOptionError } from '../../src'
 import type { DemoProvider } from '../../src/cli/demo'
-import { sqliteLoader } from '../../src/store/open-database'
+import { sqliteLoader } from '../../src/store/sqlite/open-sqlite'
 
 // Checked by `npm run typecheck`: the provider fits the type the demo declares for it (its
 // published types do not name the optional peer).

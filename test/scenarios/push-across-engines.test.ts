@@ -13,7 +13,6 @@ import { Kysely, PostgresDialect } from 'kysely'
 import { Client, Pool } from 'pg'
 import { z } from 'zod'
 import { createChatHandler, createEngine, NotificationListenerError, type ChatHandler, type Engine, type EngineOptions } from '../../src'
-import { notificationsOf } from '../../src/engine/store-feeds'
 import { notificationChannel } from '../../src/store/postgres/notify-triggers'
 import { createHarness, dropSchemas, freshSchemaName, modelFor, pgBaseUrl, postgresOnly, sqliteOnly, withParams, type Harness } from '../support/harness'
 
@@ -74,7 +73,7 @@ async function waitingTurn(answers: string[] = ['deployed']) {
 
 postgresOnly('approve from another engine reaches the owner by notification: the tool starts, and approve resolves once it was applied', async () => {
   const { other, starts, whenStarted } = await twoEngines()
-  expect(notificationsOf(h.engine)?.listening).toBe(true)
+  expect(h.engine.notifications?.listening).toBe(true)
   const { turn } = await waitingTurn()
   const approved = other.approve(turn.id, 'call_deploy')
   await whenStarted
@@ -172,7 +171,7 @@ postgresOnly('the listening connection killed: the engine reconnects, says so on
   const schema = freshSchemaName()
   closers.push(() => dropSchemas(schema))
   const { other, whenStarted } = await twoEngines({ onSubscriberError, database: withSecret(withParams(pgBaseUrl, { schema }), secret) })
-  const listener = notificationsOf(h.engine)!
+  const listener = h.engine.notifications!
   const killed = listener.backendPid!
   const { turn } = await waitingTurn()
   await terminate(killed)
@@ -195,7 +194,7 @@ postgresOnly('an approval stored while the listening connection is down arrives 
   let reported!: () => void
   const dropped = new Promise<void>((resolve) => (reported = resolve))
   const { other, whenStarted, starts } = await twoEngines({ notifications: proxiedUrl(proxy.port), onSubscriberError: () => reported() })
-  const listener = notificationsOf(h.engine)!
+  const listener = h.engine.notifications!
   expect(listener.listening).toBe(true)
   const { turn } = await waitingTurn()
   proxy.hold()
@@ -221,7 +220,7 @@ postgresOnly('a listening URL that refuses: the engine opens all the same, says 
   h = await createHarness({ tools: { deploy }, controlPollIntervalMs: 20, notifications: 'postgres://postgres:pw-not-to-be-logged@127.0.0.1:1/test', onSubscriberError: (e) => errors.push(e) })
   const other = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { deploy }, recovery: { onOpen: false, intervalMs: 0 } })
   closers.push(() => other.close())
-  expect(notificationsOf(h.engine)?.listening).toBe(false)
+  expect(h.engine.notifications?.listening).toBe(false)
   expect(errors).toHaveLength(1)
   expect(errors[0]).toMatchObject({ name: 'NotificationListenerError', url: 'postgres://postgres:***@127.0.0.1:1/test' })
   expect(String((errors[0] as Error).message)).not.toContain('pw-not-to-be-logged')
@@ -250,15 +249,15 @@ postgresOnly('a Kysely instance of the app: polling unless a URL to listen on is
   closers.push(() => db.destroy())
   const polling = await createEngine({ database: db, model: modelFor(h.server), recovery: { onOpen: false, intervalMs: 0 } })
   closers.push(() => polling.close())
-  expect(notificationsOf(polling)).toBeUndefined()
+  expect(polling.notifications).toBeUndefined()
   const listening = await createEngine({ database: db, model: modelFor(h.server), notifications: pgBaseUrl, recovery: { onOpen: false, intervalMs: 0 } })
   closers.push(() => listening.close())
-  expect(notificationsOf(listening)?.listening).toBe(true)
+  expect(listening.notifications?.listening).toBe(true)
   const off = await createEngine({ database: h.dbPath, model: modelFor(h.server), notifications: false, recovery: { onOpen: false, intervalMs: 0 } })
   closers.push(() => off.close())
-  expect(notificationsOf(off)).toBeUndefined()
+  expect(off.notifications).toBeUndefined()
   // The engine on the app's Kysely instance hears the harness engine's writes in its schema.
-  const heard = new Promise<unknown>((resolve) => notificationsOf(listening)!.subscribe((change) => change.kind === 'session' && resolve(change)))
+  const heard = new Promise<unknown>((resolve) => listening.notifications!.subscribe((change) => change.kind === 'session' && resolve(change)))
   h.server.text('hi')
   const session = await h.engine.createSession()
   await h.engine.prompt(session.id, 'hi').done
@@ -270,8 +269,8 @@ sqliteOnly('SQLite: no listener; approve from another engine arrives by polling,
   h = await createHarness({ tools: { deploy }, controlPollIntervalMs: 20 })
   const other = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { deploy }, recovery: { onOpen: false, intervalMs: 0 } })
   closers.push(() => other.close())
-  expect(notificationsOf(h.engine)).toBeUndefined()
-  expect(notificationsOf(other)).toBeUndefined()
+  expect(h.engine.notifications).toBeUndefined()
+  expect(other.notifications).toBeUndefined()
   const { turn } = await waitingTurn()
   await other.approve(turn.id, 'call_deploy')
   await whenStarted

@@ -7,10 +7,12 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Kysely, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../../core/errors'
-import { refuseAnotherAppsFile } from '../database-tables'
-import type { OpenedDatabase } from '../opened-database'
+import { refuseAnotherAppsFile } from './database-tables'
+import type { OpenedDatabase } from '../backend'
 import type { TurnchartDatabase } from '../schema'
+import { GroupCommit } from './group-commit'
 import { shareConnection } from './shared-connections'
+import { sqliteDialect } from './sqlite-dialect'
 import type { SqliteDriver } from './sqlite-driver'
 import { removeWalFilesOfReading, walFiles } from './wal-files'
 import { cachingStatements } from './statement-cache'
@@ -75,7 +77,16 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
   handle.pragma('foreign_keys = ON')
   handle.pragma('synchronous = NORMAL')
   const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) })
-  return { db, dialect: 'sqlite', close: () => db.destroy(), ...(value === ':memory:' ? {} : { verify: fileGuard(value) }) }
+  const verify = value === ':memory:' ? undefined : fileGuard(value)
+  return {
+    db,
+    sql: sqliteDialect,
+    ...(verify ? { verify } : {}),
+    // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
+    groupCommit: () => new GroupCommit(db, verify),
+    backup: async (to) => void (await handle.backup(to)),
+    close: () => db.destroy(),
+  }
 }
 
 /**
@@ -97,7 +108,7 @@ export function openSqliteReadOnly(value: string): OpenedDatabase {
     await db.destroy()
     removeWalFilesOfReading(value, before, Database)
   }
-  return { db, dialect: 'sqlite', close }
+  return { db, sql: sqliteDialect, backup: async (to) => void (await handle.backup(to)), close }
 }
 
 /**

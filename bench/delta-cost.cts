@@ -1,0 +1,71 @@
+/**
+ * The cost of one streamed delta, in process: one step of 20,000 text deltas from a model that
+ * streams from memory, on `:memory:` SQLite, with one `textStream` reader and a chat handler's
+ * engine-wide UI stream reading along. Prints µs per delta (median of 7 runs, after a warm-up).
+ *
+ *   node bench/delta-cost.mjs
+ */
+import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { createEngine, toUIMessageStream } from '../src'
+
+const deltas = Number(process.env.DELTAS ?? 20_000)
+
+function memoryModel(): LanguageModelV3 {
+  return {
+    specificationVersion: 'v3',
+    provider: 'memory',
+    modelId: 'memory-1',
+    supportedUrls: {},
+    doGenerate: () => Promise.reject(new Error('streams only')),
+    async doStream() {
+      let next = -1
+      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+        pull(controller) {
+          next++
+          if (next === 0) return controller.enqueue({ type: 'text-start', id: 't' })
+          if (next <= deltas) return controller.enqueue({ type: 'text-delta', id: 't', delta: 'word ' })
+          if (next === deltas + 1) return controller.enqueue({ type: 'text-end', id: 't' })
+          if (next === deltas + 2) {
+            return controller.enqueue({
+              type: 'finish',
+              finishReason: { unified: 'stop', raw: 'stop' },
+              usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: deltas, text: deltas, reasoning: 0 } },
+            })
+          }
+          controller.close()
+        },
+      })
+      return { stream }
+    },
+  }
+}
+
+async function drain(stream: ReadableStream<unknown>): Promise<number> {
+  let n = 0
+  for await (const _ of stream as unknown as AsyncIterable<unknown>) n++
+  return n
+}
+
+async function once(): Promise<number> {
+  const engine = await createEngine({ database: ':memory:', model: memoryModel(), recovery: { onOpen: false, intervalMs: 0 } })
+  const session = await engine.createSession()
+  const started = process.hrtime.bigint()
+  const turn = engine.prompt(session.id, 'go')
+  const readers = [drain(turn.textStream), drain(toUIMessageStream(engine, turn))]
+  const result = await turn.done
+  await Promise.all(readers)
+  const elapsed = Number(process.hrtime.bigint() - started) / 1000
+  if (result.outcome !== 'completed') throw new Error(`the turn ended ${result.outcome}`)
+  await engine.close()
+  return elapsed / deltas
+}
+
+async function main(): Promise<void> {
+  await once()
+  const runs: number[] = []
+  for (let i = 0; i < 7; i++) runs.push(await once())
+  runs.sort((a, b) => a - b)
+  console.log(JSON.stringify({ deltas, usPerDelta: Number(runs[3].toFixed(2)), runs: runs.map((r) => Number(r.toFixed(2))) }))
+}
+
+void main()

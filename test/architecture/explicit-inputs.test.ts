@@ -1,0 +1,34 @@
+/**
+ * Explicit inputs (issue 34): what an engine hands the code above it (the web edge, the tests)
+ * is a member of the engine (`engine.notifications`), never a module-level WeakMap keyed by the
+ * engine object, which no reader of the `Engine` type can see.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+
+const root = path.resolve(__dirname, '../..')
+
+function files(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []))
+}
+
+const sources = files(path.join(root, 'src')).map((file) => ({ file: path.relative(root, file), text: fs.readFileSync(file, 'utf8') }))
+
+/** A WeakMap made at a module's top level (a side channel every caller of the module shares). */
+const moduleWeakMap = /^(?:export\s+)?(?:const|let|var)\s+\w+\s*=\s*new WeakMap\b/m
+
+test('the source was read', () => {
+  expect(sources.length).toBeGreaterThan(200)
+  // The pattern finds what it is for (a module-level cache that is allowed: tools' schemas).
+  expect(sources.filter((s) => moduleWeakMap.test(s.text)).map((s) => s.file)).toContain(path.join('src', 'tools', 'json-schema-validator.ts'))
+})
+
+test('no module-level WeakMap keyed by the engine', () => {
+  // The folders that hold an engine: none keeps a module-level WeakMap at all.
+  const engineFolders = ['engine', 'ui', 'viewer', 'control', 'conversation', 'cli', 'testing'].map((f) => path.join('src', f) + path.sep)
+  const inEngineFolders = sources.filter((s) => engineFolders.some((f) => s.file.startsWith(f)) && moduleWeakMap.test(s.text)).map((s) => s.file)
+  expect(inEngineFolders).toEqual([])
+  // Anywhere: no WeakMap typed by the engine, and none read or written with an engine as its key.
+  const byEngine = sources.filter((s) => /WeakMap<\s*(?:Engine|object)\b[^>]*>[\s\S]{0,400}?\.(?:get|set|has)\(\s*engine\b/.test(s.text) || /WeakMap<\s*Engine\b/.test(s.text)).map((s) => s.file)
+  expect(byEngine).toEqual([])
+})
