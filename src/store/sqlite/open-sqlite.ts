@@ -13,7 +13,7 @@ import type { TurnchartDatabase } from '../schema'
 import { GroupCommit } from './group-commit'
 import { shareConnection } from './shared-connections'
 import { sqliteDialect } from './sqlite-dialect'
-import type { SqliteDriver } from './sqlite-driver'
+import type { SqliteConnection, SqliteDriver, SqliteOpenOptions } from './sqlite-driver'
 import { removeWalFilesOfReading, walFiles } from './wal-files'
 import { cachingStatements } from './statement-cache'
 
@@ -59,7 +59,7 @@ function refuseDirectory(value: string): void {
 
 function openSqliteConnection(value: string, options: SqliteOpenSettings): OpenedDatabase {
   const Database = loadSqliteDriver(value)
-  const handle = new Database(value)
+  const handle = newHandle(Database, value)
   // First (a setting of this connection, nothing written): what follows may wait for another's lock.
   handle.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
   if (value !== ':memory:' && !options.shared) {
@@ -101,7 +101,7 @@ export function openSqliteReadOnly(value: string): OpenedDatabase {
   refuseDirectory(value)
   const Database = loadSqliteDriver(value)
   const before = walFiles(value)
-  const handle = new Database(value, { readonly: true, fileMustExist: true })
+  const handle = newHandle(Database, value, { readonly: true, fileMustExist: true })
   handle.pragma('busy_timeout = 5000')
   const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
   const close = async () => {
@@ -114,20 +114,49 @@ export function openSqliteReadOnly(value: string): OpenedDatabase {
 /**
  * better-sqlite3 is an optional dependency (installed by default; a PostgreSQL-only app may
  * omit it, and a failed native build does not fail the app's install): missing, it is an
- * option error that says what to install.
+ * option error that says what to install (and, for `':memory:'`, that `MemoryStore` needs
+ * nothing native).
  */
 function loadSqliteDriver(value: string): SqliteDriver {
   try {
     return sqliteLoader.load()
   } catch (error) {
-    const code = (error as { code?: string }).code
-    if (code !== 'MODULE_NOT_FOUND' && !/bindings|better_sqlite3\.node/.test(String((error as Error).message))) throw error
-    throw new InvalidOptionError(
+    throw driverProblem(error, value) ?? error
+  }
+}
+
+/**
+ * A connection: better-sqlite3 loads its native module at the first `new Database`, so a
+ * module built for another Node.js fails here, not at `require`; that is an option error with
+ * the rebuild command, not a storage failure.
+ */
+function newHandle(Database: SqliteDriver, value: string, options?: SqliteOpenOptions): SqliteConnection {
+  try {
+    return new Database(value, options)
+  } catch (error) {
+    throw driverProblem(error, value) ?? error
+  }
+}
+
+/** What is wrong with the driver, said as what to do; undefined for any other error. */
+function driverProblem(error: unknown, value: string): InvalidOptionError | undefined {
+  const message = String((error as Error | undefined)?.message ?? error)
+  const built = /NODE_MODULE_VERSION (\d+)/.exec(message)
+  if (built || (error as { code?: string }).code === 'ERR_DLOPEN_FAILED') {
+    return new InvalidOptionError(
       'database',
       value,
-      'a SQLite path with the optional dependency `better-sqlite3` installed and built (run `npm install better-sqlite3`), or a postgres:// URL',
+      `a SQLite path with better-sqlite3 built for this Node.js (${process.version}, NODE_MODULE_VERSION ${process.versions.modules}); ` +
+        `it was built for another one${built ? ` (NODE_MODULE_VERSION ${built[1]})` : ''}: run \`npm rebuild better-sqlite3\` with this Node.js`,
     )
   }
+  if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND' && !/bindings|better_sqlite3\.node/.test(message)) return undefined
+  const inMemory = value === ':memory:' ? " (the default database, ':memory:', is SQLite too: for one in memory with nothing native, pass `database: new MemoryStore()`)" : ''
+  return new InvalidOptionError(
+    'database',
+    value,
+    `a SQLite path with the optional dependency \`better-sqlite3\` installed and built (run \`npm install better-sqlite3\`), or a postgres:// URL${inMemory}`,
+  )
 }
 
 /**
