@@ -13,7 +13,8 @@ import { cliArgs, forkNode } from '../support/compiled'
 import { createEngine, type Store } from '../../src'
 import { runCli as runCliInProcess, usageHint } from '../../src/cli/main'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
+import { itPostgres } from '../support/requires'
 import { runCli } from './run-cli'
 
 jest.setTimeout(90_000)
@@ -255,11 +256,7 @@ test('recover (a writing command) ends a dead process\'s turn as aborted; prune 
   expect((await cli('prune', dbPath, '--older-than', '0s')).stdout).toMatch(/^deleted [1-9]\d* transition rows/)
 })
 
-test('PostgreSQL URLs: read in read-only transactions; a schema without turnchart tables is refused', async () => {
-  if (!(await postgresAnswers())) {
-    console.log(`skipped: no PostgreSQL answers at ${pgBaseUrl}`)
-    return
-  }
+itPostgres('PostgreSQL URLs: read in read-only transactions; a schema without turnchart tables is refused', async () => {
   const schema = freshSchemaName()
   const empty = freshSchemaName()
   const url = withParams(pgBaseUrl, { schema })
