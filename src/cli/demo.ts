@@ -22,7 +22,7 @@ import { parseArgs, UsageError } from './args'
 import { onTerminationSignals, waitForSignal } from './signals'
 import { inspectorUiUrl, startInspectorRelay } from './inspector-relay'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
-import { isPostgresUrl, redactUrl } from '../store/open-database'
+import { readOnlyLocation } from '../store/backends/read-only-store'
 
 /** The four prompts of the demo session (the same against a real model). */
 const demoPrompts = {
@@ -304,14 +304,19 @@ export function loadDemoProvider(): DemoProvider {
   }
 }
 
+function isUrl(value: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value)
+}
+
 export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const { flags, values } = parseArgs(argv, { flags: ['inspect'], values: ['db', 'inspect-port'], positionals: 0 })
   const c = colors(io)
   const started = Date.now()
   const given = values.get('db')
-  // A postgres:// URL is a database as it is; anything else is a SQLite file path.
-  const database = given !== undefined && isPostgresUrl(given) ? given : path.resolve(given ?? path.join(os.tmpdir(), `turnchart-demo-${started}.db`))
-  const shown = isPostgresUrl(database) ? redactUrl(database) : database
+  // A URL (postgres://) is a database as it is; anything else is a SQLite file path.
+  const database = given !== undefined && isUrl(given) ? given : path.resolve(given ?? path.join(os.tmpdir(), `turnchart-demo-${started}.db`))
+  // As its backend shows it (a URL without its password).
+  const shown = readOnlyLocation(database)?.label ?? database
   const real = io.env.TURNCHART_BASE_URL
   let server: ScriptedServer | undefined
   let model: EngineOptions['model']
@@ -391,7 +396,7 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     printer.line(c.bold(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Everything is stored in ${shown}`))
     // With npx: in this repository (after npm install) and in an app that installed turnchart.
     // A URL is quoted: its `?` and `&` mean something to the shell.
-    const argument = isPostgresUrl(database) ? `'${shown}'` : database
+    const argument = isUrl(database) ? `'${shown}'` : database
     printer.line(`  npx turnchart sessions ${argument}`)
     printer.line(`  npx turnchart show ${argument} ${session.id}`)
     for (const id of turnIds) printer.line(`  npx turnchart replay ${argument} ${id}`)

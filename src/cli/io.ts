@@ -2,11 +2,9 @@
  * What every command shares: where it writes, colours (only on a terminal, never with
  * NO_COLOR), opening an existing database read-only, and one-line renderings of parts and transitions.
  */
-import fs from 'node:fs'
 import { readableEvent } from '../chart/readable-event'
 import { InvalidArgumentError, InvalidOptionError } from '../core/errors'
-import { isPostgresUrl, redactUrl } from '../store/open-database'
-import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
+import { openReadOnlyStore, readOnlyLocation, type ReadOnlyStore } from '../store/backends/read-only-store'
 import type { Part, TransitionRecord } from '../core/types'
 
 export interface CliIO {
@@ -57,9 +55,9 @@ export function asFlagError(error: unknown, flag: string): unknown {
  * database without turnchart's tables is refused with `NotATurnchartDatabaseError`.
  */
 export async function openForReading(database: string): Promise<ReadOnlyStore> {
-  const postgres = isPostgresUrl(database)
-  if (!postgres && !fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
-  return openReadOnlyStore(database, postgres ? redactUrl(database) : database).catch((error: unknown) => {
+  // Its backend says where a database can be (a file that exists, a server's URL) and how to show it.
+  if (!readOnlyLocation(database)?.exists) throw new CliError(`no such database: ${database}`)
+  return openReadOnlyStore(database).catch((error: unknown) => {
     throw asFlagError(error, '<db>')
   })
 }

@@ -17,7 +17,7 @@ import { rerunTurn, type RerunResult, type RerunSide } from '../testing/rerun-tu
 import { parseArgs, UsageError } from './args'
 import { loadDemoProvider } from './demo'
 import { asFlagError, CliError, colors, formatPart, openForReading, truncate, type CliIO, type Colors } from './io'
-import type { ReadOnlyStore } from '../store/read-only-store'
+import type { ReadOnlyStore } from '../store/backends/read-only-store'
 
 const width = 56
 
