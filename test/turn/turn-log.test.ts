@@ -330,8 +330,8 @@ test('before the first call, the held first rows are written inside the prompt t
 
 test('a final row that cannot be written, nor its failure row, ends the turn `unwritten`: its row stays open for recovery', async () => {
   const turn = fakeTurn()
-  const { send, ended } = recordTurn(turn)
-  send({ type: 'turn.start' })
+  const { send, start, ended } = recordTurn(turn)
+  start()
   // The completed row fails, and the failure row that replaces it fails too.
   const append = turn.scope.writer.commit
   let calls = 0
@@ -344,8 +344,8 @@ test('a final row that cannot be written, nor its failure row, ends the turn `un
   expect(end).toEqual({ kind: 'unwritten', error: expect.objectContaining({ name: 'StorageError', operation: 'recording the transition to completed' }) })
   const told = turn.published.find((e) => e.type === 'session.error')
   expect(told).toMatchObject({ error: { name: 'StorageError', message: expect.stringContaining('recovery ends or resumes it') } })
-  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming'])
   expect(turn.updates.map((u) => u.state)).toEqual(['streaming'])
-  expect(turn.published.filter((e) => e.type === 'session.error' || e.type === 'session.status').map((e) => e.type)).toEqual(['session.status', 'session.error', 'session.status'])
+  expect(turn.published.filter((e) => e.type === 'session.error' || e.type === 'session.status').map((e) => e.type)).toEqual(['session.status', 'session.status', 'session.error', 'session.status'])
   expect(turn.control.sealed).toBe(true)
 })
