@@ -30,8 +30,8 @@ test('each transition is a row: seq, from, event, to, time; the turn row holds t
     { seq: 2, from: 'step-gate', event: 'gate.continue', to: 'streaming' },
     { seq: 3, from: 'streaming', event: 'step.finished', to: 'completed' },
   ])
-  expect(log[1].payload).toEqual({ finishReason: 'stop', toolCalls: 0, overflow: false })
-  expect(log[0].time).toBeLessThanOrEqual(log[1].time)
+  expect(log[2].payload).toEqual({ finishReason: 'stop', toolCalls: 0, overflow: false })
+  expect(log[0].time).toBeLessThanOrEqual(log[2].time)
   expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'completed', outcome: 'completed', step: 1, attempt: 1, retryAt: null, error: null })
   const transitions = h.events.filter((e) => e.type === 'turn.transition')
   expect(transitions.map((e) => (e as { to: string }).to)).toEqual(['step-gate', 'streaming', 'completed'])
