@@ -443,7 +443,7 @@ class ScriptedServerImpl implements ScriptedServer {
     let toolIndex = 0
     for (const [i, chunk] of reply.chunks.entries()) {
       if (i > 0) await pause()
-      await this.held(reply, i)
+      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
       if (gone()) return
       if ('text' in chunk) send({ content: chunk.text })
       else if ('reasoning' in chunk) send({ reasoning_content: chunk.reasoning })
@@ -521,7 +521,7 @@ class ScriptedServerImpl implements ScriptedServer {
     }
     for (const [i, chunk] of reply.chunks.entries()) {
       if (i > 0) await pause()
-      await this.held(reply, i)
+      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
       if (gone()) return
       if ('text' in chunk) {
         if (open?.kind !== 'text') start('text', { type: 'text', text: '' })
@@ -599,7 +599,7 @@ class ScriptedServerImpl implements ScriptedServer {
     }
     for (const [i, chunk] of reply.chunks.entries()) {
       if (i > 0) await pause()
-      await this.held(reply, i)
+      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
       if (gone()) return
       if ('text' in chunk) {
         if (open?.kind !== 'text') start('text')
@@ -674,7 +674,7 @@ class ScriptedServerImpl implements ScriptedServer {
     }
     for (const [i, chunk] of reply.chunks.entries()) {
       if (i > 0) await pause()
-      await this.held(reply, i)
+      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
       if (gone()) return
       if ('text' in chunk) write(candidate([{ text: chunk.text }]))
       else if ('reasoning' in chunk) write(candidate([{ text: chunk.reasoning, thought: true, ...(chunk.signature ? { thoughtSignature: chunk.signature } : {}) }]))
@@ -731,10 +731,8 @@ class ScriptedServerImpl implements ScriptedServer {
     else res.end()
   }
 
-  /** Resolves when the reply's hold before chunk `index` opens (at once when it has none there), or at `close()`. */
-  private held(reply: StreamReply, index: number): Promise<void> {
-    const hold = reply.holdBefore
-    if (!hold || hold.chunk !== index) return Promise.resolve()
+  /** Resolves when a reply's hold opens, or at `close()`. (Awaited only where a hold is: no extra tick between other chunks.) */
+  private held(hold: NonNullable<StreamReply['holdBefore']>): Promise<void> {
     return new Promise((resolve) => {
       const wake = () => {
         this.sleeps.delete(wake)
