@@ -1,13 +1,16 @@
 /**
  * Two jest projects: `sqlite` runs every test; `postgres` runs the store suites and the
  * scenarios that touch dialect-specific code (`postgresSuites` below) again with the harness on PostgreSQL (TURNCHART_PG_URL, default
- * postgres://postgres@127.0.0.1:5432/test; a fresh schema per harness). The PostgreSQL half is
- * skipped, with a line saying so, when TURNCHART_PG_URL is unset and nothing answers on
- * 127.0.0.1:5432. TURNCHART_DIALECT=sqlite|postgres runs one half only. The store conformance
+ * postgres://postgres@127.0.0.1:5432/test; a fresh schema per harness). When nothing answers at
+ * that URL's host and port, the postgres project runs test/support/postgres-absent.suite.ts
+ * instead: one skipped test per suite it would have run, the reason in its name (failed under
+ * CI=true, where PostgreSQL is always there). TURNCHART_DIALECT=sqlite|postgres runs one half only. The store conformance
  * suite (test/store/conformance) runs its three stores (memory, SQLite, PostgreSQL when a server
  * is there) in one project.
  */
+const fs = require('node:fs')
 const net = require('node:net')
+const path = require('node:path')
 
 const common = {
   testEnvironment: 'node',
@@ -50,15 +53,30 @@ const storeSuites = ['<rootDir>/test/store/conformance/', '<rootDir>/test/store/
  * across engines, PostgreSQL's notifications between engines). The crash and multi-engine tests run PostgreSQL themselves in the sqlite
  * project (test/crash), and every other scenario runs on SQLite only.
  */
-const postgresSuites = [
-  '**/test/store/**/*.test.ts',
-  '**/test/scenarios/{api,approval,close-approval,conversation,queue,steering,ui-resume-across-engines,no-silent-loss,push-across-engines,run-trees,run-trees-engines}.test.ts',
-]
+const postgresScenarios = ['api', 'approval', 'close-approval', 'conversation', 'queue', 'steering', 'ui-resume-across-engines', 'no-silent-loss', 'push-across-engines', 'run-trees', 'run-trees-engines']
+const postgresSuites = ['**/test/store/**/*.test.ts', `**/test/scenarios/{${postgresScenarios.join(',')}}.test.ts`]
+
+/** The files the postgres project runs (relative to the repository): what it reports as skipped without a server. */
+function postgresSuiteFiles(only) {
+  const walk = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? walk(path.join(dir, entry.name)) : [path.join(dir, entry.name)]))
+  const skippedStoreSuites = only === 'postgres' ? [] : storeSuites.map((suite) => suite.replace('<rootDir>/', ''))
+  const store = walk(path.join(__dirname, 'test/store'))
+    .map((file) => path.relative(__dirname, file))
+    .filter((file) => file.endsWith('.test.ts') && !skippedStoreSuites.some((suite) => file.startsWith(suite)))
+  return [...store, ...postgresScenarios.map((name) => `test/scenarios/${name}.test.ts`)].sort()
+}
+
+/** host and port of the PostgreSQL URL the tests use. */
+function postgresAddress() {
+  const { hostname, port } = new URL(process.env.TURNCHART_PG_URL || 'postgres://postgres@127.0.0.1:5432/test')
+  return { host: hostname, port: Number(port || 5432) }
+}
 
 /** @returns {Promise<import('jest').Config>} */
 module.exports = async () => {
   const only = process.env.TURNCHART_DIALECT
-  const postgresAvailable = Boolean(process.env.TURNCHART_PG_URL) || (await answers('127.0.0.1', 5432))
+  const { host, port } = postgresAddress()
+  const postgresAvailable = await answers(host, port)
   // The conformance suite reads this to run or skip its PostgreSQL store.
   const globals = { TURNCHART_PG_AVAILABLE: postgresAvailable }
   const projects = []
@@ -79,7 +97,13 @@ module.exports = async () => {
         globals: { ...globals, TURNCHART_DIALECT: 'postgres' },
       })
     } else {
-      console.log('turnchart: PostgreSQL half skipped: TURNCHART_PG_URL is unset and no server answers on 127.0.0.1:5432')
+      projects.push({
+        ...common,
+        displayName: 'postgres',
+        roots: ['<rootDir>/test/support'],
+        testMatch: ['**/postgres-absent.suite.ts'],
+        globals: { ...globals, TURNCHART_DIALECT: 'postgres', TURNCHART_PG_ABSENT: { address: `${host}:${port}`, suites: postgresSuiteFiles(only) } },
+      })
     }
   }
   return {
@@ -89,5 +113,6 @@ module.exports = async () => {
     maxWorkers: 2,
     // The children tests fork (the CLI, the crash tests' engines) bundled once per run.
     globalSetup: '<rootDir>/test/support/global-setup.js',
+    globalTeardown: '<rootDir>/test/support/global-teardown.js',
   }
 }

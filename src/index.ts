@@ -24,7 +24,7 @@ export type {
   OpenedStore,
 } from './store/store'
 export { MemoryStore } from './store/memory/memory-store'
-export type { DatabaseOption, SqliteFileOption } from './store/open-database'
+export type { DatabaseOption, SqliteFileOption } from './store/backends/database-option'
 
 export { supportedSpecificationVersions, isSupportedModel, type ProviderLanguageModel } from './llm/language-model'
 export type { Turn, TurnResult } from './turn/turn-handle'

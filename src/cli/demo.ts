@@ -1,5 +1,5 @@
 /**
- * `turnchart demo [--inspect] [--db <file>]`: one real agent session, end to end.
+ * `turnchart demo [--inspect] [--db <file or postgres:// URL>]`: one real agent session, end to end.
  *
  * Without configuration the model is the scripted OpenAI-compatible server
  * (`turnchart/testing`), started in-process with a built-in script: streamed reasoning and
@@ -22,6 +22,7 @@ import { parseArgs, UsageError } from './args'
 import { onTerminationSignals, waitForSignal } from './signals'
 import { inspectorUiUrl, startInspectorRelay } from './inspector-relay'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
+import { readOnlyLocation } from '../store/backends/read-only-store'
 
 /** The four prompts of the demo session (the same against a real model). */
 const demoPrompts = {
@@ -303,11 +304,19 @@ export function loadDemoProvider(): DemoProvider {
   }
 }
 
+function isUrl(value: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value)
+}
+
 export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   const { flags, values } = parseArgs(argv, { flags: ['inspect'], values: ['db', 'inspect-port'], positionals: 0 })
   const c = colors(io)
   const started = Date.now()
-  const database = path.resolve(values.get('db') ?? path.join(os.tmpdir(), `turnchart-demo-${started}.db`))
+  const given = values.get('db')
+  // A URL (postgres://) is a database as it is; anything else is a SQLite file path.
+  const database = given !== undefined && isUrl(given) ? given : path.resolve(given ?? path.join(os.tmpdir(), `turnchart-demo-${started}.db`))
+  // As its backend shows it (a URL without its password).
+  const shown = readOnlyLocation(database)?.label ?? database
   const real = io.env.TURNCHART_BASE_URL
   let server: ScriptedServer | undefined
   let model: EngineOptions['model']
@@ -340,7 +349,7 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
       await waitForEnter(io, 'Press Enter to start the demo… ')
     }
     printer.line(c.bold(real ? `turnchart demo against ${real} (model ${io.env.TURNCHART_MODEL})` : 'turnchart demo: a scripted OpenAI-compatible server on loopback (no API key needed)'))
-    printer.line(c.dim(`database: ${database}`))
+    printer.line(c.dim(`database: ${shown}`))
     engine = await createEngine({
       database,
       model,
@@ -384,11 +393,13 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     }
 
     printer.line('')
-    printer.line(c.bold(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Everything is stored in ${database}`))
+    printer.line(c.bold(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Everything is stored in ${shown}`))
     // With npx: in this repository (after npm install) and in an app that installed turnchart.
-    printer.line(`  npx turnchart sessions ${database}`)
-    printer.line(`  npx turnchart show ${database} ${session.id}`)
-    for (const id of turnIds) printer.line(`  npx turnchart replay ${database} ${id}`)
+    // A URL is quoted: its `?` and `&` mean something to the shell.
+    const argument = isUrl(database) ? `'${shown}'` : database
+    printer.line(`  npx turnchart sessions ${argument}`)
+    printer.line(`  npx turnchart show ${argument} ${session.id}`)
+    for (const id of turnIds) printer.line(`  npx turnchart replay ${argument} ${id}`)
     if (inspector) {
       // Keep serving the inspector (with or without a terminal) until Ctrl-C or SIGTERM.
       signals.dispose()

@@ -2,10 +2,9 @@
  * What every command shares: where it writes, colours (only on a terminal, never with
  * NO_COLOR), opening an existing database read-only, and one-line renderings of parts and transitions.
  */
-import fs from 'node:fs'
 import { readableEvent } from '../chart/readable-event'
-import { isPostgresUrl, redactUrl } from '../store/open-database'
-import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
+import { InvalidArgumentError, InvalidOptionError } from '../core/errors'
+import { openReadOnlyStore, readOnlyLocation, type ReadOnlyStore } from '../store/backends/read-only-store'
 import type { Part, TransitionRecord } from '../core/types'
 
 export interface CliIO {
@@ -36,14 +35,31 @@ export function colors(io: CliIO): Colors {
 }
 
 /**
+ * An engine's error about its `database` option or argument, said as the CLI's user typed it
+ * (`invalid <db>: …`, `invalid --out: …`), not as an API option the user never wrote.
+ *
+ * @example
+ * asFlagError(new InvalidOptionError('database', '/tmp', 'a SQLite file path'), '<db>')
+ * // CliError('invalid <db>: expected a SQLite file path, got "/tmp"')
+ */
+export function asFlagError(error: unknown, flag: string): unknown {
+  const aboutDatabase =
+    (InvalidOptionError.isInstance(error) && error.option === 'database') || (InvalidArgumentError.isInstance(error) && error.argument === 'database')
+  if (!aboutDatabase) return error
+  return new CliError(`invalid ${flag}: ${(error as Error).message.replace(/^invalid (option|argument) database: /, '')}`)
+}
+
+/**
  * Opens an existing turnchart database for reading only: no migration, no recovery, no write
  * (see `openReadOnlyStore`). A missing file is an error, never a new empty database; a
  * database without turnchart's tables is refused with `NotATurnchartDatabaseError`.
  */
 export async function openForReading(database: string): Promise<ReadOnlyStore> {
-  const postgres = isPostgresUrl(database)
-  if (!postgres && !fs.existsSync(database)) throw new CliError(`no such database: ${database}`)
-  return openReadOnlyStore(database, postgres ? redactUrl(database) : database)
+  // Its backend says where a database can be (a file that exists, a server's URL) and how to show it.
+  if (!readOnlyLocation(database)?.exists) throw new CliError(`no such database: ${database}`)
+  return openReadOnlyStore(database).catch((error: unknown) => {
+    throw asFlagError(error, '<db>')
+  })
 }
 
 

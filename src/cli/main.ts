@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * The `turnchart` command. Bad arguments print the usage on stderr and exit with status 2;
- * other failures print the error on stderr and exit with status 1.
+ * The `turnchart` command. Bad arguments print what was wrong and the command's own usage line
+ * on stderr and exit with status 2 (`turnchart help` prints everything); other failures print
+ * the error on stderr and exit with status 1.
  */
 import { NotATurnchartDatabaseError } from '../core/errors'
 import { UsageError } from './args'
@@ -11,7 +12,7 @@ import { packageVersion } from './version'
 export const usage = `usage: turnchart <command> [options]
 
 commands:
-  demo [--inspect] [--inspect-port <n>] [--db <file>]
+  demo [--inspect] [--inspect-port <n>] [--db <file or URL>]
                               run an agent session end to end (a scripted server, or
                               TURNCHART_BASE_URL + TURNCHART_MODEL [+ TURNCHART_API_KEY])
   chart [--json]              the turn chart as Mermaid, or as JSON for the Stately editor
@@ -22,7 +23,7 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
   sessions <db> [--json]      list the sessions of a database
   show <db> <session> [--json]
                               a session's conversation: messages, parts, turns and states
-  replay <db> <turn> [--json] a turn's transition timeline, replayed through the chart
+  replay <db> <turn> [--json]  a turn's transition timeline, replayed through the chart
   view <db> [--port <n>]      serve an offline viewer on 127.0.0.1: sessions, conversations,
                               each turn's path through the chart (live for running turns)
   rerun <db> <turn> [--json] [--system <text>] [--model <url> [--model-id <id>]]
@@ -35,6 +36,9 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
                               TURNCHART_API_KEY, its id from --model-id or TURNCHART_MODEL);
                               --system: another system prompt; --tools live: the tools of
                               --tools-module (exported as \`tools\`) run for real
+  backup <db> <file>          copy a SQLite database into the new file <file> (SQLite's
+                              online backup: safe while an app's engine writes to it;
+                              for PostgreSQL it says how to use pg_dump)
 
 writing (change the database):
   recover <db> [--json]       end as aborted the unfinished turns of processes that died
@@ -58,6 +62,7 @@ const commands: Record<string, () => Promise<Command>> = {
   chart: async () => (await import('./chart')).chartCommand,
   recover: async () => (await import('./write-commands')).recoverCommand,
   prune: async () => (await import('./write-commands')).pruneCommand,
+  backup: async () => (await import('./backup')).backupCommand,
   view: async () => (await import('./view')).viewCommand,
 }
 
@@ -83,7 +88,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     return await (await load())(rest, io)
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr.write(`turnchart: ${error.message}\n\n${usage}`)
+      io.stderr.write(`turnchart: ${error.message}\n${usageHint(load ? name : undefined)}`)
       return 2
     }
     const message =
@@ -96,10 +101,38 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
 }
 
 /**
+ * What a usage error prints below its message: the command's own synopsis from `usage` (its
+ * first line and the lines continuing it), or the list of commands; then where the rest is.
+ *
+ * @example
+ * usageHint('show') // 'usage: turnchart show <db> <session> [--json]\n(turnchart help: every command and option)\n'
+ */
+export function usageHint(command: string | undefined): string {
+  const lines = usage.split('\n')
+  const first = command === undefined ? -1 : lines.findIndex((line) => line.startsWith(`  ${command} `) || line === `  ${command}`)
+  const more = '(turnchart help: every command and option)\n'
+  if (first === -1) return `commands: ${Object.keys(commands).join(', ')}\n${more}`
+  // A synopsis continues on lines indented by 8 (the description column is at 30).
+  let end = first + 1
+  while (/^ {8}\S/.test(lines[end] ?? '')) end++
+  const synopsis = lines.slice(first, end).map((line) => line.trim().split(/\s{2,}/)[0]).join(' ')
+  return `usage: turnchart ${synopsis}\n${more}`
+}
+
+/** A closed pipe (`turnchart show … | head -2`): the reader has what it wanted; stop quietly. */
+function exitOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error
+    process.exit(process.exitCode ?? 0)
+  })
+}
+
+/**
  * Runs the CLI as the `turnchart` command: on this process's arguments and streams, then exits
  * with the command's status. Called by the bin (bin/turnchart.js) and when this file is run.
  */
 export function main(argv: string[] = process.argv.slice(2)): void {
+  exitOnClosedPipe(process.stdout)
   runCli(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env }).then((code) => {
     process.exitCode = code
     // Whatever still holds the event loop (an inspector's browser socket), do not hang.

@@ -6,6 +6,7 @@
  * system prompt, `--tools live` with the app's tools run for real: an eval built from real
  * traffic. The database is only read.
  */
+import fs from 'node:fs'
 import path from 'node:path'
 import type { ToolSet } from 'ai'
 import type { EngineModel } from '../config/options'
@@ -15,8 +16,8 @@ import type { RecordingSource } from '../testing/recording-source'
 import { rerunTurn, type RerunResult, type RerunSide } from '../testing/rerun-turn'
 import { parseArgs, UsageError } from './args'
 import { loadDemoProvider } from './demo'
-import { CliError, colors, formatPart, openForReading, truncate, type CliIO, type Colors } from './io'
-import type { ReadOnlyStore } from '../store/read-only-store'
+import { asFlagError, CliError, colors, formatPart, openForReading, truncate, type CliIO, type Colors } from './io'
+import type { ReadOnlyStore } from '../store/backends/read-only-store'
 
 const width = 56
 
@@ -34,9 +35,15 @@ export async function rerunCommand(argv: string[], io: CliIO): Promise<number> {
   const model = values.has('model') ? endpointModel(values.get('model')!, values.get('model-id') ?? io.env.TURNCHART_MODEL, io) : undefined
   const tools = toolsMode === 'live' ? loadTools(values.get('tools-module')!) : undefined
 
+  const out = values.get('out')
+  if (out !== undefined && fs.existsSync(out)) throw new CliError(`--out ${out} exists: name a file that does not exist yet (the re-run's database is created there)`)
   const store = await openForReading(database)
   let result: RerunResult
   try {
+    const turn = await store.read((s) => s.turns.get(turnId))
+    if (turn?.outcome && (await store.read((s) => s.transitions.list(turnId))).length === 0) {
+      throw new CliError(`the transition log of turn ${turnId} was pruned (turnchart prune): its model calls cannot be re-run; its messages and parts remain: turnchart show ${database} ${turn.sessionId}`)
+    }
     result = await rerunTurn(readOnlySource(store), turnId, {
       ...(model ? { model } : {}),
       ...(tools ? { tools } : {}),
@@ -45,7 +52,7 @@ export async function rerunCommand(argv: string[], io: CliIO): Promise<number> {
     })
   } catch (error) {
     if (TurnNotFoundError.isInstance(error)) throw new CliError(`no turn ${turnId} in ${database}`)
-    throw error
+    throw asFlagError(error, '--out')
   } finally {
     await store.close()
   }
@@ -120,7 +127,7 @@ function print(result: RerunResult, run: { turnId: string; against: string; tool
     out(c.dim('the recorded responses answer the recorded requests only: to see what another prompt or tool result leads to, run it against a model with --model <url>'))
   }
   for (const note of result.notes) out(c.dim(`note: ${note}`))
-  if (run.out) out(c.dim(`the re-run is kept in ${run.out} (turnchart show ${run.out} <session>)`))
+  if (run.out) out(c.dim(`the re-run is kept in ${run.out}: turnchart show ${run.out} ${rerun.sessionId}`))
 }
 
 /** A part on one line, the width of a column (its step shows on the step's start and finish). */

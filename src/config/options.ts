@@ -10,7 +10,7 @@ import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
 import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
 import type { RetryOptions } from '../policy/retry-delay'
-import type { DatabaseOption } from '../store/open-database'
+import type { DatabaseOption } from '../store/backends/database-option'
 import type { TelemetryOptions } from '../telemetry/telemetry'
 
 /** XState's clock interface (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */

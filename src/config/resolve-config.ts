@@ -26,7 +26,7 @@ export const knownOptions: ReadonlySet<string> = new Set([
  * checks). `redact.secrets` is checked here and kept out of the result.
  *
  * @example
- * resolveConfig({ model }) // { retry: { maxAttempts: 8, ... }, ... }
+ * resolveConfig({ model }) // { retry: { maxAttempts: 5, ... }, ... }
  */
 export function resolveConfig(options: EngineOptions): ResolvedConfig {
   if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', options, 'an object')

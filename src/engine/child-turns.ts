@@ -73,6 +73,10 @@ export function childTurns(deps: ChildTurnDeps): (parent: ParentTurn) => TurnChi
 async function runChild(deps: ChildTurnDeps, parent: ParentTurn, call: ChildTurnCall): Promise<ChildTurnResult> {
   const { store } = deps.turns()
   if (call.signal.aborted) throw call.signal.reason
+  // Looked up first: a resumed call finds the child it started before the crash and waits for it.
+  // The fallback in the catch below is for a race only (another engine storing the call's child
+  // after this lookup); without this lookup every resumed call would start a doomed child first
+  // (test/crash/run-tree-kill.test.ts counts the starts).
   const existing = await store.turns.childOfCall(parent.turnId, call.callId)
   const sessionId = existing?.sessionId ?? childSessionId(parent.turnId, call.callId)
   if (!existing) await ensureChildSession(store, sessionId, parent.sessionId)

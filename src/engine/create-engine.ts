@@ -20,6 +20,7 @@ import { childTurns } from './child-turns'
 import type { TurnDeps } from '../turn/run-turn'
 import type { RunningTurn } from '../turn/turn-handle'
 import { engineControl } from './control-calls'
+import { backupCalls } from './backup-call'
 import { engineCalls } from './engine-calls'
 import type { Engine } from './engine'
 import { createEngineServices } from './engine-services'
@@ -124,6 +125,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     notifications: opened.notifications && feeds ? engineNotifications(opened.notifications, feeds.rows) : undefined,
     ...sessionCalls({ config, store, history, requireOpen, call }),
     ...turnLogCalls({ store, requireOpen, call }),
+    ...backupCalls({ opened, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
     subscribe(listener) {

@@ -93,6 +93,10 @@ interface Evidence {
 export function classifyError(error: unknown, redactor: Redactor = redactSecrets): ClassifiedError {
   const classified = classify(error, redactor)
   // The record is stored and published: no credential leaves, whatever the provider echoed.
+  // The turn log redacts what it writes as well, and the error classes' records redact known key
+  // shapes; this redaction stays because it runs the engine's redactor (its configured keys)
+  // over every record, the plainly built ones too, before the chart, the hooks and the bus see
+  // it (test/policy/classify-error.test.ts, "carries no configured key").
   return { ...classified, error: redactor.value(classified.error) }
 }
 

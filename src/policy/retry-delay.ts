@@ -22,9 +22,15 @@ export interface RetryOptions {
   jitter: number
 }
 
+/**
+ * A provider that fails every attempt without saying when to come back (a plain 500) fails the
+ * turn after 1 + 2 + 4 + 8 = 15 s of waiting (5 attempts): long enough to ride out a blip, short
+ * enough that a user waiting on a broken provider hears about it. A provider that says how long
+ * to wait (`retry-after`, a 429) is waited for, up to `maxHeaderDelayMs` each time.
+ */
 export const defaultRetryOptions: RetryOptions = Object.freeze({
-  maxAttempts: 8,
-  initialDelayMs: 2000,
+  maxAttempts: 5,
+  initialDelayMs: 1000,
   backoffFactor: 2,
   maxDelayMs: 30000,
   maxHeaderDelayMs: 60000,
@@ -44,7 +50,7 @@ export type RetryPlan =
  * @example
  * planRetry({ attempt: 1, headers: { 'retry-after': '3' }, waitedMs: 0, options: defaultRetryOptions })
  * // { action: 'retry', delayMs: 3000, source: 'retry-after' }
- * planRetry({ attempt: 8, headers: {}, waitedMs: 0, options: defaultRetryOptions })
+ * planRetry({ attempt: 5, headers: {}, waitedMs: 0, options: defaultRetryOptions })
  * // { action: 'give-up', reason: 'max-attempts' }
  */
 export function planRetry(input: {
@@ -113,7 +119,7 @@ export function retryDelayFromHeaders(
  * capped at maxDelayMs, minus up to `jitter` of it at random, rounded to whole ms.
  *
  * @example
- * backoffDelay(3, { ...defaultRetryOptions, jitter: 0 }) // 8000
+ * backoffDelay(3, { ...defaultRetryOptions, jitter: 0 }) // 4000
  */
 export function backoffDelay(attempt: number, options: RetryOptions, random: () => number = Math.random): number {
   const exponent = Math.max(0, attempt - 1)

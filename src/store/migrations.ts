@@ -4,28 +4,20 @@
  * outside a transaction (a failure leaves half a schema) and its lock is a no-op there.
  */
 import { sql, type Kysely } from 'kysely'
-import { createNotifyTriggers } from './postgres/notify-triggers'
+import type { SqlDialect } from './backend'
 import type { TurnchartDatabase } from './schema'
 
 export interface Migration {
   name: string
-  /** Runs inside the migration transaction; `dialect` for the few types that differ. */
-  up(db: Kysely<any>, dialect: 'sqlite' | 'postgres'): Promise<void>
-}
-
-/**
- * The column type of ids: on PostgreSQL with the "C" collation, so that ordering and `>=` on
- * ids compare bytes (ids sort by creation time) whatever the database's locale.
- */
-function idType(dialect: 'sqlite' | 'postgres') {
-  return dialect === 'postgres' ? sql`text collate "C"` : ('text' as const)
+  /** Runs inside the migration transaction; `dialect` for the few types and statements that differ (backend.ts). */
+  up(db: Kysely<any>, dialect: SqlDialect): Promise<void>
 }
 
 export const migrations: Migration[] = [
   {
     name: '0001_initial',
     async up(db, dialect) {
-      const id = idType(dialect)
+      const id = dialect.idType
       await db.schema
         .createTable('turnchart_sessions')
         .addColumn('id', id, (c) => c.primaryKey())
@@ -111,7 +103,7 @@ export const migrations: Migration[] = [
     // Approve, deny and abort from any engine: stored here, applied by the engine running the turn.
     name: '0005_control_requests',
     async up(db, dialect) {
-      const id = idType(dialect)
+      const id = dialect.idType
       await db.schema
         .createTable('turnchart_controls')
         .addColumn('id', id, (c) => c.primaryKey())
@@ -131,7 +123,7 @@ export const migrations: Migration[] = [
     // model, tools and settings) and its usage totals (kept when reverted messages are deleted).
     name: '0006_conversation',
     async up(db, dialect) {
-      const id = idType(dialect)
+      const id = dialect.idType
       // Prompts waiting for their session to be idle (`whenBusy: 'enqueue'`); the id is the turn's to be.
       await db.schema
         .createTable('turnchart_queue')
@@ -178,10 +170,10 @@ export const migrations: Migration[] = [
   {
     // PostgreSQL pushes what other engines wait for (LISTEN/NOTIFY): triggers that notify in the
     // writing transaction, and the sessions watched from elsewhere (postgres/notify-triggers.ts).
-    // SQLite has no notifications: its engines poll, and nothing is created there.
+    // A dialect without notifications (SQLite) creates nothing: its engines poll.
     name: '0010_postgres_notifications',
     async up(db, dialect) {
-      if (dialect === 'postgres') await createNotifyTriggers(db)
+      await dialect.createNotifyTriggers?.(db)
     },
   },
   {
@@ -190,7 +182,7 @@ export const migrations: Migration[] = [
     // call resumed after a crash find its child rather than start a second), and its tree's root.
     name: '0011_run_trees',
     async up(db, dialect) {
-      const id = idType(dialect)
+      const id = dialect.idType
       await db.schema.alterTable('turnchart_sessions').addColumn('parent_id', id).execute()
       await db.schema.createIndex('turnchart_sessions_parent').on('turnchart_sessions').columns(['parent_id', 'id']).where(sql.ref('parent_id'), 'is not', null).execute()
       await db.schema.alterTable('turnchart_turns').addColumn('parent_turn_id', id).execute()
@@ -208,44 +200,14 @@ export const migrations: Migration[] = [
 ]
 
 /**
- * The schema turnchart's tables are created in on PostgreSQL: the first schema of the
- * connection's `search_path` (set by `?schema=` on a URL, `options=-c search_path=...`, or the
- * caller's own connection settings). When that schema does not exist yet, `current_schema()`
- * is null and the name is read from `search_path` so the migration can create it.
- */
-async function creationSchema(db: Kysely<any>): Promise<{ name: string; exists: boolean }> {
-  const { rows } = await sql<{ current: string | null; path: string; user: string }>`
-    select current_schema() as current, current_setting('search_path') as path, current_user as user`.execute(db)
-  const row = rows[0]
-  if (row.current) return { name: row.current, exists: true }
-  const first = splitSearchPath(row.path)[0]
-  if (!first) throw new Error('turnchart migrations: the PostgreSQL search_path names no schema to create the tables in')
-  return { name: first === '$user' ? row.user : first, exists: false }
-}
-
-/** `a, "B c", $user` → ['a', 'B c', '$user'] (quoted names keep their case, others fold). */
-export function splitSearchPath(path: string): string[] {
-  const names: string[] = []
-  const pattern = /\s*(?:"((?:[^"]|"")*)"|([^,\s]+))\s*(?:,|$)/gy
-  let match: RegExpExecArray | null
-  while (pattern.lastIndex < path.length && (match = pattern.exec(path)) !== null) {
-    if (match[1] !== undefined) names.push(match[1].replace(/""/g, '"'))
-    else names.push(match[2].toLowerCase())
-  }
-  return names
-}
-
-/**
- * Applies the migrations not yet applied, all in one transaction. On SQLite the transaction
- * is `BEGIN IMMEDIATE` on one connection, so two processes opening a new file migrate once.
- * On PostgreSQL it is an ordinary transaction holding `pg_advisory_xact_lock` keyed by the
- * target schema, so two processes starting together migrate once; the schema (first of
- * `search_path`) is created if missing.
+ * Applies the migrations not yet applied, all in one transaction that the dialect makes
+ * exclusive across processes (`SqlDialect.migrateExclusively`: two processes opening a new
+ * database migrate once).
  *
  * @example
- * await migrate(db) // idempotent
+ * await migrate(opened.db, opened.sql) // idempotent
  */
-export async function migrate(db: Kysely<TurnchartDatabase>, dialect: 'sqlite' | 'postgres' = 'sqlite'): Promise<string[]> {
+export async function migrate(db: Kysely<TurnchartDatabase>, dialect: SqlDialect): Promise<string[]> {
   const applyAll = async (conn: Kysely<TurnchartDatabase>): Promise<string[]> => {
     await conn.schema
       .createTable('turnchart_migrations')
@@ -263,27 +225,8 @@ export async function migrate(db: Kysely<TurnchartDatabase>, dialect: 'sqlite' |
     }
     return applied
   }
-  if (dialect === 'postgres') {
-    return db.transaction().execute(async (trx) => {
-      const schema = await creationSchema(trx)
-      // One migrator at a time per schema, across processes; released at commit.
-      await sql`select pg_advisory_xact_lock(hashtext(${'turnchart_migrations:' + schema.name}))`.execute(trx)
-      if (!schema.exists) await sql`create schema if not exists ${sql.id(schema.name)}`.execute(trx)
-      return applyAll(trx)
-    })
-  }
   if (await allApplied(db)) return [] // no write lock when there is nothing to do
-  return db.connection().execute(async (conn) => {
-    await sql`begin immediate`.execute(conn)
-    try {
-      const applied = await applyAll(conn)
-      await sql`commit`.execute(conn)
-      return applied
-    } catch (error) {
-      await sql`rollback`.execute(conn)
-      throw error
-    }
-  })
+  return dialect.migrateExclusively(db, applyAll)
 }
 
 /** True when the migration table exists and lists every migration (a read, no lock). */

@@ -3,9 +3,10 @@
  * messages and parts, turns, transitions, queued prompts, control requests). The runner,
  * recovery, control, the queue and the conversation calls talk only to this interface.
  *
- * Implementations: Kysely on SQLite and PostgreSQL (`kysely-store.ts`, one code path for both),
- * and `MemoryStore` (`memory/`, no database). One conformance suite
- * (test/store/conformance) holds every implementation to the same behaviour.
+ * Implementations: Kysely on SQLite and PostgreSQL (`kysely/`, one code path for every SQL
+ * backend), `MemoryStore` (`memory/`, no database), and any third party's store given as the
+ * `database` option (docs/stores.md). One conformance suite (`storeConformance` of
+ * `turnchart/testing`) holds every implementation to the same behaviour.
  *
  * Rules every implementation keeps:
  * - `transaction(fn)` runs `fn` against a store bound to one transaction: its writes commit
@@ -236,10 +237,12 @@ export interface Store {
 /** A store an engine opened, with the way to close what it opened. */
 export interface OpenedStore {
   store: Store
-  /** `sqlite`, `postgres` or `memory`. */
-  dialect: 'sqlite' | 'postgres' | 'memory'
+  /** The name of the backend that opened it: `sqlite`, `node:sqlite`, `postgres`, `memory`, or `store` (a store of the caller's). */
+  dialect: string
   /** PostgreSQL: the schema turnchart's tables are in (its notifications' channel is named after it). */
   schema?: () => Promise<string>
+  /** Capability: an online backup of the whole database into the new file `to` (SQLite); absent when the backend has none. */
+  backup?(to: string): Promise<void>
   /** Closes the connection when turnchart opened it; a caller's Kysely instance or store stays open. */
   close(): Promise<void>
 }

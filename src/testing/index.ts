@@ -10,3 +10,4 @@ export { readCassette, type Cassette, type CassetteCall, type RequestSummary } f
 export type { CassetteError } from './cassette-json'
 export { comparableParts, firstDifference, type ComparablePart } from './comparable-parts'
 export { RecordingDivergedError, CassetteFormatError } from '../core/errors'
+export { storeConformance, type StoreConformanceCase, type StoreInitializer } from './store-conformance'

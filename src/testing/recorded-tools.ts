@@ -1,7 +1,8 @@
 /**
  * Tools that answer with the results a stored turn recorded instead of running: each call gets
- * the recorded result of the same call (by its id; for a model that calls them with other ids,
- * the first unused one of the same tool and input), a recorded error as the same error. Calls
+ * the recorded result of the same tool and input (the same call id first, else the first unused
+ * one), a recorded error as the same error; a call with an input the recording never called the
+ * tool with gets `NoRecordedResultError`, never another input's result. Calls
  * the recording decided on (approved or denied) ask for approval again, so the decision can be
  * replayed.
  */
@@ -32,10 +33,12 @@ export function recordedTools(recording: RecordedTurn, decided: ReadonlySet<stri
   const calls = recording.own.flatMap((m) => m.parts).filter((p): p is ToolPart => p.type === 'tool' && (p.state.status === 'completed' || p.state.status === 'error'))
   const used = new Set<ToolPart>()
   const names = recording.options?.tools ?? [...new Set(calls.map((c) => c.tool))]
+  // A result answers a call of the same tool with the same input only: another model may reuse
+  // a call id (`call_1`) for another input, whose recorded result would be a lie.
   const find = (name: string, callId: string, input: unknown) => {
-    const same = calls.find((c) => !used.has(c) && c.callId === callId && c.tool === name)
     const key = canonicalJson(input)
-    return same ?? calls.find((c) => !used.has(c) && c.tool === name && canonicalJson(c.state.input) === key)
+    const answers = (c: ToolPart) => !used.has(c) && c.tool === name && canonicalJson(c.state.input) === key
+    return calls.find((c) => c.callId === callId && answers(c)) ?? calls.find(answers)
   }
   return Object.fromEntries(
     names.map((name) => [

@@ -46,6 +46,8 @@ export interface RerunOptions {
 /** One side of the comparison: a turn, its outcome, its states and the parts it produced. */
 export interface RerunSide {
   turnId: string
+  /** The session the turn ran in (the re-run's is the original's id, in the scratch database). */
+  sessionId: string
   outcome: TurnOutcome | null
   error: SerializedError | null
   states: string[]
@@ -83,6 +85,9 @@ export async function rerunTurn(source: RecordingSource, turnId: string, options
   const recording = await readRecordedTurn(source, turnId)
   const prompt = recording.own.find((m) => m.info.role === 'user')
   if (!prompt) throw new InvalidArgumentError('turnId', turnId, 'a turn whose prompt is stored')
+  if (recording.turn.outcome && recording.transitions.length === 0) {
+    throw new InvalidArgumentError('turnId', turnId, 'a turn whose transition log is stored (this one was pruned: its model calls cannot be replayed)')
+  }
   const settings = rerunSettings(recording, recording.transitions, await readInput(source, turnId))
   const againstRecording = options.model === undefined
   // Where the recording was cut off (an abort, a crash), the re-run is aborted too.
@@ -132,6 +137,7 @@ export async function rerunTurn(source: RecordingSource, turnId: string, options
     const messages = (await engine.messages(recording.turn.sessionId)).filter((m) => m.info.turnId === turn.id)
     const rerun: RerunSide = {
       turnId: turn.id,
+      sessionId: recording.turn.sessionId,
       outcome: result.outcome,
       error: result.error ? result.error.toJSON() : null,
       states: (await engine.transitions(turn.id)).map((t) => t.to),
@@ -139,6 +145,7 @@ export async function rerunTurn(source: RecordingSource, turnId: string, options
     }
     const original: RerunSide = {
       turnId: recording.turn.id,
+      sessionId: recording.turn.sessionId,
       outcome: recording.turn.outcome,
       error: recording.turn.error,
       states: recording.transitions.map((t) => t.to),

@@ -117,7 +117,7 @@ export class PartWriter {
    * The fence runs first unless `more` fences the write itself (`fencedByMore`).
    *
    * @example
-   * await writer.commit((tx) => tx.transitions.append(row))
+   * await writer.commit((tx) => writeLogRows(tx, fence, rows, state))
    */
   async commit(more?: (tx: Store) => Promise<void>, options: { fencedByMore?: boolean } = {}): Promise<void> {
     const { messages, parts } = this.takeDirty()

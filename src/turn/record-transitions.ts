@@ -7,11 +7,18 @@
  * no model request, tool run or summary starts before the row that entered its state is in the
  * database. Events are published after the commit.
  *
+ * A state tagged `effect-free` (the step gate: it decides, and calls nothing outside the turn)
+ * needs no commit of its own before it acts: the row that enters it is held and written in the
+ * transaction of the next row (the one that leaves it), so such a state adds rows but no commit.
+ * A crash while it is held leaves the log at the last committed row, where recovery resumes as
+ * if the held state had not been entered. Before the first model call the held rows ride in the
+ * prompt's transaction (`writeAhead` waits for the row that leaves the effect-free state).
+ *
  * A failed write fails the turn: nothing but the final row is written after it, and that row
  * leaves the last committed state (`<committed> --turn.fail--> failed`), so the log always
  * replays. A write that finds the turn owned by another engine stops the turn here at once.
  */
-import type { AnyEventObject, SnapshotFrom } from 'xstate'
+import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
 import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnContext } from '../../machines/turn.types'
 import type { Bus } from '../core/bus'
@@ -22,6 +29,7 @@ import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, Tran
 import type { NotRunReason } from '../tools/tool-part'
 import { closeOpenWork } from './close-open-work'
 import { deferred } from '../core/deferred'
+import { retryAtOf, writeLogRows } from './turn-log/log-rows'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -73,6 +81,16 @@ export interface RecorderOptions {
 /** A queued write that was dropped because the turn failed or stopped before it ran. */
 class Skipped {}
 
+/** A transition recorded and not written yet (its row is numbered when written). */
+interface PendingRow {
+  event: AnyEventObject
+  to: string
+  context: TurnContext
+}
+
+/** The tag of the chart's states that act on nothing outside the turn: their rows ride with the next row's commit. */
+export const effectFreeTag = 'effect-free'
+
 export class TransitionRecorder {
   readonly #options: RecorderOptions
   readonly #failed = deferred<SerializedError>()
@@ -98,10 +116,14 @@ export class TransitionRecorder {
   /** Another engine owns the turn: nothing more is written, queued writes are dropped. */
   #lost = false
   #final = false
-  /** True while `writeAhead` sends the turn's first event: the row it makes is written in the prompt's transaction. */
+  /** True while `writeAhead` sends the turn's first event: the rows it makes are written in the prompt's transaction. */
   #aheadOpen = false
-  /** That row, from `record` until it is published; `done` settles when its transaction did. */
-  #ahead: { event: AnyEventObject; row: TransitionRecord; context: TurnContext; done: ReturnType<typeof deferred<void>> } | null = null
+  /** Settles when the first rows are known: the first row that is not held was recorded (or none will be). */
+  #aheadClosed = deferred<void>()
+  /** Those rows, from `record` until they are published; `done` settles when their transaction did. */
+  #ahead: { pending: PendingRow[]; rows: TransitionRecord[]; context: TurnContext; done: ReturnType<typeof deferred<void>> } | null = null
+  /** Rows into effect-free states, held until the next row: written in its transaction. */
+  #held: PendingRow[] = []
   /** The write of that row failed inside the prompt's transaction (see `aheadAlone`). */
   #aheadWriteFailed = false
 
@@ -145,6 +167,8 @@ export class TransitionRecorder {
   /** No more rows from this recorder (the turn leaves this engine at close); writes already queued still run. */
   detach(): void {
     this.#detached = true
+    this.#held = []
+    this.#aheadClosed.resolve()
   }
 
   /** A write outside a transition (a part flush) failed: fail the turn, as a failed row does. */
@@ -166,17 +190,16 @@ export class TransitionRecorder {
     this.#aheadOpen = true
     try {
       send()
+      // The first state is effect-free (the step gate): its verdict, the next row, is written here too.
+      if (this.#held.length > 0) await this.#aheadClosed.promise
     } finally {
       this.#aheadOpen = false
     }
     const ahead = this.#ahead
     if (!ahead) return
-    const { row, context } = ahead
-    const { turnId, fence } = this.#options
-    const retryAt = retryWaitStates.has(row.to) ? row.time + context.retryDelayMs : null
+    const { rows, context } = ahead
     try {
-      await tx.turns.update(turnId, { state: row.to, outcome: null, step: context.step, attempt: context.attempt, retryAt, error: null }, row.time, fence)
-      await tx.transitions.append(row)
+      await writeRows(tx, this.#options, rows, context, null)
     } catch (error) {
       this.#aheadWriteFailed = true
       throw error
@@ -198,7 +221,7 @@ export class TransitionRecorder {
     if (!ahead) return
     this.#ahead = null
     this.#aheadWriteFailed = false
-    this.#queue(ahead.event, ahead.row.to, ahead.context, false, false)
+    this.#queue(ahead.pending, false, false)
     void this.#tail.then(() => ahead.done.resolve())
   }
 
@@ -206,7 +229,8 @@ export class TransitionRecorder {
   aheadCommitted(): void {
     const ahead = this.#ahead
     if (!ahead) return
-    this.#committed = { state: ahead.row.to, seq: ahead.row.seq }
+    const last = ahead.rows.at(-1)!
+    this.#committed = { state: last.to, seq: last.seq }
     ahead.done.resolve()
   }
 
@@ -224,7 +248,7 @@ export class TransitionRecorder {
     const ahead = this.#ahead
     if (!ahead) return
     this.#ahead = null
-    this.#publish(ahead.row, ahead.context, null)
+    this.#publish(ahead.rows, ahead.context, null)
   }
 
   /**
@@ -232,7 +256,7 @@ export class TransitionRecorder {
    * whose state and context did not change writes nothing.
    *
    * @example
-   * createActor(recordedMachine(machine, recorder)) // every transition of the root actor is recorded
+   * createActor(turnChart, { inspect: transitionsTo(recorder) }) // every transition of the root actor is recorded
    */
   record(event: AnyEventObject, snapshot: TurnSnapshot): void {
     if (this.#final || this.#detached || this.#lost) return
@@ -247,61 +271,80 @@ export class TransitionRecorder {
     this.#previousContext = snapshot.context
     this.#previous = to
     const final = finalStates.has(to)
+    const row: PendingRow = { event, to, context: snapshot.context }
+    // A state that acts on nothing outside the turn: its row waits for the next one's transaction.
+    if (!final && !stopped && snapshot.hasTag(effectFreeTag)) {
+      this.#held.push(row)
+      return
+    }
+    const pending = [...this.#held.splice(0), row]
     if (this.#aheadOpen && !final && this.#committed.seq === 0 && !this.#ahead) {
-      // The first row, written by `writeAhead` in the prompt's transaction; the actors wait for its commit.
-      const row: TransitionRecord = { turnId: this.#options.turnId, seq: 1, from: this.#committed.state, event: event.type, to, payload: this.#options.scope.config.redactor.value(eventPayload(event)), time: Date.now() }
+      // The first rows, written by `writeAhead` in the prompt's transaction; the actors wait for its commit.
       const done = deferred<void>()
-      this.#ahead = { event, row, context: snapshot.context, done }
+      this.#ahead = { pending, rows: this.#rowsOf(pending, Date.now(), []), context: snapshot.context, done }
       this.#tail = done.promise
+      this.#aheadClosed.resolve()
       return
     }
     if (final) this.#final = true
-    this.#queue(event, to, snapshot.context, stopped, final)
+    this.#queue(pending, stopped, final)
+    this.#aheadClosed.resolve()
   }
 
-  /** Queues the write of a transition; `#tail` settles when it did, its events follow its commit. */
-  #queue(event: AnyEventObject, to: string, context: TurnContext, stopped: boolean, final: boolean): void {
-    const write = this.#options.scope.queue.run(() => this.#write(event, to, context, stopped))
+  /** The log rows of `pending`, numbered after the last committed row; the last one names the parts touched. */
+  #rowsOf(pending: PendingRow[], time: number, parts: string[]): TransitionRecord[] {
+    let { state: from, seq } = this.#committed
+    return pending.map(({ event, to }, i) => {
+      const row: TransitionRecord = {
+        turnId: this.#options.turnId,
+        seq: ++seq,
+        from,
+        event: event.type,
+        to,
+        // Control data, but a step's error rides in it: no credential goes into the log.
+        payload: this.#options.scope.config.redactor.value(eventPayload(event)),
+        time,
+        ...(parts.length && i === pending.length - 1 ? { parts } : {}),
+      }
+      from = to
+      return row
+    })
+  }
+
+  /** Queues the write of transitions (held rows, then the one recorded); `#tail` settles when it did, its events follow its commit. */
+  #queue(pending: PendingRow[], stopped: boolean, final: boolean): void {
+    const last = pending.at(-1)!
+    const write = this.#options.scope.queue.run(() => this.#write(pending, stopped))
     this.#tail = write.then(
       () => undefined,
       () => undefined,
     )
     write.then(
-      (written) => this.#publish(written.row, context, written.error),
+      (written) => this.#publish(written.rows, last.context, written.error),
       (cause) => {
         if (cause instanceof Skipped) return
         if (TurnOwnershipLostError.isInstance(cause)) return this.#lose(cause)
-        if (final) return this.#endedUnwritten(new StorageError(`recording the transition to ${to}`, cause).toJSON())
+        if (final) return this.#endedUnwritten(new StorageError(`recording the transition to ${last.to}`, cause).toJSON())
         this.#reportFailure()
       },
     )
   }
 
-  /** The queued write of one transition; runs after every earlier write of the turn. */
-  async #write(event: AnyEventObject, to: string, context: TurnContext, stopped: boolean): Promise<{ row: TransitionRecord; error: SerializedError | null }> {
+  /** The queued write of transitions, in one transaction; runs after every earlier write of the turn. */
+  async #write(pending: PendingRow[], stopped: boolean): Promise<{ rows: TransitionRecord[]; error: SerializedError | null }> {
+    const { to, context } = pending.at(-1)!
     const final = finalStates.has(to)
     if (this.#lost) throw new Skipped() // nothing more is written
     if (this.#failure && !final) throw new Skipped() // after a failed write, only the final row
-    const now = Date.now()
-    const parts = this.#options.scope.writer.takeTouched()
-    const row: TransitionRecord = {
-      turnId: this.#options.turnId,
-      seq: this.#committed.seq + 1,
-      from: this.#committed.state,
-      event: event.type,
-      to,
-      // Control data, but a step's error rides in it: no credential goes into the log.
-      payload: this.#options.scope.config.redactor.value(eventPayload(event)),
-      time: now,
-      ...(parts.length ? { parts } : {}),
-    }
+    const rows = this.#rowsOf(pending, Date.now(), this.#options.scope.writer.takeTouched())
+    const row = rows.at(-1)!
     if (this.#failure) return this.#writeFailed(row, context, this.#failure)
     // Last net before the rows and events: the engine's secrets removed from whatever error got here
     // (a replaced errorClassifier included).
     const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : this.#options.scope.config.redactor.value(context.error)
     try {
-      await this.#commit(row, context, final ? error : null)
-      return { row, error: final ? error : null }
+      await this.#commit(rows, context, final ? error : null)
+      return { rows, error: final ? error : null }
     } catch (cause) {
       if (TurnOwnershipLostError.isInstance(cause)) throw cause
       // Set before the write settles, so that `committed()` already sees it.
@@ -313,11 +356,12 @@ export class TransitionRecorder {
   }
 
   /** The final row of a failed turn: it leaves the last committed state, so the log replays. */
-  async #writeFailed(row: TransitionRecord, context: TurnContext, error: SerializedError): Promise<{ row: TransitionRecord; error: SerializedError }> {
+  async #writeFailed(row: TransitionRecord, context: TurnContext, error: SerializedError): Promise<{ rows: TransitionRecord[]; error: SerializedError }> {
     if (!this.#failsFrom(this.#committed.state)) throw new Error(`no failure row from '${this.#committed.state}'`)
-    const failed: TransitionRecord = { ...row, event: 'turn.fail', payload: { error }, to: 'failed' }
-    await this.#commit(failed, context, error)
-    return { row: failed, error }
+    // (held rows before it are dropped: the failure leaves the last committed state)
+    const failed: TransitionRecord = { ...row, seq: this.#committed.seq + 1, from: this.#committed.state, event: 'turn.fail', payload: { error }, to: 'failed' }
+    await this.#commit([failed], context, error)
+    return { rows: [failed], error }
   }
 
   /** States whose `turn.fail` the chart takes (an interrupted turn is left for recovery instead). */
@@ -325,23 +369,15 @@ export class TransitionRecorder {
     return state !== 'interrupted' && !finalStates.has(state)
   }
 
-  async #commit(row: TransitionRecord, context: TurnContext, error: SerializedError | null): Promise<void> {
-    const { scope, turnId, fence } = this.#options
-    const final = finalStates.has(row.to)
-    const outcome = final ? (row.to as TurnOutcome) : null
-    if (final) closeTurn(scope, outcome!, error, row.time)
-    const retryAt = retryWaitStates.has(row.to) ? row.time + context.retryDelayMs : null
-    await scope.writer.commit(
-      async (tx) => {
-        // The fenced update first: a turn another engine took over (and logged further) fails
-        // here as lost, not on the seq it already wrote.
-        const update = { state: row.to, outcome, step: context.step, attempt: context.attempt, retryAt, error: final ? error : null }
-        await tx.turns.update(turnId, update, row.time, fence)
-        await tx.transitions.append(row)
-      },
-      { fencedByMore: true },
-    )
-    this.#committed = { state: row.to, seq: row.seq }
+  async #commit(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+    const { scope } = this.#options
+    const last = rows.at(-1)!
+    const final = finalStates.has(last.to)
+    if (final) closeTurn(scope, last.to as TurnOutcome, error, last.time)
+    // The fenced update first: a turn another engine took over (and logged further) fails
+    // here as lost, not on the seq it already wrote.
+    await scope.writer.commit((tx) => writeRows(tx, this.#options, rows, context, final ? error : null), { fencedByMore: true })
+    this.#committed = { state: last.to, seq: last.seq }
   }
 
   /** Another engine owns the turn (a lease renewal found it so): stop, writing nothing more. */
@@ -357,6 +393,8 @@ export class TransitionRecorder {
   #lose(error: TurnOwnershipLostError): void {
     if (this.#lost) return
     this.#lost = true
+    this.#held = []
+    this.#aheadClosed.resolve()
     this.#lostTo.resolve(error)
   }
 
@@ -369,10 +407,11 @@ export class TransitionRecorder {
     this.#ended.resolve({ turnId, sessionId, outcome: 'failed', error })
   }
 
-  /** After the commit: the transition, the status, and at the end the error and the result. */
-  #publish(row: TransitionRecord, context: TurnContext, error: SerializedError | null): void {
+  /** After the commit: the transitions, the status, and at the end the error and the result. */
+  #publish(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): void {
     const { bus, scope, turnId, sessionId } = this.#options
-    bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
+    for (const row of rows) bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
+    const row = rows.at(-1)!
     if (!finalStates.has(row.to)) {
       const status: SessionStatus =
         retryWaitStates.has(row.to)
@@ -389,29 +428,28 @@ export class TransitionRecorder {
 }
 
 /**
- * The turn's chart, telling `recorder` of each of its own snapshots and the event that made it
- * (the root actor's: its children, the step, tools and compaction, are not recorded). Not an
- * inspection observer: with one attached, XState builds an inspection event for every event,
- * action, microstep and snapshot of every actor of the turn; it builds none unless the app
- * attaches its own inspector. Each transition is recorded before the new state's actors start
- * (they wait for its row: `committed()`).
+ * The inspector that tells `recorder` of each snapshot of the turn's own actor and the event
+ * that made it (the root actor's: its children, the step, tools and compaction, are not
+ * recorded), through XState's documented interception point: an `@xstate.snapshot` inspection
+ * event carries both (https://stately.ai/docs/inspection). XState reports a snapshot after it
+ * started the entered state's actors, in the same synchronous call; each of them waits for the
+ * state's row (`committed()` yields once before reading the queue), so none acts before its
+ * row is recorded and written.
  *
  * @example
- * const actor = createActor(recordedMachine(turnMachine.provide({ actors }), recorder), { input })
+ * const actor = createActor(turnChart, { input, inspect: transitionsTo(recorder) }) // every transition of the root actor is recorded
  */
-export function recordedMachine(machine: TurnMachine, recorder: Pick<TransitionRecorder, 'record'>): TurnMachine {
-  const logic = Object.create(machine) as TurnMachine
-  logic.getInitialSnapshot = (scope, input) => {
-    const snapshot = machine.getInitialSnapshot(scope, input)
-    recorder.record({ type: 'xstate.init' }, snapshot)
-    return snapshot
+export function transitionsTo(recorder: Pick<TransitionRecorder, 'record'>): (event: InspectionEvent) => void {
+  return (inspection) => {
+    if (inspection.type !== '@xstate.snapshot' || inspection.actorRef.sessionId !== inspection.rootId) return
+    recorder.record(inspection.event, inspection.snapshot as TurnSnapshot)
   }
-  logic.transition = (snapshot, event, scope) => {
-    const next = machine.transition(snapshot, event, scope)
-    recorder.record(event, next)
-    return next
-  }
-  return logic
+}
+
+/** Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's owner. */
+function writeRows(tx: TransitionTx, options: Pick<RecorderOptions, 'fence'>, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+  const last = rows.at(-1)!
+  return writeLogRows(tx, options.fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs), error })
 }
 
 /** Publishes the calls of a turn in `awaiting-approval` (on entry, and again when another engine resumes the wait). */

@@ -15,7 +15,7 @@ import type { Store } from '../store/store'
 import type { ChildTurnRunner } from '../tools/child-turns'
 import { RunTree } from './run-tree/run-tree'
 import type { RunTrees } from './run-tree/run-trees'
-import { recordedMachine, TransitionRecorder } from './record-transitions'
+import { TransitionRecorder, transitionsTo } from './record-transitions'
 import { bindTurn, turnChart } from './turn-actors'
 import { TurnHandle, type RunningTurn, type UIMessageStreamOfTurn } from './turn-handle'
 import type { FirstRow, TurnScope } from './turn-scope'
@@ -104,13 +104,20 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const tree = start.tree ?? new RunTree({ rootTurnId: scope.turnId, startedAt: Date.now(), budget: () => (scope.ready ? scope.config.budget : undefined) })
   deps.trees?.join(tree)
   const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => recorder.leaving, publish: (event) => scope.events.publish(event) })
-  const machine = recordedMachine(turnChart, recorder)
-  const actor = createActor(machine, {
+  const record = transitionsTo(recorder)
+  const appInspector = deps.inspect ? tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) : undefined
+  const actor = createActor(turnChart, {
     input: start.input,
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
     ...(deps.clock ? { clock: deps.clock } : {}),
-    // (given at creation: the inspector must see the root actor's own `@xstate.actor` event)
-    ...(deps.inspect ? { inspect: tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) } : {}),
+    // The log hears each transition here; the app's inspector (given at creation: it must see
+    // the root actor's own `@xstate.actor` event) after it.
+    inspect: appInspector
+      ? (event) => {
+          record(event)
+          appInspector(event)
+        }
+      : record,
   })
   if (deps.inspect) tree.inspection.add(scope.turnId, tree.inspection.actorOf(actor, scope.parentTurnId))
   bindTurn(actor, { scope, tree, ...(children ? { children } : {}) }, recorder)

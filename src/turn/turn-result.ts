@@ -5,6 +5,7 @@
 import { emptyTurnUsage, usageOfMessages } from '../core/usage'
 import type { TurnScope } from './turn-scope'
 import type { MessageWithParts, TurnUsage } from '../core/types'
+import { writeUsage } from './turn-log/log-rows'
 
 /**
  * The text parts of the last step of the turn's last assistant message (the final answer of
@@ -39,7 +40,7 @@ export async function recordTurnResult(scope: TurnScope): Promise<{ usage: TurnU
   // earlier ones too), as stored by now; no read of them back.
   const usage = usageOfMessages(scope.turnId, scope.messages.map((m) => m.info))
   try {
-    await scope.queue.run(() => scope.store.turns.setUsage(scope.turnId, usage))
+    await scope.queue.run(() => writeUsage(scope.store, scope.turnId, usage))
     return { usage, text }
   } catch {
     return { usage: emptyTurnUsage(scope.turnId), text }

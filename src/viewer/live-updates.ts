@@ -8,7 +8,7 @@
  * what that page last received.
  */
 import type http from 'node:http'
-import type { ReadOnlyStore } from '../store/read-only-store'
+import type { ReadOnlyStore } from '../store/backends/read-only-store'
 import { sessionPage } from './page-views'
 import { summarizeSessions } from './read-views'
 import type { LiveEvents } from './wire'

@@ -11,7 +11,7 @@ import http from 'node:http'
 import type net from 'node:net'
 import path from 'node:path'
 import { isLoopbackHost } from '../core/loopback'
-import { openReadOnlyStore, type ReadOnlyStore } from '../store/read-only-store'
+import { openReadOnlyStore, type ReadOnlyStore } from '../store/backends/read-only-store'
 import { createLiveUpdates } from './live-updates'
 import { sessionPage } from './page-views'
 import { replayTurn, summarizeSessions } from './read-views'
@@ -77,7 +77,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     throw error
   }
   const policy = contentSecurityPolicy(page)
-  const live = createLiveUpdates(store, { pollMs: options.pollMs ?? (store.dialect === 'postgres' ? 250 : 100) })
+  const live = createLiveUpdates(store, { pollMs: options.pollMs ?? store.pollMs })
   const routes: Array<[RegExp, (match: RegExpExecArray) => Promise<unknown>]> = [
     [/^\/api\/sessions$/, () => store.read(summarizeSessions)],
     [/^\/api\/sessions\/([\w-]+)$/, (m) => store.read((s) => sessionPage(s, m[1]))],

@@ -73,17 +73,14 @@ interface Recorded {
 
 /** Runs the turn the walks follow and records a stack at each capture point. */
 async function recordWalks(): Promise<Recorded> {
+  const names: Capture[] = ['subscriber', 'partRow', 'classifier', 'retryRow', 'retriedFetch']
   const captures: Recorded['captures'] = {}
-  const captured = new Map<Capture, () => void>()
-  const all = Promise.all(
-    (['subscriber', 'partRow', 'classifier', 'retryRow', 'retriedFetch'] as const).map(
-      (name) => new Promise<void>((resolve) => captured.set(name, resolve)),
-    ),
-  )
+  let allCaptured: () => void = () => undefined
+  const all = new Promise<void>((resolve) => (allCaptured = resolve))
   const capture = (name: Capture) => {
     if (captures[name]) return
     captures[name] = captureSegments()
-    captured.get(name)!()
+    if (names.every((each) => captures[each])) allCaptured()
   }
 
   const restoreTimers = traceTimers()
@@ -137,7 +134,14 @@ async function recordWalks(): Promise<Recorded> {
     server.push({ type: 'stream', chunks: [{ text: deltaText }], end: 'hang' })
     const session = await engine.createSession()
     const turn = engine.prompt(session.id, 'walk')
-    await all
+    // A path the code no longer takes (no 429 retried, no interval flush) says which point was not reached.
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      all,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the turn did not reach: ${names.filter((each) => !captures[each]).join(', ')}`)), 15_000)
+      }),
+    ]).finally(() => clearTimeout(timer))
     const parts = (await engine.messages(session.id)).flatMap((message) => message.parts)
     turn.abort()
     await turn.done

@@ -12,12 +12,11 @@ import path from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { startChatExample, type ChatExample } from '../../examples/chat/server'
 import { examplePrompts, storyText } from '../../examples/chat/script'
+import { chromiumBinary, testNeeding } from '../support/requires'
 
-const executablePath = '/usr/bin/chromium'
-const present = fs.existsSync(executablePath)
-if (!present) console.log(`browser test skipped: ${executablePath} is missing (.ci/run installs Debian's chromium)`)
-// In CI the browser must be there: a missing one fails instead of skipping.
-const browserTest = present || process.env.CI ? test : test.skip
+const binary = chromiumBinary()
+const { executablePath } = binary
+const browserTest = testNeeding(binary)
 const outDir = path.join(__dirname, 'out')
 
 let app: ChatExample

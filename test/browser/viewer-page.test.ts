@@ -6,7 +6,8 @@
  * of every edge, the numbered path against the turn's logged transitions, every visit of a
  * revisited state, a turn another engine runs moving on in the page while it watches (its
  * retry countdown ticking), no horizontal scroll from 360 px to wide screens, errors as pages,
- * and the keys. The screenshots in docs/images/ are taken here, so they stay current.
+ * and the keys. The docs' screenshots are taken here too, into a temporary folder: `npm run
+ * docs:images` runs this file with TURNCHART_DOCS_IMAGES=docs/images to refresh docs/images/.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
@@ -15,18 +16,18 @@ import path from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { createEngine, type Engine, type TransitionRecord } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { openReadOnlyStore } from '../../src/store/read-only-store'
+import { openReadOnlyStore } from '../../src/store/backends/read-only-store'
 import { runCli } from '../cli/run-cli'
 import { cliArgs } from '../support/compiled'
 import { modelFor } from '../support/harness'
+import { chromiumBinary, testNeeding } from '../support/requires'
 
-const executablePath = '/usr/bin/chromium'
-const present = fs.existsSync(executablePath)
-if (!present) console.log(`viewer browser test skipped: ${executablePath} is missing (.ci/run installs Debian's chromium)`)
-// In CI the browser must be there: a missing one fails instead of skipping.
-const browserTest = present || process.env.CI ? test : test.skip
+const binary = chromiumBinary()
+const { executablePath } = binary
+const browserTest = testNeeding(binary)
 const root = path.resolve(__dirname, '../..')
-const images = path.join(root, 'docs/images')
+/** Where the screenshots go: a temporary folder, or docs/images for `npm run docs:images`. */
+let images: string
 
 jest.setTimeout(120_000)
 
@@ -46,8 +47,9 @@ interface LoggedTurn {
 let demo: { session: string; turns: LoggedTurn[] }
 
 beforeAll(async () => {
-  if (!present) return
+  if (!binary.available) return
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-viewer-'))
+  images = process.env.TURNCHART_DOCS_IMAGES ? path.resolve(root, process.env.TURNCHART_DOCS_IMAGES) : path.join(work, 'images')
   demoDb = path.join(work, 'demo.db')
   const made = await runCli(['demo', '--db', demoDb], {}, 60_000)
   expect(made.code).toBe(0)

@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { startScriptedServer } from '../../src/testing'
+import { dropSchemas, freshSchemaName, pgBaseUrl, postgresAnswers, withParams } from '../support/harness'
 import { runCli } from './run-cli'
 
 let dir: string
@@ -115,5 +116,26 @@ test('with TURNCHART_BASE_URL the same agent runs against that endpoint', async 
     expect(server.requests[0].body.tools[0].function.name).toBe('list')
   } finally {
     await server.close()
+  }
+}, 60_000)
+
+test('demo --db <postgres:// URL> stores the demo in that database, read back by sessions', async () => {
+  if (!(await postgresAnswers())) {
+    console.log(`demo on PostgreSQL skipped: no PostgreSQL answers at ${pgBaseUrl} (set TURNCHART_PG_URL)`)
+    return
+  }
+  const schema = freshSchemaName()
+  const database = withParams(pgBaseUrl, { schema })
+  try {
+    const demo = await runCli(['demo', '--db', database])
+    expect(demo.stderr).toBe('')
+    expect(demo.code).toBe(0)
+    expect(demo.stdout).toContain(`database: ${database}\n`)
+    expect(demo.stdout).toContain(`npx turnchart sessions '${database}'`)
+    const sessions = await runCli(['sessions', database])
+    expect(sessions.code).toBe(0)
+    expect(sessions.stdout).toContain('4 turns (completed, completed, completed, aborted)  turnchart demo')
+  } finally {
+    await dropSchemas(schema)
   }
 }, 60_000)

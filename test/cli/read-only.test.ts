@@ -11,9 +11,10 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { cliArgs, forkNode } from '../support/compiled'
 import { createEngine, type Store } from '../../src'
-import { runCli as runCliInProcess, usage } from '../../src/cli/main'
+import { runCli as runCliInProcess, usageHint } from '../../src/cli/main'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
+import { itPostgres } from '../support/requires'
 import { runCli } from './run-cli'
 
 jest.setTimeout(90_000)
@@ -237,7 +238,7 @@ test('--json output of sessions, show and replay', async () => {
 test('missing arguments are named; --version prints the package version', async () => {
   const show = await cli('show', dbPath)
   expect(show.code).toBe(2)
-  expect(show.stderr).toBe(`turnchart: missing argument <session>\n\n${usage}`)
+  expect(show.stderr).toBe(`turnchart: missing argument <session>\n${usageHint('show')}`)
   expect((await cli('replay')).stderr).toContain('missing argument <db>')
   expect((await cli('prune', dbPath)).stderr).toContain('missing option --older-than <age>')
   const version = await cli('--version')
@@ -255,11 +256,7 @@ test('recover (a writing command) ends a dead process\'s turn as aborted; prune 
   expect((await cli('prune', dbPath, '--older-than', '0s')).stdout).toMatch(/^deleted [1-9]\d* transition rows/)
 })
 
-test('PostgreSQL URLs: read in read-only transactions; a schema without turnchart tables is refused', async () => {
-  if (!(await postgresAnswers())) {
-    console.log(`skipped: no PostgreSQL answers at ${pgBaseUrl}`)
-    return
-  }
+itPostgres('PostgreSQL URLs: read in read-only transactions; a schema without turnchart tables is refused', async () => {
   const schema = freshSchemaName()
   const empty = freshSchemaName()
   const url = withParams(pgBaseUrl, { schema })
@@ -277,7 +274,7 @@ test('PostgreSQL URLs: read in read-only transactions; a schema without turnchar
     expect(JSON.parse((await cli('replay', url, turn.id, '--json')).stdout).turn.outcome).toBe('completed')
 
     // The read-only store's transactions refuse writes on the server side.
-    const { openReadOnlyStore } = require('../../src/store/read-only-store')
+    const { openReadOnlyStore } = require('../../src/store/backends/read-only-store')
     const store = await openReadOnlyStore(url)
     await expect(store.read((s: Store) => s.sessions.insert({ id: 'ses_w', title: null, time: { created: 1, updated: 1 } }))).rejects.toThrow(/read-only transaction/)
     await store.close()

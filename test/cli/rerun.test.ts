@@ -164,3 +164,51 @@ test('bad arguments exit with status 2; an unknown turn with status 1', async ()
   expect(unknown.code).toBe(1)
   expect(unknown.stderr).toBe(`turnchart: no turn trn_missing in ${dbPath}\n`)
 })
+
+test('--model: a call with another input than the recorded one (under the recorded call id) gets no recorded result', async () => {
+  const other = await startScriptedServer()
+  try {
+    // The other model reuses the id `call_1` for add(5, 5): the recorded result of add(1, 2) is not its answer.
+    other.push({ type: 'stream', chunks: [{ tool: { name: 'add', input: { a: 5, b: 5 }, id: 'call_1' } }], usage: { input: 100, output: 10 } })
+    other.text('Done.', { usage: { input: 120, output: 4 } })
+    const { code, stdout } = await runCli(['rerun', dbPath, turnId, '--model', other.url, '--model-id', 'other-model', '--json'])
+    expect(code).toBe(0)
+    const result = JSON.parse(stdout)
+    const call = result.rerun.parts.find((p: { type: string }) => p.type === 'tool')
+    expect(call.state).toMatchObject({ status: 'error', input: { a: 5, b: 5 }, error: expect.stringContaining('no recorded result for add({"a":5,"b":5})') })
+    expect(JSON.stringify(other.requests[1].body.messages.at(-1))).not.toContain('"sum":3')
+  } finally {
+    await other.close()
+  }
+})
+
+test('--out: the new database is named with the session to show; a file that exists is refused by its flag', async () => {
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'rerun-out-'))
+  temporary.push(dir)
+  const out = path.join(dir, 'rerun.db')
+  const kept = await runCli(['rerun', dbPath, turnId, '--out', out])
+  expect(kept.code).toBe(0)
+  const sessionId = /turnchart show \S+ (ses_\w+)/.exec(kept.stdout)?.[1]
+  expect(kept.stdout).toContain(`the re-run is kept in ${out}: turnchart show ${out} ${sessionId}`)
+  const shown = await runCli(['show', out, sessionId!])
+  expect(shown).toMatchObject({ code: 0, stderr: '' })
+  expect(shown.stdout).toContain('The sums are 3 and 7.')
+  const again = await runCli(['rerun', dbPath, turnId, '--out', out])
+  expect(again).toMatchObject({ code: 1, stdout: '' })
+  expect(again.stderr).toBe(`turnchart: --out ${out} exists: name a file that does not exist yet (the re-run's database is created there)\n`)
+  const folder = await runCli(['rerun', dbPath, turnId, '--out', path.join(dir, 'missing', 'x.db')])
+  expect(folder.code).toBe(1)
+  expect(folder.stderr).toMatch(/^turnchart: invalid --out: expected a file path in an existing folder/)
+})
+
+test('a turn whose log was pruned: rerun says so, as show and replay do', async () => {
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'rerun-pruned-'))
+  temporary.push(dir)
+  const copy = path.join(dir, 'copy.db')
+  fs.copyFileSync(dbPath, copy)
+  if (fs.existsSync(`${dbPath}-wal`)) fs.copyFileSync(`${dbPath}-wal`, `${copy}-wal`)
+  expect((await runCli(['prune', copy, '--older-than', '0ms'])).code).toBe(0)
+  const run = await runCli(['rerun', copy, turnId])
+  expect(run).toMatchObject({ code: 1, stdout: '' })
+  expect(run.stderr).toMatch(new RegExp(`^turnchart: the transition log of turn ${turnId} was pruned \\(turnchart prune\\): its model calls cannot be re-run; its messages and parts remain: turnchart show ${copy} ses_`))
+})

@@ -9,7 +9,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createEngine, type Engine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams, postgresAnswers } from '../support/harness'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
+import { testOn } from '../support/requires'
 import { forkChild, type TestChild } from '../support/child-process'
 
 jest.setTimeout(60_000)
@@ -64,8 +65,7 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
     return { turnId: entered.turnId!, sessionId: entered.sessionId! }
   }
 
-  test('approve from the other engine: the tool runs once in the engine running the turn', async () => {
-    if (dialect === 'postgres' && !(await postgresAnswers())) return console.log('skipped: no PostgreSQL')
+  testOn(dialect)('approve from the other engine: the tool runs once in the engine running the turn', async () => {
     const { turnId, sessionId } = await waiting()
     const started = Date.now()
     await other!.approve(turnId, 'call_deploy')
@@ -78,8 +78,7 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
     await expect(other!.approve(turnId, 'call_deploy')).rejects.toMatchObject({ name: 'ApprovalNotPendingError' })
   })
 
-  test('deny from the other engine: the tool does not run and the model sees the denial', async () => {
-    if (dialect === 'postgres' && !(await postgresAnswers())) return console.log('skipped: no PostgreSQL')
+  testOn(dialect)('deny from the other engine: the tool does not run and the model sees the denial', async () => {
     const { turnId, sessionId } = await waiting()
     await other!.deny(turnId, 'call_deploy', 'not on a Friday')
     expect((await child!.waitFor((m) => m.type === 'done')).outcome).toBe('completed')
@@ -89,8 +88,7 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
     expect(JSON.stringify(server.requests.at(-1)!.body)).toContain('not on a Friday')
   })
 
-  test('abort from the other engine: the turn ends aborted in the engine running it', async () => {
-    if (dialect === 'postgres' && !(await postgresAnswers())) return console.log('skipped: no PostgreSQL')
+  testOn(dialect)('abort from the other engine: the turn ends aborted in the engine running it', async () => {
     const { turnId, sessionId } = await waiting()
     const started = Date.now()
     await other!.abort(sessionId)

@@ -4,34 +4,17 @@
  * session ever had two turns running at once (checked from the transition log's times).
  */
 import { type ChildProcess } from 'node:child_process'
-import net from 'node:net'
 import path from 'node:path'
 import { forkNode } from '../support/compiled'
 import { Client } from 'pg'
 import { createEngine, type Engine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, withParams } from '../support/harness'
+import { itPostgres } from '../support/requires'
 
 jest.setTimeout(120_000)
 
-function answers(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url)
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: hostname, port: Number(port || 5432) })
-    socket.setTimeout(500, () => (socket.destroy(), resolve(false)))
-    socket.once('connect', () => (socket.destroy(), resolve(true)))
-    socket.once('error', () => resolve(false))
-  })
-}
-
-let available = false
-beforeAll(async () => {
-  available = Boolean(process.env.TURNCHART_PG_URL) || (await answers(pgBaseUrl))
-  if (!available) console.log('turnchart: multi-process PostgreSQL test skipped: TURNCHART_PG_URL unset and no server on 127.0.0.1:5432')
-})
-
-test('3 workers, 60 turns over 20 sessions, one worker killed: every turn completes exactly once', async () => {
-  if (!available) return
+itPostgres('3 workers, 60 turns over 20 sessions, one worker killed: every turn completes exactly once', async () => {
   const schema = freshSchemaName()
   const database = withParams(pgBaseUrl, { schema })
   const server: ScriptedServer = await startScriptedServer()

@@ -7,7 +7,7 @@
  */
 import type { MessageInfo, MessageWithParts, Part, ToolPart } from '../../src/core/types'
 import { toModelMessages, TurnModelMessages } from '../../src/llm/model-messages'
-import { message, session } from '../store/conformance/fixtures'
+import { message, session } from '../../src/testing/store-conformance/fixtures'
 
 const s = session()
 let n = 0

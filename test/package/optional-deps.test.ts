@@ -4,10 +4,13 @@
  * @ai-sdk/openai-compatible (an optional peer). What is missing is simulated at the loader,
  * since this repository has both installed.
  */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { createEngine, InvalidOptionError } from '../../src'
 import type { DemoProvider } from '../../src/cli/demo'
-import { sqliteLoader } from '../../src/store/open-database'
+import { sqliteLoader } from '../../src/store/sqlite/open-sqlite'
 
 // Checked by `npm run typecheck`: the provider fits the type the demo declares for it (its
 // published types do not name the optional peer).
@@ -25,6 +28,8 @@ test('without better-sqlite3, a SQLite database is an InvalidOptionError that sa
     expect(InvalidOptionError.isInstance(error)).toBe(true)
     expect(error).toMatchObject({ option: 'database' })
     expect((error as Error).message).toContain('npm install better-sqlite3')
+    // The default database is SQLite too: the message names the store that needs nothing native.
+    expect((error as Error).message).toContain("the default database, ':memory:', is SQLite too: for one in memory with nothing native, pass `database: new MemoryStore()`")
   } finally {
     sqliteLoader.load = load
   }
@@ -39,4 +44,32 @@ test('without @ai-sdk/openai-compatible, the demo says what to install', () => {
     expect(() => loadDemoProvider()).toThrow('the demo needs the optional peer dependency @ai-sdk/openai-compatible: npm install @ai-sdk/openai-compatible@^2')
     jest.dontMock('@ai-sdk/openai-compatible')
   })
+})
+
+test('better-sqlite3 built for another Node.js (its native module loads at the first connection): an InvalidOptionError with the rebuild command', async () => {
+  const load = sqliteLoader.load
+  // What Node throws when better-sqlite3 loads a better_sqlite3.node compiled for Node 22 (ABI 127) under another Node.
+  const abiMismatch = Object.assign(
+    new Error(
+      "The module '/app/node_modules/better-sqlite3/build/Release/better_sqlite3.node'\nwas compiled against a different Node.js version using\nNODE_MODULE_VERSION 127. This version of Node.js requires\n" +
+        `NODE_MODULE_VERSION ${process.versions.modules}. Please try re-compiling or re-installing\nthe module (for instance, using \`npm rebuild\` or \`npm install\`).`,
+    ),
+    { code: 'ERR_DLOPEN_FAILED' },
+  )
+  sqliteLoader.load = () =>
+    class {
+      constructor() {
+        throw abiMismatch
+      }
+    } as never
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-abi-'))
+  try {
+    const error = await createEngine({ database: path.join(dir, 'app.db'), model: { specificationVersion: 'v3', provider: 'test', modelId: 'test', doStream: async () => ({}) } as never }).catch((e: unknown) => e)
+    expect(InvalidOptionError.isInstance(error)).toBe(true)
+    expect(error).toMatchObject({ option: 'database' })
+    expect((error as Error).message).toContain(`better-sqlite3 built for this Node.js (${process.version}, NODE_MODULE_VERSION ${process.versions.modules}); it was built for another one (NODE_MODULE_VERSION 127): run \`npm rebuild better-sqlite3\``)
+  } finally {
+    sqliteLoader.load = load
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })

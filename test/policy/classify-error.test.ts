@@ -1,6 +1,7 @@
 import { APICallError } from 'ai'
 import { StreamIdleTimeoutError, MessageAbortedError } from '../../src/core/errors'
 import { classifyError, type ErrorKind } from '../../src/policy/classify-error'
+import { createRedactor } from '../../src/core/redact-secrets'
 
 const url = 'http://x/v1/chat/completions'
 
@@ -581,6 +582,22 @@ describe('classifyError: the stored record', () => {
         'x-request-id': 'req_123',
       })
     }
+  })
+
+  // classifyError redacts its own output with the redactor it is given (the engine's, which knows
+  // its configured keys): a key in a message the provider echoed or an error quoted is gone from
+  // the record, whatever the error classes' own redaction (known key shapes only) catches.
+  const key = 'gateway-token-7f3a9c2e'
+  it.each([
+    ['a provider error', () => apiError({ statusCode: 401, message: `Incorrect API key provided: ${key}` })],
+    ['an overflow (a record built plainly)', () => apiError({ statusCode: 413, message: `request too large for key ${key}` })],
+    ['a plain error', () => new Error(`fetch failed: the gateway refused ${key}`)],
+    ['a provider error object', () => ({ type: 'error', error: { type: 'invalid_request_error', message: `key ${key} is revoked` } })],
+    ['a string', () => `the key ${key} was refused`],
+  ])("%s: the record carries no configured key (classifyError's own redaction)", (_kind, make) => {
+    const stored = JSON.stringify(classifyError(make(), createRedactor([key])))
+    expect(stored).not.toContain(key)
+    expect(stored).toContain('[redacted]')
   })
 
   it('truncates the response body to 8 KB', () => {

@@ -8,7 +8,7 @@ import { defaultRetryOptions } from '../../src/policy/retry-delay'
 const apiError = (statusCode: number, responseBody: string, responseHeaders: Record<string, string> = {}) =>
   new APICallError({ message: `HTTP ${statusCode}`, url: 'http://127.0.0.1/v1/chat/completions', requestBodyValues: {}, statusCode, responseHeaders, responseBody })
 
-const policies = defaultFailurePolicies({ ...defaultRetryOptions, jitter: 0, maxAttempts: 3 })
+const policies = defaultFailurePolicies({ ...defaultRetryOptions, initialDelayMs: 2000, jitter: 0, maxAttempts: 3 })
 
 test.each([
   ['a 429 is retried after its retry-after', apiError(429, '{}', { 'retry-after': '2' }), 1, { kind: 'retry', delayMs: 2000 }],

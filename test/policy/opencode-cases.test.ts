@@ -14,7 +14,7 @@ import { classifyError } from '../../src/policy/classify-error'
 import { decideFailure, defaultFailurePolicies } from '../../src/policy/decide-failure'
 import { defaultRetryOptions, planRetry } from '../../src/policy/retry-delay'
 
-const noJitter = { ...defaultRetryOptions, jitter: 0 }
+const noJitter = { ...defaultRetryOptions, maxAttempts: 8, initialDelayMs: 2000, jitter: 0 }
 
 function apiError(statusCode: number | undefined, body: unknown, message = 'provider error'): APICallError {
   return new APICallError({

@@ -9,7 +9,9 @@ import {
   type RetryOptions,
 } from '../../src/policy/retry-delay'
 
-const noJitter: RetryOptions = { ...defaultRetryOptions, jitter: 0 }
+// The formula's tests start from 2 s over 8 attempts (the defaults start from 1 s over 5; their own test is below).
+const twoSeconds: RetryOptions = { ...defaultRetryOptions, maxAttempts: 8, initialDelayMs: 2000 }
+const noJitter: RetryOptions = { ...twoSeconds, jitter: 0 }
 const now = Date.parse('Wed, 21 Oct 2015 07:28:00 GMT')
 
 describe('retryDelayFromHeaders', () => {
@@ -54,11 +56,11 @@ describe('backoffDelay', () => {
     [0.5, 1900],
     [0.999999, 1800],
   ])('jitter 0.1 with random() = %p gives %p ms at attempt 1', (r, expected) => {
-    expect(backoffDelay(1, defaultRetryOptions, () => r)).toBe(expected)
+    expect(backoffDelay(1, twoSeconds, () => r)).toBe(expected)
   })
 
   it('jittered delays stay within [delay × (1 − jitter), delay]', () => {
-    const options = { ...defaultRetryOptions, jitter: 0.5 }
+    const options = { ...twoSeconds, jitter: 0.5 }
     for (let i = 0; i < 200; i++) {
       const delay = backoffDelay(3, options)
       expect(delay).toBeGreaterThanOrEqual(4000)
@@ -67,8 +69,8 @@ describe('backoffDelay', () => {
   })
 
   it('clamps a random source outside [0, 1)', () => {
-    expect(backoffDelay(1, defaultRetryOptions, () => 7)).toBe(1800)
-    expect(backoffDelay(1, defaultRetryOptions, () => -1)).toBe(2000)
+    expect(backoffDelay(1, twoSeconds, () => 7)).toBe(1800)
+    expect(backoffDelay(1, twoSeconds, () => -1)).toBe(2000)
   })
 })
 
@@ -91,7 +93,7 @@ describe('planRetry', () => {
 
   it('uses retry-after seconds and HTTP dates, without jitter', () => {
     const random = () => 0.9
-    expect(planRetry({ ...base, options: defaultRetryOptions, random, attempt: 1, headers: { 'retry-after': '5' } })).toEqual({
+    expect(planRetry({ ...base, options: twoSeconds, random, attempt: 1, headers: { 'retry-after': '5' } })).toEqual({
       action: 'retry',
       delayMs: 5000,
       source: 'retry-after',
@@ -159,8 +161,9 @@ describe('planRetry', () => {
       attempt++
     }
     expect(plans.at(-1)).toEqual({ action: 'give-up', reason: 'max-attempts' })
-    expect(plans).toHaveLength(8)
-    expect(waited).toBe(2000 + 4000 + 8000 + 16000 + 30000 + 30000 + 30000)
+    expect(plans).toHaveLength(5)
+    // A plain 500 every time: 15 s of waiting with the defaults, then RetriesExhaustedError.
+    expect(waited).toBe(1000 + 2000 + 4000 + 8000)
   })
 })
 
@@ -180,7 +183,7 @@ describe('validateRetryOptions', () => {
   it('does not share state with the defaults', () => {
     const options = validateRetryOptions({})
     options.maxAttempts = 99
-    expect(defaultRetryOptions.maxAttempts).toBe(8)
+    expect(defaultRetryOptions.maxAttempts).toBe(5)
   })
 
   const invalid: Array<[unknown, string, string]> = [

@@ -21,7 +21,8 @@ import { collectUIChunks, comparableChunks } from '../support/ui-chunks'
 const root = path.resolve(__dirname, '../..')
 const fixtures = path.resolve(root, '../shared/peer-fixtures/vercel-ai')
 const available = fs.existsSync(fixtures)
-if (!available) console.log(`turnchart: the peer-fixture cassette tests are skipped: ${fixtures} is absent`)
+// On stderr, not console.log: jest prints no console output of a file whose tests were all skipped.
+if (!available) process.stderr.write(`turnchart: the peer-fixture cassette tests are skipped: ${fixtures} is absent\n`)
 
 /** Each recorded stream as the SSE body a provider sent: `.chunks.txt` (one JSON chunk a line), `.sse`, and the inline cases. */
 function streams(): Array<[string, string]> {

@@ -173,3 +173,24 @@ test('a user errorClassifier and retryPolicy are honoured end to end', async () 
     { attempt: 2, waitedMs: 3 },
   ])
 })
+
+test('with the default retry options a provider answering a plain 500 forever fails the turn after 15 s of waiting; the message names the status', async () => {
+  const clock = new SimulatedClock()
+  h = await createHarness({ clock, retry: { jitter: 0 } })
+  for (let i = 0; i < 6; i++) h.server.error(500, { error: { message: 'internal server error' } })
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'x')
+  const delays: number[] = []
+  for (let attempt = 1; attempt <= 4; attempt++) {
+    await h.waitForEvent((e) => e.type === 'session.status' && e.status.type === 'retry' && e.status.attempt === attempt)
+    const delay = turn.actor.getSnapshot().context.retryDelayMs ?? 0
+    delays.push(delay)
+    clock.increment(delay)
+  }
+  const result = await turn.done
+  expect(delays).toEqual([1000, 2000, 4000, 8000])
+  expect(h.server.calls).toBe(5)
+  expect(result.outcome).toBe('failed')
+  expect(result.error).toMatchObject({ name: 'RetriesExhaustedError', reason: 'max-attempts', attempts: 5 })
+  expect(result.error!.message).toMatch(/^retries exhausted after 5 attempts; last error \(HTTP 500\): /)
+})

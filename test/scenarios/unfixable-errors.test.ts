@@ -23,7 +23,7 @@ test.each([
   ['an unknown scheme', 'ftp://127.0.0.1/v1', /^unknown scheme: fetch only speaks http: and https:/],
   ['an invalid URL', 'http://127.0.0.1:99999/v1', /^invalid URL: the model's request URL cannot be parsed/],
 ])("%s fails the turn at its first attempt, saying why", async (_name, baseURL, message) => {
-  // The default retry policy (8 attempts, seconds of backoff): a retried failure would time the test out.
+  // The default retry policy (5 attempts, 15 s of backoff): a retried failure would time the test out.
   h = await createHarness({ model: model(baseURL), retry: {} })
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'hi')

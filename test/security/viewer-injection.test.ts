@@ -12,11 +12,11 @@ import { chromium, type BrowserContext } from 'playwright-core'
 import { z } from 'zod'
 import { startViewer, type Viewer } from '../../src/viewer/viewer-server'
 import { createHarness, type Harness } from '../support/harness'
+import { chromiumBinary, testNeeding } from '../support/requires'
 
-const executablePath = '/usr/bin/chromium'
-const present = fs.existsSync(executablePath)
-if (!present) console.log(`viewer injection test skipped: ${executablePath} is missing (.ci/run installs Debian's chromium)`)
-const browserTest = present || process.env.CI ? test : test.skip
+const binary = chromiumBinary()
+const { executablePath } = binary
+const browserTest = testNeeding(binary)
 
 let h: Harness | undefined
 let viewer: Viewer | undefined

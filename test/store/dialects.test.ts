@@ -8,11 +8,21 @@
 import { Kysely, PostgresDialect, type LogEvent } from 'kysely'
 import { Client, Pool } from 'pg'
 import { createEngine, InvalidOptionError } from '../../src'
-import { migrate, migrations, splitSearchPath } from '../../src/store/migrations'
-import { openDatabase, pgLoader } from '../../src/store/open-database'
+import { isOpenedDatabase } from '../../src/store/backend'
+import { openDatabase } from '../../src/store/backends/open-database'
+import { migrate, migrations } from '../../src/store/migrations'
+import { pgLoader } from '../../src/store/postgres/open-postgres'
+import { splitSearchPath } from '../../src/store/postgres/postgres-dialect'
 import type { TurnchartDatabase } from '../../src/store/schema'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshDatabase, freshSchemaName, modelFor, pgBaseUrl, postgresOnly, testDialect, withParams } from '../support/harness'
+
+/** A SQL database opened by its backend, with the backend's name. */
+function openSql(database: string) {
+  const { backend, opened } = openDatabase(database)
+  if (!isOpenedDatabase(opened)) throw new Error(`${database} opened no SQL database`)
+  return { ...opened, backend: backend.name }
+}
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -32,11 +42,11 @@ async function pgClient(schema: string): Promise<Client> {
 test(`migrate applies every migration once on ${testDialect}`, async () => {
   const fresh = freshDatabase()
   cleanups.push(() => fresh.drop())
-  const opened = openDatabase(fresh.database)
+  const opened = openSql(fresh.database)
   cleanups.push(() => opened.close())
-  expect(opened.dialect).toBe(testDialect)
-  expect(await migrate(opened.db, opened.dialect)).toEqual(migrations.map((m) => m.name))
-  expect(await migrate(opened.db, opened.dialect)).toEqual([])
+  expect(opened.backend).toBe(testDialect)
+  expect(await migrate(opened.db, opened.sql)).toEqual(migrations.map((m) => m.name))
+  expect(await migrate(opened.db, opened.sql)).toEqual([])
 })
 
 test("without pg installed, a PostgreSQL URL fails naming the database option and 'npm install pg'", () => {
@@ -86,9 +96,9 @@ describe('PostgreSQL', () => {
     const schema = freshSchemaName()
     cleanups.push(() => dropSchemas(schema))
     const url = withParams(pgBaseUrl, { schema })
-    const opened = [openDatabase(url), openDatabase(url), openDatabase(url)]
+    const opened = [openSql(url), openSql(url), openSql(url)]
     cleanups.push(() => Promise.all(opened.map((o) => o.close())))
-    const applied = await Promise.all(opened.map((o) => migrate(o.db, o.dialect)))
+    const applied = await Promise.all(opened.map((o) => migrate(o.db, o.sql)))
     expect(applied.map((a) => a.length).sort()).toEqual([0, 0, migrations.length])
     const engines = await Promise.all([1, 2, 3].map(() => createEngine({ database: url, model: modelFor(server) })))
     await Promise.all(engines.map((e) => e.close()))

@@ -9,7 +9,7 @@ import { createEngine, MemoryStore, type Engine, type Store } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { recordEvents } from '../support/event-log'
 import { modelFor } from '../support/harness'
-import { session } from './conformance/fixtures'
+import { session } from '../../src/testing/store-conformance/fixtures'
 
 let server: ScriptedServer
 const engines: Engine[] = []

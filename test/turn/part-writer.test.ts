@@ -8,7 +8,7 @@ import { MemoryStore } from '../../src/store/memory/memory-store'
 import type { Store } from '../../src/store/store'
 import { PartWriter } from '../../src/turn/part-writer'
 import { WriteQueue } from '../../src/turn/write-queue'
-import { message, session, textPart } from '../store/conformance/fixtures'
+import { message, session, textPart } from '../../src/testing/store-conformance/fixtures'
 
 const flushIntervalMs = 250
 

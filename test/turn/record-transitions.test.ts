@@ -3,14 +3,14 @@
  * with XState's pure `transition()`, a fake writer whose transactions commit all or nothing
  * (a test holds or fails them), and a bus that records what was published. No database.
  */
-import { initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
+import { createMachine, initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
 import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
 import { TurnOwnershipLostError } from '../../src/core/errors'
 import type { TurnchartEvent } from '../../src/core/bus'
 import type { TurnUpdate } from '../../src/store/store'
 import { WriteQueue } from '../../src/turn/write-queue'
-import { TransitionRecorder, type RecorderScope, type TransitionTx, type TurnEnd } from '../../src/turn/record-transitions'
+import { effectFreeTag, TransitionRecorder, type RecorderScope, type TransitionTx, type TurnEnd } from '../../src/turn/record-transitions'
 import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord } from '../../src/core/types'
 
 interface Deferred {
@@ -43,6 +43,8 @@ function fakeTurn() {
     /** Holds the next transaction until resolved. */
     hold: undefined as Deferred | undefined,
     sealed: false,
+    /** Transactions committed. */
+    commits: 0,
   }
   const scope: RecorderScope = {
     turnId: 'trn_1',
@@ -75,6 +77,7 @@ function fakeTurn() {
         await more(port)
         rows.push(...tx.rows)
         updates.push(...tx.updates)
+        control.commits++
       },
       changed: (part) => changed.push(part),
       message: (info) => messages.push(structuredClone(info)),
@@ -241,4 +244,82 @@ test('a write that finds the turn owned by another engine stops the recorder: no
   expect(lost).toEqual([expect.objectContaining({ name: 'TurnOwnershipLostError' })])
   expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
   expect(turn.published.some((e) => e.type === 'session.error')).toBe(false)
+})
+
+/** A chart with an effect-free state between two that act: `gate` decides, `work` calls out. */
+const gatedChart = createMachine({
+  id: 'gated',
+  initial: 'idle',
+  context: { step: 0, attempt: 1, retryDelayMs: 0, error: null },
+  states: {
+    idle: { on: { 'turn.start': 'gate', 'turn.fail': 'failed' } },
+    gate: { tags: [effectFreeTag], on: { 'gate.continue': 'work', 'gate.complete': 'completed', 'turn.fail': 'failed' } },
+    work: { on: { 'work.done': 'gate', 'turn.fail': 'failed' } },
+    completed: { type: 'final' },
+    failed: { type: 'final' },
+  },
+})
+
+function recordGated(turn: Turn) {
+  let snapshot = initialTransition(gatedChart)[0]
+  const recorder = new TransitionRecorder({ turnId: 'trn_1', sessionId: 'ses_1', scope: turn.scope, bus: { publish: (event) => turn.published.push(event) }, fence: { owner: 'me', epoch: 1 } })
+  const send = (event: AnyEventObject) => {
+    ;[snapshot] = transition(gatedChart, snapshot, event)
+    recorder.record(event, snapshot as unknown as SnapshotFrom<TurnMachine>)
+  }
+  void recorder.failed.then((error) => send({ type: 'turn.fail', error }))
+  recorder.record({ type: 'xstate.init' }, snapshot as unknown as SnapshotFrom<TurnMachine>)
+  return { recorder, send, ended: recorder.ended }
+}
+
+test('an effect-free state adds rows, not commits: its row is written in the transaction of the row that leaves it', async () => {
+  const turn = fakeTurn()
+  const { recorder, send, ended } = recordGated(turn)
+  send({ type: 'turn.start' })
+  // Held: nothing to wait for, nothing written.
+  expect(await recorder.committed()).toBe(true)
+  expect(turn.control.commits).toBe(0)
+  send({ type: 'gate.continue' })
+  expect(await recorder.committed()).toBe(true)
+  expect(turn.control.commits).toBe(1)
+  send({ type: 'work.done' })
+  send({ type: 'gate.complete' })
+  await ended
+  expect(turn.control.commits).toBe(2)
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> gate', '2 gate --gate.continue--> work', '3 work --work.done--> gate', '4 gate --gate.complete--> completed'])
+  // One state per commit on the turn row: the last row's.
+  expect(turn.updates.map((u) => u.state)).toEqual(['work', 'completed'])
+  // Every row is published, in order, after its commit.
+  expect(turn.published.filter((e) => e.type === 'turn.transition').map((e) => (e.type === 'turn.transition' ? e.seq : 0))).toEqual([1, 2, 3, 4])
+})
+
+test('a held row whose next write fails is dropped with it: the failure row leaves the last committed state', async () => {
+  const turn = fakeTurn()
+  const { recorder, send, ended } = recordGated(turn)
+  send({ type: 'turn.start' })
+  send({ type: 'gate.continue' })
+  await recorder.committed()
+  send({ type: 'work.done' })
+  turn.control.failTo = 'work'
+  send({ type: 'gate.continue' })
+  await ended
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> gate', '2 gate --gate.continue--> work', '3 work --turn.fail--> failed'])
+})
+
+test('before the first call, the held first rows are written inside the prompt transaction (writeAhead waits for the verdict)', async () => {
+  const turn = fakeTurn()
+  const { recorder, send } = recordGated(turn)
+  const written: TransitionRecord[] = []
+  const tx = { transitions: { append: async (row: TransitionRecord) => void written.push(row) }, turns: { update: async () => undefined } } as unknown as TransitionTx
+  const ahead = recorder.writeAhead(tx, () => send({ type: 'turn.start' }))
+  // The gate decides later (an async rule): the prompt's transaction waits for its row.
+  await Promise.resolve()
+  expect(written).toEqual([])
+  send({ type: 'gate.continue' })
+  await ahead
+  recorder.aheadCommitted()
+  recorder.aheadPublished()
+  expect(path(written)).toEqual(['1 idle --turn.start--> gate', '2 gate --gate.continue--> work'])
+  expect(turn.control.commits).toBe(0) // no commit of the recorder's own
+  expect(await recorder.committed()).toBe(true)
 })

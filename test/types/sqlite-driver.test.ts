@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3'
 import type { SqliteDriver } from '../../src/store/sqlite/sqlite-driver'
-import { sqliteLoader } from '../../src/store/open-database'
+import { sqliteLoader } from '../../src/store/sqlite/open-sqlite'
 
 // Checked by the compiler: better-sqlite3's own types are assignable to the declared driver.
 const driver: SqliteDriver = Database

@@ -19,7 +19,8 @@ import { startViewer, type Viewer } from '../../src/viewer/viewer-server'
 import type { SessionPage } from '../../src/viewer/wire'
 import { runCli } from '../cli/run-cli'
 import { cliArgs } from '../support/compiled'
-import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, postgresAnswers, tempDbPath, withParams } from '../support/harness'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
+import { itPostgres } from '../support/requires'
 import { readEvents } from './event-stream'
 
 jest.setTimeout(60_000)
@@ -185,11 +186,7 @@ test('a database that stops answering is said on the stream, and the stream goes
   }
 })
 
-test('on PostgreSQL the server notices another connection\'s commits too (its snapshot moves)', async () => {
-  if (!(await postgresAnswers())) {
-    console.log(`skipped: no PostgreSQL answers at ${pgBaseUrl}`)
-    return
-  }
+itPostgres('on PostgreSQL the server notices another connection\'s commits too (its snapshot moves)', async () => {
   const schema = freshSchemaName()
   const url = withParams(pgBaseUrl, { schema })
   const pgServer = await startScriptedServer()

@@ -4,7 +4,8 @@
  */
 import { InvalidOptionError } from '../../core/errors'
 import type { EngineOptions } from '../options'
-import { isPostgresUrl, redactUrl } from '../../store/open-database'
+import { listenedOn } from '../../store/backends/registry'
+import { redactUrl } from '../../store/redact-url'
 import { booleanOption, optionGroup, timerMs } from '../option-values'
 
 export function resolveDurability(options: EngineOptions): {
@@ -42,6 +43,6 @@ export function resolveDurability(options: EngineOptions): {
 function notificationsOption(value: EngineOptions['notifications']): boolean {
   if (value === undefined) return true
   if (typeof value === 'boolean') return value
-  if (typeof value === 'string' && isPostgresUrl(value)) return true
+  if (typeof value === 'string' && listenedOn(value)) return true
   throw new InvalidOptionError('notifications', typeof value === 'string' ? redactUrl(value) : value, 'true, false, or a postgres:// URL to listen on')
 }

@@ -59,7 +59,9 @@ function retriesExhaustedMessage(reason: RetriesExhaustedError['reason'], attemp
       : reason === 'max-total-wait'
         ? `retries exhausted: the total wait of the step would exceed retry.maxTotalWaitMs after ${attempts} attempts`
         : `the provider asked to wait longer than retry.maxHeaderDelayMs after ${attempts} attempts`
-  return `${why}; last error: ${last.message}`
+  // The status says what kind of failure it was (a 500, a 503, a 429) before its text does.
+  const status = typeof last.statusCode === 'number' ? ` (HTTP ${last.statusCode})` : ''
+  return `${why}; last error${status}: ${last.message}`
 }
 
 /** The model stream sent nothing for longer than `streamIdleTimeoutMs`. Retryable. */

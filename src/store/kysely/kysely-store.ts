@@ -4,7 +4,7 @@
  * them to a transaction.
  */
 import type { Kysely } from 'kysely'
-import type { GroupCommit } from '../sqlite/group-commit'
+import type { GroupCommitter } from '../backend'
 import type { TurnchartDatabase } from '../schema'
 import type { Store } from '../store'
 import { KyselyControls } from './controls'
@@ -25,12 +25,12 @@ export class KyselyStore implements Store {
 
   /**
    * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
-   * @param group on SQLite: transactions asked for together share one commit (sqlite/group-commit.ts).
+   * @param group the backend's group commit (SQLite): transactions asked for together share one commit.
    */
   constructor(
     private readonly db: Executor,
     private readonly verify?: () => void,
-    private readonly group?: GroupCommit<TurnchartDatabase>,
+    private readonly group?: GroupCommitter,
   ) {
     this.sessions = new KyselySessions(db)
     this.messages = new KyselyMessages(db)

@@ -15,37 +15,8 @@ import { NotificationListenerError } from '../../core/errors'
 import { notificationChannel, quoteIdentifier } from './notify-triggers'
 import { pgLoader } from './open-postgres'
 
-/** What the store pushed: one change, or that some may have been missed (a reconnect). */
-export type StoreChange =
-  /** A control request (approve, deny, abort) was stored for the turn. */
-  | { kind: 'control'; turnId: string }
-  /** The engine running a turn handled the control request. */
-  | { kind: 'handled'; controlId: string }
-  /** The session's rows changed: one of its turns ended, a queued prompt left its queue, or (watched) anything else. */
-  | { kind: 'session'; sessionId: string }
-  /** The connection was down: any change may have been missed, look once. */
-  | { kind: 'missed' }
-
-export interface StoreNotifications {
-  /** Calls `listener` with each change; returns the unsubscribe. A throwing listener is reported, never propagated. */
-  subscribe(listener: (change: StoreChange) => void): () => void
-  /**
-   * Asks every writer to notify each change of the session's rows (parts as they flush, each
-   * transition), not only its turns' ends, until the returned release is called. Refreshed
-   * while held; a holder that dies stops being counted within `watchTtlMs`.
-   */
-  watch(sessionId: string): () => void
-  /** Whether the connection listens now. */
-  readonly listening: boolean
-  /** The server process of the listening connection (diagnostics; tests end it with `pg_terminate_backend`). */
-  readonly backendPid: number | undefined
-  /** Settles with the first connection attempt: true when it listens, false when it failed (it retries on). */
-  readonly ready: Promise<boolean>
-  /** Resolves once listening (true), or false after `timeoutMs` or at close. */
-  whenListening(timeoutMs: number): Promise<boolean>
-  /** Ends the connection and every timer; subscribers hear nothing more. */
-  close(): Promise<void>
-}
+export type { StoreChange, StoreNotifications } from '../store-notifications'
+import type { StoreChange, StoreNotifications } from '../store-notifications'
 
 export interface ListenOptions {
   /** The pg connection string of the listening connection (turnchart's URL parameters already removed). */
@@ -81,19 +52,6 @@ interface PgClient {
   readonly connection?: { stream?: { unref?(): void; destroy?(): void } }
 }
 type PgClientClass = new (config: Record<string, unknown>) => PgClient
-
-/**
- * The schema turnchart's tables are in, as the store's connections see it (the channel is
- * named after it; notify-triggers.ts names it the same way at the migration).
- *
- * @example
- * const schema = await storeSchema(db)
- */
-export async function storeSchema(db: Kysely<any>): Promise<string> {
-  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)
-  if (!rows[0]?.schema) throw new Error('the PostgreSQL connection has no current schema (search_path names none that exists)')
-  return rows[0].schema
-}
 
 /**
  * Opens the listening connection (in the background: it retries until `close`).

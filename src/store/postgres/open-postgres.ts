@@ -5,7 +5,10 @@
  */
 import { Kysely, PostgresDialect } from 'kysely'
 import { InvalidOptionError } from '../../core/errors'
-import type { OpenedDatabase } from '../opened-database'
+import type { OpenedDatabase } from '../backend'
+import { redactUrl } from '../redact-url'
+import { postgresDialect } from './postgres-dialect'
+import { storeSchema } from './store-schema'
 import type { TurnchartDatabase } from '../schema'
 
 interface PgModule {
@@ -28,17 +31,6 @@ export const pgLoader = {
 
 export function isPostgresUrl(value: string): boolean {
   return /^postgres(ql)?:\/\//i.test(value)
-}
-
-/** The URL without its password, for messages (errors, the CLI's labels). */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password) parsed.password = '***'
-    return parsed.toString()
-  } catch {
-    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')
-  }
 }
 
 const schemaName = /^[a-z_][a-z0-9_]{0,62}$/
@@ -127,5 +119,5 @@ export function openPostgres(value: string, mode: { readOnly?: boolean; idleInTr
   // a restart) emits 'error' too; its pending or next query fails, and that failure is reported.
   pool.on('connect', (client) => client.on('error', () => {}))
   const db = new Kysely<TurnchartDatabase>({ dialect: new PostgresDialect({ pool: pool as never }) })
-  return { db, dialect: 'postgres', close: () => db.destroy() }
+  return { db, sql: postgresDialect, schema: () => storeSchema(db), close: () => db.destroy() }
 }

@@ -7,11 +7,13 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Kysely, SqliteDialect } from 'kysely'
 import { InvalidOptionError } from '../../core/errors'
-import { refuseAnotherAppsFile } from '../database-tables'
-import type { OpenedDatabase } from '../opened-database'
+import { refuseAnotherAppsFile } from './database-tables'
+import type { OpenedDatabase } from '../backend'
 import type { TurnchartDatabase } from '../schema'
+import { GroupCommit } from './group-commit'
 import { shareConnection } from './shared-connections'
-import type { SqliteDriver } from './sqlite-driver'
+import { sqliteDialect } from './sqlite-dialect'
+import type { SqliteConnection, SqliteDriver, SqliteOpenOptions } from './sqlite-driver'
 import { removeWalFilesOfReading, walFiles } from './wal-files'
 import { cachingStatements } from './statement-cache'
 
@@ -57,7 +59,7 @@ function refuseDirectory(value: string): void {
 
 function openSqliteConnection(value: string, options: SqliteOpenSettings): OpenedDatabase {
   const Database = loadSqliteDriver(value)
-  const handle = new Database(value)
+  const handle = newHandle(Database, value)
   // First (a setting of this connection, nothing written): what follows may wait for another's lock.
   handle.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
   if (value !== ':memory:' && !options.shared) {
@@ -75,7 +77,35 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
   handle.pragma('foreign_keys = ON')
   handle.pragma('synchronous = NORMAL')
   const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) })
-  return { db, dialect: 'sqlite', close: () => db.destroy(), ...(value === ':memory:' ? {} : { verify: fileGuard(value) }) }
+  const verify = value === ':memory:' ? undefined : fileGuard(value)
+  return {
+    db,
+    sql: sqliteDialect,
+    ...(verify ? { verify } : {}),
+    // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
+    groupCommit: () => new GroupCommit(db, verify),
+    backup: async (to) => void (await handle.backup(to)),
+    close: async () => {
+      if (value !== ':memory:') checkpointAtClose(handle)
+      await db.destroy()
+    },
+  }
+}
+
+/**
+ * Moves the WAL into the database file before the connection closes. SQLite does it by itself
+ * only when the last connection to the file closes: with a reader open (`turnchart view`), the
+ * committed rows would stay in `-wal` and a copy of the file alone would hold none of them.
+ * TRUNCATE copies every frame and empties the WAL; a reader that is only connected does not
+ * stop it, one inside a read transaction makes it wait up to busy_timeout and then give up
+ * (nothing is lost: the frames stay in the WAL for the next checkpoint).
+ */
+function checkpointAtClose(handle: SqliteConnection): void {
+  try {
+    handle.pragma('wal_checkpoint(TRUNCATE)')
+  } catch {
+    // A busy or read-only file: the WAL keeps the rows, as it did before.
+  }
 }
 
 /**
@@ -90,33 +120,62 @@ export function openSqliteReadOnly(value: string): OpenedDatabase {
   refuseDirectory(value)
   const Database = loadSqliteDriver(value)
   const before = walFiles(value)
-  const handle = new Database(value, { readonly: true, fileMustExist: true })
+  const handle = newHandle(Database, value, { readonly: true, fileMustExist: true })
   handle.pragma('busy_timeout = 5000')
   const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: handle }) })
   const close = async () => {
     await db.destroy()
     removeWalFilesOfReading(value, before, Database)
   }
-  return { db, dialect: 'sqlite', close }
+  return { db, sql: sqliteDialect, backup: async (to) => void (await handle.backup(to)), close }
 }
 
 /**
  * better-sqlite3 is an optional dependency (installed by default; a PostgreSQL-only app may
  * omit it, and a failed native build does not fail the app's install): missing, it is an
- * option error that says what to install.
+ * option error that says what to install (and, for `':memory:'`, that `MemoryStore` needs
+ * nothing native).
  */
 function loadSqliteDriver(value: string): SqliteDriver {
   try {
     return sqliteLoader.load()
   } catch (error) {
-    const code = (error as { code?: string }).code
-    if (code !== 'MODULE_NOT_FOUND' && !/bindings|better_sqlite3\.node/.test(String((error as Error).message))) throw error
-    throw new InvalidOptionError(
+    throw driverProblem(error, value) ?? error
+  }
+}
+
+/**
+ * A connection: better-sqlite3 loads its native module at the first `new Database`, so a
+ * module built for another Node.js fails here, not at `require`; that is an option error with
+ * the rebuild command, not a storage failure.
+ */
+function newHandle(Database: SqliteDriver, value: string, options?: SqliteOpenOptions): SqliteConnection {
+  try {
+    return new Database(value, options)
+  } catch (error) {
+    throw driverProblem(error, value) ?? error
+  }
+}
+
+/** What is wrong with the driver, said as what to do; undefined for any other error. */
+function driverProblem(error: unknown, value: string): InvalidOptionError | undefined {
+  const message = String((error as Error | undefined)?.message ?? error)
+  const built = /NODE_MODULE_VERSION (\d+)/.exec(message)
+  if (built || (error as { code?: string }).code === 'ERR_DLOPEN_FAILED') {
+    return new InvalidOptionError(
       'database',
       value,
-      'a SQLite path with the optional dependency `better-sqlite3` installed and built (run `npm install better-sqlite3`), or a postgres:// URL',
+      `a SQLite path with better-sqlite3 built for this Node.js (${process.version}, NODE_MODULE_VERSION ${process.versions.modules}); ` +
+        `it was built for another one${built ? ` (NODE_MODULE_VERSION ${built[1]})` : ''}: run \`npm rebuild better-sqlite3\` with this Node.js`,
     )
   }
+  if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND' && !/bindings|better_sqlite3\.node/.test(message)) return undefined
+  const inMemory = value === ':memory:' ? " (the default database, ':memory:', is SQLite too: for one in memory with nothing native, pass `database: new MemoryStore()`)" : ''
+  return new InvalidOptionError(
+    'database',
+    value,
+    `a SQLite path with the optional dependency \`better-sqlite3\` installed and built (run \`npm install better-sqlite3\`), or a postgres:// URL${inMemory}`,
+  )
 }
 
 /**

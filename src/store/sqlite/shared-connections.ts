@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import type { OpenedDatabase } from '../opened-database'
+import type { OpenedDatabase } from '../backend'
 
 interface Shared {
   opened: OpenedDatabase

@@ -17,6 +17,7 @@ import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type Tran
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-scope'
 import { closeOpenWork } from '../close-open-work'
+import { failUnreplayable, writeLogRows } from '../turn-log/log-rows'
 import type { Store, TurnFence } from '../../store/store'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
@@ -113,7 +114,7 @@ async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: Recovery
       assistant.info.time.completed ??= now
       await tx.messages.upsert(assistant.info)
     }
-    await tx.turns.update(record.id, { state: 'failed', outcome: 'failed', step: record.step, attempt: record.attempt, retryAt: null, error }, now, fence)
+    await failUnreplayable(tx, record, fence, error, now)
   })
   ports.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
 }
@@ -156,17 +157,9 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
     seq += 1
     await store.transaction(async (tx) => {
       await tx.messages.upsertParts(changed, now)
-      await tx.transitions.append({
-        turnId: record.id,
-        seq,
-        from: state,
-        event: 'turn.crashed',
-        to: 'interrupted',
-        payload: {},
-        time: now,
-        parts: changed.map((p) => p.id),
-      })
-      await tx.turns.update(record.id, { state: 'interrupted', step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null }, now, fence)
+      const row: TransitionRecord = { turnId: record.id, seq, from: state, event: 'turn.crashed', to: 'interrupted', payload: {}, time: now, parts: changed.map((p) => p.id) }
+      // (the wait's deadline is kept: the resumed wait ends there)
+      await writeLogRows(tx, fence, [row], { step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null })
     })
   } else if (state !== 'interrupted') {
     throw new Error(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)

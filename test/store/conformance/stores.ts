@@ -1,7 +1,9 @@
 /**
- * The conformance suite's stores, as LangGraph.js's checkpoint-validation does it: one
- * initializer per implementation of the contract (store.ts), and each aggregate's suite written
- * once against `Store` and run on every one of them. Each test gets a fresh, empty store.
+ * The conformance suite (`storeConformance` of turnchart/testing, src/testing/store-conformance)
+ * on the project's stores, as LangGraph.js's checkpoint-validation does it: one initializer per
+ * implementation of the contract (store.ts), each aggregate's cases written once against
+ * `Store` and run on every one of them, one test file per aggregate. Each case gets a fresh,
+ * empty store.
  *
  * - memory: a `MemoryStore`.
  * - sqlite: the Kysely store on a real temporary SQLite file, opened and migrated as the engine
@@ -14,33 +16,31 @@ import path from 'node:path'
 import { openStore } from '../../../src/engine/open-store'
 import { MemoryStore } from '../../../src/store/memory/memory-store'
 import type { Store } from '../../../src/store/store'
+import { storeConformance, type StoreInitializer } from '../../../src/testing'
 import { dropSchemas, freshSchemaName, pgBaseUrl, postgresAnswers, tempDbPath, withParams } from '../../support/harness'
+import { itPostgres, postgres } from '../../support/requires'
 
 export type StoreName = 'memory' | 'sqlite' | 'postgres'
 
-export interface StoreInitializer {
+interface ProjectStore extends StoreInitializer {
   name: StoreName
-  /**
-   * Calls and transactions run one at a time (memory, SQLite's single connection): a call made
-   * while a transaction runs waits for it. On PostgreSQL they run at once on the pool, isolated.
-   */
-  serialises: boolean
   /** Checked once before the suite's tests; throws to say why they cannot run. */
   beforeAll?(): Promise<void>
-  /** A fresh, empty store and how to dispose of it. */
-  create(): Promise<{ store: Store; dispose(): Promise<void> }>
 }
 
-/** Whether jest.config.js found a PostgreSQL server (TURNCHART_PG_URL set, or one answering on 127.0.0.1:5432). */
-const postgresAvailable = (globalThis as { TURNCHART_PG_AVAILABLE?: boolean }).TURNCHART_PG_AVAILABLE === true
+/** What disposing of each store made takes: its close, its file or schema removed. */
+const disposals = new Map<Store, () => Promise<void>>()
+const destroy = async (store: Store) => {
+  await disposals.get(store)?.()
+  disposals.delete(store)
+}
 
-export const initializers: StoreInitializer[] = [
+export const initializers: ProjectStore[] = [
   {
     name: 'memory',
     serialises: true,
-    async create() {
-      return { store: new MemoryStore(), dispose: async () => {} }
-    },
+    create: async () => new MemoryStore(),
+    destroy: async () => {},
   },
   {
     name: 'sqlite',
@@ -48,14 +48,13 @@ export const initializers: StoreInitializer[] = [
     async create() {
       const file = tempDbPath()
       const opened = await openStore(file)
-      return {
-        store: opened.store,
-        async dispose() {
-          await opened.close()
-          fs.rmSync(path.dirname(file), { recursive: true, force: true })
-        },
-      }
+      disposals.set(opened.store, async () => {
+        await opened.close()
+        fs.rmSync(path.dirname(file), { recursive: true, force: true })
+      })
+      return opened.store
     },
+    destroy,
   },
   {
     name: 'postgres',
@@ -67,50 +66,31 @@ export const initializers: StoreInitializer[] = [
     async create() {
       const schema = freshSchemaName()
       const opened = await openStore(withParams(pgBaseUrl, { schema }))
-      return {
-        store: opened.store,
-        async dispose() {
-          await opened.close()
-          await dropSchemas(schema)
-        },
-      }
+      disposals.set(opened.store, async () => {
+        await opened.close()
+        await dropSchemas(schema)
+      })
+      return opened.store
     },
+    destroy,
   },
 ]
 
-/** A test of the suite: its title (the store's name is put in front) and its body, given a fresh store. */
-export type StoreTest = (title: string, body: (store: Store) => Promise<void>) => void
-
-let skipNoticeShown = false
-
 /**
- * Runs `specs` on every store: `describe.each` over the initializers, each test titled
- * "<store>: <title>" and handed a fresh store.
+ * Runs the cases of `suite` on every store: `describe.each` over the initializers, each test
+ * titled "<store>: <title>".
  *
  * @example
- * conformance('sessions', (it) => {
- *   it('a session comes back as inserted', async (store) => { ... })
- * })
+ * conformance('sessions')
  */
-export function conformance(suite: string, specs: (it: StoreTest, store: StoreInitializer) => void): void {
+export function conformance(suite: string): void {
   describe.each(initializers.map((init) => [init.name, init] as const))(`${suite} (%s)`, (name, init) => {
-    const skip = name === 'postgres' && !postgresAvailable
-    if (skip && !skipNoticeShown) {
-      skipNoticeShown = true
-      console.log('store conformance on PostgreSQL skipped: TURNCHART_PG_URL is unset and no server answers on 127.0.0.1:5432')
-    }
-    let current: { store: Store; dispose(): Promise<void> } | undefined
-    if (!skip) {
-      beforeAll(async () => init.beforeAll?.())
-      beforeEach(async () => {
-        current = await init.create()
-      })
-      afterEach(async () => {
-        await current?.dispose()
-        current = undefined
-      })
-    }
-    const it: StoreTest = (title, body) => (skip ? test.skip : test)(`${name}: ${title}`, () => body(current!.store))
-    specs(it, init)
+    // Without a server (jest.config.js probes TURNCHART_PG_URL), PostgreSQL's tests are skipped
+    // with the reason, or fail under CI=true.
+    const skip = name === 'postgres' && !postgres.available
+    if (!skip && init.beforeAll) beforeAll(() => init.beforeAll!())
+    const cases = storeConformance(init).filter((c) => c.suite === suite)
+    if (cases.length === 0) throw new Error(`no conformance case in suite ${suite}`)
+    for (const c of cases) (name === 'postgres' ? itPostgres : test)(`${name}: ${c.title}`, c.run)
   })
 }

@@ -4,9 +4,9 @@
  * big millisecond times (beyond a 32-bit integer: PostgreSQL's bigint columns), and strings
  * that JSON and SQL handle badly when they are handled wrong.
  */
-import { newId } from '../../../src/core/ids'
-import type { MessageInfo, Part, SessionInfo, TextPart, ToolPart, TransitionRecord, TurnRecord } from '../../../src/core/types'
-import type { ControlRequest, QueuedPromptRecord, Store } from '../../../src/store/store'
+import { newId } from '../../core/ids'
+import type { MessageInfo, Part, SessionInfo, TextPart, ToolPart, TransitionRecord, TurnRecord } from '../../core/types'
+import type { ControlRequest, QueuedPromptRecord, Store } from '../../store/store'
 
 /** Later than 2^31 ms and 2^32 ms: a bigint column, returned as a number. */
 export const big = 1_795_000_000_123

@@ -1,0 +1,56 @@
+/**
+ * The PostgreSQL backend on `pg`: a `postgres://` or `postgresql://` URL, or a caller's Kysely
+ * instance on Kysely's PostgresDialect. Its capabilities: notifications (LISTEN/NOTIFY on a
+ * connection of the engine's own), the schema, read-only opening. No group commit (its
+ * transactions run at once on the pool) and no online backup (that is `pg_dump`'s job).
+ */
+import type { Kysely } from 'kysely'
+import { InvalidOptionError } from '../../core/errors'
+import type { ListenerHooks, OpenedDatabase, StoreBackend } from '../backend'
+import { isKyselyOn } from '../kysely/kysely-instance'
+import { redactUrl } from '../redact-url'
+import type { TurnchartDatabase } from '../schema'
+import { listenForChanges } from './notifications'
+import { isPostgresUrl, openPostgres, postgresConnection } from './open-postgres'
+import { postgresDialect } from './postgres-dialect'
+import { storeSchema } from './store-schema'
+
+export const postgresBackend: StoreBackend = {
+  name: 'postgres',
+  accepts: (database) => (typeof database === 'string' && isPostgresUrl(database)) || isKyselyOn(database, 'postgres'),
+  open(database, settings) {
+    const opened: OpenedDatabase =
+      typeof database === 'string'
+        ? openPostgres(database, { idleInTransactionTimeoutMs: settings.idleInTransactionTimeoutMs })
+        : // The caller's: it stays open.
+          { db: database as Kysely<TurnchartDatabase>, sql: postgresDialect, schema: () => storeSchema(database as Kysely<TurnchartDatabase>), close: async () => {} }
+    return { ...opened, listen: (url, option, hooks) => listen(opened.db, url, option, hooks) }
+  },
+  listensOn: isPostgresUrl,
+  readOnly: {
+    accepts: isPostgresUrl,
+    label: redactUrl,
+    exists: () => true,
+    // A round trip to the server per poll.
+    pollMs: 250,
+    open: (location) => openPostgres(location, { readOnly: true }),
+  },
+}
+
+/** The listener on `url`, on the schema of `db`'s tables; its first attempt awaited (a failure is reported and it retries on). */
+async function listen(db: Kysely<TurnchartDatabase>, url: string, option: 'notifications' | 'database', hooks: ListenerHooks) {
+  // The option's own name in errors: a bad URL given as `notifications` is that option's fault.
+  const { connectionString } = postgresConnection(url, {}, option)
+  const schema = await storeSchema(db)
+  let notifications
+  try {
+    notifications = listenForChanges({ connectionString, schema, label: redactUrl(url), ...hooks })
+  } catch (error) {
+    if ((error as { code?: string }).code === 'MODULE_NOT_FOUND') {
+      throw new InvalidOptionError('notifications', redactUrl(url), 'a URL to listen on with the optional peer dependency `pg` installed (`npm install pg`), or false')
+    }
+    throw error
+  }
+  await notifications.ready
+  return notifications
+}
