@@ -23,20 +23,8 @@ import { stepResults } from './step-results'
 import type { StepScope } from '../llm/stream-step'
 import type { SummaryScope } from '../compaction/summarize'
 import type { ToolRunScope } from '../tools/run-tools'
-import type { RecorderScope } from './record-transitions'
+import type { FirstRowWriter, PromptTransaction, TurnLogScope } from './turn-log/turn-log'
 import type { BoundaryScope } from './step-boundary'
-
-/** The turn's first transition row, written in the prompt's transaction (see TransitionRecorder.writeAhead). */
-export interface FirstRow {
-  write(tx: Store): Promise<void>
-  committed(): void
-  failed(): void
-  /** The transaction failed on the row's own write (then the prompt is stored without it, and `alone()`). */
-  writeFailed(): boolean
-  alone(): void
-  /** After the prompt's own events: the row's transition is published. */
-  published(): void
-}
 
 export interface TurnScopeOptions {
   turnId: string
@@ -58,10 +46,10 @@ export interface TurnScopeOptions {
 
 /**
  * The ports it serves, each declared by the module that uses it: the step (`StepScope`), the
- * summary (`SummaryScope`), the tool runner (`ToolRunScope`), the recorder (`RecorderScope`) and
+ * summary (`SummaryScope`), the tool runner (`ToolRunScope`), the turn log (`TurnLogScope`) and
  * the step boundary (`BoundaryScope`).
  */
-export class TurnScope implements StepScope, SummaryScope, ToolRunScope, RecorderScope, BoundaryScope {
+export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLogScope, BoundaryScope {
   readonly turnId: string
   readonly sessionId: string
   /** Run trees: the turn whose tool call started this one. */
@@ -130,42 +118,24 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, Recorde
    * session, inserts the turn row) and resolves the turn's configuration; `firstRow`, last,
    * writes the turn's first transition there too.
    */
-  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>, firstRow?: FirstRow): Promise<void> {
+  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>, firstRow?: FirstRowWriter): Promise<void> {
     const now = Date.now()
     const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
-    const store = (row: FirstRow | undefined) =>
+    const transaction: PromptTransaction = (write) =>
       this.store.transaction(async (tx) => {
         // (set here: the first row, written in this transaction, reads the redactor)
         this.#config = await prepare(tx)
         this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
         await tx.messages.upsert(info)
         await tx.messages.upsertParts(parts, now)
-        await row?.write(tx)
+        await write?.(tx)
       })
     // Inside the queue's job: a write queued meanwhile runs after the first row is known committed.
-    await this.queue.run(async () => {
-      try {
-        await store(firstRow)
-      } catch (error) {
-        if (!firstRow?.writeFailed()) {
-          firstRow?.failed()
-          throw error
-        }
-        // The first row's own write failed: the prompt is stored without it, and the row is
-        // written on its own (its failure then fails the turn, as any row's does).
-        await store(undefined).catch((again: unknown) => {
-          firstRow.failed()
-          throw again
-        })
-        firstRow.alone()
-        return
-      }
-      firstRow?.committed()
-    })
+    const publishFirstRow = await this.queue.run(() => (firstRow ? firstRow(transaction) : transaction().then(() => undefined)))
     this.messages.push({ info, parts })
     this.events.message(info, 'prompt')
     for (const part of parts) this.events.part(part)
-    firstRow?.published()
+    publishFirstRow?.()
   }
 
   /**
