@@ -32,6 +32,7 @@ import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
 import { engineNotifications, storeFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
+import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
 
 /**
  * Creates an engine. Invalid options fail here with an `InvalidOptionError` naming the option.
@@ -83,6 +84,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     children: childTurns({ config, services, turns: () => turns, running, abortElsewhere: (sessionId) => abortElsewhere(sessionId), recover: () => recover() }),
     // (the queue is made below; a turn asks only once it runs)
     steersStored: (sessionId) => queue.steersStored(sessionId),
+    uiMessageStream: uiMessageStreamOfTurn,
   }
   const queue = new PromptQueue({
     store,

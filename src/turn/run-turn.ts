@@ -17,7 +17,7 @@ import { RunTree } from './run-tree/run-tree'
 import type { RunTrees } from './run-tree/run-trees'
 import { TurnLog, transitionsTo, type FirstRowWriter } from './turn-log/turn-log'
 import { bindTurn, turnChart } from './turn-actors'
-import { TurnHandle, type RunningTurn } from './turn-handle'
+import { TurnHandle, type RunningTurn, type UIMessageStreamOfTurn } from './turn-handle'
 import type { TurnScope } from './turn-scope'
 
 /** XState's clock (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
@@ -48,6 +48,8 @@ export interface TurnDeps {
   trees?: RunTrees
   /** Resolves once the steers this engine is storing for the session are stored (read before each model call). */
   steersStored?(sessionId: string): Promise<void>
+  /** A turn's UI message stream (`turn.toUIMessageStreamResponse()`), from the layer above that builds it. */
+  uiMessageStream?: UIMessageStreamOfTurn
 }
 
 /** Run trees: a turn as the child turns its tools start see it. */
@@ -131,6 +133,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
       deps.onSettled(turn)
     },
     ...(children ? { descendantUsages: () => children.descendantUsages() } : {}),
+    ...(deps.uiMessageStream ? { uiMessageStream: deps.uiMessageStream } : {}),
   })
 
   void log.failed.then((error) => actor.send({ type: 'turn.fail', error }))

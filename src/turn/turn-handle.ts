@@ -8,18 +8,16 @@ import type { Actor } from 'xstate'
 import { turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import { ApprovalNotPendingError, EngineClosedError, TurnOutcomeUnknownError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
-import type { TurnchartEvent } from '../core/bus'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
-import { toUIMessageStreamResponse } from '../ui-stream/to-ui-message-stream'
 import { checkApprovalEdit } from '../tools/approval-edit'
 import { approveCall, denyCall } from '../tools/tool-part'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
 import { recordTurnResult } from './turn-result'
 import type { TurnScope } from './turn-scope'
-import type { AsyncIterableStream, TurnStreamPart } from './turn-stream'
+import type { AsyncIterableStream, TurnListener, TurnStreamPart } from './turn-stream'
 
 export interface TurnResult {
   turnId: string
@@ -66,6 +64,14 @@ export interface Turn {
    * turn ended, first sends what the turn produced so far.
    */
   toUIMessageStreamResponse(options?: { headers?: Record<string, string> }): Response
+  /**
+   * Calls `listener` with each event of this turn from now on (the engine's bus carries every
+   * turn's). `{ replay: true }`: first, in this call, the turn so far: each message and part as
+   * it is now (`change: 'open'`, a text part with its text so far), then the last events that
+   * are not parts (transitions, statuses, approval requests, the end; at most 64). Returns the
+   * unsubscribe.
+   */
+  subscribe(listener: TurnListener, options?: { replay?: boolean }): () => void
   /** Aborts the turn: the in-flight request and running tools get an aborted signal. */
   abort(reason?: string): void
   /**
@@ -99,9 +105,13 @@ export interface RunningTurn extends Turn {
   lose(error: TurnOwnershipLostError): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
-  /** Calls `listener` with each event the turn publishes from now on; returns the unsubscribe. */
-  subscribe(listener: (event: TurnchartEvent) => void): () => void
 }
+
+/**
+ * A turn's UI message stream in a `Response`, built by the layer that owns the AI SDK's UI
+ * stream (src/ui-stream, above this one): the engine hands it to every turn.
+ */
+export type UIMessageStreamOfTurn = (turn: Turn, options: { headers?: Record<string, string> }) => Response
 
 export interface TurnHandleParts {
   actor: Actor<TurnMachine>
@@ -111,6 +121,8 @@ export interface TurnHandleParts {
   onSettled(turn: RunningTurn): void
   /** Run trees: the usages of the turn's descendants (undefined: it started no child), added to `done`'s usage. */
   descendantUsages?(): Promise<Usage[] | undefined>
+  /** What `toUIMessageStreamResponse()` answers with (absent: it throws, as a turn run without an engine has no UI stream). */
+  uiMessageStream?: UIMessageStreamOfTurn
 }
 
 export class TurnHandle implements RunningTurn {
@@ -149,9 +161,8 @@ export class TurnHandle implements RunningTurn {
   }
 
   toUIMessageStreamResponse(options: { headers?: Record<string, string> } = {}): Response {
-    const events = this.#parts.scope.events
-    const { snapshot, ended } = events.uiSnapshot()
-    return toUIMessageStreamResponse(events, this, { from: snapshot, replay: true, ...(ended ? { ended } : {}), ...options })
+    if (!this.#parts.uiMessageStream) throw new Error(`turn ${this.id}: no UI message stream was given to this turn's runner`)
+    return this.#parts.uiMessageStream(this, options)
   }
 
   get fence(): TurnFence {
@@ -205,8 +216,8 @@ export class TurnHandle implements RunningTurn {
     return this.#parts.log.settled()
   }
 
-  subscribe(listener: (event: TurnchartEvent) => void): () => void {
-    return this.#parts.scope.events.subscribe(listener)
+  subscribe(listener: TurnListener, options: { replay?: boolean } = {}): () => void {
+    return this.#parts.scope.events.subscribe(listener, options)
   }
 
   /** The turn's row exists (its prompt is stored, or it was restored): leases and control cover it now. */

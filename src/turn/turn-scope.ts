@@ -11,13 +11,12 @@
 import type { ModelMessage } from 'ai'
 import type { Bus } from '../core/bus'
 import { newId } from '../core/ids'
-import { jsonCopy } from '../core/json-copy'
 import { toModelMessages, TurnModelMessages } from '../llm/model-messages'
 import type { ProviderPromptCache } from '../llm/provider-prompt'
 import { PartWriter } from './part-writer'
 import type { Store, TurnFence } from '../store/store'
 import type { TurnConfig } from './turn-config'
-import { TurnEventLog } from './turn-stream'
+import { TurnPartStream } from './turn-stream'
 import { WriteQueue } from './write-queue'
 import type { MessageInfo, MessageWithParts, Part, StepFinishPart, StopConditionStep, ToolPart, UserPartDraft } from '../core/types'
 import { stepResults } from './step-results'
@@ -60,8 +59,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   readonly #steersStored: (() => Promise<void>) | undefined
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
-  /** What the turn publishes: to the engine's bus, and as the turn's own stream of parts. */
-  readonly events: TurnEventLog
+  /** What the turn publishes, once: its part stream (to the engine's bus, its readers, a late reader's replay). */
+  readonly events: TurnPartStream
   /** This turn's messages, in order: the user prompt, assistant messages, summaries. */
   readonly messages: MessageWithParts[] = []
   /** Tool parts of the step that streamed last, in call order. */
@@ -86,16 +85,15 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     this.store = store
     this.fence = fence
     this.#steersStored = options.steersStored
-    const events = (this.events = new TurnEventLog(bus, { turnId, sessionId, ...(options.parentTurnId ? { parentTurnId: options.parentTurnId } : {}) }))
+    const events = (this.events = new TurnPartStream(bus, { turnId, sessionId, ...(options.parentTurnId ? { parentTurnId: options.parentTurnId } : {}) }))
     this.writer = new PartWriter({
       store,
       queue: this.queue,
-      // The store writes; the turn publishes what changed (copies: later changes must not leak into sent events).
+      // The store writes; the part stream tells what changed (it keeps the parts, and publishes copies).
       listener: {
-        part: (part) => events.publish({ type: 'part.updated', sessionId: part.sessionId, part: jsonCopy(part) }),
-        delta: (part, delta) =>
-          events.publish({ type: 'part.delta', sessionId: part.sessionId, turnId, messageId: part.messageId, partId: part.id, partType: part.type, field: 'text', delta }),
-        message: (info) => events.publish({ type: 'message.updated', sessionId: info.sessionId, info: jsonCopy(info) }),
+        part: (part) => events.part(part),
+        delta: (part, delta) => events.delta(part, delta),
+        message: (info) => events.message(info),
       },
       flushIntervalMs: options.flushIntervalMs,
       now: () => Date.now(),
@@ -135,8 +133,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     // Inside the queue's job: a write queued meanwhile runs after the first row is known committed.
     const publishFirstRow = await this.queue.run(() => (firstRow ? firstRow(transaction) : transaction().then(() => undefined)))
     this.messages.push({ info, parts })
-    this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
-    for (const part of parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+    this.events.message(info, 'prompt')
+    for (const part of parts) this.events.part(part)
     publishFirstRow?.()
   }
 
@@ -167,8 +165,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     this.assistant = undefined
     for (const message of taken) {
       this.messages.push(message)
-      this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...message.info } })
-      for (const part of message.parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+      this.events.message(message.info, 'steer')
+      for (const part of message.parts) this.events.part(part)
     }
     return taken
   }
