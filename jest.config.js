@@ -113,5 +113,6 @@ module.exports = async () => {
     maxWorkers: 2,
     // The children tests fork (the CLI, the crash tests' engines) bundled once per run.
     globalSetup: '<rootDir>/test/support/global-setup.js',
+    globalTeardown: '<rootDir>/test/support/global-teardown.js',
   }
 }

@@ -36,6 +36,9 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
                               TURNCHART_API_KEY, its id from --model-id or TURNCHART_MODEL);
                               --system: another system prompt; --tools live: the tools of
                               --tools-module (exported as \`tools\`) run for real
+  backup <db> <file>          copy a SQLite database into the new file <file> (SQLite's
+                              online backup: safe while an app's engine writes to it;
+                              for PostgreSQL it says how to use pg_dump)
 
 writing (change the database):
   recover <db> [--json]       end as aborted the unfinished turns of processes that died
@@ -59,6 +62,7 @@ const commands: Record<string, () => Promise<Command>> = {
   chart: async () => (await import('./chart')).chartCommand,
   recover: async () => (await import('./write-commands')).recoverCommand,
   prune: async () => (await import('./write-commands')).pruneCommand,
+  backup: async () => (await import('./backup')).backupCommand,
   view: async () => (await import('./view')).viewCommand,
 }
 

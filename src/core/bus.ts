@@ -29,10 +29,28 @@ export interface ChildProgress {
   part?: ToolPart
 }
 
+/** Which message of its turn a part belongs to: the prompt, a message steered in, the model's answer, a compaction summary. */
+export type PartOrigin = 'prompt' | 'steer' | 'answer' | 'summary'
+
+/** Where a tool call is: its input streams (`pending`), it waits for a decision (`approval`), it runs, it ended. */
+export type ToolStage = 'pending' | 'approval' | 'running' | 'completed' | 'error'
+
+/**
+ * What a `part.updated` says changed, so that a reader needs no memory of what it was told:
+ * `open` a new part (one replayed to a late reader, or restored, carries its text and state so
+ * far: a text part with `time.end` is closed too); `close` a text or reasoning part ended;
+ * `stage` a tool call moved to a new stage (`from`: the one before); `update` anything else
+ * (provider metadata, a time), which changes nothing a stream shows.
+ */
+export type PartChange = 'open' | 'close' | 'stage' | 'update'
+
+/** What a `message.updated` says changed: `open` a new message, `usage` its tokens, `update` anything else. */
+export type MessageChange = 'open' | 'usage' | 'update'
+
 type TurnchartEventBody =
   | { type: 'session.status'; sessionId: string; status: SessionStatus }
-  | { type: 'message.updated'; sessionId: string; info: MessageInfo }
-  | { type: 'part.updated'; sessionId: string; part: Part }
+  | { type: 'message.updated'; sessionId: string; info: MessageInfo; origin: PartOrigin; change: MessageChange }
+  | { type: 'part.updated'; sessionId: string; part: Part; origin: PartOrigin; change: PartChange; from?: ToolStage }
   /**
    * Text streamed into a part: `delta` is appended to the part's `field` (`text`). `partType`
    * says which part it extends: the answer (`text`) or the model's reasoning (`reasoning`).

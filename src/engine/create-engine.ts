@@ -20,6 +20,7 @@ import { childTurns } from './child-turns'
 import type { TurnDeps } from '../turn/run-turn'
 import type { RunningTurn } from '../turn/turn-handle'
 import { engineControl } from './control-calls'
+import { backupCalls } from './backup-call'
 import { engineCalls } from './engine-calls'
 import type { Engine } from './engine'
 import { createEngineServices } from './engine-services'
@@ -31,6 +32,7 @@ import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
 import { engineNotifications, storeFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
+import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
 
 /**
  * Creates an engine. Invalid options fail here with an `InvalidOptionError` naming the option.
@@ -82,6 +84,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     children: childTurns({ config, services, turns: () => turns, running, abortElsewhere: (sessionId) => abortElsewhere(sessionId), recover: () => recover() }),
     // (the queue is made below; a turn asks only once it runs)
     steersStored: (sessionId) => queue.steersStored(sessionId),
+    uiMessageStream: uiMessageStreamOfTurn,
   }
   const queue = new PromptQueue({
     store,
@@ -122,6 +125,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     notifications: opened.notifications && feeds ? engineNotifications(opened.notifications, feeds.rows) : undefined,
     ...sessionCalls({ config, store, history, requireOpen, call }),
     ...turnLogCalls({ store, requireOpen, call }),
+    ...backupCalls({ opened, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
     subscribe(listener) {

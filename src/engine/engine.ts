@@ -5,13 +5,14 @@
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { Listener } from '../core/bus'
 import type { Turn } from '../turn/turn-handle'
+import type { BackupCalls } from './backup-call'
 import type { ControlCalls } from './control-calls'
 import type { PromptCalls } from './prompt-calls'
 import type { SessionCalls } from './session-calls'
 import type { EngineNotifications } from './store-feeds'
 import type { TurnLogCalls } from './turn-log-calls'
 
-export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls {
+export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls {
   /** Receives every event; returns the function that unsubscribes. */
   subscribe(listener: Listener): () => void
   /**

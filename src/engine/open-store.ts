@@ -91,6 +91,7 @@ async function openStoreWithDatabase(database: DatabaseOption | undefined, setti
     store: new KyselyStore(opened.db, opened.verify, opened.groupCommit?.()),
     dialect: backend.name,
     ...(opened.schema ? { schema: opened.schema } : {}),
+    ...(opened.backup ? { backup: opened.backup } : {}),
     close: () => opened.close(),
   }
   return { opened: store, database: opened }

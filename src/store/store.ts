@@ -241,6 +241,8 @@ export interface OpenedStore {
   dialect: string
   /** PostgreSQL: the schema turnchart's tables are in (its notifications' channel is named after it). */
   schema?: () => Promise<string>
+  /** Capability: an online backup of the whole database into the new file `to` (SQLite); absent when the backend has none. */
+  backup?(to: string): Promise<void>
   /** Closes the connection when turnchart opened it; a caller's Kysely instance or store stays open. */
   close(): Promise<void>
 }

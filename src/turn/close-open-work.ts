@@ -1,7 +1,7 @@
 /**
  * The one way open work is closed: text and reasoning still streaming end where they are, and
  * tool calls still waiting or running stop with the reason's message (src/tools/tool-part.ts).
- * Used at a turn's end (the recorder) and when recovery finds a crashed turn.
+ * Used at a turn's end (the turn log) and when recovery finds a crashed turn.
  */
 import { stopCall, type NotRunReason } from '../tools/tool-part'
 import type { Part, ToolPart } from '../core/types'

@@ -37,7 +37,7 @@ export interface PartWriterOptions {
 export class PartWriter {
   /**
    * Settles with the error of the first flush that failed (its rows stay dirty for the next
-   * write): the turn decides what that means (its recorder fails the turn).
+   * write): the turn decides what that means (its log fails the turn).
    */
   readonly #failed = deferred<unknown>()
   readonly failed: Promise<unknown> = this.#failed.promise
@@ -98,7 +98,7 @@ export class PartWriter {
 
   /**
    * Removes and returns what is dirty, for a caller that writes it inside its own transaction
-   * (the transition recorder). Cancels the pending interval flush.
+   * (the turn log). Cancels the pending interval flush.
    */
   takeDirty(): { messages: MessageInfo[]; parts: Part[] } {
     this.clearTimer()
@@ -110,7 +110,7 @@ export class PartWriter {
   }
 
   /**
-   * Writes what is dirty, and then `more` (the recorder's transition row), in one transaction.
+   * Writes what is dirty, and then `more` (the turn log's transition rows), in one transaction.
    * If the transaction fails, what it took is dirty again, so the next write carries it:
    * a rolled-back write loses nothing.
    *

@@ -1,8 +1,8 @@
 /**
  * The turn runner: one turn's parts built in order, each from the ones before it. The scope
- * (the turn's data and storage lane) → the recorder (the log, the write-ahead gate) → the chart
- * with its gated actors → the actor → the handle; then the outcomes are wired back: a failed
- * write fails the chart, a lost lease stops it, the last row settles the handle. A turn starts
+ * (the turn's data and storage lane) → the log (its writer, the write-ahead gate, where its end
+ * is decided) → the chart with its gated actors → the actor → the handle; then the outcomes are
+ * wired back: a failed write fails the chart, the log's end settles the handle. A turn starts
  * the same way from a prompt, from recovery, or from a parent turn's tool: only `begin` differs
  * (see turn-starts.ts).
  */
@@ -15,10 +15,10 @@ import type { Store } from '../store/store'
 import type { ChildTurnRunner } from '../tools/child-turns'
 import { RunTree } from './run-tree/run-tree'
 import type { RunTrees } from './run-tree/run-trees'
-import { TransitionRecorder, transitionsTo } from './record-transitions'
+import { TurnLog, transitionsTo, type FirstRowWriter } from './turn-log/turn-log'
 import { bindTurn, turnChart } from './turn-actors'
-import { TurnHandle, type RunningTurn } from './turn-handle'
-import type { FirstRow, TurnScope } from './turn-scope'
+import { TurnHandle, type RunningTurn, type UIMessageStreamOfTurn } from './turn-handle'
+import type { TurnScope } from './turn-scope'
 
 /** XState's clock (setTimeout/clearTimeout), e.g. a `SimulatedClock`. */
 export type TurnClock = NonNullable<Parameters<typeof createActor>[1]>['clock']
@@ -48,6 +48,8 @@ export interface TurnDeps {
   trees?: RunTrees
   /** Resolves once the steers this engine is storing for the session are stored (read before each model call). */
   steersStored?(sessionId: string): Promise<void>
+  /** A turn's UI message stream (`turn.toUIMessageStreamResponse()`), from the layer above that builds it. */
+  uiMessageStream?: UIMessageStreamOfTurn
 }
 
 /** Run trees: a turn as the child turns its tools start see it. */
@@ -81,10 +83,10 @@ export interface TurnStart {
    * Runs once the actor started: stores the prompt (or does nothing for a restored turn).
    * Resolves with the event to send then (`turn.start`, `turn.recover`), or null; rejects when
    * the turn cannot start (nothing was written). `firstRow(event)` sends `event` inside the
-   * prompt's transaction and writes the row it records there (the model call then waits for
-   * no commit of its own); `begin` then resolves with null.
+   * prompt's transaction and writes the row it records there (`TurnLog.writeFirstRowIn`: the
+   * model call then waits for no commit of its own); `begin` then resolves with null.
    */
-  begin(actor: Actor<TurnMachine>, firstRow: (event: TurnEvent) => FirstRow): Promise<TurnEvent | null>
+  begin(actor: Actor<TurnMachine>, firstRow: (event: TurnEvent) => FirstRowWriter): Promise<TurnEvent | null>
 }
 
 /**
@@ -96,13 +98,13 @@ export interface TurnStart {
  */
 export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const { scope } = start
-  const recorder = new TransitionRecorder({ turnId: scope.turnId, sessionId: scope.sessionId, scope, bus: scope.events, fence: scope.fence, restored: start.restored })
-  void scope.writer.failed.then((error) => recorder.writeFailed(error))
+  const log = new TurnLog({ scope, bus: scope.events, fence: scope.fence, ...(start.restored ? { restored: start.restored } : {}) })
+  void scope.writer.failed.then((error) => log.writeFailed(error))
   // Run trees: a new root's budget is its own configuration's, read once it is resolved.
   const tree = start.tree ?? new RunTree({ rootTurnId: scope.turnId, startedAt: Date.now(), budget: () => (scope.ready ? scope.config.budget : undefined) })
   deps.trees?.join(tree)
-  const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => recorder.leaving, publish: (event) => scope.events.publish(event) })
-  const record = transitionsTo(recorder)
+  const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => log.leaving, publish: (event) => scope.events.publish(event) })
+  const record = transitionsTo(log)
   const appInspector = deps.inspect ? tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) : undefined
   const actor = createActor(turnChart, {
     input: start.input,
@@ -118,35 +120,27 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
       : record,
   })
   if (deps.inspect) tree.inspection.add(scope.turnId, tree.inspection.actorOf(actor, scope.parentTurnId))
-  bindTurn(actor, { scope, tree, ...(children ? { children } : {}) }, recorder)
+  bindTurn(actor, { scope, tree, ...(children ? { children } : {}) }, log)
   // An actor error is a defect in turnchart; observe it so it cannot crash the process.
   actor.subscribe({ error: (error) => deps.onActorError(error) })
   const handle = new TurnHandle({
     actor,
     scope,
-    recorder,
+    log,
     onSettled: (turn) => {
       tree.inspection.delete(turn.id)
       deps.trees?.leave(tree)
       deps.onSettled(turn)
     },
     ...(children ? { descendantUsages: () => children.descendantUsages() } : {}),
+    ...(deps.uiMessageStream ? { uiMessageStream: deps.uiMessageStream } : {}),
   })
 
-  void recorder.failed.then((error) => actor.send({ type: 'turn.fail', error }))
-  void recorder.lost.then((error) => handle.lost(error))
-  void recorder.ended.then((end) => handle.ended(end))
+  void log.failed.then((error) => actor.send({ type: 'turn.fail', error }))
 
   actor.start()
-  const firstRow = (event: TurnEvent): FirstRow => ({
-    // (an abort that came first leaves nothing to send, nor to write ahead)
-    write: (tx) => recorder.writeAhead(tx, () => actor.getSnapshot().status === 'active' && actor.send(event)),
-    committed: () => recorder.aheadCommitted(),
-    failed: () => recorder.aheadFailed(),
-    writeFailed: () => recorder.aheadWriteFailed,
-    alone: () => recorder.aheadAlone(),
-    published: () => recorder.aheadPublished(),
-  })
+  // (an abort that came first leaves nothing to send, nor to write ahead)
+  const firstRow = (event: TurnEvent): FirstRowWriter => (transaction) => log.writeFirstRowIn(transaction, () => actor.getSnapshot().status === 'active' && actor.send(event))
   start.begin(actor, firstRow).then(
     (event) => {
       handle.started()

@@ -1,23 +1,23 @@
 /**
  * A running turn's handle: what `engine.prompt` returns (`done`, `abort`, `approve`, `deny`,
- * the actor) and what the engine holds of it (its fence, leases, detach at close). It owns
- * the turn's end as its caller sees it: `done` settles here, once, whichever way the turn ends.
+ * the actor) and what the engine holds of it (its fence, leases, detach at close). The turn's
+ * log decides how the turn ends (`TurnLog.end`); the handle reports that end to its caller:
+ * `done` settles here, once, from the log's `ended`.
  */
 import type { Actor } from 'xstate'
 import { turnStateName, type TurnMachine } from '../../machines/turn.machine'
-import { ApprovalNotPendingError, EngineClosedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
+import { ApprovalNotPendingError, EngineClosedError, TurnOutcomeUnknownError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
-import type { TurnchartEvent } from '../core/bus'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
-import { toUIMessageStreamResponse } from '../ui-stream/to-ui-message-stream'
 import { checkApprovalEdit } from '../tools/approval-edit'
 import { approveCall, denyCall } from '../tools/tool-part'
-import type { TransitionRecorder, TurnEnd } from './record-transitions'
+import type { TurnLog } from './turn-log/turn-log'
+import type { TurnEnd } from './turn-log/turn-end'
 import { recordTurnResult } from './turn-result'
 import type { TurnScope } from './turn-scope'
-import type { AsyncIterableStream, TurnStreamPart } from './turn-stream'
+import type { AsyncIterableStream, TurnListener, TurnStreamPart } from './turn-stream'
 
 export interface TurnResult {
   turnId: string
@@ -40,7 +40,13 @@ export interface Turn {
   readonly sessionId: string
   /** The XState actor of this turn (inspect it, subscribe to it, or stop it: stopping aborts). */
   readonly actor: Actor<TurnMachine>
-  /** Settles when the turn's last row is written: resolves with its outcome; rejects only when the turn could not start (e.g. unknown session). */
+  /**
+   * Settles when the turn's last row is written: resolves with its outcome. Rejects when the
+   * turn could not start (e.g. unknown session: nothing was written), when the engine closed
+   * (`EngineClosedError`) or another engine took the turn over (`TurnOwnershipLostError`):
+   * the turn goes on elsewhere; and with `TurnOutcomeUnknownError` when its final row could not
+   * be written: the turn's row stays open, and recovery ends or resumes it.
+   */
   readonly done: Promise<TurnResult>
   /**
    * A new reader of the turn's typed parts (`text-delta`, `reasoning-delta`, tool calls and
@@ -58,6 +64,14 @@ export interface Turn {
    * turn ended, first sends what the turn produced so far.
    */
   toUIMessageStreamResponse(options?: { headers?: Record<string, string> }): Response
+  /**
+   * Calls `listener` with each event of this turn from now on (the engine's bus carries every
+   * turn's). `{ replay: true }`: first, in this call, the turn so far: each message and part as
+   * it is now (`change: 'open'`, a text part with its text so far), then the last events that
+   * are not parts (transitions, statuses, approval requests, the end; at most 64). Returns the
+   * unsubscribe.
+   */
+  subscribe(listener: TurnListener, options?: { replay?: boolean }): () => void
   /** Aborts the turn: the in-flight request and running tools get an aborted signal. */
   abort(reason?: string): void
   /**
@@ -91,18 +105,24 @@ export interface RunningTurn extends Turn {
   lose(error: TurnOwnershipLostError): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
-  /** Calls `listener` with each event the turn publishes from now on; returns the unsubscribe. */
-  subscribe(listener: (event: TurnchartEvent) => void): () => void
 }
+
+/**
+ * A turn's UI message stream in a `Response`, built by the layer that owns the AI SDK's UI
+ * stream (src/ui-stream, above this one): the engine hands it to every turn.
+ */
+export type UIMessageStreamOfTurn = (turn: Turn, options: { headers?: Record<string, string> }) => Response
 
 export interface TurnHandleParts {
   actor: Actor<TurnMachine>
   scope: TurnScope
-  recorder: TransitionRecorder
+  log: TurnLog
   /** Called once when the turn has settled (after its last write), successfully or not. */
   onSettled(turn: RunningTurn): void
   /** Run trees: the usages of the turn's descendants (undefined: it started no child), added to `done`'s usage. */
   descendantUsages?(): Promise<Usage[] | undefined>
+  /** What `toUIMessageStreamResponse()` answers with (absent: it throws, as a turn run without an engine has no UI stream). */
+  uiMessageStream?: UIMessageStreamOfTurn
 }
 
 export class TurnHandle implements RunningTurn {
@@ -113,6 +133,8 @@ export class TurnHandle implements RunningTurn {
   readonly #parts: TurnHandleParts
   #resolve!: (result: TurnResult) => void
   #reject!: (error: unknown) => void
+  /** Settles once the log's end is reported (`done` may still wait for the usage row). */
+  readonly #reported: Promise<void>
   #started = false
   #settled = false
 
@@ -127,6 +149,7 @@ export class TurnHandle implements RunningTurn {
     })
     // A caller that never awaits `done` must not get an unhandled rejection.
     this.done.catch(() => undefined)
+    this.#reported = parts.log.ended.then((end) => this.#report(end))
   }
 
   get fullStream(): AsyncIterableStream<TurnStreamPart> {
@@ -138,9 +161,8 @@ export class TurnHandle implements RunningTurn {
   }
 
   toUIMessageStreamResponse(options: { headers?: Record<string, string> } = {}): Response {
-    const events = this.#parts.scope.events
-    const { snapshot, ended } = events.uiSnapshot()
-    return toUIMessageStreamResponse(events, this, { from: snapshot, replay: true, ...(ended ? { ended } : {}), ...options })
+    if (!this.#parts.uiMessageStream) throw new Error(`turn ${this.id}: no UI message stream was given to this turn's runner`)
+    return this.#parts.uiMessageStream(this, options)
   }
 
   get fence(): TurnFence {
@@ -148,7 +170,7 @@ export class TurnHandle implements RunningTurn {
   }
 
   get begun(): boolean {
-    return this.#started && !this.#settled && !this.#parts.recorder.ending
+    return this.#started && !this.#settled && !this.#parts.log.ending
   }
 
   abort(reason?: string): void {
@@ -168,7 +190,7 @@ export class TurnHandle implements RunningTurn {
     this.#parts.scope.writer.stage(part)
     this.actor.send({ type: 'tool.approved', callId })
     // Resolved once stored: a crash after this cannot lose the decision (or its edit).
-    await this.#parts.recorder.settled()
+    await this.#parts.log.settled()
   }
 
   async deny(callId: string, reason?: string): Promise<void> {
@@ -176,35 +198,26 @@ export class TurnHandle implements RunningTurn {
     denyCall(part, reason, Date.now())
     this.#parts.scope.writer.stage(part)
     this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
-    await this.#parts.recorder.settled()
+    await this.#parts.log.settled()
   }
 
   async detach(): Promise<void> {
     if (this.#settled) return
-    const { recorder, scope } = this.#parts
-    // Nothing more is recorded; what is queued is written, then what streamed so far.
-    recorder.detach()
-    this.actor.stop()
-    await scope.writer.flush().catch(() => undefined)
-    await recorder.settled()
-    scope.writer.seal()
-    if (this.#settle()) {
-      const closed = new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`)
-      scope.events.close(closed.toJSON())
-      this.#reject(closed)
-    }
+    // Nothing more is recorded, the effects stop; what is queued is written, then what streamed so far.
+    await this.#parts.log.detach(() => this.actor.stop())
+    await this.#reported
   }
 
   lose(error: TurnOwnershipLostError): void {
-    if (!this.#settled && !this.#parts.recorder.ending) this.#parts.recorder.lose(error)
+    if (!this.#settled) this.#parts.log.lose(error)
   }
 
   recorded(): Promise<void> {
-    return this.#parts.recorder.settled()
+    return this.#parts.log.settled()
   }
 
-  subscribe(listener: (event: TurnchartEvent) => void): () => void {
-    return this.#parts.scope.events.subscribe(listener)
+  subscribe(listener: TurnListener, options: { replay?: boolean } = {}): () => void {
+    return this.#parts.scope.events.subscribe(listener, options)
   }
 
   /** The turn's row exists (its prompt is stored, or it was restored): leases and control cover it now. */
@@ -214,40 +227,45 @@ export class TurnHandle implements RunningTurn {
 
   /** The turn could not start (unknown or busy session, a cancelled queued prompt): nothing was written. */
   notStarted(error: unknown): void {
-    const { recorder, scope } = this.#parts
-    recorder.detach()
-    scope.writer.seal()
-    this.actor.stop()
-    scope.events.close()
-    if (this.#settle()) this.#reject(error)
+    this.#parts.log.end({ kind: 'not-started', error })
   }
 
-  /** The turn's last row is written: the session is free at once; `done` waits for the usage row. */
-  ended({ error, ...end }: TurnEnd): void {
-    this.#settle()
-    // The turn's usage is kept on its row (reverting its messages later does not lose it).
+  /**
+   * Reports the end the log decided: the turn's effects stop (a finished turn's actor is done
+   * already), the session is free at once, and `done` settles (after the usage row when the
+   * turn finished).
+   */
+  #report(end: TurnEnd): void {
+    this.actor.stop()
+    this.#settled = true
+    this.#parts.onSettled(this)
+    const { events } = this.#parts.scope
+    switch (end.kind) {
+      case 'finished':
+        return this.#finished(end)
+      case 'unwritten':
+        return this.#reject(new TurnOutcomeUnknownError({ turnId: this.id, sessionId: this.sessionId, cause: end.error }))
+      case 'lost':
+        return this.#reject(end.error)
+      case 'detached': {
+        const closed = new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`)
+        events.close(closed.toJSON())
+        return this.#reject(closed)
+      }
+      case 'not-started':
+        events.close()
+        return this.#reject(end.error)
+    }
+  }
+
+  /** The turn's last row is written: `done` waits for the usage row (kept on the turn's row: reverting its messages later does not lose it). */
+  #finished({ kind: _kind, error, ...end }: Extract<TurnEnd, { kind: 'finished' }>): void {
     void recordTurnResult(this.#parts.scope)
       .then(async (extra) => {
         const descendants = await this.#parts.descendantUsages?.().catch(() => undefined)
         return { ...extra, usage: withDescendants(extra.usage, descendants) }
       })
-      .then((extra) => this.#resolve({ ...end, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
-  }
-
-  /** Another engine runs the turn now: every effect stops here and nothing more is written. */
-  lost(error: TurnOwnershipLostError): void {
-    this.#parts.scope.writer.seal()
-    this.actor.stop()
-    if (!this.#settle()) return
-    this.#parts.scope.events.publish({ type: 'turn.lost', sessionId: this.sessionId, turnId: this.id, error: error.toJSON() })
-    this.#reject(error)
-  }
-
-  #settle(): boolean {
-    if (this.#settled) return false
-    this.#settled = true
-    this.#parts.onSettled(this)
-    return true
+      .then((extra) => this.#resolve({ turnId: this.id, sessionId: this.sessionId, ...end, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
   }
 
   #pendingApproval(callId: string): ToolPart {

@@ -11,33 +11,20 @@
 import type { ModelMessage } from 'ai'
 import type { Bus } from '../core/bus'
 import { newId } from '../core/ids'
-import { jsonCopy } from '../core/json-copy'
 import { toModelMessages, TurnModelMessages } from '../llm/model-messages'
 import type { ProviderPromptCache } from '../llm/provider-prompt'
 import { PartWriter } from './part-writer'
 import type { Store, TurnFence } from '../store/store'
 import type { TurnConfig } from './turn-config'
-import { TurnEventLog } from './turn-stream'
+import { TurnPartStream } from './turn-stream'
 import { WriteQueue } from './write-queue'
 import type { MessageInfo, MessageWithParts, Part, StepFinishPart, StopConditionStep, ToolPart, UserPartDraft } from '../core/types'
 import { stepResults } from './step-results'
 import type { StepScope } from '../llm/stream-step'
 import type { SummaryScope } from '../compaction/summarize'
 import type { ToolRunScope } from '../tools/run-tools'
-import type { RecorderScope } from './record-transitions'
+import type { FirstRowWriter, PromptTransaction, TurnLogScope } from './turn-log/turn-log'
 import type { BoundaryScope } from './step-boundary'
-
-/** The turn's first transition row, written in the prompt's transaction (see TransitionRecorder.writeAhead). */
-export interface FirstRow {
-  write(tx: Store): Promise<void>
-  committed(): void
-  failed(): void
-  /** The transaction failed on the row's own write (then the prompt is stored without it, and `alone()`). */
-  writeFailed(): boolean
-  alone(): void
-  /** After the prompt's own events: the row's transition is published. */
-  published(): void
-}
 
 export interface TurnScopeOptions {
   turnId: string
@@ -59,10 +46,10 @@ export interface TurnScopeOptions {
 
 /**
  * The ports it serves, each declared by the module that uses it: the step (`StepScope`), the
- * summary (`SummaryScope`), the tool runner (`ToolRunScope`), the recorder (`RecorderScope`) and
+ * summary (`SummaryScope`), the tool runner (`ToolRunScope`), the turn log (`TurnLogScope`) and
  * the step boundary (`BoundaryScope`).
  */
-export class TurnScope implements StepScope, SummaryScope, ToolRunScope, RecorderScope, BoundaryScope {
+export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLogScope, BoundaryScope {
   readonly turnId: string
   readonly sessionId: string
   /** Run trees: the turn whose tool call started this one. */
@@ -72,8 +59,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, Recorde
   readonly #steersStored: (() => Promise<void>) | undefined
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
-  /** What the turn publishes: to the engine's bus, and as the turn's own stream of parts. */
-  readonly events: TurnEventLog
+  /** What the turn publishes, once: its part stream (to the engine's bus, its readers, a late reader's replay). */
+  readonly events: TurnPartStream
   /** This turn's messages, in order: the user prompt, assistant messages, summaries. */
   readonly messages: MessageWithParts[] = []
   /** Tool parts of the step that streamed last, in call order. */
@@ -98,16 +85,15 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, Recorde
     this.store = store
     this.fence = fence
     this.#steersStored = options.steersStored
-    const events = (this.events = new TurnEventLog(bus, { turnId, sessionId, ...(options.parentTurnId ? { parentTurnId: options.parentTurnId } : {}) }))
+    const events = (this.events = new TurnPartStream(bus, { turnId, sessionId, ...(options.parentTurnId ? { parentTurnId: options.parentTurnId } : {}) }))
     this.writer = new PartWriter({
       store,
       queue: this.queue,
-      // The store writes; the turn publishes what changed (copies: later changes must not leak into sent events).
+      // The store writes; the part stream tells what changed (it keeps the parts, and publishes copies).
       listener: {
-        part: (part) => events.publish({ type: 'part.updated', sessionId: part.sessionId, part: jsonCopy(part) }),
-        delta: (part, delta) =>
-          events.publish({ type: 'part.delta', sessionId: part.sessionId, turnId, messageId: part.messageId, partId: part.id, partType: part.type, field: 'text', delta }),
-        message: (info) => events.publish({ type: 'message.updated', sessionId: info.sessionId, info: jsonCopy(info) }),
+        part: (part) => events.part(part),
+        delta: (part, delta) => events.delta(part, delta),
+        message: (info) => events.message(info),
       },
       flushIntervalMs: options.flushIntervalMs,
       now: () => Date.now(),
@@ -132,42 +118,24 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, Recorde
    * session, inserts the turn row) and resolves the turn's configuration; `firstRow`, last,
    * writes the turn's first transition there too.
    */
-  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>, firstRow?: FirstRow): Promise<void> {
+  async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>, firstRow?: FirstRowWriter): Promise<void> {
     const now = Date.now()
     const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
-    const store = (row: FirstRow | undefined) =>
+    const transaction: PromptTransaction = (write) =>
       this.store.transaction(async (tx) => {
         // (set here: the first row, written in this transaction, reads the redactor)
         this.#config = await prepare(tx)
         this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
         await tx.messages.upsert(info)
         await tx.messages.upsertParts(parts, now)
-        await row?.write(tx)
+        await write?.(tx)
       })
     // Inside the queue's job: a write queued meanwhile runs after the first row is known committed.
-    await this.queue.run(async () => {
-      try {
-        await store(firstRow)
-      } catch (error) {
-        if (!firstRow?.writeFailed()) {
-          firstRow?.failed()
-          throw error
-        }
-        // The first row's own write failed: the prompt is stored without it, and the row is
-        // written on its own (its failure then fails the turn, as any row's does).
-        await store(undefined).catch((again: unknown) => {
-          firstRow.failed()
-          throw again
-        })
-        firstRow.alone()
-        return
-      }
-      firstRow?.committed()
-    })
+    const publishFirstRow = await this.queue.run(() => (firstRow ? firstRow(transaction) : transaction().then(() => undefined)))
     this.messages.push({ info, parts })
-    this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...info } })
-    for (const part of parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
-    firstRow?.published()
+    this.events.message(info, 'prompt')
+    for (const part of parts) this.events.part(part)
+    publishFirstRow?.()
   }
 
   /**
@@ -197,8 +165,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, Recorde
     this.assistant = undefined
     for (const message of taken) {
       this.messages.push(message)
-      this.events.publish({ type: 'message.updated', sessionId: this.sessionId, info: { ...message.info } })
-      for (const part of message.parts) this.events.publish({ type: 'part.updated', sessionId: this.sessionId, part: { ...part } })
+      this.events.message(message.info, 'steer')
+      for (const part of message.parts) this.events.part(part)
     }
     return taken
   }

@@ -1,20 +1,26 @@
 /**
- * One turn's events as a stream of typed parts, shaped like the AI SDK's `TextStreamPart`
- * where the concept is the same (`text-delta`, `reasoning-delta`, `tool-call`, `tool-result`,
- * `start-step`, `finish-step`, `finish`, `error`, `abort`, …), plus turnchart's own (`retry`,
- * `tool-approval-request`). It sits between the turn and the engine's bus: every event the
- * turn publishes passes through it (`publish`), is forwarded to the bus, and becomes parts.
+ * One turn's part stream: the one place where what a turn does becomes events, once. The part
+ * writer's changes (a part opened or changed, a delta, a message's info) and the turn's other
+ * events (transitions, statuses, errors, approval requests, a child's progress) come in here;
+ * each becomes one `TurnchartEvent` that says what changed (`part.updated`'s `change` and
+ * `from`, `message.updated`'s `change`, the `origin` of both), so that every reader is a
+ * transform with no memory of its own of what it was told:
  *
- * Any number of readers (`fullStream()`, `textStream()`), each a `ReadableStream` that is also
- * an `AsyncIterable`. A reader that starts late first gets the parts so far: the log keeps the
- * structural parts and each part's text merged into one delta (memory grows with the turn's
- * content, not with its number of deltas), then the live ones, delta by delta.
+ * - the engine's bus (`engine.subscribe`) gets each event as it is made;
+ * - `subscribe(listener, { replay })`: the same events, for one turn;
+ * - `fullStream()` / `textStream()`: typed parts (`streamParts` below);
+ * - the UI message stream (src/ui-stream, above this layer) maps the same events to chunks.
+ *
+ * Memory: the stream holds the turn's messages and parts by reference (the objects the part
+ * writer writes: a delta's text is held once, in its part) and a bounded tail of the other
+ * events (`tailSize`, default 64). A reader that starts late replays from them: each message
+ * and part as it is now (`open`, its text so far in the part), then the tail, then the live
+ * events; nothing else of the past is kept.
  */
-import type { Bus, TurnchartEvent } from '../core/bus'
+import type { Bus, PartChange, PartOrigin, ToolStage, TurnchartEvent } from '../core/bus'
 import { MessageAbortedError, type SerializedError } from '../core/errors'
-import { emptyTokens, type MessageWithParts, type Part, type Tokens, type ToolPart } from '../core/types'
-import { TurnMirror, type LiveTurnSnapshot, type TurnEventSource } from '../ui-stream/live-turns'
-import type { TurnStreamEnd } from '../ui-stream/turn-chunks'
+import { jsonCopy } from '../core/json-copy'
+import { emptyTokens, type MessageInfo, type MessageWithParts, type Part, type TextPart, type Tokens, type ToolPart } from '../core/types'
 
 /** A `ReadableStream` that is also an `AsyncIterable` (as the AI SDK's streams are). */
 export type AsyncIterableStream<T> = ReadableStream<T> & AsyncIterable<T>
@@ -41,106 +47,195 @@ export type TurnStreamPart =
   | { type: 'error'; error: SerializedError }
   | { type: 'abort'; error: SerializedError }
 
-type Reader = ReadableStreamDefaultController<TurnStreamPart>
+/** How many of the turn's events other than its parts and messages a late reader replays (the last ones). */
+export const defaultTailSize = 64
 
-/** A part's state as the stream last reported it: the parts are told once per change. */
-interface Seen {
-  status: string
-  ended: boolean
+/** A reader of the turn's events. */
+export type TurnListener = (event: TurnchartEvent) => void
+
+/** What reads a turn's events: `replay` first gives the turn so far (its parts as they are now, then the tail). */
+export interface TurnEventSubscription {
+  subscribe(listener: TurnListener, options?: { replay?: boolean }): () => void
 }
 
-export class TurnEventLog implements TurnEventSource {
-  readonly #bus: Pick<Bus, 'publish'>
-  readonly #log: TurnStreamPart[] = []
-  readonly #readers = new Set<Reader>()
-  readonly #seen = new Map<string, Seen>()
-  readonly #usage = { tokens: emptyTokens(), cost: 0 }
-  /** The prompt's and the summaries' messages: their parts are not the model's answer. */
-  readonly #notAnswers = new Set<string>()
-  /** The user messages after the prompt: steered into the turn. */
-  readonly #steered = new Set<string>()
-  /** What the turn produced so far as parts and messages, for a UI message stream that starts late. */
-  readonly #mirror: TurnMirror
-  /** Readers of the turn's events as published (`subscribe`). */
-  readonly #listeners = new Set<(event: TurnchartEvent) => void>()
-  #prompted = false
-  #lastFinishReason = 'unknown'
-  #closed = false
+interface HeldMessage {
+  info: MessageInfo
+  origin: PartOrigin
+  tokens: string
+  parts: HeldPart[]
+}
 
+interface HeldPart {
+  part: Part
+  /** What the stream last said of it: `open`/`closed` for text, the stage of a tool, `told` for the rest. */
+  stage: string
+}
+
+export class TurnPartStream implements TurnEventSubscription {
+  readonly #bus: Pick<Bus, 'publish'>
+  readonly #turnId: string
+  readonly #sessionId: string
+  readonly #tailSize: number
+  /** The turn's messages and their parts, in order of creation, by reference. */
+  readonly #messages = new Map<string, HeldMessage>()
+  readonly #parts = new Map<string, HeldPart>()
+  /** The last `tailSize` events that are not a part's or a message's. */
+  readonly #tail: TurnchartEvent[] = []
+  readonly #listeners = new Set<TurnListener>()
+  /** Called once when the stream ends (the turn's end, or `close`). */
+  readonly #onEnd = new Set<() => void>()
+  /** Why the turn left this engine without an end of its own (detached, could not start). */
+  #closedWith: SerializedError | undefined
+  #ended = false
   /** A child turn's ids, stamped on each event it publishes (run trees); undefined for a root turn. */
   readonly #child: { turnId: string; parentTurnId: string } | undefined
 
-  constructor(bus: Pick<Bus, 'publish'>, turn: { turnId: string; sessionId: string; parentTurnId?: string }) {
+  constructor(bus: Pick<Bus, 'publish'>, turn: { turnId: string; sessionId: string; parentTurnId?: string }, options: { tailSize?: number } = {}) {
     this.#bus = bus
+    this.#turnId = turn.turnId
+    this.#sessionId = turn.sessionId
+    this.#tailSize = options.tailSize ?? defaultTailSize
     this.#child = turn.parentTurnId ? { turnId: turn.turnId, parentTurnId: turn.parentTurnId } : undefined
-    this.#mirror = new TurnMirror(turn.turnId, turn.sessionId)
-    this.#add({ type: 'start', turnId: turn.turnId, sessionId: turn.sessionId })
   }
 
-  /** Publishes a turn's event on the engine's bus and adds what it means to the stream. */
+  get turnId(): string {
+    return this.#turnId
+  }
+
+  get sessionId(): string {
+    return this.#sessionId
+  }
+
+  /** True once the turn ended (or left this engine): readers that start now get the replay, then their end. */
+  get ended(): boolean {
+    return this.#ended
+  }
+
+  /** A turn event that is not a part's or a message's (a transition, a status, an error, an approval request, a child's progress). */
   publish(event: TurnchartEvent): void {
-    if (this.#child) event = { ...event, ...this.#child }
-    this.#bus.publish(event)
-    this.#take(event)
-    this.#mirror.apply(event)
-    for (const listener of this.#listeners) listener(event)
+    if (event.type === 'part.updated' || event.type === 'part.delta' || event.type === 'message.updated') throw new Error(`${event.type} goes through part(), delta() or message()`)
+    if (this.#ended) return void this.#bus.publish(this.#stamp(event))
+    const stamped = this.#stamp(event)
+    this.#tail.push(stamped)
+    if (this.#tail.length > this.#tailSize) this.#tail.shift()
+    this.#emit(stamped)
+    if ((event.type === 'session.status' && event.status.type === 'idle') || event.type === 'turn.lost') this.#end()
   }
 
-  /** Calls `listener` with each event the turn publishes from now on (the engine's bus carries every turn's). */
-  subscribe(listener: (event: TurnchartEvent) => void): () => void {
-    this.#listeners.add(listener)
-    return () => this.#listeners.delete(listener)
+  /** A message of the turn was created or changed (`origin`: for a user message, the prompt or a steer). */
+  message(info: MessageInfo, origin: PartOrigin = info.summary ? 'summary' : info.role === 'user' ? 'prompt' : 'answer'): void {
+    const tokens = info.tokens ? JSON.stringify(info.tokens) : ''
+    let held = this.#messages.get(info.id)
+    let change: 'open' | 'usage' | 'update' = 'update'
+    if (!held) {
+      held = { info, origin, tokens, parts: [] }
+      this.#messages.set(info.id, held)
+      change = 'open'
+    } else {
+      held.info = info
+      if (tokens !== held.tokens) change = 'usage'
+      held.tokens = tokens
+    }
+    this.#emit(this.#stamp({ type: 'message.updated', sessionId: info.sessionId, info: jsonCopy(info), origin: held.origin, change }))
   }
 
-  /**
-   * What the turn produced so far, as a UI message stream that starts now needs it (taken in the
-   * same tick as `subscribe`, nothing is missed or sent twice); `ended`: how the turn ended, once it has.
-   */
-  uiSnapshot(): { snapshot: LiveTurnSnapshot; ended?: TurnStreamEnd } {
-    const snapshot = this.#mirror.snapshot()
-    if (!this.#closed) return { snapshot }
-    const state = snapshot.state.state
-    const ended: TurnStreamEnd =
-      state === 'completed' || state === 'failed' || state === 'aborted' ? state : this.#log.some((p) => p.type === 'error') ? 'failed' : 'completed'
-    return { snapshot, ended }
+  /** A part was opened or changed (the writer's object: the stream keeps it, and publishes a copy). */
+  part(part: Part): void {
+    let held = this.#parts.get(part.id)
+    let change: PartChange
+    let from: ToolStage | undefined
+    const stage = stageOf(part)
+    if (!held) {
+      held = { part, stage }
+      this.#parts.set(part.id, held)
+      this.#messages.get(part.messageId)?.parts.push(held)
+      change = 'open'
+    } else {
+      held.part = part
+      change = held.stage === stage ? 'update' : part.type === 'tool' ? 'stage' : 'close'
+      if (change === 'stage') from = held.stage as ToolStage
+      held.stage = stage
+    }
+    const origin = this.#messages.get(part.messageId)?.origin ?? 'answer'
+    this.#emit(this.#stamp({ type: 'part.updated', sessionId: part.sessionId, part: copyPart(part), origin, change, ...(from ? { from } : {}) }))
   }
 
-  /**
-   * The parts of a turn restored from the database (recovery): what its stored messages say,
-   * so that a reader of a resumed turn gets them too.
-   */
+  /** Streamed text appended to `part` (already in `part.text`: the stream keeps no copy). */
+  delta(part: TextPart | Extract<Part, { type: 'reasoning' }>, delta: string): void {
+    this.#emit(this.#stamp({ type: 'part.delta', sessionId: part.sessionId, turnId: this.#turnId, messageId: part.messageId, partId: part.id, partType: part.type, field: 'text', delta }))
+  }
+
+  /** The messages of a turn restored from the database (recovery): a reader of the resumed turn gets them too. Told to nobody. */
   seed(messages: MessageWithParts[]): void {
-    for (const message of messages) {
-      const info: TurnchartEvent = { type: 'message.updated', sessionId: message.info.sessionId, info: message.info }
-      this.#take(info)
-      this.#mirror.apply(info)
-      for (const part of message.parts) {
-        const updated: TurnchartEvent = { type: 'part.updated', sessionId: part.sessionId, part }
-        this.#take(updated)
-        this.#mirror.apply(updated)
+    let prompted = false
+    for (const { info, parts } of messages) {
+      const origin: PartOrigin = info.summary ? 'summary' : info.role === 'assistant' ? 'answer' : prompted ? 'steer' : 'prompt'
+      if (info.role === 'user') prompted = true
+      const held: HeldMessage = { info, origin, tokens: info.tokens ? JSON.stringify(info.tokens) : '', parts: [] }
+      this.#messages.set(info.id, held)
+      for (const part of parts) {
+        const heldPart = { part, stage: stageOf(part) }
+        this.#parts.set(part.id, heldPart)
+        held.parts.push(heldPart)
       }
     }
   }
 
-  /** Ends every reader (the turn left this engine without an end: it was detached or lost). */
+  /** Ends every reader (the turn left this engine without an end: it was detached, lost or never started). */
   close(error?: SerializedError): void {
-    if (error) this.#add({ type: 'error', error })
+    if (this.#ended) return
+    this.#closedWith = error
     this.#end()
   }
 
-  /** A new reader of every part: those so far, then the live ones, until the turn's end. */
+  /** The turn so far as events: each message and part as it is now (`open`), then the tail. */
+  replay(): TurnchartEvent[] {
+    const events: TurnchartEvent[] = []
+    for (const held of this.#messages.values()) {
+      events.push(this.#stamp({ type: 'message.updated', sessionId: held.info.sessionId, info: jsonCopy(held.info), origin: held.origin, change: 'open' }))
+      for (const { part } of held.parts) events.push(this.#stamp({ type: 'part.updated', sessionId: part.sessionId, part: copyPart(part), origin: held.origin, change: 'open' }))
+    }
+    // A child's progress is shown in its call's part, replayed above as it is now.
+    for (const event of this.#tail) if (event.type !== 'child.progress' || event.child.approvals?.length) events.push(event)
+    return events
+  }
+
+  /** Calls `listener` with each event of the turn from now on (with `replay`, the turn so far first, in this call). */
+  subscribe(listener: TurnListener, options: { replay?: boolean } = {}): () => void {
+    if (options.replay) for (const event of this.replay()) listener(event)
+    if (this.#ended) return () => undefined
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+
+  /** Calls `onEnd` once when the stream ends (at once when it has). */
+  onEnd(onEnd: () => void): () => void {
+    if (this.#ended) {
+      onEnd()
+      return () => undefined
+    }
+    this.#onEnd.add(onEnd)
+    return () => this.#onEnd.delete(onEnd)
+  }
+
+  /** A new reader of every part: the turn so far (each part's text in one delta), then the live ones, until the turn's end. */
   fullStream(): AsyncIterableStream<TurnStreamPart> {
-    let reader: Reader
+    let stop = () => {}
     const stream = new ReadableStream<TurnStreamPart>({
       start: (controller) => {
-        reader = controller
-        for (const part of this.#log) controller.enqueue({ ...part })
-        if (this.#closed) controller.close()
-        else this.#readers.add(controller)
+        const toParts = streamParts(this.#turnId, this.#sessionId, (part) => controller.enqueue(part))
+        const unsubscribe = this.subscribe((event) => toParts.take(event), { replay: true })
+        const unEnd = this.onEnd(() => {
+          unsubscribe()
+          toParts.end(this.#closedWith)
+          controller.close()
+        })
+        stop = () => {
+          unsubscribe()
+          unEnd()
+        }
       },
-      cancel: () => {
-        this.#readers.delete(reader)
-      },
+      cancel: () => stop(),
     })
     return stream as AsyncIterableStream<TurnStreamPart>
   }
@@ -157,108 +252,117 @@ export class TurnEventLog implements TurnEventSource {
     return text as AsyncIterableStream<string>
   }
 
-  #take(event: TurnchartEvent): void {
-    if (this.#closed) return
+  #stamp(event: TurnchartEvent): TurnchartEvent {
+    return this.#child ? { ...event, ...this.#child } : event
+  }
+
+  #emit(event: TurnchartEvent): void {
+    this.#bus.publish(event)
+    for (const listener of this.#listeners) listener(event)
+  }
+
+  #end(): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.#listeners.clear()
+    for (const onEnd of this.#onEnd) onEnd()
+    this.#onEnd.clear()
+  }
+}
+
+/** Where a part is, as the stream tells its changes. */
+export function stageOf(part: Part): string {
+  if (part.type === 'text' || part.type === 'reasoning') return part.time.end === undefined ? 'open' : 'closed'
+  if (part.type === 'tool') return toolStage(part)
+  return 'told'
+}
+
+export function toolStage(part: ToolPart): ToolStage {
+  const { state } = part
+  return state.status === 'pending' ? (state.approval === 'required' ? 'approval' : 'pending') : state.status
+}
+
+/** A part as an event carries it: a copy (the writer goes on changing its own), a text's string shared (strings do not change). */
+function copyPart(part: Part): Part {
+  if (part.type !== 'text' && part.type !== 'reasoning') return jsonCopy(part)
+  const { metadata, time, ...rest } = part as TextPart & { metadata?: unknown }
+  return { ...rest, time: { ...time }, ...(metadata !== undefined ? { metadata: jsonCopy(metadata) } : {}) } as Part
+}
+
+/**
+ * The typed parts of one turn's events (`fullStream`): a map of each event, folding only what
+ * the last part needs (the usage so far, the last finish reason, whether an error came).
+ */
+export function streamParts(turnId: string, sessionId: string, emit: (part: TurnStreamPart) => void): { take(event: TurnchartEvent): void; end(closedWith?: SerializedError): void } {
+  const usage = { tokens: emptyTokens(), cost: 0 }
+  let finishReason = 'unknown'
+  let failed = false
+  emit({ type: 'start', turnId, sessionId })
+  const toolPart = (part: ToolPart) => {
+    const call = { toolCallId: part.callId, toolName: part.tool, input: part.state.input }
+    if (part.state.status === 'running') emit({ type: 'tool-call', ...call })
+    else if (part.state.status === 'completed') emit({ type: 'tool-result', ...call, output: part.state.output })
+    else if (part.state.status === 'error') emit({ type: 'tool-error', ...call, error: part.state.error })
+  }
+  const take = (event: TurnchartEvent) => {
     switch (event.type) {
-      case 'message.updated':
-        if (event.info.role === 'user' && this.#prompted && !this.#notAnswers.has(event.info.id)) this.#steered.add(event.info.id)
-        if (event.info.role === 'user') this.#prompted = true
-        if (event.info.role !== 'assistant' || event.info.summary) this.#notAnswers.add(event.info.id)
+      case 'part.updated': {
+        const { part, change } = event
+        if (event.origin === 'steer') {
+          if (change === 'open' && part.type === 'text') emit({ type: 'steered', messageId: part.messageId, text: part.text })
+          return
+        }
+        if (event.origin !== 'answer' || change === 'update') return
+        switch (part.type) {
+          case 'step-start':
+            return emit({ type: 'start-step', step: part.step ?? 0, attempt: part.attempt ?? 0 })
+          case 'step-finish':
+            finishReason = part.reason
+            addTokens(usage, part.tokens, part.cost)
+            return emit({ type: 'finish-step', step: part.step ?? 0, attempt: part.attempt ?? 0, finishReason: part.reason, usage: part.tokens, cost: part.cost })
+          case 'text':
+          case 'reasoning':
+            if (change === 'open') {
+              emit({ type: `${part.type}-start`, id: part.id })
+              // A part that opens with text (replayed, restored) is told as one delta.
+              if (part.text) emit({ type: `${part.type}-delta`, id: part.id, text: part.text })
+            }
+            if (part.time.end !== undefined) emit({ type: `${part.type}-end`, id: part.id })
+            return
+          case 'tool':
+            if (change === 'open') emit({ type: 'tool-input-start', id: part.callId, toolName: part.tool })
+            return toolPart(part)
+        }
         return
-      case 'part.updated':
-        if (this.#steered.has(event.part.messageId)) {
-          if (event.part.type === 'text' && !this.#seen.has(event.part.id)) this.#add({ type: 'steered', messageId: event.part.messageId, text: event.part.text })
-          this.#seen.set(event.part.id, { status: '', ended: true })
-        } else if (!this.#notAnswers.has(event.part.messageId)) this.#part(event.part)
-        return
+      }
       case 'part.delta':
-        return this.#delta(event.partType === 'reasoning' ? 'reasoning-delta' : 'text-delta', event.partId, event.delta)
+        return emit({ type: event.partType === 'reasoning' ? 'reasoning-delta' : 'text-delta', id: event.partId, text: event.delta })
       case 'approval.requested':
-        for (const call of event.calls) this.#add({ type: 'tool-approval-request', toolCallId: call.callId, toolName: call.tool, input: call.input })
+        for (const call of event.calls) emit({ type: 'tool-approval-request', toolCallId: call.callId, toolName: call.tool, input: call.input })
         return
       case 'session.status':
         if (event.status.type === 'retry') {
           const { attempt, next, message } = event.status
-          this.#add({ type: 'retry', attempt, retryAt: next, delayMs: Math.max(0, next - Date.now()), message })
-        } else if (event.status.type === 'idle') {
-          // The turn's last event: after its error, if it had one.
-          if (!this.#log.some((p) => p.type === 'error' || p.type === 'abort')) {
-            this.#add({ type: 'finish', finishReason: this.#lastFinishReason, totalUsage: this.#usage })
-          }
-          this.#end()
+          emit({ type: 'retry', attempt, retryAt: next, delayMs: Math.max(0, next - Date.now()), message })
+        } else if (event.status.type === 'idle' && !failed) {
+          emit({ type: 'finish', finishReason, totalUsage: usage })
         }
         return
       case 'session.error':
-        this.#add(MessageAbortedError.isInstance(event.error) || event.error.name === 'MessageAbortedError' ? { type: 'abort', error: event.error } : { type: 'error', error: event.error })
-        return
+        failed = true
+        return emit(MessageAbortedError.isInstance(event.error) || event.error.name === 'MessageAbortedError' ? { type: 'abort', error: event.error } : { type: 'error', error: event.error })
       case 'turn.lost':
-        this.close(event.error)
-        return
+        failed = true
+        return emit({ type: 'error', error: event.error })
       default:
         return
     }
   }
-
-  #part(part: Part): void {
-    const seen = this.#seen.get(part.id)
-    switch (part.type) {
-      case 'step-start':
-        if (!seen) this.#add({ type: 'start-step', step: part.step ?? 0, attempt: part.attempt ?? 0 })
-        break
-      case 'step-finish':
-        if (seen) break
-        this.#lastFinishReason = part.reason
-        addTokens(this.#usage, part.tokens, part.cost)
-        this.#add({ type: 'finish-step', step: part.step ?? 0, attempt: part.attempt ?? 0, finishReason: part.reason, usage: part.tokens, cost: part.cost })
-        break
-      case 'text':
-      case 'reasoning': {
-        const kind = part.type
-        if (!seen) {
-          this.#add({ type: `${kind}-start`, id: part.id })
-          // A part that arrives with text (a restored one) is told as one delta.
-          if (part.text) this.#delta(`${kind}-delta`, part.id, part.text)
-        }
-        if (part.time.end !== undefined && !seen?.ended) this.#add({ type: `${kind}-end`, id: part.id })
-        this.#seen.set(part.id, { status: '', ended: part.time.end !== undefined })
-        return
-      }
-      case 'tool':
-        this.#tool(part, seen)
-        return
-    }
-    this.#seen.set(part.id, { status: '', ended: true })
-  }
-
-  #tool(part: ToolPart, seen: Seen | undefined): void {
-    const { status } = part.state
-    if (seen?.status === status) return
-    const call = { toolCallId: part.callId, toolName: part.tool, input: part.state.input }
-    if (!seen) this.#add({ type: 'tool-input-start', id: part.callId, toolName: part.tool })
-    if (status === 'running') this.#add({ type: 'tool-call', ...call })
-    else if (status === 'completed' && part.state.status === 'completed') this.#add({ type: 'tool-result', ...call, output: part.state.output })
-    else if (status === 'error' && part.state.status === 'error') this.#add({ type: 'tool-error', ...call, error: part.state.error })
-    this.#seen.set(part.id, { status, ended: status === 'completed' || status === 'error' })
-  }
-
-  /** A delta: to the live readers as it is, in the log merged into the part's last delta. */
-  #delta(type: 'text-delta' | 'reasoning-delta', id: string, text: string): void {
-    const last = this.#log.at(-1)
-    if (last && last.type === type && last.id === id) last.text += text
-    else this.#log.push({ type, id, text })
-    for (const reader of this.#readers) reader.enqueue({ type, id, text })
-  }
-
-  #add(part: TurnStreamPart): void {
-    this.#log.push(part)
-    for (const reader of this.#readers) reader.enqueue({ ...part })
-  }
-
-  #end(): void {
-    if (this.#closed) return
-    this.#closed = true
-    for (const reader of this.#readers) reader.close()
-    this.#readers.clear()
+  return {
+    take,
+    end(closedWith) {
+      if (closedWith && !failed) emit({ type: 'error', error: closedWith })
+    },
   }
 }
 

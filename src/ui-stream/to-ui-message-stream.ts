@@ -1,23 +1,29 @@
 /**
  * A turn as an AI SDK UI message stream (the protocol `useChat` reads), built with the SDK's own
- * `createUIMessageStream` / `createUIMessageStreamResponse` from the events of `engine.subscribe`
- * (or of the turn's own log, for `turn.toUIMessageStreamResponse()`).
+ * `createUIMessageStream` / `createUIMessageStreamResponse`: a transform of the turn's events
+ * (`TurnChunks`), read from the engine's bus (`engine.subscribe`) or from the turn itself
+ * (`turn.subscribe`, which can replay the turn so far: `turn.toUIMessageStreamResponse()`, a
+ * page that reattaches after a reload).
  */
 import { createUIMessageStream, createUIMessageStreamResponse, type UIMessage } from 'ai'
-import type { LiveTurnSnapshot, TurnEventSource } from './live-turns'
+import type { TurnchartEvent } from '../core/bus'
+import type { Turn } from '../turn/turn-handle'
 import type { TurnchartUIMessage } from './ui-messages'
-import { TurnChunkWriter, type TurnChunk, type TurnStreamEnd } from './turn-chunks'
+import { TurnChunks, type TurnChunk, type TurnStreamEnd } from './turn-chunks'
+
+/** Where turn events come from: `engine.subscribe`, or one turn's own (`turn.subscribe`, which can replay). */
+export interface TurnEventSource {
+  /** Calls `listener` with every event from now on, synchronously (with `replay`, first the turn so far, if the source keeps it); returns the unsubscribe. */
+  subscribe(listener: (event: TurnchartEvent) => void, options?: { replay?: boolean }): () => void
+}
 
 export interface TurnStreamOptions {
   /**
-   * What the turn produced before the stream subscribed (`LiveTurns.snapshot`). `replay: true`
-   * sends it first (a page reattaching after a reload); otherwise it is only marked as known,
-   * so the stream continues a message the page already shows (after an approval).
+   * The stream starts with the turn so far (the source must be the turn itself): each part as
+   * it is now, then live. For a page that reattaches after a reload, or a stream started after
+   * the turn ended. Without it the stream continues what the page shows (after an approval).
    */
-  from?: LiveTurnSnapshot
   replay?: boolean
-  /** The turn had already ended so when `from` was taken: the stream sends `from`, then ends. */
-  ended?: TurnStreamEnd
   /**
    * The page's messages (useChat's request body). When the last is an assistant message, the
    * stream continues it under its id (as after an approval); otherwise it starts a new one.
@@ -42,7 +48,8 @@ export interface TurnRef {
  * step boundaries, then `finish` (completed, or waiting for an approval), `error` (failed) or
  * `abort` (aborted). The chart's state goes as the data part `data-turn-state` (state, attempt,
  * retry deadline; one part, updated in place) and usage as message metadata. Subscribe before
- * the turn produces anything you want sent: call it in the tick `engine.prompt` returns.
+ * the turn produces anything you want sent: call it in the tick `engine.prompt` returns (or
+ * read from the turn itself with `replay: true`).
  *
  * @example
  * const turn = engine.prompt(sessionId, 'hi')
@@ -53,7 +60,7 @@ export function toUIMessageStream(events: TurnEventSource, turn: TurnRef, option
     originalMessages: options.originalMessages as TurnchartUIMessage[] | undefined,
     execute: ({ writer }) =>
       new Promise<void>((resolve) => {
-        const chunks = new TurnChunkWriter(turn.id, turn.sessionId, (chunk) => writer.write(chunk))
+        const chunks = new TurnChunks(turn.id, turn.sessionId, (chunk) => writer.write(chunk))
         let unsubscribe = () => {}
         const stop = (end: TurnStreamEnd | undefined) => {
           unsubscribe()
@@ -64,13 +71,18 @@ export function toUIMessageStream(events: TurnEventSource, turn: TurnRef, option
         const onAbort = () => stop(undefined)
         if (options.signal?.aborted) return stop(undefined)
         options.signal?.addEventListener('abort', onAbort, { once: true })
-        // Subscribe and seed in one tick: nothing published in between is lost or sent twice.
-        unsubscribe = events.subscribe((event) => {
-          if (chunks.handle(event)) stop(chunks.end)
-        })
-        if (options.from) chunks.seed(options.from, options.replay === true)
-        if (options.ended) chunks.finish(options.ended)
-        if (chunks.end) return stop(chunks.end)
+        // The replay arrives inside `subscribe`, the live events after it: nothing is lost or sent twice.
+        const replayed: TurnchartEvent[] = []
+        let live = false
+        unsubscribe = events.subscribe(
+          (event) => {
+            if (!live) replayed.push(event)
+            else if (chunks.handle(event)) stop(chunks.end)
+          },
+          options.replay ? { replay: true } : {},
+        )
+        live = true
+        if (options.replay && chunks.replay(replayed)) return stop(chunks.end)
         turn.done?.catch((error: unknown) => {
           if (chunks.end) return
           chunks.fail(error instanceof Error ? error.message : String(error))
@@ -90,4 +102,9 @@ export function toUIMessageStream(events: TurnEventSource, turn: TurnRef, option
 export function toUIMessageStreamResponse(events: TurnEventSource, turn: TurnRef, options: TurnStreamOptions & { headers?: Record<string, string> } = {}): Response {
   const { headers, ...streamOptions } = options
   return createUIMessageStreamResponse({ stream: toUIMessageStream(events, turn, streamOptions), headers })
+}
+
+/** `turn.toUIMessageStreamResponse()`: the turn so far, then live (the engine hands this to every turn). */
+export function uiMessageStreamOfTurn(turn: Turn, options: { headers?: Record<string, string> }): Response {
+  return toUIMessageStreamResponse(turn, turn, { replay: true, ...options })
 }

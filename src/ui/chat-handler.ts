@@ -26,7 +26,6 @@ import { callHook } from '../core/hooks'
 import type { SessionMetadata } from '../core/types'
 import { promptInputOf, UnusableMessage } from './chat-input'
 import { approvalOwners, isChatTurn } from './chat-turns'
-import { LiveTurns } from '../ui-stream/live-turns'
 import { pollTurnStream, unfinishedTurnId } from './poll-turn'
 import { readBody } from './read-body'
 import { toUIMessageStreamResponse, type TurnRef } from '../ui-stream/to-ui-message-stream'
@@ -98,7 +97,7 @@ export interface ChatHandlerOptions {
   onError?: (error: unknown) => void
 }
 
-/** A request handler, plus `close()` that stops its subscription to the engine. */
+/** A request handler, plus `close()` (it holds nothing now: each stream reads its turn, and ends with it or its client). */
 export interface ChatHandler {
   (request: Request): Promise<Response>
   close(): void
@@ -182,7 +181,6 @@ function checkOptions(options: ChatHandlerOptions): void {
  */
 export function createChatHandler(engine: Engine, options: ChatHandlerOptions = {}): ChatHandler {
   checkOptions(options)
-  const live = new LiveTurns(engine)
   const headers = options.headers ?? {}
   const abortOnDisconnect = (options.onDisconnect ?? 'abort') === 'abort'
   const steerWhenBusy = options.whenBusy === 'steer'
@@ -211,17 +209,21 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     }
   }
 
-  /** Streams `turn`; a dropped client aborts it when so configured (only while it streams). */
+  /**
+   * Streams `turn`; a dropped client aborts it when so configured (only while it streams). A
+   * turn this engine runs is read from itself (its replay: the turn so far); any other from the
+   * engine's bus.
+   */
   const stream = (request: Request, turn: TurnRef, from: { replay: boolean; messages?: UIMessage[] }, signal?: AbortSignal): Response => {
     let streaming = true
-    const snapshot = live.snapshot(turn.sessionId)
+    const running = engine.activeTurn(turn.sessionId)
+    const here = running?.id === turn.id ? running : undefined
     const onClientGone = () => {
       if (streaming && abortOnDisconnect && engine.activeTurn(turn.sessionId)?.id === turn.id) engine.activeTurn(turn.sessionId)?.abort('the client stopped the stream')
     }
     request.signal.addEventListener('abort', onClientGone, { once: true })
-    return toUIMessageStreamResponse(engine, turn, {
-      from: snapshot?.turnId === turn.id ? snapshot : undefined,
-      replay: from.replay,
+    return toUIMessageStreamResponse(here ?? engine, here ?? turn, {
+      replay: from.replay && here !== undefined,
       originalMessages: from.messages,
       signal: anySignal(request.signal, signal),
       headers,
@@ -332,8 +334,8 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
       await engine.abort(route.chatId)
       return new Response(null, { status: 204, headers })
     }
-    const snapshot = live.snapshot(route.chatId)
-    if (snapshot) return stream(request, { id: snapshot.turnId, sessionId: route.chatId }, { replay: true })
+    const running = engine.activeTurn(route.chatId)
+    if (running) return stream(request, running, { replay: true })
     // Not in this process's mirror: a turn run by another engine (or started before the handler).
     const turnId = await unfinishedTurnId(engine, route.chatId)
     if (!turnId) return new Response(null, { status: 204, headers })
@@ -352,7 +354,8 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
       return json(500, { error: { name: 'InternalError', message: 'the chat handler failed; see the server log' } }, headers)
     }
   }
-  return Object.assign(handler, { close: () => live.close() })
+  // (nothing to stop: the handler holds no subscription of its own; kept for the interface)
+  return Object.assign(handler, { close: () => undefined })
 }
 
 function anySignal(...signals: Array<AbortSignal | undefined>): AbortSignal {

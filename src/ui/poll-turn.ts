@@ -2,16 +2,20 @@
  * Resuming a turn that runs in another process (several engines on one PostgreSQL database):
  * the stream is rebuilt by reading the turn's rows, every `intervalMs` and, when the engine
  * listens for PostgreSQL notifications, as soon as the running engine writes them (`changes`).
- * Text arrives in batches, one per flush of the running engine (`flushIntervalMs`), never twice:
- * the chunk writer sends only the text beyond what it sent. One read of the session's messages
- * and one of the turn row per read.
+ * Text arrives in batches, one per flush of the running engine (`flushIntervalMs`), never twice.
+ * Rows say what is, not what changed: `RowChanges` compares each read with the one before and
+ * says it as the turn's own events would (`part.updated` with its `change`, `part.delta` with
+ * the text beyond the last read's), which the same chunk transform maps. One read of the
+ * session's messages and one of the turn row per read.
  */
 import { createUIMessageStream } from 'ai'
 import { Doorbell } from '../core/doorbell'
 import type { Engine } from '../engine/engine'
-import type { LiveTurnSnapshot } from '../ui-stream/live-turns'
-import { TurnChunkWriter, type TurnChunk, type TurnStreamEnd } from '../ui-stream/turn-chunks'
-import type { TurnchartUIMessage } from '../ui-stream/ui-messages'
+import type { PartOrigin, ToolStage, TurnchartEvent } from '../core/bus'
+import type { MessageInfo, Part } from '../core/types'
+import { stageOf } from '../turn/turn-stream'
+import { TurnChunks, type TurnChunk, type TurnStreamEnd } from '../ui-stream/turn-chunks'
+import type { TurnchartUIMessage, TurnStateData } from '../ui-stream/ui-messages'
 
 /** Pushed news that a session's rows changed (PostgreSQL notifications), when the engine listens. */
 export interface StoredRowsFeed {
@@ -33,18 +37,59 @@ export async function unfinishedTurnId(engine: Engine, sessionId: string): Promi
   return record && record.outcome === null ? turnId : undefined
 }
 
+/** A turn as read from its rows. */
+interface StoredTurn {
+  /** Its answers and the user messages steered in, in order, with their parts. */
+  messages: Array<{ info: MessageInfo; origin: PartOrigin; parts: Part[] }>
+  state: TurnStateData
+}
+
+/**
+ * What changed between two reads of a turn's rows, as the events the turn published: a
+ * message or part not read before opens, a text grown since is a delta, a text ended or a
+ * tool moved on is its change. It keeps, per part, what the last read had (text length, stage).
+ */
+class RowChanges {
+  readonly #messages = new Map<string, string>()
+  readonly #parts = new Map<string, { stage: string; length: number }>()
+
+  events(turn: StoredTurn): TurnchartEvent[] {
+    const events: TurnchartEvent[] = []
+    for (const { info, origin, parts } of turn.messages) {
+      const tokens = JSON.stringify(info.tokens ?? null)
+      const before = this.#messages.get(info.id)
+      if (before !== tokens) events.push({ type: 'message.updated', sessionId: info.sessionId, info, origin, change: before === undefined ? 'open' : 'usage' })
+      this.#messages.set(info.id, tokens)
+      for (const part of parts) {
+        const stage = stageOf(part)
+        const length = part.type === 'text' || part.type === 'reasoning' ? part.text.length : 0
+        const seen = this.#parts.get(part.id)
+        this.#parts.set(part.id, { stage, length })
+        if (!seen) {
+          events.push({ type: 'part.updated', sessionId: part.sessionId, part, origin, change: 'open' })
+          continue
+        }
+        if ((part.type === 'text' || part.type === 'reasoning') && length > seen.length) {
+          events.push({ type: 'part.delta', sessionId: part.sessionId, turnId: turn.state.turnId, messageId: part.messageId, partId: part.id, partType: part.type, field: 'text', delta: part.text.slice(seen.length) })
+        }
+        if (stage !== seen.stage) {
+          events.push({ type: 'part.updated', sessionId: part.sessionId, part, origin, ...(part.type === 'tool' ? { change: 'stage', from: seen.stage as ToolStage } : { change: 'close' }) })
+        }
+      }
+    }
+    return events
+  }
+}
+
 /** The turn as stored now: its messages and parts, its state and outcome. */
-async function readTurnSnapshot(engine: Engine, sessionId: string, turnId: string): Promise<{ snapshot: LiveTurnSnapshot; outcome: TurnStreamEnd | null }> {
+async function readTurnSnapshot(engine: Engine, sessionId: string, turnId: string): Promise<{ snapshot: StoredTurn; outcome: TurnStreamEnd | null }> {
   const [messages, record] = await Promise.all([engine.messages(sessionId), engine.getTurn(turnId)])
   // Its answers, and the user messages steered in after the first (the prompt comes before).
   const first = messages.findIndex((m) => m.info.role === 'assistant' && m.info.turnId === turnId)
   const own = first < 0 ? [] : messages.slice(first).filter((m) => m.info.turnId === turnId)
   return {
     snapshot: {
-      turnId,
-      sessionId,
-      messages: own.map((m) => m.info),
-      parts: own.flatMap((m) => m.parts),
+      messages: own.map(({ info, parts }) => ({ info, parts, origin: info.role === 'user' ? 'steer' : info.summary ? 'summary' : 'answer' })),
       state: { turnId, state: record?.state ?? 'streaming', attempt: record?.attempt ?? 1, retryAt: record?.retryAt ?? null },
     },
     outcome: record?.outcome ?? null,
@@ -68,14 +113,26 @@ export function pollTurnStream(
   const intervalMs = options.intervalMs ?? 250
   return createUIMessageStream<TurnchartUIMessage>({
     execute: async ({ writer }) => {
-      const chunks = new TurnChunkWriter(turn.id, turn.sessionId, (chunk) => writer.write(chunk))
+      const chunks = new TurnChunks(turn.id, turn.sessionId, (chunk) => writer.write(chunk))
+      const changes = new RowChanges()
       const bell = new Doorbell()
       // Followed before the first read: a change written between that read and the wait rings.
       const unfollow = options.changes?.follow(turn.sessionId, () => bell.ring())
+      let first = true
       try {
         while (!options.signal?.aborted) {
           const { snapshot, outcome } = await readTurnSnapshot(engine, turn.sessionId, turn.id)
-          chunks.sync(snapshot, outcome)
+          const events = changes.events(snapshot)
+          if (first) {
+            // The first read is the turn so far: `start` names its first answer, as a replay's does.
+            first = false
+            chunks.replay(events, snapshot.state)
+          } else {
+            for (const event of events) chunks.handle(event)
+            chunks.state(snapshot.state)
+          }
+          if (outcome) chunks.finish(outcome)
+          else if (snapshot.state.state === 'awaiting-approval') chunks.finish('awaiting-approval')
           if (chunks.end) return
           await bell.wait(intervalMs, options.signal)
         }

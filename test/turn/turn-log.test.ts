@@ -1,5 +1,5 @@
 /**
- * The transition recorder through its port (`RecorderScope`): the chart's snapshots computed
+ * The turn log through its port (`TurnLogScope`): the chart's snapshots computed
  * with XState's pure `transition()`, a fake writer whose transactions commit all or nothing
  * (a test holds or fails them), and a bus that records what was published. No database.
  */
@@ -10,7 +10,9 @@ import { TurnOwnershipLostError } from '../../src/core/errors'
 import type { TurnchartEvent } from '../../src/core/bus'
 import type { TurnUpdate } from '../../src/store/store'
 import { WriteQueue } from '../../src/turn/write-queue'
-import { effectFreeTag, TransitionRecorder, type RecorderScope, type TransitionTx, type TurnEnd } from '../../src/turn/record-transitions'
+import { effectFreeTag, TurnLog, type PromptTransaction, type TurnLogScope } from '../../src/turn/turn-log/turn-log'
+import type { LogTx } from '../../src/turn/turn-log/log-rows'
+import type { TurnEnd } from '../../src/turn/turn-log/turn-end'
 import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart, TransitionRecord } from '../../src/core/types'
 
 interface Deferred {
@@ -46,7 +48,7 @@ function fakeTurn() {
     /** Transactions committed. */
     commits: 0,
   }
-  const scope: RecorderScope = {
+  const scope: TurnLogScope = {
     turnId: 'trn_1',
     sessionId: 'ses_1',
     queue: new WriteQueue(),
@@ -73,7 +75,7 @@ function fakeTurn() {
             },
           },
           turns: { update: async (_id: string, update: TurnUpdate) => void tx.updates.push(structuredClone(update)) },
-        } as unknown as TransitionTx
+        } as unknown as LogTx
         await more(port)
         rows.push(...tx.rows)
         updates.push(...tx.updates)
@@ -82,6 +84,7 @@ function fakeTurn() {
       changed: (part) => changed.push(part),
       message: (info) => messages.push(structuredClone(info)),
       seal: () => void (control.sealed = true),
+      flush: async () => undefined,
     },
   }
   return { scope, rows, updates, changed, messages, published, touched, control, text, call, assistant }
@@ -99,16 +102,9 @@ function recordTurn(turn: Turn) {
     ;[snapshot] = transition(turnMachine, snapshot, event as TurnEvent)
     recorder.record(event, snapshot)
   }
-  const recorder = new TransitionRecorder({
-    turnId: 'trn_1',
-    sessionId: 'ses_1',
-    scope: turn.scope,
-    bus: { publish: (event) => turn.published.push(event) },
-    fence: { owner: 'me', epoch: 1 },
-  })
+  const recorder = new TurnLog({ scope: turn.scope, bus: { publish: (event) => turn.published.push(event) }, fence: { owner: 'me', epoch: 1 } })
   void recorder.failed.then((error) => send({ type: 'turn.fail', error }))
-  void recorder.lost.then((error) => lost.push(error))
-  void recorder.ended.then((result) => end(result))
+  void recorder.ended.then((result) => (result.kind === 'lost' ? lost.push(result.error) : end(result)))
   ;[snapshot] = initialTransition(turnMachine, { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 1 })
   recorder.record({ type: 'xstate.init' }, snapshot)
   return { recorder, send, ended, lost }
@@ -145,7 +141,7 @@ test('each transition is one row, in order, with the turn row and the parts touc
     ['completed', 2, null],
   ])
   expect(turn.updates.at(-1)).toMatchObject({ outcome: 'completed', error: null })
-  expect(end).toEqual({ turnId: 'trn_1', sessionId: 'ses_1', outcome: 'completed' })
+  expect(end).toEqual({ kind: 'finished', outcome: 'completed' })
 
   const transitions = turn.published.filter((e) => e.type === 'turn.transition').map((e) => (e.type === 'turn.transition' ? e.seq : 0))
   expect(transitions).toEqual([1, 2, 3, 4])
@@ -262,7 +258,7 @@ const gatedChart = createMachine({
 
 function recordGated(turn: Turn) {
   let snapshot = initialTransition(gatedChart)[0]
-  const recorder = new TransitionRecorder({ turnId: 'trn_1', sessionId: 'ses_1', scope: turn.scope, bus: { publish: (event) => turn.published.push(event) }, fence: { owner: 'me', epoch: 1 } })
+  const recorder = new TurnLog({ scope: turn.scope, bus: { publish: (event) => turn.published.push(event) }, fence: { owner: 'me', epoch: 1 } })
   const send = (event: AnyEventObject) => {
     ;[snapshot] = transition(gatedChart, snapshot, event)
     recorder.record(event, snapshot as unknown as SnapshotFrom<TurnMachine>)
@@ -310,16 +306,38 @@ test('before the first call, the held first rows are written inside the prompt t
   const turn = fakeTurn()
   const { recorder, send } = recordGated(turn)
   const written: TransitionRecord[] = []
-  const tx = { transitions: { append: async (row: TransitionRecord) => void written.push(row) }, turns: { update: async () => undefined } } as unknown as TransitionTx
-  const ahead = recorder.writeAhead(tx, () => send({ type: 'turn.start' }))
+  const tx = { transitions: { append: async (row: TransitionRecord) => void written.push(row) }, turns: { update: async () => undefined } } as unknown as LogTx
+  const transaction: PromptTransaction = async (write) => write?.(tx)
+  const ahead = recorder.writeFirstRowIn(transaction, () => send({ type: 'turn.start' }))
   // The gate decides later (an async rule): the prompt's transaction waits for its row.
   await Promise.resolve()
   expect(written).toEqual([])
   send({ type: 'gate.continue' })
-  await ahead
-  recorder.aheadCommitted()
-  recorder.aheadPublished()
+  const publish = await ahead
+  publish()
   expect(path(written)).toEqual(['1 idle --turn.start--> gate', '2 gate --gate.continue--> work'])
   expect(turn.control.commits).toBe(0) // no commit of the recorder's own
   expect(await recorder.committed()).toBe(true)
+})
+
+test('a final row that cannot be written, nor its failure row, ends the turn `unwritten`: its row stays open for recovery', async () => {
+  const turn = fakeTurn()
+  const { send, ended } = recordTurn(turn)
+  send({ type: 'turn.start' })
+  // The completed row fails, and the failure row that replaces it fails too.
+  const append = turn.scope.writer.commit
+  let calls = 0
+  turn.scope.writer.commit = async (more, options) => {
+    if (++calls >= 2) throw new Error('disk I/O error')
+    return append(more, options)
+  }
+  send(finished)
+  const end = await ended
+  expect(end).toEqual({ kind: 'unwritten', error: expect.objectContaining({ name: 'StorageError', operation: 'recording the transition to completed' }) })
+  const told = turn.published.find((e) => e.type === 'session.error')
+  expect(told).toMatchObject({ error: { name: 'StorageError', message: expect.stringContaining('recovery ends or resumes it') } })
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
+  expect(turn.updates.map((u) => u.state)).toEqual(['streaming'])
+  expect(turn.published.filter((e) => e.type === 'session.error' || e.type === 'session.status').map((e) => e.type)).toEqual(['session.status', 'session.error', 'session.status'])
+  expect(turn.control.sealed).toBe(true)
 })

@@ -1,0 +1,510 @@
+/**
+ * The turn log: the one writer of a turn's progress, the gate of its effects, and the one place
+ * where its end is decided.
+ *
+ * Each transition of the chart is written in one transaction with the rows that changed since
+ * the last one (parts, messages) and the turn's new state, fenced on this engine still owning
+ * the turn. The actors of a state wait for `committed()` before they do anything (write-ahead):
+ * no model request, tool run or summary starts before the row that entered its state is in the
+ * database. Events are published after the commit.
+ *
+ * A state tagged `effect-free` (the step gate: it decides, and calls nothing outside the turn)
+ * needs no commit of its own before it acts: the row that enters it is held and written in the
+ * transaction of the next row (the one that leaves it), so such a state adds rows but no commit.
+ * A crash while it is held leaves the log at the last committed row, where recovery resumes as
+ * if the held state had not been entered. Before the first model call the held rows ride in the
+ * prompt's transaction (`writeFirstRowIn` waits for the row that leaves the effect-free state).
+ *
+ * A failed write fails the turn: nothing but the final row is written after it, and that row
+ * leaves the last committed state (`<committed> --turn.fail--> failed`), so the log always
+ * replays. A write that finds the turn owned by another engine ends the turn here at once.
+ *
+ * The log's lifecycle is `#state`: `open` → (`failing`) → `ending` (the final row recorded, its
+ * write in flight) → `ended`; or `detached` (the engine closes: queued writes land) → `ended`;
+ * or `ended` at once (lost, not started). `end(…)` is the one place a turn's end is decided;
+ * `ended` settles with it, once, and the handle reports it.
+ */
+import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
+import { retryWaitStates, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
+import type { TurnContext } from '../../../machines/turn.types'
+import type { Bus } from '../../core/bus'
+import { deferred } from '../../core/deferred'
+import { MessageAbortedError, serializeError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
+import type { Redactor } from '../../core/secrets/redact-secrets'
+import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../../core/types'
+import type { TurnFence } from '../../store/store'
+import { retryAtOf, writeLogRows, type LogTx } from './log-rows'
+import { closeTurn, publishApprovalRequest, type TurnEnd } from './turn-end'
+
+type TurnSnapshot = SnapshotFrom<TurnMachine>
+
+const finalStates = new Set(['completed', 'failed', 'aborted'])
+
+/** The tag of the chart's states that act on nothing outside the turn: their rows ride with the next row's commit. */
+export const effectFreeTag = 'effect-free'
+
+/**
+ * What the log needs of its turn: the write queue, the part writer (dirty rows committed with
+ * each transition, touched ids named in the row), the messages its end closes, and the
+ * redactor. The turn's scope is one; a test can pass a small fake.
+ */
+export interface TurnLogScope {
+  readonly turnId: string
+  readonly sessionId: string
+  readonly queue: { run<T>(job: () => Promise<T>): Promise<T> }
+  readonly config: { readonly redactor: Pick<Redactor, 'value' | 'text'> }
+  /** The tool parts of the last step (an approval request names them). */
+  readonly stepTools: readonly ToolPart[]
+  assistantMessage(): MessageWithParts
+  assistantMessages(): MessageWithParts[]
+  readonly writer: {
+    takeTouched(): string[]
+    commit(more: (tx: LogTx) => Promise<void>, options: { fencedByMore: boolean }): Promise<void>
+    flush(): Promise<void>
+    changed(part: Part): void
+    message(info: MessageInfo): void
+    seal(): void
+  }
+}
+
+export interface TurnLogOptions {
+  scope: TurnLogScope
+  bus: Pick<Bus, 'publish'>
+  fence: TurnFence
+  /** A restored turn (recovery): its snapshot and the seq of its last logged transition. */
+  restored?: { snapshot: TurnSnapshot; seq: number }
+}
+
+/**
+ * Runs the transaction that stores a prompt; `write`, when given, runs last inside it (the
+ * turn's first rows). See `TurnLog.writeFirstRowIn`.
+ */
+export type PromptTransaction = (write?: (tx: LogTx) => Promise<void>) => Promise<void>
+
+/** Stores a prompt with the turn's first rows (`TurnLog.writeFirstRowIn` with the first event); resolves with what publishes them. */
+export type FirstRowWriter = (transaction: PromptTransaction) => Promise<() => void>
+
+/** Where the log is in its lifecycle (see the module's comment). */
+type LogState =
+  | { kind: 'open' }
+  /** A write failed: the turn fails, only its final row is written. */
+  | { kind: 'failing'; failure: SerializedError }
+  /** The final row is recorded; its write is in flight (`failure`: a write failed before or during it). */
+  | { kind: 'ending'; failure: SerializedError | null }
+  /** The turn leaves this engine at close: nothing more is recorded, writes already queued still run (after a failure, none but a final row). */
+  | { kind: 'detached'; failure: SerializedError | null }
+  | { kind: 'ended'; end: TurnEnd }
+
+/** A queued write that was dropped because the turn failed or ended before it ran. */
+class Skipped {}
+
+/** A transition recorded and not written yet (its row is numbered when written). */
+interface PendingRow {
+  event: AnyEventObject
+  to: string
+  context: TurnContext
+}
+
+/** The first rows, sent and written inside the prompt's transaction (`writeFirstRowIn`). */
+interface FirstRows {
+  /** True while the first event is sent: the rows it makes are the first rows. */
+  sending: boolean
+  /** Settles when the first rows are known: the first row that is not held was recorded (or none will be). */
+  readonly known: ReturnType<typeof deferred<void>>
+  /** Those rows, once recorded. */
+  pending?: PendingRow[]
+  rows?: TransitionRecord[]
+  /** Settles when their transaction did (or their own write did): the state's actors wait for it. */
+  readonly done: ReturnType<typeof deferred<void>>
+}
+
+export class TurnLog {
+  readonly #options: TurnLogOptions
+  readonly #turnId: string
+  readonly #sessionId: string
+  readonly #failed = deferred<SerializedError>()
+  readonly #ended = deferred<TurnEnd>()
+  /** Settles with the record of the first failed write: the turn must fail (its runner sends `turn.fail`). */
+  readonly failed: Promise<SerializedError> = this.#failed.promise
+  /** Settles once with the turn's end (see `TurnEnd`), whichever way it ends. */
+  readonly ended: Promise<TurnEnd> = this.#ended.promise
+  #state: LogState = { kind: 'open' }
+  /** In memory: the state and context of the last snapshot recorded. */
+  #previous: string
+  #previousContext: unknown
+  /** In the database: the last committed row. */
+  #committed: { state: string; seq: number }
+  /** Settles when every write queued so far has settled. */
+  #tail: Promise<void> = Promise.resolve()
+  /** Rows into effect-free states, held until the next row: written in its transaction. */
+  #held: PendingRow[] = []
+  #first: FirstRows | null = null
+
+  constructor(options: TurnLogOptions) {
+    this.#options = options
+    this.#turnId = options.scope.turnId
+    this.#sessionId = options.scope.sessionId
+    this.#previous = options.restored ? turnStateName(options.restored.snapshot) : 'idle'
+    this.#previousContext = options.restored?.snapshot.context
+    this.#committed = { state: this.#previous, seq: options.restored?.seq ?? 0 }
+  }
+
+  /** True once the final transition was recorded (its write may still be in flight), or the turn ended. */
+  get ending(): boolean {
+    return this.#state.kind === 'ending' || this.#state.kind === 'ended'
+  }
+
+  /** True once the turn leaves this engine without an end: detached (close) or lost to another engine. */
+  get leaving(): boolean {
+    const state = this.#state
+    return state.kind === 'detached' || (state.kind === 'ended' && (state.end.kind === 'lost' || state.end.kind === 'detached'))
+  }
+
+  /**
+   * Resolves when every transition recorded so far is committed: true when the turn may act
+   * (start a state's actors), false when a write failed or the turn stopped. Call it when an
+   * actor starts: XState starts a state's actors before it reports the snapshot that entered
+   * the state, so this yields once before reading the queue.
+   *
+   * @example
+   * if (!(await log.committed())) return // the entering row never committed: do nothing
+   */
+  async committed(): Promise<boolean> {
+    await Promise.resolve()
+    await this.#tail
+    const state = this.#state
+    return state.kind === 'open' || (state.kind === 'ending' && state.failure === null)
+  }
+
+  /** Resolves when every write queued so far has settled. */
+  settled(): Promise<void> {
+    return this.#tail
+  }
+
+  /**
+   * Sends the turn's first event (`send`) inside the transaction that stores the prompt
+   * (`transaction`), and writes the rows it records there: the prompt's commit is the rows', so
+   * the model call waits for no commit of its own. When the rows' own write fails, the prompt
+   * is stored without them and they are written on their own, as every later row is (their
+   * failure then fails the turn). Rejects when the prompt could not be stored: the turn ends
+   * as not started. Resolves with what publishes the rows' transition and status; call it
+   * after the prompt's own events.
+   *
+   * @example
+   * const publish = await log.writeFirstRowIn((write) => store.transaction(async (tx) => { ...; await write?.(tx) }), () => actor.send({ type: 'turn.start' }))
+   */
+  async writeFirstRowIn(transaction: PromptTransaction, send: () => void): Promise<() => void> {
+    const first: FirstRows = (this.#first = { sending: false, known: deferred<void>(), done: deferred<void>() })
+    let ownWriteFailed = false
+    const write = async (tx: LogTx) => {
+      first.sending = true
+      try {
+        send()
+        // The first state is effect-free (the step gate): its verdict, the next row, is written here too.
+        if (this.#held.length > 0) await first.known.promise
+      } finally {
+        first.sending = false
+      }
+      const { rows, pending } = first
+      if (!rows || !pending) return
+      try {
+        await writeRows(tx, this.#options.fence, rows, pending.at(-1)!.context, null)
+      } catch (error) {
+        ownWriteFailed = true
+        throw error
+      }
+    }
+    try {
+      await transaction(write)
+      const last = first.rows?.at(-1)
+      if (last) this.#committed = { state: last.to, seq: last.seq }
+      first.done.resolve()
+    } catch (error) {
+      if (!ownWriteFailed || !first.pending) return this.#notStored(first, error)
+      // The rows' own write failed: the prompt is stored without them, and they are written on their own.
+      await transaction().catch((again: unknown) => this.#notStored(first, again))
+      const pending = first.pending
+      this.#first = null
+      this.#queue(pending, false, false)
+      void this.#tail.then(() => first.done.resolve())
+      return () => undefined // (published after their own write)
+    }
+    return () => {
+      this.#first = null
+      if (first.rows && first.pending) this.#publish(first.rows, first.pending.at(-1)!.context, null)
+    }
+  }
+
+  /** The prompt's transaction rolled back: nothing was written, the turn's actors do nothing. */
+  #notStored(first: FirstRows, error: unknown): never {
+    this.#first = null
+    this.end({ kind: 'not-started', error })
+    first.done.resolve()
+    throw error
+  }
+
+  /** A write outside a transition (a part flush) failed: fail the turn, as a failed row does. */
+  writeFailed(cause: unknown): void {
+    if (TurnOwnershipLostError.isInstance(cause)) return this.end({ kind: 'lost', error: cause })
+    if (this.#state.kind !== 'open') return
+    this.#fail(new StorageError('writing parts', cause).toJSON())
+  }
+
+  /**
+   * Called with each snapshot of the turn's actor and the event that produced it. A snapshot
+   * whose state and context did not change writes nothing.
+   *
+   * @example
+   * createActor(turnChart, { inspect: transitionsTo(log) }) // every transition of the root actor is recorded
+   */
+  record(event: AnyEventObject, snapshot: TurnSnapshot): void {
+    const state = this.#state
+    if (state.kind !== 'open' && state.kind !== 'failing') return
+    if (event.type === 'xstate.init') {
+      this.#previousContext = snapshot.context
+      return
+    }
+    const stopped = snapshot.status === 'stopped' && event.type === 'xstate.stop'
+    const to = stopped ? 'aborted' : turnStateName(snapshot)
+    // A transition is a row when the state or the context changed (an approval changes only context).
+    if (to === this.#previous && snapshot.context === this.#previousContext) return
+    this.#previousContext = snapshot.context
+    this.#previous = to
+    const final = finalStates.has(to)
+    const row: PendingRow = { event, to, context: snapshot.context }
+    // A state that acts on nothing outside the turn: its row waits for the next one's transaction.
+    if (!final && !stopped && snapshot.hasTag(effectFreeTag)) {
+      this.#held.push(row)
+      return
+    }
+    const pending = [...this.#held.splice(0), row]
+    const first = this.#first
+    if (first?.sending && !final && this.#committed.seq === 0 && !first.pending) {
+      // The first rows, written in the prompt's transaction; the actors wait for its commit.
+      first.pending = pending
+      first.rows = this.#rowsOf(pending, Date.now(), [])
+      this.#tail = first.done.promise
+      first.known.resolve()
+      return
+    }
+    if (final) this.#state = { kind: 'ending', failure: state.kind === 'failing' ? state.failure : null }
+    this.#queue(pending, stopped, final)
+    first?.known.resolve()
+  }
+
+  /** The log rows of `pending`, numbered after the last committed row; the last one names the parts touched. */
+  #rowsOf(pending: PendingRow[], time: number, parts: string[]): TransitionRecord[] {
+    let { state: from, seq } = this.#committed
+    return pending.map(({ event, to }, i) => {
+      const row: TransitionRecord = {
+        turnId: this.#turnId,
+        seq: ++seq,
+        from,
+        event: event.type,
+        to,
+        // Control data, but a step's error rides in it: no credential goes into the log.
+        payload: this.#options.scope.config.redactor.value(eventPayload(event)),
+        time,
+        ...(parts.length && i === pending.length - 1 ? { parts } : {}),
+      }
+      from = to
+      return row
+    })
+  }
+
+  /** Queues the write of transitions (held rows, then the one recorded); `#tail` settles when it did, its events follow its commit. */
+  #queue(pending: PendingRow[], stopped: boolean, final: boolean): void {
+    const last = pending.at(-1)!
+    const write = this.#options.scope.queue.run(() => this.#write(pending, stopped))
+    this.#tail = write.then(
+      () => undefined,
+      () => undefined,
+    )
+    write.then(
+      (written) => this.#publish(written.rows, last.context, written.error),
+      (cause) => {
+        if (cause instanceof Skipped) return
+        if (TurnOwnershipLostError.isInstance(cause)) return this.end({ kind: 'lost', error: cause })
+        if (final) return this.#endUnwritten(new StorageError(`recording the transition to ${last.to}`, cause).toJSON())
+        this.#reportFailure()
+      },
+    )
+  }
+
+  /** The failure the turn is failing with, if any. */
+  #failure(): SerializedError | null {
+    const state = this.#state
+    return state.kind === 'failing' || state.kind === 'ending' || state.kind === 'detached' ? state.failure : null
+  }
+
+  /** The queued write of transitions, in one transaction; runs after every earlier write of the turn. */
+  async #write(pending: PendingRow[], stopped: boolean): Promise<{ rows: TransitionRecord[]; error: SerializedError | null }> {
+    const { to, context } = pending.at(-1)!
+    const final = finalStates.has(to)
+    if (this.#state.kind === 'ended') throw new Skipped() // lost, or ended otherwise: nothing more is written
+    const failure = this.#failure()
+    if (failure && !final) throw new Skipped() // after a failed write, only the final row
+    const rows = this.#rowsOf(pending, Date.now(), this.#options.scope.writer.takeTouched())
+    const row = rows.at(-1)!
+    if (failure) return this.#writeFailed(row, context, failure)
+    // Last net before the rows and events: the engine's secrets removed from whatever error got here
+    // (a replaced errorClassifier included).
+    const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : this.#options.scope.config.redactor.value(context.error)
+    try {
+      await this.#commit(rows, context, final ? error : null)
+      return { rows, error: final ? error : null }
+    } catch (cause) {
+      if (TurnOwnershipLostError.isInstance(cause)) throw cause
+      // Set before the write settles, so that `committed()` already sees it.
+      const failed = this.#fail(new StorageError(`recording the transition to ${to}`, cause).toJSON(), false)
+      // A final row that failed (completed, aborted) is replaced by the failure's own row.
+      if (final && failed && this.#failsFrom(this.#committed.state)) return this.#writeFailed(row, context, failed)
+      throw cause
+    }
+  }
+
+  /** The final row of a failed turn: it leaves the last committed state, so the log replays. */
+  async #writeFailed(row: TransitionRecord, context: TurnContext, error: SerializedError): Promise<{ rows: TransitionRecord[]; error: SerializedError }> {
+    if (!this.#failsFrom(this.#committed.state)) throw new Error(`no failure row from '${this.#committed.state}'`)
+    // (held rows before it are dropped: the failure leaves the last committed state)
+    const failed: TransitionRecord = { ...row, seq: this.#committed.seq + 1, from: this.#committed.state, event: 'turn.fail', payload: { error }, to: 'failed' }
+    await this.#commit([failed], context, error)
+    return { rows: [failed], error }
+  }
+
+  /** States whose `turn.fail` the chart takes (an interrupted turn is left for recovery instead). */
+  #failsFrom(state: string): boolean {
+    return state !== 'interrupted' && !finalStates.has(state)
+  }
+
+  async #commit(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+    const { scope, fence } = this.#options
+    const last = rows.at(-1)!
+    if (finalStates.has(last.to)) {
+      closeTurn(scope, last.to as TurnOutcome, error, last.time)
+      // After the final row's changes: later ones (a tool that ignores its abort signal) are dropped.
+      scope.writer.seal()
+    }
+    await scope.writer.commit((tx) => writeRows(tx, fence, rows, context, error), { fencedByMore: true })
+    this.#committed = { state: last.to, seq: last.seq }
+  }
+
+  /**
+   * The turn fails with `failure` (kept as the first one): only its final row is written from
+   * now. Returns the failure the turn fails with, or null when it is not failing (detached,
+   * ended). `report`: tell the runner now (it sends `turn.fail`).
+   */
+  #fail(failure: SerializedError, report = true): SerializedError | null {
+    const state = this.#state
+    if (state.kind === 'open') this.#state = { kind: 'failing', failure }
+    else if (state.kind === 'ending' && !state.failure) this.#state = { kind: 'ending', failure }
+    if (report) this.#reportFailure()
+    return this.#failure()
+  }
+
+  #reportFailure(): void {
+    const state = this.#state
+    if (state.kind === 'failing') this.#failed.resolve(state.failure)
+  }
+
+  /**
+   * A lease renewal found the turn owned by another engine: the turn ends here, writing nothing
+   * more; unless its final row is being written already (that write's fence decides).
+   */
+  lose(error: TurnOwnershipLostError): void {
+    if (!this.ending) this.end({ kind: 'lost', error })
+  }
+
+  /**
+   * Detaches the turn from this engine (close): nothing more is recorded, `stopEffects` stops
+   * its actors, the writes already queued land, then what streamed so far; the turn ends
+   * `detached` and stays open in the database for the next engine to resume.
+   */
+  async detach(stopEffects: () => void): Promise<void> {
+    const state = this.#state
+    if (state.kind === 'ended') return
+    // (a final row in flight stays `ending`: it lands, and its end wins)
+    if (state.kind !== 'ending') this.#state = { kind: 'detached', failure: this.#failure() }
+    this.#held = []
+    this.#first?.known.resolve()
+    stopEffects()
+    await this.#options.scope.writer.flush().catch(() => undefined)
+    await this.#tail
+    this.end({ kind: 'detached' })
+  }
+
+  /**
+   * The one place a turn's end is decided: the first end wins, the writer takes no more
+   * changes, the end's own events are published and `ended` settles with it.
+   */
+  end(end: TurnEnd): void {
+    if (this.#state.kind === 'ended') return
+    this.#state = { kind: 'ended', end }
+    this.#held = []
+    this.#first?.known.resolve()
+    this.#options.scope.writer.seal()
+    const { bus } = this.#options
+    const ids = { sessionId: this.#sessionId, turnId: this.#turnId }
+    if (end.kind === 'finished' || end.kind === 'unwritten') {
+      const error = end.kind === 'unwritten' ? { ...end.error, message: `${end.error.message} (the turn's row stays open; recovery ends or resumes it)` } : end.error
+      if (error) bus.publish({ type: 'session.error', ...ids, error })
+      bus.publish({ type: 'session.status', sessionId: this.#sessionId, status: { type: 'idle' } })
+    } else if (end.kind === 'lost') {
+      bus.publish({ type: 'turn.lost', ...ids, error: end.error.toJSON() })
+    }
+    this.#ended.resolve(end)
+  }
+
+  /** The final row could not be written: the turn ends here, and its row is left for recovery. */
+  #endUnwritten(failure: SerializedError): void {
+    this.end({ kind: 'unwritten', error: failure })
+  }
+
+  /** After the commit: the transitions, the status, and at the end the error and the result. */
+  #publish(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): void {
+    const { bus, scope } = this.#options
+    const turnId = this.#turnId
+    const sessionId = this.#sessionId
+    for (const row of rows) bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
+    const row = rows.at(-1)!
+    if (finalStates.has(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
+    const status: SessionStatus = retryWaitStates.has(row.to)
+      ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
+      : { type: 'busy', turnId, state: row.to }
+    bus.publish({ type: 'session.status', sessionId, status })
+    if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') publishApprovalRequest(bus, scope, context.pendingApprovals)
+  }
+}
+
+/**
+ * The inspector that tells `log` of each snapshot of the turn's own actor and the event that
+ * made it (the root actor's: its children, the step, tools and compaction, are not recorded),
+ * through XState's documented interception point: an `@xstate.snapshot` inspection event
+ * carries both (https://stately.ai/docs/inspection). XState reports a snapshot after it started
+ * the entered state's actors, in the same synchronous call; each of them waits for the state's
+ * row (`committed()` yields once before reading the queue), so none acts before its row is
+ * recorded and written.
+ *
+ * @example
+ * const actor = createActor(turnChart, { input, inspect: transitionsTo(log) }) // every transition of the root actor is recorded
+ */
+export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionEvent) => void {
+  return (inspection) => {
+    if (inspection.type !== '@xstate.snapshot' || inspection.actorRef.sessionId !== inspection.rootId) return
+    log.record(inspection.event, inspection.snapshot as TurnSnapshot)
+  }
+}
+
+/** Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's owner. */
+function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+  const last = rows.at(-1)!
+  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs), error })
+}
+
+/** The event's payload without its type; errors serialised (control data only). */
+function eventPayload(event: AnyEventObject): Record<string, unknown> {
+  const { type: _type, ...rest } = event
+  if ('error' in rest && rest.error instanceof Error) rest.error = serializeError(rest.error)
+  if ('output' in rest && rest.output === undefined) delete rest.output
+  return rest
+}
