@@ -7,6 +7,7 @@
  * `controlPollIntervalMs`, and at once when PostgreSQL notifies that the session's turn ended or
  * its queue moved).
  */
+import type { SteerWrites } from './steer-writes'
 import { errorFromRecord } from '../core/errors/restore'
 import type { Bus } from '../core/bus'
 import type { ResolvedConfig } from '../config/resolved-config'
@@ -56,6 +57,8 @@ export interface PromptQueueDeps {
   start(record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen'>): Turn
   /** Wakes the handles of the session's prompts another engine runs as soon as its turn ends (the poll is the fallback). */
   changes?: SessionChangeFeed
+  /** Told of each steer while it is stored (a running turn waits for it before a model call). */
+  steers: SteerWrites
 }
 
 interface Waiter {
@@ -93,29 +96,6 @@ export class PromptQueue {
    * @example
    * const queued = queue.enqueue(sessionId, parts, { model: 'fast' })
    */
-  /**
-   * Resolves once the steers this engine is storing for `sessionId` are stored (or failed): a
-   * turn reads the session's steers after it, so a steer sent here before a model call joins it.
-   */
-  steersStored(sessionId: string): Promise<void> {
-    const pending = this.#steers.get(sessionId)
-    return pending ? Promise.allSettled([...pending]).then(() => undefined) : Promise.resolve()
-  }
-
-  /** Steers being stored, by session (see `steersStored`). */
-  readonly #steers = new Map<string, Set<Promise<void>>>()
-
-  #storing(sessionId: string, saved: Promise<void>): void {
-    const pending = this.#steers.get(sessionId) ?? new Set<Promise<void>>()
-    this.#steers.set(sessionId, pending)
-    pending.add(saved)
-    const done = () => {
-      pending.delete(saved)
-      if (pending.size === 0 && this.#steers.get(sessionId) === pending) this.#steers.delete(sessionId)
-    }
-    saved.then(done, done)
-  }
-
   enqueue(sessionId: string, input: UserPartDraft[], options: PromptOptions, kind: 'prompt' | 'steer' = 'prompt'): QueuedPrompt {
     const id = newId('trn')
     const { headers, stopWhen, ...stored } = options
@@ -148,7 +128,7 @@ export class PromptQueue {
       (error) => this.settle(id, error),
     )
     saved.catch(() => undefined) // told through `done` (and `stored`, to a caller that awaits it)
-    if (kind === 'steer') this.#storing(sessionId, saved)
+    if (kind === 'steer') this.deps.steers.storing(sessionId, saved)
     return { id, sessionId, done, stored: saved, cancel: () => this.cancel(id) }
   }
 

@@ -27,8 +27,27 @@ export interface TurnMemoryOptions {
 
 const argumentError = (name: string, value: unknown, expected: string) => new InvalidArgumentError(name, value, expected)
 
-/** What an unknown option's message lists: every option `prompt()` takes, `whenBusy` too (the engine reads it before the options get here). */
-const promptOptionNames = [...promptKeys, 'whenBusy']
+/** What an unknown option's message lists: every option `prompt()` takes, `whenBusy` and `abortSignal` too (the engine reads them before the options get here). */
+const promptOptionNames = [...promptKeys, 'whenBusy', 'abortSignal']
+
+/**
+ * Options of the AI SDK's `streamText` that a prompt does not take, each with what does its job
+ * in a turn: the refusal says where to go instead of only "unknown option".
+ */
+const aiSdkEquivalents: Record<string, string> = {
+  maxRetries: "no maxRetries: a turn's retries are the engine's retry options (createEngine({ retry: { maxAttempts } }))",
+  activeTools: "no activeTools: the prompt's tools option (names of registered tools) chooses the tools a turn may call",
+  prepareStep: "no prepareStep: a turn's steps are the chart's; decide per step with the step gate's rules, or per turn with the prompt's options (model, system, tools, settings)",
+  onFinish: 'no onFinish: await turn.done (outcome, usage, error), or engine.subscribe (a turn.transition into completed, failed or aborted)',
+  onStepFinish: "no onStepFinish: engine.subscribe (turn.transition, part.updated) or turn.fullStream",
+  onChunk: 'no onChunk: turn.fullStream, or engine.subscribe (part.delta)',
+  onError: "no onError: a turn's failure is turn.done's error (and a session.error event)",
+  experimental_output: 'no experimental_output: structured output is not supported yet; ask for JSON in the system prompt and parse turn.done\'s text',
+  output: 'no output: structured output is not supported yet; ask for JSON in the system prompt and parse turn.done\'s text',
+  experimental_telemetry: 'no experimental_telemetry: the engine makes its own spans (createEngine({ telemetry: { tracer } }), docs/telemetry.md)',
+  prompt: 'no prompt option: the prompt is the second argument of engine.prompt(sessionId, input)',
+  messages: "no messages: a session's history is stored; prompt with the new user message (engine.fork or engine.revert change the history)",
+}
 
 function checkNames(config: ResolvedConfig, where: string, model: unknown, tools: unknown, system: unknown): void {
   if (model !== undefined && (typeof model !== 'string' || !(model in config.models))) {
@@ -76,7 +95,10 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
   const prompt = options ?? {}
   if (!isPlainObject(prompt as unknown)) throw new InvalidArgumentError('options', prompt, 'an object')
   for (const key of Object.keys(prompt)) {
-    if (!promptKeys.includes(key)) throw new InvalidArgumentError(`options.${key}`, (prompt as Record<string, unknown>)[key], `one of ${promptOptionNames.join(', ')} (unknown option)`)
+    if (promptKeys.includes(key)) continue
+    const value = (prompt as Record<string, unknown>)[key]
+    if (Object.hasOwn(aiSdkEquivalents, key)) throw new InvalidArgumentError(`options.${key}`, value, aiSdkEquivalents[key])
+    throw new InvalidArgumentError(`options.${key}`, value, `one of ${promptOptionNames.join(', ')} (unknown option)`)
   }
   checkNames(config, 'options', prompt.model, prompt.tools, prompt.system)
   const { model, system, tools, headers, maxSteps, stopWhen, budget: promptBudget, ...settings } = prompt

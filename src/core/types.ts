@@ -89,7 +89,19 @@ export type ToolState =
       approval?: 'required'
     }
   | { status: 'running'; input: unknown; modelInput?: unknown; time: { start: number } }
-  | { status: 'completed'; input: unknown; modelInput?: unknown; output: unknown; time: { start: number; end: number } }
+  | {
+      status: 'completed'
+      input: unknown
+      modelInput?: unknown
+      output: unknown
+      /**
+       * What the model was sent instead of `output`: the tool's `toModelOutput` result (an AI SDK
+       * `ToolResultOutput`, e.g. `{ type: 'text', value }`), made once when the call completed.
+       * Absent: the model is sent `output`.
+       */
+      modelOutput?: unknown
+      time: { start: number; end: number }
+    }
   | {
       status: 'error'
       input: unknown

@@ -28,13 +28,16 @@ import type { RunningTurns } from './running-turns'
 export interface ChildTurnDeps {
   config: ResolvedConfig
   services: TurnServices
-  /** What every turn needs (read when a child starts: it is built with this runner in it). */
-  turns(): TurnDeps
   running: RunningTurns
   /** Aborts the running turn of a session another engine runs (a stored control request). */
   abortElsewhere(sessionId: string): Promise<void>
   /** Takes over turns whose engine is gone (a child left by a crash that no engine resumes yet). */
   recover(): Promise<unknown>
+}
+
+/** What a parent turn's child runner works with: the engine's parts and the parent's turn deps. */
+interface ChildRunDeps extends ChildTurnDeps {
+  turns: TurnDeps
 }
 
 /**
@@ -49,10 +52,11 @@ export function childSessionId(parentTurnId: string, callId: string): string {
  * The child turn runner of each turn (`TurnDeps.children`).
  *
  * @example
- * const turns: TurnDeps = { ..., children: childTurns({ config, services, turns: () => turns, running, abortElsewhere, recover }) }
+ * const turns: TurnDeps = { ..., children: childTurns({ config, services, running, abortElsewhere, recover }) }
  */
-export function childTurns(deps: ChildTurnDeps): (parent: ParentTurn) => TurnChildren {
-  return (parent) => {
+export function childTurns(engine: ChildTurnDeps): (parent: ParentTurn, turns: TurnDeps) => TurnChildren {
+  return (parent, turns) => {
+    const deps: ChildRunDeps = { ...engine, turns }
     let started = false
     return {
       async run(call) {
@@ -61,7 +65,7 @@ export function childTurns(deps: ChildTurnDeps): (parent: ParentTurn) => TurnChi
       },
       async descendantUsages(): Promise<Usage[] | undefined> {
         if (!started) return undefined
-        const store = deps.turns().store
+        const store = deps.turns.store
         const tree = await store.turns.descendants([parent.turnId])
         const usages = await turnUsages(store, tree)
         return tree.map((t) => usages.get(t.id)!)
@@ -70,8 +74,8 @@ export function childTurns(deps: ChildTurnDeps): (parent: ParentTurn) => TurnChi
   }
 }
 
-async function runChild(deps: ChildTurnDeps, parent: ParentTurn, call: ChildTurnCall): Promise<ChildTurnResult> {
-  const { store } = deps.turns()
+async function runChild(deps: ChildRunDeps, parent: ParentTurn, call: ChildTurnCall): Promise<ChildTurnResult> {
+  const { store } = deps.turns
   if (call.signal.aborted) throw call.signal.reason
   // Looked up first: a resumed call finds the child it started before the crash and waits for it.
   // The fallback in the catch below is for a race only (another engine storing the call's child
@@ -105,9 +109,9 @@ async function runChild(deps: ChildTurnDeps, parent: ParentTurn, call: ChildTurn
 }
 
 /** Starts the call's child turn in its session, in the parent's tree; tracked as any turn this engine runs. */
-function startChild(deps: ChildTurnDeps, parent: ParentTurn, call: ChildTurnCall, sessionId: string): RunningTurn {
+function startChild(deps: ChildRunDeps, parent: ParentTurn, call: ChildTurnCall, sessionId: string): RunningTurn {
   const request = turnRequest(deps.config, deps.services, sessionId, call.options)
-  const turn = startTurn(deps.turns(), sessionId, [{ type: 'text', text: call.prompt }], {
+  const turn = startTurn(deps.turns, sessionId, [{ type: 'text', text: call.prompt }], {
     ...request,
     child: { parentTurnId: parent.turnId, parentCallId: call.callId, tree: parent.tree },
   })
@@ -127,8 +131,8 @@ async function ensureChildSession(store: Store, sessionId: string, parentSession
  * The child's end: from its handle while this engine runs it, else from its row (another
  * engine runs it, or recovery has not resumed it yet), checked every `controlPollIntervalMs`.
  */
-async function waitForChild(deps: ChildTurnDeps, parent: ParentTurn, callId: string, childId: string, sessionId: string, signal: AbortSignal): Promise<ChildTurnResult> {
-  const { store } = deps.turns()
+async function waitForChild(deps: ChildRunDeps, parent: ParentTurn, callId: string, childId: string, sessionId: string, signal: AbortSignal): Promise<ChildTurnResult> {
+  const { store } = deps.turns
   const pollMs = Math.max(10, deps.config.controlPollIntervalMs)
   while (!signal.aborted) {
     const here = deps.running.find(childId)

@@ -12,6 +12,7 @@ import type { InspectionEvent } from 'xstate'
 import { resolveConfig } from '../config/resolve-config'
 import type { EngineOptions } from '../config/options'
 import { PromptQueue } from '../conversation/prompt-queue'
+import { SteerWrites } from '../conversation/steer-writes'
 import type { HistoryDeps } from '../conversation/history'
 import { checkToolSchemas } from '../tools/json-schema-validator'
 import { newOwnerId } from '../turn/recovery/recover-turns'
@@ -67,6 +68,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const { requireOpen, call } = engineCalls(isClosed)
 
   const running = new RunningTurns()
+  // The steers being stored: the queue tells, a turn waits (before each model call).
+  const steers = new SteerWrites()
   // Run trees: a tool's child turn aborted on another engine goes through the stored controls.
   let abortElsewhere: (sessionId: string) => Promise<void> = async () => undefined
   const turns: TurnDeps = {
@@ -81,9 +84,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     onActorError: reportHookError,
     onSettled: (turn) => running.untrack(turn),
     trees: new RunTrees(),
-    children: childTurns({ config, services, turns: () => turns, running, abortElsewhere: (sessionId) => abortElsewhere(sessionId), recover: () => recover() }),
-    // (the queue is made below; a turn asks only once it runs)
-    steersStored: (sessionId) => queue.steersStored(sessionId),
+    children: childTurns({ config, services, running, abortElsewhere: (sessionId) => abortElsewhere(sessionId), recover: () => recover() }),
+    steersStored: (sessionId) => steers.stored(sessionId),
     uiMessageStream: uiMessageStreamOfTurn,
   }
   const queue = new PromptQueue({
@@ -94,6 +96,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     activeTurn: (sessionId) => running.ofSession(sessionId),
     start: (record, memory) => running.track(startQueuedTurn({ config, services, turns }, record, memory)),
     ...(feeds ? { changes: feeds.sessions } : {}),
+    steers,
   })
 
   /** Takes over the turns left by engines that are gone; resolves once each resumption is logged. */

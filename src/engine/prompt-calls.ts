@@ -2,6 +2,7 @@
  * The engine's prompt calls: `prompt` (a turn now, queued, or interrupting the running one),
  * the queue, and what this engine runs now (`activeTurn`, `status`).
  */
+import { abortWithSignal, requireAbortSignal } from './abort-signal'
 import { InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError } from '../core/errors'
 import { requireId } from '../core/arguments'
 import type { PromptOptions, SessionStatus } from '../core/types'
@@ -29,10 +30,11 @@ export interface PromptCalls {
    * bad input or option, `FileTooLargeError` for bytes over `maxFileBytes`. `whenBusy`:
    * `'reject'` (default) throws `SessionBusyError` on a busy session; `'interrupt'` aborts the
    * turn this engine runs on the session first (one run by another engine makes `done` reject
-   * with `SessionBusyError`).
+   * with `SessionBusyError`). `abortSignal` (as `streamText` takes it) aborts the turn as
+   * `turn.abort()` does, with the signal's reason; already aborted, the turn ends aborted at once.
    * An unknown session id makes `turn.done` reject with `SessionNotFoundError`.
    */
-  prompt(sessionId: string, input: PromptInput, options?: PromptOptions & { whenBusy?: 'reject' | 'interrupt' }): Turn
+  prompt(sessionId: string, input: PromptInput, options?: PromptOptions & { whenBusy?: 'reject' | 'interrupt'; abortSignal?: AbortSignal }): Turn
   /**
    * With `whenBusy: 'enqueue'`: stores the prompt and starts it when the session is idle (at
    * once if it is), in order, from any engine on the database, also after a crash. Returns the
@@ -117,9 +119,13 @@ export function promptCalls(deps: PromptCallDeps): PromptCalls {
 function promptTurn(deps: PromptCallDeps, sessionId: string, input: PromptInput, options: (PromptOptions & { whenBusy?: WhenBusy }) | undefined): Turn | QueuedPrompt {
   const { config, running, queue } = deps
   const parts = userParts(input, config.maxFileBytes)
-  const { whenBusy = 'reject', ...callOptions } = options ?? {}
+  const { whenBusy = 'reject', abortSignal: signalOption, ...callOptions } = (options ?? {}) as PromptOptions & { whenBusy?: WhenBusy; abortSignal?: unknown }
   if (!['reject', 'enqueue', 'interrupt', 'steer'].includes(whenBusy)) {
     throw new InvalidArgumentError('options.whenBusy', whenBusy, "'reject', 'enqueue', 'interrupt' or 'steer'")
+  }
+  const abortSignal = requireAbortSignal(signalOption)
+  if (abortSignal && (whenBusy === 'enqueue' || whenBusy === 'steer')) {
+    throw new InvalidArgumentError('options.abortSignal', abortSignal, `no abortSignal with whenBusy '${whenBusy}' (it aborts a turn started now: cancel a queued prompt with its cancel())`)
   }
   if (whenBusy === 'steer') {
     // A steered message runs with the options of the turn that takes it: a prompt's own would be dropped silently.
@@ -135,7 +141,9 @@ function promptTurn(deps: PromptCallDeps, sessionId: string, input: PromptInput,
     current.abort('interrupted by a new prompt')
     request.before = () => current.done.then(() => undefined, () => undefined)
   }
-  return running.track(startTurn(deps.turns, sessionId, parts, request))
+  const turn = running.track(startTurn(deps.turns, sessionId, parts, request))
+  if (abortSignal) abortWithSignal(turn, abortSignal)
+  return turn
 }
 
 /**

@@ -156,6 +156,8 @@ function toolResult(part: ToolPart): ToolResultPart {
   const base = { type: 'tool-result' as const, toolCallId: part.callId, toolName: part.tool }
   const state = part.state
   if (state.status === 'completed') {
+    // The tool's toModelOutput, made when it completed: the model sees that, the part keeps the raw result.
+    if (state.modelOutput !== undefined) return { ...base, output: state.modelOutput as ToolResultPart['output'] }
     const output = state.output
     return {
       ...base,

@@ -64,6 +64,16 @@ export interface StreamReply {
   end?: 'done' | 'hang' | 'reset' | 'close'
   /** Wait between chunks, in ms (default 0). */
   delayMs?: number
+  /**
+   * Holds the stream before chunk `chunk` (0-based: the chunks before it are sent) until `until`
+   * settles, so a test opens it once what it waits for has happened (a page attached) instead
+   * of pacing the stream and hoping. `close()` cuts the hold short.
+   *
+   * @example
+   * let open!: () => void
+   * server.push({ type: 'stream', chunks, holdBefore: { chunk: 10, until: new Promise<void>((r) => (open = r)) } })
+   */
+  holdBefore?: { chunk: number; until: PromiseLike<unknown> }
   headers?: Record<string, string>
 }
 
@@ -433,6 +443,7 @@ class ScriptedServerImpl implements ScriptedServer {
     let toolIndex = 0
     for (const [i, chunk] of reply.chunks.entries()) {
       if (i > 0) await pause()
+      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
       if (gone()) return
       if ('text' in chunk) send({ content: chunk.text })
       else if ('reasoning' in chunk) send({ reasoning_content: chunk.reasoning })
@@ -510,6 +521,7 @@ class ScriptedServerImpl implements ScriptedServer {
     }
     for (const [i, chunk] of reply.chunks.entries()) {
       if (i > 0) await pause()
+      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
       if (gone()) return
       if ('text' in chunk) {
         if (open?.kind !== 'text') start('text', { type: 'text', text: '' })
@@ -587,6 +599,7 @@ class ScriptedServerImpl implements ScriptedServer {
     }
     for (const [i, chunk] of reply.chunks.entries()) {
       if (i > 0) await pause()
+      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
       if (gone()) return
       if ('text' in chunk) {
         if (open?.kind !== 'text') start('text')
@@ -661,6 +674,7 @@ class ScriptedServerImpl implements ScriptedServer {
     }
     for (const [i, chunk] of reply.chunks.entries()) {
       if (i > 0) await pause()
+      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
       if (gone()) return
       if ('text' in chunk) write(candidate([{ text: chunk.text }]))
       else if ('reasoning' in chunk) write(candidate([{ text: chunk.reasoning, thought: true, ...(chunk.signature ? { thoughtSignature: chunk.signature } : {}) }]))
@@ -715,6 +729,18 @@ class ScriptedServerImpl implements ScriptedServer {
     if (end === 'hang') return
     if (end === 'reset') req.socket.destroy()
     else res.end()
+  }
+
+  /** Resolves when a reply's hold opens, or at `close()`. (Awaited only where a hold is: no extra tick between other chunks.) */
+  private held(hold: NonNullable<StreamReply['holdBefore']>): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        this.sleeps.delete(wake)
+        resolve()
+      }
+      this.sleeps.add(wake)
+      Promise.resolve(hold.until).then(wake, wake)
+    })
   }
 
   private sleep(ms: number): Promise<void> {

@@ -106,7 +106,8 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
     ).then(lastValue)
     const output = await Promise.race([run, stopped])
     if (turnSignal.aborted) return // the turn's end marks the part aborted
-    completeCall(part, boundedOutput(output, scope.config.toolExecution.maxOutputBytes), Date.now())
+    const modelOutput = definition.toModelOutput ? await modelOutputOf(definition.toModelOutput, { toolCallId: part.callId, input, output }) : undefined
+    completeCall(part, boundedOutput(output, scope.config.toolExecution.maxOutputBytes), Date.now(), modelOutput)
   } catch (error) {
     if (turnSignal.aborted) return
     failCall(part, errorMessage(error, scope.config.redactor.text), Date.now())
@@ -123,6 +124,23 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
     )
   }
   scope.writer.changed(part)
+}
+
+/**
+ * The tool's `toModelOutput` (the AI SDK's option): what the model is sent of the result, made
+ * once from the raw output and stored on the part beside it. A throw, or something that is not
+ * a tool result output (`{ type: 'text' | 'json' | 'content' | …, value }`), fails the call.
+ */
+async function modelOutputOf(toModelOutput: (options: { toolCallId: string; input: never; output: never }) => unknown, options: { toolCallId: string; input: unknown; output: unknown }): Promise<unknown> {
+  let made: unknown
+  try {
+    made = await toModelOutput(options as never)
+  } catch (error) {
+    throw new Error(`the tool's toModelOutput failed: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  const type = (made as { type?: unknown } | null)?.type
+  if (typeof type !== 'string') throw new Error(`the tool's toModelOutput returned ${JSON.stringify(made) ?? String(made)}, not a tool result output ({ type: 'text', value } or { type: 'json', value })`)
+  return JSON.parse(JSON.stringify(made)) as unknown // stored as JSON, as the part is
 }
 
 /** A tool may return an async iterable of preliminary outputs; the last one is the result. */

@@ -75,10 +75,10 @@ export function denyCall(part: ToolPart, reason: string | undefined, now: number
   part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true, ...(reason ? { reason } : {}) }, time: { start: now, end: now } }
 }
 
-/** The tool returned `output` (already bounded for storage). */
-export function completeCall(part: ToolPart, output: unknown, now: number): void {
+/** The tool returned `output` (already bounded for storage); `modelOutput`: what its `toModelOutput` made of it for the model. */
+export function completeCall(part: ToolPart, output: unknown, now: number, modelOutput?: unknown): void {
   const start = part.state.status === 'running' ? part.state.time.start : now
-  part.state = { status: 'completed', input: part.state.input, ...modelInputOf(part), output, time: { start, end: now } }
+  part.state = { status: 'completed', input: part.state.input, ...modelInputOf(part), output, ...(modelOutput !== undefined ? { modelOutput } : {}), time: { start, end: now } }
 }
 
 /** The call failed with `error` (the tool threw, its input was invalid, it is unknown). */

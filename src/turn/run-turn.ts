@@ -42,8 +42,11 @@ export interface TurnDeps {
   onActorError(error: unknown): void
   /** Called once when the turn has settled (after its last write), successfully or not. */
   onSettled(turn: RunningTurn): void
-  /** Run trees: the runner a turn's `agentTool` calls start child turns through, bound to the turn. */
-  children?(parent: ParentTurn): TurnChildren
+  /**
+   * Run trees: the runner a turn's `agentTool` calls start child turns through, bound to the
+   * turn; given these deps (a child turn runs with its parent's), so they need not refer to themselves.
+   */
+  children?(parent: ParentTurn, turns: TurnDeps): TurnChildren
   /** Run trees: the trees this engine runs turns of (a recovered child finds its root's here). */
   trees?: RunTrees
   /** Resolves once the steers this engine is storing for the session are stored (read before each model call). */
@@ -103,7 +106,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   // Run trees: a new root's budget is its own configuration's, read once it is resolved.
   const tree = start.tree ?? new RunTree({ rootTurnId: scope.turnId, startedAt: Date.now(), budget: () => (scope.ready ? scope.config.budget : undefined) })
   deps.trees?.join(tree)
-  const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => log.leaving, publish: (event) => scope.events.publish(event) })
+  const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => log.leaving, publish: (event) => scope.events.publish(event) }, deps)
   const record = transitionsTo(log)
   const appInspector = deps.inspect ? tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) : undefined
   const actor = createActor(turnChart, {

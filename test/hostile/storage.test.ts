@@ -41,7 +41,10 @@ async function open(database: string | Kysely<any>, options: { busyTimeoutMs?: n
     recovery: { onOpen: true, intervalMs: 0 },
     ...options,
   })
-  engine.subscribe((e) => events.push(e))
+  engine.subscribe((e) => {
+    events.push(e)
+    for (const waiter of waiters) if (waiter.predicate(e)) waiter.seen()
+  })
   return engine
 }
 
@@ -50,15 +53,22 @@ function slowAnswer(n = 30, piece = 'x'.repeat(2000)) {
   server.push({ type: 'stream', chunks: Array.from({ length: n }, () => ({ text: piece })), delayMs: 50 })
 }
 
+const waiters = new Set<{ predicate: (e: TurnchartEvent) => boolean; seen(): void }>()
+
+/** Resolves at the first event (past or future) matching `predicate`, as the engine publishes it. */
 function waitFor(predicate: (e: TurnchartEvent) => boolean, timeoutMs = 5000): Promise<void> {
+  if (events.some(predicate)) return Promise.resolve()
   return new Promise((resolve, reject) => {
-    const started = Date.now()
-    const tick = () => {
-      if (events.some(predicate)) return resolve()
-      if (Date.now() - started > timeoutMs) return reject(new Error('event not seen'))
-      setTimeout(tick, 5)
+    const waiter = {
+      predicate,
+      seen() {
+        waiters.delete(waiter)
+        clearTimeout(timer)
+        resolve()
+      },
     }
-    tick()
+    const timer = setTimeout(() => (waiters.delete(waiter), reject(new Error('event not seen'))), timeoutMs)
+    waiters.add(waiter)
   })
 }
 

@@ -135,13 +135,15 @@ postgresOnly("a page served by another engine resumes the owner's running turn w
   const { other } = await twoEngines({ flushIntervalMs: 20 })
   const handler: ChatHandler = createChatHandler(other, { pollIntervalMs: never })
   closers.push(() => handler.close())
-  // Paced over ~1.5 s, so that the page attaches while most of the text is still to come, also
-  // on a loaded machine (at 30 × 8 ms CI once attached after the owner's last flush).
+  // The stream holds after its tenth word until the page has attached: most of the text is still
+  // to come when it does, however loaded the machine.
   const words = Array.from({ length: 60 }, (_, i) => `w${i} `)
-  h.server.push({ type: 'stream', delayMs: 25, chunks: words.map((text) => ({ text })) })
+  let attach!: () => void
+  const attached = new Promise<void>((resolve) => (attach = resolve))
+  h.server.push({ type: 'stream', delayMs: 2, chunks: words.map((text) => ({ text })), holdBefore: { chunk: 10, until: attached } })
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'write')
-  await h.waitForEvent((e) => e.type === 'part.delta' && e.delta === 'w5 ')
+  await h.waitForEvent((e) => e.type === 'part.delta' && e.delta === 'w9 ')
   const transport = new DefaultChatTransport<UIMessage>({
     api: 'http://127.0.0.1/api/chat',
     fetch: (async (input: string | URL, init?: RequestInit) => handler(new Request(input, init))) as typeof fetch,
@@ -149,7 +151,7 @@ postgresOnly("a page served by another engine resumes the owner's running turn w
   const stream = await transport.reconnectToStream({ chatId: session.id })
   const types: string[] = []
   let message: UIMessage | undefined
-  const tapped = stream!.pipeThrough(new TransformStream({ transform: (chunk, c) => (types.push(chunk.type), c.enqueue(chunk)) }))
+  const tapped = stream!.pipeThrough(new TransformStream({ transform: (chunk, c) => (types.push(chunk.type), attach(), c.enqueue(chunk)) }))
   for await (const snapshot of readUIMessageStream({ stream: tapped })) message = snapshot
   expect((await turn.done).outcome).toBe('completed')
   expect(message!.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('')).toBe(words.join(''))

@@ -149,7 +149,27 @@ describe('the other methods', () => {
     })()
     expect(error).toMatchObject({ name: 'InvalidArgumentError', argument: 'options.whenbusy' })
     const listed = /expected one of (.*) \(unknown option\)/.exec(error!.message)![1].split(', ')
-    expect(listed).toEqual(expect.arrayContaining(['model', 'system', 'tools', 'temperature', 'maxSteps', 'headers', 'whenBusy']))
+    expect(listed).toEqual(expect.arrayContaining(['model', 'system', 'tools', 'temperature', 'maxSteps', 'headers', 'whenBusy', 'abortSignal']))
+  })
+
+  test.each([
+    ['maxRetries', 3, 'retry options (createEngine({ retry: { maxAttempts } }))'],
+    ['activeTools', ['lookup'], "the prompt's tools option"],
+    ['prepareStep', () => ({}), "the step gate's rules"],
+    ['onFinish', () => {}, 'await turn.done'],
+    ['experimental_output', {}, 'structured output is not supported yet'],
+  ])("the AI SDK's %s is refused naming turnchart's equivalent", async (option, value, equivalent) => {
+    const session = await h.engine.createSession()
+    const error = (() => {
+      try {
+        h.engine.prompt(session.id, 'hi', { [option]: value } as never)
+      } catch (e) {
+        return e as Error
+      }
+    })()
+    expect(error).toMatchObject({ name: 'InvalidArgumentError', argument: `options.${option}` })
+    expect(error!.message).toContain(`expected no ${option}: `)
+    expect(error!.message).toContain(equivalent)
   })
 
   test('the error names the value it got', async () => {

@@ -80,11 +80,17 @@ sqliteOnly('when no final row can be written the turn is left for recovery, and 
   expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'streaming', outcome: null })
   raw.exec('drop trigger fail_final')
   raw.close()
-  // Its lease is no longer renewed (the turn left this engine); once it runs out, this engine recovers it.
-  let taken: Awaited<ReturnType<typeof h.engine.recover>> = []
-  for (let i = 0; i < 50 && taken.length === 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
+  // Its lease is no longer renewed (the turn left this engine): not before it runs out, and once
+  // it has (the clock moved past it, Date only: the engine's I/O and timers stay real), this
+  // engine recovers it.
+  const { leaseUntil } = (await h.engine.getTurn(turn.id))!
+  expect(await h.engine.recover()).toEqual([])
+  jest.useFakeTimers({ now: leaseUntil! + 1, doNotFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'nextTick', 'queueMicrotask', 'hrtime', 'performance'] })
+  let taken: Awaited<ReturnType<typeof h.engine.recover>>
+  try {
     taken = await h.engine.recover()
+  } finally {
+    jest.useRealTimers()
   }
   expect(taken.map((t) => t.id)).toEqual([turn.id])
   expect((await taken[0].done).outcome).toBe('completed')

@@ -341,3 +341,36 @@ test('a final row that cannot be written, nor its failure row, ends the turn `un
   expect(turn.published.filter((e) => e.type === 'session.error' || e.type === 'session.status').map((e) => e.type)).toEqual(['session.status', 'session.error', 'session.status'])
   expect(turn.control.sealed).toBe(true)
 })
+
+test('detach (close) records nothing more and lets the queued writes land; the turn ends `detached`, its row open', async () => {
+  const turn = fakeTurn()
+  const { recorder, send } = recordTurn(turn)
+  send({ type: 'turn.start' })
+  turn.control.hold = deferred()
+  const hold = turn.control.hold
+  send(retry) // queued, held in its transaction
+  let stopped = false
+  const detached = recorder.detach(() => (stopped = true))
+  expect(stopped).toBe(true)
+  send({ type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' }) // after detach: not recorded
+  hold.resolve()
+  await detached
+  await expect(recorder.ended).resolves.toEqual({ kind: 'detached' })
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming', '2 streaming --step.failed--> retry-waiting'])
+  expect(recorder.leaving).toBe(true)
+  expect(turn.control.sealed).toBe(true)
+})
+
+test('the first end wins: a turn lost to another engine ends `lost`, and a later end changes nothing', async () => {
+  const turn = fakeTurn()
+  const { recorder, send } = recordTurn(turn)
+  send({ type: 'turn.start' })
+  await recorder.committed()
+  recorder.lose(new TurnOwnershipLostError('trn_1', 'me'))
+  recorder.end({ kind: 'detached' })
+  send(finished) // not recorded: the turn ended here
+  await recorder.settled()
+  await expect(recorder.ended).resolves.toMatchObject({ kind: 'lost', error: { name: 'TurnOwnershipLostError' } })
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
+  expect(turn.published.filter((e) => e.type === 'turn.lost')).toHaveLength(1)
+})
