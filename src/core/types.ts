@@ -123,6 +123,8 @@ export interface ToolPart extends PartBase {
 export interface StepStartPart extends PartBase {
   type: 'step-start'
   time: { start: number }
+  /** What the provider warned about for this call (a setting it does not support, e.g. `topK`), as it sent it. */
+  warnings?: Array<Record<string, unknown> & { type: string }>
 }
 
 export interface StepFinishPart extends PartBase {

@@ -8,6 +8,7 @@
  * turnchart reads have the same shape in both versions; parts a version adds (V4 `ping`,
  * `custom`, `reasoning-file`) count as output or activity and are otherwise skipped.
  */
+import { callHook } from '../core/hooks'
 import { EmptyModelStreamError } from '../core/errors'
 import { checkInput, type CheckableSchema } from '../tools/validate-tool-input'
 import { untilAborted } from './idle-timer'
@@ -19,8 +20,8 @@ import type { PartProviderMetadata, TurnSettings } from '../core/types'
 
 /** A normalized event of one model call. `providerMetadata` only when the provider sent some. */
 export type ModelStreamEvent =
-  /** The first chunk of the response arrived (streamText's `start-step`). */
-  | { type: 'start' }
+  /** The first chunk of the response arrived (streamText's `start-step`); `warnings`: what the provider said it ignored or changed (an unsupported `topK`). */
+  | { type: 'start'; warnings?: ProviderWarning[] }
   | { type: 'text-start' | 'reasoning-start'; id: string; providerMetadata?: PartProviderMetadata }
   /** The provider's own stream part, passed on as it is: no object of turnchart's per delta. */
   | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string; providerMetadata?: PartProviderMetadata }
@@ -51,15 +52,22 @@ export interface ModelStreamRequest {
   settings?: Omit<TurnSettings, 'maxSteps'>
   /** The provider messages of `messages` converted by an earlier call (a turn's steps share their history). */
   promptCache?: ProviderPromptCache
+  /** Where a throw (or a rejection) of a tool's `onInputStart` / `onInputDelta` / `onInputAvailable` goes; the stream goes on. */
+  onHookError?: (error: unknown) => void
 }
+
+/** A provider's call warning, as it sent it (`{ type: 'unsupported', feature, details? }`, `{ type: 'other', message }`, …). */
+export type ProviderWarning = Record<string, unknown> & { type: string }
 
 /** The stream parts of V3 and V4 that turnchart reads (the same fields in both). */
 type StreamPart =
-  | { type: 'stream-start' | 'response-metadata' | 'raw' | 'ping' }
+  | { type: 'stream-start'; warnings?: ProviderWarning[] }
+  | { type: 'response-metadata' | 'raw' | 'ping' }
   | { type: 'text-start' | 'reasoning-start' | 'text-end' | 'reasoning-end'; id: string; providerMetadata?: PartProviderMetadata }
   | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string; providerMetadata?: PartProviderMetadata }
   | { type: 'tool-input-start'; id: string; toolName: string; providerExecuted?: boolean }
-  | { type: 'tool-input-delta' | 'tool-input-end'; id: string }
+  | { type: 'tool-input-delta'; id: string; delta: string }
+  | { type: 'tool-input-end'; id: string }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: string; providerExecuted?: boolean; providerMetadata?: PartProviderMetadata }
   | { type: 'finish'; usage: ProviderUsage; finishReason: { unified: string } | string }
   | { type: 'error'; error: unknown }
@@ -163,6 +171,21 @@ function hasPrototypeKey(value: unknown): boolean {
   return false
 }
 
+/**
+ * A tool's input hooks (the AI SDK's `onInputStart`, `onInputDelta`, `onInputAvailable`), called
+ * as `streamText` calls them, with the call's id, the messages sent and the call's abort signal.
+ * Not awaited: a hook of the app's never holds the stream up; its throw goes to `onHookError`.
+ */
+function inputHooks(tools: ToolSet | undefined, request: ModelStreamRequest) {
+  type HookName = 'onInputStart' | 'onInputDelta' | 'onInputAvailable'
+  return (toolName: string, name: HookName, options: { toolCallId: string; inputTextDelta?: string; input?: unknown }): void => {
+    const definition = tools && Object.hasOwn(tools, toolName) ? (tools[toolName] as Partial<Record<HookName, (options: unknown) => unknown>>) : undefined
+    const fn = definition?.[name]
+    if (typeof fn !== 'function') return
+    callHook(() => fn.call(definition, { ...options, messages: request.messages, abortSignal: request.abortSignal }), request.onHookError ?? (() => undefined))
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // doStream directly (V3 and V4).
 
@@ -189,6 +212,10 @@ async function directStream(model: ProviderLanguageModel, request: ModelStreamRe
   const onAbort = () => void reader.cancel(abortSignal.reason).catch(() => {})
   abortSignal.addEventListener('abort', onAbort, { once: true })
   let first = true
+  let warnings: ProviderWarning[] | undefined
+  // The tool of each call whose input streams, by call id: its onInputDelta hears the deltas.
+  const streamingInputs = new Map<string, string>()
+  const hook = inputHooks(tools, request)
   let output = false
   let finish: ModelStreamEvent | undefined
   let ended = false
@@ -198,10 +225,13 @@ async function directStream(model: ProviderLanguageModel, request: ModelStreamRe
       if (done) break
       onChunk?.()
       const part = value as StreamPart
-      if (part.type === 'stream-start') continue
+      if (part.type === 'stream-start') {
+        if (part.warnings?.length) warnings = part.warnings
+        continue
+      }
       if (first) {
         first = false
-        if (onEvent({ type: 'start' }) === false) return
+        if (onEvent(warnings ? { type: 'start', warnings } : { type: 'start' }) === false) return
       }
       switch (part.type) {
         case 'text-start':
@@ -222,12 +252,21 @@ async function directStream(model: ProviderLanguageModel, request: ModelStreamRe
         case 'tool-input-start':
           output = true
           if (part.providerExecuted) break // the provider runs it (web search...): not turnchart's call
+          streamingInputs.set(part.id, part.toolName)
+          hook(part.toolName, 'onInputStart', { toolCallId: part.id })
           if (onEvent({ type: 'tool-input-start', id: part.id, toolName: part.toolName }) === false) return
           break
+        case 'tool-input-delta': {
+          output = true
+          const toolName = streamingInputs.get(part.id)
+          if (toolName !== undefined) hook(toolName, 'onInputDelta', { toolCallId: part.id, inputTextDelta: part.delta })
+          break
+        }
         case 'tool-call': {
           output = true
           if (part.providerExecuted) break
           const { input, error } = await parseToolInput(tools, part.toolName, part.input)
+          if (error === undefined) hook(part.toolName, 'onInputAvailable', { toolCallId: part.toolCallId, input })
           const event: ModelStreamEvent =
             error === undefined
               ? { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, ...metadataOf(part) }
@@ -262,7 +301,6 @@ async function directStream(model: ProviderLanguageModel, request: ModelStreamRe
           if (onEvent(source) === false) return
           break
         }
-        case 'tool-input-delta':
         case 'tool-input-end':
         case 'tool-approval-request':
         case 'tool-result':

@@ -93,11 +93,22 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
     input: () => (config.system === undefined ? messages : [{ role: 'system', content: config.system }, ...messages]),
   })
   try {
-    const request = { model: config.model, system: config.system, messages, tools: config.tools, settings: config.call, abortSignal: idle.signal, onChunk: idle.touch, promptCache: scope.promptCache }
+    const request = {
+      model: config.model,
+      system: config.system,
+      messages,
+      tools: config.tools,
+      settings: config.call,
+      abortSignal: idle.signal,
+      onChunk: idle.touch,
+      promptCache: scope.promptCache,
+      onHookError: (error: unknown) => config.onHookError?.(new HookError("a tool's input hook", error)),
+    }
     await modelStream(request, (part) => {
       switch (part.type) {
         case 'start':
-          state.add({ type: 'step-start', time: { start: Date.now() } })
+          // The provider's warnings stay on the step (and are published with its part).
+          state.add({ type: 'step-start', time: { start: Date.now() }, ...(part.warnings ? { warnings: part.warnings } : {}) })
           break
         case 'text-start':
         case 'reasoning-start':

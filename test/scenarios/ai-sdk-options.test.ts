@@ -57,3 +57,35 @@ test("a tool's toModelOutput is what the model is sent; the stored part keeps th
   const parts = (await h.engine.messages(session.id)).flatMap((m) => m.parts)
   expect(parts.find((p) => p.type === 'tool')).toMatchObject({ state: { status: 'completed', output: { query: 'retry', hits: [{ title: 'Retry' }] } } })
 })
+
+test("a tool's onInputStart, onInputDelta and onInputAvailable are called as the model streams the call", async () => {
+  const heard: Array<[string, unknown]> = []
+  const lookup = tool({
+    description: 'Look a word up',
+    inputSchema: z.object({ word: z.string() }),
+    onInputStart: ({ toolCallId, messages }) => void heard.push(['start', { toolCallId, sent: messages.length > 0 }]),
+    onInputDelta: ({ inputTextDelta }) => void heard.push(['delta', inputTextDelta]),
+    onInputAvailable: ({ input, toolCallId }) => void heard.push(['available', { input, toolCallId }]),
+    execute: async ({ word }) => `${word}: hello`,
+  })
+  h = await createHarness({ tools: { lookup } })
+  h.server.push({ type: 'stream', chunks: [{ tool: { name: 'lookup', input: { word: 'ciao' }, id: 'call_1' } }] })
+  h.server.text('It means hello.')
+  const session = await h.engine.createSession()
+  expect((await h.engine.prompt(session.id, 'What is ciao?').done).outcome).toBe('completed')
+  expect(heard[0]).toEqual(['start', { toolCallId: 'call_1', sent: true }])
+  const deltas = heard.filter(([kind]) => kind === 'delta').map(([, delta]) => delta).join('')
+  expect(JSON.parse(deltas)).toEqual({ word: 'ciao' })
+  expect(heard.at(-1)).toEqual(['available', { input: { word: 'ciao' }, toolCallId: 'call_1' }])
+})
+
+test("the provider's warnings (a setting it does not support) are kept on the step's start part and published with it", async () => {
+  h = await createHarness()
+  h.server.text('Hi.')
+  const session = await h.engine.createSession()
+  expect((await h.engine.prompt(session.id, 'Hi', { topK: 5 }).done).outcome).toBe('completed')
+  const start = (await h.engine.messages(session.id)).flatMap((m) => m.parts).find((p) => p.type === 'step-start')
+  expect(start).toMatchObject({ warnings: [expect.objectContaining({ type: 'unsupported', feature: 'topK' })] })
+  const published = h.events.find((e) => e.type === 'part.updated' && e.part.type === 'step-start')
+  expect(published).toMatchObject({ part: { warnings: [expect.objectContaining({ feature: 'topK' })] } })
+})
