@@ -5,7 +5,7 @@
  * changed after; every actor reads the part it declares in its own scope interface.
  */
 import type { ToolSet } from 'ai'
-import type { Redactor } from '../core/redact-secrets'
+import type { Redactor } from '../core/secrets/redact-secrets'
 import type { Budget, StopCondition, TurnSettings } from '../core/types'
 import type { StepRule } from '../policy/step-gate'
 import type { ProviderLanguageModel } from '../llm/language-model'

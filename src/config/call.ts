@@ -1,12 +1,12 @@
 /** `settings` (the default call settings of every turn), `system`, `maxSteps`, `limits` and `maxFileBytes`. */
-import type { Budget, StopCondition, TurnSettings } from '../../core/types'
-import { validateBudget } from '../../policy/budget'
-import { InvalidOptionError } from '../../core/errors'
-import type { ModelLimits } from '../../policy/overflow'
-import type { StepRule } from '../../policy/step-gate'
+import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import { validateBudget } from '../policy/budget'
+import { InvalidOptionError } from '../core/errors'
+import type { ModelLimits } from '../policy/overflow'
+import type { StepRule } from '../policy/step-gate'
 import { stopConditions, validateTurnSettings } from './call-settings'
-import type { EngineOptions } from '../options'
-import { nonNegativeInteger, optionGroup } from '../option-values'
+import type { EngineOptions } from './options'
+import { nonNegativeInteger, optionGroup } from './option-values'
 
 export function resolveCall(options: EngineOptions): {
   call: Omit<TurnSettings, 'maxSteps'>
