@@ -14,6 +14,7 @@ import { renderMessage } from './conversation'
 import { clock, duration, offset } from './format'
 import { visitsOf } from './visits'
 import { turnActivity } from './turn-activity'
+import { readableEvent } from '../../chart/readable-event'
 
 export interface TurnContext {
   drawing: ChartDrawing
@@ -93,7 +94,7 @@ function pathList(turn: TurnView): HTMLElement {
     'ol',
     { class: 'path', 'aria-label': 'The transitions of the turn, numbered as on the chart' },
     item(0, start, 'start in idle', null),
-    ...turn.path.map((step) => item(step.seq, step.time, `${step.from} → ${step.to}`, step.event)),
+    ...turn.path.map((step) => item(step.seq, step.time, `${step.from} → ${step.to}`, readableEvent(step.event))),
   )
 }
 
