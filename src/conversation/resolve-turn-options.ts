@@ -153,6 +153,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
     streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     pricing: config.pricing,
     stopWhen: memory.stopWhen ?? config.stopWhen,
+    stepRules: config.stepRules,
     ...(config.budget ? { budget: config.budget } : {}),
     ...services,
   }
