@@ -11,6 +11,9 @@
  * events and never rejects (the runner's gated wrapper turns a throw into the actor's failure
  * event), so the chart has no `xstate.error.actor.*` edges.
  *
+ * Between two model calls the turn is in `step-gate` (tagged `effect-free`: its row commits with
+ * the next one), where the step gate's rules (src/policy/step-gate.ts) send one verdict.
+ *
  * Hierarchy: `running` holds every state in which the turn works, so `turn.fail` and
  * `turn.crashed` are written once; the step (`streaming`, `retry-waiting`) and the compaction
  * (`compacting`, `compaction-retry-waiting`) each own their retry wait; recovery goes back into
@@ -30,6 +33,12 @@ export interface StreamStepInput {
   step: number
   attempt: number
   waitedMs: number
+}
+export interface StepGateInput {
+  turnId: string
+  /** Steps made so far (0 before the first call). */
+  step: number
+  maxSteps: number | null
 }
 export interface RunToolsInput {
   turnId: string
@@ -65,6 +74,8 @@ export const turnMachine = setup({
   actors: {
     /** Consumes one step's LLM stream; sends `step.finished` or `step.failed`. */
     streamStep: fromCallback<TurnEvent, StreamStepInput>(() => notProvided('streamStep')),
+    /** The step gate's rules (src/policy/step-gate.ts); sends their verdict: `gate.*`, `budget.exceeded` or `turn.steered`. */
+    stepGate: fromCallback<TurnEvent, StepGateInput>(() => notProvided('stepGate')),
     /** Runs the finished step's tool calls; sends `tools.finished` (or `turn.fail` on a defect). */
     runTools: fromCallback<TurnEvent, RunToolsInput>(() => notProvided('runTools')),
     /** Summarises the history into a summary message; sends `compaction.finished` or `compaction.failed`. */
@@ -86,11 +97,8 @@ export const turnMachine = setup({
     retryAllowed: ({ event }) => isFailure(event) && event.retryDelayMs !== null,
     completesTurn: ({ event }) => event.type === 'compaction.finished' && event.completes,
     restartsStep: ({ event }) => event.type === 'turn.recover' && event.restartStep === true,
-    /** A stop condition of the turn (`stopWhen`) holds after this step's tools. */
-    stopRequested: ({ event }) => event.type === 'tools.finished' && event.stop === true,
   },
   actions: {
-    startFirstStep: assign({ step: 1, attempt: 1, waitedMs: 0 }),
     startNextStep: assign({ step: ({ context }) => context.step + 1, attempt: 1, waitedMs: 0 }),
     scheduleRetry: assign(({ context, event }) => {
       const delay = isFailure(event) ? (event.retryDelayMs ?? 0) : 0
@@ -116,7 +124,9 @@ export const turnMachine = setup({
     /** `turn.recover`: what is left of a retry wait at the persisted deadline (read only in a retry wait). */
     resumeAfterCrash: assign({ retryDelayMs: ({ event }) => (event.type === 'turn.recover' ? event.retryDelayMs : 0) }),
     rememberFailureOf: assign({ error: ({ event }) => (isFailure(event) ? event.error : null) }),
-    rememberFailure: assign({ error: ({ event }) => (event.type === 'turn.fail' ? event.error : null) }),
+    rememberFailure: assign({
+      error: ({ event }) => (event.type === 'turn.fail' || event.type === 'gate.fail' || event.type === 'budget.exceeded' ? event.error : null),
+    }),
     rememberOverflowRefused: assign({
       error: ({ context }) =>
         (context.autoCompact
@@ -158,22 +168,42 @@ export const turnMachine = setup({
   states: {
     idle: {
       on: {
-        'turn.start': { target: 'running', actions: 'startFirstStep' },
+        'turn.start': { target: 'running' },
         // The row that would start the turn could not be written: it fails before any effect.
         'turn.fail': { target: 'failed', actions: 'rememberFailure' },
       },
     },
     /** The turn works: every state here can fail on a write or on an actor's defect, and be interrupted by a crash. */
     running: {
-      initial: 'step',
+      initial: 'step-gate',
       on: {
         'turn.fail': { target: 'failed', actions: 'rememberFailure' },
         // Written by recovery when work was in flight; `interrupted` resumes through `history`.
         'turn.crashed': { target: 'interrupted' },
-        // A steered message joined the history before a model call: logged, the state stays.
-        'turn.steered': { actions: 'countSteered' },
       },
       states: {
+        /**
+         * Between two model calls (before the first, after a step's tools, after a compaction):
+         * the step gate's rules decide whether the next call is made. Effect-free: its row
+         * rides in the transaction of the row that leaves it, so the gate adds no commit.
+         */
+        'step-gate': {
+          tags: ['effect-free', 'interruptible'],
+          invoke: {
+            id: 'stepGate',
+            src: 'stepGate',
+            input: ({ context }) => ({ turnId: context.turnId, step: context.step, maxSteps: context.maxSteps }),
+          },
+          on: {
+            'gate.continue': { target: 'step', actions: 'startNextStep' },
+            'gate.complete': { target: '#turn.completed' },
+            'gate.fail': { target: '#turn.failed', actions: 'rememberFailure' },
+            // The run tree's budget is spent: no call is made.
+            'budget.exceeded': { target: '#turn.failed', actions: 'rememberFailure' },
+            // Steered messages joined the history: the gate decides again, with them.
+            'turn.steered': { target: 'step-gate', reenter: true, actions: 'countSteered' },
+          },
+        },
         /** One step: an LLM call, and the waits between its attempts. */
         step: {
           initial: 'streaming',
@@ -217,16 +247,15 @@ export const turnMachine = setup({
           },
           always: { guard: 'allApprovalsDecided', target: 'tool-running' },
         },
-        /** The step's calls run; their end is the step boundary (see src/turn/step-boundary.ts). */
+        /** The step's calls run; then the step gate, or a compaction first when the step filled the context. */
         'tool-running': {
           tags: ['interruptible'],
           invoke: { id: 'runTools', src: 'runTools', input: ({ context }) => ({ turnId: context.turnId, step: context.step }) },
           on: {
             'tools.finished': [
-              { guard: 'stopRequested', target: '#turn.completed' },
               { guard: and(['overflowed', 'mayCompact']), target: 'compaction', actions: 'countCompaction' },
               { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },
-              { target: 'step', actions: 'startNextStep' },
+              { target: 'step-gate' },
             ],
           },
         },
@@ -244,7 +273,7 @@ export const turnMachine = setup({
               on: {
                 'compaction.finished': [
                   { guard: 'completesTurn', target: '#turn.completed' },
-                  { target: '#turn.running.step', actions: 'startNextStep' },
+                  { target: '#turn.running.step-gate' },
                 ],
                 'compaction.failed': [
                   { guard: 'retryAllowed', target: 'compaction-retry-waiting', actions: 'scheduleRetry' },
@@ -270,8 +299,8 @@ export const turnMachine = setup({
     interrupted: {
       on: {
         'turn.recover': [
-          // A model call was in flight: recovery closed that step, a new one starts.
-          { guard: 'restartsStep', target: 'running.step', actions: 'startNextStep' },
+          // A model call was in flight: recovery closed that step, a new one starts (through the gate).
+          { guard: 'restartsStep', target: 'running.step-gate' },
           { target: 'running.history', actions: 'resumeAfterCrash' },
         ],
       },

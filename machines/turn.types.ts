@@ -72,10 +72,18 @@ export type TurnEvent =
       doomLoop?: SerializedError | null
     }
   /**
-   * Messages sent to the running turn (`engine.steer`) were taken into its history: stored as
-   * user messages, seen by the model call about to be made. Logged as a row of its own.
+   * The step gate: messages sent to the running turn (`engine.steer`) were taken into its
+   * history (stored as user messages, seen by the next model call); the gate decides again.
    */
   | { type: 'turn.steered'; messages: number }
+  /** The step gate: the next model call is made. */
+  | { type: 'gate.continue' }
+  /** The step gate: a stop rule holds (`rule`: `stopWhen`, or an app's rule's name); the turn completes. */
+  | { type: 'gate.complete'; rule: string }
+  /** The step gate: a rule fails the turn (`rule`: `maxSteps`, or an app's rule's name) with `error`. */
+  | { type: 'gate.fail'; rule: string; error: SerializedError }
+  /** The step gate: the run tree's budget is spent (`BudgetExceededError`); no call is made. */
+  | { type: 'budget.exceeded'; error: SerializedError }
   | { type: 'tool.approved'; callId: string }
   | { type: 'tool.denied'; callId: string; reason?: string }
   | {
@@ -87,9 +95,9 @@ export type TurnEvent =
       retryDelayMs: number | null
     }
   /**
-   * The step's tool calls have run: the step boundary. `stop`: one of the turn's stop
-   * conditions (`stopWhen`) holds, the turn completes. `overflow`: the step's usage filled the
-   * usable context, so the history is compacted before the next model call.
+   * The step's tool calls have run. `overflow`: the step's usage filled the usable context, so
+   * the history is compacted before the step gate. (`stop`: written by turnchart before the
+   * step gate, when `stopWhen` held; replayed as the gate's `gate.complete`.)
    */
   | { type: 'tools.finished'; overflow: boolean; stop?: boolean }
   /** The compaction actor: the summary message is stored. `completes`: it followed a final answer, so the turn ends. */
@@ -113,6 +121,7 @@ export interface TurnOutput {
  */
 export type TurnStateName =
   | 'idle'
+  | 'step-gate'
   | 'streaming'
   | 'tool-running'
   | 'retry-waiting'

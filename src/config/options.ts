@@ -5,6 +5,7 @@
 import type { LanguageModel, ToolSet } from 'ai'
 import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
 import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import type { StepRule } from '../policy/step-gate'
 import type { Pricing } from '../llm/usage'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
@@ -69,9 +70,20 @@ export interface EngineOptions {
    */
   stopWhen?: StopCondition | StopCondition[]
   /**
+   * The app's own rules of the step gate: asked between two model calls (before the first one
+   * too, after each step's tools), after `maxSteps` and `stopWhen`, in order; the first that
+   * answers `complete` or `fail` ends the turn (`completed`, or `failed` with its error), and
+   * none answering lets the next step start. A rule that throws fails the turn. Before the
+   * first call a rule runs inside the transaction that stores the prompt: keep it quick, and
+   * do not use this engine from it. In memory, like `stopWhen`. See docs/behaviour.md.
+   */
+  stepRules?: StepRule[]
+  /**
    * Limits over each run tree (a turn and the child turns its `agentTool`s start, recursively):
-   * `{ tokens: { input, output, total }, cost, steps, wallMs }`, checked before every model call
-   * in the tree; past one, the call is not made and the turn fails with `BudgetExceededError`.
+   * `{ tokens: { input, output, total }, cost, steps, wallMs }`, checked at the step gate, before
+   * every step's model call in the tree (a step's retries and the summaries count, and are
+   * checked at the next gate); past one, the call is not made and the turn fails with
+   * `BudgetExceededError`.
    * A session's (`createSession({ budget })`) and a prompt's budget win, field by field. Default: none.
    */
   budget?: Budget

@@ -1,24 +1,24 @@
 /**
- * `createEngine`'s options validated and resolved, one option group per validator
- * (validators/). Every invalid option fails with an `InvalidOptionError` naming the option and
+ * `createEngine`'s options validated and resolved, one option group per validator (call.ts,
+ * models.ts, durability.ts, ... beside this file). Every invalid option fails with an `InvalidOptionError` naming the option and
  * the value; an unknown one is refused with the list of known ones.
  */
 import { InvalidOptionError } from '../core/errors'
 import type { EngineOptions } from './options'
 import type { ResolvedConfig } from './resolved-config'
-import { resolveCall } from './validators/call'
-import { resolveCompaction } from './validators/compaction'
-import { resolveDurability } from './validators/durability'
-import { resolveFailure } from './validators/failure'
-import { resolveModels } from './validators/models'
-import { resolveObservability, resolveSecrets } from './validators/observability'
-import { resolveTools } from './validators/tools'
+import { resolveCall } from './call'
+import { resolveCompaction } from './compaction'
+import { resolveDurability } from './durability'
+import { resolveFailure } from './failure'
+import { resolveModels } from './models'
+import { resolveObservability, resolveSecrets } from './observability'
+import { resolveTools } from './tools'
 
 export const knownOptions: ReadonlySet<string> = new Set([
   'database', 'model', 'models', 'settings', 'maxSteps', 'maxFileBytes', 'limits', 'tools', 'system', 'retry',
   'errorClassifier', 'retryPolicy', 'compaction', 'toolExecution', 'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing',
   'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError', 'doomLoop', 'recovery', 'leaseMs', 'controlPollIntervalMs',
-  'telemetry', 'redact', 'stopWhen', 'editableApprovals', 'notifications', 'budget',
+  'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'notifications', 'budget',
 ] satisfies Array<keyof EngineOptions>)
 
 /**

@@ -13,6 +13,7 @@ import type { ModelLimits } from '../policy/overflow'
 import type { RetryOptions } from '../policy/retry-delay'
 import type { TelemetryOptions } from '../telemetry/telemetry'
 import type { Clock, InspectOption } from './options'
+import type { StepRule } from '../policy/step-gate'
 
 export interface ResolvedConfig {
   model: ProviderLanguageModel
@@ -25,6 +26,8 @@ export interface ResolvedConfig {
   budget: Budget | undefined
   /** The turns' stop conditions (empty: none). */
   stopWhen: StopCondition[]
+  /** The app's own rules of the step gate (empty: none). */
+  stepRules: readonly StepRule[]
   maxFileBytes: number
   limits: ModelLimits | undefined
   tools: ToolSet

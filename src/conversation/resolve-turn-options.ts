@@ -9,7 +9,7 @@ import type { ResolvedConfig } from '../config/resolved-config'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import { InvalidArgumentError } from '../core/errors'
 import type { PromptOptions, SessionDefaults, StopCondition, StoredTurnOptions } from '../core/types'
-import { isPlainObject, promptKeys, stopConditions, validateTurnSettings } from '../config/validators/call-settings'
+import { isPlainObject, promptKeys, stopConditions, validateTurnSettings } from '../config/call-settings'
 import { mergeBudgets, validateBudget } from '../policy/budget'
 
 export interface ResolvedTurnOptions {
@@ -153,6 +153,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
     streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     pricing: config.pricing,
     stopWhen: memory.stopWhen ?? config.stopWhen,
+    stepRules: config.stepRules,
     ...(config.budget ? { budget: config.budget } : {}),
     ...services,
   }

@@ -4,7 +4,7 @@
  * turnchart's). Kept apart from the options so that the options stay plain values.
  */
 import type { ResolvedConfig } from '../config/resolved-config'
-import { createRedactor, type Redactor } from '../core/redact-secrets'
+import { createRedactor, type Redactor } from '../core/secrets/redact-secrets'
 import { classifyError } from '../policy/classify-error'
 import { defaultFailurePolicies, type FailurePolicies } from '../policy/decide-failure'
 import { Telemetry } from '../telemetry/telemetry'

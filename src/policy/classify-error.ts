@@ -3,7 +3,7 @@
  * (retryable), stop with an auth error, or stop with the error on the message (fatal).
  * Pure: the input error is only read, never changed.
  */
-import { redactSecrets, type Redactor } from '../core/redact-secrets'
+import { redactSecrets, type Redactor } from '../core/secrets/redact-secrets'
 import { APICallError } from 'ai'
 import { isErrorLike } from '../core/errors/serialize'
 import {

@@ -6,7 +6,7 @@
  * all redacted (never its URL or request body), so a replay is classified as the call was.
  */
 import { APICallError } from 'ai'
-import type { Redactor } from '../core/redact-secrets'
+import type { Redactor } from '../core/secrets/redact-secrets'
 import { allowedResponseHeaderPrefixes, allowedResponseHeaders } from '../policy/provider-errors'
 
 /** A stored error: enough to rebuild what the provider threw. */

@@ -7,7 +7,7 @@
  */
 import type { EngineModel } from '../config/options'
 import { RecordingDivergedError } from '../core/errors'
-import { createRedactor } from '../core/redact-secrets'
+import { createRedactor } from '../core/secrets/redact-secrets'
 import { checkCassette, readCassette, type Cassette } from './cassette'
 import { errorOf, fromCassetteJson } from './cassette-json'
 import { partStream, type StreamEnd } from './part-stream'

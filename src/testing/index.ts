@@ -11,3 +11,5 @@ export type { CassetteError } from './cassette-json'
 export { comparableParts, firstDifference, type ComparablePart } from './comparable-parts'
 export { RecordingDivergedError, CassetteFormatError } from '../core/errors'
 export { storeConformance, type StoreConformanceCase, type StoreInitializer } from './store-conformance'
+/** The store of a `database` option as an engine opens it (migrated; `close()` closes what it opened): what a `storeConformance` initializer of turnchart's own backends creates. */
+export { openStore } from '../engine/open-store'

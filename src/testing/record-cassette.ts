@@ -7,7 +7,7 @@
  * `specificationVersion: 'v3'` whatever it wraps, so it would mislabel a V4 model; this one keeps
  * the wrapped model's version, properties and `doGenerate` (which it does not record).
  */
-import { createRedactor } from '../core/redact-secrets'
+import { createRedactor } from '../core/secrets/redact-secrets'
 import type { EngineModel } from '../config/options'
 import { allowlisted, cassetteError, toCassetteJson } from './cassette-json'
 import { cassetteFormat, cassetteVersion, writeCassette, type Cassette, type CassetteCall } from './cassette'

@@ -4,7 +4,7 @@
  * not kept either); never the abort signal. A replay compares its request's prompt, redacted
  * the same way, with the recorded one.
  */
-import type { Redactor } from '../core/redact-secrets'
+import type { Redactor } from '../core/secrets/redact-secrets'
 import { toCassetteJson } from './cassette-json'
 import type { RequestSummary } from './cassette'
 

@@ -37,9 +37,10 @@ export function rerunSettings(recording: RecordedTurn, rows: TransitionRecord[],
   if (limits) settings.limits = limits
   const exhausted = rows.map((r) => r.payload.error).find(isExhausted)
   if (exhausted) settings.maxAttempts = exhausted.attempts
-  const boundaries = rows.filter((r) => r.event === 'tools.finished')
-  const stop = boundaries.findIndex((r) => r.payload.stop === true)
-  if (stop >= 0) settings.stopAtBoundary = stop + 1
+  // The step gate's `gate.complete { rule: 'stopWhen' }` after a step's tools (a log written
+  // before the gate: the boundary's own `tools.finished { stop: true }`).
+  const stop = rows.findIndex((r) => (r.event === 'gate.complete' && r.payload.rule === 'stopWhen') || (r.event === 'tools.finished' && r.payload.stop === true))
+  if (stop >= 0) settings.stopAtBoundary = rows.slice(0, stop + 1).filter((r) => r.event === 'tools.finished').length
   return settings
 }
 

@@ -6,7 +6,7 @@
 import type { ModelMessage, ToolSet } from 'ai'
 import type { Part, ToolPart, ToolState } from '../core/types'
 import type { Telemetry } from '../telemetry/telemetry'
-import type { Redactor } from '../core/redact-secrets'
+import type { Redactor } from '../core/secrets/redact-secrets'
 import { withChildTurns, type ChildTurnRunner } from './child-turns'
 import { toolOptions } from './tool-options'
 import { completeCall, failCall } from './tool-part'

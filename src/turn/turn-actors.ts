@@ -1,9 +1,10 @@
 /**
- * The turn chart's three actors, each in the gated wrapper (gated-actor.ts): the step (one
- * model call), the tools (then the step boundary), the compaction. Each one's failure event
- * is the chart's failure edge for its state. Made once; each finds its turn by its actor system.
+ * The turn chart's four actors, each in the gated wrapper (gated-actor.ts): the step gate (its
+ * rules, between two model calls), the step (one model call), the tools, the compaction. Each
+ * one's failure event is the chart's failure edge for its state. Made once; each finds its
+ * turn by its actor system.
  */
-import { turnMachine, type CompactInput, type RunToolsInput, type StreamStepInput } from '../../machines/turn.machine'
+import { turnMachine, type CompactInput, type RunToolsInput, type StepGateInput, type StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
 import { serializeError, StorageError, UnknownError } from '../core/errors'
 import { summarize } from '../compaction/summarize'
@@ -12,7 +13,8 @@ import { runTools } from '../tools/run-tools'
 import type { ChildTurnRunner } from '../tools/child-turns'
 import { gatedActor, type WriteAheadGate } from './gated-actor'
 import type { RunTree } from './run-tree/run-tree'
-import { stepBoundary } from './step-boundary'
+import { decideStep, type GateTurn } from '../policy/step-gate'
+import { isUsageOverflow } from '../policy/overflow'
 import type { TurnScope } from './turn-scope'
 
 /** What a turn's actors work with: its scope, its run tree (the budget) and its child turn runner. */
@@ -42,16 +44,32 @@ function turnOf(system: object): { gate: WriteAheadGate; turn: TurnRun } {
   return bound
 }
 
+/** The step gate acts on nothing the log must precede (effect-free): it waits for no commit. */
+const noCommitNeeded = { committed: async () => true }
+
+/** The turn as the step gate's rules read it. */
+function gateTurn({ scope, tree }: TurnRun, input: StepGateInput): GateTurn {
+  return {
+    stepNumber: input.step,
+    maxSteps: input.maxSteps,
+    stopWhen: scope.config.stopWhen,
+    rules: scope.config.stepRules,
+    steps: () => scope.stepResults(input.step),
+    takeSteered: async () => (await scope.takeSteered()).length,
+    admit: () => tree.admit(scope.turnId),
+  }
+}
+
 const actors = {
+  stepGate: gatedActor<StepGateInput, TurnRun>((system) => ({ gate: noCommitNeeded, turn: turnOf(system).turn }), {
+    run: (turn, input) => decideStep(gateTurn(turn, input)),
+    // A rule that throws (a stopWhen condition, an app's rule) fails the turn, naming it.
+    failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('the step gate', error) }),
+  }),
   streamStep: gatedActor<StreamStepInput, TurnRun>(turnOf, {
-    run: async ({ scope, tree }, input, signal, emit) => {
-      // Messages steered into the turn join its history before this model call.
-      const steered = await scope.takeSteered()
-      if (steered.length > 0) emit({ type: 'turn.steered', messages: steered.length })
-      if (signal.aborted) return { type: 'step.failed', error: serializeError(signal.reason), overflow: false, retryDelayMs: null }
-      // The run tree's budget, checked before the call: past it, no call is made and the turn fails.
-      const refused = await tree.admit(scope.turnId)
-      if (refused) return { type: 'turn.fail', error: refused.toJSON() }
+    run: async ({ scope, tree }, input, signal) => {
+      // (the step gate admitted the step; its retries are model calls the budget counts too)
+      if (input.attempt > 1) tree.called()
       const event = await streamStep(scope, input, signal)
       if (event.type === 'step.finished') tree.spend(scope.lastStepFinish())
       return event
@@ -60,9 +78,12 @@ const actors = {
     failure: (error): TurnEvent => ({ type: 'step.failed', error: serializeError(error), overflow: false, retryDelayMs: null }),
   }),
   runTools: gatedActor<RunToolsInput, TurnRun>(turnOf, {
-    run: async ({ scope, children }, input, signal) => {
+    run: async ({ scope, children }, _input, signal) => {
       await runTools(scope, signal, children)
-      return stepBoundary(scope, input.step)
+      // The step's usage judged again by the rule the step applied: a full context is compacted before the gate.
+      const finish = scope.lastStepFinish()
+      const { limits, compaction } = scope.config
+      return { type: 'tools.finished', overflow: limits !== undefined && finish !== undefined && isUsageOverflow(finish.tokens, limits, compaction.reserved) }
     },
     // A tool's own throw is its part; only a defect of the runner gets here: the turn fails.
     failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('running the tools', error) }),
@@ -70,8 +91,8 @@ const actors = {
   compact: gatedActor<CompactInput, TurnRun>(turnOf, {
     // Whether the summary follows a final answer is read before the summary replaces the history.
     run: async ({ scope, tree }, input, signal) => {
-      const refused = await tree.admit(scope.turnId)
-      if (refused) return { type: 'turn.fail', error: refused.toJSON() }
+      // A summary is a model call the budget counts; the next step gate checks it.
+      tree.called()
       const event = await summarize(scope, { ...input, completes: scope.lastStepAnswered() }, signal)
       const summary = scope.messages.at(-1)?.info
       if (event.type === 'compaction.finished' && summary?.summary && summary.tokens) tree.spend({ tokens: summary.tokens, cost: summary.cost ?? 0 })

@@ -5,8 +5,9 @@
  * changed after; every actor reads the part it declares in its own scope interface.
  */
 import type { ToolSet } from 'ai'
-import type { Redactor } from '../core/redact-secrets'
+import type { Redactor } from '../core/secrets/redact-secrets'
 import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import type { StepRule } from '../policy/step-gate'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
 import type { FailurePolicies } from '../policy/decide-failure'
@@ -28,8 +29,10 @@ export interface TurnConfig {
   doomLoop: DoomLoopOptions
   streamIdleTimeoutMs: number
   pricing: Pricing | undefined
-  /** Checked at the step boundary: when one holds, the turn completes. */
+  /** Checked at the step gate: when one holds, the turn completes. */
   stopWhen: StopCondition[]
+  /** The app's own rules of the step gate (`EngineOptions.stepRules`), asked after `stopWhen`. */
+  stepRules: readonly StepRule[]
   /** The budget of the run tree this turn is the root of (a child turn runs under its root's). */
   budget?: Budget
   /** The error classifier and the retry policy every failed model request is decided by. */

@@ -24,7 +24,6 @@ import type { StepScope } from '../llm/stream-step'
 import type { SummaryScope } from '../compaction/summarize'
 import type { ToolRunScope } from '../tools/run-tools'
 import type { FirstRowWriter, PromptTransaction, TurnLogScope } from './turn-log/turn-log'
-import type { BoundaryScope } from './step-boundary'
 
 export interface TurnScopeOptions {
   turnId: string
@@ -46,10 +45,10 @@ export interface TurnScopeOptions {
 
 /**
  * The ports it serves, each declared by the module that uses it: the step (`StepScope`), the
- * summary (`SummaryScope`), the tool runner (`ToolRunScope`), the turn log (`TurnLogScope`) and
- * the step boundary (`BoundaryScope`).
+ * summary (`SummaryScope`), the tool runner (`ToolRunScope`), the turn log (`TurnLogScope`); the
+ * step gate's rules reach it through `GateTurn` (src/policy/step-gate.ts, built in turn-actors.ts).
  */
-export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLogScope, BoundaryScope {
+export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLogScope {
   readonly turnId: string
   readonly sessionId: string
   /** Run trees: the turn whose tool call started this one. */
@@ -121,8 +120,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   async begin(prompt: string | UserPartDraft[], prepare: (tx: Store) => Promise<TurnConfig>, firstRow?: FirstRowWriter): Promise<void> {
     const now = Date.now()
     const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
-    const transaction: PromptTransaction = (write) =>
-      this.store.transaction(async (tx) => {
+    const transaction: PromptTransaction = async (write) => {
+      await this.store.transaction(async (tx) => {
         // (set here: the first row, written in this transaction, reads the redactor)
         this.#config = await prepare(tx)
         this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
@@ -130,9 +129,12 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
         await tx.messages.upsertParts(parts, now)
         await write?.(tx)
       })
+      // In the history once stored, before the first rows are known committed: the first step
+      // reads it as soon as it may act.
+      this.messages.push({ info, parts })
+    }
     // Inside the queue's job: a write queued meanwhile runs after the first row is known committed.
     const publishFirstRow = await this.queue.run(() => (firstRow ? firstRow(transaction) : transaction().then(() => undefined)))
-    this.messages.push({ info, parts })
     this.events.message(info, 'prompt')
     for (const part of parts) this.events.part(part)
     publishFirstRow?.()

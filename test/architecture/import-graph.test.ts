@@ -2,7 +2,8 @@
  * The import graph of every file of src/ and machines/, with no exemption: a dependency points
  * down. Each folder has a layer; a file imports only its own folder and folders of lower
  * layers (type-only imports included), so no two folders import each other, directly or
- * around a loop; no two files do either; and only index.ts sits at src/'s root.
+ * around a loop; nor do two folders at any depth (store/ and store/sqlite/, core/ and
+ * core/errors/); no two files do either; and only index.ts sits at src/'s root.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -59,26 +60,8 @@ const imports = sources.flatMap((file) => {
   })
 })
 
-test('only index.ts sits at the root of src/', () => {
-  const atRoot = fs.readdirSync(path.join(root, 'src'), { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name)
-  expect(atRoot).toEqual(['index.ts'])
-})
-
-test('every folder of src/ (and machines/) has a layer', () => {
-  expect(imports.length).toBeGreaterThan(300) // the graph was read
-  const folders = new Set(sources.map(folderOf).filter((f) => f !== '.'))
-  expect([...folders].filter((f) => !layerOf.has(f))).toEqual([])
-})
-
-test('a file imports only its own folder and lower layers (type-only imports included)', () => {
-  const upward = imports.filter((i) => i.from !== '.' && i.from !== i.to && (layerOf.get(i.to) ?? Infinity) >= (layerOf.get(i.from) ?? -1))
-  expect(upward.map((i) => `${i.file} → ${i.target}`)).toEqual([])
-})
-
-test('no import cycle between files (type-only imports included)', () => {
-  const edges = new Map<string, string[]>()
-  for (const i of imports) edges.set(i.file, [...(edges.get(i.file) ?? []), i.target])
-  // Tarjan's strongly connected components: any component of two or more files is a cycle.
+/** The strongly connected components of two or more nodes of a graph (Tarjan): its cycles. */
+function cyclesOf(edges: Map<string, string[]>): string[][] {
   const index = new Map<string, number>()
   const low = new Map<string, number>()
   const stack: string[] = []
@@ -108,7 +91,43 @@ test('no import cycle between files (type-only imports included)', () => {
     }
   }
   for (const node of edges.keys()) if (!index.has(node)) visit(node)
-  expect(cycles).toEqual([])
+  return cycles
+}
+
+test('only index.ts sits at the root of src/', () => {
+  const atRoot = fs.readdirSync(path.join(root, 'src'), { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name)
+  expect(atRoot).toEqual(['index.ts'])
+})
+
+test('every folder of src/ (and machines/) has a layer', () => {
+  expect(imports.length).toBeGreaterThan(300) // the graph was read
+  const folders = new Set(sources.map(folderOf).filter((f) => f !== '.'))
+  expect([...folders].filter((f) => !layerOf.has(f))).toEqual([])
+})
+
+test('a file imports only its own folder and lower layers (type-only imports included)', () => {
+  const upward = imports.filter((i) => i.from !== '.' && i.from !== i.to && (layerOf.get(i.to) ?? Infinity) >= (layerOf.get(i.from) ?? -1))
+  expect(upward.map((i) => `${i.file} → ${i.target}`)).toEqual([])
+})
+
+test('no import cycle between files (type-only imports included)', () => {
+  const edges = new Map<string, string[]>()
+  for (const i of imports) edges.set(i.file, [...(edges.get(i.file) ?? []), i.target])
+  expect(cyclesOf(edges)).toEqual([])
+})
+
+test('no import cycle between folders at any depth (type-only imports included)', () => {
+  // Each file's own folder (src/store/sqlite, not src/store): a nested folder and its parent are two nodes.
+  const edges = new Map<string, string[]>()
+  for (const i of imports) {
+    const from = path.dirname(i.file)
+    const to = path.dirname(i.target)
+    if (from !== to) edges.set(from, [...(edges.get(from) ?? []), to])
+  }
+  expect(edges.size).toBeGreaterThan(20) // nested folders were read
+  expect(cyclesOf(edges)).toEqual([])
+  // It can fail: two folders importing each other are a cycle.
+  expect(cyclesOf(new Map([['src/a', ['src/a/b']], ['src/a/b', ['src/a']]]))).toEqual([['src/a', 'src/a/b']])
 })
 
 test("a tool part's state is assigned in one module (src/tools/tool-part.ts)", () => {

@@ -168,7 +168,7 @@ beforeAll(async () => {
 
 test('the walks follow a real turn: a 429, its retry, a streamed delta and its row', () => {
   expect(recorded.requests).toBe(2)
-  expect(recorded.transitions.slice(0, 3)).toEqual(['streaming', 'retry-waiting', 'streaming'])
+  expect(recorded.transitions.slice(0, 4)).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming'])
   // The part row the stack was taken at holds the delta (read back from the file).
   expect(recorded.partText).toContain(deltaText)
 })

@@ -37,7 +37,7 @@ test.each([
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (chunk) => {
       stdout += chunk
-      if (stdout.includes('idle → streaming')) resolve()
+      if (stdout.includes('step-gate → streaming')) resolve()
     })
     child.on('exit', () => reject(new Error(`the demo exited before its first turn started\n${stdout}\n${stderr}`)))
   })

@@ -6,7 +6,7 @@
 //      checkout's dist/ is not touched), installs the tarball here as an app would (npm install);
 //   4. checks that the app has one copy of `ai` (npm ls);
 //   5. type-checks the README example against ai v7's types with tsc --strict;
-//   6. runs compat.test.mjs under Node 22 (node --test).
+//   6. runs compat.test.mjs and node-sqlite.test.mjs under Node 22 (node --test).
 // Run from the repository: `npm run test:compat`.
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -105,5 +105,5 @@ try {
 }
 
 step('the suite under Node 22 (node --test)')
-run(node22, ['--test', '--test-reporter=spec', path.join(here, 'compat.test.mjs')], { cwd: here })
+run(node22, ['--test', '--test-reporter=spec', path.join(here, 'compat.test.mjs'), path.join(here, 'node-sqlite.test.mjs')], { cwd: here })
 step('passed')

@@ -147,12 +147,14 @@ test('killed while streaming: flushed text kept and closed, step interrupted, a 
   expect(parts.find((p) => p.type === 'step-finish' && p.reason === 'interrupted')).toMatchObject({ step: 1 })
   const log = await engine.transitions(run.turnId)
   expect(log.map((t) => `${t.from}>${t.event}>${t.to}`)).toEqual([
-    'idle>turn.start>streaming',
+    'idle>turn.start>step-gate',
+    'step-gate>gate.continue>streaming',
     'streaming>turn.crashed>interrupted',
-    'interrupted>turn.recover>streaming',
+    'interrupted>turn.recover>step-gate',
+    'step-gate>gate.continue>streaming',
     'streaming>step.finished>completed',
   ])
-  expect((await engine.replay(run.turnId)).map((s) => s.state)).toEqual(['streaming', 'interrupted', 'streaming', 'completed'])
+  expect((await engine.replay(run.turnId)).map((s) => s.state)).toEqual(['step-gate', 'streaming', 'interrupted', 'step-gate', 'streaming', 'completed'])
 })
 
 test('killed while streaming with policy abort: the turn ends aborted, parts closed', async () => {
@@ -186,7 +188,7 @@ test('killed while a tool runs: the tool becomes "interrupted by a restart" and 
   expect(call.state).toMatchObject({ status: 'error', error: 'interrupted by a restart', metadata: { interrupted: true } })
   const sent = server.requests[1].body.messages
   expect(sent.find((m: { role: string }) => m.role === 'tool')).toMatchObject({ content: 'interrupted by a restart' })
-  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['streaming', 'tool-running', 'interrupted', 'tool-running', 'streaming', 'completed'])
+  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'interrupted', 'tool-running', 'step-gate', 'streaming', 'completed'])
 })
 
 test('killed while an idempotent tool runs: recovery runs it again', async () => {
@@ -217,7 +219,7 @@ test('killed while waiting to retry: the wait resumes until the persisted deadli
   await server.waitForCall(2)
   expect(Date.now()).toBeGreaterThanOrEqual(retryAt - 5)
   expect((await turns[0].done).outcome).toBe('completed')
-  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['streaming', 'retry-waiting', 'interrupted', 'retry-waiting', 'streaming', 'completed'])
+  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'retry-waiting', 'interrupted', 'retry-waiting', 'streaming', 'completed'])
 })
 
 test('killed while compacting: the compaction restarts', async () => {
@@ -234,7 +236,7 @@ test('killed while compacting: the compaction restarts', async () => {
   const messages = await engine.messages(run.sessionId)
   expect(messages.filter((m) => m.info.summary)).toHaveLength(1)
   expect(openParts(messages.flatMap((m) => m.parts))).toEqual([])
-  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['streaming', 'compacting', 'interrupted', 'compacting', 'streaming', 'completed'])
+  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'compacting', 'interrupted', 'compacting', 'step-gate', 'streaming', 'completed'])
 })
 
 test('two engines opening the file at once, in two processes: the turn is claimed by exactly one', async () => {

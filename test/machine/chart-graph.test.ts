@@ -27,6 +27,7 @@ test('the boxes nest as the chart does: running holds the step, the tools and th
     {
       running: [
         'initial:running',
+        'step-gate',
         { step: ['initial:step', 'streaming', 'retry-waiting'] },
         'awaiting-approval',
         'tool-running',
@@ -56,11 +57,11 @@ test('every edge of the machine is drawn once, from the state that defines it, w
 })
 
 test('the chart decides between edges alike but for their guard: a step limit and a refused overflow are two edges into failed', () => {
-  const stepLimit = turnPath({ ...input, maxSteps: 1 }, log(['idle', 'turn.start', 'streaming'], ['streaming', 'step.finished', 'failed', finished({ toolCalls: 1, finishReason: 'tool-calls' })]))
-  const refused = turnPath({ ...input, autoCompact: false }, log(['idle', 'turn.start', 'streaming'], ['streaming', 'step.finished', 'failed', finished({ overflow: true })]))
+  const stepLimit = turnPath({ ...input, maxSteps: 1 }, log(['idle', 'turn.start', 'step-gate'], ['step-gate', 'gate.continue', 'streaming'], ['streaming', 'step.finished', 'failed', finished({ toolCalls: 1, finishReason: 'tool-calls' })]))
+  const refused = turnPath({ ...input, autoCompact: false }, log(['idle', 'turn.start', 'step-gate'], ['step-gate', 'gate.continue', 'streaming'], ['streaming', 'step.finished', 'failed', finished({ overflow: true })]))
   expect(stepLimit.mismatch).toBeUndefined()
-  expect(stepLimit.steps.map((s) => s.edges)).toEqual([['idle>turn.start>running'], ['streaming>step.finished[stepMustStop]>failed']])
-  expect(refused.steps[1].edges).toEqual(['streaming>step.finished[overflowed]>failed'])
+  expect(stepLimit.steps.map((s) => s.edges)).toEqual([['idle>turn.start>running'], ['step-gate>gate.continue>step'], ['streaming>step.finished[stepMustStop]>failed']])
+  expect(refused.steps[2].edges).toEqual(['streaming>step.finished[overflowed]>failed'])
   // Without the chart's choice (no replay), the first edge written is taken.
   expect(edgesTaken({ from: 'streaming', to: 'failed', event: 'step.finished' })).toEqual(['streaming>step.finished[stepMustStop]>failed'])
 })
@@ -69,9 +70,11 @@ test('edges of parent states, into parent states and through history are found f
   const path = turnPath(
     input,
     log(
-      ['idle', 'turn.start', 'streaming'],
+      ['idle', 'turn.start', 'step-gate'],
+      ['step-gate', 'gate.continue', 'streaming'],
       ['streaming', 'step.finished', 'tool-running', finished({ toolCalls: 1 })],
-      ['tool-running', 'tools.finished', 'streaming', { overflow: false }],
+      ['tool-running', 'tools.finished', 'step-gate', { overflow: false }],
+      ['step-gate', 'gate.continue', 'streaming'],
       ['streaming', 'step.failed', 'retry-waiting', { error: { name: 'APIError', message: '429' }, overflow: false, retryDelayMs: 10 }],
       ['retry-waiting', 'turn.crashed', 'interrupted'],
       ['interrupted', 'turn.recover', 'retry-waiting', { retryDelayMs: 5 }],
@@ -82,8 +85,10 @@ test('edges of parent states, into parent states and through history are found f
   expect(path.mismatch).toBeUndefined()
   expect(path.steps.map((s) => s.edges)).toEqual([
     ['idle>turn.start>running'],
+    ['step-gate>gate.continue>step'],
     ['streaming>step.finished[hasToolCalls]>tool-running'],
-    ['tool-running>tools.finished>step'],
+    ['tool-running>tools.finished>step-gate'],
+    ['step-gate>gate.continue>step'],
     ['streaming>step.failed[retryAllowed]>retry-waiting'],
     ['running>turn.crashed>interrupted'],
     ['interrupted>turn.recover>running.history'],
@@ -96,7 +101,8 @@ test('the last approval decided takes the decision edge, then the eventless edge
   const path = turnPath(
     input,
     log(
-      ['idle', 'turn.start', 'streaming'],
+      ['idle', 'turn.start', 'step-gate'],
+      ['step-gate', 'gate.continue', 'streaming'],
       ['streaming', 'step.finished', 'awaiting-approval', finished({ toolCalls: 2, approvals: ['a', 'b'] })],
       ['awaiting-approval', 'tool.approved', 'awaiting-approval', { callId: 'a' }],
       ['awaiting-approval', 'tool.denied', 'tool-running', { callId: 'b' }],
@@ -104,7 +110,7 @@ test('the last approval decided takes the decision edge, then the eventless edge
     ),
   )
   expect(path.mismatch).toBeUndefined()
-  expect(path.steps.slice(2).map((s) => s.edges)).toEqual([
+  expect(path.steps.slice(3).map((s) => s.edges)).toEqual([
     ['awaiting-approval>tool.*[isPendingApproval]>awaiting-approval'],
     ['awaiting-approval>tool.*[isPendingApproval]>awaiting-approval', 'awaiting-approval>always[allApprovalsDecided]>tool-running'],
     ['running>turn.abort>aborted'],
@@ -112,8 +118,8 @@ test('the last approval decided takes the decision edge, then the eventless edge
 })
 
 test('a log the chart disagrees with is still drawn, row by row, and the mismatch is said', () => {
-  const path = turnPath(input, log(['idle', 'turn.start', 'streaming'], ['streaming', 'step.finished', 'completed', finished({ toolCalls: 1 })]))
+  const path = turnPath(input, log(['idle', 'turn.start', 'step-gate'], ['step-gate', 'gate.continue', 'streaming'], ['streaming', 'step.finished', 'completed', finished({ toolCalls: 1 })]))
   expect(path.mismatch).toMatch(/leads to 'tool-running', the row says 'completed'/)
-  expect(path.steps[1].edges).toEqual(['streaming>step.finished>completed'])
+  expect(path.steps[2].edges).toEqual(['streaming>step.finished>completed'])
   expect(turnPath(input, log(['idle', 'turn.start', 'nowhere'])).steps[0].edges).toEqual([])
 })

@@ -11,6 +11,8 @@ import { chartEdges, diagramEdges, toMermaid } from '../../src/chart/chart-edges
 import { currentChartBlock, renderChartBlock } from '../../src/chart/chart-docs'
 
 const input = { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 2 }
+/** The prompt stored, and the step gate's verdict before the first call. */
+const started: Array<{ type: string; [k: string]: unknown }> = [{ type: 'turn.start' }, { type: 'gate.continue' }]
 
 function replay(events: Array<{ type: string; [k: string]: unknown }>) {
   let [snapshot] = initialTransition(turnMachine, input)
@@ -24,22 +26,23 @@ function replay(events: Array<{ type: string; [k: string]: unknown }>) {
 
 test('a retried step, a tool step and a compaction, replayed with the pure transition function', () => {
   const { states, snapshot } = replay([
-    { type: 'turn.start' },
+    ...started,
     { type: 'step.failed', error: { name: 'APIError', message: '503' }, overflow: false, retryDelayMs: 2000 },
     { type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' },
     { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: true },
     { type: 'tools.finished', overflow: true },
     { type: 'compaction.finished', completes: false },
+    { type: 'gate.continue' },
     { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: false },
   ])
-  expect(states).toEqual(['idle', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'streaming', 'completed'])
+  expect(states).toEqual(['idle', 'step-gate', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'step-gate', 'streaming', 'completed'])
   expect(snapshot.context).toMatchObject({ step: 2, attempt: 1, compactions: 1, outcome: 'completed', error: null })
   expect(snapshot.output).toEqual({ outcome: 'completed', error: null })
 })
 
 test('the retry delay comes from the event and accumulates per step', () => {
   const { snapshot } = replay([
-    { type: 'turn.start' },
+    ...started,
     { type: 'step.failed', error: { name: 'APIError', message: 'x' }, overflow: false, retryDelayMs: 300 },
     { type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' },
     { type: 'step.failed', error: { name: 'APIError', message: 'x' }, overflow: false, retryDelayMs: 700 },
@@ -51,17 +54,18 @@ test('the retry delay comes from the event and accumulates per step', () => {
 test('abort from every non-final state reaches aborted; final states ignore it', () => {
   const prefixes: Record<string, Array<{ type: string; [k: string]: unknown }>> = {
     idle: [],
-    streaming: [{ type: 'turn.start' }],
-    'retry-waiting': [{ type: 'turn.start' }, { type: 'step.failed', error: { name: 'E', message: 'm' }, overflow: false, retryDelayMs: 1 }],
-    'tool-running': [{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false }],
-    compacting: [{ type: 'turn.start' }, { type: 'step.failed', error: { name: 'E', message: 'm' }, overflow: true, retryDelayMs: null }],
+    'step-gate': [{ type: 'turn.start' }],
+    streaming: [...started],
+    'retry-waiting': [...started, { type: 'step.failed', error: { name: 'E', message: 'm' }, overflow: false, retryDelayMs: 1 }],
+    'tool-running': [...started, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false }],
+    compacting: [...started, { type: 'step.failed', error: { name: 'E', message: 'm' }, overflow: true, retryDelayMs: null }],
   }
   for (const [state, events] of Object.entries(prefixes)) {
     const { states } = replay([...events, { type: 'turn.abort' }])
     expect(states.at(-2)).toBe(state)
     expect(states.at(-1)).toBe('aborted')
   }
-  const done = replay([{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: false }])
+  const done = replay([...started, { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: false }])
   expect(done.snapshot.status).toBe('done')
   const actor = createActor(turnMachine, { input, snapshot: done.snapshot }).start()
   actor.send({ type: 'turn.abort' })
@@ -73,6 +77,7 @@ test('@xstate/graph loads the machine and reaches every state', () => {
     input,
     events: [
       { type: 'turn.start' },
+      { type: 'gate.continue' },
       { type: 'turn.abort' },
       { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: false },
       { type: 'step.failed', error: { name: 'E', message: 'm' }, overflow: false, retryDelayMs: 5 },
@@ -80,7 +85,7 @@ test('@xstate/graph loads the machine and reaches every state', () => {
     serializeState: (s: { value: unknown }) => JSON.stringify(s.value),
   } as never)
   const reached = new Set(Object.values(map).map((entry) => JSON.stringify((entry as { state: { value: unknown } }).state.value)))
-  for (const value of ['idle', { running: { step: 'streaming' } }, { running: { step: 'retry-waiting' } }, 'completed', 'aborted']) expect(reached).toContain(JSON.stringify(value))
+  for (const value of ['idle', { running: 'step-gate' }, { running: { step: 'streaming' } }, { running: { step: 'retry-waiting' } }, 'completed', 'aborted']) expect(reached).toContain(JSON.stringify(value))
 })
 
 test('the stored state names are the leaves of the chart: unique, kebab-case, the contract\'s', () => {
@@ -94,17 +99,18 @@ test('the stored state names are the leaves of the chart: unique, kebab-case, th
   walk(turnMachine.root as never)
   expect(new Set(leaves).size).toBe(leaves.length)
   expect(leaves.sort()).toEqual(
-    ['aborted', 'awaiting-approval', 'compacting', 'compaction-retry-waiting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'streaming', 'tool-running'].sort(),
+    ['aborted', 'awaiting-approval', 'compacting', 'compaction-retry-waiting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'step-gate', 'streaming', 'tool-running'].sort(),
   )
   for (const leaf of leaves) expect(leaf).toMatch(/^[a-z]+(-[a-z]+)*$/)
   expect([...retryWaitStates].sort()).toEqual(['compaction-retry-waiting', 'retry-waiting'])
   expect(chartEdges()).toContainEqual({ source: 'retry-waiting', event: 'xstate.after.retryDelay.turn.running.step.retry-waiting', guard: null, target: 'streaming' })
 })
 
-test('the diagram tells the behaviour in at most 30 edges (the root-level abort counted once); turn.fail and turn.crashed are written once for running', () => {
+test('the diagram tells the behaviour in at most 33 edges (the root-level abort counted once); turn.fail and turn.crashed are written once for running', () => {
   const edges = diagramEdges()
   const rootEdges = (turnMachine.root as unknown as { transitions: Map<string, unknown[]> }).transitions.size
-  expect(edges.length + rootEdges).toBeLessThanOrEqual(30)
+  // (31 with the step gate: docs/chart.md lists them and why each one added is there)
+  expect(edges.length + rootEdges).toBeLessThanOrEqual(33)
   expect(edges.filter((e) => e.event === 'turn.crashed')).toEqual([{ source: 'running', event: 'turn.crashed', guard: null, target: 'interrupted' }])
   expect(edges.filter((e) => e.event === 'turn.fail').map((e) => e.source).sort()).toEqual(['idle', 'running'])
 })
@@ -121,21 +127,25 @@ test('a crash resumes where it happened (deep history): the step restarts as a n
     const [next] = transition(turnMachine, restored, { type: 'turn.recover', retryDelayMs: 7, ...(crashedIn === 'streaming' ? { restartStep: true } : {}) })
     return next
   }
-  const streaming = crashAndRecover([{ type: 'turn.start' }])
-  expect([turnStateName(streaming), streaming.context.step, streaming.context.attempt]).toEqual(['streaming', 2, 1])
-  const waiting = crashAndRecover([{ type: 'turn.start' }, failed(300)])
+  const streaming = crashAndRecover([...started])
+  // a new step, through the gate: its verdict starts step 2
+  expect([turnStateName(streaming), streaming.context.step]).toEqual(['step-gate', 1])
+  const [restarted] = transition(turnMachine, streaming, { type: 'gate.continue' })
+  expect([turnStateName(restarted), restarted.context.step, restarted.context.attempt]).toEqual(['streaming', 2, 1])
+  const waiting = crashAndRecover([...started, failed(300)])
   expect([turnStateName(waiting), waiting.context.step, waiting.context.attempt, waiting.context.retryDelayMs]).toEqual(['retry-waiting', 1, 1, 7])
-  const compactionWait = crashAndRecover([{ type: 'turn.start' }, failed(null, true), { type: 'compaction.failed', error: { name: 'E', message: 'm' }, retryDelayMs: 5 }])
+  const compactionWait = crashAndRecover([...started, failed(null, true), { type: 'compaction.failed', error: { name: 'E', message: 'm' }, retryDelayMs: 5 }])
   expect(turnStateName(compactionWait)).toBe('compaction-retry-waiting')
   const [compacting] = transition(turnMachine, compactionWait, { type: 'xstate.after.retryDelay.turn.running.compaction.compaction-retry-waiting' } as never)
   expect([turnStateName(compacting), compacting.context.attempt, compacting.context.compactions]).toEqual(['compacting', 2, 1])
-  const tools = crashAndRecover([{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false }])
+  const tools = crashAndRecover([...started, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false }])
   expect([turnStateName(tools), tools.context.step]).toEqual(['tool-running', 1])
 })
 
 test('an overflow that may not compact fails the turn in the same transition (nothing is summarised)', () => {
   let [snapshot] = initialTransition(turnMachine, { ...input, autoCompact: false })
   ;[snapshot] = transition(turnMachine, snapshot, { type: 'turn.start' })
+  ;[snapshot] = transition(turnMachine, snapshot, { type: 'gate.continue' })
   ;[snapshot] = transition(turnMachine, snapshot, { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: true })
   expect(turnStateName(snapshot)).toBe('failed')
   expect(snapshot.context.error).toMatchObject({ name: 'ContextOverflowError', reason: 'auto-compaction-off' })
@@ -150,24 +160,25 @@ test('turn.fail is taken in idle and in every state inside running, not in inter
   const error = { name: 'E', message: 'm' }
   const prefixes: Record<string, Array<{ type: string; [k: string]: unknown }>> = {
     idle: [],
-    streaming: [{ type: 'turn.start' }],
-    'retry-waiting': [{ type: 'turn.start' }, { type: 'step.failed', error, overflow: false, retryDelayMs: 1 }],
-    'awaiting-approval': [{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false, approvals: ['c1'] }],
-    'tool-running': [{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false }],
-    compacting: [{ type: 'turn.start' }, { type: 'step.failed', error, overflow: true, retryDelayMs: null }],
-    'compaction-retry-waiting': [{ type: 'turn.start' }, { type: 'step.failed', error, overflow: true, retryDelayMs: null }, { type: 'compaction.failed', error, retryDelayMs: 1 }],
+    'step-gate': [{ type: 'turn.start' }],
+    streaming: [...started],
+    'retry-waiting': [...started, { type: 'step.failed', error, overflow: false, retryDelayMs: 1 }],
+    'awaiting-approval': [...started, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false, approvals: ['c1'] }],
+    'tool-running': [...started, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: false }],
+    compacting: [...started, { type: 'step.failed', error, overflow: true, retryDelayMs: null }],
+    'compaction-retry-waiting': [...started, { type: 'step.failed', error, overflow: true, retryDelayMs: null }, { type: 'compaction.failed', error, retryDelayMs: 1 }],
   }
   for (const [state, events] of Object.entries(prefixes)) {
     const { states, snapshot } = replay([...events, { type: 'turn.fail', error: { name: 'StorageError', message: 'disk full' } }])
     expect(states.slice(-2)).toEqual([state, 'failed'])
     expect(snapshot.context.error).toEqual({ name: 'StorageError', message: 'disk full' })
   }
-  const { states } = replay([{ type: 'turn.start' }, { type: 'turn.crashed' }, { type: 'turn.fail', error }])
+  const { states } = replay([...started, { type: 'turn.crashed' }, { type: 'turn.fail', error }])
   expect(states.slice(-2)).toEqual(['interrupted', 'interrupted'])
 })
 
 test('the states recovery writes a crash in are the ones tagged interruptible; the retry waits are tagged retry-wait', () => {
-  expect([...interruptibleStates].sort()).toEqual(['compacting', 'compaction-retry-waiting', 'retry-waiting', 'streaming', 'tool-running'])
+  expect([...interruptibleStates].sort()).toEqual(['compacting', 'compaction-retry-waiting', 'retry-waiting', 'step-gate', 'streaming', 'tool-running'])
   expect([...retryWaitStates].every((state) => interruptibleStates.has(state))).toBe(true)
 })
 
@@ -178,7 +189,7 @@ test('a refused overflow never enters compaction: from a final answer, a provide
     let [snapshot] = initialTransition(turnMachine, refused)
     const seen: string[] = []
     for (const event of [
-      { type: 'turn.start' },
+      ...started,
       { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 1, overflow: true },
       { type: 'tools.finished', overflow: true },
     ]) {
@@ -187,20 +198,21 @@ test('a refused overflow never enters compaction: from a final answer, a provide
     }
     return { seen, snapshot }
   })()
-  expect(fromBoundary.seen).toEqual(['streaming', 'tool-running', 'failed'])
+  expect(fromBoundary.seen).toEqual(['step-gate', 'streaming', 'tool-running', 'failed'])
   expect(fromBoundary.snapshot.context).toMatchObject({ compactions: 0, error: { name: 'ContextOverflowError', reason: 'auto-compaction-off' } })
   let [snapshot] = initialTransition(turnMachine, refused)
   ;[snapshot] = transition(turnMachine, snapshot, { type: 'turn.start' })
+  ;[snapshot] = transition(turnMachine, snapshot, { type: 'gate.continue' })
   ;[snapshot] = transition(turnMachine, snapshot, { type: 'step.failed', error, overflow: true, retryDelayMs: null })
   expect(turnStateName(snapshot)).toBe('failed')
   expect(snapshot.context.compactions).toBe(0)
 })
 
 test('after a compaction the event says where the turn goes: completed after a final answer, a new step otherwise', () => {
-  const overflowed = [{ type: 'turn.start' }, { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: true }]
+  const overflowed = [...started, { type: 'step.finished', finishReason: 'stop', toolCalls: 0, overflow: true }]
   expect(replay([...overflowed, { type: 'compaction.finished', completes: true }]).states.slice(-2)).toEqual(['compacting', 'completed'])
-  const next = replay([...overflowed, { type: 'compaction.finished', completes: false }])
-  expect(next.states.at(-1)).toBe('streaming')
+  const next = replay([...overflowed, { type: 'compaction.finished', completes: false }, { type: 'gate.continue' }])
+  expect(next.states.slice(-2)).toEqual(['step-gate', 'streaming'])
   expect(next.snapshot.context.step).toBe(2)
 })
 

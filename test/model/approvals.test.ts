@@ -26,16 +26,18 @@ test('doom loop, policy ask: the looping calls wait for approval; approved, they
   expect(result.outcome).toBe('completed')
   const rows = await rig.engine.transitions(turn.id)
   expect(rows.map((r) => `${r.from} --${r.event}--> ${r.to}`)).toEqual([
-    'idle --turn.start--> streaming',
+    'idle --turn.start--> step-gate',
+    'step-gate --gate.continue--> streaming',
     'streaming --step.finished--> awaiting-approval',
     'awaiting-approval --tool.approved--> awaiting-approval',
     'awaiting-approval --tool.denied--> awaiting-approval',
     'awaiting-approval --tool.approved--> tool-running',
-    'tool-running --tools.finished--> streaming',
+    'tool-running --tools.finished--> step-gate',
+    'step-gate --gate.continue--> streaming',
     'streaming --step.finished--> completed',
   ])
-  expect(rows[1].payload).toMatchObject({ approvals: ['call_loop_0', 'call_loop_1', 'call_loop_2'] })
-  expect(rows[1].payload.doomLoop).toBeUndefined()
+  expect(rows[2].payload).toMatchObject({ approvals: ['call_loop_0', 'call_loop_1', 'call_loop_2'] })
+  expect(rows[2].payload.doomLoop).toBeUndefined()
   const messages = await rig.engine.messages(session.id)
   const tools = messages.flatMap((m) => m.parts).filter((p) => p.type === 'tool')
   expect(tools.map((p) => p.type === 'tool' && p.state.status)).toEqual(['completed', 'error', 'completed'])
@@ -50,16 +52,17 @@ test('a storage failure on the row of an approval while another call waits: the 
   rig.server.push({ type: 'stream', chunks: calls })
   const session = await rig.engine.createSession()
   const turn = rig.engine.prompt(session.id, 'ask twice')
-  rig.failTransitionWrite(turn.id, 3) // awaiting-approval --tool.approved--> awaiting-approval
+  rig.failTransitionWrite(turn.id, 4) // awaiting-approval --tool.approved--> awaiting-approval
   await rig.waitFor((e) => e.type === 'approval.requested' && e.turnId === turn.id)
   await rig.engine.approve(turn.id, 'call_ask_1')
   const result = await turn.done
   expect(result).toMatchObject({ outcome: 'failed', error: { name: 'StorageError' } })
   const rows = await rig.engine.transitions(turn.id)
   expect(rows.map((r) => `${r.seq} ${r.from} --${r.event}--> ${r.to}`)).toEqual([
-    '1 idle --turn.start--> streaming',
-    '2 streaming --step.finished--> awaiting-approval',
-    '3 awaiting-approval --turn.fail--> failed',
+    '1 idle --turn.start--> step-gate',
+    '2 step-gate --gate.continue--> streaming',
+    '3 streaming --step.finished--> awaiting-approval',
+    '4 awaiting-approval --turn.fail--> failed',
   ])
   const messages = await rig.engine.messages(session.id)
   const tools = messages.flatMap((m) => m.parts).filter((p) => p.type === 'tool')

@@ -1,7 +1,7 @@
 import { APICallError } from 'ai'
 import { StreamIdleTimeoutError, MessageAbortedError } from '../../src/core/errors'
 import { classifyError, type ErrorKind } from '../../src/policy/classify-error'
-import { createRedactor } from '../../src/core/redact-secrets'
+import { createRedactor } from '../../src/core/secrets/redact-secrets'
 
 const url = 'http://x/v1/chat/completions'
 

@@ -60,7 +60,7 @@ test('a tool call: tool_use streamed as input_json_delta, the result sent back a
   h.server.text('done')
   const { result, parts, states } = await run('use echo')
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'tool-running', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
   const call = parts.find((p): p is ToolPart => p.type === 'tool')!
   expect(call).toMatchObject({ callId: 'toolu_01', tool: 'echo', state: { status: 'completed', input: { text: 'ping' }, output: { echoed: 'ping' } } })
   const first = h.server.requests[0].body
@@ -108,7 +108,7 @@ test.each([
   h.server.text('recovered')
   const { result, states, parts } = await run()
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'retry-waiting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'completed'])
   expect(parts.find((p) => p.type === 'text')).toMatchObject({ text: 'recovered' })
 })
 
@@ -118,7 +118,7 @@ test('an overloaded_error event in the middle of the stream is retried; the half
   h.server.text('whole answer')
   const { result, states } = await run()
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'retry-waiting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'completed'])
   expect(JSON.stringify(h.server.requests[1].body.messages)).not.toContain('Half an')
 })
 
@@ -131,7 +131,7 @@ test.each([
   h.server.error(status, body, { 'request-id': 'req_020' })
   const { result, states } = await run()
   expect(result.outcome).toBe('failed')
-  expect(states).toEqual(['streaming', 'failed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'failed'])
   expect(result.error).toMatchObject({ name, message: body.error.message })
   expect(h.server.calls).toBe(1)
 })
@@ -143,7 +143,7 @@ test('400 "prompt is too long" is an overflow: the history is compacted and the 
   h.server.text('Hi again')
   const { result, states } = await run()
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'compacting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'compacting', 'step-gate', 'streaming', 'completed'])
   expect(h.server.calls).toBe(3)
 })
 

@@ -66,7 +66,7 @@ test('a function call with a thought signature: the result goes back as function
   h.server.text('done')
   const { result, parts, states } = await run('use echo')
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'tool-running', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
   const call = parts.find((p): p is ToolPart => p.type === 'tool')!
   expect(call).toMatchObject({ callId: 'fc_1', state: { status: 'completed', output: { echoed: 'ping' } }, providerMetadata: { google: { thoughtSignature: 'CiQB0e2Kb7call' } } })
   expect(parts.find((p) => p.type === 'reasoning')).toMatchObject({ providerMetadata: { google: { thoughtSignature: 'CiQB0e2Kb7thought' } } })
@@ -116,7 +116,7 @@ test.each([
   h.server.text('recovered')
   const { result, states } = await run()
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'retry-waiting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'completed'])
 })
 
 test.each([
@@ -128,7 +128,7 @@ test.each([
   h.server.error(status, body)
   const { result, states } = await run()
   expect(result.outcome).toBe('failed')
-  expect(states).toEqual(['streaming', 'failed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'failed'])
   expect(result.error).toMatchObject({ message: body.error.message })
   expect(h.server.calls).toBe(1)
 })
@@ -140,7 +140,7 @@ test('400 input token count exceeds the maximum: an overflow, compacted, then th
   h.server.text('Hi again')
   const { result, states } = await run()
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'compacting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'compacting', 'step-gate', 'streaming', 'completed'])
 })
 
 test('a connection reset mid-stream is retried', async () => {
@@ -149,7 +149,7 @@ test('a connection reset mid-stream is retried', async () => {
   h.server.text('whole')
   const { result, states } = await run()
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'retry-waiting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'completed'])
 })
 
 test('abort mid-stream: the turn ends aborted and keeps the text streamed so far', async () => {

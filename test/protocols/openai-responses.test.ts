@@ -52,7 +52,7 @@ test('reasoning summary, text and a function call: item ids stored, referred to 
   h.server.text('done')
   const { result, parts, states } = await run('use echo')
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'tool-running', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
   const first = parts.filter((p) => p.step === 1)
   const reasoning = first.find((p) => p.type === 'reasoning')!
   const text = first.find((p) => p.type === 'text')!
@@ -103,7 +103,7 @@ test.each([
   h.server.text('recovered')
   const { result, states } = await run()
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'retry-waiting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'completed'])
 })
 
 test('an error event in the middle of the stream (server_error) is retried', async () => {
@@ -116,7 +116,7 @@ test('an error event in the middle of the stream (server_error) is retried', asy
   h.server.text('whole')
   const { result, states } = await run()
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'retry-waiting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'completed'])
 })
 
 test.each([
@@ -128,7 +128,7 @@ test.each([
   h.server.error(status, body)
   const { result, states } = await run()
   expect(result.outcome).toBe('failed')
-  expect(states).toEqual(['streaming', 'failed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'failed'])
   expect(result.error).toMatchObject({ name })
   expect(h.server.calls).toBe(1)
 })
@@ -140,7 +140,7 @@ test('400 context_length_exceeded: an overflow, compacted, then the step runs ag
   h.server.text('Hi again')
   const { result, states } = await run()
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['streaming', 'compacting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'compacting', 'step-gate', 'streaming', 'completed'])
 })
 
 test('an incomplete response (max_output_tokens) finishes the step with reason length', async () => {

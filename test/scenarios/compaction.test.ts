@@ -33,7 +33,7 @@ test.each(overflowBodies)('%s compacts and then continues the turn', async (_nam
   const turn = h.engine.prompt(session.id, 'x')
   const result = await turn.done
   expect(result.outcome).toBe('completed')
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'compacting', 'streaming', 'completed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'compacting', 'step-gate', 'streaming', 'completed'])
   expect(h.server.calls).toBe(3)
   for (const m of await h.engine.messages(session.id)) expect(m.info.error).toBeUndefined()
 })
@@ -47,7 +47,7 @@ test('compaction.auto: false really means no compaction: the overflow fails the 
   expect(result.outcome).toBe('failed')
   expect(result.error).toMatchObject({ name: 'ContextOverflowError', reason: 'auto-compaction-off' })
   expect(h.server.calls).toBe(1)
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'failed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'failed'])
 })
 
 test('compaction.auto: false with usage overflow keeps the answer and fails the turn clearly', async () => {
@@ -71,7 +71,7 @@ test('a summary request that itself overflows fails with ContextOverflowError (n
   expect(result.outcome).toBe('failed')
   expect(result.error).toMatchObject({ name: 'ContextOverflowError', reason: 'summary-overflow' })
   expect(h.server.calls).toBe(2)
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'compacting', 'failed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'compacting', 'failed'])
 })
 
 test('compactions per turn are bounded: an overflow after the last allowed compaction fails', async () => {
@@ -100,7 +100,7 @@ test('usage overflow on a tool step runs the tools, compacts, then continues', a
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'x')
   expect((await turn.done).outcome).toBe('completed')
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'tool-running', 'compacting', 'streaming', 'completed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'compacting', 'step-gate', 'streaming', 'completed'])
   const messages = await h.engine.messages(session.id)
   expect(messages.map((m) => [m.info.role, !!m.info.summary])).toEqual([['user', false], ['assistant', false], ['assistant', true], ['assistant', false]])
   // the next turn sends only the summary and what follows it
@@ -120,7 +120,7 @@ test('a retryable failure of the summary request waits and compacts again', asyn
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'x')
   expect((await turn.done).outcome).toBe('completed')
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'compacting', 'compaction-retry-waiting', 'compacting', 'streaming', 'completed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'compacting', 'compaction-retry-waiting', 'compacting', 'step-gate', 'streaming', 'completed'])
   expect(h.events.filter((e) => e.type === 'session.status' && e.status.type === 'retry').map((e) => (e as { status: { attempt: number } }).status.attempt)).toEqual([1])
   expect((await h.engine.messages(session.id)).filter((m) => m.info.summary)).toHaveLength(1)
 })

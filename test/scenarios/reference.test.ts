@@ -32,7 +32,7 @@ test('usage overflow compacts, keeping the step text and step-finish', async () 
   const result = await turn.done
   expect(result.outcome).toBe('completed')
   const transitions = await h.engine.transitions(turn.id)
-  expect(transitions.map((t) => t.to)).toEqual(['streaming', 'compacting', 'completed'])
+  expect(transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'compacting', 'completed'])
   const messages = await h.engine.messages(session.id)
   const first = messages[1]
   expect(first.parts.some((p) => p.type === 'text' && p.text === 'after')).toBe(true)
@@ -117,7 +117,7 @@ test('structured context_length_exceeded compacts, no error on the message', asy
   const turn = h.engine.prompt(session.id, 'compact json')
   const result = await turn.done
   expect(result.outcome).toBe('completed')
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'compacting', 'streaming', 'completed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'compacting', 'step-gate', 'streaming', 'completed'])
   const messages = await h.engine.messages(session.id)
   for (const m of messages) expect(m.info.error).toBeUndefined()
   // the step after compaction is sent the summary, not the old history

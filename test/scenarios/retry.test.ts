@@ -34,7 +34,7 @@ test('retries are bounded: maxAttempts failures end the turn with RetriesExhaust
   const messages = await h.engine.messages(session.id)
   expect(messages[1].info.error?.name).toBe('RetriesExhaustedError')
   expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual([
-    'streaming', 'retry-waiting', 'streaming', 'retry-waiting', 'streaming', 'failed',
+    'step-gate', 'streaming', 'retry-waiting', 'streaming', 'retry-waiting', 'streaming', 'failed',
   ])
 })
 
@@ -49,7 +49,7 @@ test('retry-after-ms is honoured as milliseconds', async () => {
   const log = await h.engine.transitions(turn.id)
   const waiting = log.find((t) => t.to === 'retry-waiting')!
   expect(status.next - waiting.time).toBe(150)
-  expect(log[2].time - waiting.time).toBeGreaterThanOrEqual(140)
+  expect(log[log.indexOf(waiting) + 1].time - waiting.time).toBeGreaterThanOrEqual(140)
   expect((await h.engine.getTurn(turn.id))?.retryAt).toBeNull()
 })
 
@@ -167,7 +167,7 @@ test('a user errorClassifier and retryPolicy are honoured end to end', async () 
   const result = await turn.done
   expect(result.outcome).toBe('failed')
   expect(result.error).toMatchObject({ name: 'RetriesExhaustedError', attempts: 2, lastError: { statusCode: 418 } })
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['streaming', 'retry-waiting', 'streaming', 'failed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'failed'])
   expect(asked).toEqual([
     { attempt: 1, waitedMs: 0 },
     { attempt: 2, waitedMs: 3 },

@@ -87,12 +87,14 @@ test('a steer while a tool runs: stored at once, the next model call sees it aft
   expect(roles(second).slice(-2)).toEqual(['tool', 'user'])
   expect(h.server.calls).toBe(2)
   const log = await h.engine.transitions(turn.id)
-  // At the step boundary: after the tools' end, in the next step before its model call.
+  // At the step gate: after the tools' end, before the next model call; the gate then decides again.
   expect(log.map((t) => `${t.from} -${t.event}-> ${t.to}`)).toEqual([
-    'idle -turn.start-> streaming',
+    'idle -turn.start-> step-gate',
+    'step-gate -gate.continue-> streaming',
     'streaming -step.finished-> tool-running',
-    'tool-running -tools.finished-> streaming',
-    'streaming -turn.steered-> streaming',
+    'tool-running -tools.finished-> step-gate',
+    'step-gate -turn.steered-> step-gate',
+    'step-gate -gate.continue-> streaming',
     'streaming -step.finished-> completed',
   ])
   expect(await h.engine.queue(session.id)).toEqual([])

@@ -31,7 +31,7 @@ test.each([
   expect(result.outcome).toBe('failed')
   expect(result.error).toMatchObject({ name: 'UnknownError', message: expect.stringMatching(message) })
   const rows = await h.engine.transitions(turn.id)
-  expect(rows.map((r) => r.to)).toEqual(['streaming', 'failed'])
+  expect(rows.map((r) => r.to)).toEqual(['step-gate', 'streaming', 'failed'])
   expect(h.events.some((e) => e.type === 'session.status' && e.status.type === 'retry')).toBe(false)
 }, 10_000)
 

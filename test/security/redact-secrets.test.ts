@@ -1,4 +1,4 @@
-import { createRedactor, redactSecrets, REDACTED } from '../../src/core/redact-secrets'
+import { createRedactor, redactSecrets, REDACTED } from '../../src/core/secrets/redact-secrets'
 
 const key = 'zz-TurnchartDistinctKey-42'
 const redact = createRedactor([key])

@@ -50,7 +50,7 @@ test('a turn runs on a MemoryStore, and its rows are in the store', async () => 
   const messages = await store.messages.list(s.id)
   expect(messages.map((m) => m.info.role)).toEqual(['user', 'assistant'])
   expect(messages[1].parts.find((p) => p.type === 'text')).toMatchObject({ text: 'hello from memory' })
-  expect((await store.transitions.list(turn.id)).map((r) => r.to)).toEqual(['streaming', 'completed'])
+  expect((await store.transitions.list(turn.id)).map((r) => r.to)).toEqual(['step-gate', 'streaming', 'completed'])
   expect(await store.turns.get(turn.id)).toMatchObject({ outcome: 'completed' })
 })
 

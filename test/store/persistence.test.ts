@@ -26,14 +26,15 @@ test('each transition is a row: seq, from, event, to, time; the turn row holds t
   await turn.done
   const log = await h.engine.transitions(turn.id)
   expect(log.map(({ seq, from, event, to }) => ({ seq, from, event, to }))).toEqual([
-    { seq: 1, from: 'idle', event: 'turn.start', to: 'streaming' },
-    { seq: 2, from: 'streaming', event: 'step.finished', to: 'completed' },
+    { seq: 1, from: 'idle', event: 'turn.start', to: 'step-gate' },
+    { seq: 2, from: 'step-gate', event: 'gate.continue', to: 'streaming' },
+    { seq: 3, from: 'streaming', event: 'step.finished', to: 'completed' },
   ])
-  expect(log[1].payload).toEqual({ finishReason: 'stop', toolCalls: 0, overflow: false })
-  expect(log[0].time).toBeLessThanOrEqual(log[1].time)
+  expect(log[2].payload).toEqual({ finishReason: 'stop', toolCalls: 0, overflow: false })
+  expect(log[0].time).toBeLessThanOrEqual(log[2].time)
   expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'completed', outcome: 'completed', step: 1, attempt: 1, retryAt: null, error: null })
   const transitions = h.events.filter((e) => e.type === 'turn.transition')
-  expect(transitions.map((e) => (e as { to: string }).to)).toEqual(['streaming', 'completed'])
+  expect(transitions.map((e) => (e as { to: string }).to)).toEqual(['step-gate', 'streaming', 'completed'])
 })
 
 test('messages and parts: shapes of the contract, in order, every streamed part closed', async () => {

@@ -26,10 +26,10 @@ sqliteOnly('a rolled-back transition fails the turn before any effect of the sta
   h = await createHarness({ tools: { work }, flushIntervalMs: 60_000 })
   h.server.tool('work', {}, { text: 'calling the tool' })
   const session = await h.engine.createSession()
-  // A real SQLite failure inside the engine's transaction: the second transition row (entering
-  // tool-running) cannot be inserted; the failure's own row may take its seq.
+  // A real SQLite failure inside the engine's transaction: the third transition row (entering
+  // tool-running, after the prompt's idle → step-gate → streaming) cannot be inserted; the failure's own row may take its seq.
   const raw = new Database(h.dbPath)
-  raw.exec(`create trigger fail_second before insert on turnchart_transitions when new.seq = 2 and new.event_type <> 'turn.fail'
+  raw.exec(`create trigger fail_second before insert on turnchart_transitions when new.seq = 3 and new.event_type <> 'turn.fail'
             begin select raise(abort, 'simulated write failure'); end`)
   raw.close()
   const turn = h.engine.prompt(session.id, 'x')
@@ -37,8 +37,8 @@ sqliteOnly('a rolled-back transition fails the turn before any effect of the sta
   expect(result).toMatchObject({ outcome: 'failed', error: { name: 'StorageError' } })
   const log = await h.engine.transitions(turn.id)
   // The log leaves the last committed state, so it replays; the tool never ran, no second model call went out.
-  expect(log.map((t) => [t.seq, t.from, t.event, t.to])).toEqual([[1, 'idle', 'turn.start', 'streaming'], [2, 'streaming', 'turn.fail', 'failed']])
-  expect((await h.engine.replay(turn.id)).map((s) => s.state)).toEqual(['streaming', 'failed'])
+  expect(log.map((t) => [t.seq, t.from, t.event, t.to])).toEqual([[1, 'idle', 'turn.start', 'step-gate'], [2, 'step-gate', 'gate.continue', 'streaming'], [3, 'streaming', 'turn.fail', 'failed']])
+  expect((await h.engine.replay(turn.id)).map((s) => s.state)).toEqual(['step-gate', 'streaming', 'failed'])
   expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'failed', outcome: 'failed' })
   expect(executions).toBe(0)
   expect(h.server.calls).toBe(1)
@@ -60,8 +60,9 @@ sqliteOnly('a failed final row is replaced by the failure\'s row: the turn is ne
   expect(await turn.done).toMatchObject({ outcome: 'failed', error: { name: 'StorageError' } })
   expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'failed', outcome: 'failed', error: { name: 'StorageError' } })
   expect((await h.engine.transitions(turn.id)).map((t) => `${t.seq} ${t.from} --${t.event}--> ${t.to}`)).toEqual([
-    '1 idle --turn.start--> streaming',
-    '2 streaming --turn.fail--> failed',
+    '1 idle --turn.start--> step-gate',
+    '2 step-gate --gate.continue--> streaming',
+    '3 streaming --turn.fail--> failed',
   ])
   expect((await h.engine.replay(turn.id)).at(-1)?.state).toBe('failed')
 })

@@ -52,7 +52,7 @@ test('a tool turn: one turn span; state visits, model calls and the tool run are
   const rootId = root.spanContext().spanId
 
   const states = named('turnchart.state').sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1])
-  expect(states.map((s) => s.attributes['turnchart.state'])).toEqual(['streaming', 'tool-running', 'streaming'])
+  expect(states.map((s) => s.attributes['turnchart.state'])).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming'])
   for (const span of states) expect(parentOf(span)).toBe(rootId)
 
   const calls = named('chat ')
@@ -112,7 +112,7 @@ test('failed model calls (a retried 503, then a fatal 401): their spans and the 
   const [root] = named('turnchart.turn')
   expect(root.status.code).toBe(2)
   expect(root.attributes['turnchart.turn.outcome']).toBe('failed')
-  expect(named('turnchart.state').map((s) => s.attributes['turnchart.state'])).toEqual(expect.arrayContaining(['streaming', 'retry-waiting']))
+  expect(named('turnchart.state').map((s) => s.attributes['turnchart.state'])).toEqual(expect.arrayContaining(['step-gate', 'streaming', 'retry-waiting']))
 })
 
 test('without a tracer option the global tracer provider is used (a no-op until the app registers an SDK)', async () => {

@@ -74,7 +74,7 @@ test('a multi-step turn (tools, reasoning, a 429 retried, a compaction) re-runs 
   const original = await runPrompt(h.engine, 'Add 1+2, then 3+4.')
   expect(original.result.outcome).toBe('completed')
   const states = original.transitions.map((t) => t.to)
-  expect(states).toEqual(['streaming', 'tool-running', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'step-gate', 'streaming', 'completed'])
   expect(h.server.calls).toBe(5)
 
   const model = await recordedModel(h.engine, original.turn.id)
@@ -148,7 +148,7 @@ test('a run whose tool returns another result fails at the next step with Record
   expect(error.reason).toBe('message 3 (tool) differs: the result of tool call call_1 (add) differs: recorded {"sum":3}, now {"sum":103}')
   expect(error?.message).toContain(`the run left the recording of turn ${original.turn.id} at step 2, model call 2`)
   // Not retried: the recording cannot answer it however often it is asked.
-  expect(rerun.transitions.map((t) => t.to)).toEqual(['streaming', 'tool-running', 'streaming', 'failed'])
+  expect(rerun.transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'failed'])
 })
 
 test('a run that takes more steps than the recording fails at the first step the recording does not have', async () => {
@@ -194,7 +194,7 @@ test('a reset in the middle of a stream, and a stream that ends with nothing: re
   h.server.push({ type: 'stream', chunks: [], end: 'close' })
   h.server.text('A whole answer.')
   const original = await runPrompt(h.engine, 'hi')
-  expect(original.transitions.map((t) => t.to)).toEqual(['streaming', 'retry-waiting', 'streaming', 'retry-waiting', 'streaming', 'completed'])
+  expect(original.transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'retry-waiting', 'streaming', 'completed'])
   const model = await recordedModel(h.engine, original.turn.id)
   const rerun = await runPrompt(await freshEngine({ model }), 'hi')
   expect(rerun.transitions.map((t) => [t.to, t.payload])).toEqual(original.transitions.map((t) => [t.to, t.payload]))
@@ -214,7 +214,7 @@ test('a failed summary request is retried as recorded, and the model answers as 
   h.server.text('Summary: the user said hi.', { usage: { input: 30, output: 6 } })
   h.server.text('Hi again.')
   const original = await runPrompt(h.engine, 'hi')
-  expect(original.transitions.map((t) => t.to)).toEqual(['streaming', 'compacting', 'compaction-retry-waiting', 'compacting', 'streaming', 'completed'])
+  expect(original.transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'compacting', 'compaction-retry-waiting', 'compacting', 'step-gate', 'streaming', 'completed'])
 
   const model = await recordedModel(h.engine, original.turn.id, { specificationVersion: 'v4' })
   expect(model.specificationVersion).toBe('v4')
@@ -229,12 +229,12 @@ test('a run that compacts where the recording went on with a step fails at that 
   h.server.tool('add', { a: 1, b: 2 }, { id: 'call_1', usage: { input: 400, output: 10 } })
   h.server.text('3')
   const original = await runPrompt(h.engine, 'Add 1+2.')
-  expect(original.transitions.map((t) => t.to)).toEqual(['streaming', 'tool-running', 'streaming', 'completed'])
+  expect(original.transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
 
   const model = await recordedModel(h.engine, original.turn.id)
   // A smaller context window: the first step's usage fills it, so the run compacts after its tools.
   const rerun = await runPrompt(await freshEngine({ model, tools: { add: addTool() }, limits: { context: 300, output: 0 } }), 'Add 1+2.')
-  expect(rerun.transitions.map((t) => t.to)).toEqual(['streaming', 'tool-running', 'compacting', 'failed'])
+  expect(rerun.transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'compacting', 'failed'])
   expect(rerun.result.error).toMatchObject({ name: 'CompactionFailedError', lastError: { name: 'RecordingDivergedError', call: 2, step: 2, kind: 'step' } })
   expect(rerun.result.error?.lastError).toMatchObject({
     reason: expect.stringMatching(/^the recording sent 3 messages after the system prompt, the run sends 4; message 4 is a user message \(Summarise the conversation so far/),

@@ -45,7 +45,7 @@ test('the second turn of a session re-runs with the history before it, its appro
   expect(result.identical).toBe(true)
   expect(result.firstDifference).toBe(-1)
   expect(result.rerun.states).toEqual(result.original.states)
-  expect(result.rerun.states).toEqual(['streaming', 'awaiting-approval', 'awaiting-approval', 'tool-running', 'streaming', 'completed'])
+  expect(result.rerun.states).toEqual(['step-gate', 'streaming', 'awaiting-approval', 'awaiting-approval', 'tool-running', 'step-gate', 'streaming', 'completed'])
   const tools = result.rerun.parts.filter((p) => p.type === 'tool').map((p) => (p.type === 'tool' ? [p.callId, p.state.status, p.state.status === 'error' ? p.state.error : p.state.status === 'completed' ? p.state.output : null] : []))
   expect(tools).toEqual([
     ['call_a', 'completed', 'deleted a.txt'],
@@ -64,7 +64,7 @@ test('a turn aborted mid-answer re-runs up to the same point and is aborted ther
   expect((await turn.done).outcome).toBe('aborted')
 
   const result = await rerunTurn(h.engine, turn.id)
-  expect(result).toMatchObject({ identical: true, rerun: { outcome: 'aborted', states: ['streaming', 'aborted'] } })
+  expect(result).toMatchObject({ identical: true, rerun: { outcome: 'aborted', states: ['step-gate', 'streaming', 'aborted'] } })
   expect(result.rerun.parts.find((p) => p.type === 'text')).toMatchObject({ text: 'A long answer' })
 })
 
@@ -78,7 +78,7 @@ test('a turn that ran out of retries fails the same way: the retry limit is read
 
   const result = await rerunTurn(h.engine, turn.id)
   expect(result.identical).toBe(true)
-  expect(result.rerun.states).toEqual(['streaming', 'retry-waiting', 'streaming', 'failed'])
+  expect(result.rerun.states).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'failed'])
   expect(result.rerun.error).toEqual(result.original.error)
 })
 
@@ -112,6 +112,6 @@ test('a turn a stop condition ended (stopWhen, not stored) stops at the same ste
   expect((await turn.done).outcome).toBe('completed')
 
   const result = await rerunTurn(h.engine, turn.id)
-  expect(result.rerun.states).toEqual(['streaming', 'tool-running', 'completed'])
+  expect(result.rerun.states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'completed'])
   expect(result.identical).toBe(true)
 })

@@ -150,7 +150,8 @@ test('a turn that died streaming: one crash row with the work closed; it resumes
   expect(request.messages).toEqual(await store.messages.list('ses_1', { fromLatestSummary: true }))
   expect(request.from).toMatchObject({ seq: 2, recover: { type: 'turn.recover', retryDelayMs: 0 } })
   expect(turnStateName(request.from!.snapshot)).toBe('interrupted')
-  expect(resumesIn(request)).toEqual({ state: 'streaming', step: 2, attempt: 1 })
+  // a new step, through the step gate (its verdict starts step 2)
+  expect(resumesIn(request)).toEqual({ state: 'step-gate', step: 1, attempt: 1 })
 })
 
 test('a turn that died in a retry wait resumes the wait with what is left of it', async () => {

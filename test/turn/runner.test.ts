@@ -31,7 +31,8 @@ test('an abort that arrives while the row entering streaming commits makes zero 
   expect(result.outcome).toBe('aborted')
   expect(h.server.calls).toBe(0)
   expect((await h.engine.transitions(turn.id)).map((r) => `${r.from} --${r.event}--> ${r.to}`)).toEqual([
-    'idle --turn.start--> streaming',
+    'idle --turn.start--> step-gate',
+    'step-gate --gate.continue--> streaming',
     'streaming --turn.abort--> aborted',
   ])
 })
@@ -97,10 +98,10 @@ test('an empty model stream (no output, no finish) is retried: the next attempt 
   expect(result).toMatchObject({ outcome: 'completed', text: 'second time lucky' })
   expect(h.server.calls).toBe(2)
   const rows = await h.engine.transitions(result.turnId)
-  expect(rows.map((r) => r.to)).toEqual(['streaming', 'retry-waiting', 'streaming', 'completed'])
+  expect(rows.map((r) => r.to)).toEqual(['step-gate', 'streaming', 'retry-waiting', 'streaming', 'completed'])
   // (this provider reports the empty stream itself; one that ends it quietly gives EmptyModelStreamError,
   // retried the same way: test/llm/stream-step.test.ts)
-  expect(rows[1].payload).toMatchObject({ retryDelayMs: expect.any(Number), error: { isRetryable: true, message: expect.stringMatching(/ended without a finish/) } })
+  expect(rows[2].payload).toMatchObject({ retryDelayMs: expect.any(Number), error: { isRetryable: true, message: expect.stringMatching(/ended without a finish/) } })
 })
 
 test('a defect of the tool runner (a tool whose options cannot be read) fails the turn through turn.fail, its calls closed, nothing unhandled', async () => {

@@ -107,7 +107,12 @@ function recordTurn(turn: Turn) {
   void recorder.ended.then((result) => (result.kind === 'lost' ? lost.push(result.error) : end(result)))
   ;[snapshot] = initialTransition(turnMachine, { turnId: 'trn_1', sessionId: 'ses_1', autoCompact: true, maxCompactions: 1 })
   recorder.record({ type: 'xstate.init' }, snapshot)
-  return { recorder, send, ended, lost }
+  /** The prompt is stored and the step gate lets the first step start (both rows in one commit). */
+  const start = () => {
+    send({ type: 'turn.start' })
+    send({ type: 'gate.continue' })
+  }
+  return { recorder, send, start, ended, lost }
 }
 
 const path = (rows: TransitionRecord[]) => rows.map((r) => `${r.seq} ${r.from} --${r.event}--> ${r.to}`)
@@ -116,9 +121,9 @@ const finished = { type: 'step.finished', finishReason: 'stop', toolCalls: 0, ov
 
 test('each transition is one row, in order, with the turn row and the parts touched since the last; events follow the commit', async () => {
   const turn = fakeTurn()
-  const { recorder, send, ended } = recordTurn(turn)
+  const { recorder, send, start, ended } = recordTurn(turn)
 
-  send({ type: 'turn.start' })
+  start()
   await recorder.committed()
   turn.touched.push('prt_text') // the step streamed into a part: the next row names it
   send(retry)
@@ -127,14 +132,16 @@ test('each transition is one row, in order, with the turn row and the parts touc
   const end = await ended
 
   expect(path(turn.rows)).toEqual([
-    '1 idle --turn.start--> streaming',
-    '2 streaming --step.failed--> retry-waiting',
-    '3 retry-waiting --xstate.after.retryDelay.turn.running.step.retry-waiting--> streaming',
-    '4 streaming --step.finished--> completed',
+    '1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming',
+    '3 streaming --step.failed--> retry-waiting',
+    '4 retry-waiting --xstate.after.retryDelay.turn.running.step.retry-waiting--> streaming',
+    '5 streaming --step.finished--> completed',
   ])
-  expect(turn.rows[1]).toMatchObject({ parts: ['prt_text'], payload: { error: retry.error, retryDelayMs: 500 } })
+  expect(turn.rows[2]).toMatchObject({ parts: ['prt_text'], payload: { error: retry.error, retryDelayMs: 500 } })
   expect(turn.rows[0].parts).toBeUndefined()
-  expect(turn.updates.map((u) => [u.state, u.attempt, u.retryAt === null ? null : u.retryAt - turn.rows[1].time])).toEqual([
+  expect(turn.rows[1].parts).toBeUndefined()
+  // (the gate's row and the one leaving it: one commit, one update of the turn row)
+  expect(turn.updates.map((u) => [u.state, u.attempt, u.retryAt === null ? null : u.retryAt - turn.rows[2].time])).toEqual([
     ['streaming', 1, null],
     ['retry-waiting', 1, 500], // the deadline recovery resumes the wait at
     ['streaming', 2, null],
@@ -144,8 +151,9 @@ test('each transition is one row, in order, with the turn row and the parts touc
   expect(end).toEqual({ kind: 'finished', outcome: 'completed' })
 
   const transitions = turn.published.filter((e) => e.type === 'turn.transition').map((e) => (e.type === 'turn.transition' ? e.seq : 0))
-  expect(transitions).toEqual([1, 2, 3, 4])
+  expect(transitions).toEqual([1, 2, 3, 4, 5])
   expect(turn.published.filter((e) => e.type === 'session.status').map((e) => (e.type === 'session.status' ? e.status.type : ''))).toEqual([
+    'busy',
     'busy',
     'retry',
     'busy',
@@ -155,8 +163,8 @@ test('each transition is one row, in order, with the turn row and the parts touc
 
 test('the end of the turn closes its open work: the text ends, the running call is stopped, the message completes; the writer is sealed', async () => {
   const turn = fakeTurn()
-  const { send, ended } = recordTurn(turn)
-  send({ type: 'turn.start' })
+  const { send, start, ended } = recordTurn(turn)
+  start()
   send({ type: 'turn.abort' })
   await expect(ended).resolves.toMatchObject({ outcome: 'aborted' })
 
@@ -170,11 +178,11 @@ test('the end of the turn closes its open work: the text ends, the running call 
 
 test('committed() waits for every queued row: true once written, false when the row failed', async () => {
   const turn = fakeTurn()
-  const { recorder, send } = recordTurn(turn)
+  const { recorder, send, start } = recordTurn(turn)
   turn.control.hold = deferred()
   const hold = turn.control.hold
 
-  send({ type: 'turn.start' })
+  start()
   let gate: boolean | undefined
   const committed = recorder.committed().then((ok) => (gate = ok))
   await new Promise((r) => setImmediate(r))
@@ -184,7 +192,7 @@ test('committed() waits for every queued row: true once written, false when the 
   hold.resolve()
   await committed
   expect(gate).toBe(true)
-  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming'])
 
   turn.control.failTo = 'retry-waiting'
   send(retry)
@@ -193,14 +201,14 @@ test('committed() waits for every queued row: true once written, false when the 
 
 test('a failed write fails the turn: rows after it are dropped, only `<last committed> --turn.fail--> failed` is written', async () => {
   const turn = fakeTurn()
-  const { send, ended } = recordTurn(turn)
-  send({ type: 'turn.start' })
+  const { send, start, ended } = recordTurn(turn)
+  start()
   turn.control.failTo = 'retry-waiting'
   send(retry) // fails; the recorder sends turn.fail, which ends the chart
   const end = await ended
 
-  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming', '2 streaming --turn.fail--> failed'])
-  expect(turn.rows[1].payload).toEqual({ error: expect.objectContaining({ name: 'StorageError', message: expect.stringContaining('disk I/O error') }) })
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming', '3 streaming --turn.fail--> failed'])
+  expect(turn.rows[2].payload).toEqual({ error: expect.objectContaining({ name: 'StorageError', message: expect.stringContaining('disk I/O error') }) })
   expect(turn.updates.at(-1)).toMatchObject({ state: 'failed', outcome: 'failed', error: { name: 'StorageError', operation: 'recording the transition to retry-waiting' } })
   expect(end).toMatchObject({ outcome: 'failed', error: { name: 'StorageError' } })
   expect(turn.call.state).toMatchObject({ status: 'error', error: 'Tool not run: the turn failed (StorageError)' })
@@ -208,28 +216,28 @@ test('a failed write fails the turn: rows after it are dropped, only `<last comm
 
 test('a final row that fails is replaced by the failure row from the last committed state', async () => {
   const turn = fakeTurn()
-  const { send, ended } = recordTurn(turn)
-  send({ type: 'turn.start' })
+  const { send, start, ended } = recordTurn(turn)
+  start()
   turn.control.failTo = 'completed'
   send(finished)
   await expect(ended).resolves.toMatchObject({ outcome: 'failed', error: { name: 'StorageError' } })
-  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming', '2 streaming --turn.fail--> failed'])
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming', '3 streaming --turn.fail--> failed'])
 })
 
 test('a part flush that fails (writeFailed) fails the turn the same way', async () => {
   const turn = fakeTurn()
-  const { recorder, send, ended } = recordTurn(turn)
-  send({ type: 'turn.start' })
+  const { recorder, send, start, ended } = recordTurn(turn)
+  start()
   await recorder.committed()
   recorder.writeFailed(new Error('disk full'))
   await expect(ended).resolves.toMatchObject({ outcome: 'failed', error: { name: 'StorageError', operation: 'writing parts' } })
-  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming', '2 streaming --turn.fail--> failed'])
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming', '3 streaming --turn.fail--> failed'])
 })
 
 test('a write that finds the turn owned by another engine stops the recorder: nothing more is written', async () => {
   const turn = fakeTurn()
-  const { recorder, send, lost } = recordTurn(turn)
-  send({ type: 'turn.start' })
+  const { recorder, send, start, lost } = recordTurn(turn)
+  start()
   turn.control.failTo = 'retry-waiting'
   turn.control.failWith = new TurnOwnershipLostError('trn_1', 'me')
   send(retry)
@@ -238,7 +246,7 @@ test('a write that finds the turn owned by another engine stops the recorder: no
   await recorder.settled()
 
   expect(lost).toEqual([expect.objectContaining({ name: 'TurnOwnershipLostError' })])
-  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming'])
   expect(turn.published.some((e) => e.type === 'session.error')).toBe(false)
 })
 
@@ -322,8 +330,8 @@ test('before the first call, the held first rows are written inside the prompt t
 
 test('a final row that cannot be written, nor its failure row, ends the turn `unwritten`: its row stays open for recovery', async () => {
   const turn = fakeTurn()
-  const { send, ended } = recordTurn(turn)
-  send({ type: 'turn.start' })
+  const { send, start, ended } = recordTurn(turn)
+  start()
   // The completed row fails, and the failure row that replaces it fails too.
   const append = turn.scope.writer.commit
   let calls = 0
@@ -336,9 +344,9 @@ test('a final row that cannot be written, nor its failure row, ends the turn `un
   expect(end).toEqual({ kind: 'unwritten', error: expect.objectContaining({ name: 'StorageError', operation: 'recording the transition to completed' }) })
   const told = turn.published.find((e) => e.type === 'session.error')
   expect(told).toMatchObject({ error: { name: 'StorageError', message: expect.stringContaining('recovery ends or resumes it') } })
-  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming'])
   expect(turn.updates.map((u) => u.state)).toEqual(['streaming'])
-  expect(turn.published.filter((e) => e.type === 'session.error' || e.type === 'session.status').map((e) => e.type)).toEqual(['session.status', 'session.error', 'session.status'])
+  expect(turn.published.filter((e) => e.type === 'session.error' || e.type === 'session.status').map((e) => e.type)).toEqual(['session.status', 'session.status', 'session.error', 'session.status'])
   expect(turn.control.sealed).toBe(true)
 })
 

@@ -150,7 +150,11 @@ test('stopWhen with the AI SDK\'s stepCountIs: the turn completes once step 2\'s
   expect(h.server.calls).toBe(2)
   const tools = (await h.engine.messages(session.id)).flatMap((m) => m.parts).filter((p) => p.type === 'tool')
   expect(tools.map((p) => p.type === 'tool' && p.state.status)).toEqual(['completed', 'completed'])
-  expect((await h.engine.transitions(result.turnId)).at(-1)).toMatchObject({ from: 'tool-running', event: 'tools.finished', to: 'completed', payload: { stop: true } })
+  // decided at the step gate, after step 2's tools
+  expect((await h.engine.transitions(result.turnId)).slice(-2)).toMatchObject([
+    { from: 'tool-running', event: 'tools.finished', to: 'step-gate' },
+    { from: 'step-gate', event: 'gate.complete', to: 'completed', payload: { rule: 'stopWhen' } },
+  ])
 })
 
 test('a prompt\'s stopWhen (hasToolCall, or an array with a custom function) replaces the engine\'s', async () => {

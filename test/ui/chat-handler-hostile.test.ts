@@ -65,7 +65,7 @@ describe('only the chat’s own turns', () => {
     expect(deployed).toEqual([])
     expect(await h.engine.getTurn(victim)).toMatchObject({ state: 'awaiting-approval', outcome: null })
     expect((await h.engine.readStatus('chat-b'))).toMatchObject({ type: 'busy', state: 'awaiting-approval', approvals: [expect.objectContaining({ callId: 'call_b' })] })
-    expect((await h.engine.transitions(victim)).map((r) => r.to)).toEqual(['streaming', 'awaiting-approval'])
+    expect((await h.engine.transitions(victim)).map((r) => r.to)).toEqual(['step-gate', 'streaming', 'awaiting-approval'])
     // The victim's own page still decides its call.
     h.server.text('done')
     const own = await post({ id: 'chat-b', messages: [user('deploy chat-b'), approvalMessage(victim, 'call_b', true)] })

@@ -71,7 +71,7 @@ test('a turn streams as one UIMessage: reasoning, text, a tool call and its outp
   expect(types.filter((t) => t === 'finish-step')).toHaveLength(2)
   expect(types.at(-1)).toBe('finish')
   expect(message.metadata).toMatchObject({ finish: 'stop', tokens: { input: 30, output: 9 } }) // the turn's two steps
-  expect(states.map((s) => s.state)).toEqual(expect.arrayContaining(['streaming', 'tool-running', 'completed']))
+  expect(states.map((s) => s.state)).toEqual(expect.arrayContaining(['step-gate', 'streaming', 'tool-running', 'step-gate', 'completed']))
   expect(message.parts.find((p) => p.type === 'data-turn-state')).toMatchObject({ data: { state: 'completed' } })
   // The chat id is the session id; the stored conversation converts to the same parts.
   const stored = toUIMessages(await h.engine.messages('chat-1'))

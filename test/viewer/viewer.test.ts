@@ -115,9 +115,11 @@ test("a session's page: the conversation (a file's bytes left out) and each turn
   expect(file).not.toHaveProperty('data')
   expect(page.turns).toHaveLength(1)
   expect(page.turns[0].path.map((s) => [s.from, s.to, s.edges])).toEqual([
-    ['idle', 'streaming', ['idle>turn.start>running']],
+    ['idle', 'step-gate', ['idle>turn.start>running']],
+    ['step-gate', 'streaming', ['step-gate>gate.continue>step']],
     ['streaming', 'tool-running', ['streaming>step.finished[hasToolCalls]>tool-running']],
-    ['tool-running', 'streaming', ['tool-running>tools.finished>step']],
+    ['tool-running', 'step-gate', ['tool-running>tools.finished>step-gate']],
+    ['step-gate', 'streaming', ['step-gate>gate.continue>step']],
     ['streaming', 'completed', ['streaming>step.finished>completed']],
   ])
 })
@@ -135,7 +137,7 @@ test('the live stream: the list and the session at once, then what another conne
     await stream.next((e) => e.event === 'session' && JSON.stringify(e.data.messages).includes('still thinking'))
     turn.abort()
     const ended = await stream.next((e) => e.event === 'session' && e.data.turns[0]?.outcome === 'aborted')
-    expect(ended.data.turns[0].path.map((s: { to: string }) => s.to)).toEqual(['streaming', 'aborted'])
+    expect(ended.data.turns[0].path.map((s: { to: string }) => s.to)).toEqual(['step-gate', 'streaming', 'aborted'])
     // Sent only when changed: no two consecutive pushes of the same session are equal.
     const pushes = stream.events.filter((e) => e.event === 'session').map((e) => JSON.stringify(e.data))
     expect(pushes.filter((text, i) => i > 0 && text === pushes[i - 1])).toEqual([])

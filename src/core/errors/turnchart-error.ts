@@ -3,7 +3,7 @@
  * gives the JSON-serialisable record stored on an assistant message, and a static `isInstance`
  * that works across copies of the package (no `instanceof`).
  */
-import { redactSecrets } from '../redact-secrets'
+import { redactSecrets } from '../secrets/redact-secrets'
 
 /** The stored and published form of an error: `{ name, message, ...fields }`. */
 export interface SerializedError {

@@ -6,6 +6,7 @@
 import type { ReadOnlyOpening, StoreBackend } from '../backend'
 import { foreignBackend } from '../foreign/foreign-backend'
 import { memoryBackend } from '../memory/memory-backend'
+import { nodeSqliteBackend } from '../node-sqlite/node-sqlite-backend'
 import { postgresBackend } from '../postgres/postgres-backend'
 import { sqliteBackend } from '../sqlite/sqlite-backend'
 
@@ -13,6 +14,7 @@ export const backends: readonly StoreBackend[] = [
   memoryBackend,
   foreignBackend,
   postgresBackend,
+  nodeSqliteBackend,
   sqliteBackend,
 ]
 

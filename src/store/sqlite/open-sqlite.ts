@@ -1,7 +1,8 @@
 /**
- * Opens SQLite with better-sqlite3 (an optional dependency, loaded only here): the pragmas
- * turnchart relies on, one shared connection per file per process, the statement cache, and
- * the guard against a file deleted under the engine. Also the read-only opening of the CLI.
+ * Opens SQLite with better-sqlite3 (an optional dependency, loaded only here) or another
+ * driver of the same shape (`SqliteDriver`: node-sqlite/ passes Node's built-in one): the
+ * pragmas turnchart relies on, one shared connection per file per process, the statement cache,
+ * and the guard against a file deleted under the engine. Also the read-only opening of the CLI.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -27,6 +28,8 @@ export const sqliteLoader = {
 
 export interface SqliteOpenSettings {
   busyTimeoutMs?: number
+  /** The driver's constructor, loaded when the connection opens (default: better-sqlite3's, with its errors said as what to do). */
+  driver?: (value: string) => SqliteDriver
   /** The file may hold another app's tables: add turnchart's beside them instead of refusing it. */
   shared?: boolean
 }
@@ -58,7 +61,7 @@ function refuseDirectory(value: string): void {
 }
 
 function openSqliteConnection(value: string, options: SqliteOpenSettings): OpenedDatabase {
-  const Database = loadSqliteDriver(value)
+  const Database = (options.driver ?? loadSqliteDriver)(value)
   const handle = newHandle(Database, value)
   // First (a setting of this connection, nothing written): what follows may wait for another's lock.
   handle.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`)
@@ -84,7 +87,7 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
     ...(verify ? { verify } : {}),
     // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
     groupCommit: () => new GroupCommit(db, verify),
-    backup: async (to) => void (await handle.backup(to)),
+    ...backupOf(handle),
     close: async () => {
       if (value !== ':memory:') checkpointAtClose(handle)
       await db.destroy()
@@ -116,9 +119,9 @@ function checkpointAtClose(handle: SqliteConnection): void {
  * @example
  * const { db, close } = openSqliteReadOnly('./agent.db')
  */
-export function openSqliteReadOnly(value: string): OpenedDatabase {
+export function openSqliteReadOnly(value: string, driver: (value: string) => SqliteDriver = loadSqliteDriver): OpenedDatabase {
   refuseDirectory(value)
-  const Database = loadSqliteDriver(value)
+  const Database = driver(value)
   const before = walFiles(value)
   const handle = newHandle(Database, value, { readonly: true, fileMustExist: true })
   handle.pragma('busy_timeout = 5000')
@@ -127,7 +130,13 @@ export function openSqliteReadOnly(value: string): OpenedDatabase {
     await db.destroy()
     removeWalFilesOfReading(value, before, Database)
   }
-  return { db, sql: sqliteDialect, backup: async (to) => void (await handle.backup(to)), close }
+  return { db, sql: sqliteDialect, ...backupOf(handle), close }
+}
+
+/** The online-backup capability, when the driver has SQLite's backup API. */
+function backupOf(handle: SqliteConnection): Pick<OpenedDatabase, 'backup'> {
+  const backup = handle.backup?.bind(handle)
+  return backup ? { backup: async (to) => void (await backup(to)) } : {}
 }
 
 /**

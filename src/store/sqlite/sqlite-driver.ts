@@ -16,8 +16,8 @@ export interface SqliteDriverStatement extends SqliteStatement {
 export interface SqliteConnection extends SqliteDatabase {
   prepare(sql: string): SqliteDriverStatement
   pragma(source: string): unknown
-  /** An online backup into a new file (SQLite's backup API), while this connection goes on. */
-  backup(destination: string): Promise<unknown>
+  /** An online backup into a new file (SQLite's backup API), while this connection goes on; absent when the driver has none. */
+  backup?(destination: string): Promise<unknown>
 }
 
 export interface SqliteOpenOptions {

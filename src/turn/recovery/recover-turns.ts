@@ -16,7 +16,7 @@ import { isIdempotent } from '../../tools/tool-options'
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-scope'
-import { closeOpenWork } from '../close-open-work'
+import { closeOpenWork } from '../turn-log/close-open-work'
 import { failUnreplayable, writeLogRows } from '../turn-log/log-rows'
 import type { Store, TurnFence } from '../../store/store'
 

@@ -71,6 +71,11 @@ export class RunTree {
     return null
   }
 
+  /** A model call the step gate did not admit (a retry, a summary): counted, checked at the next gate. */
+  called(): void {
+    this.#spent.steps += 1
+  }
+
   /** A model call of the tree finished: its tokens and cost join the tree's. */
   spend(usage: Usage | undefined): void {
     if (!usage) return

@@ -6,7 +6,7 @@ import type { Bus } from '../../core/bus'
 import type { SerializedError, TurnOwnershipLostError } from '../../core/errors'
 import type { MessageInfo, MessageWithParts, Part, ToolPart, TurnOutcome } from '../../core/types'
 import type { NotRunReason } from '../../tools/tool-part'
-import { closeOpenWork } from '../close-open-work'
+import { closeOpenWork } from './close-open-work'
 
 /**
  * A turn's end, once: `finished` (its final row is written: the outcome is final), `unwritten`

@@ -30,7 +30,7 @@ import type { TurnContext } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
 import { MessageAbortedError, serializeError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
-import type { Redactor } from '../../core/redact-secrets'
+import type { Redactor } from '../../core/secrets/redact-secrets'
 import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../../core/types'
 import type { TurnFence } from '../../store/store'
 import { retryAtOf, writeLogRows, type LogTx } from './log-rows'
@@ -465,14 +465,16 @@ export class TurnLog {
     const { bus, scope } = this.#options
     const turnId = this.#turnId
     const sessionId = this.#sessionId
-    for (const row of rows) bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
-    const row = rows.at(-1)!
-    if (finalStates.has(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
-    const status: SessionStatus = retryWaitStates.has(row.to)
-      ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
-      : { type: 'busy', turnId, state: row.to }
-    bus.publish({ type: 'session.status', sessionId, status })
-    if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') publishApprovalRequest(bus, scope, context.pendingApprovals)
+    // Each row's transition and status, in order (a held row's with the commit of the row that left it).
+    for (const row of rows) {
+      bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
+      if (finalStates.has(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
+      const status: SessionStatus = retryWaitStates.has(row.to)
+        ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
+        : { type: 'busy', turnId, state: row.to }
+      bus.publish({ type: 'session.status', sessionId, status })
+      if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') publishApprovalRequest(bus, scope, context.pendingApprovals)
+    }
   }
 }
 

@@ -13,6 +13,7 @@ import { el } from './dom'
 import { renderMessage } from './conversation'
 import { clock, duration, offset } from './format'
 import { visitsOf } from './visits'
+import { turnActivity } from './turn-activity'
 
 export interface TurnContext {
   drawing: ChartDrawing
@@ -46,6 +47,10 @@ function retryCountdown(turn: TurnView): HTMLElement | null {
   if (turn.outcome !== null || !retryStates.has(turn.state) || turn.retryAt === null) return null
   const retryAt = turn.retryAt
   const what = turn.state === 'compaction-retry-waiting' ? 'summary attempt' : 'attempt'
+  // Nobody runs it (a closed engine released it): no attempt is coming until an engine resumes it.
+  if (turnActivity(turn, Date.now()) === 'unowned') {
+    return el('p', { class: 'retry dim', role: 'status' }, el('b', {}, 'Retry pending: '), `${what} ${turn.attempt + 1} waits for an engine to resume this turn (no engine runs it)`)
+  }
   const text = el('span', { class: 'countdown' })
   everyTick(text, () => {
     const left = retryAt - Date.now()

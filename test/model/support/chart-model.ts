@@ -123,8 +123,21 @@ interface EngineFacts {
 }
 const noFacts: EngineFacts = { lastStep: null, compactingAfterAnswer: null }
 
+/**
+ * The step gate's row is written with the row that leaves it, so the engine never has it as
+ * its last committed row: a failed write (`turn.fail`) and a crash (`turn.crashed`) leave the
+ * state before it. Steering is taken at a gate after a step (none can reach a turn before its
+ * prompt is stored).
+ */
+function gateAllows(event: ModelEvent, before: TurnSnapshot): boolean {
+  if (stateName(before) !== 'step-gate') return true
+  if (event.type === 'turn.fail' || event.type === 'turn.crashed') return false
+  return event.type !== 'turn.steered' || before.context.step > 0
+}
+
 /** The facts after `event` took the machine from `before` to `after`; null when the engine could not send that event. */
-function nextFacts(facts: EngineFacts, event: ModelEvent, after: TurnSnapshot): EngineFacts | null {
+function nextFacts(facts: EngineFacts, event: ModelEvent, after: TurnSnapshot, before?: TurnSnapshot): EngineFacts | null {
+  if (before && !gateAllows(event, before)) return null
   const entersCompaction = stateName(after) === 'compacting'
   switch (event.type) {
     case 'step.finished': {
@@ -147,7 +160,7 @@ function nextFacts(facts: EngineFacts, event: ModelEvent, after: TurnSnapshot): 
 export function realizable(steps: PlannedStep[]): boolean {
   let facts: EngineFacts | null = noFacts
   for (const step of steps) {
-    facts = nextFacts(facts, step.event, step.after)
+    facts = nextFacts(facts, step.event, step.after, step.before)
     if (!facts) return false
   }
   return true
@@ -165,7 +178,7 @@ export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map
   const factsOf = (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined): EngineFacts | null => {
     if (facts.has(state)) return facts.get(state)!
     const before = prev ? facts.get(prev) : noFacts
-    const known = before === undefined || before === null || !event ? (prev ? null : noFacts) : nextFacts(before, event, state)
+    const known = before === undefined || before === null || !event ? (prev ? null : noFacts) : nextFacts(before, event, state, prev)
     facts.set(state, known)
     return known
   }

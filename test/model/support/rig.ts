@@ -12,7 +12,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { tool } from 'ai'
 import { z } from 'zod'
-import { createEngine, type Engine, type EngineOptions, type TurnchartEvent } from '../../../src'
+import { createEngine, type Engine, type EngineOptions, type StepRule, type TurnchartEvent } from '../../../src'
 import type { Part } from '../../../src/core/types'
 import type { TurnInput } from '../../../machines/turn.types'
 import { recordEvents } from '../../support/event-log'
@@ -28,7 +28,19 @@ export type ToolBehaviour =
   /** Waits until its abort signal fires (abort, turn failure). */
   | 'block'
 
+/** What the rig's own step rule (`model-rule`) answers at a visit of the step gate. */
+export type GateBehaviour =
+  /** No opinion: the gate goes on (steering, the budget, continue). */
+  | 'continue'
+  /** `complete`: the turn completes there. */
+  | 'complete'
+  /** `fail` with an error named in `gateFailureMessage`. */
+  | 'fail'
+  /** Aborts the turn while the gate decides (then no opinion). */
+  | 'abort'
+
 export const storageFailureMessage = 'model test: simulated storage failure'
+export const gateFailureMessage = 'model test: the step rule failed the turn'
 
 export interface Rig {
   server: ScriptedServer
@@ -38,6 +50,10 @@ export interface Rig {
   tools: ToolBehaviour[]
   /** Number of `work` calls started. */
   toolCalls: number
+  /** Answers of the rig's step rule at the next gate visits, in order (empty: 'continue'). */
+  gate: GateBehaviour[]
+  /** Called by the step rule's 'abort' (the walk aborts its turn). */
+  onGateAbort: (() => void) | undefined
   /** Makes the engine's insert of transition row `seq` of `turnId` fail inside its transaction. */
   failTransitionWrite(turnId: string, seq: number): void
   /** The chart input stored with the turn (turnchart_turns.input), read over the control connection. */
@@ -74,7 +90,19 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-model-'))
   const dbPath = path.join(dir, 'model.db')
   const queue: ToolBehaviour[] = []
+  const gate: GateBehaviour[] = []
   let toolCalls = 0
+  let onGateAbort: (() => void) | undefined
+  const modelRule: StepRule = {
+    name: 'model-rule',
+    decide: async () => {
+      const behaviour = gate.shift() ?? 'continue'
+      if (behaviour === 'complete') return { verdict: 'complete' }
+      if (behaviour === 'fail') return { verdict: 'fail', error: new Error(gateFailureMessage) }
+      if (behaviour === 'abort') onGateAbort?.()
+      return undefined
+    },
+  }
   const work = tool({
     description: 'does some work',
     // `ask: true` in a call's input: the call needs approval (the AI SDK's `needsApproval`)
@@ -92,6 +120,7 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
     database: dbPath,
     model: modelFor(server),
     tools: { work },
+    stepRules: [modelRule],
     ...rigDefaults,
     ...options,
   })
@@ -104,8 +133,15 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
     engine,
     events,
     tools: queue,
+    gate,
     get toolCalls() {
       return toolCalls
+    },
+    get onGateAbort() {
+      return onGateAbort
+    },
+    set onGateAbort(abort) {
+      onGateAbort = abort
     },
     failTransitionWrite(turnId, seq) {
       // A persistent (not TEMP) trigger: it fires for the engine's own connection, inside the

@@ -28,7 +28,7 @@ export function completePath(input: TurnInput, events: ModelEvent[]): PlannedSte
 }
 
 export function arrange(steps: PlannedStep[]): Arrangement {
-  const plan: Arrangement = { replies: [], tools: [], abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], steers: [] }
+  const plan: Arrangement = { replies: [], tools: [], gate: [], budgetSteps: null, abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], steers: [] }
   for (const [index, step] of steps.entries()) {
     const recipe = recipes[step.edge]
     if (!recipe) {
@@ -53,9 +53,11 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
   const plan = arrange(steps)
   rig.server.push(...plan.replies)
   rig.tools.splice(0, rig.tools.length, ...plan.tools)
+  rig.gate.splice(0, rig.gate.length, ...plan.gate)
   const callsBefore = rig.server.calls
   const session = await rig.engine.createSession()
-  const turn = rig.engine.prompt(session.id, 'walk the chart')
+  const turn = rig.engine.prompt(session.id, 'walk the chart', plan.budgetSteps === null ? {} : { budget: { steps: plan.budgetSteps } })
+  rig.onGateAbort = () => turn.abort()
   for (const seq of plan.failWrites) rig.failTransitionWrite(turn.id, seq)
   const mine = (e: TurnchartEvent) => 'sessionId' in e && e.sessionId === session.id
 

@@ -1,8 +1,8 @@
 /** `model` and `models`: AI SDK model objects of a supported specification version, `model` being `models.default`. */
-import { InvalidOptionError } from '../../core/errors'
-import { isSupportedModel, supportedModelsText, type ProviderLanguageModel } from '../../llm/language-model'
-import type { EngineOptions } from '../options'
-import { optionGroup } from '../option-values'
+import { InvalidOptionError } from '../core/errors'
+import { isSupportedModel, supportedModelsText, type ProviderLanguageModel } from '../llm/language-model'
+import type { EngineOptions } from './options'
+import { optionGroup } from './option-values'
 
 /** What an error may say about a rejected model: never the whole object (its config may hold secrets). */
 function modelSummary(model: unknown): unknown {

@@ -3,8 +3,8 @@
  * tool calls still waiting or running stop with the reason's message (src/tools/tool-part.ts).
  * Used at a turn's end (the turn log) and when recovery finds a crashed turn.
  */
-import { stopCall, type NotRunReason } from '../tools/tool-part'
-import type { Part, ToolPart } from '../core/types'
+import { stopCall, type NotRunReason } from '../../tools/tool-part'
+import type { Part, ToolPart } from '../../core/types'
 
 /**
  * Closes the open parts among `parts` for `reason`; returns the parts that changed. `keep`

@@ -1,11 +1,12 @@
 /** `settings` (the default call settings of every turn), `system`, `maxSteps`, `limits` and `maxFileBytes`. */
-import type { Budget, StopCondition, TurnSettings } from '../../core/types'
-import { validateBudget } from '../../policy/budget'
-import { InvalidOptionError } from '../../core/errors'
-import type { ModelLimits } from '../../policy/overflow'
+import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import { validateBudget } from '../policy/budget'
+import { InvalidOptionError } from '../core/errors'
+import type { ModelLimits } from '../policy/overflow'
+import type { StepRule } from '../policy/step-gate'
 import { stopConditions, validateTurnSettings } from './call-settings'
-import type { EngineOptions } from '../options'
-import { nonNegativeInteger, optionGroup } from '../option-values'
+import type { EngineOptions } from './options'
+import { nonNegativeInteger, optionGroup } from './option-values'
 
 export function resolveCall(options: EngineOptions): {
   call: Omit<TurnSettings, 'maxSteps'>
@@ -13,6 +14,7 @@ export function resolveCall(options: EngineOptions): {
   maxSteps: number | undefined
   budget: Budget | undefined
   stopWhen: StopCondition[]
+  stepRules: readonly StepRule[]
   limits: ModelLimits | undefined
   maxFileBytes: number
 } {
@@ -32,7 +34,22 @@ export function resolveCall(options: EngineOptions): {
     maxSteps: (options.maxSteps as unknown) === null ? undefined : nonNegativeInteger('maxSteps', options.maxSteps, 100, 1),
     budget: options.budget === undefined ? undefined : validateBudget('budget', options.budget, (name, value, expected) => new InvalidOptionError(name, value, expected)),
     stopWhen: stopConditions('stopWhen', options.stopWhen, (name, value, expected) => new InvalidOptionError(name, value, expected)),
+    stepRules: stepRules(options.stepRules),
     limits,
     maxFileBytes: nonNegativeInteger('maxFileBytes', options.maxFileBytes, 10_000_000, 0),
   }
+}
+
+/** `stepRules`: an array of `{ name, decide }`, names unique. */
+function stepRules(value: unknown): readonly StepRule[] {
+  if (value === undefined) return []
+  const expected = 'an array of { name: string, decide(input) } with unique names'
+  if (!Array.isArray(value)) throw new InvalidOptionError('stepRules', value, expected)
+  const names = new Set<string>()
+  value.forEach((rule: unknown, i) => {
+    const ok = typeof rule === 'object' && rule !== null && typeof (rule as StepRule).name === 'string' && typeof (rule as StepRule).decide === 'function'
+    if (!ok || names.has((rule as StepRule).name)) throw new InvalidOptionError(`stepRules[${i}]`, rule, expected)
+    names.add((rule as StepRule).name)
+  })
+  return Object.freeze([...(value as StepRule[])])
 }

@@ -1,7 +1,7 @@
 /** `compaction`: automatic or not, the tokens kept for the answer, the loop guard, the summary instruction. */
-import { InvalidOptionError } from '../../core/errors'
-import type { EngineOptions } from '../options'
-import { booleanOption, nonNegativeInteger, optionGroup } from '../option-values'
+import { InvalidOptionError } from '../core/errors'
+import type { EngineOptions } from './options'
+import { booleanOption, nonNegativeInteger, optionGroup } from './option-values'
 
 const defaultSummaryPrompt =
   'Summarise the conversation so far for a continuation of it: the goal, what was done, ' +

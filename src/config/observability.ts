@@ -1,10 +1,10 @@
 /** `inspect`, `clock`, `onSubscriberError`, `telemetry`, `pricing` and `redact`: what watches, times, prices and cleans a turn. */
-import { InvalidOptionError } from '../../core/errors'
-import { minSecretLength } from '../../core/redact-secrets'
-import type { Pricing } from '../../llm/usage'
-import type { TelemetryOptions } from '../../telemetry/telemetry'
-import type { Clock, EngineOptions, InspectOption } from '../options'
-import { booleanOption, functionOption, optionGroup } from '../option-values'
+import { InvalidOptionError } from '../core/errors'
+import { minSecretLength } from '../core/secrets/redact-secrets'
+import type { Pricing } from '../llm/usage'
+import type { TelemetryOptions } from '../telemetry/telemetry'
+import type { Clock, EngineOptions, InspectOption } from './options'
+import { booleanOption, functionOption, optionGroup } from './option-values'
 
 export function resolveObservability(options: EngineOptions): {
   inspect: InspectOption | undefined

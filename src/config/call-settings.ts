@@ -2,7 +2,7 @@
  * Call settings (temperature, maxOutputTokens, headers, toolChoice, …) checked wherever they
  * are given: the engine's `settings`, a session's defaults, a prompt's options.
  */
-import type { StopCondition } from '../../core/types'
+import type { StopCondition } from '../core/types'
 const numberSettings = ['temperature', 'topP', 'presencePenalty', 'frequencyPenalty'] as const
 const integerSettings = ['maxOutputTokens', 'topK', 'maxSteps'] as const
 export const turnSettingKeys = [...numberSettings, ...integerSettings, 'seed', 'stopSequences', 'headers', 'providerOptions', 'toolChoice'] as const

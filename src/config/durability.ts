@@ -2,11 +2,11 @@
  * `recovery`, `leaseMs`, `controlPollIntervalMs`, `notifications`, `flushIntervalMs` and
  * `busyTimeoutMs`: how turns survive a crash, reach the database, and hear from other engines.
  */
-import { InvalidOptionError } from '../../core/errors'
-import type { EngineOptions } from '../options'
-import { listenedOn } from '../../store/backends/registry'
-import { redactUrl } from '../../store/redact-url'
-import { booleanOption, optionGroup, timerMs } from '../option-values'
+import { InvalidOptionError } from '../core/errors'
+import type { EngineOptions } from './options'
+import { listenedOn } from '../store/backends/registry'
+import { redactUrl } from '../store/redact-url'
+import { booleanOption, optionGroup, timerMs } from './option-values'
 
 export function resolveDurability(options: EngineOptions): {
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }

@@ -1,8 +1,8 @@
 /** `tools` (AI SDK tools with `execute`: turnchart runs them) and `toolExecution`. */
 import type { ToolSet } from 'ai'
-import { InvalidOptionError } from '../../core/errors'
-import type { EngineOptions } from '../options'
-import { nonNegativeInteger, optionGroup, timerMs } from '../option-values'
+import { InvalidOptionError } from '../core/errors'
+import type { EngineOptions } from './options'
+import { nonNegativeInteger, optionGroup, timerMs } from './option-values'
 
 export function resolveTools(options: EngineOptions): {
   tools: ToolSet

@@ -1,10 +1,10 @@
 /** `retry`, `errorClassifier`, `retryPolicy`, `doomLoop` and `streamIdleTimeoutMs`: how failures and loops are decided. */
-import { InvalidOptionError } from '../../core/errors'
-import type { ErrorClassifier, RetryPolicy } from '../../policy/decide-failure'
-import { defaultDoomLoopOptions, type DoomLoopOptions } from '../../policy/doom-loop'
-import { validateRetryOptions, type RetryOptions } from '../../policy/retry-delay'
-import type { EngineOptions } from '../options'
-import { functionOption, nonNegativeInteger, optionGroup, timerMs } from '../option-values'
+import { InvalidOptionError } from '../core/errors'
+import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
+import { defaultDoomLoopOptions, type DoomLoopOptions } from '../policy/doom-loop'
+import { validateRetryOptions, type RetryOptions } from '../policy/retry-delay'
+import type { EngineOptions } from './options'
+import { functionOption, nonNegativeInteger, optionGroup, timerMs } from './option-values'
 
 export function resolveFailure(options: EngineOptions): {
   retry: RetryOptions
