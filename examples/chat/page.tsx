@@ -31,14 +31,19 @@ function chatIdFromUrl(): string {
   return id
 }
 
+/**
+ * The time now, read at each render; while `active`, a render every 200 ms. (A time kept in
+ * state would be the one of the component's first render when a countdown starts: its first
+ * frame showed a 3 s wait as 5 s.)
+ */
 function useNow(active: boolean): number {
-  const [now, setNow] = useState(Date.now())
+  const [, setTick] = useState(0)
   useEffect(() => {
     if (!active) return
-    const timer = setInterval(() => setNow(Date.now()), 200)
+    const timer = setInterval(() => setTick((tick) => tick + 1), 200)
     return () => clearInterval(timer)
   }, [active])
-  return now
+  return Date.now()
 }
 
 function ChartState({ turn }: { turn: TurnState | undefined }) {
@@ -217,8 +222,12 @@ h1 { font-size: 20px; margin: 4px 0 12px; }
 .tool.output-error, .tool.output-denied { border-color: #c0392b; }
 .output { margin: 4px 0 0; max-height: 120px; overflow: auto; }
 .approval button { margin-left: 8px; }
-form { display: flex; gap: 6px; margin-top: 12px; }
-input { flex: 1; padding: 6px 8px; }
+/* At 360 px the row wraps: the file picker (about 250 px wide by itself) goes on a line of its own. */
+form { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 12px; }
+input { flex: 1 1 160px; min-width: 0; padding: 6px 8px; }
+input[type=file] { flex: 1 1 100%; max-width: 100%; padding: 0; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.message { overflow-wrap: anywhere; }
 .prompts { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 8px; }
 .status { color: #6b7280; font-size: 12px; }
 .failure { color: #c0392b; }

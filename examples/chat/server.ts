@@ -103,9 +103,12 @@ export async function startChatExample(options: { port?: number; database?: stri
   })
   const [script, entries] = await Promise.all([bundlePage(), listFolder(process.cwd())])
   const page = `<!doctype html><html><head><meta charset="utf-8"><title>turnchart chat</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <script>window.__PROMPTS__ = ${JSON.stringify(Object.values(examplePrompts))}</script></head>
 <body><div id="root"></div><script type="module" src="/page.js"></script></body></html>`
+
+  /** A speech bubble in the page's accent colour. */
+  const favicon = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M2 2h12v9H7l-4 3v-3H2z" fill="#2563eb"/></svg>'
 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1')
@@ -117,6 +120,11 @@ export async function startChatExample(options: { port?: number; database?: stri
     if (url.pathname === '/') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
       return res.end(page)
+    }
+    // The page links the SVG; a browser that asks for /favicon.ico anyway gets it too, not a 404.
+    if (url.pathname === '/favicon.svg' || url.pathname === '/favicon.ico') {
+      res.writeHead(200, { 'content-type': 'image/svg+xml', 'cache-control': 'max-age=86400' })
+      return res.end(favicon)
     }
     res.writeHead(404).end()
   })

@@ -92,7 +92,7 @@ export function diagramEdges(machine: AnyStateMachine = turnMachine): ChartEdge[
 
 /**
  * Short event names for test coverage keys: `xstate.after.retryDelay.turn.running.step.retry-waiting`
- * → `after(retryDelay)`. Users see the logged name everywhere (CLI, diagrams, docs).
+ * → `after(retryDelay)`. Users see `readableEvent`'s names (`retry timer`: the CLI, the viewer's chart and path).
  */
 export function shortEvent(event: string): string {
   if (event === '') return 'always'

@@ -8,7 +8,8 @@
  */
 import type { AnyStateMachine } from 'xstate'
 import { turnMachine } from '../../machines/turn.machine'
-import { guardName, shortEvent } from './chart-edges'
+import { guardName } from './chart-edges'
+import { readableEvent } from './readable-event'
 
 export interface ChartGraphNode {
   /** The state's key (unique in the chart), or `initial:<parent>` for an initial marker. */
@@ -78,7 +79,8 @@ function build(machine: AnyStateMachine): Built {
     // Two definitions alike in all that is drawn stay two edges (never happens in this chart).
     for (let n = 2; seen.has(id); n++) id = `${id}#${n}`
     seen.add(id)
-    const event = edge.kind === 'initial' ? [] : [edge.event === '' ? 'always' : shortEvent(edge.event)]
+    // The retry timer by the name the CLI and the page's path use too (`retry timer`), not XState's.
+    const event = edge.kind === 'initial' ? [] : [edge.event === '' ? 'always' : readableEvent(edge.event)]
     const guard = edge.guard ? [`[${edge.guard}]`] : []
     const note = edge.kind === 'history' ? ['(history)'] : edge.kind === 'any-state' ? ['(any state)'] : []
     const full: ChartGraphEdge = { ...edge, id, label: [...event, ...guard, ...note] }

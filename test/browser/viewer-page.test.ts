@@ -186,7 +186,7 @@ function withAncestors(boxes: ChartFacts['boxes'], id: string): string[] {
 }
 
 /** How the chart labels the edge a logged event takes. */
-const labelOf = (event: string) => (event.startsWith('xstate.after.') ? 'after(retryDelay)' : event === 'xstate.stop' ? 'turn.abort' : event)
+const labelOf = (event: string) => (event.startsWith('xstate.after.') ? 'retry timer' : event === 'xstate.stop' ? 'turn.abort' : event)
 
 /**
  * Checks a turn's drawn chart (open in the page): nested boxes that never overlap, an arrowhead

@@ -57,7 +57,14 @@ test.each([
     else expect(database.startsWith(os.tmpdir())).toBe(true)
     const page = await fetch(url)
     expect(page.status).toBe(200)
-    expect(await page.text()).toContain('<div id="root">')
+    const html = await page.text()
+    expect(html).toContain('<div id="root">')
+    expect(html).toContain('<link rel="icon" href="/favicon.svg" type="image/svg+xml">')
+    for (const icon of ['favicon.svg', 'favicon.ico']) {
+      const answer = await fetch(new URL(icon, url))
+      expect({ status: answer.status, type: answer.headers.get('content-type') }).toEqual({ status: 200, type: 'image/svg+xml' })
+      expect(await answer.text()).toMatch(/^<svg /)
+    }
   } finally {
     expect(await stop(child)).toBe(0)
   }

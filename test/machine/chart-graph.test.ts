@@ -47,7 +47,7 @@ test('every edge of the machine is drawn once, from the state that defines it, w
   expect(drawn.map((e) => ({ source: e.source, event: e.event, guard: e.guard, target: e.target }))).toEqual(written)
   const toolRunning = drawn.find((e) => e.source === 'streaming' && e.target === 'tool-running')!
   expect(toolRunning.label).toEqual(['step.finished', '[hasToolCalls]'])
-  expect(drawn.find((e) => e.source === 'retry-waiting')!.label).toEqual(['after(retryDelay)'])
+  expect(drawn.find((e) => e.source === 'retry-waiting')!.label).toEqual(['retry timer'])
   expect(drawn.find((e) => e.kind === 'history')).toMatchObject({ source: 'interrupted', target: 'running', label: ['turn.recover', '(history)'] })
   // Ids are listed space-separated in the page's attributes.
   expect(chartGraph().edges.filter((e) => /\s/.test(e.id)).map((e) => e.id)).toEqual([])

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, type LogEvent } from 'kysely'
 import { createEngine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { createHarness, modelFor, sqliteOnly, tempDbPath, type Harness } from '../support/harness'
+import { createHarness, modelFor, pgBaseUrl, sqliteOnly, tempDbPath, type Harness } from '../support/harness'
 
 let h: Harness | undefined
 let server: ScriptedServer | undefined
@@ -86,21 +86,71 @@ sqliteOnly('streamed text is written at boundaries and on the interval, never on
   await db.destroy()
 })
 
+/**
+ * The commits of the harness's database, as they happen: on SQLite a change of its WAL file (a
+ * commit appends its frames there), on PostgreSQL a notification from a trigger on the parts
+ * table (delivered when the writing transaction commits).
+ */
+async function watchCommits(harness: Harness): Promise<{ count(): number; since(count: number, timeoutMs: number): Promise<void>; close(): Promise<void> }> {
+  let commits = 0
+  const waiting = new Set<() => void>()
+  const commit = () => {
+    commits++
+    for (const wake of waiting) wake()
+    waiting.clear()
+  }
+  let close: () => Promise<void>
+  if (harness.dialect === 'sqlite') {
+    const watcher = fs.watch(`${harness.dbPath}-wal`, commit)
+    close = async () => watcher.close()
+  } else {
+    const { Client } = await import('pg')
+    const schema = new URL(harness.dbPath).searchParams.get('schema')!
+    const client = new Client({ connectionString: pgBaseUrl })
+    await client.connect()
+    await client.query(`create function "${schema}".parts_committed() returns trigger language plpgsql as $$ begin perform pg_notify('${schema}_parts', ''); return null; end $$`)
+    await client.query(`create trigger parts_committed after insert or update on "${schema}".turnchart_parts for each statement execute function "${schema}".parts_committed()`)
+    client.on('notification', commit)
+    await client.query(`listen "${schema}_parts"`)
+    close = () => client.end()
+  }
+  return {
+    count: () => commits,
+    since: (count, timeoutMs) =>
+      new Promise((resolve, reject) => {
+        if (commits > count) return resolve()
+        const timer = setTimeout(() => (waiting.delete(wake), reject(new Error(`no commit within ${timeoutMs} ms`))), timeoutMs)
+        const wake = () => (clearTimeout(timer), resolve())
+        waiting.add(wake)
+      }),
+    close: () => close(),
+  }
+}
+
 test('while a stream is open, its text reaches the database within the flush interval', async () => {
   h = await createHarness({ flushIntervalMs: 20 })
   h.server.push({ type: 'stream', chunks: [{ text: 'partial ' }, { text: 'answer' }], end: 'hang' })
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'hi')
-  await h.waitForEvent((e) => e.type === 'part.delta' && e.delta === 'answer')
-  const deadline = Date.now() + 2000
-  let stored = ''
-  while (Date.now() < deadline) {
-    const parts = (await h.engine.messages(session.id))[1]?.parts ?? []
-    stored = (parts.find((p) => p.type === 'text') as { text: string } | undefined)?.text ?? ''
-    if (stored === 'partial answer') break
-    await new Promise((resolve) => setTimeout(resolve, 5))
+  const commits = await watchCommits(h)
+  try {
+    await h.waitForEvent((e) => e.type === 'part.delta' && e.delta === 'answer')
+    const storedText = async () => ((await h!.engine.messages(session.id))[1]?.parts.find((p) => p.type === 'text') as { text: string } | undefined)?.text ?? ''
+    // At each commit (read through the engine, so after it), until the whole text is there.
+    const started = Date.now()
+    let seen = commits.count()
+    let stored = await storedText()
+    while (stored !== 'partial answer') {
+      // A commit since the read began (or the next one): the read may have missed it.
+      await commits.since(seen, 2000)
+      seen = commits.count()
+      stored = await storedText()
+    }
+    expect(stored).toBe('partial answer')
+    expect(Date.now() - started).toBeLessThan(2000)
+  } finally {
+    await commits.close()
   }
-  expect(stored).toBe('partial answer')
   turn.abort()
   await turn.done
 })

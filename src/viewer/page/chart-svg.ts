@@ -5,6 +5,7 @@
  * per transition on its edge, its time and how long the turn stayed after it in the badge's
  * tooltip), the running turn's state marked, with its live clock or retry countdown.
  */
+import { readableEvent } from '../../chart/readable-event'
 import { compoundBox, drawingText, stateBox, type ChartDrawing, type DrawnBox, type DrawnEdge } from '../chart-drawing'
 import type { PathStep, TurnView } from '../wire'
 import { everyTick } from './clocks'
@@ -157,7 +158,7 @@ function badgeSpots(edge: DrawnEdge, count: number): Point[] {
 function drawBadges(edge: DrawnEdge, steps: Array<{ step: PathStep; member: string }>, stayed: Map<number, string>, start: number) {
   const length = polylineLength(edge.points as Point[])
   const title = ({ step }: { step: PathStep }) =>
-    `#${step.seq} at ${offset(step.time - start)}: ${step.from} → ${step.to} on ${step.event}${stayed.has(step.seq) ? `; then ${stayed.get(step.seq)}` : ''}`
+    `#${step.seq} at ${offset(step.time - start)}: ${step.from} → ${step.to} on ${readableEvent(step.event)}${stayed.has(step.seq) ? `; then ${stayed.get(step.seq)}` : ''}`
   if (steps.length * badgeSpacing > length) {
     const text = steps.map(({ step }) => step.seq).join(',')
     const [[cx, cy]] = badgeSpots(edge, 1)

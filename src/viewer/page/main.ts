@@ -11,6 +11,7 @@ import { el } from './dom'
 import { installKeys } from './keys'
 import { chooseSession, missingSession, missingTurn, readFailure } from './notices'
 import { sessionList } from './session-list'
+import { activityStatus } from './turn-activity'
 import { sessionBlocks, sessionHref } from './session-view'
 
 const drawing = JSON.parse(document.getElementById('chart-drawing')!.textContent!) as ChartDrawing
@@ -93,8 +94,9 @@ function connect() {
 }
 
 function renderStatus() {
-  const live = state.page?.turns.some((t) => t.outcome === null)
-  status.textContent = !state.connected ? 'offline: reconnecting to the viewer…' : live ? '● live: a turn is running' : '● connected'
+  const activity = activityStatus(state.page?.turns ?? [], Date.now())
+  const live = activity.live
+  status.textContent = !state.connected ? 'offline: reconnecting to the viewer…' : activity.text
   status.className = !state.connected ? 'status offline' : live ? 'status live' : 'status'
 }
 

@@ -13,6 +13,8 @@ import { el } from './dom'
 import { renderMessage } from './conversation'
 import { clock, duration, offset } from './format'
 import { visitsOf } from './visits'
+import { turnActivity } from './turn-activity'
+import { readableEvent } from '../../chart/readable-event'
 
 export interface TurnContext {
   drawing: ChartDrawing
@@ -46,6 +48,10 @@ function retryCountdown(turn: TurnView): HTMLElement | null {
   if (turn.outcome !== null || !retryStates.has(turn.state) || turn.retryAt === null) return null
   const retryAt = turn.retryAt
   const what = turn.state === 'compaction-retry-waiting' ? 'summary attempt' : 'attempt'
+  // Nobody runs it (a closed engine released it): no attempt is coming until an engine resumes it.
+  if (turnActivity(turn, Date.now()) === 'unowned') {
+    return el('p', { class: 'retry dim', role: 'status' }, el('b', {}, 'Retry pending: '), `${what} ${turn.attempt + 1} waits for an engine to resume this turn (no engine runs it)`)
+  }
   const text = el('span', { class: 'countdown' })
   everyTick(text, () => {
     const left = retryAt - Date.now()
@@ -88,7 +94,7 @@ function pathList(turn: TurnView): HTMLElement {
     'ol',
     { class: 'path', 'aria-label': 'The transitions of the turn, numbered as on the chart' },
     item(0, start, 'start in idle', null),
-    ...turn.path.map((step) => item(step.seq, step.time, `${step.from} → ${step.to}`, step.event)),
+    ...turn.path.map((step) => item(step.seq, step.time, `${step.from} → ${step.to}`, readableEvent(step.event))),
   )
 }
 

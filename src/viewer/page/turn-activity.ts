@@ -1,0 +1,29 @@
+/**
+ * What an unfinished turn is doing, as the page says it: an engine runs it (its owner holds a
+ * lease that has not run out), it waits for a decision (awaiting approval: nobody needs to run
+ * it), or nobody runs it (released by a closed engine, or its process died): it is not live,
+ * and the next engine on the database resumes it. A DOM-free module: the page and the tests
+ * share it.
+ */
+import type { TurnRecord } from '../../core/types'
+
+export type TurnActivity = 'ended' | 'running' | 'waiting' | 'unowned'
+
+/**
+ * @example
+ * turnActivity({ outcome: null, state: 'retry-waiting', owner: null, leaseUntil: null }, Date.now()) // 'unowned'
+ */
+export function turnActivity(turn: Pick<TurnRecord, 'outcome' | 'state' | 'owner' | 'leaseUntil'>, now: number): TurnActivity {
+  if (turn.outcome !== null) return 'ended'
+  if (turn.state === 'awaiting-approval') return 'waiting'
+  return turn.owner != null && turn.leaseUntil != null && turn.leaseUntil > now ? 'running' : 'unowned'
+}
+
+/** The page's status line for a session's turns (connected). */
+export function activityStatus(turns: Array<Pick<TurnRecord, 'outcome' | 'state' | 'owner' | 'leaseUntil'>>, now: number): { text: string; live: boolean } {
+  const activities = new Set(turns.map((turn) => turnActivity(turn, now)))
+  if (activities.has('running')) return { text: '● live: a turn is running', live: true }
+  if (activities.has('waiting')) return { text: '● a turn is waiting for an approval', live: true }
+  if (activities.has('unowned')) return { text: '○ connected: a turn is unfinished and no engine runs it (the next engine on this database resumes it)', live: false }
+  return { text: '● connected', live: false }
+}
