@@ -34,16 +34,15 @@ export interface ActorWork<I, T> {
 }
 
 /**
- * The actor's logic is made once for every turn (a chart with its actors is built once: see
- * turn-actors.ts); `turnOf` finds the turn an actor runs for (its gate and its data) from the
- * actor system it runs in, one per turn.
+ * The actor's logic, made for one turn (turn-actors.ts `turnChart`): `bound` is the turn it runs
+ * for (its write-ahead gate and its data); each invocation gets its `input` from the chart.
  *
  * @example
- * const streamStep = gatedActor(turnOf, { run: (scope, input, signal) => streamStep(scope, input, signal), failure: (e) => stepFailed(e) })
+ * const streamStep = gatedActor({ gate: log, turn: { scope, tree } }, { run: ({ scope }, input, signal) => streamStep(scope, input, signal), failure: (e) => stepFailed(e) })
  */
-export function gatedActor<I, T>(turnOf: (system: object) => { gate: WriteAheadGate; turn: T }, work: ActorWork<I, T>): CallbackActorLogic<TurnEvent, I> {
-  return fromCallback<TurnEvent, I>(({ input, sendBack, system }) => {
-    const { gate, turn } = turnOf(system)
+export function gatedActor<I, T>(bound: { gate: WriteAheadGate; turn: T }, work: ActorWork<I, T>): CallbackActorLogic<TurnEvent, I> {
+  return fromCallback<TurnEvent, I>(({ input, sendBack }) => {
+    const { gate, turn } = bound
     const controller = new AbortController()
     let settled = false
     void (async () => {

@@ -16,7 +16,7 @@ import type { ChildTurnRunner } from '../tools/child-turns'
 import { RunTree } from './run-tree/run-tree'
 import type { RunTrees } from './run-tree/run-trees'
 import { TurnLog, transitionsTo, type FirstRowWriter } from './turn-log/turn-log'
-import { bindTurn, turnChart } from './turn-actors'
+import { turnChart } from './turn-actors'
 import { TurnHandle, type RunningTurn, type UIMessageStreamOfTurn } from './turn-handle'
 import type { TurnScope } from './turn-scope'
 
@@ -109,7 +109,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => log.leaving, publish: (event) => scope.events.publish(event) }, deps)
   const record = transitionsTo(log)
   const appInspector = deps.inspect ? tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) : undefined
-  const actor = createActor(turnChart, {
+  const actor = createActor(turnChart({ scope, tree, ...(children ? { children } : {}) }, log), {
     input: start.input,
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
     ...(deps.clock ? { clock: deps.clock } : {}),
@@ -123,7 +123,6 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
       : record,
   })
   if (deps.inspect) tree.inspection.add(scope.turnId, tree.inspection.actorOf(actor, scope.parentTurnId))
-  bindTurn(actor, { scope, tree, ...(children ? { children } : {}) }, log)
   // An actor error is a defect in turnchart; observe it so it cannot crash the process.
   actor.subscribe({ error: (error) => deps.onActorError(error) })
   const handle = new TurnHandle({

@@ -1,5 +1,6 @@
 /**
- * Explicit inputs (issue 34): what an engine hands the code above it (the web edge, the tests)
+ * Explicit inputs (issue 34): the chart's actors get their turn from their logic (made per turn)
+ * and their input, not from a map keyed by their actor system; what an engine hands the code above it (the web edge, the tests)
  * is a member of the engine (`engine.notifications`), never a module-level WeakMap keyed by the
  * engine object, which no reader of the `Engine` type can see.
  */
@@ -31,4 +32,14 @@ test('no module-level WeakMap keyed by the engine', () => {
   // Anywhere: no WeakMap typed by the engine, and none read or written with an engine as its key.
   const byEngine = sources.filter((s) => /WeakMap<\s*(?:Engine|object)\b[^>]*>[\s\S]{0,400}?\.(?:get|set|has)\(\s*engine\b/.test(s.text) || /WeakMap<\s*Engine\b/.test(s.text)).map((s) => s.file)
   expect(byEngine).toEqual([])
+})
+
+test("no actor finds its turn through a map keyed by its actor system: an actor's input and its logic's turn are its whole contract", () => {
+  // `turns.set(actor.system, …)` / `turns.get(system)`: a WeakMap keyed by XState's actor system
+  const bySystem = /\.(?:set|get|has)\(\s*(?:\w+\.)?system\b/
+  expect(sources.filter((s) => bySystem.test(s.text)).map((s) => s.file)).toEqual([])
+  // The pattern finds what it is for.
+  expect(bySystem.test('turns.set(actor.system, { gate, turn })')).toBe(true)
+  // The chart's actors are made for their turn (turn-actors.ts `turnChart`), not bound after the actor exists.
+  expect(sources.filter((s) => /\bbindTurn\b|\bturnOf\(/.test(s.text)).map((s) => s.file)).toEqual([])
 })

@@ -352,8 +352,8 @@ test('a final row that cannot be written, nor its failure row, ends the turn `un
 
 test('detach (close) records nothing more and lets the queued writes land; the turn ends `detached`, its row open', async () => {
   const turn = fakeTurn()
-  const { recorder, send } = recordTurn(turn)
-  send({ type: 'turn.start' })
+  const { recorder, send, start } = recordTurn(turn)
+  start()
   turn.control.hold = deferred()
   const hold = turn.control.hold
   send(retry) // queued, held in its transaction
@@ -364,21 +364,21 @@ test('detach (close) records nothing more and lets the queued writes land; the t
   hold.resolve()
   await detached
   await expect(recorder.ended).resolves.toEqual({ kind: 'detached' })
-  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming', '2 streaming --step.failed--> retry-waiting'])
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming', '3 streaming --step.failed--> retry-waiting'])
   expect(recorder.leaving).toBe(true)
   expect(turn.control.sealed).toBe(true)
 })
 
 test('the first end wins: a turn lost to another engine ends `lost`, and a later end changes nothing', async () => {
   const turn = fakeTurn()
-  const { recorder, send } = recordTurn(turn)
-  send({ type: 'turn.start' })
+  const { recorder, send, start } = recordTurn(turn)
+  start()
   await recorder.committed()
   recorder.lose(new TurnOwnershipLostError('trn_1', 'me'))
   recorder.end({ kind: 'detached' })
   send(finished) // not recorded: the turn ended here
   await recorder.settled()
   await expect(recorder.ended).resolves.toMatchObject({ kind: 'lost', error: { name: 'TurnOwnershipLostError' } })
-  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> streaming'])
+  expect(path(turn.rows)).toEqual(['1 idle --turn.start--> step-gate', '2 step-gate --gate.continue--> streaming'])
   expect(turn.published.filter((e) => e.type === 'turn.lost')).toHaveLength(1)
 })
