@@ -118,7 +118,7 @@ function Message({ message, onApproval }: { message: UIMessage; onApproval: (id:
 }
 
 function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
-  const { messages, sendMessage, status, stop, error, addToolApprovalResponse } = useChat({
+  const { messages, setMessages, sendMessage, status, stop, error, addToolApprovalResponse } = useChat({
     id,
     messages: initial,
     resume: true,
@@ -131,6 +131,8 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
   const last = [...messages].reverse().find((m) => m.role === 'assistant')
   const turn = last?.parts.find((p) => p.type === 'data-turn-state') as { data: TurnState } | undefined
   const busy = status === 'submitted' || status === 'streaming'
+  // A turn waiting for a decision has no open stream (useChat says 'ready'), but it runs: Stop ends it.
+  const awaiting = !busy && turn?.data.state === 'awaiting-approval'
   // What a timer set earlier sees now.
   const latest = useRef({ busy, lastId: messages.at(-1)?.id })
   latest.current = { busy, lastId: messages.at(-1)?.id }
@@ -157,6 +159,12 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
     // that does not end is cut here.
     const stopping = messages.at(-1)?.id
     await fetch(`/api/chat/${encodeURIComponent(id)}/stream`, { method: 'DELETE' })
+    if (awaiting) {
+      // No stream brings the end of a turn stopped while it waited: read the stored conversation.
+      const stored = (await (await fetch(`/api/chat/${encodeURIComponent(id)}/messages`)).json()) as UIMessage[]
+      setMessages(stored)
+      return
+    }
     setTimeout(() => {
       const now = latest.current
       if (now.busy && now.lastId === stopping) void stop()
@@ -172,7 +180,7 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
         ))}
       </div>
       {error && <div className="failure" data-testid="error">{error.message}</div>}
-      <div className="status" data-testid="status">{status}</div>
+      <div className="status" data-testid="status">{awaiting ? 'awaiting approval' : status}</div>
       <form
         onSubmit={(e) => {
           e.preventDefault()
@@ -182,7 +190,7 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
         <input data-testid="prompt" value={input} placeholder={busy ? 'Add something while it works' : 'Ask something'} onChange={(e) => setInput(e.target.value)} />
         <input type="file" multiple data-testid="file" ref={fileInput} disabled={busy} onChange={(e) => setFiles(e.target.files ?? undefined)} />
         <button type="submit" data-testid="send">{busy ? 'Steer' : 'Send'}</button>
-        <button type="button" data-testid="stop" disabled={!busy} onClick={() => void stopTurn()}>Stop</button>
+        <button type="button" data-testid="stop" disabled={!busy && !awaiting} onClick={() => void stopTurn()}>Stop</button>
       </form>
       <div className="prompts">
         {prompts.map((p) => (
