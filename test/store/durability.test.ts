@@ -34,11 +34,13 @@ test('replay rebuilds the state sequence with the parts each transition wrote', 
   await turn.done
   const steps = await h.engine.replay(turn.id)
   expect(steps.map((s) => `${s.event}>${s.state}`)).toEqual([
-    'turn.start>streaming',
+    'turn.start>step-gate',
+    'gate.continue>streaming',
     'step.failed>retry-waiting',
     'xstate.after.retryDelay.turn.running.step.retry-waiting>streaming',
     'step.finished>tool-running',
-    'tools.finished>streaming',
+    'tools.finished>step-gate',
+    'gate.continue>streaming',
     'step.finished>completed',
   ])
   const partIds = new Set((await h.engine.messages(session.id)).flatMap((m) => m.parts.map((p) => p.id)))
@@ -53,11 +55,11 @@ sqliteOnly('replay reports a hand-edited log instead of guessing', async () => {
   const turn = h.engine.prompt(session.id, 'x')
   await turn.done
   const raw = new Database(h.dbPath)
-  raw.prepare("update turnchart_transitions set to_state = 'tool-running' where turn_id = ? and seq = 2").run(turn.id)
+  raw.prepare("update turnchart_transitions set to_state = 'tool-running' where turn_id = ? and seq = 3").run(turn.id)
   raw.close()
   const error = await h.engine.replay(turn.id).catch((e: unknown) => e)
   expect(ReplayMismatchError.isInstance(error)).toBe(true)
-  expect(error).toMatchObject({ seq: 2, expected: 'completed', logged: 'tool-running' })
+  expect(error).toMatchObject({ seq: 3, expected: 'completed', logged: 'tool-running' })
 
   const raw2 = new Database(h.dbPath)
   raw2.prepare('delete from turnchart_transitions where turn_id = ? and seq = 1').run(turn.id)
@@ -71,7 +73,7 @@ test('prune deletes the logs of finished turns and keeps their messages and part
   const before = await h.engine.messages(session.id)
   expect(await h.engine.prune({ olderThan: new Date(Date.now() - 60_000) })).toBe(0)
   const deleted = await h.engine.prune({ olderThan: Date.now() + 1 })
-  expect(deleted).toBe(20)
+  expect(deleted).toBe(30) // 10 steps × (the step gate, streaming, tool-running or completed)
   expect(await h.engine.transitions(turn.id)).toEqual([])
   expect(await h.engine.messages(session.id)).toEqual(before)
   expect((await h.engine.getTurn(turn.id))?.outcome).toBe('completed')
@@ -102,8 +104,9 @@ sqliteOnly('a 10-step turn with tools adds a bounded number of rows and bytes, t
   })
   const d1 = delta(start, first)
   const d2 = delta(first, second)
-  // 2 messages; 10 steps × (step-start, text, step-finish) + 9 tool parts + the prompt; 1 turn; 20 transitions
-  expect(d1.rows).toEqual({ turnchart_messages: 2, turnchart_parts: 40, turnchart_turns: 1, turnchart_transitions: 20 })
+  // 2 messages; 10 steps × (step-start, text, step-finish) + 9 tool parts + the prompt; 1 turn;
+  // 30 transitions (each step: into the step gate, into streaming, out of it; the gate's row rides in the next commit)
+  expect(d1.rows).toEqual({ turnchart_messages: 2, turnchart_parts: 40, turnchart_turns: 1, turnchart_transitions: 30 })
   expect(d2.rows).toEqual(d1.rows)
   expect(d2.bytes).toBeLessThan(d1.bytes * 1.1)
   expect(d1.bytes).toBeLessThan(40_000)
