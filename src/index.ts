@@ -32,6 +32,7 @@ export type { TurnStreamPart, AsyncIterableStream, TurnListener } from './turn/t
 export type { CallSettings, TurnSettings, PromptOptions, SessionDefaults, ToolChoiceOption, StoredTurnOptions } from './core/types'
 export type { PromptInput } from './conversation/user-input'
 export { turnOfTool, type TurnToolContext } from './tools/run-tools'
+export { childTurnsOf, type ChildTurnRunner, type ChildTurnCall, type ChildTurnResult } from './tools/child-turns'
 export type { TurnchartEvent, TurnchartEventType, Listener, ChildTurnFields, ChildProgress, PartOrigin, PartChange, MessageChange, ToolStage } from './core/bus'
 export * from './core/errors'
 export type * from './core/types'

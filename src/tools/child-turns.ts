@@ -33,21 +33,15 @@ export interface ChildTurnRunner {
   run(call: ChildTurnCall): Promise<ChildTurnResult>
 }
 
-const runnerKey = Symbol.for('turnchart.childTurns')
-
 /**
- * `context` with `runner` attached (not enumerable: the context stays what the app sees).
+ * The child turn runner a tool call was given: `childTurns` of the context turnchart passes
+ * every tool's `execute` (`TurnToolContext`, in `options.experimental_context`), set when the
+ * engine runs child turns (`agentTool` uses it).
  *
  * @example
- * const context = withChildTurns({ sessionId, turnId }, runner)
+ * execute: async (input, options) => { const runner = childTurnsOf(options); ... }
  */
-export function withChildTurns<T extends object>(context: T, runner: ChildTurnRunner | undefined): T {
-  if (runner) Object.defineProperty(context, runnerKey, { value: runner, enumerable: false })
-  return context
-}
-
-/** The runner in the options a tool's `execute` got, if the engine put one there. */
 export function childTurnsOf(options: unknown): ChildTurnRunner | undefined {
-  const context = (options as { experimental_context?: Record<symbol, unknown> } | undefined)?.experimental_context
-  return (context?.[runnerKey] as ChildTurnRunner | undefined) ?? undefined
+  const context = (options as { experimental_context?: { childTurns?: ChildTurnRunner } } | undefined)?.experimental_context
+  return context?.childTurns
 }

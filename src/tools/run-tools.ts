@@ -7,7 +7,7 @@ import type { ModelMessage, ToolSet } from 'ai'
 import type { Part, ToolPart, ToolState } from '../core/types'
 import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../core/secrets/redact-secrets'
-import { withChildTurns, type ChildTurnRunner } from './child-turns'
+import type { ChildTurnRunner } from './child-turns'
 import { toolOptions } from './tool-options'
 import { completeCall, failCall } from './tool-part'
 import { safeMessage } from '../core/errors'
@@ -51,14 +51,19 @@ export async function runTools(scope: ToolRunScope, signal: AbortSignal, childre
   await Promise.all(workers)
 }
 
-/** What a tool's `execute` gets besides the AI SDK's options: the session and turn it runs for. */
+/**
+ * What a tool's `execute` gets besides the AI SDK's options (as `options.experimental_context`):
+ * the session and turn it runs for, and the runner of child turns when the engine runs them.
+ */
 export interface TurnToolContext {
   sessionId: string
   turnId: string
+  /** Run trees: starts a child turn of this call (what `agentTool` runs on); absent when the engine runs none. */
+  childTurns?: ChildTurnRunner
 }
 
 function toolContext(scope: ToolRunScope, children: ChildTurnRunner | undefined): TurnToolContext & { experimental_context: TurnToolContext } {
-  const context = withChildTurns({ sessionId: scope.sessionId, turnId: scope.turnId }, children)
+  const context: TurnToolContext = { sessionId: scope.sessionId, turnId: scope.turnId, ...(children ? { childTurns: children } : {}) }
   return { ...context, experimental_context: context }
 }
 

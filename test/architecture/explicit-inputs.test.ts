@@ -43,3 +43,13 @@ test("no actor finds its turn through a map keyed by its actor system: an actor'
   // The chart's actors are made for their turn (turn-actors.ts `turnChart`), not bound after the actor exists.
   expect(sources.filter((s) => /\bbindTurn\b|\bturnOf\(/.test(s.text)).map((s) => s.file)).toEqual([])
 })
+
+test('no Symbol put in the context a tool call gets: the child turn runner is a typed member of TurnToolContext', () => {
+  // A file that builds or reads `experimental_context` and names a Symbol carries a hidden key there.
+  const hidden = sources.filter((s) => /experimental_context/.test(s.text) && /\bSymbol(?:\.for)?\(/.test(s.text)).map((s) => s.file)
+  expect(hidden).toEqual([])
+  // Nor is a property defined on it out of sight (`Object.defineProperty(context, …, { enumerable: false })`).
+  const defined = sources.filter((s) => /experimental_context/.test(s.text) && /Object\.defineProperty\(/.test(s.text)).map((s) => s.file)
+  expect(defined).toEqual([])
+  expect(sources.find((s) => s.file === path.join('src', 'tools', 'run-tools.ts'))?.text).toMatch(/childTurns\?: ChildTurnRunner/)
+})
