@@ -13,7 +13,8 @@ import { z } from 'zod'
 import { createEngine, InvalidArgumentError, InvalidOptionError, type Engine, type TurnchartEvent } from '../../src'
 import { openReadOnlyStore } from '../../src/store/backends/read-only-store'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, postgresAnswers, withParams } from '../support/harness'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, withParams } from '../support/harness'
+import { itPostgres } from '../support/requires'
 import { runCli } from './run-cli'
 
 jest.setTimeout(60_000)
@@ -123,7 +124,7 @@ test("close() checkpoints the WAL into the file while a reader keeps the databas
   }
 })
 
-test('a database without a file to copy: engine.backup on a MemoryStore and turnchart backup of a PostgreSQL URL say what to use', async () => {
+test('a database without a file to copy: engine.backup on a MemoryStore says what to use', async () => {
   const { MemoryStore } = await import('../../src')
   const engine = await createEngine({ database: new MemoryStore(), model: modelFor(server) })
   try {
@@ -133,10 +134,9 @@ test('a database without a file to copy: engine.backup on a MemoryStore and turn
   } finally {
     await engine.close()
   }
-  if (!(await postgresAnswers())) {
-    console.log(`the PostgreSQL half of the backup test is skipped: no PostgreSQL answers at ${pgBaseUrl}`)
-    return
-  }
+})
+
+itPostgres('turnchart backup of a PostgreSQL URL makes no file and gives the pg_dump command for its schema', async () => {
   const schema = freshSchemaName()
   const url = withParams(pgBaseUrl, { schema })
   try {

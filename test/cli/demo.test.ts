@@ -8,7 +8,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { startScriptedServer } from '../../src/testing'
-import { dropSchemas, freshSchemaName, pgBaseUrl, postgresAnswers, withParams } from '../support/harness'
+import { dropSchemas, freshSchemaName, pgBaseUrl, withParams } from '../support/harness'
+import { itPostgres } from '../support/requires'
 import { runCli } from './run-cli'
 
 let dir: string
@@ -121,11 +122,7 @@ test('with TURNCHART_BASE_URL the same agent runs against that endpoint', async 
   }
 }, 60_000)
 
-test('demo --db <postgres:// URL> stores the demo in that database, read back by sessions', async () => {
-  if (!(await postgresAnswers())) {
-    console.log(`demo on PostgreSQL skipped: no PostgreSQL answers at ${pgBaseUrl} (set TURNCHART_PG_URL)`)
-    return
-  }
+itPostgres('demo --db <postgres:// URL> stores the demo in that database, read back by sessions', async () => {
   const schema = freshSchemaName()
   const database = withParams(pgBaseUrl, { schema })
   try {
