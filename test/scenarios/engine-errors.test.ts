@@ -45,6 +45,7 @@ const calls: Record<string, (engine: Engine) => unknown> = {
   queue: (e) => e.queue('ses_x'),
   cancelQueued: (e) => e.cancelQueued('trn_x'),
   readStatus: (e) => e.readStatus('ses_x'),
+  backup: (e) => e.backup('closed-engine-backup.db'),
 }
 
 test('every method of a closed engine throws (or rejects with) EngineClosedError; close() again is a no-op', async () => {
