@@ -43,6 +43,10 @@ export function queueReplies(server: ScriptedServer, prompt: string, folderEntri
       usage: { input: 120, output: 30, reasoning: 12 },
     })
     server.error(429, { error: { message: 'Rate limit reached. Please retry shortly.', type: 'rate_limit_error' } }, { 'retry-after-ms': '3000' })
+    // The retried step lists once more, so a message typed during the retry wait joins the turn
+    // at the step gate after this call's result (a steer is taken between steps, not between
+    // the attempts of one step).
+    server.push({ type: 'stream', delayMs: 15, chunks: [{ tool: { name: 'list', input: { path: '.' } } }], usage: { input: 200, output: 12 } })
     server.push({
       type: 'stream',
       delayMs: 15,

@@ -116,7 +116,7 @@ browserTest(
     expect(await page.locator('[data-testid=message-assistant]').count()).toBe(4)
     expect((await app.engine.getTurn(turnBefore))!.outcome).toBe('completed')
     // The earlier turns came back from the database: the tool results and the stopped poem.
-    expect(await page.locator('[data-testid=tool-list][data-tool-state=output-available]').count()).toBe(1)
+    expect(await page.locator('[data-testid=tool-list][data-tool-state=output-available]').count()).toBe(2)
     expect(await page.locator('[data-testid=tool-deploy][data-tool-state=output-available]').count()).toBe(1)
     expect(await page.getByTestId('message-error').textContent()).toMatch(/^MessageAbortedError/)
 

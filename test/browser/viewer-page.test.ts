@@ -19,6 +19,7 @@ import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { openReadOnlyStore } from '../../src/store/backends/read-only-store'
 import { runCli } from '../cli/run-cli'
 import { cliArgs } from '../support/compiled'
+import { readableEvent } from '../../src/chart/readable-event'
 import { modelFor } from '../support/harness'
 import { chromiumBinary, testNeeding } from '../support/requires'
 
@@ -236,7 +237,7 @@ async function expectDrawnPath(page: Page, turn: { id: string; transitions: Tran
   // The same path as a numbered list.
   const rows = await page.locator(`article[data-turn="${turn.id}"] > details ol.path li`).allTextContents()
   expect(rows).toHaveLength(turn.transitions.length + 1)
-  for (const t of turn.transitions) expect(rows[t.seq]).toContain(`${t.seq}`), expect(rows[t.seq]).toContain(`${t.from} → ${t.to}`), expect(rows[t.seq]).toContain(t.event)
+  for (const t of turn.transitions) expect(rows[t.seq]).toContain(`${t.seq}`), expect(rows[t.seq]).toContain(`${t.from} → ${t.to}`), expect(rows[t.seq]).toContain(readableEvent(t.event))
   return { facts, rows }
 }
 
@@ -305,11 +306,11 @@ browserTest('a turn another engine runs moves on in the page while it watches: i
   // The retry fires in the other engine: streaming again, its text arriving.
   await article.locator('g[data-state="streaming"].current').waitFor()
   await article.locator('.part-text', { hasText: 'working on it' }).waitFor()
-  expect(await article.locator('g[data-state="streaming"]').getAttribute('data-visits')).toBe('1 3')
+  expect(await article.locator('g[data-state="streaming"]').getAttribute('data-visits')).toBe('2 4')
   turn.abort()
   await article.locator('.outcome-aborted').first().waitFor()
   await article.locator('g[data-state="aborted"].ended').waitFor()
-  expect(await article.locator('g.badge').evaluateAll((badges: any[]) => badges.flatMap((b) => b.dataset.seq.split(' ').map(Number)).sort((a: number, b: number) => a - b))).toEqual([1, 2, 3, 4])
+  expect(await article.locator('g.badge').evaluateAll((badges: any[]) => badges.flatMap((b) => b.dataset.seq.split(' ').map(Number)).sort((a: number, b: number) => a - b))).toEqual([1, 2, 3, 4, 5])
   expect(await page.evaluate(() => (globalThis as any).loadedOnce)).toBe(true)
   await page.close()
 })

@@ -170,7 +170,7 @@ describe('PostgreSQL', () => {
     expect(messages[1].parts.find((p) => p.type === 'text')).toMatchObject({ text: 'x'.repeat(deltas) })
     expect(typeof messages[0].info.time.created).toBe('number')
     const log = await engine.transitions(turn.id)
-    expect(log.map((t) => [t.seq, t.to])).toEqual([[1, 'streaming'], [2, 'completed']])
+    expect(log.map((t) => [t.seq, t.to])).toEqual([[1, 'step-gate'], [2, 'streaming'], [3, 'completed']])
     expect(typeof log[0].time).toBe('number')
     const record = await engine.getTurn(turn.id)
     expect(typeof record!.time.created).toBe('number')
