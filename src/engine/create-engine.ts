@@ -68,7 +68,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const { requireOpen, call } = engineCalls(isClosed)
 
   const running = new RunningTurns()
-  // The steers being stored: the queue tells, a turn waits (before each model call).
+  // The steers being stored: the queue tells, a turn waits (at each step gate).
   const steers = new SteerWrites()
   // Run trees: a tool's child turn aborted on another engine goes through the stored controls.
   let abortElsewhere: (sessionId: string) => Promise<void> = async () => undefined

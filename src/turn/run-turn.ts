@@ -49,7 +49,7 @@ export interface TurnDeps {
   children?(parent: ParentTurn, turns: TurnDeps): TurnChildren
   /** Run trees: the trees this engine runs turns of (a recovered child finds its root's here). */
   trees?: RunTrees
-  /** Resolves once the steers this engine is storing for the session are stored (read before each model call). */
+  /** Resolves once the steers this engine is storing for the session are stored (read at each step gate). */
   steersStored?(sessionId: string): Promise<void>
   /** A turn's UI message stream (`turn.toUIMessageStreamResponse()`), from the layer above that builds it. */
   uiMessageStream?: UIMessageStreamOfTurn
