@@ -17,27 +17,33 @@ import type { ChildProgress } from '../core/bus'
 import type { TurnRecord, Usage } from '../core/types'
 import type { Store } from '../store/store'
 import type { ChildTurnCall, ChildTurnResult } from '../tools/child-turns'
-import { RunTree, type TreeLoad } from '../turn/run-tree/run-tree'
 import type { ParentTurn, TurnChildren, TurnDeps } from '../turn/run-turn'
 import type { TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
 import { finalTextOf } from '../turn/turn-result'
 import { startTurn } from '../turn/turn-starts'
+import { abortAnywhere, remoteControl } from './control-calls'
+import { takeOverTurns } from './recovery'
 import type { RunningTurns } from './running-turns'
+import type { StoreFeeds } from './store-feeds'
 
 export interface ChildTurnDeps {
   config: ResolvedConfig
   services: TurnServices
   running: RunningTurns
+  /** True once the engine closed: a child's abort then stores no request for another engine. */
+  isClosed(): boolean
+  /** PostgreSQL notifications: an abort stored for another engine is known handled at once. */
+  feeds?: Pick<StoreFeeds, 'controlOutcomes'>
+}
+
+/** What a parent turn's child runner works with: the engine's parts, the parent's turn deps, and what they make. */
+interface ChildRunDeps extends ChildTurnDeps {
+  turns: TurnDeps
   /** Aborts the running turn of a session another engine runs (a stored control request). */
   abortElsewhere(sessionId: string): Promise<void>
   /** Takes over turns whose engine is gone (a child left by a crash that no engine resumes yet). */
   recover(): Promise<unknown>
-}
-
-/** What a parent turn's child runner works with: the engine's parts and the parent's turn deps. */
-interface ChildRunDeps extends ChildTurnDeps {
-  turns: TurnDeps
 }
 
 /**
@@ -52,11 +58,16 @@ export function childSessionId(parentTurnId: string, callId: string): string {
  * The child turn runner of each turn (`TurnDeps.children`).
  *
  * @example
- * const turns: TurnDeps = { ..., children: childTurns({ config, services, running, abortElsewhere, recover }) }
+ * const turns: TurnDeps = { ..., children: childTurns({ config, services, running, isClosed }) }
  */
 export function childTurns(engine: ChildTurnDeps): (parent: ParentTurn, turns: TurnDeps) => TurnChildren {
   return (parent, turns) => {
-    const deps: ChildRunDeps = { ...engine, turns }
+    // Made from the turn deps the call runs with, so the engine builds its parts in order: the
+    // recovery and the stored abort a child may need are the ones that run turns with these deps.
+    const recover = () => takeOverTurns({ ...engine, turns })
+    const remote = remoteControl({ store: turns.store, config: engine.config, running: engine.running, recover, ...(engine.feeds ? { feeds: engine.feeds } : {}) })
+    const abortElsewhere = (sessionId: string) => (engine.isClosed() ? Promise.resolve() : abortAnywhere(remote, engine.running, sessionId))
+    const deps: ChildRunDeps = { ...engine, turns, recover, abortElsewhere }
     let started = false
     return {
       async run(call) {
@@ -210,32 +221,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true })
   })
-}
-
-/**
- * The tree a turn resumed here belongs to: the one this engine holds for its root, or one that
- * loads the root's budget and what the tree spent so far from the stored rows (once).
- *
- * @example
- * const tree = treeOf(turns, record)
- */
-export function treeOf(turns: Pick<TurnDeps, 'store' | 'trees'>, record: TurnRecord): RunTree {
-  const rootTurnId = record.rootTurnId ?? record.id
-  return turns.trees?.get(rootTurnId) ?? new RunTree({ rootTurnId, startedAt: record.time.created, load: () => loadTree(turns.store, rootTurnId) })
-}
-
-async function loadTree(store: Store, rootTurnId: string): Promise<TreeLoad> {
-  const root = await store.turns.get(rootTurnId)
-  const usages = await store.turns.usages(root?.sessionId ?? '')
-  const tree = [...usages.filter((u) => u.id === rootTurnId).map((u) => ({ ...u, step: root?.step ?? 0 })), ...(await store.turns.descendants([rootTurnId]))]
-  const byTurn = await turnUsages(store, tree)
-  const spent = { tokens: { input: 0, output: 0 }, cost: 0, steps: 0 }
-  for (const t of tree) {
-    const usage = byTurn.get(t.id)!
-    spent.tokens.input += usage.tokens.input
-    spent.tokens.output += usage.tokens.output
-    spent.cost += usage.cost
-    spent.steps += t.step
-  }
-  return { budget: root?.options?.budget, startedAt: root?.time.created ?? Date.now(), spent }
 }

@@ -6,7 +6,7 @@
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import { startControlPoller, type ControlPoller } from '../control/control-poller'
-import { requestAbort, requestDecision } from '../control/remote-control'
+import { requestAbort, requestDecision, type RemoteControlDeps } from '../control/remote-control'
 import { optionalString, requireId } from '../core/arguments'
 import type { Store } from '../store/store'
 import type { RunningTurns } from './running-turns'
@@ -57,19 +57,7 @@ export function engineControl(deps: {
   feeds?: Pick<StoreFeeds, 'controlRequests' | 'controlOutcomes'>
 }): EngineControl {
   const { config, running, requireOpen } = deps
-  const remote = {
-    store: deps.store,
-    localTurn: (turnId: string) => running.find(turnId),
-    recover: deps.recover,
-    waitMs: config.leaseMs + 2 * config.controlPollIntervalMs,
-    checkEveryMs: Math.max(10, Math.floor(config.controlPollIntervalMs / 4)),
-    checkEdit: async (turnId: string, callId: string, input: unknown) => {
-      const call = await waitingCall(deps.store, turnId, callId)
-      if (!call) throw new ApprovalNotPendingError(turnId, callId, 'its part is not waiting for approval')
-      return checkApprovalEdit(config.tools, config.editableApprovals, call.tool, input)
-    },
-    ...(deps.feeds ? { outcomes: deps.feeds.controlOutcomes } : {}),
-  }
+  const remote = remoteControl(deps)
   const poller = startControlPoller({
     requests: deps.store.controls,
     running: () => running.begun(),
@@ -81,11 +69,7 @@ export function engineControl(deps: {
     async abort(sessionId) {
       requireOpen('abort a turn')
       requireId('sessionId', sessionId)
-      if (!running.ofSession(sessionId)) await requestAbort(remote, sessionId)
-      const turn = running.ofSession(sessionId)
-      if (!turn) return
-      turn.abort()
-      await turn.done.catch(() => undefined)
+      await abortAnywhere(remote, running, sessionId)
     },
     async approve(turnId, callId, options) {
       requireOpen('approve a tool call')
@@ -102,6 +86,43 @@ export function engineControl(deps: {
     },
   }
   return { calls, poller }
+}
+
+/** The engine's side of approve, deny and abort from any engine (src/control/remote-control.ts). */
+export function remoteControl(deps: {
+  store: Store
+  config: ResolvedConfig
+  running: RunningTurns
+  recover(): Promise<unknown>
+  feeds?: Pick<StoreFeeds, 'controlOutcomes'>
+}): RemoteControlDeps {
+  const { config, running } = deps
+  return {
+    store: deps.store,
+    localTurn: (turnId: string) => running.find(turnId),
+    recover: deps.recover,
+    waitMs: config.leaseMs + 2 * config.controlPollIntervalMs,
+    checkEveryMs: Math.max(10, Math.floor(config.controlPollIntervalMs / 4)),
+    checkEdit: async (turnId: string, callId: string, input: unknown) => {
+      const call = await waitingCall(deps.store, turnId, callId)
+      if (!call) throw new ApprovalNotPendingError(turnId, callId, 'its part is not waiting for approval')
+      return checkApprovalEdit(config.tools, config.editableApprovals, call.tool, input)
+    },
+    ...(deps.feeds ? { outcomes: deps.feeds.controlOutcomes } : {}),
+  }
+}
+
+/**
+ * Aborts the session's running turn wherever it runs: a stored request when another engine
+ * runs it (taken over first when that engine is gone), then this engine's own handle when the
+ * turn is (or became) ours; resolves once it ended.
+ */
+export async function abortAnywhere(remote: RemoteControlDeps, running: RunningTurns, sessionId: string): Promise<void> {
+  if (!running.ofSession(sessionId)) await requestAbort(remote, sessionId)
+  const turn = running.ofSession(sessionId)
+  if (!turn) return
+  turn.abort()
+  await turn.done.catch(() => undefined)
 }
 
 /** The stored part of a call waiting for approval in a turn another engine runs. */

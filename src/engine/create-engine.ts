@@ -2,8 +2,9 @@
  * `createEngine`: the composition root. It builds the engine's parts in order, each from the
  * ones before it: options → services → store (and its listening connection on PostgreSQL) →
  * bus → the running turns → what a turn needs (`TurnDeps`) → the prompt queue → recovery →
- * control → the calls; then the watchers are attached and recovery runs once. The only module
- * that may import every folder.
+ * control → the calls; then the watchers are attached and recovery runs once. No part waits for
+ * a later one: the child turn runner makes the recovery and the stored abort a child may need
+ * from the turn deps each parent turn runs with. The only module that may import every folder.
  */
 import { Bus } from '../core/bus'
 import { requireFunction } from '../core/arguments'
@@ -27,7 +28,7 @@ import type { Engine } from './engine'
 import { createEngineServices } from './engine-services'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
-import { recoverTurns } from './recovery'
+import { takeOverTurns } from './recovery'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
@@ -70,8 +71,6 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const running = new RunningTurns()
   // The steers being stored: the queue tells, a turn waits (at each step gate).
   const steers = new SteerWrites()
-  // Run trees: a tool's child turn aborted on another engine goes through the stored controls.
-  let abortElsewhere: (sessionId: string) => Promise<void> = async () => undefined
   const turns: TurnDeps = {
     store,
     bus,
@@ -84,7 +83,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     onActorError: reportHookError,
     onSettled: (turn) => running.untrack(turn),
     trees: new RunTrees(),
-    children: childTurns({ config, services, running, abortElsewhere: (sessionId) => abortElsewhere(sessionId), recover: () => recover() }),
+    // Run trees: a tool's child turn aborted on another engine goes through the stored controls.
+    children: childTurns({ config, services, running, isClosed, ...(feeds ? { feeds } : {}) }),
     steersStored: (sessionId) => steers.stored(sessionId),
     uiMessageStream: uiMessageStreamOfTurn,
   }
@@ -102,17 +102,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   /** Takes over the turns left by engines that are gone; resolves once each resumption is logged. */
   const recover = async (): Promise<RunningTurn[]> => {
     requireOpen('recover turns')
-    const here = new Set(running.all().map((t) => t.id))
-    const recovered = (await recoverTurns({ config, services, turns }, (id) => here.has(id))).map((turn) => running.track(turn))
-    // Resolved once each resumed turn's resumption is in its log: its row shows the state it resumed in.
-    await Promise.all(recovered.map((turn) => turn.recorded()))
+    const recovered = await takeOverTurns({ config, services, turns, running })
     // Queues that stand still (the engine that would have started them died): start them here.
     for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
     return recovered
   }
   // Approve, deny and abort from any engine (src/control/).
   const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}) })
-  abortElsewhere = (sessionId) => (closed ? Promise.resolve() : control.calls.abort(sessionId))
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }

@@ -10,7 +10,8 @@ import type { TurnDeps } from '../turn/run-turn'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
 import { newScope, resumeTurn, startTurnFromIdle } from '../turn/turn-starts'
-import { treeOf } from './child-turns'
+import { treeOf } from './resumed-trees'
+import type { RunningTurns } from './running-turns'
 
 /**
  * Recovers every claimable unfinished turn: claimed, its crash logged, then resumed in this
@@ -41,4 +42,18 @@ export function recoverTurns(
     },
   }
   return recoverWith(ports, isRunningHere)
+}
+
+/**
+ * Takes over the turns left by engines that are gone and tracks them here; resolves with them
+ * once each one's resumption is in its log (its row shows the state it resumed in).
+ *
+ * @example
+ * const resumed = await takeOverTurns({ config, services, turns, running })
+ */
+export async function takeOverTurns(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }): Promise<RunningTurn[]> {
+  const here = new Set(engine.running.all().map((t) => t.id))
+  const recovered = (await recoverTurns(engine, (id) => here.has(id))).map((turn) => engine.running.track(turn))
+  await Promise.all(recovered.map((turn) => turn.recorded()))
+  return recovered
 }

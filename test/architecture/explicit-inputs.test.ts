@@ -53,3 +53,14 @@ test('no Symbol put in the context a tool call gets: the child turn runner is a 
   expect(defined).toEqual([])
   expect(sources.find((s) => s.file === path.join('src', 'tools', 'run-tools.ts'))?.text).toMatch(/childTurns\?: ChildTurnRunner/)
 })
+
+test('createEngine builds its parts in order: no function held in a `let` and patched once a later part exists', () => {
+  const text = sources.find((s) => s.file === path.join('src', 'engine', 'create-engine.ts'))!.text
+  // `let abortElsewhere: (sessionId: string) => Promise<void> = async () => undefined`, assigned later
+  const patchedFunction = /^\s*let\s+\w+\s*(?::\s*\([^)]*\)\s*=>[^=]+)?=\s*(?:async\s*)?\([^)]*\)\s*=>/m
+  expect(patchedFunction.test('  let abortElsewhere: (sessionId: string) => Promise<void> = async () => undefined')).toBe(true)
+  expect(patchedFunction.test(text)).toBe(false)
+  // A part handed a thunk of a later one (`recover: () => recover()` before `const recover`) is a forward reference.
+  const thunks = [...text.matchAll(/(\w+): \(\) => (\w+)\(\)/g)].filter(([, , callee]) => text.indexOf(`const ${callee} =`) > text.indexOf(`${callee}: () => ${callee}()`))
+  expect(thunks.map(([call]) => call)).toEqual([])
+})
