@@ -88,12 +88,9 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     this.writer = new PartWriter({
       store,
       queue: this.queue,
-      // The store writes; the part stream tells what changed (it keeps the parts, and publishes copies).
-      listener: {
-        part: (part) => events.part(part),
-        delta: (part, delta) => events.delta(part, delta),
-        message: (info) => events.message(info),
-      },
+      // The store writes; the part stream tells what changed (it keeps the parts, and publishes
+      // copies): it hears the writer itself, no relay between them.
+      listener: events,
       flushIntervalMs: options.flushIntervalMs,
       now: () => Date.now(),
       fence: (tx) => tx.turns.checkFence(turnId, fence),
