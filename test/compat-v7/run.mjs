@@ -61,7 +61,7 @@ if (!sqliteWorks()) {
   if (!sqliteWorks()) throw new Error('better-sqlite3 does not load under Node 22 after the build')
 }
 
-step('building and packing turnchart (in a clone: the checkout's dist/ stays as it is)')
+step('building and packing turnchart (in a clone: the checkout\'s dist/ stays as it is)')
 const packDir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-compat-'))
 try {
   const clone = path.join(packDir, 'clone')
