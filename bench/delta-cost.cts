@@ -6,40 +6,10 @@
  *
  *   node bench/delta-cost.mjs
  */
-import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { memoryTextModel } from '../test/support/memory-text-model'
 import { createEngine, toUIMessageStream } from '../src'
 
 const deltas = Number(process.env.DELTAS ?? 20_000)
-
-function memoryModel(): LanguageModelV3 {
-  return {
-    specificationVersion: 'v3',
-    provider: 'memory',
-    modelId: 'memory-1',
-    supportedUrls: {},
-    doGenerate: () => Promise.reject(new Error('streams only')),
-    async doStream() {
-      let next = -1
-      const stream = new ReadableStream<LanguageModelV3StreamPart>({
-        pull(controller) {
-          next++
-          if (next === 0) return controller.enqueue({ type: 'text-start', id: 't' })
-          if (next <= deltas) return controller.enqueue({ type: 'text-delta', id: 't', delta: 'word ' })
-          if (next === deltas + 1) return controller.enqueue({ type: 'text-end', id: 't' })
-          if (next === deltas + 2) {
-            return controller.enqueue({
-              type: 'finish',
-              finishReason: { unified: 'stop', raw: 'stop' },
-              usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: deltas, text: deltas, reasoning: 0 } },
-            })
-          }
-          controller.close()
-        },
-      })
-      return { stream }
-    },
-  }
-}
 
 async function drain(stream: ReadableStream<unknown>): Promise<number> {
   let n = 0
@@ -48,7 +18,7 @@ async function drain(stream: ReadableStream<unknown>): Promise<number> {
 }
 
 async function once(): Promise<{ wall: number; cpu: number }> {
-  const engine = await createEngine({ database: ':memory:', model: memoryModel(), recovery: { onOpen: false, intervalMs: 0 } })
+  const engine = await createEngine({ database: ':memory:', model: memoryTextModel(deltas, () => 'word '), recovery: { onOpen: false, intervalMs: 0 } })
   const session = await engine.createSession()
   const started = process.hrtime.bigint()
   const cpuStart = process.cpuUsage()

@@ -5,40 +5,12 @@
  * `toUIMessageStreamResponse()`) read to the end. Prints the heap used after a full collection
  * before the turn and after the readers (the turn still held), and the answer's size.
  */
-import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { memoryTextModel } from '../support/memory-text-model'
 import { createChatHandler, createEngine } from '../../src'
 
 const pieces = 2_000
 const piece = 'x'.repeat(4_999) + ' '
 const answerBytes = pieces * piece.length
-
-function memoryModel(): LanguageModelV3 {
-  return {
-    specificationVersion: 'v3',
-    provider: 'memory',
-    modelId: 'memory-1',
-    supportedUrls: {},
-    doGenerate: () => Promise.reject(new Error('streams only')),
-    async doStream() {
-      let next = -1
-      const stream = new ReadableStream<LanguageModelV3StreamPart>({
-        pull(controller) {
-          next++
-          if (next === 0) return controller.enqueue({ type: 'text-start', id: 't' })
-          // Each delta a string of its own, as a provider's parsed chunk is.
-          if (next <= pieces) return controller.enqueue({ type: 'text-delta', id: 't', delta: piece.slice(0, -1) + String(next % 10) })
-          if (next === pieces + 1) return controller.enqueue({ type: 'text-end', id: 't' })
-          if (next === pieces + 2) {
-            const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: pieces, text: pieces, reasoning: 0 } }
-            return controller.enqueue({ type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage })
-          }
-          controller.close()
-        },
-      })
-      return { stream }
-    },
-  }
-}
 
 /** Reads a stream to its end, keeping only how many characters passed. */
 async function drain(stream: ReadableStream<unknown>): Promise<number> {
@@ -55,7 +27,7 @@ function heapAfterGc(): number {
 }
 
 async function main(): Promise<void> {
-  const engine = await createEngine({ database: ':memory:', model: memoryModel(), recovery: { onOpen: false, intervalMs: 0 } })
+  const engine = await createEngine({ database: ':memory:', model: memoryTextModel(pieces, (i) => piece.slice(0, -1) + String(i % 10)), recovery: { onOpen: false, intervalMs: 0 } })
   const handler = createChatHandler(engine)
   await engine.createSession({ id: 'big' })
   const before = heapAfterGc()
