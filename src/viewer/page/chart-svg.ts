@@ -223,6 +223,9 @@ export function drawChart(drawing: ChartDrawing, turn: TurnView): SVGSVGElement 
     'data-turn': turn.id,
   })
   root.style.maxWidth = `${drawing.width}px`
+  // The page's wide layout keeps the chart at least at 80 % of its own size (labels readable),
+  // scrolling it inside its frame when the column is narrower than that (page.html).
+  root.style.setProperty('--own-width', `${drawing.width}px`)
   const compounds = drawing.boxes.filter((b) => b.kind === 'compound')
   const others = drawing.boxes.filter((b) => b.kind !== 'compound')
   const layer = (name: string) => svg('g', { class: name })
