@@ -65,7 +65,21 @@ function ChartState({ turn }: { turn: TurnState | undefined }) {
   )
 }
 
-function Message({ message, onApproval }: { message: UIMessage; onApproval: (id: string, approved: boolean) => void }) {
+type OnApproval = (id: string, approved: boolean, reason?: string) => void
+
+/** Approve, or deny with a reason the user may type (the model sees it with the denial). */
+function ApprovalButtons({ approvalId, onApproval }: { approvalId: string; onApproval: OnApproval }) {
+  const [reason, setReason] = useState('')
+  return (
+    <span className="approval">
+      <button data-testid="approve" onClick={() => onApproval(approvalId, true)}>Approve</button>
+      <input data-testid="deny-reason" value={reason} placeholder="Why not? (optional)" onChange={(e) => setReason(e.target.value)} />
+      <button data-testid="deny" onClick={() => onApproval(approvalId, false, reason.trim() || undefined)}>Deny</button>
+    </span>
+  )
+}
+
+function Message({ message, onApproval }: { message: UIMessage; onApproval: OnApproval }) {
   // Why a call was denied (whoever denied it): the stream's data-denial parts, or the stored approval.
   const denials = new Map(
     message.parts.flatMap((p) => (p.type === 'data-denial' ? [[(p.data as { toolCallId: string }).toolCallId, (p.data as { reason?: string }).reason]] : [])),
@@ -97,12 +111,7 @@ function Message({ message, onApproval }: { message: UIMessage; onApproval: (id:
               {part.state === 'output-denied' && (
                 <pre className="error" data-testid="denial">denied{(denials.get(part.toolCallId) ?? part.approval?.reason) ? `: ${denials.get(part.toolCallId) ?? part.approval?.reason}` : ''}</pre>
               )}
-              {part.state === 'approval-requested' && (
-                <span className="approval">
-                  <button data-testid="approve" onClick={() => onApproval(part.approval.id, true)}>Approve</button>
-                  <button data-testid="deny" onClick={() => onApproval(part.approval.id, false)}>Deny</button>
-                </span>
-              )}
+              {part.state === 'approval-requested' && <ApprovalButtons approvalId={part.approval.id} onApproval={onApproval} />}
             </div>
           )
         }
@@ -176,7 +185,7 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
       <ChartState turn={turn?.data} />
       <div className="messages">
         {messages.map((m) => (
-          <Message key={m.id} message={m} onApproval={(approvalId, approved) => void addToolApprovalResponse({ id: approvalId, approved, ...(approved ? {} : { reason: 'denied from the page' }) })} />
+          <Message key={m.id} message={m} onApproval={(approvalId, approved, reason) => void addToolApprovalResponse({ id: approvalId, approved, ...(approved ? {} : { reason: reason ?? 'denied from the page' }) })} />
         ))}
       </div>
       {error && <div className="failure" data-testid="error">{error.message}</div>}

@@ -165,11 +165,14 @@ browserTest(
     // 7. A denial: the model's answer fits it, and the page shows why.
     await send(page, examplePrompts.deploy)
     await page.getByTestId('deny').waitFor()
+    // The reason typed beside Deny is the one the engine stores and the model sees.
+    await page.getByTestId('deny-reason').fill('not on a Friday')
     await page.getByTestId('deny').click()
     await page.locator('[data-testid=tool-deploy][data-tool-state=output-denied]').last().waitFor()
     await page.getByText('Understood: I did not deploy').waitFor()
     await ready(page)
-    expect(await page.getByTestId('denial').last().textContent()).toBe('denied: denied from the page')
+    expect(await page.getByTestId('denial').last().textContent()).toBe('denied: not on a Friday')
+    expect(JSON.stringify((app.scripted!.requests.at(-1)!.body as { messages: unknown[] }).messages)).toContain('not on a Friday')
     expect(await page.locator('body').textContent()).not.toMatch(/live in production.*live in production/s)
 
     await page.screenshot({ path: path.join(outDir, 'chat.png'), fullPage: true })
