@@ -3,7 +3,8 @@
  * against the example server (scripted model). A person's path through it: a prompt with
  * reasoning, a tool and a retry countdown; an approval; a stop; a reload mid-turn; a message
  * with an image and a text file attached; a message typed while a turn runs (it steers the
- * turn); a denial and its reason.
+ * turn); a denial with the reason typed beside Deny; and the page at 360 px (nothing scrolls
+ * sideways, the buttons stay on screen).
  * The last screenshot is kept under test/browser/out/ (git-ignored).
  */
 import fs from 'node:fs'
@@ -43,17 +44,23 @@ const assistant = (page: Page, index: number, text: string) =>
 
 const ready = (page: Page) => page.waitForSelector('[data-testid=status]:text-is("ready")')
 
+/** The example server and one Chromium for this file's tests (started by the first that runs). */
+async function start(): Promise<void> {
+  if (context) return
+  app = await startChatExample({ port: 0 })
+  profile = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-chromium-'))
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 900, height: 1000 },
+  })
+}
+
 browserTest(
   'the example page: streamed text, a tool result, a retry countdown, an approval, a stop, a reload mid-turn, attached files',
   async () => {
-    app = await startChatExample({ port: 0 })
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-chromium-'))
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 900, height: 1000 },
-    })
+    await start()
     const page = context.pages()[0] ?? (await context.newPage())
     await page.goto(app.url)
     await page.getByTestId('prompt').waitFor()
@@ -179,3 +186,26 @@ browserTest(
   },
   180_000,
 )
+
+browserTest('at 360 px the page does not scroll sideways, and Send, Stop and an approval\'s buttons stay on screen', async () => {
+  await start()
+  const page = await context.newPage()
+  await page.setViewportSize({ width: 360, height: 740 })
+  await page.goto(app.url)
+  await page.getByTestId('prompt').waitFor()
+  const noSideways = () => page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth <= (globalThis as any).document.documentElement.clientWidth)
+  /** The element's box lies within the 360 px viewport. */
+  const onScreen = async (testId: string) => {
+    const box = (await page.getByTestId(testId).last().boundingBox())!
+    return box.x >= 0 && box.x + box.width <= 360
+  }
+  expect({ noSideways: await noSideways(), send: await onScreen('send'), stop: await onScreen('stop') }).toEqual({ noSideways: true, send: true, stop: true })
+  await send(page, examplePrompts.deploy)
+  await page.getByTestId('deny').waitFor()
+  expect({ noSideways: await noSideways(), approve: await onScreen('approve'), reason: await onScreen('deny-reason'), deny: await onScreen('deny') }).toEqual({ noSideways: true, approve: true, reason: true, deny: true })
+  await page.getByTestId('deny').click()
+  await page.getByText('Understood: I did not deploy').waitFor()
+  await ready(page)
+  expect(await noSideways()).toBe(true)
+  await page.close()
+}, 60_000)
