@@ -6,6 +6,7 @@
  */
 import { big, rejection, session, transition, turn } from './fixtures'
 import { defineCases } from './cases'
+import type { Store } from '../../store/store'
 import { expect } from './expect'
 
 export const runTreesCases = defineCases('run trees', (it) => {
@@ -31,15 +32,12 @@ export const runTreesCases = defineCases('run trees', (it) => {
     await store.sessions.insert(other)
     const root = turn(parent.id, { outcome: 'completed', state: 'completed' })
     await store.turns.insert(root, {})
-    const child = session({ parentSessionId: parent.id })
-    await store.sessions.insert(child)
+    const child = await childSession(store, parent.id)
     const childTurn = turn(child.id, { parentTurnId: root.id, parentCallId: 'call_1', rootTurnId: root.id })
     await store.turns.insert(childTurn, {})
     await store.transitions.append(transition(childTurn.id, 1))
-    const grandchild = session({ parentSessionId: child.id })
-    await store.sessions.insert(grandchild)
-    const otherChild = session({ parentSessionId: other.id })
-    await store.sessions.insert(otherChild)
+    const grandchild = await childSession(store, child.id)
+    const otherChild = await childSession(store, other.id)
     expect(await store.sessions.delete(parent.id)).toBe(true)
     expect(await store.sessions.get(child.id)).toBeUndefined()
     expect(await store.sessions.get(grandchild.id)).toBeUndefined()
@@ -49,10 +47,7 @@ export const runTreesCases = defineCases('run trees', (it) => {
   })
 
   it("a child turn's parent, call and root round-trip; children come oldest first; childOfCall finds a call's child", async (store) => {
-    const s = session()
-    await store.sessions.insert(s)
-    const root = turn(s.id)
-    await store.turns.insert(root, {})
+    const { s, root } = await rootTurn(store)
     const a = session({ parentSessionId: s.id })
     const b = session({ parentSessionId: s.id })
     await store.sessions.insert(a)
@@ -70,10 +65,7 @@ export const runTreesCases = defineCases('run trees', (it) => {
   })
 
   it('a second child of the same parent call is refused as unique, and nothing of it is stored', async (store) => {
-    const s = session()
-    await store.sessions.insert(s)
-    const root = turn(s.id)
-    await store.turns.insert(root, {})
+    const { s, root } = await rootTurn(store)
     const c1 = session({ parentSessionId: s.id })
     const c2 = session({ parentSessionId: s.id })
     await store.sessions.insert(c1)
@@ -88,16 +80,11 @@ export const runTreesCases = defineCases('run trees', (it) => {
   })
 
   it('descendants lists every level with its parent and usage, oldest first', async (store) => {
-    const s = session()
-    await store.sessions.insert(s)
-    const root = turn(s.id)
-    await store.turns.insert(root, {})
-    const cs = session({ parentSessionId: s.id })
-    await store.sessions.insert(cs)
+    const { s, root } = await rootTurn(store)
+    const cs = await childSession(store, s.id)
     const child = turn(cs.id, { parentTurnId: root.id, parentCallId: 'c1', rootTurnId: root.id, step: 2 })
     await store.turns.insert(child, {})
-    const gs = session({ parentSessionId: cs.id })
-    await store.sessions.insert(gs)
+    const gs = await childSession(store, cs.id)
     const grandchild = turn(gs.id, { parentTurnId: child.id, parentCallId: 'g1', rootTurnId: root.id })
     await store.turns.insert(grandchild, {})
     const usage = { turnId: grandchild.id, tokens: { input: 3, output: 4, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 0.5, compaction: { tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 0 } }
@@ -111,12 +98,8 @@ export const runTreesCases = defineCases('run trees', (it) => {
   })
 
   it("prune deletes a child turn's log only once its tree's root has ended before the cut", async (store) => {
-    const s = session()
-    await store.sessions.insert(s)
-    const root = turn(s.id)
-    await store.turns.insert(root, {})
-    const cs = session({ parentSessionId: s.id })
-    await store.sessions.insert(cs)
+    const { s, root } = await rootTurn(store)
+    const cs = await childSession(store, s.id)
     const child = turn(cs.id, { parentTurnId: root.id, parentCallId: 'c1', rootTurnId: root.id })
     await store.turns.insert(child, {})
     await store.transitions.append(transition(root.id, 1))
@@ -130,3 +113,19 @@ export const runTreesCases = defineCases('run trees', (it) => {
     expect(await store.transitions.list(child.id)).toEqual([])
   })
 })
+
+/** A session with a root turn in it: the top of a tree. */
+async function rootTurn(store: Store) {
+  const s = session()
+  await store.sessions.insert(s)
+  const root = turn(s.id)
+  await store.turns.insert(root, {})
+  return { s, root }
+}
+
+/** A child session of `parentSessionId`, stored. */
+async function childSession(store: Store, parentSessionId: string) {
+  const child = session({ parentSessionId })
+  await store.sessions.insert(child)
+  return child
+}
