@@ -83,7 +83,12 @@ class RowChanges {
 
 /** The turn as stored now: its messages and parts, its state and outcome. */
 async function readTurnSnapshot(engine: Engine, sessionId: string, turnId: string): Promise<{ snapshot: StoredTurn; outcome: TurnStreamEnd | null }> {
-  const [messages, record] = await Promise.all([engine.messages(sessionId), engine.getTurn(turnId)])
+  // The turn row first, then the messages: a turn's final parts commit no later than its
+  // outcome, so an outcome seen here has all its text in the read that follows. Read together
+  // (two connections on PostgreSQL), the messages could predate the outcome and the last
+  // batch of text would never be streamed.
+  const record = await engine.getTurn(turnId)
+  const messages = await engine.messages(sessionId)
   // Its answers, and the user messages steered in after the first (the prompt comes before).
   const first = messages.findIndex((m) => m.info.role === 'assistant' && m.info.turnId === turnId)
   const own = first < 0 ? [] : messages.slice(first).filter((m) => m.info.turnId === turnId)
