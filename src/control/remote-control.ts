@@ -7,7 +7,9 @@
  * or at once when a notification says the request was handled (the turn ended, for an abort).
  */
 import { Doorbell } from '../core/doorbell'
-import { ApprovalNotPendingError } from '../core/errors'
+import { callWaitStates } from '../../machines/turn.machine'
+import { ApprovalNotPendingError, CallNotWaitingError } from '../core/errors'
+import type { CallResolution } from '../tools/resolve-call'
 import { newId } from '../core/ids'
 import type { Store } from '../store/store'
 import type { ControlTarget } from './control-poller'
@@ -42,8 +44,11 @@ export interface RemoteControlDeps {
   outcomes?: ControlOutcomeFeed
 }
 
-/** What is decided of a waiting call: approved (maybe with an edited input) or denied (maybe with a reason). */
-export type Decision = { kind: 'approve'; input?: unknown } | { kind: 'deny'; reason?: string }
+/**
+ * What is decided of a waiting call: approved (maybe with an edited input) or denied (maybe with
+ * a reason), or, for a call in doubt or deferred, resolved (`engine.resolveCall`).
+ */
+export type Decision = { kind: 'approve'; input?: unknown } | { kind: 'deny'; reason?: string } | { kind: 'resolve'; resolution: CallResolution }
 
 /**
  * A doorbell rung by the changes `matches` picks (and by news that changes were missed), for
@@ -68,9 +73,13 @@ function outcomeBell(feed: ControlOutcomeFeed | undefined, matches: (change: { h
  */
 export async function requestDecision(deps: RemoteControlDeps, turnId: string, callId: string, decision: Decision): Promise<void> {
   const apply = async (turn: ControlTarget) => {
+    if (decision.kind === 'resolve') return turn.resolveCall(callId, decision.resolution)
     if (decision.kind === 'deny') return turn.deny(callId, decision.reason)
     await turn.approve(callId, decision.input === undefined ? undefined : { input: decision.input })
   }
+  // A resolution is for a call in doubt or deferred; a decision for one awaiting approval.
+  const notWaiting = (why: string) => (decision.kind === 'resolve' ? new CallNotWaitingError(turnId, callId, why) : new ApprovalNotPendingError(turnId, callId, why))
+  const waits = (state: string) => (decision.kind === 'resolve' ? callWaitStates.has(state) : state === 'awaiting-approval')
   let turn = deps.localTurn(turnId)
   if (!turn) {
     await deps.recover() // a turn left waiting by an engine that is gone
@@ -78,10 +87,15 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
   }
   if (turn) return apply(turn)
   const record = await deps.store.turns.get(turnId)
-  if (!record) throw new ApprovalNotPendingError(turnId, callId, 'no such turn')
-  if (record.outcome) throw new ApprovalNotPendingError(turnId, callId, `the turn ended (${record.outcome})`)
-  if (record.state !== 'awaiting-approval') throw new ApprovalNotPendingError(turnId, callId, `the turn is in '${record.state}'`)
-  const edited = decision.kind === 'approve' && decision.input !== undefined ? { input: await deps.checkEdit(turnId, callId, decision.input) } : {}
+  if (!record) throw notWaiting('no such turn')
+  if (record.outcome) throw notWaiting(`the turn ended (${record.outcome})`)
+  if (!waits(record.state)) throw notWaiting(`the turn is in '${record.state}'`)
+  const edited =
+    decision.kind === 'approve' && decision.input !== undefined
+      ? { input: await deps.checkEdit(turnId, callId, decision.input) }
+      : decision.kind === 'resolve'
+        ? { input: decision.resolution }
+        : {}
   const id = newId('ctl')
   const { bell, stop } = outcomeBell(deps.outcomes, (change) => 'handled' in change && change.handled === id)
   try {
@@ -91,7 +105,7 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
       await bell.wait(deps.checkEveryMs)
       const outcome = await deps.store.controls.outcome(id)
       if (!outcome?.handled) continue
-      if (outcome.result) throw new ApprovalNotPendingError(turnId, callId, outcome.result)
+      if (outcome.result) throw notWaiting(outcome.result)
       return
     }
   } finally {

@@ -14,6 +14,7 @@ import type { StoreFeeds } from './store-feeds'
 import { ApprovalNotPendingError, InvalidArgumentError } from '../core/errors'
 import type { ToolPart } from '../core/types'
 import { checkApprovalEdit } from '../tools/approval-edit'
+import { checkResolution, type CallResolution } from '../tools/resolve-call'
 
 export interface ControlCalls {
   /**
@@ -32,6 +33,16 @@ export interface ControlCalls {
   approve(turnId: string, callId: string, options?: { input?: unknown }): Promise<void>
   /** Denies such a call: its part becomes an error carrying `reason`, and the model sees it. */
   deny(turnId: string, callId: string, reason?: string): Promise<void>
+  /**
+   * Settles a tool call that waits in `call-in-doubt` (its outcome is unknown) or
+   * `awaiting-deferred` (its tool returned `defer()`), from any engine on the database (as
+   * `approve` does): `{ output }` (the effect happened, or the deferred result: the model sees
+   * it), `{ error }` (the model sees this error), `{ retry: true }` (a call in doubt runs again,
+   * with the same `idempotencyKey`). The turn goes on when every call of its step has its result.
+   * Throws `CallNotWaitingError` when the call does not wait, `InvalidArgumentError` for a
+   * resolution of another shape.
+   */
+  resolveCall(turnId: string, callId: string, resolution: CallResolution): Promise<void>
   /** Aborts the session's running turn, if any, whichever engine runs it; resolves when it has ended. */
   abort(sessionId: string): Promise<void>
 }
@@ -79,6 +90,11 @@ export function engineControl(deps: {
       const unknown = Object.keys(options ?? {}).find((key) => key !== 'input')
       if (unknown) throw new InvalidArgumentError(`options.${unknown}`, (options as Record<string, unknown>)[unknown], 'input (the only option of approve)')
       await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'approve', ...(options?.input !== undefined ? { input: options.input } : {}) })
+    },
+    async resolveCall(turnId, callId, resolution) {
+      requireOpen('resolve a tool call')
+      const checked = checkResolution(resolution)
+      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'resolve', resolution: checked })
     },
     async deny(turnId, callId, reason) {
       requireOpen('deny a tool call')

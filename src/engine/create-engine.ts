@@ -29,6 +29,7 @@ import { createEngineServices } from './engine-services'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
 import { takeOverTurns } from './recovery'
+import { deadlineTimer, sweepCallDeadlines } from './call-deadlines'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
@@ -103,6 +104,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const recover = async (): Promise<RunningTurn[]> => {
     requireOpen('recover turns')
     const recovered = await takeOverTurns({ config, services, turns, running })
+    // Waiting calls whose stored deadline passed (this engine's turns, those just taken over included).
+    await sweepCallDeadlines({ store, running }, Date.now())
     // Queues that stand still (the engine that would have started them died): start them here.
     for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
     return recovered
@@ -111,11 +114,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}) })
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
+  const stopDeadlineTimer = deadlineTimer((listener) => bus.subscribe(listener), () => void (closed ? undefined : recover().catch(() => undefined)))
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
 
   let sweep: NodeJS.Timeout | undefined
   const stopBackground = () => {
     stopRenewal()
+    stopDeadlineTimer()
     clearInterval(sweep)
     control.poller.stop()
   }

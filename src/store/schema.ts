@@ -91,7 +91,7 @@ export interface TransitionTable {
 export interface ControlTable {
   id: string
   turn_id: string
-  kind: 'approve' | 'deny' | 'abort'
+  kind: 'approve' | 'deny' | 'abort' | 'resolve'
   call_id: string | null
   reason: string | null
   created_at: Millis

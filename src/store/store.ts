@@ -69,15 +69,16 @@ export interface QueuedPromptRecord {
   kind?: 'prompt' | 'steer'
 }
 
-/** A request to a turn from any engine (approve, deny, abort), applied by the engine that runs it. */
+/** A request to a turn from any engine (approve, deny, abort, resolve a waiting call), applied by the engine that runs it. */
 export interface ControlRequest {
   id: string
   turnId: string
-  kind: 'approve' | 'deny' | 'abort'
+  /** `resolve`: `engine.resolveCall`, its resolution (`{ output } | { error } | { retry: true }`) in `input`. */
+  kind: 'approve' | 'deny' | 'abort' | 'resolve'
   callId: string | null
   reason: string | null
   createdAt: number
-  /** An approval's edited input (absent: the model's input, as it is). */
+  /** An approval's edited input (absent: the model's input, as it is); a `resolve`'s resolution. */
   input?: unknown
 }
 

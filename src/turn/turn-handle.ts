@@ -5,14 +5,16 @@
  * `done` settles here, once, from the log's `ended`.
  */
 import type { Actor } from 'xstate'
-import { turnStateName, type TurnMachine } from '../../machines/turn.machine'
-import { ApprovalNotPendingError, EngineClosedError, TurnOutcomeUnknownError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
+import { callWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
+import { ApprovalNotPendingError, CallNotWaitingError, EngineClosedError, TurnOutcomeUnknownError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { checkApprovalEdit } from '../tools/approval-edit'
-import { approveCall, denyCall } from '../tools/tool-part'
+import { approveCall, denyCall, isWaitingCall } from '../tools/tool-part'
+import { expireCall, settleWaitingCall, type CallResolution } from '../tools/resolve-call'
+import { waitingCallsOf } from '../tools/run-tools'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
 import { recordTurnResult } from './turn-result'
@@ -88,6 +90,13 @@ export interface Turn {
    */
   deny(callId: string, reason?: string): Promise<void>
   /**
+   * Settles a call of this turn that waits in `call-in-doubt` or `awaiting-deferred`: `{ output }`
+   * (the effect happened / its result), `{ error }` (the model sees this error) or, for a call in
+   * doubt, `{ retry: true }` (it runs again with the same idempotency key). Resolves once stored;
+   * rejects with `CallNotWaitingError` when the call does not wait.
+   */
+  resolveCall(callId: string, resolution: CallResolution): Promise<void>
+  /**
    * Detaches the turn from this engine without ending it (at close): its effects stop, its
    * pending writes land, and the turn stays open in the database for the next engine to resume.
    * `done` then rejects with `EngineClosedError`.
@@ -105,6 +114,8 @@ export interface RunningTurn extends Turn {
   lose(error: TurnOwnershipLostError): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
+  /** Settles the deferred calls whose stored deadline is past `now` as errors (the deadline sweep); resolves with how many. */
+  expireCalls(now: number): Promise<number>
 }
 
 /**
@@ -201,6 +212,30 @@ export class TurnHandle implements RunningTurn {
     await this.#parts.log.settled()
   }
 
+  async resolveCall(callId: string, resolution: CallResolution): Promise<void> {
+    const part = this.#waitingCall(callId)
+    const { config, stepTools, writer } = this.#parts.scope
+    const how = await settleWaitingCall(part, resolution, { tools: config.tools, maxOutputBytes: config.toolExecution.maxOutputBytes }, { turnId: this.id }, Date.now())
+    this.#waitingCall(callId, part) // (still waiting after the output's conversion)
+    // Staged, not flushed: the resolution commits in the transition's own transaction.
+    writer.stage(part)
+    this.actor.send({ type: 'call.resolved', callId, how, deadline: waitingCallsOf(stepTools).deadline })
+    await this.#parts.log.settled()
+  }
+
+  async expireCalls(now: number): Promise<number> {
+    const state = turnStateName(this.actor.getSnapshot())
+    if (!callWaitStates.has(state)) return 0
+    const { stepTools, writer } = this.#parts.scope
+    const expired = stepTools.filter((part) => expireCall(part, now))
+    for (const part of expired) {
+      writer.stage(part)
+      this.actor.send({ type: 'call.resolved', callId: part.callId, how: 'expired', deadline: waitingCallsOf(stepTools).deadline })
+    }
+    await this.#parts.log.settled()
+    return expired.length
+  }
+
   async detach(): Promise<void> {
     if (this.#settled) return
     // Nothing more is recorded, the effects stop; what is queued is written, then what streamed so far.
@@ -266,6 +301,20 @@ export class TurnHandle implements RunningTurn {
         return { ...extra, usage: withDescendants(extra.usage, descendants) }
       })
       .then((extra) => this.#resolve({ turnId: this.id, sessionId: this.sessionId, ...end, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
+  }
+
+  /** The part of `callId` when it waits in `call-in-doubt` / `awaiting-deferred` (`expected`: that very part, after an await). */
+  #waitingCall(callId: string, expected?: ToolPart): ToolPart {
+    const snapshot = this.actor.getSnapshot()
+    const state = turnStateName(snapshot)
+    if (!callWaitStates.has(state)) throw new CallNotWaitingError(this.id, callId, `the turn is in '${state}'`)
+    const { inDoubtCalls, deferredCalls } = snapshot.context
+    if (!inDoubtCalls.includes(callId) && !deferredCalls.includes(callId)) {
+      throw new CallNotWaitingError(this.id, callId, `waiting calls: ${[...inDoubtCalls, ...deferredCalls].join(', ') || 'none'}`)
+    }
+    const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+    if (!part || (expected && part !== expected) || (!expected && !isWaitingCall(part))) throw new CallNotWaitingError(this.id, callId, 'its part is not in doubt or deferred')
+    return part
   }
 
   #pendingApproval(callId: string): ToolPart {

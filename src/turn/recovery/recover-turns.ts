@@ -6,13 +6,14 @@
  */
 import os from 'node:os'
 import { transition, type SnapshotFrom } from 'xstate'
-import { interruptibleStates, turnMachine, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
+import { callWaitStates, interruptibleStates, turnMachine, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
 import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
 import { serializeError } from '../../core/errors'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
+import { doubtCall, isWaitingCall, rerunCall } from '../../tools/tool-part'
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-scope'
@@ -141,8 +142,8 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   // The prompt was stored but the turn never started: start it now.
   if (state === 'idle') return ports.resume(turn)
 
-  if (state === 'awaiting-approval') {
-    // Nothing was in flight: the turn goes on waiting, now in this engine.
+  if (state === 'awaiting-approval' || callWaitStates.has(state)) {
+    // Nothing was in flight (a decision, or calls in doubt or deferred): the turn goes on waiting, now in this engine.
     const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
     return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null } })
   }
@@ -215,7 +216,18 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
       stepFinish.push(part)
     }
   }
-  // An idempotent tool that was running when the process died runs again.
-  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && isIdempotent(tools[part.tool])
-  return [...closeOpenWork(assistant.parts, { kind: 'restart' }, now, rerun), ...stepFinish]
+  // A tool that was running when the process died: an idempotent one runs again (its next
+  // execution); any other one's outcome is unknown: in doubt, never an error the model sees
+  // (its `reconcile`, then a person, says what happened). Calls in doubt or deferred stay so.
+  const resumed: Part[] = []
+  if (state === 'tool-running') {
+    for (const part of assistant.parts) {
+      if (part.type !== 'tool' || part.state.status !== 'running') continue
+      if (isIdempotent(tools[part.tool])) rerunCall(part, now)
+      else doubtCall(part, 'restart')
+      resumed.push(part)
+    }
+  }
+  const keep = (part: ToolPart) => state === 'tool-running' && (part.state.status === 'running' || isWaitingCall(part))
+  return [...new Set([...resumed, ...closeOpenWork(assistant.parts, { kind: 'restart' }, now, keep), ...stepFinish])]
 }
