@@ -45,6 +45,8 @@ export { isUsageOverflow, usableContext, type ModelLimits } from './policy/overf
 export { toModelMessages } from './llm/model-messages'
 export type { Pricing } from './llm/usage'
 export { configureTool, idempotent, type ToolOptions } from './tools/tool-options'
+export { toolFingerprint, fingerprintChanges, type ToolFingerprint, type ToolChange, type ToolDifference } from './tools/tool-fingerprint'
+export type { UpgradeBreak, UpgradeChange } from './engine/upgrade-check'
 export { agentTool, type AgentToolOptions } from './tools/agent-tool'
 export { mergeBudgets, budgetBreach, type BudgetBreach, type TreeSpending } from './policy/budget'
 export type { ReplayStep } from './turn/replay'

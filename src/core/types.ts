@@ -375,4 +375,12 @@ export interface StoredTurnOptions {
   settings: Omit<TurnSettings, 'headers' | 'maxSteps'>
   /** The budget of the run tree this turn is the root of (the prompt's over the session's over the engine's). */
   budget?: Budget
+  /**
+   * The fingerprint of the tools the turn can call: tool name → hex SHA-256 of its input
+   * schema's canonical JSON (src/tools/tool-fingerprint.ts). `engine.upgradeCheck()` compares it
+   * with the engine's tools; absent on a turn stored before fingerprints.
+   */
+  toolFingerprint?: Record<string, string>
+  /** The provider's id of the turn's model when it started (`modelId`, e.g. `gpt-4o-mini`). */
+  modelId?: string
 }

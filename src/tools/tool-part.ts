@@ -18,6 +18,8 @@ export type NotRunReason =
   | { kind: 'restart' }
   /** The model request of the step failed; the step was retried or ended without its calls. */
   | { kind: 'attempt-failed' }
+  /** An upgrade removed the tool, or changed its input schema, while the call waited (engine.upgradeCheck). */
+  | { kind: 'upgraded'; tool: string; change: 'removed' | 'schema-changed' }
 
 /** The message the model and the user see for a call that did not run. */
 export function notRunMessage(reason: NotRunReason): string {
@@ -30,6 +32,10 @@ export function notRunMessage(reason: NotRunReason): string {
       return 'interrupted by a restart'
     case 'attempt-failed':
       return 'The tool did not run: the model request failed and the step was retried or ended'
+    case 'upgraded':
+      return reason.change === 'removed'
+        ? `Tool not run: '${reason.tool}' was removed by an upgrade while this call waited (removed)`
+        : `Tool not run: the input schema of '${reason.tool}' changed in an upgrade since this call was made (schema-changed)`
   }
 }
 
@@ -85,6 +91,14 @@ export function completeCall(part: ToolPart, output: unknown, now: number, model
 export function failCall(part: ToolPart, error: string, now: number, input: unknown = part.state.input): void {
   const start = part.state.status === 'running' ? part.state.time.start : now
   part.state = { status: 'error', input: input ?? {}, ...modelInputOf(part), error, time: { start, end: now } }
+}
+
+/**
+ * A waiting call refused without running (an upgrade changed its tool): an error the model
+ * sees, saying which tool and what changed.
+ */
+export function refuseCall(part: ToolPart, reason: NotRunReason, now: number): void {
+  part.state = { status: 'error', input: part.state.input, error: notRunMessage(reason), metadata: { refused: reason.kind }, time: { start: now, end: now } }
 }
 
 /**

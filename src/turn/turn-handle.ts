@@ -12,7 +12,7 @@ import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { checkApprovalEdit } from '../tools/approval-edit'
-import { approveCall, denyCall } from '../tools/tool-part'
+import { approveCall, denyCall, notRunMessage, refuseCall, type NotRunReason } from '../tools/tool-part'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
 import { recordTurnResult } from './turn-result'
@@ -105,6 +105,12 @@ export interface RunningTurn extends Turn {
   lose(error: TurnOwnershipLostError): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
+  /**
+   * Refuses a call waiting in `awaiting-approval` without running it (an upgrade removed or
+   * changed its tool): its part becomes an error with the reason's message, decided as a denial
+   * is. Resolves once stored; rejects with `ApprovalNotPendingError` when the call is not waiting.
+   */
+  refuse(callId: string, reason: NotRunReason): Promise<void>
 }
 
 /**
@@ -198,6 +204,14 @@ export class TurnHandle implements RunningTurn {
     denyCall(part, reason, Date.now())
     this.#parts.scope.writer.stage(part)
     this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
+    await this.#parts.log.settled()
+  }
+
+  async refuse(callId: string, reason: NotRunReason): Promise<void> {
+    const part = this.#pendingApproval(callId)
+    refuseCall(part, reason, Date.now())
+    this.#parts.scope.writer.stage(part)
+    this.actor.send({ type: 'tool.denied', callId, reason: notRunMessage(reason) })
     await this.#parts.log.settled()
   }
 
