@@ -9,7 +9,7 @@ import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../core/secrets/redact-secrets'
 import type { ChildTurnRunner } from './child-turns'
 import { toolOptions } from './tool-options'
-import { completeCall, failCall } from './tool-part'
+import { completeCall, failCall, matchesApproval } from './tool-part'
 import { safeMessage } from '../core/errors'
 
 /** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
@@ -100,6 +100,8 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
   const span = scope.config.telemetry.toolCall({ turnId: scope.turnId, sessionId: scope.sessionId, tool: part.tool, callId: part.callId, input })
   try {
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
+    // An approved call runs only with the input its receipt's digest names (what the approver saw).
+    if (!matchesApproval(part, input)) throw new Error(`not run: the input differs from the approved one (its SHA-256 is not the receipt's ${part.receipt?.inputDigest})`)
     const run = Promise.resolve(
       definition.execute(input as never, {
         toolCallId: part.callId,
