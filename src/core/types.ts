@@ -400,4 +400,10 @@ export interface StoredTurnOptions {
   settings: Omit<TurnSettings, 'headers' | 'maxSteps'>
   /** The budget of the run tree this turn is the root of (the prompt's over the session's over the engine's). */
   budget?: Budget
+  /**
+   * The tools the turn may call, pinned when it started: name → hex SHA-256 of the input
+   * schema's canonical JSON (src/tools/tool-fingerprint.ts). A call of a tool removed or changed
+   * since is an error part naming the tool; absent on turns of a version before it.
+   */
+  toolFingerprint?: Record<string, string>
 }
