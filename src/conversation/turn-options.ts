@@ -10,7 +10,6 @@ import type { TurnServices } from '../turn/turn-config'
 import type { TurnRequest } from '../turn/turn-starts'
 import type { PromptOptions } from '../core/types'
 import { resolveTurnOptions, turnConfig } from './resolve-turn-options'
-import { toolFingerprint } from '../tools/tool-fingerprint'
 
 /**
  * The `TurnRequest` of a prompt. Throws `InvalidArgumentError` for an unknown model or tool
@@ -30,11 +29,8 @@ export function turnRequest(config: ResolvedConfig, services: TurnServices, sess
         await tx.sessions.setRevertedTo(sessionId, null, Date.now())
       }
       const resolved = resolveTurnOptions(config, session?.defaults, options)
-      const turn = turnConfig(config, services, resolved.stored, resolved.memory)
-      // What an upgrade is checked against (engine.upgradeCheck): the tools it can call and its model's id.
-      const fingerprint = await toolFingerprint(turn.tools)
-      await tx.turns.setOptions(turnId, { ...resolved.stored, toolFingerprint: fingerprint, modelId: turn.model.modelId })
-      return turn
+      await tx.turns.setOptions(turnId, resolved.stored)
+      return turnConfig(config, services, resolved.stored, resolved.memory)
     },
   }
 }

@@ -11,9 +11,6 @@ import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
 import { newScope, resumeTurn, startTurnFromIdle } from '../turn/turn-starts'
 import { treeOf } from './resumed-trees'
-import { toolChanges, waitingCalls } from './upgrade-check'
-import { toolFingerprint, type ToolFingerprint } from '../tools/tool-fingerprint'
-import type { MessageWithParts, StoredTurnOptions, TurnRecord } from '../core/types'
 import type { RunningTurns } from './running-turns'
 
 /**
@@ -23,13 +20,11 @@ import type { RunningTurns } from './running-turns'
  * @example
  * const turns = await recoverTurns({ config, services, turns: deps }, (id) => running.has(id))
  */
-export async function recoverTurns(
+export function recoverTurns(
   engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps },
   isRunningHere: (turnId: string) => boolean,
 ): Promise<RunningTurn[]> {
   const { config, services, turns } = engine
-  // What each turn's stored fingerprint is held against: a call waiting for a tool an upgrade removed or changed is refused.
-  const current = await toolFingerprint(config.tools)
   const ports: RecoveryPorts<TurnConfig, RunningTurn> = {
     store: turns.store,
     owner: turns.owner,
@@ -37,40 +32,16 @@ export async function recoverTurns(
     policy: config.recovery.policy,
     publish: (event) => turns.bus.publish(event),
     // The turn's own options, stored with it (its headers, never stored, are not restored).
-    // A tool an upgrade removed is left out (its waiting calls are refused below), not a failure of the turn.
-    turnConfig: async (turnId) => turnConfig(config, services, registeredTools(await turns.store.turns.options(turnId), config)),
+    turnConfig: async (turnId) => turnConfig(config, services, await turns.store.turns.options(turnId)),
     resume: ({ record, input, fence, config: resumedConfig, messages, from }) => {
       const scope = newScope(turns, record.id, record.sessionId, fence, record.parentTurnId)
       scope.restore(messages, resumedConfig)
       // Run trees: the turn joins its tree (its root, resumed first here, or one loaded from the rows).
       const tree = treeOf(turns, record)
-      const turn = from ? resumeTurn(turns, { scope, input, ...from, tree }) : startTurnFromIdle(turns, { scope, input, tree })
-      refuseChangedCalls(turn, record, messages, current)
-      return turn
+      return from ? resumeTurn(turns, { scope, input, ...from, tree }) : startTurnFromIdle(turns, { scope, input, tree })
     },
   }
   return recoverWith(ports, isRunningHere)
-}
-
-/** Stored options with only the tools still registered (an upgrade may have removed some). */
-function registeredTools(stored: StoredTurnOptions | null, config: ResolvedConfig): StoredTurnOptions | null {
-  if (!stored?.tools) return stored
-  return { ...stored, tools: stored.tools.filter((name) => Object.hasOwn(config.tools, name)) }
-}
-
-/**
- * A resumed turn waiting for a person on calls of tools an upgrade removed or changed: each
- * such call is refused (an error part naming the tool and the change, which the model sees),
- * so the turn goes on with the rest instead of running an unknown tool or one with new input.
- */
-function refuseChangedCalls(turn: RunningTurn, record: TurnRecord, messages: MessageWithParts[], current: ToolFingerprint): void {
-  const changes = new Map(toolChanges(record.options, current).map((c) => [c.tool, c.change]))
-  if (changes.size === 0) return
-  for (const call of waitingCalls(record, messages)) {
-    const change = changes.get(call.tool)
-    // (a call no longer waiting was decided meanwhile: nothing to refuse)
-    if (change) turn.refuse(call.callId, { kind: 'upgraded', tool: call.tool, change }).catch(() => undefined)
-  }
 }
 
 /**

@@ -1,9 +1,9 @@
 /**
  * Upgrades with turns in flight: each turn stored the fingerprint of the tools it can call and
- * its model's id when it started (conversation/turn-options.ts); `engine.upgradeCheck()` holds
- * every open turn against this engine's tools and models, so a deploy can check before it
- * starts; recovery uses the same comparison to refuse, with a named error part, a waiting call
- * of a tool the upgrade removed or changed (engine/recovery.ts).
+ * its model's provider id when it started (conversation/resolve-turn-options.ts);
+ * `engine.upgradeCheck()` holds every open turn against this engine's tools and models, so a
+ * deploy can check before it starts. (A call of a changed tool in a resumed turn is an error
+ * part naming it: src/tools/run-tools.ts.)
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { MessageWithParts, ToolPart, TurnRecord } from '../core/types'
@@ -16,8 +16,8 @@ import type { EngineCall } from './engine-calls'
  * - `removed`: a tool the turn can call is not registered here;
  * - `schema-changed`: its input schema differs from the one the turn started with;
  * - `pending-approval-of-removed` / `pending-approval-of-schema-changed`: the turn waits for a
- *   person's decision on a call of such a tool (resumed here, the call is refused with an error
- *   part naming the tool and the change; the model sees it);
+ *   person's decision on a call of such a tool (resumed here and approved, the call is not run:
+ *   an error part names the tool and the change; the model sees it);
  * - `model-removed`: the turn's model name is not registered here (resumed here, it fails);
  * - `model-changed`: the name is registered but with another provider model id.
  */
@@ -63,7 +63,7 @@ export function upgradeCalls(deps: { config: ResolvedConfig; store: Store; call:
   return {
     upgradeCheck: () =>
       call('check open turns against the configuration', async () => {
-        const current = await toolFingerprint(config.tools)
+        const current = config.toolFingerprint ?? (await toolFingerprint(config.tools))
         const out: UpgradeBreak[] = []
         for (const turn of await store.turns.open()) {
           const messages = turn.state === 'awaiting-approval' ? await store.messages.list(turn.sessionId, { fromLatestSummary: true }) : []
@@ -78,7 +78,7 @@ export function upgradeCalls(deps: { config: ResolvedConfig; store: Store; call:
  * How `config` (its tools' fingerprint `current`) breaks `turn`; `messages`: the session's, to
  * find the calls a waiting turn asks a person about.
  */
-export function upgradeBreaks(config: Pick<ResolvedConfig, 'models'>, current: ToolFingerprint, turn: TurnRecord, messages: MessageWithParts[]): UpgradeBreak[] {
+function upgradeBreaks(config: Pick<ResolvedConfig, 'models'>, current: ToolFingerprint, turn: TurnRecord, messages: MessageWithParts[]): UpgradeBreak[] {
   const at = { turnId: turn.id, sessionId: turn.sessionId, state: turn.state }
   const stored = turn.options
   const out: UpgradeBreak[] = []
@@ -99,13 +99,13 @@ export function upgradeBreaks(config: Pick<ResolvedConfig, 'models'>, current: T
 }
 
 /** The stored tools that `current` lacks or changed (by name alone for a turn stored before fingerprints). */
-export function toolChanges(stored: TurnRecord['options'], current: ToolFingerprint): Array<{ tool: string; change: ToolChange }> {
+function toolChanges(stored: TurnRecord['options'], current: ToolFingerprint): Array<{ tool: string; change: ToolChange }> {
   if (stored?.toolFingerprint) return fingerprintChanges(stored.toolFingerprint, current)
   return (stored?.tools ?? []).filter((name) => !Object.hasOwn(current, name)).map((tool) => ({ tool, change: 'removed' as const }))
 }
 
 /** The calls a turn in `awaiting-approval` waits on a decision for (its last assistant message's). */
-export function waitingCalls(turn: Pick<TurnRecord, 'id' | 'state'>, messages: MessageWithParts[]): ToolPart[] {
+function waitingCalls(turn: Pick<TurnRecord, 'id' | 'state'>, messages: MessageWithParts[]): ToolPart[] {
   if (turn.state !== 'awaiting-approval') return []
   const assistant = messages.filter((m) => m.info.turnId === turn.id && m.info.role === 'assistant').at(-1)
   return (assistant?.parts ?? []).filter((p): p is ToolPart => p.type === 'tool' && p.state.status === 'pending' && p.state.approval === 'required')
