@@ -12,7 +12,21 @@ import type { SessionCalls } from './session-calls'
 import type { EngineNotifications } from './store-feeds'
 import type { TurnLogCalls } from './turn-log-calls'
 
+/** What an engine holds in memory now (`engine.stats()`): for tests and dashboards. */
+export interface EngineStats {
+  /** Turn actors alive in this engine (each running or waiting turn it holds has one; a parked turn none). */
+  actors: number
+  /** Turns whose lease this engine renews. */
+  leases: number
+  /** Timers this engine holds for waiting turns (a parked turn has none; a running turn's own timers end with its actor). */
+  timers: number
+  /** Recovery sweeps run since the engine opened (`recovery.intervalMs`), the one on open included. */
+  sweeps: number
+}
+
 export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls {
+  /** What the engine holds in memory now: its turns' actors, leases and timers, and the sweeps run. */
+  stats(): EngineStats
   /** Receives every event; returns the function that unsubscribes. */
   subscribe(listener: Listener): () => void
   /**
