@@ -47,6 +47,7 @@ export { isUsageOverflow, usableContext, type ModelLimits } from './policy/overf
 export { toModelMessages } from './llm/model-messages'
 export type { Pricing } from './llm/usage'
 export { configureTool, idempotent, type ToolOptions } from './tools/tool-options'
+export type { UpgradeBreak, UpgradeChange } from './engine/upgrade-check'
 export { agentTool, type AgentToolOptions } from './tools/agent-tool'
 export { mergeBudgets, budgetBreach, type BudgetBreach, type TreeSpending } from './policy/budget'
 export type { ReplayStep } from './turn/replay'

@@ -406,4 +406,6 @@ export interface StoredTurnOptions {
    * since is an error part naming the tool; absent on turns of a version before it.
    */
   toolFingerprint?: Record<string, string>
+  /** The provider's id of the turn's model when it started (`modelId`, e.g. `gpt-4o-mini`): `engine.upgradeCheck()` names a model changed since. */
+  modelId?: string
 }

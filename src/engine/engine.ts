@@ -11,6 +11,7 @@ import type { PromptCalls } from './prompt-calls'
 import type { SessionCalls } from './session-calls'
 import type { EngineNotifications } from './store-feeds'
 import type { TurnLogCalls } from './turn-log-calls'
+import type { UpgradeCalls } from './upgrade-check'
 
 /** What an engine holds in memory now (`engine.stats()`): for tests and dashboards. */
 export interface EngineStats {
@@ -20,11 +21,11 @@ export interface EngineStats {
   leases: number
   /** Timers this engine holds for waiting turns (a parked turn has none; a running turn's own timers end with its actor). */
   timers: number
-  /** Recovery sweeps run since the engine opened (`recovery.intervalMs`), the one on open included. */
+  /** Recovery passes run since the engine opened: on open, each sweep (`recovery.intervalMs`), each `recover()`. */
   sweeps: number
 }
 
-export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls {
+export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls {
   /** What the engine holds in memory now: its turns' actors, leases and timers, and the sweeps run. */
   stats(): EngineStats
   /** Receives every event; returns the function that unsubscribes. */
