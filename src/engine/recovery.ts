@@ -23,6 +23,7 @@ import type { RunningTurns } from './running-turns'
 export function recoverTurns(
   engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps },
   isRunningHere: (turnId: string) => boolean,
+  only?: readonly string[],
 ): Promise<RunningTurn[]> {
   const { config, services, turns } = engine
   const ports: RecoveryPorts<TurnConfig, RunningTurn> = {
@@ -41,19 +42,20 @@ export function recoverTurns(
       return from ? resumeTurn(turns, { scope, input, ...from, tree }) : startTurnFromIdle(turns, { scope, input, tree })
     },
   }
-  return recoverWith(ports, isRunningHere)
+  return recoverWith(ports, isRunningHere, only)
 }
 
 /**
- * Takes over the turns left by engines that are gone and tracks them here; resolves with them
- * once each one's resumption is in its log (its row shows the state it resumed in).
+ * Takes over the turns left by engines that are gone (or only those of `only`: turns another
+ * engine released) and tracks them here; resolves with them once each one's resumption is in
+ * its log (its row shows the state it resumed in).
  *
  * @example
  * const resumed = await takeOverTurns({ config, services, turns, running })
  */
-export async function takeOverTurns(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }): Promise<RunningTurn[]> {
+export async function takeOverTurns(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }, only?: readonly string[]): Promise<RunningTurn[]> {
   const here = new Set(engine.running.all().map((t) => t.id))
-  const recovered = (await recoverTurns(engine, (id) => here.has(id))).map((turn) => engine.running.track(turn))
+  const recovered = (await recoverTurns(engine, (id) => here.has(id), only)).map((turn) => engine.running.track(turn))
   await Promise.all(recovered.map((turn) => turn.recorded()))
   return recovered
 }

@@ -197,6 +197,14 @@ export const migrations: Migration[] = [
         .execute()
     },
   },
+  {
+    // A handoff (`close({ handoff: true })`): a turn released by its owner notifies the other
+    // engines (`r:<turnId>`), so one takes it at once instead of at its next recovery sweep.
+    name: '0012_notify_released_turns',
+    async up(db, dialect) {
+      await dialect.notifyReleasedTurns?.(db)
+    },
+  },
 ]
 
 /**
