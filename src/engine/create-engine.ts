@@ -16,6 +16,7 @@ import { PromptQueue } from '../conversation/prompt-queue'
 import { SteerWrites } from '../conversation/steer-writes'
 import type { HistoryDeps } from '../conversation/history'
 import { checkToolSchemas } from '../tools/json-schema-validator'
+import { toolFingerprint } from '../tools/tool-fingerprint'
 import { newOwnerId } from '../turn/recovery/recover-turns'
 import { RunTrees } from '../turn/run-tree/run-trees'
 import { childTurns } from './child-turns'
@@ -30,12 +31,14 @@ import { InvalidOptionError } from '../core/errors'
 import { createEngineServices } from './engine-services'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
-import { takeOverTurns } from './recovery'
+import { takeOverTurns, takeParkedTurn } from './recovery'
+import { ParkedTurns } from './parked-turns'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
 import { engineNotifications, storeFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
+import { upgradeCalls } from './upgrade-check'
 import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
 
 /**
@@ -49,12 +52,14 @@ import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
  * console.log(await turn.done) // { outcome: 'completed', ... }
  */
 export async function createEngine(options: EngineOptions): Promise<Engine> {
-  const config = resolveConfig(options)
+  const resolved = resolveConfig(options)
   // The app's reporter of hook errors, itself behind a boundary (it is the app's code too: a
   // throw, or an async reporter's rejection, goes nowhere rather than to the process).
-  const reportHookError = (error: unknown) => callHook(() => config.onSubscriberError(error), () => undefined)
-  const services = createEngineServices(config, options.redact?.secrets ?? [], reportHookError)
-  await checkToolSchemas(config.tools)
+  const reportHookError = (error: unknown) => callHook(() => resolved.onSubscriberError(error), () => undefined)
+  const services = createEngineServices(resolved, options.redact?.secrets ?? [], reportHookError)
+  await checkToolSchemas(resolved.tools)
+  // Each turn stores the fingerprint of the tools it may call (names and schema digests).
+  const config = { ...resolved, toolFingerprint: await toolFingerprint(resolved.tools) }
   // The listening connection's failures end nothing (the engine polls meanwhile): told where
   // subscribers' failures are.
   const opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
@@ -101,9 +106,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     steers,
   })
 
+  let sweeps = 0
   /** Takes over the turns left by engines that are gone; resolves once each resumption is logged. */
   const recover = async (): Promise<RunningTurn[]> => {
     requireOpen('recover turns')
+    sweeps++
     const recovered = await takeOverTurns({ config, services, turns, running })
     // Queues that stand still (the engine that would have started them died): start them here.
     for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
@@ -113,8 +120,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // (an engine that takes over no turns while it runs, `recovery.intervalMs: 0`, takes none of these either)
   const stopTakingReleased =
     feeds && config.recovery.intervalMs > 0 ? takeReleasedTurns(feeds.released, (ids) => (closed ? Promise.resolve() : takeOverTurns({ config, services, turns, running }, ids))) : () => undefined
+  // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
+  const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
   // Approve, deny and abort from any engine (src/control/).
-  const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}) })
+  const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply) })
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
@@ -143,6 +152,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   let sweep: NodeJS.Timeout | undefined
   const stopBackground = () => {
     stopTakingReleased()
+    parked.close()
     stopRenewal()
     clearInterval(sweep)
     control.poller.stop()
@@ -153,6 +163,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ...sessionCalls({ config, store, history, requireOpen, call }),
     ...turnLogCalls({ store, requireOpen, call }),
     ...backupCalls({ opened, call }),
+    ...upgradeCalls({ config, store, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
     subscribe(listener) {
@@ -160,6 +171,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       return bus.subscribe(requireFunction('listener', listener))
     },
     recover,
+    stats: () => ({ actors: running.all().length, leases: running.begun().length, timers: parked.timers, sweeps }),
     async close(closeOptions = {}) {
       const handoffMs = checkCloseOptions(closeOptions)
       if (closed) return

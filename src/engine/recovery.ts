@@ -5,7 +5,7 @@
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import { turnConfig } from '../conversation/resolve-turn-options'
-import { recoverWith, type RecoveryPorts } from '../turn/recovery/recover-turns'
+import { recoverWith, resumeParked, type RecoveryPorts } from '../turn/recovery/recover-turns'
 import type { TurnDeps } from '../turn/run-turn'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
@@ -25,8 +25,28 @@ export function recoverTurns(
   isRunningHere: (turnId: string) => boolean,
   only?: readonly string[],
 ): Promise<RunningTurn[]> {
+  return recoverWith(recoveryPorts(engine), isRunningHere, only)
+}
+
+/**
+ * Takes a parked turn into this engine and tracks it here; resolves with it once its resumption
+ * is in its log, or undefined when it is not parked (any more) or another engine took it.
+ *
+ * @example
+ * const turn = await takeParkedTurn({ config, services, turns, running }, turnId)
+ */
+export async function takeParkedTurn(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }, turnId: string): Promise<RunningTurn | undefined> {
+  const resumed = await resumeParked(recoveryPorts(engine), turnId)
+  if (!resumed) return undefined
+  engine.running.track(resumed)
+  await resumed.recorded()
+  return resumed
+}
+
+/** Recovery's ports met by this engine. */
+function recoveryPorts(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps }): RecoveryPorts<TurnConfig, RunningTurn> {
   const { config, services, turns } = engine
-  const ports: RecoveryPorts<TurnConfig, RunningTurn> = {
+  return {
     store: turns.store,
     owner: turns.owner,
     leaseMs: config.leaseMs,
@@ -42,7 +62,6 @@ export function recoverTurns(
       return from ? resumeTurn(turns, { scope, input, ...from, tree }) : startTurnFromIdle(turns, { scope, input, tree })
     },
   }
-  return recoverWith(ports, isRunningHere, only)
 }
 
 /**

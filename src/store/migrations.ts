@@ -198,9 +198,16 @@ export const migrations: Migration[] = [
     },
   },
   {
+    // Approval receipts: who decided a call another engine runs travels with the stored request.
+    name: '0012_approval_receipts',
+    async up(db) {
+      await db.schema.alterTable('turnchart_controls').addColumn('decided_by', 'text').execute()
+    },
+  },
+  {
     // A handoff (`close({ handoff: true })`): a turn released by its owner notifies the other
     // engines (`r:<turnId>`), so one takes it at once instead of at its next recovery sweep.
-    name: '0012_notify_released_turns',
+    name: '0013_notify_released_turns',
     async up(db, dialect) {
       await dialect.notifyReleasedTurns?.(db)
     },

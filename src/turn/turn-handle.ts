@@ -6,13 +6,14 @@
  */
 import type { Actor } from 'xstate'
 import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
-import { ApprovalNotPendingError, EngineClosedError, TurnOutcomeUnknownError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
+import { parkableStates } from '../../machines/parkable-states'
+import { ApprovalNotPendingError, EngineClosedError, TurnOutcomeUnknownError, TurnParkedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { checkApprovalEdit } from '../tools/approval-edit'
-import { approveCall, denyCall } from '../tools/tool-part'
+import { approveCall, denyCall, expireCall } from '../tools/tool-part'
 import type { HandoffPoint } from './handoff-point'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
@@ -33,6 +34,24 @@ export interface TurnResult {
   usage: TurnUsage
   /** The text of the turn's last step (its final answer when it completed). */
   text: string
+}
+
+/** `approve`'s options: an edited input (tools named in `editableApprovals`), and who approved (kept on the receipt). */
+export interface ApproveOptions {
+  input?: unknown
+  /** Who approved: an id of the app's (a user id, an email); stored on the call's receipt. */
+  by?: string
+}
+
+/** `deny`'s options: the reason the model sees, and who denied (kept on the receipt). */
+export interface DenyOptions {
+  reason?: string
+  by?: string
+}
+
+/** `deny`'s second argument, a reason or `{ reason, by }`, as options. */
+export function denyOptions(reason: string | DenyOptions | undefined): DenyOptions {
+  return typeof reason === 'string' ? { reason } : (reason ?? {})
 }
 
 /** A running turn. */
@@ -81,13 +100,14 @@ export interface Turn {
    * engine names in `editableApprovals`; checked against the tool's schema first: a bad one is
    * an `InvalidArgumentError` and the call stays pending).
    */
-  approve(callId: string, options?: { input?: unknown }): Promise<void>
+  approve(callId: string, options?: ApproveOptions): Promise<void>
   /**
    * Denies a tool call waiting in `awaiting-approval`: its part becomes an error carrying
    * `reason`, which the model sees. Resolves once the decision is stored; rejects with
-   * `ApprovalNotPendingError` when the call is not waiting.
+   * `ApprovalNotPendingError` when the call is not waiting. `{ reason, by }`: with who denied
+   * it, kept on the receipt.
    */
-  deny(callId: string, reason?: string): Promise<void>
+  deny(callId: string, reason?: string | DenyOptions): Promise<void>
   /**
    * Detaches the turn from this engine without ending it (at close): its effects stop, its
    * pending writes land, and the turn stays open in the database for the next engine to resume.
@@ -114,6 +134,15 @@ export interface RunningTurn extends Turn {
    * how it left: `'gate'`, `'waiting'`, `'timeout'`, or `'ended'` (it finished meanwhile).
    */
   handoff(timeoutMs: number): Promise<'gate' | 'waiting' | 'timeout' | 'ended'>
+  /**
+   * Parks the turn (it waits in a parkable state): like `detach`, its actor stops and its writes
+   * land, `handOver(fence)` gives its row away (to the parked owner), and it ends here `parked`
+   * (`done` rejects with `TurnParkedError`). Resolves true when it was parked, false when it was
+   * not waiting in a parkable state any more (it goes on).
+   */
+  park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean>
+  /** Expires the approvals of these waiting calls (`approvalTimeoutMs` passed): denials the model sees. */
+  expire(callIds: readonly string[]): Promise<void>
 }
 
 /**
@@ -190,7 +219,7 @@ export class TurnHandle implements RunningTurn {
     this.actor.send({ type: 'turn.abort', ...(reason ? { reason } : {}) })
   }
 
-  async approve(callId: string, options: { input?: unknown } = {}): Promise<void> {
+  async approve(callId: string, options: ApproveOptions = {}): Promise<void> {
     let part = this.#pendingApproval(callId)
     let edited: { input: unknown } | undefined
     if (options.input !== undefined) {
@@ -199,18 +228,39 @@ export class TurnHandle implements RunningTurn {
       part = this.#pendingApproval(callId) // (still pending after the check)
     }
     // Staged, not flushed: the decision commits in the transition's own transaction, before the tool can start.
-    approveCall(part, Date.now(), edited)
+    const receipt = approveCall(part, Date.now(), edited, options.by !== undefined ? { by: options.by } : {})
     this.#parts.scope.writer.stage(part)
-    this.actor.send({ type: 'tool.approved', callId })
+    // The receipt rides in the logged event too: the log outlives a revert of the messages.
+    this.actor.send({ type: 'tool.approved', callId, receipt: { tool: part.tool, ...receipt } })
     // Resolved once stored: a crash after this cannot lose the decision (or its edit).
     await this.#parts.log.settled()
   }
 
-  async deny(callId: string, reason?: string): Promise<void> {
+  async deny(callId: string, reasonOrOptions?: string | DenyOptions): Promise<void> {
+    const { reason, by } = denyOptions(reasonOrOptions)
     const part = this.#pendingApproval(callId)
-    denyCall(part, reason, Date.now())
+    const receipt = denyCall(part, reason, Date.now(), by !== undefined ? { by } : {})
     this.#parts.scope.writer.stage(part)
-    this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
+    this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}), receipt: { tool: part.tool, ...receipt } })
+    await this.#parts.log.settled()
+  }
+
+  /**
+   * The approvals of `callIds` timed out (`approvalTimeoutMs`, checked by the deadline sweep):
+   * each becomes a denial the model sees, its receipt `expired`. Calls no longer waiting are skipped.
+   */
+  async expire(callIds: readonly string[]): Promise<void> {
+    for (const callId of callIds) {
+      let part: ToolPart
+      try {
+        part = this.#pendingApproval(callId)
+      } catch {
+        continue // decided meanwhile
+      }
+      const receipt = expireCall(part, Date.now())
+      this.#parts.scope.writer.stage(part)
+      this.actor.send({ type: 'tool.denied', callId, reason: 'the approval expired', receipt: { tool: part.tool, ...receipt } })
+    }
     await this.#parts.log.settled()
   }
 
@@ -251,6 +301,17 @@ export class TurnHandle implements RunningTurn {
 
   lose(error: TurnOwnershipLostError): void {
     if (!this.#settled) this.#parts.log.lose(error)
+  }
+
+  async park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean> {
+    const state = turnStateName(this.actor.getSnapshot())
+    if (this.#settled || this.#parts.log.ending || !parkableStates.has(state)) return false
+    // Its entering row must be written first: what recovery resumes from is the waiting state.
+    await this.#parts.log.settled()
+    if (this.#settled || turnStateName(this.actor.getSnapshot()) !== state) return false
+    await this.#parts.log.detach(() => this.actor.stop(), { kind: 'parked', state }, () => handOver(this.fence))
+    await this.#reported
+    return true
   }
 
   recorded(): Promise<void> {
@@ -295,6 +356,11 @@ export class TurnHandle implements RunningTurn {
         events.close(closed.toJSON())
         return this.#reject(closed)
       }
+      case 'parked': {
+        const parked = new TurnParkedError({ turnId: this.id, sessionId: this.sessionId, state: end.state })
+        events.close(parked.toJSON())
+        return this.#reject(parked)
+      }
       case 'not-started':
         events.close()
         return this.#reject(end.error)
@@ -312,6 +378,8 @@ export class TurnHandle implements RunningTurn {
   }
 
   #pendingApproval(callId: string): ToolPart {
+    // A handle whose turn left it (parked, detached) decides nothing: its actor is stopped.
+    if (this.#settled) throw new ApprovalNotPendingError(this.id, callId, 'this handle no longer runs the turn (it ended, was parked or detached): decide through the engine')
     const snapshot = this.actor.getSnapshot()
     const state = turnStateName(snapshot)
     if (state !== 'awaiting-approval') throw new ApprovalNotPendingError(this.id, callId, `the turn is in '${state}'`)

@@ -85,7 +85,7 @@ export async function createNotifyTriggers(db: Kysely<any>): Promise<void> {
 }
 
 /**
- * Migration 0012: the turn trigger's function replaced by the one that also notifies a release
+ * Migration 0013: the turn trigger's function replaced by the one that also notifies a release
  * (`r:<turnId>`). A database made since has it from `createNotifyTriggers` already: replacing it
  * with the same body is harmless.
  *
