@@ -117,14 +117,19 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
     throw new InvalidArgumentError('options.toolChoice', toolChoice, 'a tool this turn may use')
   }
   const allHeaders = { ...engineHeaders, ...headers }
+  const modelName = model ?? defaults?.model ?? 'default'
+  // (a name registered on no engine is refused when the turn is configured)
+  const modelId = Object.hasOwn(config.models, modelName) ? config.models[modelName].modelId : undefined
   return {
     stored: {
-      model: model ?? defaults?.model ?? 'default',
+      model: modelName,
       ...(chosenSystem !== undefined ? { system: chosenSystem } : {}),
       ...(chosenTools ? { tools: [...chosenTools] } : {}),
       settings: merged,
       ...(budget ? { budget } : {}),
       ...(config.toolFingerprint ? { toolFingerprint: pickTools(config.toolFingerprint, chosenTools) } : {}),
+      // What engine.upgradeCheck() compares with the engine's model of that name.
+      ...(typeof modelId === 'string' ? { modelId } : {}),
     },
     memory: { ...(Object.keys(allHeaders).length ? { headers: allHeaders } : {}), ...(promptStops ? { stopWhen: promptStops } : {}) },
     maxSteps: maxSteps ?? config.maxSteps,

@@ -36,6 +36,7 @@ import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
 import { engineNotifications, storeFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
+import { upgradeCalls } from './upgrade-check'
 import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
 
 /**
@@ -139,6 +140,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ...sessionCalls({ config, store, history, requireOpen, call }),
     ...turnLogCalls({ store, requireOpen, call }),
     ...backupCalls({ opened, call }),
+    ...upgradeCalls({ config, store, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
     subscribe(listener) {

@@ -9,7 +9,7 @@ import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../core/secrets/redact-secrets'
 import type { ChildTurnRunner } from './child-turns'
 import { toolOptions } from './tool-options'
-import { completeCall, failCall } from './tool-part'
+import { completeCall, failCall, matchesApproval } from './tool-part'
 import { safeMessage } from '../core/errors'
 import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
 import { isMcpTool, throwIfMcpError } from './mcp-result'
@@ -106,6 +106,8 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
     const change = pinned && toolChange(pinned.pinned, pinned.current, part.tool)
     if (change) throw new Error(toolChangedMessage(part.tool, change))
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
+    // An approved call runs only with the input its receipt's digest names (what the approver saw).
+    if (!matchesApproval(part, input)) throw new Error(`not run: the input differs from the approved one (its SHA-256 is not the receipt's ${part.receipt?.inputDigest})`)
     const run = Promise.resolve(
       definition.execute(input as never, {
         toolCallId: part.callId,
