@@ -38,18 +38,19 @@ interface McpStdioModule {
 
 /** `@ai-sdk/mcp` (an optional peer dependency), loaded only when the engine has MCP servers. Exported for tests. */
 export const mcpLoader = {
+  /** Node's `require` (replaced in tests to simulate the package missing). */
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require: (id: string): unknown => require(id),
   load(): McpModule {
     try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      return require('@ai-sdk/mcp') as McpModule
+      return this.require('@ai-sdk/mcp') as McpModule
     } catch (error) {
       throw new InvalidOptionError('mcp', '(MCP servers)', `the package @ai-sdk/mcp installed beside turnchart (npm install @ai-sdk/mcp; 1.x with ai 6, 2.x with ai 7): ${error instanceof Error ? error.message : String(error)}`)
     }
   },
   loadStdio(): McpStdioModule {
     this.load()
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require('@ai-sdk/mcp/mcp-stdio') as McpStdioModule
+    return this.require('@ai-sdk/mcp/mcp-stdio') as McpStdioModule
   },
 }
 

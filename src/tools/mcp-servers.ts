@@ -8,7 +8,7 @@
 import { dynamicTool, jsonSchema, type ToolSet } from 'ai'
 import { InvalidOptionError } from '../core/errors'
 import type { McpOptions, McpServerOptions, McpToolInfo } from './mcp-options'
-import { McpConnection, type McpCallOptions, type McpToolDefinition } from './mcp-connection'
+import { McpConnection, mcpLoader, type McpCallOptions, type McpToolDefinition } from './mcp-connection'
 import { configureTool } from './tool-options'
 
 export interface McpServers {
@@ -29,6 +29,9 @@ export interface McpServers {
  */
 export async function openMcpServers(options: McpOptions, taken: readonly string[]): Promise<McpServers> {
   const entries = Object.entries(options.servers)
+  // A missing @ai-sdk/mcp fails here, saying what to install (not as a server out of reach).
+  mcpLoader.load()
+  if (entries.some(([, server]) => server.transport.type === 'stdio')) mcpLoader.loadStdio()
   const connections = entries.map(([name, server]) => new McpConnection(name, server))
   const close = () => Promise.all(connections.map((c) => c.close())).then(() => undefined)
   try {
