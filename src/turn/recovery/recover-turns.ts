@@ -11,6 +11,7 @@ import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
 import { serializeError } from '../../core/errors'
+import { parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
 import { toolChange, type ToolFingerprint } from '../../tools/tool-fingerprint'
@@ -39,6 +40,8 @@ export function newOwnerId(): string {
  */
 function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
   if (!turn.owner) return true
+  // A parked turn waits for its control (approve, deny, abort, a deadline), not for an engine.
+  if (turn.owner === parkedOwner) return false
   if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
   if (turn.owner === owner) return false
   const [host, pid] = turn.owner.split(':')
@@ -86,10 +89,10 @@ export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
  * with its parts closed, and hands the turn to `resume`; a turn whose log cannot be resumed is
  * ended as failed.
  */
-export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean): Promise<T[]> {
+export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean, only?: readonly string[]): Promise<T[]> {
   const { store, owner } = ports
   const recovered: T[] = []
-  for (const record of await store.turns.open()) {
+  for (const record of only ? await openTurnsOf(store, only) : await store.turns.open()) {
     if (isRunningHere(record.id)) continue
     const now = Date.now()
     if (!isClaimable(record, owner, now)) continue
@@ -104,6 +107,35 @@ export async function recoverWith<C extends { tools: ToolSet }, T>(ports: Recove
     }
   }
   return recovered
+}
+
+/**
+ * Takes a parked turn (its row owned by `parkedOwner`) into this engine: claimed from the parked
+ * owner (one engine wins), then resumed as recovery resumes a turn, in the state it waits in.
+ * Resolves undefined when the turn is not parked (any more), or another engine took it first.
+ *
+ * @example
+ * const turn = await resumeParked(ports, turnId) // then approve, deny or abort it here
+ */
+export async function resumeParked<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, turnId: string): Promise<T | undefined> {
+  const { store } = ports
+  const record = await store.turns.get(turnId)
+  if (!record || record.outcome || record.owner !== parkedOwner) return undefined
+  const fence = await store.turns.claim(turnId, { owner: parkedOwner, epoch: record.epoch ?? 0 }, ports.owner, Date.now() + ports.leaseMs)
+  if (!fence) return undefined
+  try {
+    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence)
+  } catch (error) {
+    await endUnrecoverable(ports, record, error, fence)
+    return undefined
+  }
+}
+
+/** The turns of `ids` that are unfinished, with their chart input (a released turn: one row read, not every open turn). */
+async function openTurnsOf(store: RecoveryStore, ids: readonly string[]): Promise<Array<TurnRecord & { input: unknown }>> {
+  const records = await Promise.all(ids.map((id) => store.turns.get(id)))
+  const open = records.filter((r): r is TurnRecord => r !== undefined && r.outcome === null)
+  return Promise.all(open.map(async (record) => ({ ...record, input: await store.turns.input(record.id) })))
 }
 
 async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, cause: unknown, fence: TurnFence): Promise<void> {
