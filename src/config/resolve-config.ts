@@ -19,7 +19,9 @@ export const knownOptions: ReadonlySet<string> = new Set([
   'database', 'model', 'models', 'settings', 'maxSteps', 'maxFileBytes', 'limits', 'tools', 'system', 'retry',
   'errorClassifier', 'retryPolicy', 'compaction', 'toolExecution', 'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing',
   'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError', 'doomLoop', 'recovery', 'leaseMs', 'parkAfterMs', 'controlPollIntervalMs',
-  'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'notifications', 'budget', 'mcp',
+  'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'approvalTimeoutMs', 'notifications', 'budget',
+  // MCP servers (issue 38)
+  'mcp',
 ] satisfies Array<keyof EngineOptions>)
 
 /**
