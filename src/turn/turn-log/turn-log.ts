@@ -396,12 +396,14 @@ export class TurnLog {
       // After the final row's changes: later ones (a tool that ignores its abort signal) are dropped.
       scope.writer.seal()
     }
-    const ridden = this.#options.rider?.()
+    // (a failure's final row carries none: it must be writable when the spending's write is what failed)
+    const ridden = error ? undefined : this.#options.rider?.()
     try {
-      await scope.writer.commit(async (tx) => {
+      const rowsAndSpending = async (tx: LogTx) => {
         await writeRows(tx, fence, rows, context, error)
         await ridden?.write(tx)
-      }, { fencedByMore: true })
+      }
+      await scope.writer.commit(rowsAndSpending, { fencedByMore: true })
     } catch (cause) {
       ridden?.rolledBack()
       throw cause
