@@ -205,9 +205,17 @@ export const migrations: Migration[] = [
     },
   },
   {
+    // A handoff (`close({ handoff: true })`): a turn released by its owner notifies the other
+    // engines (`r:<turnId>`), so one takes it at once instead of at its next recovery sweep.
+    name: '0013_notify_released_turns',
+    async up(db, dialect) {
+      await dialect.notifyReleasedTurns?.(db)
+    },
+  },
+  {
     // One budget across engines: a run tree's spending, added to by every engine that runs a
     // part of it, in the transactions that write its turns' rows; it goes with its root turn.
-    name: '0013_tree_spending',
+    name: '0014_tree_spending',
     async up(db, dialect) {
       await db.schema
         .createTable('turnchart_tree_spending')

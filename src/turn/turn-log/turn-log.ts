@@ -36,6 +36,7 @@ import type { TurnFence } from '../../store/store'
 import { retryAtOf, writeLogRows, type LogTx } from './log-rows'
 import type { RiddenWrite } from '../run-tree/run-tree'
 import { closeTurn, publishApprovalRequest, type TurnEnd } from './turn-end'
+import { approvalDeadline } from '../../tools/tool-part'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -396,11 +397,13 @@ export class TurnLog {
       // After the final row's changes: later ones (a tool that ignores its abort signal) are dropped.
       scope.writer.seal()
     }
-    // (a failure's final row carries none: it must be writable when the spending's write is what failed)
+    // A wait for approvals with a timeout stores its earliest expiry as the row's deadline (the sweep reads it).
+    const deadline = last.to === 'awaiting-approval' ? approvalDeadline(scope.stepTools) : null
+    // (a failure's final row carries no spending: it must be writable when the spending's write is what failed)
     const ridden = error ? undefined : this.#options.rider?.()
     try {
       const rowsAndSpending = async (tx: LogTx) => {
-        await writeRows(tx, fence, rows, context, error)
+        await writeRows(tx, fence, rows, context, error, deadline)
         await ridden?.write(tx)
       }
       await scope.writer.commit(rowsAndSpending, { fencedByMore: true })
@@ -435,6 +438,19 @@ export class TurnLog {
    */
   lose(error: TurnOwnershipLostError): void {
     if (!this.ending) this.end({ kind: 'lost', error })
+  }
+
+  /**
+   * Writes the rows held for effect-free states (the step gate's, where a handoff holds the
+   * turn) in a transaction of their own, with the parts changed since the last row: the next
+   * engine resumes from the gate, the finished step's tool results stored. Before the first
+   * model call the held rows ride in the prompt's transaction, which is still open: nothing is
+   * written then (the turn is stored `idle`, and the next engine starts it). Resolves when
+   * every write queued so far has settled.
+   */
+  commitHeld(): Promise<void> {
+    if (this.#state.kind === 'open' && this.#held.length > 0 && !this.#first) this.#queue(this.#held.splice(0), false, false)
+    return this.#tail
   }
 
   /**
@@ -523,10 +539,14 @@ export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionE
   }
 }
 
-/** Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's owner. */
-function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+/**
+ * Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's
+ * owner. The row's deadline (`retry_at`): a retry wait's, or `deadline` (a wait's own: the
+ * earliest approval expiry).
+ */
+function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null = null): Promise<void> {
   const last = rows.at(-1)!
-  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs), error })
+  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs) ?? deadline, error })
 }
 
 /** The event's payload without its type; errors serialised (control data only). */
