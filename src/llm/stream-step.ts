@@ -13,7 +13,7 @@ import { newId } from '../core/ids'
 import { decideFailure } from '../policy/decide-failure'
 import { isUsageOverflow } from '../policy/overflow'
 import type { ModelMessage, ToolSet } from 'ai'
-import type { TurnSettings } from '../core/types'
+import type { StructuredOutput, TurnSettings } from '../core/types'
 import type { FailurePolicies } from '../policy/decide-failure'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
@@ -51,6 +51,8 @@ export interface StepScope {
     redactor: Pick<Redactor, 'value'>
     /** Told when a tool's `needsApproval` throws (the call then waits for a human). */
     onHookError?(error: unknown): void
+    /** Structured output: its `responseFormat` goes with every call; a final answer is checked at the step gate. */
+    output?: StructuredOutput
   }
   /** The messages to send: the history and this turn's finished attempts. */
   modelMessages(): ModelMessage[]
@@ -95,6 +97,8 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
   try {
     const request = {
       model: config.model,
+      // (the AI SDK sends it with each step of a tool loop too: the model knows the answer's shape from the start)
+      ...(config.output ? { responseFormat: await config.output.responseFormat } : {}),
       system: config.system,
       messages,
       tools: config.tools,
@@ -203,6 +207,8 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
     overflow,
     ...(approvals.length ? { approvals } : {}),
     ...(doomLoop ? { doomLoop } : {}),
+    // A final answer of a turn with structured output: the step gate parses and checks it.
+    ...(config.output && state.tools.length === 0 ? { checksOutput: true } : {}),
   }
 }
 
