@@ -3,6 +3,7 @@
  * so that the chart and the runtime agree on one vocabulary.
  */
 import type { SerializedError } from '../src/core/errors'
+import type { ApprovalReceipt } from '../src/core/types'
 
 export interface TurnInput {
   turnId: string
@@ -97,8 +98,10 @@ export type TurnEvent =
   | { type: 'gate.fail'; rule: string; error: SerializedError }
   /** The step gate: the run tree's budget is spent (`BudgetExceededError`); no call is made. */
   | { type: 'budget.exceeded'; error: SerializedError }
-  | { type: 'tool.approved'; callId: string }
-  | { type: 'tool.denied'; callId: string; reason?: string }
+  /** A decision on a waiting call; `receipt` (logged with it: receipts survive a revert) says who, when and the input's digest. */
+  | { type: 'tool.approved'; callId: string; receipt?: ApprovalReceipt & { tool: string } }
+  /** A denial, or an approval that expired (`receipt.decision: 'expired'`), which the model sees as a denial. */
+  | { type: 'tool.denied'; callId: string; reason?: string; receipt?: ApprovalReceipt & { tool: string } }
   | {
       type: 'step.failed'
       error: SerializedError

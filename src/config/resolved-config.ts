@@ -14,6 +14,7 @@ import type { RetryOptions } from '../policy/retry-delay'
 import type { TelemetryOptions } from '../telemetry/telemetry'
 import type { Clock, InspectOption } from './options'
 import type { StepRule } from '../policy/step-gate'
+import type { ToolFingerprint } from '../tools/tool-fingerprint'
 
 export interface ResolvedConfig {
   model: ProviderLanguageModel
@@ -33,6 +34,8 @@ export interface ResolvedConfig {
   maxFileBytes: number
   limits: ModelLimits | undefined
   tools: ToolSet
+  /** The fingerprint of `tools` (names and input schema digests), computed by createEngine; each turn stores its part of it. */
+  toolFingerprint?: ToolFingerprint
   /** Tools whose approvals may edit the call's input (`true`: all). */
   editableApprovals: boolean | readonly string[]
   system: string | undefined

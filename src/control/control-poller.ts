@@ -10,8 +10,8 @@ import type { ControlRequest, ControlStore } from '../store/store'
 /** What the poller needs of a running turn: its id and the three decisions. */
 export interface ControlTarget {
   readonly id: string
-  approve(callId: string, options?: { input?: unknown }): Promise<void> | void
-  deny(callId: string, reason?: string): Promise<void> | void
+  approve(callId: string, options?: { input?: unknown; by?: string }): Promise<void> | void
+  deny(callId: string, options?: { reason?: string; by?: string }): Promise<void> | void
   abort(reason?: string): void
 }
 
@@ -95,8 +95,9 @@ export function startControlPoller(options: {
 async function apply(turn: ControlTarget, request: ControlRequest): Promise<string | null> {
   try {
     if (request.kind === 'abort') turn.abort(request.reason ?? 'aborted from another engine')
-    else if (request.kind === 'approve') await turn.approve(request.callId ?? '', request.input === undefined ? undefined : { input: request.input })
-    else await turn.deny(request.callId ?? '', request.reason ?? undefined)
+    const by = request.by !== undefined ? { by: request.by } : {}
+    if (request.kind === 'approve') await turn.approve(request.callId ?? '', { ...(request.input === undefined ? {} : { input: request.input }), ...by })
+    else if (request.kind === 'deny') await turn.deny(request.callId ?? '', { ...(request.reason ? { reason: request.reason } : {}), ...by })
     return null
   } catch (error) {
     return error instanceof Error ? error.message : String(error)

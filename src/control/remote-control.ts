@@ -43,7 +43,7 @@ export interface RemoteControlDeps {
 }
 
 /** What is decided of a waiting call: approved (maybe with an edited input) or denied (maybe with a reason). */
-export type Decision = { kind: 'approve'; input?: unknown } | { kind: 'deny'; reason?: string }
+export type Decision = { kind: 'approve'; input?: unknown; by?: string } | { kind: 'deny'; reason?: string; by?: string }
 
 /**
  * A doorbell rung by the changes `matches` picks (and by news that changes were missed), for
@@ -68,8 +68,9 @@ function outcomeBell(feed: ControlOutcomeFeed | undefined, matches: (change: { h
  */
 export async function requestDecision(deps: RemoteControlDeps, turnId: string, callId: string, decision: Decision): Promise<void> {
   const apply = async (turn: ControlTarget) => {
-    if (decision.kind === 'deny') return turn.deny(callId, decision.reason)
-    await turn.approve(callId, decision.input === undefined ? undefined : { input: decision.input })
+    const by = decision.by !== undefined ? { by: decision.by } : {}
+    if (decision.kind === 'deny') return turn.deny(callId, { ...(decision.reason !== undefined ? { reason: decision.reason } : {}), ...by })
+    await turn.approve(callId, { ...(decision.input === undefined ? {} : { input: decision.input }), ...by })
   }
   let turn = deps.localTurn(turnId)
   if (!turn) {
@@ -85,7 +86,7 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
   const id = newId('ctl')
   const { bell, stop } = outcomeBell(deps.outcomes, (change) => 'handled' in change && change.handled === id)
   try {
-    await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited })
+    await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited, ...(decision.by !== undefined ? { by: decision.by } : {}) })
     const deadline = Date.now() + deps.waitMs
     while (Date.now() < deadline) {
       await bell.wait(deps.checkEveryMs)

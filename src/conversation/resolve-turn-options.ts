@@ -11,6 +11,7 @@ import { InvalidArgumentError } from '../core/errors'
 import type { PromptOptions, SessionDefaults, StopCondition, StoredTurnOptions, StructuredOutput } from '../core/types'
 import { isPlainObject, promptKeys, stopConditions, structuredOutput, validateTurnSettings } from '../config/call-settings'
 import { mergeBudgets, validateBudget } from '../policy/budget'
+import { pickTools } from '../tools/tool-fingerprint'
 
 export interface ResolvedTurnOptions {
   stored: StoredTurnOptions
@@ -118,13 +119,19 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
     throw new InvalidArgumentError('options.toolChoice', toolChoice, 'a tool this turn may use')
   }
   const allHeaders = { ...engineHeaders, ...headers }
+  const modelName = model ?? defaults?.model ?? 'default'
+  // (a name registered on no engine is refused when the turn is configured)
+  const modelId = Object.hasOwn(config.models, modelName) ? config.models[modelName].modelId : undefined
   return {
     stored: {
-      model: model ?? defaults?.model ?? 'default',
+      model: modelName,
       ...(chosenSystem !== undefined ? { system: chosenSystem } : {}),
       ...(chosenTools ? { tools: [...chosenTools] } : {}),
       settings: merged,
       ...(budget ? { budget } : {}),
+      ...(config.toolFingerprint ? { toolFingerprint: pickTools(config.toolFingerprint, chosenTools) } : {}),
+      // What engine.upgradeCheck() compares with the engine's model of that name.
+      ...(typeof modelId === 'string' ? { modelId } : {}),
     },
     memory: { ...(Object.keys(allHeaders).length ? { headers: allHeaders } : {}), ...(promptStops ? { stopWhen: promptStops } : {}), ...(promptOutput ? { output: promptOutput } : {}) },
     maxSteps: maxSteps ?? config.maxSteps,
@@ -167,9 +174,21 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
   if (stored.tools) {
     tools = {}
     for (const name of stored.tools) {
-      if (!(name in config.tools)) throw new InvalidArgumentError('tools', name, `the name of a registered tool (${Object.keys(config.tools).join(', ')})`)
+      if (!(name in config.tools)) {
+        // A tool the turn pinned and the engine no longer has: its calls become an error part naming it (run-tools), the turn goes on.
+        if (stored.toolFingerprint && Object.hasOwn(stored.toolFingerprint, name)) continue
+        throw new InvalidArgumentError('tools', name, `the name of a registered tool (${Object.keys(config.tools).join(', ')})`)
+      }
       tools[name] = config.tools[name]
     }
   }
-  return { ...engine, model, system: stored.system, tools, call: { ...stored.settings, ...(headers ? { headers } : {}) }, ...(stored.budget ? { budget: stored.budget } : {}) }
+  return {
+    ...engine,
+    model,
+    system: stored.system,
+    tools,
+    call: { ...stored.settings, ...(headers ? { headers } : {}) },
+    ...(stored.budget ? { budget: stored.budget } : {}),
+    ...(stored.toolFingerprint && config.toolFingerprint ? { pinnedTools: { pinned: stored.toolFingerprint, current: config.toolFingerprint } } : {}),
+  }
 }

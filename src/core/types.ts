@@ -111,11 +111,36 @@ export type ToolState =
       time: { start: number; end: number }
     }
 
+/**
+ * What was decided of a call that asked for approval, kept on its tool part (and in its turn's
+ * log: `engine.approvalReceipts(sessionId)` reads both, so a receipt survives a fork and a revert).
+ */
+export interface ApprovalReceipt {
+  /** `approved`, `denied` (by a person), or `expired` (`approvalTimeoutMs` passed: the model sees a denial). */
+  decision: 'approved' | 'denied' | 'expired'
+  /** Who decided: the `by` of `approve` / `deny` (for the chat handler, the identity its `authorize` returned); absent when nobody said. */
+  by?: string
+  /** When it was decided (ms). */
+  at: number
+  /**
+   * The hex SHA-256 of the canonical JSON (keys sorted, recursively) of the input decided on:
+   * for an approval the input the tool runs with (the edited one when the approver edited it).
+   * The tool runs only with an input whose digest is this one.
+   */
+  inputDigest: string
+  /** An approver's edit: the model's input was replaced (its digest differs from `inputDigest`). */
+  edited?: true
+  /** A denial's reason, as given. */
+  reason?: string
+}
+
 export interface ToolPart extends PartBase {
   type: 'tool'
   callId: string
   tool: string
   state: ToolState
+  /** The decision on the call, when it asked for approval and was decided (approved, denied, expired). */
+  receipt?: ApprovalReceipt
   /** The provider's metadata for the call (e.g. a Gemini thought signature), when it sent some. */
   providerMetadata?: PartProviderMetadata
 }
@@ -398,4 +423,12 @@ export interface StoredTurnOptions {
   settings: Omit<TurnSettings, 'headers' | 'maxSteps'>
   /** The budget of the run tree this turn is the root of (the prompt's over the session's over the engine's). */
   budget?: Budget
+  /**
+   * The tools the turn may call, pinned when it started: name → hex SHA-256 of the input
+   * schema's canonical JSON (src/tools/tool-fingerprint.ts). A call of a tool removed or changed
+   * since is an error part naming the tool; absent on turns of a version before it.
+   */
+  toolFingerprint?: Record<string, string>
+  /** The provider's id of the turn's model when it started (`modelId`, e.g. `gpt-4o-mini`): `engine.upgradeCheck()` names a model changed since. */
+  modelId?: string
 }

@@ -16,6 +16,7 @@ import { PromptQueue } from '../conversation/prompt-queue'
 import { SteerWrites } from '../conversation/steer-writes'
 import type { HistoryDeps } from '../conversation/history'
 import { checkToolSchemas } from '../tools/json-schema-validator'
+import { toolFingerprint } from '../tools/tool-fingerprint'
 import { newOwnerId } from '../turn/recovery/recover-turns'
 import { RunTrees } from '../turn/run-tree/run-trees'
 import { childTurns } from './child-turns'
@@ -34,6 +35,7 @@ import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
 import { engineNotifications, storeFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
+import { upgradeCalls } from './upgrade-check'
 import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
 
 /**
@@ -47,12 +49,14 @@ import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
  * console.log(await turn.done) // { outcome: 'completed', ... }
  */
 export async function createEngine(options: EngineOptions): Promise<Engine> {
-  const config = resolveConfig(options)
+  const resolved = resolveConfig(options)
   // The app's reporter of hook errors, itself behind a boundary (it is the app's code too: a
   // throw, or an async reporter's rejection, goes nowhere rather than to the process).
-  const reportHookError = (error: unknown) => callHook(() => config.onSubscriberError(error), () => undefined)
-  const services = createEngineServices(config, options.redact?.secrets ?? [], reportHookError)
-  await checkToolSchemas(config.tools)
+  const reportHookError = (error: unknown) => callHook(() => resolved.onSubscriberError(error), () => undefined)
+  const services = createEngineServices(resolved, options.redact?.secrets ?? [], reportHookError)
+  await checkToolSchemas(resolved.tools)
+  // Each turn stores the fingerprint of the tools it may call (names and schema digests).
+  const config = { ...resolved, toolFingerprint: await toolFingerprint(resolved.tools) }
   // The listening connection's failures end nothing (the engine polls meanwhile): told where
   // subscribers' failures are.
   const opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
@@ -125,6 +129,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ...sessionCalls({ config, store, history, requireOpen, call }),
     ...turnLogCalls({ store, requireOpen, call }),
     ...backupCalls({ opened, call }),
+    ...upgradeCalls({ config, store, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
     subscribe(listener) {

@@ -11,8 +11,9 @@ import type { PromptCalls } from './prompt-calls'
 import type { SessionCalls } from './session-calls'
 import type { EngineNotifications } from './store-feeds'
 import type { TurnLogCalls } from './turn-log-calls'
+import type { UpgradeCalls } from './upgrade-check'
 
-export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls {
+export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls {
   /** Receives every event; returns the function that unsubscribes. */
   subscribe(listener: Listener): () => void
   /**

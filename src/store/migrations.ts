@@ -197,6 +197,13 @@ export const migrations: Migration[] = [
         .execute()
     },
   },
+  {
+    // Approval receipts: who decided a call another engine runs travels with the stored request.
+    name: '0012_approval_receipts',
+    async up(db) {
+      await db.schema.alterTable('turnchart_controls').addColumn('decided_by', 'text').execute()
+    },
+  },
 ]
 
 /**

@@ -101,6 +101,8 @@ export interface ControlTable {
   result: string | null
   /** JSON: an approval's edited input (null: the model's input is approved as it is). */
   input: ColumnType<string | null, string | null | undefined, string | null>
+  /** Who decided (`approve` / `deny`'s `by`), for the call's receipt; null when nobody said. */
+  decided_by: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface QueueTable {

@@ -79,6 +79,8 @@ export interface ControlRequest {
   createdAt: number
   /** An approval's edited input (absent: the model's input, as it is). */
   input?: unknown
+  /** Who approved or denied (the `by` of `approve` / `deny`), kept on the call's receipt. */
+  by?: string
 }
 
 export interface SessionStore {

@@ -9,8 +9,9 @@ import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../core/secrets/redact-secrets'
 import type { ChildTurnRunner } from './child-turns'
 import { toolOptions } from './tool-options'
-import { completeCall, failCall } from './tool-part'
+import { completeCall, failCall, matchesApproval } from './tool-part'
 import { safeMessage } from '../core/errors'
+import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
 
 /** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
 export interface ToolRunScope {
@@ -20,7 +21,7 @@ export interface ToolRunScope {
   readonly stepTools: ToolPart[]
   /** The history the tools are given (`messages` of the AI SDK's tool options). */
   modelMessages(): ModelMessage[]
-  readonly config: { tools: ToolSet; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }; telemetry: Pick<Telemetry, 'toolCall'>; redactor: Pick<Redactor, 'text'> }
+  readonly config: { tools: ToolSet; pinnedTools?: { pinned: ToolFingerprint; current: ToolFingerprint }; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }; telemetry: Pick<Telemetry, 'toolCall'>; redactor: Pick<Redactor, 'text'> }
   /** Told of each part whose state changed. */
   readonly writer: { changed(part: Part): void }
 }
@@ -99,7 +100,13 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
   stopped.catch(() => undefined)
   const span = scope.config.telemetry.toolCall({ turnId: scope.turnId, sessionId: scope.sessionId, tool: part.tool, callId: part.callId, input })
   try {
+    // A tool the turn was started with that is gone or changed (a deploy, an MCP server's new tools): not run, named.
+    const pinned = scope.config.pinnedTools
+    const change = pinned && toolChange(pinned.pinned, pinned.current, part.tool)
+    if (change) throw new Error(toolChangedMessage(part.tool, change))
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
+    // An approved call runs only with the input its receipt's digest names (what the approver saw).
+    if (!matchesApproval(part, input)) throw new Error(`not run: the input differs from the approved one (its SHA-256 is not the receipt's ${part.receipt?.inputDigest})`)
     const run = Promise.resolve(
       definition.execute(input as never, {
         toolCallId: part.callId,

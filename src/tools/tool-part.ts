@@ -3,10 +3,11 @@
  * functions, and every "did not run" has a typed reason with one message.
  *
  *   pending ─► awaiting approval (pending, approval: required) ─► running ─► completed
- *      │                │ denied                                   │
+ *      │                │ denied, expired (a receipt either way)   │
  *      └────────────────┴──────────► error ◄─────────────────────┘ (thrown, not run, stopped)
  */
-import type { ToolPart } from '../core/types'
+import { inputDigest } from '../core/input-digest'
+import type { ApprovalReceipt, ToolPart } from '../core/types'
 
 /** Why a call did not run, or stopped before it finished. */
 export type NotRunReason =
@@ -56,23 +57,52 @@ export function requireApproval(part: ToolPart): void {
   part.state = { status: 'pending', input: part.state.input, approval: 'required' }
 }
 
+/** Who decided, when given (`approve`'s and `deny`'s `by`). */
+export interface DecisionBy {
+  by?: string
+}
+
 /**
  * A waiting call was approved: it runs when the turn enters `tool-running`; with the approver's
- * edited input (checked already), which the part keeps beside the model's.
+ * edited input (checked already), which the part keeps beside the model's. The part gets its
+ * receipt: who, when, and the digest of the input it may run with (run-tools.ts checks it).
  */
-export function approveCall(part: ToolPart, now: number, edited?: { input: unknown }): void {
+export function approveCall(part: ToolPart, now: number, edited?: { input: unknown }, decided: DecisionBy = {}): ApprovalReceipt {
+  const input = edited ? edited.input : part.state.input
+  part.receipt = { decision: 'approved', ...byOf(decided), at: now, inputDigest: inputDigest(input), ...(edited ? { edited: true as const } : {}) }
   part.state = edited
     ? { status: 'running', input: edited.input, modelInput: part.state.input, time: { start: now } }
     : { status: 'running', input: part.state.input, time: { start: now } }
+  return part.receipt
+}
+
+const byOf = ({ by }: DecisionBy) => (by !== undefined ? { by } : {})
+
+/**
+ * True when `part` may run with `input`: it asked for no approval, or its approval's digest is
+ * `input`'s. A call whose input changed after its approval (a tampered row, a bug) never runs.
+ */
+export function matchesApproval(part: ToolPart, input: unknown): boolean {
+  return part.receipt?.decision !== 'approved' || part.receipt.inputDigest === inputDigest(input)
 }
 
 /** The model's input of an edited call, carried through the call's later states. */
 const modelInputOf = (part: ToolPart) => ('modelInput' in part.state && part.state.modelInput !== undefined ? { modelInput: part.state.modelInput } : {})
 
-/** A waiting call was denied: an error the model sees, carrying the user's reason. */
-export function denyCall(part: ToolPart, reason: string | undefined, now: number): void {
+/** A waiting call was denied: an error the model sees, carrying the user's reason; its receipt says who and when. */
+export function denyCall(part: ToolPart, reason: string | undefined, now: number, decided: DecisionBy = {}): ApprovalReceipt {
+  part.receipt = { decision: 'denied', ...byOf(decided), at: now, inputDigest: inputDigest(part.state.input), ...(reason ? { reason } : {}) }
   const error = reason ? `the user denied this tool call: ${reason}` : 'the user denied this tool call'
   part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true, ...(reason ? { reason } : {}) }, time: { start: now, end: now } }
+  return part.receipt
+}
+
+/** A waiting call's approval timed out (`approvalTimeoutMs`): the model sees it as a denial; the receipt says `expired`. */
+export function expireCall(part: ToolPart, now: number): ApprovalReceipt {
+  part.receipt = { decision: 'expired', at: now, inputDigest: inputDigest(part.state.input) }
+  const error = 'the user denied this tool call: the approval expired (no decision in time)'
+  part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true, expired: true }, time: { start: now, end: now } }
+  return part.receipt
 }
 
 /** The tool returned `output` (already bounded for storage); `modelOutput`: what its `toModelOutput` made of it for the model. */

@@ -14,11 +14,17 @@ import type { FailurePolicies } from '../policy/decide-failure'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
 import type { Telemetry } from '../telemetry/telemetry'
+import type { ToolFingerprint } from '../tools/tool-fingerprint'
 
 export interface TurnConfig {
   model: ProviderLanguageModel
   system: string | undefined
   tools: ToolSet
+  /**
+   * The tools the turn was started with (stored) and the engine's now: a call of a tool that
+   * was removed or changed since is an error part naming it. Absent on a turn stored without one.
+   */
+  pinnedTools?: { pinned: ToolFingerprint; current: ToolFingerprint }
   /** Tools whose approvals may edit the call's input. */
   editableApprovals: boolean | readonly string[]
   /** Call settings of the turn's requests (headers in memory only). */

@@ -12,7 +12,7 @@ import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { checkApprovalEdit } from '../tools/approval-edit'
-import { approveCall, denyCall } from '../tools/tool-part'
+import { approveCall, denyCall, expireCall } from '../tools/tool-part'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
 import { recordTurnResult } from './turn-result'
@@ -39,6 +39,24 @@ export interface TurnResult<OUTPUT = unknown> {
    * chart's own output, `{ outcome, error }`.)
    */
   output?: OUTPUT
+}
+
+/** `approve`'s options: an edited input (tools named in `editableApprovals`), and who approved (kept on the receipt). */
+export interface ApproveOptions {
+  input?: unknown
+  /** Who approved: an id of the app's (a user id, an email); stored on the call's receipt. */
+  by?: string
+}
+
+/** `deny`'s options: the reason the model sees, and who denied (kept on the receipt). */
+export interface DenyOptions {
+  reason?: string
+  by?: string
+}
+
+/** `deny`'s second argument, a reason or `{ reason, by }`, as options. */
+export function denyOptions(reason: string | DenyOptions | undefined): DenyOptions {
+  return typeof reason === 'string' ? { reason } : (reason ?? {})
 }
 
 /** A running turn. `OUTPUT`: the type of `done`'s structured `output`. */
@@ -87,13 +105,14 @@ export interface Turn<OUTPUT = unknown> {
    * engine names in `editableApprovals`; checked against the tool's schema first: a bad one is
    * an `InvalidArgumentError` and the call stays pending).
    */
-  approve(callId: string, options?: { input?: unknown }): Promise<void>
+  approve(callId: string, options?: ApproveOptions): Promise<void>
   /**
    * Denies a tool call waiting in `awaiting-approval`: its part becomes an error carrying
    * `reason`, which the model sees. Resolves once the decision is stored; rejects with
-   * `ApprovalNotPendingError` when the call is not waiting.
+   * `ApprovalNotPendingError` when the call is not waiting. `{ reason, by }`: with who denied
+   * it, kept on the receipt.
    */
-  deny(callId: string, reason?: string): Promise<void>
+  deny(callId: string, reason?: string | DenyOptions): Promise<void>
   /**
    * Detaches the turn from this engine without ending it (at close): its effects stop, its
    * pending writes land, and the turn stays open in the database for the next engine to resume.
@@ -112,6 +131,8 @@ export interface RunningTurn extends Turn {
   lose(error: TurnOwnershipLostError): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
+  /** Expires the approvals of these waiting calls (`approvalTimeoutMs` passed): denials the model sees. */
+  expire(callIds: readonly string[]): Promise<void>
 }
 
 /**
@@ -184,7 +205,7 @@ export class TurnHandle implements RunningTurn {
     this.actor.send({ type: 'turn.abort', ...(reason ? { reason } : {}) })
   }
 
-  async approve(callId: string, options: { input?: unknown } = {}): Promise<void> {
+  async approve(callId: string, options: ApproveOptions = {}): Promise<void> {
     let part = this.#pendingApproval(callId)
     let edited: { input: unknown } | undefined
     if (options.input !== undefined) {
@@ -193,18 +214,39 @@ export class TurnHandle implements RunningTurn {
       part = this.#pendingApproval(callId) // (still pending after the check)
     }
     // Staged, not flushed: the decision commits in the transition's own transaction, before the tool can start.
-    approveCall(part, Date.now(), edited)
+    const receipt = approveCall(part, Date.now(), edited, options.by !== undefined ? { by: options.by } : {})
     this.#parts.scope.writer.stage(part)
-    this.actor.send({ type: 'tool.approved', callId })
+    // The receipt rides in the logged event too: the log outlives a revert of the messages.
+    this.actor.send({ type: 'tool.approved', callId, receipt: { tool: part.tool, ...receipt } })
     // Resolved once stored: a crash after this cannot lose the decision (or its edit).
     await this.#parts.log.settled()
   }
 
-  async deny(callId: string, reason?: string): Promise<void> {
+  async deny(callId: string, reasonOrOptions?: string | DenyOptions): Promise<void> {
+    const { reason, by } = denyOptions(reasonOrOptions)
     const part = this.#pendingApproval(callId)
-    denyCall(part, reason, Date.now())
+    const receipt = denyCall(part, reason, Date.now(), by !== undefined ? { by } : {})
     this.#parts.scope.writer.stage(part)
-    this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
+    this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}), receipt: { tool: part.tool, ...receipt } })
+    await this.#parts.log.settled()
+  }
+
+  /**
+   * The approvals of `callIds` timed out (`approvalTimeoutMs`, checked by the deadline sweep):
+   * each becomes a denial the model sees, its receipt `expired`. Calls no longer waiting are skipped.
+   */
+  async expire(callIds: readonly string[]): Promise<void> {
+    for (const callId of callIds) {
+      let part: ToolPart
+      try {
+        part = this.#pendingApproval(callId)
+      } catch {
+        continue // decided meanwhile
+      }
+      const receipt = expireCall(part, Date.now())
+      this.#parts.scope.writer.stage(part)
+      this.actor.send({ type: 'tool.denied', callId, reason: 'the approval expired', receipt: { tool: part.tool, ...receipt } })
+    }
     await this.#parts.log.settled()
   }
 
@@ -279,6 +321,8 @@ export class TurnHandle implements RunningTurn {
   }
 
   #pendingApproval(callId: string): ToolPart {
+    // A handle whose turn left it (parked, detached) decides nothing: its actor is stopped.
+    if (this.#settled) throw new ApprovalNotPendingError(this.id, callId, 'this handle no longer runs the turn (it ended, was parked or detached): decide through the engine')
     const snapshot = this.actor.getSnapshot()
     const state = turnStateName(snapshot)
     if (state !== 'awaiting-approval') throw new ApprovalNotPendingError(this.id, callId, `the turn is in '${state}'`)

@@ -10,6 +10,7 @@
  */
 import type { ModelMessage } from 'ai'
 import type { Bus } from '../core/bus'
+import { StorageError, TurnchartError } from '../core/errors'
 import { newId } from '../core/ids'
 import { toModelMessages, TurnModelMessages } from '../llm/model-messages'
 import type { ProviderPromptCache } from '../llm/provider-prompt'
@@ -120,14 +121,20 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     const now = Date.now()
     const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
     const transaction: PromptTransaction = async (write) => {
-      await this.store.transaction(async (tx) => {
-        // (set here: the first row, written in this transaction, reads the redactor)
-        this.#config = await prepare(tx)
-        this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
-        await tx.messages.upsert(info)
-        await tx.messages.upsertParts(parts, now)
-        await write?.(tx)
-      })
+      await this.store
+        .transaction(async (tx) => {
+          // (set here: the first row, written in this transaction, reads the redactor)
+          this.#config = await prepare(tx)
+          this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
+          await tx.messages.upsert(info)
+          await tx.messages.upsertParts(parts, now)
+          await write?.(tx)
+        })
+        .catch((error: unknown) => {
+          // A driver's error (a killed connection, a full disk) named for what failed; the
+          // engine's own refusals (a busy or unknown session) stay as they are.
+          throw TurnchartError.isTurnchartError(error) ? error : new StorageError('storing the prompt', error)
+        })
       // In the history once stored, before the first rows are known committed: the first step
       // reads it as soon as it may act.
       this.messages.push({ info, parts })

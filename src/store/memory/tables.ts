@@ -86,7 +86,8 @@ export interface TransitionRow {
   parts: string | null
 }
 
-export interface ControlRow extends Omit<ControlRequest, 'input'> {
+export interface ControlRow extends Omit<ControlRequest, 'input' | 'by'> {
+  by: string | null
   handledAt: number | null
   result: string | null
   /** JSON text, or null. */
