@@ -144,6 +144,14 @@ export interface EngineOptions {
   /** A running turn's lease; renewed every third of it. Another engine may take over a turn whose lease ran out. Default 30000. */
   leaseMs?: number
   /**
+   * How long a turn waiting on a person (awaiting approval) stays held by its engine before it is
+   * parked: its actor, lease and timers let go, its row left waiting for whichever engine settles
+   * it (approve, deny, abort resume it there). `0` parks at once. Default 60000 (a minute: an
+   * answer that comes at once finds the turn held; a wait of days costs no memory). See
+   * docs/durability.md.
+   */
+  parkAfterMs?: number
+  /**
    * How often an engine reads the database for what other engines did: approve/deny/abort
    * requests stored for its turns, the turns of prompts it queued that another engine runs.
    * With PostgreSQL notifications this is the fallback. Default 200.

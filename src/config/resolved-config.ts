@@ -55,6 +55,8 @@ export interface ResolvedConfig {
   onSubscriberError: (error: unknown) => void
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
+  /** How long a waiting turn is held before it is parked (0: at once). */
+  parkAfterMs: number
   controlPollIntervalMs: number
   /** Listen for PostgreSQL notifications where the database allows (`false`: poll only). */
   notifications: boolean

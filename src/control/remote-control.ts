@@ -3,12 +3,14 @@
  * applies them at once; a turn whose engine is gone is taken over first; a turn another live
  * engine runs gets a stored request, which that engine applies within its poll interval, or at
  * once when PostgreSQL notifies it (or, if it dies first, the engine that recovers the turn
- * does). The caller learns the outcome the same two ways: by reading it every `checkEveryMs`,
+ * does). A parked turn (no engine holds it) is taken by the engine the call is made on, and
+ * decided there. The caller learns the outcome the same two ways: by reading it every `checkEveryMs`,
  * or at once when a notification says the request was handled (the turn ended, for an abort).
  */
 import { Doorbell } from '../core/doorbell'
 import { ApprovalNotPendingError } from '../core/errors'
 import { newId } from '../core/ids'
+import { parkedOwner } from '../core/parking'
 import type { Store } from '../store/store'
 import type { ControlTarget } from './control-poller'
 
@@ -40,6 +42,11 @@ export interface RemoteControlDeps {
   checkEdit(turnId: string, callId: string, input: unknown): Promise<unknown>
   /** Ends a wait for the outcome at once when it is pushed (else the next check finds it). */
   outcomes?: ControlOutcomeFeed
+  /**
+   * Parked turns (no engine holds them): takes the turn into this engine and applies `apply` to
+   * it there; resolves false when the turn is not parked.
+   */
+  settleParked?(turnId: string, apply: (turn: ControlTarget) => Promise<void> | void): Promise<boolean>
 }
 
 /** What is decided of a waiting call: approved (maybe with an edited input) or denied (maybe with a reason). */
@@ -73,6 +80,8 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
     await turn.approve(callId, { ...(decision.input === undefined ? {} : { input: decision.input }), ...by })
   }
   let turn = deps.localTurn(turnId)
+  // A parked turn: nobody runs it; this engine takes it and decides here.
+  if (!turn && deps.settleParked && (await deps.settleParked(turnId, apply))) return
   if (!turn) {
     await deps.recover() // a turn left waiting by an engine that is gone
     turn = deps.localTurn(turnId)
@@ -91,13 +100,23 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
     while (Date.now() < deadline) {
       await bell.wait(deps.checkEveryMs)
       const outcome = await deps.store.controls.outcome(id)
-      if (!outcome?.handled) continue
+      if (!outcome?.handled) {
+        // Parked by its engine before it applied the request: taken here, this engine's poller applies it.
+        await takeIfParked(deps, turnId)
+        continue
+      }
       if (outcome.result) throw new ApprovalNotPendingError(turnId, callId, outcome.result)
       return
     }
   } finally {
     stop()
   }
+}
+
+/** A turn parked while a request to it was stored: taken into this engine (whose poller then applies the request). */
+async function takeIfParked(deps: RemoteControlDeps, turnId: string): Promise<void> {
+  if (!deps.settleParked || (await deps.store.turns.get(turnId))?.owner !== parkedOwner) return
+  await deps.settleParked(turnId, () => undefined)
 }
 
 /**
@@ -110,6 +129,7 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
 export async function requestAbort(deps: RemoteControlDeps, sessionId: string, reason = 'aborted from another engine'): Promise<void> {
   const open = await deps.store.turns.openOfSession(sessionId)
   if (!open) return
+  if (open.owner === parkedOwner && deps.settleParked && (await deps.settleParked(open.id, (turn) => turn.abort(reason)))) return
   await deps.recover()
   const taken = deps.localTurn(open.id)
   if (taken) return taken.abort(reason)
@@ -119,7 +139,9 @@ export async function requestAbort(deps: RemoteControlDeps, sessionId: string, r
     const deadline = Date.now() + deps.waitMs
     while (Date.now() < deadline) {
       await bell.wait(deps.checkEveryMs)
-      if ((await deps.store.turns.get(open.id))?.outcome) return
+      const row = await deps.store.turns.get(open.id)
+      if (row?.outcome) return
+      if (row?.owner === parkedOwner && deps.settleParked && (await deps.settleParked(open.id, (turn) => turn.abort(reason)))) return
     }
   } finally {
     stop()

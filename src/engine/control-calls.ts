@@ -63,6 +63,8 @@ export function engineControl(deps: {
   requireOpen(operation: string): void
   /** PostgreSQL notifications: requests applied, and outcomes heard, as soon as they are stored. */
   feeds?: Pick<StoreFeeds, 'controlRequests' | 'controlOutcomes'>
+  /** Parked turns: taken here and decided (src/engine/parked-turns.ts). */
+  settleParked?: RemoteControlDeps['settleParked']
 }): EngineControl {
   const { config, running, requireOpen } = deps
   const remote = remoteControl(deps)
@@ -119,6 +121,7 @@ export function remoteControl(deps: {
   running: RunningTurns
   recover(): Promise<unknown>
   feeds?: Pick<StoreFeeds, 'controlOutcomes'>
+  settleParked?: RemoteControlDeps['settleParked']
 }): RemoteControlDeps {
   const { config, running } = deps
   return {
@@ -133,6 +136,7 @@ export function remoteControl(deps: {
       return checkApprovalEdit(config.tools, config.editableApprovals, call.tool, input)
     },
     ...(deps.feeds ? { outcomes: deps.feeds.controlOutcomes } : {}),
+    ...(deps.settleParked ? { settleParked: deps.settleParked } : {}),
   }
 }
 

@@ -29,7 +29,8 @@ import type { Engine } from './engine'
 import { createEngineServices } from './engine-services'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
-import { takeOverTurns } from './recovery'
+import { takeOverTurns, takeParkedTurn } from './recovery'
+import { ParkedTurns } from './parked-turns'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
@@ -103,22 +104,27 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     steers,
   })
 
+  let sweeps = 0
   /** Takes over the turns left by engines that are gone; resolves once each resumption is logged. */
   const recover = async (): Promise<RunningTurn[]> => {
     requireOpen('recover turns')
+    sweeps++
     const recovered = await takeOverTurns({ config, services, turns, running })
     // Queues that stand still (the engine that would have started them died): start them here.
     for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
     return recovered
   }
+  // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
+  const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
   // Approve, deny and abort from any engine (src/control/).
-  const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}) })
+  const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply) })
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
 
   let sweep: NodeJS.Timeout | undefined
   const stopBackground = () => {
+    parked.close()
     stopRenewal()
     clearInterval(sweep)
     control.poller.stop()
@@ -137,6 +143,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       return bus.subscribe(requireFunction('listener', listener))
     },
     recover,
+    stats: () => ({ actors: running.all().length, leases: running.begun().length, timers: parked.timers, sweeps }),
     async close(closeOptions = {}) {
       if (closed) return
       closed = true

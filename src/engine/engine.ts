@@ -13,7 +13,21 @@ import type { EngineNotifications } from './store-feeds'
 import type { TurnLogCalls } from './turn-log-calls'
 import type { UpgradeCalls } from './upgrade-check'
 
+/** What an engine holds in memory now (`engine.stats()`): for tests and dashboards. */
+export interface EngineStats {
+  /** Turn actors alive in this engine (each running or waiting turn it holds has one; a parked turn none). */
+  actors: number
+  /** Turns whose lease this engine renews. */
+  leases: number
+  /** Timers this engine holds for waiting turns (a parked turn has none; a running turn's own timers end with its actor). */
+  timers: number
+  /** Recovery passes run since the engine opened: on open, each sweep (`recovery.intervalMs`), each `recover()`. */
+  sweeps: number
+}
+
 export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls {
+  /** What the engine holds in memory now: its turns' actors, leases and timers, and the sweeps run. */
+  stats(): EngineStats
   /** Receives every event; returns the function that unsubscribes. */
   subscribe(listener: Listener): () => void
   /**

@@ -5,7 +5,7 @@
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import { turnConfig } from '../conversation/resolve-turn-options'
-import { recoverWith, type RecoveryPorts } from '../turn/recovery/recover-turns'
+import { recoverWith, resumeParked, type RecoveryPorts } from '../turn/recovery/recover-turns'
 import type { TurnDeps } from '../turn/run-turn'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
@@ -24,8 +24,28 @@ export function recoverTurns(
   engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps },
   isRunningHere: (turnId: string) => boolean,
 ): Promise<RunningTurn[]> {
+  return recoverWith(recoveryPorts(engine), isRunningHere)
+}
+
+/**
+ * Takes a parked turn into this engine and tracks it here; resolves with it once its resumption
+ * is in its log, or undefined when it is not parked (any more) or another engine took it.
+ *
+ * @example
+ * const turn = await takeParkedTurn({ config, services, turns, running }, turnId)
+ */
+export async function takeParkedTurn(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }, turnId: string): Promise<RunningTurn | undefined> {
+  const resumed = await resumeParked(recoveryPorts(engine), turnId)
+  if (!resumed) return undefined
+  engine.running.track(resumed)
+  await resumed.recorded()
+  return resumed
+}
+
+/** Recovery's ports met by this engine. */
+function recoveryPorts(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps }): RecoveryPorts<TurnConfig, RunningTurn> {
   const { config, services, turns } = engine
-  const ports: RecoveryPorts<TurnConfig, RunningTurn> = {
+  return {
     store: turns.store,
     owner: turns.owner,
     leaseMs: config.leaseMs,
@@ -41,7 +61,6 @@ export function recoverTurns(
       return from ? resumeTurn(turns, { scope, input, ...from, tree }) : startTurnFromIdle(turns, { scope, input, tree })
     },
   }
-  return recoverWith(ports, isRunningHere)
 }
 
 /**

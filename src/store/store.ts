@@ -168,7 +168,7 @@ export interface TurnStore {
    * Compare-and-set of the owner: succeeds only while the turn is unfinished, owned by
    * `expected.owner` at `expected.epoch`; then the epoch is incremented and the new fence returned.
    */
-  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null>
+  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number | null): Promise<TurnFence | null>
   /**
    * Extends the leases of `owner`'s unfinished turns still at the epochs given (a turn claimed
    * again since, even by `owner`, is left as it is); returns the ids renewed.

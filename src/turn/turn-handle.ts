@@ -6,7 +6,8 @@
  */
 import type { Actor } from 'xstate'
 import { turnStateName, type TurnMachine } from '../../machines/turn.machine'
-import { ApprovalNotPendingError, EngineClosedError, TurnOutcomeUnknownError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
+import { parkableStates } from '../../machines/parkable-states'
+import { ApprovalNotPendingError, EngineClosedError, TurnOutcomeUnknownError, TurnParkedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
@@ -131,6 +132,13 @@ export interface RunningTurn extends Turn {
   lose(error: TurnOwnershipLostError): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
+  /**
+   * Parks the turn (it waits in a parkable state): like `detach`, its actor stops and its writes
+   * land, `handOver(fence)` gives its row away (to the parked owner), and it ends here `parked`
+   * (`done` rejects with `TurnParkedError`). Resolves true when it was parked, false when it was
+   * not waiting in a parkable state any more (it goes on).
+   */
+  park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean>
   /** Expires the approvals of these waiting calls (`approvalTimeoutMs` passed): denials the model sees. */
   expire(callIds: readonly string[]): Promise<void>
 }
@@ -261,6 +269,17 @@ export class TurnHandle implements RunningTurn {
     if (!this.#settled) this.#parts.log.lose(error)
   }
 
+  async park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean> {
+    const state = turnStateName(this.actor.getSnapshot())
+    if (this.#settled || this.#parts.log.ending || !parkableStates.has(state)) return false
+    // Its entering row must be written first: what recovery resumes from is the waiting state.
+    await this.#parts.log.settled()
+    if (this.#settled || turnStateName(this.actor.getSnapshot()) !== state) return false
+    await this.#parts.log.detach(() => this.actor.stop(), { kind: 'parked', state }, () => handOver(this.fence))
+    await this.#reported
+    return true
+  }
+
   recorded(): Promise<void> {
     return this.#parts.log.settled()
   }
@@ -300,6 +319,11 @@ export class TurnHandle implements RunningTurn {
         const closed = new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`)
         events.close(closed.toJSON())
         return this.#reject(closed)
+      }
+      case 'parked': {
+        const parked = new TurnParkedError({ turnId: this.id, sessionId: this.sessionId, state: end.state })
+        events.close(parked.toJSON())
+        return this.#reject(parked)
       }
       case 'not-started':
         events.close()

@@ -152,7 +152,7 @@ export class KyselyTurns implements TurnStore {
     return rows.map((row) => ({ ...turnFromRow(row), input: JSON.parse(row.input) }))
   }
 
-  async claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null> {
+  async claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
     let query = this.db
       .updateTable('turnchart_turns')
       .set({ owner, lease_until: leaseUntil, epoch: expected.epoch + 1 })

@@ -17,6 +17,7 @@ import { sqliteDialect } from './sqlite-dialect'
 import type { SqliteConnection, SqliteDriver, SqliteOpenOptions } from './sqlite-driver'
 import { removeWalFilesOfReading, walFiles } from './wal-files'
 import { cachingStatements } from './statement-cache'
+import { directSqliteDialect } from './direct-statements'
 
 /** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
 export const sqliteLoader = {
@@ -79,7 +80,7 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
   handle.pragma('journal_mode = WAL')
   handle.pragma('foreign_keys = ON')
   handle.pragma('synchronous = NORMAL')
-  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) })
+  const db = new Kysely<TurnchartDatabase>({ dialect: directSqliteDialect(cachingStatements(handle)) })
   const verify = value === ':memory:' ? undefined : fileGuard(value)
   return {
     db,

@@ -11,6 +11,7 @@ import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
 import { serializeError } from '../../core/errors'
+import { parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
@@ -35,6 +36,8 @@ export function newOwnerId(): string {
  */
 function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
   if (!turn.owner) return true
+  // A parked turn waits for its control (approve, deny, abort, a deadline), not for an engine.
+  if (turn.owner === parkedOwner) return false
   if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
   if (turn.owner === owner) return false
   const [host, pid] = turn.owner.split(':')
@@ -100,6 +103,28 @@ export async function recoverWith<C extends { tools: ToolSet }, T>(ports: Recove
     }
   }
   return recovered
+}
+
+/**
+ * Takes a parked turn (its row owned by `parkedOwner`) into this engine: claimed from the parked
+ * owner (one engine wins), then resumed as recovery resumes a turn, in the state it waits in.
+ * Resolves undefined when the turn is not parked (any more), or another engine took it first.
+ *
+ * @example
+ * const turn = await resumeParked(ports, turnId) // then approve, deny or abort it here
+ */
+export async function resumeParked<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, turnId: string): Promise<T | undefined> {
+  const { store } = ports
+  const record = await store.turns.get(turnId)
+  if (!record || record.outcome || record.owner !== parkedOwner) return undefined
+  const fence = await store.turns.claim(turnId, { owner: parkedOwner, epoch: record.epoch ?? 0 }, ports.owner, Date.now() + ports.leaseMs)
+  if (!fence) return undefined
+  try {
+    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence)
+  } catch (error) {
+    await endUnrecoverable(ports, record, error, fence)
+    return undefined
+  }
 }
 
 async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, cause: unknown, fence: TurnFence): Promise<void> {

@@ -157,7 +157,7 @@ export class TurnLog {
   /** True once the turn leaves this engine without an end: detached (close) or lost to another engine. */
   get leaving(): boolean {
     const state = this.#state
-    return state.kind === 'detached' || (state.kind === 'ended' && (state.end.kind === 'lost' || state.end.kind === 'detached'))
+    return state.kind === 'detached' || (state.kind === 'ended' && (state.end.kind === 'lost' || state.end.kind === 'detached' || state.end.kind === 'parked'))
   }
 
   /**
@@ -418,9 +418,11 @@ export class TurnLog {
   /**
    * Detaches the turn from this engine (close): nothing more is recorded, `stopEffects` stops
    * its actors, the writes already queued land, then what streamed so far; the turn ends
-   * `detached` and stays open in the database for the next engine to resume.
+   * `detached` and stays open in the database for the next engine to resume. Parking is the same
+   * leaving with its own end (`{ kind: 'parked', state }`): the turn stays open, waiting;
+   * `handOver` (the row given to the parked owner) runs after the writes and before the end.
    */
-  async detach(stopEffects: () => void): Promise<void> {
+  async detach(stopEffects: () => void, end: Extract<TurnEnd, { kind: 'detached' | 'parked' }> = { kind: 'detached' }, handOver?: () => Promise<void>): Promise<void> {
     const state = this.#state
     if (state.kind === 'ended') return
     // (a final row in flight stays `ending`: it lands, and its end wins)
@@ -430,7 +432,9 @@ export class TurnLog {
     stopEffects()
     await this.#options.scope.writer.flush().catch(() => undefined)
     await this.#tail
-    this.end({ kind: 'detached' })
+    // (parking: the row goes to the parked owner before the end is reported)
+    if (handOver) await handOver().catch(() => undefined)
+    this.end(end)
   }
 
   /**
