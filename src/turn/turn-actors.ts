@@ -13,6 +13,7 @@ import { streamStep } from '../llm/stream-step'
 import { runTools } from '../tools/run-tools'
 import type { ChildTurnRunner } from '../tools/child-turns'
 import { gatedActor, type WriteAheadGate } from './gated-actor'
+import type { HandoffPoint } from './handoff-point'
 import type { RunTree } from './run-tree/run-tree'
 import { decideStep, type GateTurn } from '../policy/step-gate'
 import { askAgainText, checkOutput } from '../llm/structured-output'
@@ -25,6 +26,8 @@ export interface TurnRun {
   scope: TurnScope
   tree: RunTree
   children?: ChildTurnRunner
+  /** Where a handoff asked by the engine holds the turn (its next step gate). */
+  handoff?: HandoffPoint
 }
 
 /** The step gate acts on nothing the log must precede (effect-free): it waits for no commit. */
@@ -55,6 +58,8 @@ function gateTurn({ scope, tree }: TurnRun, input: StepGateInput): GateTurn {
 const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
   stepGate: gatedActor<StepGateInput, TurnRun>({ gate: noCommitNeeded, turn: run }, {
     run: async (turn, input) => {
+      // A handoff was asked: the gate holds (nothing is in flight here) and the turn is detached.
+      if (turn.handoff?.requested) return turn.handoff.hold()
       const verdict = await decideStep(gateTurn(turn, input))
       // The parsed object is `turn.done`'s `output` (and rides in the verdict's log row).
       if (verdict.type === 'gate.complete' && verdict.rule === 'output') turn.scope.output = { value: verdict.output }

@@ -416,6 +416,19 @@ export class TurnLog {
   }
 
   /**
+   * Writes the rows held for effect-free states (the step gate's, where a handoff holds the
+   * turn) in a transaction of their own, with the parts changed since the last row: the next
+   * engine resumes from the gate, the finished step's tool results stored. Before the first
+   * model call the held rows ride in the prompt's transaction, which is still open: nothing is
+   * written then (the turn is stored `idle`, and the next engine starts it). Resolves when
+   * every write queued so far has settled.
+   */
+  commitHeld(): Promise<void> {
+    if (this.#state.kind === 'open' && this.#held.length > 0 && !this.#first) this.#queue(this.#held.splice(0), false, false)
+    return this.#tail
+  }
+
+  /**
    * Detaches the turn from this engine (close): nothing more is recorded, `stopEffects` stops
    * its actors, the writes already queued land, then what streamed so far; the turn ends
    * `detached` and stays open in the database for the next engine to resume. Parking is the same
