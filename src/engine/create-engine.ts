@@ -33,6 +33,7 @@ import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
 import { takeOverTurns, takeParkedTurn } from './recovery'
 import { ParkedTurns } from './parked-turns'
+import { expireApprovals } from './approval-deadlines'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
@@ -204,8 +205,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   }
   if (config.recovery.intervalMs > 0) {
     // Takes over the turns of workers that die while this engine runs.
+    // Then the approvals past their stored deadline (src/engine/approval-deadlines.ts).
     sweep = setInterval(() => {
-      if (!closed) recover().catch(() => undefined)
+      if (!closed)
+        recover()
+          .then(() => expireApprovals({ store, running, parked }))
+          .catch(() => undefined)
     }, config.recovery.intervalMs)
     sweep.unref()
   }

@@ -148,8 +148,8 @@ export interface RunningTurn extends Turn {
    * not waiting in a parkable state any more (it goes on).
    */
   park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean>
-  /** Expires the approvals of these waiting calls (`approvalTimeoutMs` passed): denials the model sees. */
-  expire(callIds: readonly string[]): Promise<void>
+  /** Expires the approvals that waited past their `expiresAt` by `now` (`approvalTimeoutMs`): denials the model sees. Resolves once stored. */
+  expireApprovals(now: number): Promise<void>
 }
 
 /**
@@ -252,19 +252,12 @@ export class TurnHandle implements RunningTurn {
     await this.#parts.log.settled()
   }
 
-  /**
-   * The approvals of `callIds` timed out (`approvalTimeoutMs`, checked by the deadline sweep):
-   * each becomes a denial the model sees, its receipt `expired`. Calls no longer waiting are skipped.
-   */
-  async expire(callIds: readonly string[]): Promise<void> {
-    for (const callId of callIds) {
-      let part: ToolPart
-      try {
-        part = this.#pendingApproval(callId)
-      } catch {
-        continue // decided meanwhile
-      }
-      const receipt = expireCall(part, Date.now())
+  async expireApprovals(now: number): Promise<void> {
+    if (this.#settled || turnStateName(this.actor.getSnapshot()) !== 'awaiting-approval') return
+    for (const callId of [...this.actor.getSnapshot().context.pendingApprovals]) {
+      const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+      if (!part || part.state.status !== 'pending' || part.state.expiresAt === undefined || part.state.expiresAt > now) continue
+      const receipt = expireCall(part, now)
       this.#parts.scope.writer.stage(part)
       this.actor.send({ type: 'tool.denied', callId, reason: 'the approval expired', receipt: { tool: part.tool, ...receipt } })
     }
