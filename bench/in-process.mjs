@@ -325,6 +325,8 @@ export function renderInProcess(result) {
   for (const key of ['step', 'w1', 'd2k', 'd20k']) if (result.times[key]) rows(label(key), result.times[key], result.cpu[key], SHAPES[key])
   for (const key of ['step', 'w1']) if (result.http?.[key]) rows(`${label(key)}, over HTTP`, result.http[key].times, result.http[key].cpu, SHAPES[key])
   p()
+  const cpuStep = (id) => (med(result.cpu.step[id]) - med(result.cpu.step.bare)) / SHAPES.step.steps
+  p(`Of CPU (user + system of the process, less moved than wall time when other processes take the cores): turnchart's extra per step is ${cpuStep('memory').toFixed(2)} ms on :memory: and ${cpuStep('file').toFixed(2)} ms on a file (10 × 10). When the machine is loaded (load average far above its cores), a turn's wall time is mostly waiting for a core and the wall-time figures above say little; the ratios between systems of one run, and the CPU figures, still compare.`)
   p(`Per delta (slope, \`:memory:\`): turnchart ${(f.usPerDelta + f.bareUsPerDelta).toFixed(2)} µs, the bare loop ${f.bareUsPerDelta.toFixed(2)} µs: **${f.usPerDelta.toFixed(2)} µs** extra (of CPU: ${f.cpuUsPerDelta.toFixed(2)} µs extra).`)
   if (result.http?.w1 && result.times.w1) {
     const chunks = SHAPES.w1.deltas
