@@ -2,7 +2,7 @@
  * turnchart: an LLM agent's turn as an explicit XState v5 statechart, persisted with Kysely.
  */
 export { createEngine } from './engine/create-engine'
-export type { Engine } from './engine/engine'
+export type { CloseOptions, Engine, HandedOffReader } from './engine/engine'
 export type { EngineNotifications } from './engine/store-feeds'
 export type { WhenBusy } from './engine/prompt-calls'
 export type { QueuedPrompt } from './conversation/prompt-queue'

@@ -99,6 +99,14 @@ export interface EngineOptions {
    * whoever approves).
    */
   editableApprovals?: boolean | string[]
+  /**
+   * How long a call waits for its approval before it expires (ms): past it the call is denied
+   * (its receipt says `expired`) and the model sees the denial. A tool's own
+   * (`configureTool(tool, { approvalTimeoutMs })`) wins. Stored on the waiting part and the turn's
+   * row, and checked by the recovery sweep (`recovery.intervalMs`) of whichever engine sweeps, so
+   * a parked turn expires too. Default: none (a call waits until it is decided).
+   */
+  approvalTimeoutMs?: number
   /** System prompt sent with every step. */
   system?: string
   /** Retry policy; see `RetryOptions`. */

@@ -36,6 +36,8 @@ export interface ResolvedConfig {
   toolFingerprint?: ToolFingerprint
   /** Tools whose approvals may edit the call's input (`true`: all). */
   editableApprovals: boolean | readonly string[]
+  /** How long a call waits for approval (undefined: no limit; a tool's own `approvalTimeoutMs` wins). */
+  approvalTimeoutMs: number | undefined
   system: string | undefined
   retry: RetryOptions
   /** The app's error classifier, when it replaced turnchart's (`classifyError`). */

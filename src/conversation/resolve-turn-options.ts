@@ -152,6 +152,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
     system: config.system,
     tools: config.tools,
     editableApprovals: config.editableApprovals,
+    approvalTimeoutMs: config.approvalTimeoutMs,
     call: config.call,
     limits: config.limits,
     compaction: { reserved: config.compaction.reserved, prompt: config.compaction.prompt },

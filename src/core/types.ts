@@ -87,6 +87,8 @@ export type ToolState =
       input: unknown
       /** `required`: the call waits for `engine.approve` / `engine.deny` (state `awaiting-approval`). */
       approval?: 'required'
+      /** When its approval expires (`approvalTimeoutMs`): the sweep denies it then, its receipt `expired`. */
+      expiresAt?: number
     }
   | { status: 'running'; input: unknown; modelInput?: unknown; time: { start: number } }
   | {

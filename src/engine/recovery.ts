@@ -23,8 +23,9 @@ import type { RunningTurns } from './running-turns'
 export function recoverTurns(
   engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps },
   isRunningHere: (turnId: string) => boolean,
+  only?: readonly string[],
 ): Promise<RunningTurn[]> {
-  return recoverWith(recoveryPorts(engine), isRunningHere)
+  return recoverWith(recoveryPorts(engine), isRunningHere, only)
 }
 
 /**
@@ -64,15 +65,16 @@ function recoveryPorts(engine: { config: ResolvedConfig; services: TurnServices;
 }
 
 /**
- * Takes over the turns left by engines that are gone and tracks them here; resolves with them
- * once each one's resumption is in its log (its row shows the state it resumed in).
+ * Takes over the turns left by engines that are gone (or only those of `only`: turns another
+ * engine released) and tracks them here; resolves with them once each one's resumption is in
+ * its log (its row shows the state it resumed in).
  *
  * @example
  * const resumed = await takeOverTurns({ config, services, turns, running })
  */
-export async function takeOverTurns(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }): Promise<RunningTurn[]> {
+export async function takeOverTurns(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }, only?: readonly string[]): Promise<RunningTurn[]> {
   const here = new Set(engine.running.all().map((t) => t.id))
-  const recovered = (await recoverTurns(engine, (id) => here.has(id))).map((turn) => engine.running.track(turn))
+  const recovered = (await recoverTurns(engine, (id) => here.has(id), only)).map((turn) => engine.running.track(turn))
   await Promise.all(recovered.map((turn) => turn.recorded()))
   return recovered
 }

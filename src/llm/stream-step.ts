@@ -23,6 +23,7 @@ import type { ProviderLanguageModel } from './language-model'
 import type { Pricing } from './usage'
 import type { MessageInfo, MessageWithParts, Part, PartProviderMetadata, TextPart, Tokens, ToolPart } from '../core/types'
 import { failCall, requireApproval, runCall, stopCall } from '../tools/tool-part'
+import { toolOptions } from '../tools/tool-options'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
 import type { ProviderPromptCache } from './provider-prompt'
@@ -51,6 +52,8 @@ export interface StepScope {
     redactor: Pick<Redactor, 'value'>
     /** Told when a tool's `needsApproval` throws (the call then waits for a human). */
     onHookError?(error: unknown): void
+    /** How long a call waits for approval (a tool's own `approvalTimeoutMs` wins); undefined: no limit. */
+    approvalTimeoutMs?: number | undefined
   }
   /** The messages to send: the history and this turn's finished attempts. */
   modelMessages(): ModelMessage[]
@@ -239,7 +242,8 @@ async function reviewToolCalls(scope: StepScope, stepTools: ToolPart[]): Promise
       }
     }
     if (needs) {
-      requireApproval(part)
+      const timeoutMs = toolOptions(definition).approvalTimeoutMs ?? scope.config.approvalTimeoutMs
+      requireApproval(part, timeoutMs === undefined ? undefined : Date.now() + timeoutMs)
       scope.writer.changed(part)
       approvals.push(part.callId)
     }

@@ -204,6 +204,14 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('turnchart_controls').addColumn('decided_by', 'text').execute()
     },
   },
+  {
+    // A handoff (`close({ handoff: true })`): a turn released by its owner notifies the other
+    // engines (`r:<turnId>`), so one takes it at once instead of at its next recovery sweep.
+    name: '0013_notify_released_turns',
+    async up(db, dialect) {
+      await dialect.notifyReleasedTurns?.(db)
+    },
+  },
 ]
 
 /**

@@ -174,8 +174,13 @@ export interface TurnStore {
    * again since, even by `owner`, is left as it is); returns the ids renewed.
    */
   renewLeases(turns: Array<{ id: string; epoch: number }>, owner: string, leaseUntil: number): Promise<Set<string>>
-  /** Clears `owner`'s claim on every unfinished turn it holds (a clean close). */
-  release(owner: string): Promise<void>
+  /**
+   * Clears `owner`'s claim on every unfinished turn it holds (a clean close), or only on those
+   * of `turnIds` (a turn handed off at its step gate, `close({ handoff: true })`), so that another
+   * engine may claim them at once. On PostgreSQL each turn released notifies the listening
+   * engines (postgres/notify-triggers.ts).
+   */
+  release(owner: string, turnIds?: readonly string[]): Promise<void>
   setOptions(id: string, options: StoredTurnOptions): Promise<void>
   /** The call options stored with a turn (null when none were). */
   options(id: string): Promise<StoredTurnOptions | null>

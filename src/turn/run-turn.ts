@@ -13,6 +13,7 @@ import type { Bus, TurnchartEvent } from '../core/bus'
 import type { Usage } from '../core/types'
 import type { Store } from '../store/store'
 import type { ChildTurnRunner } from '../tools/child-turns'
+import { HandoffPoint } from './handoff-point'
 import { RunTree } from './run-tree/run-tree'
 import type { RunTrees } from './run-tree/run-trees'
 import { TurnLog, transitionsTo, type FirstRowWriter } from './turn-log/turn-log'
@@ -109,7 +110,8 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => log.leaving, publish: (event) => scope.events.publish(event) }, deps)
   const record = transitionsTo(log)
   const appInspector = deps.inspect ? tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) : undefined
-  const actor = createActor(turnChart({ scope, tree, ...(children ? { children } : {}) }, log), {
+  const handoff = new HandoffPoint()
+  const actor = createActor(turnChart({ scope, tree, handoff, ...(children ? { children } : {}) }, log), {
     input: start.input,
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
     ...(deps.clock ? { clock: deps.clock } : {}),
@@ -129,6 +131,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     actor,
     scope,
     log,
+    handoff,
     onSettled: (turn) => {
       tree.inspection.delete(turn.id)
       deps.trees?.leave(tree)

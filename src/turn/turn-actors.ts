@@ -13,6 +13,7 @@ import { streamStep } from '../llm/stream-step'
 import { runTools } from '../tools/run-tools'
 import type { ChildTurnRunner } from '../tools/child-turns'
 import { gatedActor, type WriteAheadGate } from './gated-actor'
+import type { HandoffPoint } from './handoff-point'
 import type { RunTree } from './run-tree/run-tree'
 import { decideStep, type GateTurn } from '../policy/step-gate'
 import { isUsageOverflow } from '../policy/overflow'
@@ -23,6 +24,8 @@ export interface TurnRun {
   scope: TurnScope
   tree: RunTree
   children?: ChildTurnRunner
+  /** Where a handoff asked by the engine holds the turn (its next step gate). */
+  handoff?: HandoffPoint
 }
 
 /** The step gate acts on nothing the log must precede (effect-free): it waits for no commit. */
@@ -44,7 +47,8 @@ function gateTurn({ scope, tree }: TurnRun, input: StepGateInput): GateTurn {
 /** The chart's actors over one turn: `log` is the write-ahead gate of the three that act outside the turn. */
 const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
   stepGate: gatedActor<StepGateInput, TurnRun>({ gate: noCommitNeeded, turn: run }, {
-    run: (turn, input) => decideStep(gateTurn(turn, input)),
+    // A handoff was asked: the gate holds (nothing is in flight here) and the turn is detached.
+    run: (turn, input) => (turn.handoff?.requested ? turn.handoff.hold() : decideStep(gateTurn(turn, input))),
     // A rule that throws (a stopWhen condition, an app's rule) fails the turn, naming it.
     failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('the step gate', error) }),
   }),

@@ -27,6 +27,8 @@ export interface TurnConfig {
   pinnedTools?: { pinned: ToolFingerprint; current: ToolFingerprint }
   /** Tools whose approvals may edit the call's input. */
   editableApprovals: boolean | readonly string[]
+  /** How long a call waits for approval before it expires (a tool's own wins); undefined: no limit. */
+  approvalTimeoutMs: number | undefined
   /** Call settings of the turn's requests (headers in memory only). */
   call: Omit<TurnSettings, 'maxSteps'>
   limits: ModelLimits | undefined

@@ -5,7 +5,7 @@
  * `done` settles here, once, from the log's `ended`.
  */
 import type { Actor } from 'xstate'
-import { turnStateName, type TurnMachine } from '../../machines/turn.machine'
+import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import { parkableStates } from '../../machines/parkable-states'
 import { ApprovalNotPendingError, EngineClosedError, TurnOutcomeUnknownError, TurnParkedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
@@ -14,6 +14,7 @@ import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { checkApprovalEdit } from '../tools/approval-edit'
 import { approveCall, denyCall, expireCall } from '../tools/tool-part'
+import type { HandoffPoint } from './handoff-point'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
 import { recordTurnResult } from './turn-result'
@@ -126,14 +127,22 @@ export interface RunningTurn extends Turn {
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
   /**
+   * Hands the turn over (`close({ handoff: true })`): it goes on to its next step gate (at most
+   * `timeoutMs`), where its row is written and it is detached, to be resumed by the next engine
+   * with nothing in flight; a turn waiting on a person (approval) or on a retry's delay is
+   * detached at once; past `timeoutMs` it is detached where it is (as `detach`). Resolves with
+   * how it left: `'gate'`, `'waiting'`, `'timeout'`, or `'ended'` (it finished meanwhile).
+   */
+  handoff(timeoutMs: number): Promise<'gate' | 'waiting' | 'timeout' | 'ended'>
+  /**
    * Parks the turn (it waits in a parkable state): like `detach`, its actor stops and its writes
    * land, `handOver(fence)` gives its row away (to the parked owner), and it ends here `parked`
    * (`done` rejects with `TurnParkedError`). Resolves true when it was parked, false when it was
    * not waiting in a parkable state any more (it goes on).
    */
   park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean>
-  /** Expires the approvals of these waiting calls (`approvalTimeoutMs` passed): denials the model sees. */
-  expire(callIds: readonly string[]): Promise<void>
+  /** Expires the approvals that waited past their `expiresAt` by `now` (`approvalTimeoutMs`): denials the model sees. Resolves once stored. */
+  expireApprovals(now: number): Promise<void>
 }
 
 /**
@@ -146,6 +155,8 @@ export interface TurnHandleParts {
   actor: Actor<TurnMachine>
   scope: TurnScope
   log: TurnLog
+  /** Where a handoff holds the turn (its next step gate). */
+  handoff?: HandoffPoint
   /** Called once when the turn has settled (after its last write), successfully or not. */
   onSettled(turn: RunningTurn): void
   /** Run trees: the usages of the turn's descendants (undefined: it started no child), added to `done`'s usage. */
@@ -166,6 +177,8 @@ export class TurnHandle implements RunningTurn {
   readonly #reported: Promise<void>
   #started = false
   #settled = false
+  /** Detached by a handoff (`handoff`): `done`'s EngineClosedError says so. */
+  #handedOff = false
 
   constructor(parts: TurnHandleParts) {
     this.#parts = parts
@@ -232,19 +245,12 @@ export class TurnHandle implements RunningTurn {
     await this.#parts.log.settled()
   }
 
-  /**
-   * The approvals of `callIds` timed out (`approvalTimeoutMs`, checked by the deadline sweep):
-   * each becomes a denial the model sees, its receipt `expired`. Calls no longer waiting are skipped.
-   */
-  async expire(callIds: readonly string[]): Promise<void> {
-    for (const callId of callIds) {
-      let part: ToolPart
-      try {
-        part = this.#pendingApproval(callId)
-      } catch {
-        continue // decided meanwhile
-      }
-      const receipt = expireCall(part, Date.now())
+  async expireApprovals(now: number): Promise<void> {
+    if (this.#settled || turnStateName(this.actor.getSnapshot()) !== 'awaiting-approval') return
+    for (const callId of [...this.actor.getSnapshot().context.pendingApprovals]) {
+      const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+      if (!part || part.state.status !== 'pending' || part.state.expiresAt === undefined || part.state.expiresAt > now) continue
+      const receipt = expireCall(part, now)
       this.#parts.scope.writer.stage(part)
       this.actor.send({ type: 'tool.denied', callId, reason: 'the approval expired', receipt: { tool: part.tool, ...receipt } })
     }
@@ -256,6 +262,34 @@ export class TurnHandle implements RunningTurn {
     // Nothing more is recorded, the effects stop; what is queued is written, then what streamed so far.
     await this.#parts.log.detach(() => this.actor.stop())
     await this.#reported
+  }
+
+  async handoff(timeoutMs: number): Promise<'gate' | 'waiting' | 'timeout' | 'ended'> {
+    const point = this.#parts.handoff
+    if (this.#settled) return 'ended'
+    point?.request()
+    const state = turnStateName(this.actor.getSnapshot())
+    // Nothing runs while the turn waits on a person or a retry's delay: its row is committed, it goes at once.
+    this.#handedOff = true
+    if (state === 'awaiting-approval' || retryWaitStates.has(state) || !point) {
+      await this.detach()
+      return 'waiting'
+    }
+    let timer: NodeJS.Timeout | undefined
+    const how = await Promise.race([
+      point.reached.then(() => 'gate' as const),
+      this.#reported.then(() => 'ended' as const),
+      new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs)
+        timer.unref()
+      }),
+    ])
+    clearTimeout(timer)
+    if (how === 'ended' || this.#settled) return 'ended'
+    // At the gate: its row (and the finished step's parts) written, so the next engine resumes there.
+    if (how === 'gate') await this.#parts.log.commitHeld()
+    await this.detach()
+    return how
   }
 
   lose(error: TurnOwnershipLostError): void {
@@ -309,7 +343,9 @@ export class TurnHandle implements RunningTurn {
       case 'lost':
         return this.#reject(end.error)
       case 'detached': {
-        const closed = new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`)
+        const closed = this.#handedOff
+          ? new EngineClosedError(`run turn ${this.id}: the engine closed and handed the turn over; another engine resumes it`, { handedOff: true })
+          : new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`)
         events.close(closed.toJSON())
         return this.#reject(closed)
       }

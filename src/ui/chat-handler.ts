@@ -23,10 +23,12 @@ import {
   serializeError,
 } from '../core/errors'
 import { callHook } from '../core/hooks'
+import type { TurnchartEvent } from '../core/bus'
 import type { SessionMetadata } from '../core/types'
+import type { TurnChunks } from '../ui-stream/turn-chunks'
 import { promptInputOf, UnusableMessage } from './chat-input'
 import { approvalOwners, isChatTurn } from './chat-turns'
-import { pollTurnStream, unfinishedTurnId } from './poll-turn'
+import { followHandedOffTurn, pollTurnStream, unfinishedTurnId } from './poll-turn'
 import { readBody } from './read-body'
 import { toUIMessageStreamResponse, type TurnRef } from '../ui-stream/to-ui-message-stream'
 import { toUIMessages } from '../ui-stream/ui-messages'
@@ -233,14 +235,24 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     const running = engine.activeTurn(turn.sessionId)
     const here = running?.id === turn.id ? running : undefined
     const onClientGone = () => {
-      if (streaming && abortOnDisconnect && engine.activeTurn(turn.sessionId)?.id === turn.id) engine.activeTurn(turn.sessionId)?.abort('the client stopped the stream')
+      if (!streaming || !abortOnDisconnect) return
+      let active
+      try {
+        active = engine.activeTurn(turn.sessionId)
+      } catch {
+        return // closed: a stream that follows a handed-off turn outlives the engine; nothing runs here to abort
+      }
+      if (active?.id === turn.id) active.abort('the client stopped the stream')
     }
     request.signal.addEventListener('abort', onClientGone, { once: true })
+    const streamSignal = anySignal(request.signal, signal)
     return toUIMessageStreamResponse(here ?? engine, here ?? turn, {
       replay: from.replay && here !== undefined,
       originalMessages: from.messages,
-      signal: anySignal(request.signal, signal),
+      signal: streamSignal,
       headers,
+      // This engine handed the turn off (a deploy): the response goes on through the new owner's rows.
+      ...(here ? { afterHandoff: (chunks: TurnChunks, sent: TurnchartEvent[]) => followHandedOffTurn(engine, here, chunks, sent, { intervalMs: options.pollIntervalMs, signal: streamSignal }) } : {}),
       onEnd: () => {
         streaming = false
         request.signal.removeEventListener('abort', onClientGone)

@@ -53,8 +53,11 @@ export class TurnNotFoundError extends TurnchartError {
 /** A call on an engine after `close()`. */
 export class EngineClosedError extends TurnchartError {
   readonly name = 'EngineClosedError'
-  constructor(operation: string) {
+  /** True for a turn the engine handed to another engine (`close({ handoff: true })`): it goes on there. */
+  readonly handedOff: boolean
+  constructor(operation: string, options: { handedOff?: boolean } = {}) {
     super(`engine is closed; cannot ${operation}`)
+    this.handedOff = options.handedOff === true
   }
   static isInstance = isNamed<EngineClosedError>('EngineClosedError')
 }

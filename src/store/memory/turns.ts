@@ -177,9 +177,9 @@ export class MemoryTurns implements TurnStore {
     })
   }
 
-  release(owner: string): Promise<void> {
+  release(owner: string, turnIds?: readonly string[]): Promise<void> {
     return this.db.run((t) => {
-      for (const row of openTurns(t)) if (row.owner === owner) t.put('turns', row.id, { ...row, owner: null, leaseUntil: null })
+      for (const row of openTurns(t)) if (row.owner === owner && (!turnIds || turnIds.includes(row.id))) t.put('turns', row.id, { ...row, owner: null, leaseUntil: null })
     })
   }
 

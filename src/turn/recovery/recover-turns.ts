@@ -85,10 +85,10 @@ export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
  * with its parts closed, and hands the turn to `resume`; a turn whose log cannot be resumed is
  * ended as failed.
  */
-export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean): Promise<T[]> {
+export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean, only?: readonly string[]): Promise<T[]> {
   const { store, owner } = ports
   const recovered: T[] = []
-  for (const record of await store.turns.open()) {
+  for (const record of only ? await openTurnsOf(store, only) : await store.turns.open()) {
     if (isRunningHere(record.id)) continue
     const now = Date.now()
     if (!isClaimable(record, owner, now)) continue
@@ -125,6 +125,13 @@ export async function resumeParked<C extends { tools: ToolSet }, T>(ports: Recov
     await endUnrecoverable(ports, record, error, fence)
     return undefined
   }
+}
+
+/** The turns of `ids` that are unfinished, with their chart input (a released turn: one row read, not every open turn). */
+async function openTurnsOf(store: RecoveryStore, ids: readonly string[]): Promise<Array<TurnRecord & { input: unknown }>> {
+  const records = await Promise.all(ids.map((id) => store.turns.get(id)))
+  const open = records.filter((r): r is TurnRecord => r !== undefined && r.outcome === null)
+  return Promise.all(open.map(async (record) => ({ ...record, input: await store.turns.input(record.id) })))
 }
 
 async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, cause: unknown, fence: TurnFence): Promise<void> {

@@ -35,6 +35,7 @@ import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, Tran
 import type { TurnFence } from '../../store/store'
 import { retryAtOf, writeLogRows, type LogTx } from './log-rows'
 import { closeTurn, publishApprovalRequest, type TurnEnd } from './turn-end'
+import { approvalDeadline } from '../../tools/tool-part'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -385,7 +386,9 @@ export class TurnLog {
       // After the final row's changes: later ones (a tool that ignores its abort signal) are dropped.
       scope.writer.seal()
     }
-    await scope.writer.commit((tx) => writeRows(tx, fence, rows, context, error), { fencedByMore: true })
+    // A wait for approvals with a timeout stores its earliest expiry as the row's deadline (the sweep reads it).
+    const deadline = last.to === 'awaiting-approval' ? approvalDeadline(scope.stepTools) : null
+    await scope.writer.commit((tx) => writeRows(tx, fence, rows, context, error, deadline), { fencedByMore: true })
     this.#committed = { state: last.to, seq: last.seq }
   }
 
@@ -413,6 +416,19 @@ export class TurnLog {
    */
   lose(error: TurnOwnershipLostError): void {
     if (!this.ending) this.end({ kind: 'lost', error })
+  }
+
+  /**
+   * Writes the rows held for effect-free states (the step gate's, where a handoff holds the
+   * turn) in a transaction of their own, with the parts changed since the last row: the next
+   * engine resumes from the gate, the finished step's tool results stored. Before the first
+   * model call the held rows ride in the prompt's transaction, which is still open: nothing is
+   * written then (the turn is stored `idle`, and the next engine starts it). Resolves when
+   * every write queued so far has settled.
+   */
+  commitHeld(): Promise<void> {
+    if (this.#state.kind === 'open' && this.#held.length > 0 && !this.#first) this.#queue(this.#held.splice(0), false, false)
+    return this.#tail
   }
 
   /**
@@ -501,10 +517,14 @@ export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionE
   }
 }
 
-/** Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's owner. */
-function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+/**
+ * Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's
+ * owner. The row's deadline (`retry_at`): a retry wait's, or `deadline` (a wait's own: the
+ * earliest approval expiry).
+ */
+function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null = null): Promise<void> {
   const last = rows.at(-1)!
-  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs), error })
+  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs) ?? deadline, error })
 }
 
 /** The event's payload without its type; errors serialised (control data only). */
