@@ -40,7 +40,8 @@ function gateTurn({ scope, tree }: TurnRun, input: StepGateInput): GateTurn {
     rules: scope.config.stepRules,
     steps: () => scope.stepResults(input.step),
     takeSteered: async () => (await scope.takeSteered()).length,
-    admit: () => tree.admit(scope.turnId),
+    // (a turn's first gate runs in its prompt's transaction: it reads no stored spending)
+    admit: () => tree.admit(scope.turnId, { readStored: input.step > 0 }),
   }
 }
 
