@@ -118,7 +118,8 @@ export interface PlannedStep {
  * walk only when its events agree with them.
  */
 interface EngineFacts {
-  lastStep: { toolCalls: number; overflow: boolean } | null
+  /** `answered`: a final answer of a turn with structured output (the gate checks it before any rule). */
+  lastStep: { toolCalls: number; overflow: boolean; answered?: boolean } | null
   compactingAfterAnswer: boolean | null
 }
 const noFacts: EngineFacts = { lastStep: null, compactingAfterAnswer: null }
@@ -138,10 +139,17 @@ function gateAllows(event: ModelEvent, before: TurnSnapshot): boolean {
 /** The facts after `event` took the machine from `before` to `after`; null when the engine could not send that event. */
 function nextFacts(facts: EngineFacts, event: ModelEvent, after: TurnSnapshot, before?: TurnSnapshot): EngineFacts | null {
   if (before && !gateAllows(event, before)) return null
+  // Structured output: at the gate after a final answer, only the output check decides (complete,
+  // send it back once, fail; or an abort); `output.retry` only there.
+  if (before && stateName(before) === 'step-gate') {
+    const answered = facts.lastStep?.answered === true
+    if (event.type === 'output.retry' && (!answered || before.context.outputRetries >= 1)) return null
+    if (answered && !['gate.complete', 'output.retry', 'gate.fail', 'turn.abort'].includes(event.type)) return null
+  }
   const entersCompaction = stateName(after) === 'compacting'
   switch (event.type) {
     case 'step.finished': {
-      const lastStep = { toolCalls: event.toolCalls as number, overflow: event.overflow as boolean }
+      const lastStep = { toolCalls: event.toolCalls as number, overflow: event.overflow as boolean, ...(event.checksOutput ? { answered: true } : {}) }
       return { lastStep, compactingAfterAnswer: entersCompaction ? lastStep.toolCalls === 0 : facts.compactingAfterAnswer }
     }
     case 'step.failed':
