@@ -1,6 +1,7 @@
 // npm run bench (root): all workloads; prints one report and writes docs/benchmarks.md.
 // Environment knobs (for quick runs): BENCH_W1_ROUNDS, BENCH_W2_TURNS, BENCH_W3_SESSIONS,
-// BENCH_ONLY=w1,w2,w3,ttfd,trees,pg1,control,w5,profile (subset of workloads; ttfd: bench/first-delta.mjs;
+// BENCH_ONLY=inproc,w1,w2,w3,ttfd,trees,pg1,control,w5,profile (subset of workloads; inproc: bench/in-process.mjs,
+// the model from memory, per step and per delta, BENCH_INPROC_ROUNDS; ttfd: bench/first-delta.mjs;
 // trees: bench/w-trees.mjs;
 // pg1, w5: bench/pg.mjs; control: bench/control-latency.mjs; "profile": the CPU profiles of workloads
 // 1 and 3), BENCH_PROFILE_TURNS (workload 1 turns per profiled system), BENCH_W2_SYSTEMS and
@@ -46,12 +47,13 @@ import { workloadPg1, workload5, renderPg1, renderW5, pg1Targets, w5Targets } fr
 import { firstDelta, firstDeltaTargets, renderFirstDelta } from './first-delta.mjs'
 import { controlLatency, controlLatencyTargets, renderControlLatency } from './control-latency.mjs'
 import { runTrees, treesTargets, renderTrees } from './w-trees.mjs'
+import { inProcess, inProcessTargets, renderInProcess } from './in-process.mjs'
 import { execFileSync } from 'node:child_process'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, '..')
 const env = (name, fallback) => Number(process.env[name] ?? fallback)
-const only = (process.env.BENCH_ONLY ?? 'w1,w2,w3,ttfd,trees,pg1,control,w5,profile').split(',')
+const only = (process.env.BENCH_ONLY ?? 'inproc,w1,w2,w3,ttfd,trees,pg1,control,w5,profile').split(',')
 
 // Sizes chosen to keep a full run under 10 minutes on the 2-core machine (said on the page).
 const W1 = { ...W1_SCRIPT, warmup: 3, rounds: env('BENCH_W1_ROUNDS', 15) }
@@ -73,6 +75,7 @@ const REDUCED = [
 ]
 // Order of the summary table; pg1 and w5 come from bench/pg.mjs (report.pg1 / report.w5).
 const SUMMARY = [
+  ['inproc', 'In process: per step and per delta'],
   ['w1', 'Workload 1: tool loop'],
   ['w3', 'Workload 3: many sessions'],
   ['w4', 'Workload 4: storage per turn'],
@@ -127,6 +130,7 @@ if (process.env.BENCH_RENDER_ONLY) {
     return result
   }
   try {
+    if (only.includes('inproc')) report.inproc = await phase('in process', async () => withTargets(await inProcess({ server, dir: path.join(dir, mk('inproc')), rounds: env('BENCH_INPROC_ROUNDS', 30), log }), inProcessTargets))
     if (only.includes('w1')) {
       report.w1 = await phase('workload 1', workload1)
       report.w4 = { targets: storageTargets(report.w1) }
@@ -163,7 +167,7 @@ if (process.env.BENCH_RENDER_ONLY) {
 const combined = savedRuns()
   .filter((r) => r.commit?.sha === report.commit?.sha)
   .slice(-env('BENCH_COMBINE', 3))
-const markdown = [render(report), renderFirstDelta(report.ttfd), report.trees ? renderTrees(report.trees) : '', renderPg1(report.pg1), renderControlLatency(report.control), renderW5(report.w5)].filter(Boolean).join('\n')
+const markdown = [render(report), renderInProcess(report.inproc), renderFirstDelta(report.ttfd), report.trees ? renderTrees(report.trees) : '', renderPg1(report.pg1), renderControlLatency(report.control), renderW5(report.w5)].filter(Boolean).join('\n')
 console.log(markdown)
 const out = process.env.BENCH_OUT ?? path.join(root, 'docs/benchmarks.md')
 fs.writeFileSync(out, markdown)

@@ -3,6 +3,7 @@
  * so that the chart and the runtime agree on one vocabulary.
  */
 import type { SerializedError } from '../src/core/errors'
+import type { ApprovalReceipt } from '../src/core/types'
 
 export interface TurnInput {
   turnId: string
@@ -44,6 +45,8 @@ export interface TurnContext {
   callRetried: boolean
   /** Messages steered into the turn so far (`engine.steer`), each taken before a model call. */
   steered: number
+  /** Structured output: final answers sent back to the model because they did not match the schema (at most one). */
+  outputRetries: number
   /** Steps the turn may make (`maxSteps`); null: no limit. */
   maxSteps: number | null
 }
@@ -78,6 +81,8 @@ export type TurnEvent =
       approvals?: string[]
       /** Set when the turn's calls loop and the policy is `stop`: the DoomLoopError record. */
       doomLoop?: SerializedError | null
+      /** A final answer of a turn with structured output: the step gate parses and checks it before the turn completes. */
+      checksOutput?: boolean
     }
   /**
    * The step gate: messages sent to the running turn (`engine.steer`) were taken into its
@@ -86,13 +91,24 @@ export type TurnEvent =
   | { type: 'turn.steered'; messages: number }
   /** The step gate: the next model call is made. */
   | { type: 'gate.continue' }
-  /** The step gate: a stop rule holds (`rule`: `stopWhen`, or an app's rule's name); the turn completes. */
-  | { type: 'gate.complete'; rule: string }
+  /**
+   * The step gate: a stop rule holds (`rule`: `stopWhen`, or an app's rule's name); the turn
+   * completes. `rule: 'output'`: the final answer matched the structured output's schema, and
+   * `output` is the parsed object (stored in the log with this row).
+   */
+  | { type: 'gate.complete'; rule: string; output?: unknown }
+  /**
+   * The step gate: the final answer did not match the structured output's schema (`reason`);
+   * a user message saying why joined the history and the model answers again (once).
+   */
+  | { type: 'output.retry'; reason: string }
   /** The step gate: a rule fails the turn (`rule`: `maxSteps`, or an app's rule's name) with `error`. */
   | { type: 'gate.fail'; rule: string; error: SerializedError }
   /** The step gate: the run tree's budget is spent (`BudgetExceededError`); no call is made. */
   | { type: 'budget.exceeded'; error: SerializedError }
-  | { type: 'tool.approved'; callId: string }
+  /** A decision on a waiting call; `receipt` (logged with it: receipts survive a revert) says who, when and the input's digest. */
+  | { type: 'tool.approved'; callId: string; receipt?: ApprovalReceipt & { tool: string } }
+  /** A denial, or an approval that expired (`receipt.decision: 'expired'`), which the model sees as a denial. */
   /**
    * Some calls of the step wait (in doubt, deferred); the others have their results. `deadline`:
    * the earliest stored deadline among them (a deferred call's `timeoutMs`), or null.
@@ -104,7 +120,7 @@ export type TurnEvent =
    * deadline of the calls still waiting.
    */
   | { type: 'call.resolved'; callId: string; how: 'output' | 'error' | 'retry' | 'expired'; deadline: number | null }
-  | { type: 'tool.denied'; callId: string; reason?: string }
+  | { type: 'tool.denied'; callId: string; reason?: string; receipt?: ApprovalReceipt & { tool: string } }
   | {
       type: 'step.failed'
       error: SerializedError

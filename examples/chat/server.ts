@@ -29,7 +29,8 @@ export interface ChatExample {
   engine: Engine
   /** The scripted model server, when no real endpoint is configured. */
   scripted?: ScriptedServer
-  close(): Promise<void>
+  /** Stops the example; `{ handoff: true }` (SIGTERM) hands the running turns to the other engines first. */
+  close(options?: { handoff?: boolean }): Promise<void>
 }
 
 const deployTool = tool({
@@ -81,6 +82,8 @@ export async function startChatExample(options: { port?: number; database?: stri
     model,
     limits: { context: 128_000, output: 8_192 },
     tools: { list: listTool, deploy: deployTool },
+    // The page may edit the deploy call's input before approving it.
+    editableApprovals: ['deploy'],
   })
   // 'detach': a reload must not abort the turn; the page's stop button sends DELETE.
   // 'steer': what the user sends while a turn runs joins that turn at its next step boundary.
@@ -112,6 +115,18 @@ export async function startChatExample(options: { port?: number; database?: stri
 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1')
+    // The messages steered into a chat that no turn took yet (one sent while an approval waits): its texts.
+    const queued = /^\/api\/chat\/([^/]+)\/queued$/.exec(url.pathname)
+    if (queued && req.method === 'GET') {
+      void Promise.resolve()
+        .then(() => engine.queue(decodeURIComponent(queued[1])))
+        .catch(() => [])
+        .then((records) => {
+          const texts = records.filter((r) => r.kind === 'steer').map((r) => r.input.map((p) => (p.type === 'text' ? p.text : '')).join(''))
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(texts))
+        })
+      return
+    }
     if (url.pathname.startsWith('/api/chat')) return api(req, res)
     if (url.pathname === '/page.js') {
       res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' })
@@ -135,7 +150,23 @@ export async function startChatExample(options: { port?: number; database?: stri
     url,
     engine,
     scripted,
-    async close() {
+    /**
+     * Stops the example. `{ handoff: true }` (SIGTERM, a deploy): the engine hands its running
+     * turns to the other engines on the database at their next step gate, and the responses it
+     * is streaming go on through the new owners until they end; then the server closes.
+     */
+    async close(closeOptions: { handoff?: boolean } = {}) {
+      if (closeOptions.handoff) {
+        // New connections refused; the open responses (their turns handed off) finish first.
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+        server.closeIdleConnections()
+        await engine.close({ handoff: true })
+        handler.close()
+        await closed
+        await scripted?.close()
+        if (dir) fs.rmSync(dir, { recursive: true, force: true })
+        return
+      }
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
       handler.close()
@@ -166,9 +197,9 @@ if (require.main === module) {
       console.log(`turnchart chat example: ${app.url}`)
       console.log(`database: ${database} (kept after exit; read it with npx turnchart sessions ${database})`)
       console.log(app.scripted ? `scripted model; try: ${Object.values(examplePrompts).join(' | ')}` : 'model: TURNCHART_BASE_URL')
-      const stop = () => app.close().then(() => process.exit(0))
-      process.once('SIGINT', stop)
-      process.once('SIGTERM', stop)
+      // SIGTERM (a deploy, a supervisor): running turns handed to the other engines on the database; Ctrl-C: they stop where they are.
+      process.once('SIGINT', () => app.close().then(() => process.exit(0)))
+      process.once('SIGTERM', () => app.close({ handoff: true }).then(() => process.exit(0)))
     },
     (error) => {
       console.error(error instanceof Error ? error.message : error)

@@ -19,7 +19,7 @@ import type { EngineModel, EngineOptions } from '../config/options'
 import type { TurnchartEvent } from '../core/bus'
 import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
 import { parseArgs, UsageError } from './args'
-import { onTerminationSignals, waitForSignal } from './signals'
+import { closeOnSignal, onTerminationSignals, waitForSignal } from './signals'
 import { inspectorUiUrl, startInspectorRelay } from './inspector-relay'
 import { CliError, colors, formatTransition, json, truncate, type CliIO, type Colors } from './io'
 import { readOnlyLocation } from '../store/backends/read-only-store'
@@ -333,9 +333,9 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   let engine: Engine | undefined
   const printer = createPrinter(io, c)
   // Ctrl-C or a SIGTERM closes the engine (its turns end cleanly or stay resumable) before exiting.
-  const signals = onTerminationSignals(async () => {
+  const signals = onTerminationSignals(async (signal) => {
     printer.close()
-    await engine?.close()
+    await engine?.close(closeOnSignal(signal))
     await server?.close()
     await inspector?.stop()
   }, (text) => io.stderr.write(text))

@@ -9,7 +9,7 @@ import { createEngine } from '../engine/create-engine'
 import { parseArgs, UsageError } from './args'
 import { openForReading, type CliIO } from './io'
 import { noModel } from './no-model'
-import { onTerminationSignals } from './signals'
+import { closeOnSignal, onTerminationSignals } from './signals'
 
 /** Refuses a missing database or one that is not turnchart's before an engine would create or migrate it. */
 async function requireDatabase(database: string): Promise<void> {
@@ -20,7 +20,7 @@ export async function recoverCommand(argv: string[], io: CliIO): Promise<number>
   const { positionals, flags } = parseArgs(argv, { flags: ['json'], positionals: ['db'] })
   await requireDatabase(positionals[0])
   const engine = await createEngine({ database: positionals[0], model: noModel('recover'), recovery: { policy: 'abort', onOpen: false, intervalMs: 0 } })
-  const guard = onTerminationSignals(() => engine.close(), (line) => io.stderr.write(line))
+  const guard = onTerminationSignals((signal) => engine.close(closeOnSignal(signal)), (line) => io.stderr.write(line))
   try {
     const turns = await engine.recover()
     const results = await Promise.all(turns.map(async (turn) => ({ id: turn.id, sessionId: turn.sessionId, outcome: (await turn.done).outcome })))

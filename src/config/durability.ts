@@ -1,5 +1,5 @@
 /**
- * `recovery`, `leaseMs`, `controlPollIntervalMs`, `notifications`, `flushIntervalMs` and
+ * `recovery`, `leaseMs`, `parkAfterMs`, `controlPollIntervalMs`, `notifications`, `flushIntervalMs` and
  * `busyTimeoutMs`: how turns survive a crash, reach the database, and hear from other engines.
  */
 import { InvalidOptionError } from '../core/errors'
@@ -11,6 +11,7 @@ import { booleanOption, optionGroup, timerMs } from './option-values'
 export function resolveDurability(options: EngineOptions): {
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
+  parkAfterMs: number
   controlPollIntervalMs: number
   notifications: boolean
   flushIntervalMs: number
@@ -28,6 +29,7 @@ export function resolveDurability(options: EngineOptions): {
       intervalMs: timerMs('recovery.intervalMs', recovery.intervalMs, leaseMs),
     },
     leaseMs,
+    parkAfterMs: timerMs('parkAfterMs', options.parkAfterMs, 60_000),
     controlPollIntervalMs: timerMs('controlPollIntervalMs', options.controlPollIntervalMs, 200, 10),
     notifications: notificationsOption(options.notifications),
     flushIntervalMs: timerMs('flushIntervalMs', options.flushIntervalMs, 250),

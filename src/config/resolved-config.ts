@@ -4,7 +4,7 @@
  * policies) are the engine's (src/engine/engine-services.ts).
  */
 import type { ToolSet } from 'ai'
-import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
 import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
@@ -14,6 +14,7 @@ import type { RetryOptions } from '../policy/retry-delay'
 import type { TelemetryOptions } from '../telemetry/telemetry'
 import type { Clock, InspectOption } from './options'
 import type { StepRule } from '../policy/step-gate'
+import type { ToolFingerprint } from '../tools/tool-fingerprint'
 
 export interface ResolvedConfig {
   model: ProviderLanguageModel
@@ -28,11 +29,17 @@ export interface ResolvedConfig {
   stopWhen: StopCondition[]
   /** The app's own rules of the step gate (empty: none). */
   stepRules: readonly StepRule[]
+  /** The turns' default structured output (a prompt's `output` wins). */
+  output: StructuredOutput | undefined
   maxFileBytes: number
   limits: ModelLimits | undefined
   tools: ToolSet
+  /** The fingerprint of `tools` (names and input schema digests), computed by createEngine; each turn stores its part of it. */
+  toolFingerprint?: ToolFingerprint
   /** Tools whose approvals may edit the call's input (`true`: all). */
   editableApprovals: boolean | readonly string[]
+  /** How long a call waits for approval (undefined: no limit; a tool's own `approvalTimeoutMs` wins). */
+  approvalTimeoutMs: number | undefined
   system: string | undefined
   retry: RetryOptions
   /** The app's error classifier, when it replaced turnchart's (`classifyError`). */
@@ -50,6 +57,8 @@ export interface ResolvedConfig {
   onSubscriberError: (error: unknown) => void
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number
+  /** How long a waiting turn is held before it is parked (0: at once). */
+  parkAfterMs: number
   controlPollIntervalMs: number
   /** Listen for PostgreSQL notifications where the database allows (`false`: poll only). */
   notifications: boolean

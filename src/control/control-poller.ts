@@ -11,8 +11,8 @@ import { checkResolution, type CallResolution } from '../tools/resolve-call'
 /** What the poller needs of a running turn: its id and the decisions on it. */
 export interface ControlTarget {
   readonly id: string
-  approve(callId: string, options?: { input?: unknown }): Promise<void> | void
-  deny(callId: string, reason?: string): Promise<void> | void
+  approve(callId: string, options?: { input?: unknown; by?: string }): Promise<void> | void
+  deny(callId: string, options?: { reason?: string; by?: string }): Promise<void> | void
   abort(reason?: string): void
   /** Settles a call in doubt or deferred (`engine.resolveCall`); the resolution is checked already. */
   resolveCall(callId: string, resolution: CallResolution): Promise<void> | void
@@ -98,9 +98,10 @@ export function startControlPoller(options: {
 async function apply(turn: ControlTarget, request: ControlRequest): Promise<string | null> {
   try {
     if (request.kind === 'abort') turn.abort(request.reason ?? 'aborted from another engine')
-    else if (request.kind === 'resolve') await turn.resolveCall(request.callId ?? '', checkResolution(request.input))
-    else if (request.kind === 'approve') await turn.approve(request.callId ?? '', request.input === undefined ? undefined : { input: request.input })
-    else await turn.deny(request.callId ?? '', request.reason ?? undefined)
+    const by = request.by !== undefined ? { by: request.by } : {}
+    if (request.kind === 'resolve') await turn.resolveCall(request.callId ?? '', checkResolution(request.input))
+    else if (request.kind === 'approve') await turn.approve(request.callId ?? '', { ...(request.input === undefined ? {} : { input: request.input }), ...by })
+    else if (request.kind === 'deny') await turn.deny(request.callId ?? '', { ...(request.reason ? { reason: request.reason } : {}), ...by })
     return null
   } catch (error) {
     return error instanceof Error ? error.message : String(error)

@@ -3,7 +3,8 @@
  * applies them at once; a turn whose engine is gone is taken over first; a turn another live
  * engine runs gets a stored request, which that engine applies within its poll interval, or at
  * once when PostgreSQL notifies it (or, if it dies first, the engine that recovers the turn
- * does). The caller learns the outcome the same two ways: by reading it every `checkEveryMs`,
+ * does). A parked turn (no engine holds it) is taken by the engine the call is made on, and
+ * decided there. The caller learns the outcome the same two ways: by reading it every `checkEveryMs`,
  * or at once when a notification says the request was handled (the turn ended, for an abort).
  */
 import { Doorbell } from '../core/doorbell'
@@ -11,6 +12,7 @@ import { callWaitStates } from '../../machines/turn.machine'
 import { ApprovalNotPendingError, CallNotWaitingError } from '../core/errors'
 import type { CallResolution } from '../tools/resolve-call'
 import { newId } from '../core/ids'
+import { parkedOwner } from '../core/parking'
 import type { Store } from '../store/store'
 import type { ControlTarget } from './control-poller'
 
@@ -42,13 +44,18 @@ export interface RemoteControlDeps {
   checkEdit(turnId: string, callId: string, input: unknown): Promise<unknown>
   /** Ends a wait for the outcome at once when it is pushed (else the next check finds it). */
   outcomes?: ControlOutcomeFeed
+  /**
+   * Parked turns (no engine holds them): takes the turn into this engine and applies `apply` to
+   * it there; resolves false when the turn is not parked.
+   */
+  settleParked?(turnId: string, apply: (turn: ControlTarget) => Promise<void> | void): Promise<boolean>
 }
 
 /**
  * What is decided of a waiting call: approved (maybe with an edited input) or denied (maybe with
  * a reason), or, for a call in doubt or deferred, resolved (`engine.resolveCall`).
  */
-export type Decision = { kind: 'approve'; input?: unknown } | { kind: 'deny'; reason?: string } | { kind: 'resolve'; resolution: CallResolution }
+export type Decision = { kind: 'approve'; input?: unknown; by?: string } | { kind: 'deny'; reason?: string; by?: string } | { kind: 'resolve'; resolution: CallResolution }
 
 /**
  * A doorbell rung by the changes `matches` picks (and by news that changes were missed), for
@@ -74,13 +81,16 @@ function outcomeBell(feed: ControlOutcomeFeed | undefined, matches: (change: { h
 export async function requestDecision(deps: RemoteControlDeps, turnId: string, callId: string, decision: Decision): Promise<void> {
   const apply = async (turn: ControlTarget) => {
     if (decision.kind === 'resolve') return turn.resolveCall(callId, decision.resolution)
-    if (decision.kind === 'deny') return turn.deny(callId, decision.reason)
-    await turn.approve(callId, decision.input === undefined ? undefined : { input: decision.input })
+    const by = decision.by !== undefined ? { by: decision.by } : {}
+    if (decision.kind === 'deny') return turn.deny(callId, { ...(decision.reason !== undefined ? { reason: decision.reason } : {}), ...by })
+    await turn.approve(callId, { ...(decision.input === undefined ? {} : { input: decision.input }), ...by })
   }
   // A resolution is for a call in doubt or deferred; a decision for one awaiting approval.
   const notWaiting = (why: string) => (decision.kind === 'resolve' ? new CallNotWaitingError(turnId, callId, why) : new ApprovalNotPendingError(turnId, callId, why))
   const waits = (state: string) => (decision.kind === 'resolve' ? callWaitStates.has(state) : state === 'awaiting-approval')
   let turn = deps.localTurn(turnId)
+  // A parked turn: nobody runs it; this engine takes it and decides here.
+  if (!turn && deps.settleParked && (await deps.settleParked(turnId, apply))) return
   if (!turn) {
     await deps.recover() // a turn left waiting by an engine that is gone
     turn = deps.localTurn(turnId)
@@ -99,18 +109,28 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
   const id = newId('ctl')
   const { bell, stop } = outcomeBell(deps.outcomes, (change) => 'handled' in change && change.handled === id)
   try {
-    await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited })
+    await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited, ...(decision.kind !== 'resolve' && decision.by !== undefined ? { by: decision.by } : {}) })
     const deadline = Date.now() + deps.waitMs
     while (Date.now() < deadline) {
       await bell.wait(deps.checkEveryMs)
       const outcome = await deps.store.controls.outcome(id)
-      if (!outcome?.handled) continue
+      if (!outcome?.handled) {
+        // Parked by its engine before it applied the request: taken here, this engine's poller applies it.
+        await takeIfParked(deps, turnId)
+        continue
+      }
       if (outcome.result) throw notWaiting(outcome.result)
       return
     }
   } finally {
     stop()
   }
+}
+
+/** A turn parked while a request to it was stored: taken into this engine (whose poller then applies the request). */
+async function takeIfParked(deps: RemoteControlDeps, turnId: string): Promise<void> {
+  if (!deps.settleParked || (await deps.store.turns.get(turnId))?.owner !== parkedOwner) return
+  await deps.settleParked(turnId, () => undefined)
 }
 
 /**
@@ -123,6 +143,7 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
 export async function requestAbort(deps: RemoteControlDeps, sessionId: string, reason = 'aborted from another engine'): Promise<void> {
   const open = await deps.store.turns.openOfSession(sessionId)
   if (!open) return
+  if (open.owner === parkedOwner && deps.settleParked && (await deps.settleParked(open.id, (turn) => turn.abort(reason)))) return
   await deps.recover()
   const taken = deps.localTurn(open.id)
   if (taken) return taken.abort(reason)
@@ -132,7 +153,9 @@ export async function requestAbort(deps: RemoteControlDeps, sessionId: string, r
     const deadline = Date.now() + deps.waitMs
     while (Date.now() < deadline) {
       await bell.wait(deps.checkEveryMs)
-      if ((await deps.store.turns.get(open.id))?.outcome) return
+      const row = await deps.store.turns.get(open.id)
+      if (row?.outcome) return
+      if (row?.owner === parkedOwner && deps.settleParked && (await deps.settleParked(open.id, (turn) => turn.abort(reason)))) return
     }
   } finally {
     stop()

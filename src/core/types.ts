@@ -32,6 +32,11 @@ export interface SessionInfo {
    * (deleted, forked).
    */
   parentSessionId?: string
+  /**
+   * The tenant the session belongs to (`createSession({ tenant })`): per-tenant usage
+   * (`engine.tenantUsage`) sums its sessions. A fork and a run tree's child sessions keep it.
+   */
+  tenant?: string
 }
 
 /** A session's metadata: a JSON object of the app's. */
@@ -87,6 +92,8 @@ export type ToolState =
       input: unknown
       /** `required`: the call waits for `engine.approve` / `engine.deny` (state `awaiting-approval`). */
       approval?: 'required'
+      /** When its approval expires (`approvalTimeoutMs`): the sweep denies it then, its receipt `expired`. */
+      expiresAt?: number
     }
   | {
       status: 'running'
@@ -153,11 +160,36 @@ export interface WaitingCall {
   deadline?: number
 }
 
+/**
+ * What was decided of a call that asked for approval, kept on its tool part (and in its turn's
+ * log: `engine.approvalReceipts(sessionId)` reads both, so a receipt survives a fork and a revert).
+ */
+export interface ApprovalReceipt {
+  /** `approved`, `denied` (by a person), or `expired` (`approvalTimeoutMs` passed: the model sees a denial). */
+  decision: 'approved' | 'denied' | 'expired'
+  /** Who decided: the `by` of `approve` / `deny` (for the chat handler, the identity its `authorize` returned); absent when nobody said. */
+  by?: string
+  /** When it was decided (ms). */
+  at: number
+  /**
+   * The hex SHA-256 of the canonical JSON (keys sorted, recursively) of the input decided on:
+   * for an approval the input the tool runs with (the edited one when the approver edited it).
+   * The tool runs only with an input whose digest is this one.
+   */
+  inputDigest: string
+  /** An approver's edit: the model's input was replaced (its digest differs from `inputDigest`). */
+  edited?: true
+  /** A denial's reason, as given. */
+  reason?: string
+}
+
 export interface ToolPart extends PartBase {
   type: 'tool'
   callId: string
   tool: string
   state: ToolState
+  /** The decision on the call, when it asked for approval and was decided (approved, denied, expired). */
+  receipt?: ApprovalReceipt
   /** The provider's metadata for the call (e.g. a Gemini thought signature), when it sent some. */
   providerMetadata?: PartProviderMetadata
 }
@@ -387,6 +419,21 @@ export interface StopConditionStep {
 export type StopCondition = { bivariant(options: { steps: StopConditionStep[] }): boolean | PromiseLike<boolean> }['bivariant']
 
 /** Options of `engine.prompt`, flat as `streamText` takes them. */
+/**
+ * A structured output specification: the AI SDK's `Output.object({ schema })` (ai v6 and v7
+ * alike; `Output.array`, `Output.choice` and `Output.json` too), as `streamText` and
+ * `ToolLoopAgent` take it. turnchart sends its `responseFormat` with every model call of the
+ * turn and parses the final answer with its `parseCompleteOutput` (docs/behaviour.md).
+ */
+export interface StructuredOutput<OUTPUT = unknown> {
+  readonly name: string
+  readonly responseFormat: PromiseLike<unknown>
+  parseCompleteOutput(
+    options: { text: string },
+    context: { response: { id: string; timestamp: Date; modelId: string }; usage: never; finishReason: never },
+  ): Promise<OUTPUT>
+}
+
 export interface PromptOptions extends TurnSettings {
   /**
    * When the turn stops calling the model (one condition or several: any that holds stops it).
@@ -402,6 +449,14 @@ export interface PromptOptions extends TurnSettings {
   tools?: string[]
   /** Limits over the turn's run tree (default: the session's, else the engine's), field by field. Stored with the turn. */
   budget?: Budget
+  /**
+   * Structured output: `Output.object({ schema })` (from `ai`). The turn runs its tools as
+   * usual; its final answer is parsed and validated against the schema and `turn.done`'s
+   * `output` is the object. An answer that does not match is sent back to the model once with
+   * the reasons; a second miss fails the turn with `StructuredOutputError`. Default: the
+   * engine's `output`. Kept in memory only, like `stopWhen`.
+   */
+  output?: StructuredOutput
 }
 
 /** Defaults of a session's turns: `engine.createSession({ title, system, model, tools, settings })`. Stored. */
@@ -424,4 +479,12 @@ export interface StoredTurnOptions {
   settings: Omit<TurnSettings, 'headers' | 'maxSteps'>
   /** The budget of the run tree this turn is the root of (the prompt's over the session's over the engine's). */
   budget?: Budget
+  /**
+   * The tools the turn may call, pinned when it started: name → hex SHA-256 of the input
+   * schema's canonical JSON (src/tools/tool-fingerprint.ts). A call of a tool removed or changed
+   * since is an error part naming the tool; absent on turns of a version before it.
+   */
+  toolFingerprint?: Record<string, string>
+  /** The provider's id of the turn's model when it started (`modelId`, e.g. `gpt-4o-mini`): `engine.upgradeCheck()` names a model changed since. */
+  modelId?: string
 }

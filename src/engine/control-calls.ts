@@ -15,6 +15,7 @@ import { ApprovalNotPendingError, InvalidArgumentError } from '../core/errors'
 import type { ToolPart } from '../core/types'
 import { checkApprovalEdit } from '../tools/approval-edit'
 import { checkResolution, type CallResolution } from '../tools/resolve-call'
+import type { ApproveOptions, DenyOptions } from '../turn/turn-handle'
 
 export interface ControlCalls {
   /**
@@ -29,10 +30,17 @@ export interface ControlCalls {
    * the tool's schema first: a bad one is an `InvalidArgumentError` and the call stays pending.
    * The part keeps both (`state.input`: the approved one, which the model's next request shows
    * as the call's input; `state.modelInput`: the model's).
+   *
+   * `options.by`: who approved (an id of the app's), kept on the call's receipt with the time
+   * and the SHA-256 of the approved input (`engine.approvalReceipts`); the tool then runs only
+   * with an input of that digest.
    */
-  approve(turnId: string, callId: string, options?: { input?: unknown }): Promise<void>
-  /** Denies such a call: its part becomes an error carrying `reason`, and the model sees it. */
-  deny(turnId: string, callId: string, reason?: string): Promise<void>
+  approve(turnId: string, callId: string, options?: ApproveOptions): Promise<void>
+  /**
+   * Denies such a call: its part becomes an error carrying the reason, and the model sees it.
+   * The third argument is the reason, or `{ reason, by }` (`by`: who denied, on the receipt).
+   */
+  deny(turnId: string, callId: string, reason?: string | DenyOptions): Promise<void>
   /**
    * Settles a tool call that waits in `call-in-doubt` (its outcome is unknown) or
    * `awaiting-deferred` (its tool returned `defer()`), from any engine on the database (as
@@ -66,6 +74,8 @@ export function engineControl(deps: {
   requireOpen(operation: string): void
   /** PostgreSQL notifications: requests applied, and outcomes heard, as soon as they are stored. */
   feeds?: Pick<StoreFeeds, 'controlRequests' | 'controlOutcomes'>
+  /** Parked turns: taken here and decided (src/engine/parked-turns.ts). */
+  settleParked?: RemoteControlDeps['settleParked']
 }): EngineControl {
   const { config, running, requireOpen } = deps
   const remote = remoteControl(deps)
@@ -85,23 +95,39 @@ export function engineControl(deps: {
     async approve(turnId, callId, options) {
       requireOpen('approve a tool call')
       if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
-        throw new InvalidArgumentError('options', options, 'an object like { input }')
+        throw new InvalidArgumentError('options', options, 'an object like { input, by }')
       }
-      const unknown = Object.keys(options ?? {}).find((key) => key !== 'input')
-      if (unknown) throw new InvalidArgumentError(`options.${unknown}`, (options as Record<string, unknown>)[unknown], 'input (the only option of approve)')
-      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'approve', ...(options?.input !== undefined ? { input: options.input } : {}) })
+      const unknown = Object.keys(options ?? {}).find((key) => key !== 'input' && key !== 'by')
+      if (unknown) throw new InvalidArgumentError(`options.${unknown}`, (options as Record<string, unknown>)[unknown], 'input or by (the options of approve)')
+      const by = optionalString('options.by', options?.by)
+      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), {
+        kind: 'approve',
+        ...(options?.input !== undefined ? { input: options.input } : {}),
+        ...(by !== undefined ? { by } : {}),
+      })
     },
     async resolveCall(turnId, callId, resolution) {
       requireOpen('resolve a tool call')
       const checked = checkResolution(resolution)
       await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'resolve', resolution: checked })
     },
-    async deny(turnId, callId, reason) {
+    async deny(turnId, callId, reasonOrOptions) {
       requireOpen('deny a tool call')
-      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'deny', reason: optionalString('reason', reason) })
+      const { reason, by } = denyArguments(reasonOrOptions)
+      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'deny', reason, ...(by !== undefined ? { by } : {}) })
     },
   }
   return { calls, poller }
+}
+
+/** `deny`'s third argument checked: a reason, or `{ reason, by }`. */
+function denyArguments(value: unknown): { reason: string | undefined; by: string | undefined } {
+  if (value === undefined || typeof value === 'string') return { reason: value, by: undefined }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError('reason', value, 'a string, or an object like { reason, by }')
+  const unknown = Object.keys(value).find((key) => key !== 'reason' && key !== 'by')
+  if (unknown) throw new InvalidArgumentError(`options.${unknown}`, (value as Record<string, unknown>)[unknown], 'reason or by (the options of deny)')
+  const { reason, by } = value as { reason?: unknown; by?: unknown }
+  return { reason: optionalString('options.reason', reason), by: optionalString('options.by', by) }
 }
 
 /** The engine's side of approve, deny and abort from any engine (src/control/remote-control.ts). */
@@ -111,6 +137,7 @@ export function remoteControl(deps: {
   running: RunningTurns
   recover(): Promise<unknown>
   feeds?: Pick<StoreFeeds, 'controlOutcomes'>
+  settleParked?: RemoteControlDeps['settleParked']
 }): RemoteControlDeps {
   const { config, running } = deps
   return {
@@ -125,6 +152,7 @@ export function remoteControl(deps: {
       return checkApprovalEdit(config.tools, config.editableApprovals, call.tool, input)
     },
     ...(deps.feeds ? { outcomes: deps.feeds.controlOutcomes } : {}),
+    ...(deps.settleParked ? { settleParked: deps.settleParked } : {}),
   }
 }
 

@@ -16,6 +16,8 @@ import { PromptQueue } from '../conversation/prompt-queue'
 import { SteerWrites } from '../conversation/steer-writes'
 import type { HistoryDeps } from '../conversation/history'
 import { checkToolSchemas } from '../tools/json-schema-validator'
+import { toolFingerprint, type ToolFingerprint } from '../tools/tool-fingerprint'
+import { openMcpServers } from '../tools/mcp-servers'
 import { newOwnerId } from '../turn/recovery/recover-turns'
 import { RunTrees } from '../turn/run-tree/run-trees'
 import { childTurns } from './child-turns'
@@ -24,17 +26,22 @@ import type { RunningTurn } from '../turn/turn-handle'
 import { engineControl } from './control-calls'
 import { backupCalls } from './backup-call'
 import { engineCalls } from './engine-calls'
-import type { Engine } from './engine'
+import type { CloseOptions, Engine, HandedOffReader } from './engine'
+import { deferred } from '../core/deferred'
+import { InvalidOptionError } from '../core/errors'
 import { createEngineServices } from './engine-services'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
-import { takeOverTurns } from './recovery'
+import { takeOverTurns, takeParkedTurn } from './recovery'
+import { ParkedTurns } from './parked-turns'
+import { expireApprovals } from './approval-deadlines'
 import { deadlineTimer, sweepCallDeadlines } from './call-deadlines'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
 import { engineNotifications, storeFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
+import { upgradeCalls } from './upgrade-check'
 import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
 
 /**
@@ -48,15 +55,27 @@ import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
  * console.log(await turn.done) // { outcome: 'completed', ... }
  */
 export async function createEngine(options: EngineOptions): Promise<Engine> {
-  const config = resolveConfig(options)
+  const resolved = resolveConfig(options)
   // The app's reporter of hook errors, itself behind a boundary (it is the app's code too: a
   // throw, or an async reporter's rejection, goes nowhere rather than to the process).
-  const reportHookError = (error: unknown) => callHook(() => config.onSubscriberError(error), () => undefined)
-  const services = createEngineServices(config, options.redact?.secrets ?? [], reportHookError)
-  await checkToolSchemas(config.tools)
-  // The listening connection's failures end nothing (the engine polls meanwhile): told where
-  // subscribers' failures are.
-  const opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
+  const reportHookError = (error: unknown) => callHook(() => resolved.onSubscriberError(error), () => undefined)
+  // MCP servers' tools join the app's (their transports' headers and env values are secrets to the redactor).
+  const mcp = options.mcp ? await openMcpServers(options.mcp, Object.keys(resolved.tools)) : undefined
+  const services = createEngineServices(resolved, [...(options.redact?.secrets ?? []), ...(mcp?.secrets ?? [])], reportHookError)
+  const tools = mcp ? { ...resolved.tools, ...mcp.tools } : resolved.tools
+  let opened: Awaited<ReturnType<typeof openEngineStore>>
+  let config: typeof resolved & { toolFingerprint: ToolFingerprint }
+  try {
+    await checkToolSchemas(tools)
+    // Each turn stores the fingerprint of the tools it may call (names and schema digests).
+    config = { ...resolved, tools, toolFingerprint: await toolFingerprint(tools) }
+    // The listening connection's failures end nothing (the engine polls meanwhile): told where
+    // subscribers' failures are.
+    opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
+  } catch (error) {
+    await mcp?.close()
+    throw error
+  }
   const { store } = opened
   const feeds = opened.notifications && storeFeeds(opened.notifications)
   const bus = new Bus(reportHookError)
@@ -100,9 +119,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     steers,
   })
 
+  let sweeps = 0
   /** Takes over the turns left by engines that are gone; resolves once each resumption is logged. */
   const recover = async (): Promise<RunningTurn[]> => {
     requireOpen('recover turns')
+    sweeps++
     const recovered = await takeOverTurns({ config, services, turns, running })
     // Waiting calls whose stored deadline passed (this engine's turns, those just taken over included).
     await sweepCallDeadlines({ store, running }, Date.now())
@@ -110,15 +131,44 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
     return recovered
   }
+  // A turn another engine released (its handoff, its close): recovered at once, not at the next sweep.
+  // (an engine that takes over no turns while it runs, `recovery.intervalMs: 0`, takes none of these either)
+  const stopTakingReleased =
+    feeds && config.recovery.intervalMs > 0 ? takeReleasedTurns(feeds.released, (ids) => (closed ? Promise.resolve() : takeOverTurns({ config, services, turns, running }, ids))) : () => undefined
+  // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
+  const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
   // Approve, deny and abort from any engine (src/control/).
-  const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}) })
+  const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply) })
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
   const stopDeadlineTimer = deadlineTimer((listener) => bus.subscribe(listener), () => void (closed ? undefined : recover().catch(() => undefined)))
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
 
+  // The streams following turns this engine handed off: the database stays open for them (close waits).
+  let storeClosed = false
+  const reads = engineCalls(() => storeClosed)
+  const readCalls = { ...sessionCalls({ config, store, history, requireOpen: reads.requireOpen, call: reads.call }), ...turnLogCalls({ store, requireOpen: reads.requireOpen, call: reads.call }) }
+  let followers = 0
+  let unfollowed = deferred<void>()
+  const followHandedOff = (): HandedOffReader | undefined => {
+    if (storeClosed) return undefined
+    if (followers++ === 0) unfollowed = deferred<void>()
+    let released = false
+    return {
+      getTurn: readCalls.getTurn,
+      messages: readCalls.messages,
+      release() {
+        if (released) return
+        released = true
+        if (--followers === 0) unfollowed.resolve()
+      },
+    }
+  }
+
   let sweep: NodeJS.Timeout | undefined
   const stopBackground = () => {
+    stopTakingReleased()
+    parked.close()
     stopRenewal()
     stopDeadlineTimer()
     clearInterval(sweep)
@@ -130,6 +180,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ...sessionCalls({ config, store, history, requireOpen, call }),
     ...turnLogCalls({ store, requireOpen, call }),
     ...backupCalls({ opened, call }),
+    ...upgradeCalls({ config, store, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
     subscribe(listener) {
@@ -137,20 +188,46 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       return bus.subscribe(requireFunction('listener', listener))
     },
     recover,
+    stats: () => ({ actors: running.all().length, leases: running.begun().length, timers: parked.timers, sweeps }),
     async close(closeOptions = {}) {
+      const handoffMs = checkCloseOptions(closeOptions)
       if (closed) return
       closed = true
-      stopBackground()
-      queue.close()
-      await endTurnsAtClose(running.all(), closeOptions.abortTurns === true)
+      if (handoffMs !== null) {
+        // No new work (prompts refused, no recovery, the queue stopped); leases and control go on
+        // while the turns reach their gates, each released (and, on PostgreSQL, announced) as it does.
+        stopTakingReleased()
+        clearInterval(sweep)
+        queue.close()
+        await Promise.all(
+          running.all().map(async (turn) => {
+            await turn.handoff(handoffMs)
+            await store.turns.release(owner, [turn.id]).catch(() => undefined)
+          }),
+        )
+        stopBackground()
+        // Streams of the handed-off turns follow them through the new owners' rows: until they end.
+        if (followers > 0) await unfollowed.promise
+      } else {
+        stopBackground()
+        queue.close()
+        await endTurnsAtClose(running.all(), closeOptions.abortTurns === true)
+      }
       await store.turns.release(owner).catch(() => undefined)
+      storeClosed = true
       await opened.close()
+      await mcp?.close()
     },
+    followHandedOff,
   }
   if (config.recovery.intervalMs > 0) {
     // Takes over the turns of workers that die while this engine runs.
+    // Then the approvals past their stored deadline (src/engine/approval-deadlines.ts).
     sweep = setInterval(() => {
-      if (!closed) recover().catch(() => undefined)
+      if (!closed)
+        recover()
+          .then(() => expireApprovals({ store, running, parked }))
+          .catch(() => undefined)
     }, config.recovery.intervalMs)
     sweep.unref()
   }
@@ -158,6 +235,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     await recover().catch(async (error: unknown) => {
       stopBackground()
       await opened.close()
+      await mcp?.close()
       throw error
     })
   }
@@ -170,6 +248,49 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
  */
 function guardedInspector(inspect: NonNullable<EngineOptions['inspect']>, onError: (error: unknown) => void): (event: InspectionEvent) => void {
   return (event) => callHook(() => (typeof inspect === 'function' ? inspect(event) : inspect.next?.(event)), onError)
+}
+
+/** The default of `close({ handoffTimeoutMs })`: under the 30 s a container is usually given to stop. */
+const defaultHandoffTimeoutMs = 20_000
+
+/** `close`'s options checked: the handoff's bound (ms), or null when the turns are not handed off. */
+function checkCloseOptions(options: CloseOptions): number | null {
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('close options', options, 'an object like { handoff: true } or { abortTurns: true }')
+  if (options.handoff && options.abortTurns) {
+    throw new InvalidOptionError('handoff', options.handoff, 'handoff or abortTurns, not both (a handed-off turn goes on in another engine; an aborted one ends here)')
+  }
+  const timeout = options.handoffTimeoutMs
+  if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout < 0)) {
+    throw new InvalidOptionError('handoffTimeoutMs', timeout, 'a number of milliseconds, 0 or more')
+  }
+  return options.handoff ? (timeout ?? defaultHandoffTimeoutMs) : null
+}
+
+/**
+ * Takes over each turn another engine releases, as soon as it is told: the released turns
+ * gathered while a takeover runs go together in the next one (one at a time). Missed
+ * notifications (a reconnect) are left to the recovery sweep. Returns the stop.
+ */
+function takeReleasedTurns(feed: { subscribe(listener: (turnId?: string) => void): () => void }, takeOver: (ids: string[]) => Promise<unknown>): () => void {
+  const pending = new Set<string>()
+  let running = false
+  const run = () => {
+    if (running || pending.size === 0) return
+    running = true
+    const ids = [...pending]
+    pending.clear()
+    void takeOver(ids)
+      .catch(() => undefined)
+      .finally(() => {
+        running = false
+        run()
+      })
+  }
+  return feed.subscribe((turnId) => {
+    if (!turnId) return
+    pending.add(turnId)
+    run()
+  })
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import { turnConfig } from '../conversation/resolve-turn-options'
-import { recoverWith, type RecoveryPorts } from '../turn/recovery/recover-turns'
+import { recoverWith, resumeParked, type RecoveryPorts } from '../turn/recovery/recover-turns'
 import type { TurnDeps } from '../turn/run-turn'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
@@ -23,9 +23,30 @@ import type { RunningTurns } from './running-turns'
 export function recoverTurns(
   engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps },
   isRunningHere: (turnId: string) => boolean,
+  only?: readonly string[],
 ): Promise<RunningTurn[]> {
+  return recoverWith(recoveryPorts(engine), isRunningHere, only)
+}
+
+/**
+ * Takes a parked turn into this engine and tracks it here; resolves with it once its resumption
+ * is in its log, or undefined when it is not parked (any more) or another engine took it.
+ *
+ * @example
+ * const turn = await takeParkedTurn({ config, services, turns, running }, turnId)
+ */
+export async function takeParkedTurn(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }, turnId: string): Promise<RunningTurn | undefined> {
+  const resumed = await resumeParked(recoveryPorts(engine), turnId)
+  if (!resumed) return undefined
+  engine.running.track(resumed)
+  await resumed.recorded()
+  return resumed
+}
+
+/** Recovery's ports met by this engine. */
+function recoveryPorts(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps }): RecoveryPorts<TurnConfig, RunningTurn> {
   const { config, services, turns } = engine
-  const ports: RecoveryPorts<TurnConfig, RunningTurn> = {
+  return {
     store: turns.store,
     owner: turns.owner,
     leaseMs: config.leaseMs,
@@ -41,19 +62,19 @@ export function recoverTurns(
       return from ? resumeTurn(turns, { scope, input, ...from, tree }) : startTurnFromIdle(turns, { scope, input, tree })
     },
   }
-  return recoverWith(ports, isRunningHere)
 }
 
 /**
- * Takes over the turns left by engines that are gone and tracks them here; resolves with them
- * once each one's resumption is in its log (its row shows the state it resumed in).
+ * Takes over the turns left by engines that are gone (or only those of `only`: turns another
+ * engine released) and tracks them here; resolves with them once each one's resumption is in
+ * its log (its row shows the state it resumed in).
  *
  * @example
  * const resumed = await takeOverTurns({ config, services, turns, running })
  */
-export async function takeOverTurns(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }): Promise<RunningTurn[]> {
+export async function takeOverTurns(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }, only?: readonly string[]): Promise<RunningTurn[]> {
   const here = new Set(engine.running.all().map((t) => t.id))
-  const recovered = (await recoverTurns(engine, (id) => here.has(id))).map((turn) => engine.running.track(turn))
+  const recovered = (await recoverTurns(engine, (id) => here.has(id), only)).map((turn) => engine.running.track(turn))
   await Promise.all(recovered.map((turn) => turn.recorded()))
   return recovered
 }

@@ -2,7 +2,8 @@
  * The engine's listening connection (PostgreSQL notifications, src/store/postgres/notifications.ts)
  * cut to what each consumer asked for: the control poller hears of requests for turns, the
  * remote control calls of handled requests and ended turns, the prompt queue of sessions whose
- * turn ended, the web edge's resumed streams of a session's new rows. Each consumer declares its
+ * turn ended, the web edge's resumed streams of a session's new rows, recovery of the turns
+ * other engines released (a handoff). Each consumer declares its
  * feed's interface itself and knows nothing of PostgreSQL; without a listener (SQLite, memory,
  * notifications off) there is no feed and each polls, as it always does anyway.
  */
@@ -16,6 +17,13 @@ export interface StoreFeeds {
   controlOutcomes: ControlOutcomeFeed
   sessions: SessionChangeFeed
   rows: StoredRows
+  released: ReleasedTurns
+}
+
+/** Turns their owner released unfinished (a handoff, a clean close): recovery takes them at once. */
+export interface ReleasedTurns {
+  /** `listener(turnId)` for each released turn; `listener()` when some may have been missed. */
+  subscribe(listener: (turnId?: string) => void): () => void
 }
 
 /** The web edge's feed (src/ui/poll-turn.ts `StoredRowsFeed`): a session's rows, while followed. */
@@ -49,6 +57,13 @@ export function storeFeeds(notifications: StoreNotifications): StoreFeeds {
       subscribe: (listener) =>
         notifications.subscribe((change) => {
           if (change.kind === 'session') listener(change.sessionId)
+          else if (change.kind === 'missed') listener()
+        }),
+    },
+    released: {
+      subscribe: (listener) =>
+        notifications.subscribe((change) => {
+          if (change.kind === 'released') listener(change.turnId)
           else if (change.kind === 'missed') listener()
         }),
     },

@@ -11,6 +11,7 @@ import { InvalidArgumentError, TurnNotFoundError } from '../core/errors'
 import { requireId } from '../core/arguments'
 import type { Store } from '../store/store'
 import { replayTransitions } from '../turn/replay'
+import { approvalReceipts, type SessionApprovalReceipt } from '../conversation/approval-receipts'
 
 export interface TurnLogCalls {
   /**
@@ -33,6 +34,14 @@ export interface TurnLogCalls {
    * `TurnNotFoundError` for an unknown turn.
    */
   replay(turnId: string): Promise<ReplayStep[]>
+  /**
+   * The session's approval receipts, oldest first: each decision on a call that asked for
+   * approval (`approved`, `denied`, `expired`), who made it (`by`), when (`at`), and the hex
+   * SHA-256 of the canonical JSON of the input decided on (`inputDigest`). Kept on the tool part
+   * and in the turn's log, so they survive a fork (the copy's parts carry them) and a revert
+   * (the log stays); `prune` of an old turn's log leaves the parts' copy.
+   */
+  approvalReceipts(sessionId: string): Promise<SessionApprovalReceipt[]>
   /** Deletes the transition logs of turns that ended before `olderThan` (a Date or ms); messages and parts stay. Returns the rows deleted. */
   prune(options: { olderThan: Date | number }): Promise<number>
 }
@@ -50,6 +59,7 @@ export function turnLogCalls({ store, requireOpen, call }: { store: Store; requi
         if (!(await store.turns.get(turnId))) throw new TurnNotFoundError(turnId)
         return store.transitions.list(turnId)
       }),
+    approvalReceipts: (sessionId) => call('read approval receipts', () => approvalReceipts(store, requireId('sessionId', sessionId))),
     getTurn: (turnId) => call('get a turn', async () => store.turns.get(requireId('turnId', turnId))),
     childTurns: (turnId) => call('list child turns', async () => store.turns.children(requireId('turnId', turnId))),
     replay: (turnId) =>

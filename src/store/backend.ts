@@ -41,6 +41,8 @@ export interface SqlDialect {
   migrateExclusively<T>(db: Kysely<TurnchartDatabase>, apply: (conn: Kysely<TurnchartDatabase>) => Promise<T>): Promise<T>
   /** Migration 0010: the triggers that push changes to listeners (PostgreSQL). Absent: the dialect's engines poll. */
   createNotifyTriggers?(db: Kysely<any>): Promise<void>
+  /** Migration 0013: the turn trigger also notifies a turn released by its owner (a handoff). */
+  notifyReleasedTurns?(db: Kysely<any>): Promise<void>
   /** The names of the tables the connection sees (its schema's, on PostgreSQL). */
   tableNames(db: Kysely<any>, label: string): Promise<string[]>
   /**

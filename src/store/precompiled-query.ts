@@ -6,7 +6,9 @@
  * The query is built with a placeholder for each value; the compiled parameters show where each
  * placeholder went, so a run only puts the values in their places. Built through the database's
  * own executor, so the SQL is its dialect's. A database with plugins (which may rewrite queries
- * or results) always goes through the builder instead.
+ * or results) always goes through the builder instead. Inside a transaction on an adapter that
+ * can run a statement directly (turnchart's own SQLite connection, sqlite/direct-statements.ts),
+ * the statement skips Kysely's executor: the transaction holds the connection already.
  */
 import { CompiledQuery, type Compilable, type Kysely, type QueryResult } from 'kysely'
 import type { TurnchartDatabase } from './schema'
@@ -20,6 +22,13 @@ interface Template {
 }
 
 const marker = '\u0000turnchart-value:'
+
+/** An adapter that runs a compiled query on its connection now (synchronously, as SQLite does). */
+export interface DirectAdapter {
+  runDirect(query: CompiledQuery): QueryResult<unknown>
+}
+
+const isDirect = (adapter: object): adapter is DirectAdapter => typeof (adapter as Partial<DirectAdapter>).runDirect === 'function'
 
 /**
  * A query of fixed shape with named values.
@@ -44,7 +53,15 @@ export function precompiledQuery<K extends string>(
         templates.set(executor.adapter, template)
       }
       const parameters = template.slots.map((slot) => ('name' in slot ? values[slot.name as K] : slot.constant))
-      return db.executeQuery(CompiledQuery.raw(template.sql, parameters))
+      const query = CompiledQuery.raw(template.sql, parameters)
+      if (db.isTransaction && isDirect(executor.adapter)) {
+        try {
+          return Promise.resolve(executor.adapter.runDirect(query))
+        } catch (error) {
+          return Promise.reject(error)
+        }
+      }
+      return db.executeQuery(query)
     },
   }
 }

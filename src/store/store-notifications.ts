@@ -12,6 +12,8 @@ export type StoreChange =
   | { kind: 'handled'; controlId: string }
   /** The session's rows changed: one of its turns ended, a queued prompt left its queue, or (watched) anything else. */
   | { kind: 'session'; sessionId: string }
+  /** The turn's owner released it unfinished (a handoff, a clean close): another engine may claim it now. */
+  | { kind: 'released'; turnId: string }
   /** The connection was down: any change may have been missed, look once. */
   | { kind: 'missed' }
 

@@ -80,6 +80,8 @@ export interface ControlRequest {
   createdAt: number
   /** An approval's edited input (absent: the model's input, as it is); a `resolve`'s resolution. */
   input?: unknown
+  /** Who approved or denied (the `by` of `approve` / `deny`), kept on the call's receipt. */
+  by?: string
 }
 
 export interface SessionStore {
@@ -167,14 +169,19 @@ export interface TurnStore {
    * Compare-and-set of the owner: succeeds only while the turn is unfinished, owned by
    * `expected.owner` at `expected.epoch`; then the epoch is incremented and the new fence returned.
    */
-  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null>
+  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number | null): Promise<TurnFence | null>
   /**
    * Extends the leases of `owner`'s unfinished turns still at the epochs given (a turn claimed
    * again since, even by `owner`, is left as it is); returns the ids renewed.
    */
   renewLeases(turns: Array<{ id: string; epoch: number }>, owner: string, leaseUntil: number): Promise<Set<string>>
-  /** Clears `owner`'s claim on every unfinished turn it holds (a clean close). */
-  release(owner: string): Promise<void>
+  /**
+   * Clears `owner`'s claim on every unfinished turn it holds (a clean close), or only on those
+   * of `turnIds` (a turn handed off at its step gate, `close({ handoff: true })`), so that another
+   * engine may claim them at once. On PostgreSQL each turn released notifies the listening
+   * engines (postgres/notify-triggers.ts).
+   */
+  release(owner: string, turnIds?: readonly string[]): Promise<void>
   setOptions(id: string, options: StoredTurnOptions): Promise<void>
   /** The call options stored with a turn (null when none were). */
   options(id: string): Promise<StoredTurnOptions | null>
@@ -218,6 +225,26 @@ export interface ControlStore {
   outcome(id: string): Promise<{ handled: boolean; result: string | null } | undefined>
 }
 
+/** What a run tree has spent, in the units of a budget (wall time apart: it counts from the root's start). */
+export interface TreeSpent {
+  tokens: { input: number; output: number }
+  cost: number
+  /** Model calls made or reserved (a step's call is reserved before it is made). */
+  steps: number
+}
+
+/**
+ * A run tree's spending, kept in the store so that every engine running a part of the tree
+ * counts one budget: each engine adds what its turns spend (a model call reserved before it is
+ * made, its tokens and cost after) in the transactions that write those turns' rows.
+ */
+export interface SpendingStore {
+  /** What the tree of `rootTurnId` has spent; undefined when nothing was added yet. */
+  get(rootTurnId: string): Promise<TreeSpent | undefined>
+  /** Adds `delta` to the tree's spending (the row is made by the first add; it goes with the root turn). */
+  add(rootTurnId: string, delta: TreeSpent, now: number): Promise<void>
+}
+
 export interface Store {
   readonly sessions: SessionStore
   readonly messages: MessageStore
@@ -225,6 +252,11 @@ export interface Store {
   readonly transitions: TransitionStore
   readonly queue: QueueStore
   readonly controls: ControlStore
+  /**
+   * Capability: run trees' spending kept in the store (one budget across engines). Absent (a
+   * store of a version before it): each engine counts a tree's budget from what it sees.
+   */
+  readonly spending?: SpendingStore
   /**
    * Runs `fn` in one transaction with a store bound to it: its writes commit together, or none
    * does when `fn` throws. Called on a store already bound to a transaction, `fn` joins it.

@@ -84,6 +84,8 @@ interface OpenTurn {
 export class Telemetry {
   private readonly turns = new Map<string, OpenTurn>()
   private readonly tracer: SafeTracer | undefined
+  /** No tracer of the app's: the API's global one, whose spans record nothing until an SDK registers a provider. */
+  private readonly global: boolean
   readonly recordInputs: boolean
   readonly recordOutputs: boolean
 
@@ -96,6 +98,7 @@ export class Telemetry {
     const tracer = options.tracer ?? (otel ? (otel.trace.getTracer('turnchart') as unknown as TelemetryTracer) : undefined)
     // parent/child links need the api's context functions
     this.tracer = tracer && otel ? guardedTracer(tracer, onError) : undefined
+    this.global = options.tracer === undefined
     this.recordInputs = options.recordInputs === true
     this.recordOutputs = options.recordOutputs === true
   }
@@ -191,6 +194,10 @@ export class Telemetry {
     let turn = this.turns.get(turnId)
     const otel = loadApi()
     if (!turn && this.tracer && otel) {
+      // The AI SDK installs the API, so it is there in most apps, most often with no SDK behind it:
+      // a turn started then has no spans (five no-op spans a step, each behind the guard's proxy);
+      // one started after a provider is registered has them.
+      if (this.global && !providerRegistered(otel)) return undefined
       const span = this.tracer.startSpan('turnchart.turn', { attributes: { 'turnchart.turn.id': turnId, 'turnchart.session.id': sessionId } })
       if (!span) return undefined
       turn = { span, context: otel.trace.setSpan(otel.context.active(), span as never) }
@@ -198,6 +205,13 @@ export class Telemetry {
     }
     return turn
   }
+}
+
+/** Whether an SDK registered a global tracer provider (the API's proxy delegates to the no-op one until then). */
+function providerRegistered(otel: OtelApi): boolean {
+  const provider = otel.trace.getTracerProvider() as { getDelegate?: () => object }
+  const delegate = provider.getDelegate?.()
+  return delegate === undefined || delegate.constructor.name !== 'NoopTracerProvider'
 }
 
 function failSpan(span: TelemetrySpan, error: unknown): void {

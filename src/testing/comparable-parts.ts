@@ -4,7 +4,7 @@
  */
 import type { MessageWithParts, Part } from '../core/types'
 
-/** A part without its ids (`id`, `sessionId`, `messageId`, a tool's `callId`) and times. */
+/** A part without its ids (`id`, `sessionId`, `messageId`, a tool's `callId`) and times (an approval receipt's `at` too). */
 export type ComparablePart = Record<string, unknown> & { type: Part['type'] }
 
 /**
@@ -16,9 +16,10 @@ export function comparableParts(input: ReadonlyArray<MessageWithParts | Part>): 
   return parts.map((part) => {
     const { id: _id, sessionId: _session, messageId: _message, time: _time, ...rest } = part as Part & { time?: unknown }
     if (rest.type !== 'tool') return rest as ComparablePart
-    const { callId: _call, state, ...tool } = rest as Extract<Part, { type: 'tool' }>
+    const { callId: _call, state, receipt, ...tool } = rest as Extract<Part, { type: 'tool' }>
     const { time: _stateTime, ...fields } = state as typeof state & { time?: unknown }
-    return { ...tool, state: fields } as ComparablePart
+    const decided = receipt ? (({ at: _at, ...kept }) => ({ receipt: kept }))(receipt) : {}
+    return { ...tool, ...decided, state: fields } as ComparablePart
   })
 }
 

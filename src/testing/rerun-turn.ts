@@ -118,7 +118,10 @@ export async function rerunTurn(source: RecordingSource, turnId: string, options
       if (event.type !== 'approval.requested' || event.turnId !== rerunId) return
       for (const call of event.calls) {
         const decision = decisions.get(call.callId)
-        const made = decision?.approved ? engine.approve(event.turnId, call.callId) : engine.deny(event.turnId, call.callId, decision?.reason ?? 'the recording has no decision for this call')
+        const by = decision?.by !== undefined ? { by: decision.by } : {}
+        const made = decision?.approved
+          ? engine.approve(event.turnId, call.callId, by)
+          : engine.deny(event.turnId, call.callId, { reason: decision?.reason ?? 'the recording has no decision for this call', ...by })
         made.catch(() => {}) // the turn may have ended meanwhile; its outcome says so
       }
     })
@@ -186,13 +189,16 @@ async function readInput(source: RecordingSource, turnId: string): Promise<{ aut
 }
 
 /** The approvals and denials of the recording, by call id. */
-function recordedDecisions(recording: RecordedTurn): Map<string, { approved: boolean; reason?: string }> {
-  const decisions = new Map<string, { approved: boolean; reason?: string }>()
+function recordedDecisions(recording: RecordedTurn): Map<string, { approved: boolean; reason?: string; by?: string }> {
+  const decisions = new Map<string, { approved: boolean; reason?: string; by?: string }>()
   for (const row of recording.transitions) {
     const callId = row.payload.callId
     if (typeof callId !== 'string') continue
-    if (row.event === 'tool.approved') decisions.set(callId, { approved: true })
-    if (row.event === 'tool.denied') decisions.set(callId, { approved: false, ...(typeof row.payload.reason === 'string' ? { reason: row.payload.reason } : {}) })
+    // Who decided, from the receipt the decision logged: the re-run's receipts name the same person.
+    const by = (row.payload.receipt as { by?: unknown } | undefined)?.by
+    const who = typeof by === 'string' ? { by } : {}
+    if (row.event === 'tool.approved') decisions.set(callId, { approved: true, ...who })
+    if (row.event === 'tool.denied') decisions.set(callId, { approved: false, ...(typeof row.payload.reason === 'string' ? { reason: row.payload.reason } : {}), ...who })
   }
   return decisions
 }

@@ -1,12 +1,11 @@
 /**
  * How a waiting call (in doubt, deferred) is settled: `engine.resolveCall`'s resolution checked
- * and applied to the call's part, and a passed deadline applied the same way. One place, used by
- * the running turn's handle on whichever engine runs it.
+ * and applied to the call's part. Used by the running turn's handle on whichever engine runs it.
  */
 import type { ToolSet } from 'ai'
 import { CallNotWaitingError, InvalidArgumentError } from '../core/errors'
 import type { ToolPart } from '../core/types'
-import { completeCall, deadlineMessage, failCall, rerunCall } from './tool-part'
+import { completeCall, failCall, rerunCall } from './tool-part'
 
 /**
  * What settles a waiting call: `{ output }` (it happened / here is the result: the model sees
@@ -63,14 +62,6 @@ export async function settleWaitingCall(
   const modelOutput = definition?.toModelOutput ? await definition.toModelOutput({ toolCallId: part.callId, input: part.state.input as never, output: output as never }) : undefined
   completeCall(part, output, now, modelOutput === undefined ? undefined : JSON.parse(JSON.stringify(modelOutput)))
   return 'output'
-}
-
-/** A deferred call whose stored deadline passed: an error the model sees. Returns whether it changed. */
-export function expireCall(part: ToolPart, now: number): boolean {
-  if (part.state.status !== 'deferred' || part.state.deadline === undefined || part.state.deadline > now) return false
-  failCall(part, deadlineMessage(part.state.deadline), now)
-  part.state = { ...part.state, metadata: { expired: true } } as ToolPart['state']
-  return true
 }
 
 function jsonOutput(value: unknown, maxBytes: number): unknown {

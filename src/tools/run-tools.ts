@@ -9,8 +9,10 @@ import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../core/secrets/redact-secrets'
 import type { ChildTurnRunner } from './child-turns'
 import { toolOptions, type ReconcileResult, type ToolOptions } from './tool-options'
-import { completeCall, deferCall, doubtCall, executionOf, failCall, markReconciled, rerunCall } from './tool-part'
+import { completeCall, deferCall, doubtCall, executionOf, failCall, markReconciled, matchesApproval, rerunCall } from './tool-part'
 import { CallOutcomeUnknownError, safeMessage } from '../core/errors'
+import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
+import { isMcpTool, throwIfMcpError } from './mcp-result'
 import { idempotencyKeyOf, type CallInfo } from './call-info'
 import { isDeferral } from './defer'
 
@@ -24,7 +26,7 @@ export interface ToolRunScope {
   readonly stepTools: ToolPart[]
   /** The history the tools are given (`messages` of the AI SDK's tool options). */
   modelMessages(): ModelMessage[]
-  readonly config: { tools: ToolSet; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }; telemetry: Pick<Telemetry, 'toolCall'>; redactor: Pick<Redactor, 'text'> }
+  readonly config: { tools: ToolSet; pinnedTools?: { pinned: ToolFingerprint; current: ToolFingerprint }; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }; telemetry: Pick<Telemetry, 'toolCall'>; redactor: Pick<Redactor, 'text'> }
   /** Told of each part whose state changed. */
   readonly writer: { changed(part: Part): void }
 }
@@ -188,7 +190,13 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
   stopped.catch(() => undefined)
   const span = scope.config.telemetry.toolCall({ turnId: scope.turnId, sessionId: scope.sessionId, tool: part.tool, callId: part.callId, input })
   try {
+    // A tool the turn was started with that is gone or changed (a deploy, an MCP server's new tools): not run, named.
+    const pinned = scope.config.pinnedTools
+    const change = pinned && toolChange(pinned.pinned, pinned.current, part.tool)
+    if (change) throw new Error(toolChangedMessage(part.tool, change))
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
+    // An approved call runs only with the input its receipt's digest names (what the approver saw).
+    if (!matchesApproval(part, input)) throw new Error(`not run: the input differs from the approved one (its SHA-256 is not the receipt's ${part.receipt?.inputDigest})`)
     const run = Promise.resolve(
       definition.execute(input as never, {
         toolCallId: part.callId,
@@ -201,6 +209,7 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
     const output = await Promise.race([run, stopped])
     if (turnSignal.aborted) return // the turn's end marks the part aborted
     if (isDeferral(output)) return deferCall(part, output.timeoutMs !== undefined ? Date.now() + output.timeoutMs : undefined)
+    if (isMcpTool(definition)) throwIfMcpError(part.tool, output) // an MCP result with isError is the call's failure
     const modelOutput = definition.toModelOutput ? await modelOutputOf(definition.toModelOutput, { toolCallId: part.callId, input, output }) : undefined
     completeCall(part, boundedOutput(output, scope.config.toolExecution.maxOutputBytes), Date.now(), modelOutput)
   } catch (error) {

@@ -24,6 +24,8 @@ export interface ToolOptions {
    * A throw counts as `undefined`. Asked once per execution.
    */
   reconcile?: (input: unknown, call: CallInfo) => ReconcileResult | Promise<ReconcileResult>
+  /** How long its calls wait for approval before they expire (the model sees a denial), instead of the engine's `approvalTimeoutMs`. */
+  approvalTimeoutMs?: number
 }
 
 /** What a tool's `reconcile` hook says of a call whose outcome was unknown. */
@@ -41,6 +43,9 @@ export function configureTool<T extends Tool>(tool: T, options: ToolOptions): T 
   }
   if (options.reconcile !== undefined && typeof options.reconcile !== 'function') {
     throw new InvalidArgumentError('reconcile', options.reconcile, 'a function (input, callInfo) => { done: true, output } | { done: false } | undefined (configureTool)')
+  }
+  if (options.approvalTimeoutMs !== undefined && (!Number.isInteger(options.approvalTimeoutMs) || options.approvalTimeoutMs < 1 || options.approvalTimeoutMs > maxTimerMs)) {
+    throw new InvalidArgumentError('approvalTimeoutMs', options.approvalTimeoutMs, `an integer from 1 to ${maxTimerMs} (configureTool)`)
   }
   Object.defineProperty(tool, optionsKey, { value: { ...toolOptions(tool), ...options }, enumerable: false, configurable: true })
   return tool

@@ -3,12 +3,13 @@
  * functions, and every "did not run" has a typed reason with one message.
  *
  *   pending ─► awaiting approval (pending, approval: required) ─► running ─► completed
- *      │                │ denied                                   │  ▲
+ *      │                │ denied, expired (a receipt either way)   │  ▲
  *      └────────────────┴──────────► error ◄─────────────────────┤  │ retry (same key)
  *                                                                 ▼  │
  *                                            in-doubt / deferred ─► completed | error (resolveCall, reconcile, deadline)
  */
-import type { ToolPart, WaitingCall } from '../core/types'
+import { inputDigest } from '../core/input-digest'
+import type { ApprovalReceipt, ToolPart, WaitingCall } from '../core/types'
 
 /** Why a call did not run, or stopped before it finished. */
 export type NotRunReason =
@@ -81,6 +82,14 @@ export function rerunCall(part: ToolPart, now: number): void {
   part.state = { status: 'running', input, ...modelInputOf(part), execution: executionOf(part) + 1, time: { start: now } }
 }
 
+/** A deferred call whose stored deadline passed by `now`: an error the model sees (`metadata.expired`). Returns whether it changed. */
+export function expireDeferredCall(part: ToolPart, now: number): boolean {
+  if (part.state.status !== 'deferred' || part.state.deadline === undefined || part.state.deadline > now) return false
+  const { input, deadline, time } = part.state
+  part.state = { status: 'error', input, ...modelInputOf(part), error: deadlineMessage(deadline), metadata: { expired: true }, time: { start: time.start, end: now } }
+  return true
+}
+
 /** The message the model sees for a deferred call whose deadline passed. */
 export function deadlineMessage(deadline: number): string {
   return `the tool's result did not arrive before its deadline (${new Date(deadline).toISOString()})`
@@ -99,28 +108,67 @@ export function runCall(part: ToolPart, input: unknown, now: number): boolean {
   return true
 }
 
-/** The call needs `approve`/`deny` before it runs. */
-export function requireApproval(part: ToolPart): void {
-  part.state = { status: 'pending', input: part.state.input, approval: 'required' }
+/** The call needs `approve`/`deny` before it runs; until `expiresAt` when its approval has a timeout. */
+export function requireApproval(part: ToolPart, expiresAt?: number): void {
+  part.state = { status: 'pending', input: part.state.input, approval: 'required', ...(expiresAt !== undefined ? { expiresAt } : {}) }
+}
+
+/** The earliest time one of `parts` waiting for approval expires, or null when none has a timeout. */
+export function approvalDeadline(parts: readonly ToolPart[]): number | null {
+  let earliest: number | null = null
+  for (const part of parts) {
+    const { state } = part
+    if (state.status === 'pending' && state.approval === 'required' && state.expiresAt !== undefined && (earliest === null || state.expiresAt < earliest)) earliest = state.expiresAt
+  }
+  return earliest
+}
+
+/** Who decided, when given (`approve`'s and `deny`'s `by`). */
+export interface DecisionBy {
+  by?: string
 }
 
 /**
  * A waiting call was approved: it runs when the turn enters `tool-running`; with the approver's
- * edited input (checked already), which the part keeps beside the model's.
+ * edited input (checked already), which the part keeps beside the model's. The part gets its
+ * receipt: who, when, and the digest of the input it may run with (run-tools.ts checks it).
  */
-export function approveCall(part: ToolPart, now: number, edited?: { input: unknown }): void {
+export function approveCall(part: ToolPart, now: number, edited?: { input: unknown }, decided: DecisionBy = {}): ApprovalReceipt {
+  const input = edited ? edited.input : part.state.input
+  part.receipt = { decision: 'approved', ...byOf(decided), at: now, inputDigest: inputDigest(input), ...(edited ? { edited: true as const } : {}) }
   part.state = edited
     ? { status: 'running', input: edited.input, modelInput: part.state.input, time: { start: now } }
     : { status: 'running', input: part.state.input, time: { start: now } }
+  return part.receipt
+}
+
+const byOf = ({ by }: DecisionBy) => (by !== undefined ? { by } : {})
+
+/**
+ * True when `part` may run with `input`: it asked for no approval, or its approval's digest is
+ * `input`'s. A call whose input changed after its approval (a tampered row, a bug) never runs.
+ */
+export function matchesApproval(part: ToolPart, input: unknown): boolean {
+  return part.receipt?.decision !== 'approved' || part.receipt.inputDigest === inputDigest(input)
 }
 
 /** The model's input of an edited call, carried through the call's later states. */
 const modelInputOf = (part: ToolPart) => ('modelInput' in part.state && part.state.modelInput !== undefined ? { modelInput: part.state.modelInput } : {})
 
-/** A waiting call was denied: an error the model sees, carrying the user's reason. */
-export function denyCall(part: ToolPart, reason: string | undefined, now: number): void {
+/** A waiting call was denied: an error the model sees, carrying the user's reason; its receipt says who and when. */
+export function denyCall(part: ToolPart, reason: string | undefined, now: number, decided: DecisionBy = {}): ApprovalReceipt {
+  part.receipt = { decision: 'denied', ...byOf(decided), at: now, inputDigest: inputDigest(part.state.input), ...(reason ? { reason } : {}) }
   const error = reason ? `the user denied this tool call: ${reason}` : 'the user denied this tool call'
   part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true, ...(reason ? { reason } : {}) }, time: { start: now, end: now } }
+  return part.receipt
+}
+
+/** A waiting call's approval timed out (`approvalTimeoutMs`): the model sees it as a denial; the receipt says `expired`. */
+export function expireCall(part: ToolPart, now: number): ApprovalReceipt {
+  part.receipt = { decision: 'expired', at: now, inputDigest: inputDigest(part.state.input) }
+  const error = 'the user denied this tool call: the approval expired (no decision in time)'
+  part.state = { status: 'error', input: part.state.input, error, metadata: { denied: true, expired: true }, time: { start: now, end: now } }
+  return part.receipt
 }
 
 /** The tool returned `output` (already bounded for storage); `modelOutput`: what its `toModelOutput` made of it for the model. */

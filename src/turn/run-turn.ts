@@ -13,6 +13,7 @@ import type { Bus, TurnchartEvent } from '../core/bus'
 import type { Usage } from '../core/types'
 import type { Store } from '../store/store'
 import type { ChildTurnRunner } from '../tools/child-turns'
+import { HandoffPoint } from './handoff-point'
 import { RunTree } from './run-tree/run-tree'
 import type { RunTrees } from './run-tree/run-trees'
 import { TurnLog, transitionsTo, type FirstRowWriter } from './turn-log/turn-log'
@@ -101,15 +102,26 @@ export interface TurnStart {
  */
 export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const { scope } = start
-  const log = new TurnLog({ scope, bus: scope.events, fence: scope.fence, ...(start.restored ? { restored: start.restored } : {}) })
+  // Run trees: a new root's budget is its own configuration's, read once it is resolved; its
+  // spending is every engine's when the store keeps it.
+  const spending = deps.store.spending
+  const tree =
+    start.tree ??
+    new RunTree({
+      rootTurnId: scope.turnId,
+      startedAt: Date.now(),
+      budget: () => (scope.ready ? scope.config.budget : undefined),
+      ...(spending ? { stored: () => spending.get(scope.turnId) } : {}),
+    })
+  // The tree's spending rides in the transactions of the turn's rows (no commit of its own).
+  const log = new TurnLog({ scope, bus: scope.events, fence: scope.fence, ...(start.restored ? { restored: start.restored } : {}), rider: () => tree.rider() })
   void scope.writer.failed.then((error) => log.writeFailed(error))
-  // Run trees: a new root's budget is its own configuration's, read once it is resolved.
-  const tree = start.tree ?? new RunTree({ rootTurnId: scope.turnId, startedAt: Date.now(), budget: () => (scope.ready ? scope.config.budget : undefined) })
   deps.trees?.join(tree)
   const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => log.leaving, publish: (event) => scope.events.publish(event) }, deps)
   const record = transitionsTo(log)
   const appInspector = deps.inspect ? tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) : undefined
-  const actor = createActor(turnChart({ scope, tree, ...(children ? { children } : {}) }, log), {
+  const handoff = new HandoffPoint()
+  const actor = createActor(turnChart({ scope, tree, handoff, ...(children ? { children } : {}) }, log), {
     input: start.input,
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
     ...(deps.clock ? { clock: deps.clock } : {}),
@@ -129,6 +141,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     actor,
     scope,
     log,
+    handoff,
     onSettled: (turn) => {
       tree.inspection.delete(turn.id)
       deps.trees?.leave(tree)

@@ -6,7 +6,7 @@
  */
 import type { ToolSet } from 'ai'
 import type { Redactor } from '../core/secrets/redact-secrets'
-import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
 import type { StepRule } from '../policy/step-gate'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
@@ -14,13 +14,21 @@ import type { FailurePolicies } from '../policy/decide-failure'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
 import type { Telemetry } from '../telemetry/telemetry'
+import type { ToolFingerprint } from '../tools/tool-fingerprint'
 
 export interface TurnConfig {
   model: ProviderLanguageModel
   system: string | undefined
   tools: ToolSet
+  /**
+   * The tools the turn was started with (stored) and the engine's now: a call of a tool that
+   * was removed or changed since is an error part naming it. Absent on a turn stored without one.
+   */
+  pinnedTools?: { pinned: ToolFingerprint; current: ToolFingerprint }
   /** Tools whose approvals may edit the call's input. */
   editableApprovals: boolean | readonly string[]
+  /** How long a call waits for approval before it expires (a tool's own wins); undefined: no limit. */
+  approvalTimeoutMs: number | undefined
   /** Call settings of the turn's requests (headers in memory only). */
   call: Omit<TurnSettings, 'maxSteps'>
   limits: ModelLimits | undefined
@@ -33,6 +41,8 @@ export interface TurnConfig {
   stopWhen: StopCondition[]
   /** The app's own rules of the step gate (`EngineOptions.stepRules`), asked after `stopWhen`. */
   stepRules: readonly StepRule[]
+  /** Structured output: the final answer is parsed with it at the step gate (absent: plain text). */
+  output?: StructuredOutput
   /** The budget of the run tree this turn is the root of (a child turn runs under its root's). */
   budget?: Budget
   /** The error classifier and the retry policy every failed model request is decided by. */

@@ -5,23 +5,26 @@
  * `done` settles here, once, from the log's `ended`.
  */
 import type { Actor } from 'xstate'
-import { callWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
-import { ApprovalNotPendingError, CallNotWaitingError, EngineClosedError, TurnOutcomeUnknownError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
+import { callWaitStates, retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
+import { parkableStates } from '../../machines/parkable-states'
+import { ApprovalNotPendingError, CallNotWaitingError, EngineClosedError, TurnOutcomeUnknownError, TurnParkedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { checkApprovalEdit } from '../tools/approval-edit'
-import { approveCall, denyCall, isWaitingCall } from '../tools/tool-part'
-import { expireCall, settleWaitingCall, type CallResolution } from '../tools/resolve-call'
+import { approveCall, denyCall, expireCall, expireDeferredCall, isWaitingCall } from '../tools/tool-part'
+import { settleWaitingCall, type CallResolution } from '../tools/resolve-call'
 import { waitingCallsOf } from '../tools/run-tools'
+import type { HandoffPoint } from './handoff-point'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
 import { recordTurnResult } from './turn-result'
 import type { TurnScope } from './turn-scope'
 import type { AsyncIterableStream, TurnListener, TurnStreamPart } from './turn-stream'
 
-export interface TurnResult {
+/** `OUTPUT`: the type of the prompt's structured output (`Output.object({ schema })`), inferred from its schema. */
+export interface TurnResult<OUTPUT = unknown> {
   turnId: string
   sessionId: string
   outcome: TurnOutcome
@@ -34,10 +37,34 @@ export interface TurnResult {
   usage: TurnUsage
   /** The text of the turn's last step (its final answer when it completed). */
   text: string
+  /**
+   * Structured output (the prompt's or the engine's `output`): the final answer parsed and
+   * validated against the schema, when the turn completed. Absent without `output`. (Not the
+   * chart's own output, `{ outcome, error }`.)
+   */
+  output?: OUTPUT
 }
 
-/** A running turn. */
-export interface Turn {
+/** `approve`'s options: an edited input (tools named in `editableApprovals`), and who approved (kept on the receipt). */
+export interface ApproveOptions {
+  input?: unknown
+  /** Who approved: an id of the app's (a user id, an email); stored on the call's receipt. */
+  by?: string
+}
+
+/** `deny`'s options: the reason the model sees, and who denied (kept on the receipt). */
+export interface DenyOptions {
+  reason?: string
+  by?: string
+}
+
+/** `deny`'s second argument, a reason or `{ reason, by }`, as options. */
+export function denyOptions(reason: string | DenyOptions | undefined): DenyOptions {
+  return typeof reason === 'string' ? { reason } : (reason ?? {})
+}
+
+/** A running turn. `OUTPUT`: the type of `done`'s structured `output`. */
+export interface Turn<OUTPUT = unknown> {
   readonly id: string
   readonly sessionId: string
   /** The XState actor of this turn (inspect it, subscribe to it, or stop it: stopping aborts). */
@@ -49,7 +76,7 @@ export interface Turn {
    * the turn goes on elsewhere; and with `TurnOutcomeUnknownError` when its final row could not
    * be written: the turn's row stays open, and recovery ends or resumes it.
    */
-  readonly done: Promise<TurnResult>
+  readonly done: Promise<TurnResult<OUTPUT>>
   /**
    * A new reader of the turn's typed parts (`text-delta`, `reasoning-delta`, tool calls and
    * results, `start-step`/`finish-step`, approval requests, retries, `finish`, `error`,
@@ -82,13 +109,14 @@ export interface Turn {
    * engine names in `editableApprovals`; checked against the tool's schema first: a bad one is
    * an `InvalidArgumentError` and the call stays pending).
    */
-  approve(callId: string, options?: { input?: unknown }): Promise<void>
+  approve(callId: string, options?: ApproveOptions): Promise<void>
   /**
    * Denies a tool call waiting in `awaiting-approval`: its part becomes an error carrying
    * `reason`, which the model sees. Resolves once the decision is stored; rejects with
-   * `ApprovalNotPendingError` when the call is not waiting.
+   * `ApprovalNotPendingError` when the call is not waiting. `{ reason, by }`: with who denied
+   * it, kept on the receipt.
    */
-  deny(callId: string, reason?: string): Promise<void>
+  deny(callId: string, reason?: string | DenyOptions): Promise<void>
   /**
    * Settles a call of this turn that waits in `call-in-doubt` or `awaiting-deferred`: `{ output }`
    * (the effect happened / its result), `{ error }` (the model sees this error) or, for a call in
@@ -116,6 +144,23 @@ export interface RunningTurn extends Turn {
   recorded(): Promise<void>
   /** Settles the deferred calls whose stored deadline is past `now` as errors (the deadline sweep); resolves with how many. */
   expireCalls(now: number): Promise<number>
+  /**
+   * Hands the turn over (`close({ handoff: true })`): it goes on to its next step gate (at most
+   * `timeoutMs`), where its row is written and it is detached, to be resumed by the next engine
+   * with nothing in flight; a turn waiting on a person (approval) or on a retry's delay is
+   * detached at once; past `timeoutMs` it is detached where it is (as `detach`). Resolves with
+   * how it left: `'gate'`, `'waiting'`, `'timeout'`, or `'ended'` (it finished meanwhile).
+   */
+  handoff(timeoutMs: number): Promise<'gate' | 'waiting' | 'timeout' | 'ended'>
+  /**
+   * Parks the turn (it waits in a parkable state): like `detach`, its actor stops and its writes
+   * land, `handOver(fence)` gives its row away (to the parked owner), and it ends here `parked`
+   * (`done` rejects with `TurnParkedError`). Resolves true when it was parked, false when it was
+   * not waiting in a parkable state any more (it goes on).
+   */
+  park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean>
+  /** Expires the approvals that waited past their `expiresAt` by `now` (`approvalTimeoutMs`): denials the model sees. Resolves once stored. */
+  expireApprovals(now: number): Promise<void>
 }
 
 /**
@@ -128,6 +173,8 @@ export interface TurnHandleParts {
   actor: Actor<TurnMachine>
   scope: TurnScope
   log: TurnLog
+  /** Where a handoff holds the turn (its next step gate). */
+  handoff?: HandoffPoint
   /** Called once when the turn has settled (after its last write), successfully or not. */
   onSettled(turn: RunningTurn): void
   /** Run trees: the usages of the turn's descendants (undefined: it started no child), added to `done`'s usage. */
@@ -148,6 +195,8 @@ export class TurnHandle implements RunningTurn {
   readonly #reported: Promise<void>
   #started = false
   #settled = false
+  /** Detached by a handoff (`handoff`): `done`'s EngineClosedError says so. */
+  #handedOff = false
 
   constructor(parts: TurnHandleParts) {
     this.#parts = parts
@@ -188,7 +237,7 @@ export class TurnHandle implements RunningTurn {
     this.actor.send({ type: 'turn.abort', ...(reason ? { reason } : {}) })
   }
 
-  async approve(callId: string, options: { input?: unknown } = {}): Promise<void> {
+  async approve(callId: string, options: ApproveOptions = {}): Promise<void> {
     let part = this.#pendingApproval(callId)
     let edited: { input: unknown } | undefined
     if (options.input !== undefined) {
@@ -197,18 +246,32 @@ export class TurnHandle implements RunningTurn {
       part = this.#pendingApproval(callId) // (still pending after the check)
     }
     // Staged, not flushed: the decision commits in the transition's own transaction, before the tool can start.
-    approveCall(part, Date.now(), edited)
+    const receipt = approveCall(part, Date.now(), edited, options.by !== undefined ? { by: options.by } : {})
     this.#parts.scope.writer.stage(part)
-    this.actor.send({ type: 'tool.approved', callId })
+    // The receipt rides in the logged event too: the log outlives a revert of the messages.
+    this.actor.send({ type: 'tool.approved', callId, receipt: { tool: part.tool, ...receipt } })
     // Resolved once stored: a crash after this cannot lose the decision (or its edit).
     await this.#parts.log.settled()
   }
 
-  async deny(callId: string, reason?: string): Promise<void> {
+  async deny(callId: string, reasonOrOptions?: string | DenyOptions): Promise<void> {
+    const { reason, by } = denyOptions(reasonOrOptions)
     const part = this.#pendingApproval(callId)
-    denyCall(part, reason, Date.now())
+    const receipt = denyCall(part, reason, Date.now(), by !== undefined ? { by } : {})
     this.#parts.scope.writer.stage(part)
-    this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}) })
+    this.actor.send({ type: 'tool.denied', callId, ...(reason ? { reason } : {}), receipt: { tool: part.tool, ...receipt } })
+    await this.#parts.log.settled()
+  }
+
+  async expireApprovals(now: number): Promise<void> {
+    if (this.#settled || turnStateName(this.actor.getSnapshot()) !== 'awaiting-approval') return
+    for (const callId of [...this.actor.getSnapshot().context.pendingApprovals]) {
+      const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+      if (!part || part.state.status !== 'pending' || part.state.expiresAt === undefined || part.state.expiresAt > now) continue
+      const receipt = expireCall(part, now)
+      this.#parts.scope.writer.stage(part)
+      this.actor.send({ type: 'tool.denied', callId, reason: 'the approval expired', receipt: { tool: part.tool, ...receipt } })
+    }
     await this.#parts.log.settled()
   }
 
@@ -227,7 +290,7 @@ export class TurnHandle implements RunningTurn {
     const state = turnStateName(this.actor.getSnapshot())
     if (!callWaitStates.has(state)) return 0
     const { stepTools, writer } = this.#parts.scope
-    const expired = stepTools.filter((part) => expireCall(part, now))
+    const expired = stepTools.filter((part) => expireDeferredCall(part, now))
     for (const part of expired) {
       writer.stage(part)
       this.actor.send({ type: 'call.resolved', callId: part.callId, how: 'expired', deadline: waitingCallsOf(stepTools).deadline })
@@ -243,8 +306,47 @@ export class TurnHandle implements RunningTurn {
     await this.#reported
   }
 
+  async handoff(timeoutMs: number): Promise<'gate' | 'waiting' | 'timeout' | 'ended'> {
+    const point = this.#parts.handoff
+    if (this.#settled) return 'ended'
+    point?.request()
+    const state = turnStateName(this.actor.getSnapshot())
+    // Nothing runs while the turn waits on a person or a retry's delay: its row is committed, it goes at once.
+    this.#handedOff = true
+    if (state === 'awaiting-approval' || retryWaitStates.has(state) || !point) {
+      await this.detach()
+      return 'waiting'
+    }
+    let timer: NodeJS.Timeout | undefined
+    const how = await Promise.race([
+      point.reached.then(() => 'gate' as const),
+      this.#reported.then(() => 'ended' as const),
+      new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs)
+        timer.unref()
+      }),
+    ])
+    clearTimeout(timer)
+    if (how === 'ended' || this.#settled) return 'ended'
+    // At the gate: its row (and the finished step's parts) written, so the next engine resumes there.
+    if (how === 'gate') await this.#parts.log.commitHeld()
+    await this.detach()
+    return how
+  }
+
   lose(error: TurnOwnershipLostError): void {
     if (!this.#settled) this.#parts.log.lose(error)
+  }
+
+  async park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean> {
+    const state = turnStateName(this.actor.getSnapshot())
+    if (this.#settled || this.#parts.log.ending || !parkableStates.has(state)) return false
+    // Its entering row must be written first: what recovery resumes from is the waiting state.
+    await this.#parts.log.settled()
+    if (this.#settled || turnStateName(this.actor.getSnapshot()) !== state) return false
+    await this.#parts.log.detach(() => this.actor.stop(), { kind: 'parked', state }, () => handOver(this.fence))
+    await this.#reported
+    return true
   }
 
   recorded(): Promise<void> {
@@ -283,9 +385,16 @@ export class TurnHandle implements RunningTurn {
       case 'lost':
         return this.#reject(end.error)
       case 'detached': {
-        const closed = new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`)
+        const closed = this.#handedOff
+          ? new EngineClosedError(`run turn ${this.id}: the engine closed and handed the turn over; another engine resumes it`, { handedOff: true })
+          : new EngineClosedError(`run turn ${this.id}: the engine closed; the turn stays open in the database for the next engine to resume`)
         events.close(closed.toJSON())
         return this.#reject(closed)
+      }
+      case 'parked': {
+        const parked = new TurnParkedError({ turnId: this.id, sessionId: this.sessionId, state: end.state })
+        events.close(parked.toJSON())
+        return this.#reject(parked)
       }
       case 'not-started':
         events.close()
@@ -300,7 +409,10 @@ export class TurnHandle implements RunningTurn {
         const descendants = await this.#parts.descendantUsages?.().catch(() => undefined)
         return { ...extra, usage: withDescendants(extra.usage, descendants) }
       })
-      .then((extra) => this.#resolve({ turnId: this.id, sessionId: this.sessionId, ...end, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
+      .then((extra) => {
+        const { output } = this.#parts.scope
+        this.#resolve({ turnId: this.id, sessionId: this.sessionId, ...end, ...extra, ...(output ? { output: output.value } : {}), ...(error ? { error: errorFromRecord(error) } : {}) })
+      })
   }
 
   /** The part of `callId` when it waits in `call-in-doubt` / `awaiting-deferred` (`expected`: that very part, after an await). */
@@ -318,6 +430,8 @@ export class TurnHandle implements RunningTurn {
   }
 
   #pendingApproval(callId: string): ToolPart {
+    // A handle whose turn left it (parked, detached) decides nothing: its actor is stopped.
+    if (this.#settled) throw new ApprovalNotPendingError(this.id, callId, 'this handle no longer runs the turn (it ended, was parked or detached): decide through the engine')
     const snapshot = this.actor.getSnapshot()
     const state = turnStateName(snapshot)
     if (state !== 'awaiting-approval') throw new ApprovalNotPendingError(this.id, callId, `the turn is in '${state}'`)

@@ -2,7 +2,7 @@
  * What `turn.done` adds to the outcome: the turn's usage (its steps and compactions) and the
  * text of its last step; the usage is also written on the turn row.
  */
-import { emptyTurnUsage, usageOfMessages } from '../core/usage'
+import { usageOfMessages } from '../core/usage'
 import type { TurnScope } from './turn-scope'
 import type { MessageWithParts, TurnUsage } from '../core/types'
 import { writeUsage } from './turn-log/log-rows'
@@ -32,17 +32,14 @@ export function finalTextOf(messages: MessageWithParts[]): string {
 
 /**
  * After the turn's last write: its usage written on its row, and what `turn.done` adds. Never
- * rejects (a failed write leaves the usage to be summed from the messages).
+ * rejects: a failed usage write loses the row's copy only (`engine.usage` then sums it from the
+ * stored messages); `done` reports the usage all the same, an app billing from it is not told zero.
  */
 export async function recordTurnResult(scope: TurnScope): Promise<{ usage: TurnUsage; text: string }> {
   const text = finalText(scope)
   // From the messages in memory: the scope holds every message of the turn (a recovered turn's
   // earlier ones too), as stored by now; no read of them back.
   const usage = usageOfMessages(scope.turnId, scope.messages.map((m) => m.info))
-  try {
-    await scope.queue.run(() => writeUsage(scope.store, scope.turnId, usage))
-    return { usage, text }
-  } catch {
-    return { usage: emptyTurnUsage(scope.turnId), text }
-  }
+  await scope.queue.run(() => writeUsage(scope.store, scope.turnId, usage)).catch(() => undefined)
+  return { usage, text }
 }

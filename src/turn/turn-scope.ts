@@ -10,6 +10,7 @@
  */
 import type { ModelMessage } from 'ai'
 import type { Bus } from '../core/bus'
+import { StorageError, TurnchartError } from '../core/errors'
 import { newId } from '../core/ids'
 import { toModelMessages, TurnModelMessages } from '../llm/model-messages'
 import type { ProviderPromptCache } from '../llm/provider-prompt'
@@ -64,6 +65,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   readonly messages: MessageWithParts[] = []
   /** Tool parts of the step that streamed last, in call order. */
   stepTools: ToolPart[] = []
+  /** Structured output: the final answer's parsed object, set by the step gate when it matched the schema. */
+  output: { value: unknown } | undefined
   #config: TurnConfig | undefined
   readonly #stepResults: StopConditionStep[] = []
   #convertedSteps = 0
@@ -118,14 +121,20 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     const now = Date.now()
     const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
     const transaction: PromptTransaction = async (write) => {
-      await this.store.transaction(async (tx) => {
-        // (set here: the first row, written in this transaction, reads the redactor)
-        this.#config = await prepare(tx)
-        this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
-        await tx.messages.upsert(info)
-        await tx.messages.upsertParts(parts, now)
-        await write?.(tx)
-      })
+      await this.store
+        .transaction(async (tx) => {
+          // (set here: the first row, written in this transaction, reads the redactor)
+          this.#config = await prepare(tx)
+          this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
+          await tx.messages.upsert(info)
+          await tx.messages.upsertParts(parts, now)
+          await write?.(tx)
+        })
+        .catch((error: unknown) => {
+          // A driver's error (a killed connection, a full disk) named for what failed; the
+          // engine's own refusals (a busy or unknown session) stay as they are.
+          throw TurnchartError.isTurnchartError(error) ? error : new StorageError('storing the prompt', error)
+        })
       // In the history once stored, before the first rows are known committed: the first step
       // reads it as soon as it may act.
       this.messages.push({ info, parts })
@@ -168,6 +177,26 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
       for (const part of message.parts) this.events.part(part)
     }
     return taken
+  }
+
+  /**
+   * Structured output: stores a user message of this turn that sends a refused answer back to
+   * the model (fenced, as a steer is), and opens a new assistant message after it. Published as
+   * a message that joined the running turn (origin `steer`).
+   */
+  async askAgain(text: string): Promise<void> {
+    const message = this.userMessage([{ type: 'text', text }], Date.now())
+    await this.queue.run(() =>
+      this.store.transaction(async (tx) => {
+        await tx.turns.checkFence(this.turnId, this.fence)
+        await tx.messages.upsert(message.info)
+        await tx.messages.upsertParts(message.parts, message.info.time.created)
+      }),
+    )
+    this.assistant = undefined
+    this.messages.push(message)
+    this.events.message(message.info, 'steer')
+    for (const part of message.parts) this.events.part(part)
   }
 
   /** A user message of this turn holding `drafts` (not stored yet). */

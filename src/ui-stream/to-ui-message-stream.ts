@@ -7,6 +7,7 @@
  */
 import { createUIMessageStream, createUIMessageStreamResponse, type UIMessage } from 'ai'
 import type { TurnchartEvent } from '../core/bus'
+import { EngineClosedError } from '../core/errors'
 import type { Turn } from '../turn/turn-handle'
 import type { TurnchartUIMessage } from './ui-messages'
 import { TurnChunks, type TurnChunk, type TurnStreamEnd } from './turn-chunks'
@@ -33,6 +34,12 @@ export interface TurnStreamOptions {
   signal?: AbortSignal
   /** Called once when the stream ends, with why (undefined: ended by `signal`). */
   onEnd?: (end: TurnStreamEnd | undefined) => void
+  /**
+   * The turn was handed to another engine (`done` rejected with a handed-off
+   * `EngineClosedError`): the stream goes on with this, which sends the rest into `chunks`
+   * (`sent`: the turn so far as the stream had it). Absent: the stream ends with the error.
+   */
+  afterHandoff?: (chunks: TurnChunks, sent: TurnchartEvent[]) => Promise<void>
 }
 
 /** A running turn, or its id and session. */
@@ -85,6 +92,16 @@ export function toUIMessageStream(events: TurnEventSource, turn: TurnRef, option
         if (options.replay && chunks.replay(replayed)) return stop(chunks.end)
         turn.done?.catch((error: unknown) => {
           if (chunks.end) return
+          if (options.afterHandoff && EngineClosedError.isInstance(error) && error.handedOff) {
+            // The turn so far, as this stream sent it (the handed-off turn's replay), then the new owner's rows.
+            const sent: TurnchartEvent[] = []
+            events.subscribe((event) => sent.push(event), { replay: true })()
+            unsubscribe()
+            void options.afterHandoff(chunks, sent)
+              .catch((failure: unknown) => chunks.fail(failure instanceof Error ? failure.message : String(failure)))
+              .finally(() => stop(chunks.end))
+            return
+          }
           chunks.fail(error instanceof Error ? error.message : String(error))
           stop(chunks.end)
         })

@@ -98,6 +98,12 @@ export class TurnChunks {
     }
     this.#nextState(event)
     switch (event.type) {
+      case 'turn.transition':
+        // Structured output's object, before the turn's finish (the transition's row carries it).
+        if (event.turnId === this.turnId && 'output' in event) this.#emit({ type: 'data-output', id: 'output', data: event.output })
+        // Calls in doubt or deferred: the turn waits for `resolveCall`; the stream ends here, as for an approval.
+        if (event.turnId === this.turnId && !this.#replaying && callWaits.has(event.to)) this.finish(event.to as TurnStreamEnd)
+        break
       case 'message.updated':
         if (event.info.turnId === this.turnId && (event.origin === 'answer' || event.origin === 'summary')) this.#message(event.info, event.change)
         break
@@ -118,10 +124,6 @@ export class TurnChunks {
         break
       case 'child.progress':
         if (event.turnId === this.turnId) this.#childProgress(event.callId, event.child)
-        break
-      case 'turn.transition':
-        // Calls in doubt or deferred: the turn waits for `resolveCall`; the stream ends here, as for an approval.
-        if (event.turnId === this.turnId && !this.#replaying && callWaits.has(event.to)) this.finish(event.to as TurnStreamEnd)
         break
       case 'session.status':
         // Idle ends the stream whatever the last state seen (a turn ended by its engine's close, say).

@@ -24,10 +24,12 @@ import {
   serializeError,
 } from '../core/errors'
 import { callHook } from '../core/hooks'
+import type { TurnchartEvent } from '../core/bus'
 import type { SessionMetadata } from '../core/types'
+import type { TurnChunks } from '../ui-stream/turn-chunks'
 import { promptInputOf, UnusableMessage } from './chat-input'
 import { approvalOwners, isChatTurn } from './chat-turns'
-import { pollTurnStream, unfinishedTurnId } from './poll-turn'
+import { followHandedOffTurn, pollTurnStream, unfinishedTurnId } from './poll-turn'
 import { readBody } from './read-body'
 import type { CallResolution } from '../tools/resolve-call'
 import { toUIMessageStreamResponse, type TurnRef } from '../ui-stream/to-ui-message-stream'
@@ -48,6 +50,9 @@ export interface NewChatSession {
   metadata?: SessionMetadata
 }
 
+/** What `authorize` answers: `true`, or the identity of who is let through (`{ by }`, a non-empty string); anything else refuses. */
+export type ChatAuthorization = boolean | { by: string }
+
 export interface ChatHandlerOptions {
   /**
    * Who may use a chat: called before every route with the request and the chat id (on a POST,
@@ -55,8 +60,13 @@ export interface ChatHandlerOptions {
    * else answers **403** `ChatAccessDeniedError` and nothing happens (no session created, no turn
    * started, no message read). May be async. A throw answers 500 (the error goes to `onError`).
    * Without it every chat is open to anyone who knows its id.
+   *
+   * In place of `true` it may return an identity, `{ by }` (`by`: a non-empty string, a user id or
+   * an email): the request is let through, and the approvals and denials it carries are stored
+   * with that identity as their `by` (the call's receipt, `engine.approvalReceipts`). (A bare
+   * string is not an identity: `'no'` must not let anyone in.)
    */
-  authorize?: (request: Request, chatId: string) => boolean | Promise<boolean>
+  authorize?: (request: Request, chatId: string) => ChatAuthorization | Promise<ChatAuthorization>
   /**
    * The title and metadata of the session the handler creates for a new chat (its first POST),
    * e.g. `{ metadata: { owner: user.id } }`. May be async. A throw answers 500, nothing created.
@@ -165,7 +175,7 @@ function checkOptions(options: ChatHandlerOptions): void {
  * | request | answer |
  * |---|---|
  * | `POST <api>` with a user message last | starts a turn in session `id` (created when new) with the message's text and files, and streams it; while a turn runs: 409 `SessionBusyError`, or with `whenBusy: 'steer'` 202 `{ steered: { id, turnId } }` (the running turn takes the message) |
- * | `POST <api>` with an assistant message last whose tools carry approval responses | `engine.approve`/`deny` each (an approval with `approvalInputs[toolCallId]` in the body runs the tool with that input), then streams the rest of the turn; 403 `TurnNotInChatError` when the turn is not the chat's; 409 `ApprovalNotPendingError` when none was pending; 400 for an edit the engine refuses |
+ * | `POST <api>` with an assistant message last whose tools carry approval responses | `engine.approve`/`deny` each, `by` the identity `authorize` returned (an approval with `approvalInputs[toolCallId]` in the body runs the tool with that input), then streams the rest of the turn; 403 `TurnNotInChatError` when the turn is not the chat's; 409 `ApprovalNotPendingError` when none was pending; 400 for an edit the engine refuses |
  * | `POST <api>/<id>/calls` with `{ turnId, callId, output }`, `{ …, error }` or `{ …, retry: true }` | `engine.resolveCall`: hands in a deferred call's result, or settles a call in doubt, of the chat's own turn (a webhook or a person); 204; 403 `TurnNotInChatError` when the turn is not the chat's; 409 `CallNotWaitingError` when the call does not wait; 400 for another body |
  * | `GET <api>/<id>/stream` | the running turn: what it produced so far, then live; 204 when nothing runs |
  * | `DELETE <api>/<id>/stream` | aborts the running turn; 204 |
@@ -191,15 +201,21 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
   const invalid = (message: string) => json(400, { error: { name: 'InvalidRequest', message } }, headers)
   const denied = (chatId: string) => errorResponse(403, new ChatAccessDeniedError(chatId), headers)
 
-  /** The app's verdict on this request for this chat: only `true` lets it through. */
-  const authorized = async (request: Request, chatId: string): Promise<boolean> => {
-    if (!options.authorize) return true
+  /** The app's verdict on this request for this chat: `true` or an identity lets it through (`by`: that identity). */
+  const authorization = async (request: Request, chatId: string): Promise<{ ok: boolean; by?: string }> => {
+    if (!options.authorize) return { ok: true }
+    let answer: unknown
     try {
-      return (await options.authorize(request, chatId)) === true
+      answer = await options.authorize(request, chatId)
     } catch (error) {
       throw new HookError('authorize', error)
     }
+    if (answer === true) return { ok: true }
+    const by = (answer as { by?: unknown } | null)?.by
+    if (typeof answer === 'object' && typeof by === 'string' && by !== '') return { ok: true, by }
+    return { ok: false }
   }
+  const authorized = async (request: Request, chatId: string): Promise<boolean> => (await authorization(request, chatId)).ok
 
   /** The options of the session a new chat gets, from the app's `newSession`. */
   const newSessionOptions = async (request: Request, chatId: string): Promise<NewChatSession> => {
@@ -222,14 +238,24 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     const running = engine.activeTurn(turn.sessionId)
     const here = running?.id === turn.id ? running : undefined
     const onClientGone = () => {
-      if (streaming && abortOnDisconnect && engine.activeTurn(turn.sessionId)?.id === turn.id) engine.activeTurn(turn.sessionId)?.abort('the client stopped the stream')
+      if (!streaming || !abortOnDisconnect) return
+      let active
+      try {
+        active = engine.activeTurn(turn.sessionId)
+      } catch {
+        return // closed: a stream that follows a handed-off turn outlives the engine; nothing runs here to abort
+      }
+      if (active?.id === turn.id) active.abort('the client stopped the stream')
     }
     request.signal.addEventListener('abort', onClientGone, { once: true })
+    const streamSignal = anySignal(request.signal, signal)
     return toUIMessageStreamResponse(here ?? engine, here ?? turn, {
       replay: from.replay && here !== undefined,
       originalMessages: from.messages,
-      signal: anySignal(request.signal, signal),
+      signal: streamSignal,
       headers,
+      // This engine handed the turn off (a deploy): the response goes on through the new owner's rows.
+      ...(here ? { afterHandoff: (chunks: TurnChunks, sent: TurnchartEvent[]) => followHandedOffTurn(engine, here, chunks, sent, { intervalMs: options.pollIntervalMs, signal: streamSignal }) } : {}),
       onEnd: () => {
         streaming = false
         request.signal.removeEventListener('abort', onClientGone)
@@ -274,7 +300,7 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     }
   }
 
-  const answerApprovals = async (request: Request, body: ChatRequestBody, last: UIMessage): Promise<Response> => {
+  const answerApprovals = async (request: Request, body: ChatRequestBody, last: UIMessage, by: string | undefined): Promise<Response> => {
     const responses = last.parts.filter(isToolUIPart).filter((p) => p.state === 'approval-responded')
     if (responses.length === 0) return invalid('the last message is neither a user message nor approval responses')
     const turnId = (last.metadata as { turnId?: unknown } | undefined)?.turnId
@@ -294,8 +320,9 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
       try {
         const edited = body.approvalInputs && Object.hasOwn(body.approvalInputs, part.toolCallId) ? { input: body.approvalInputs[part.toolCallId] } : undefined
         const target = owners.get(part.toolCallId) ?? id
-        if (approval?.approved === true) await engine.approve(target, part.toolCallId, edited)
-        else await engine.deny(target, part.toolCallId, typeof approval?.reason === 'string' ? approval.reason : undefined)
+        const who = by !== undefined ? { by } : {}
+        if (approval?.approved === true) await engine.approve(target, part.toolCallId, { ...edited, ...who })
+        else await engine.deny(target, part.toolCallId, { ...(typeof approval?.reason === 'string' ? { reason: approval.reason } : {}), ...who })
         accepted++
       } catch (error) {
         if (!ApprovalNotPendingError.isInstance(error) && !InvalidArgumentError.isInstance(error)) throw error
@@ -342,9 +369,10 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     const body = parseBody(read.text)
     if (!body) return invalid('expected { id, messages } as useChat sends')
     if (!chatIdPattern.test(body.id)) return invalid('the chat id must be 1-200 letters, digits, _ . : -')
-    if (!(await authorized(request, body.id))) return denied(body.id)
+    const verdict = await authorization(request, body.id)
+    if (!verdict.ok) return denied(body.id)
     const last = body.messages[body.messages.length - 1]
-    return last.role === 'user' ? startTurn(request, body, last) : answerApprovals(request, body, last)
+    return last.role === 'user' ? startTurn(request, body, last) : answerApprovals(request, body, last, verdict.by)
   }
 
   const get = async (request: Request, url: URL): Promise<Response> => {

@@ -81,8 +81,11 @@ class RowChanges {
   }
 }
 
+/** What reading a turn's rows needs of the engine (a closing engine's `followHandedOff` reader gives the same). */
+type RowsReader = Pick<Engine, 'getTurn' | 'messages'>
+
 /** The turn as stored now: its messages and parts, its state and outcome. */
-async function readTurnSnapshot(engine: Engine, sessionId: string, turnId: string): Promise<{ snapshot: StoredTurn; outcome: TurnStreamEnd | null }> {
+async function readTurnSnapshot(engine: RowsReader, sessionId: string, turnId: string): Promise<{ snapshot: StoredTurn; outcome: TurnStreamEnd | null }> {
   // The turn row first, then the messages: a turn's final parts commit no later than its
   // outcome, so an outcome seen here has all its text in the read that follows. Read together
   // (two connections on PostgreSQL), the messages could predate the outcome and the last
@@ -115,35 +118,87 @@ export function pollTurnStream(
   turn: { id: string; sessionId: string },
   options: { intervalMs?: number; signal?: AbortSignal; changes?: StoredRowsFeed } = {},
 ): ReadableStream<TurnChunk> {
-  const intervalMs = options.intervalMs ?? 250
   return createUIMessageStream<TurnchartUIMessage>({
     execute: async ({ writer }) => {
       const chunks = new TurnChunks(turn.id, turn.sessionId, (chunk) => writer.write(chunk))
-      const changes = new RowChanges()
-      const bell = new Doorbell()
-      // Followed before the first read: a change written between that read and the wait rings.
-      const unfollow = options.changes?.follow(turn.sessionId, () => bell.ring())
-      let first = true
-      try {
-        while (!options.signal?.aborted) {
-          const { snapshot, outcome } = await readTurnSnapshot(engine, turn.sessionId, turn.id)
-          const events = changes.events(snapshot)
-          if (first) {
-            // The first read is the turn so far: `start` names its first answer, as a replay's does.
-            first = false
-            chunks.replay(events, snapshot.state)
-          } else {
-            for (const event of events) chunks.handle(event)
-            chunks.state(snapshot.state)
-          }
-          if (outcome) chunks.finish(outcome)
-          else if (waitingEnd(snapshot.state.state)) chunks.finish(waitingEnd(snapshot.state.state)!)
-          if (chunks.end) return
-          await bell.wait(intervalMs, options.signal)
-        }
-      } finally {
-        unfollow?.()
-      }
+      await followRows(engine, turn, chunks, new RowChanges(), true, options)
     },
   })
+}
+
+/**
+ * Reads the turn's rows until it ends (or waits for an approval, or `signal`), each read's
+ * changes sent as chunks. `first`: the first read is the turn so far (a replay); otherwise
+ * `changes` already holds what the stream sent, and every read says only what is new.
+ */
+async function followRows(
+  engine: RowsReader,
+  turn: { id: string; sessionId: string },
+  chunks: TurnChunks,
+  changes: RowChanges,
+  first: boolean,
+  options: { intervalMs?: number; signal?: AbortSignal; changes?: StoredRowsFeed },
+): Promise<void> {
+  const intervalMs = options.intervalMs ?? 250
+  const bell = new Doorbell()
+  // Followed before the first read: a change written between that read and the wait rings.
+  const unfollow = options.changes?.follow(turn.sessionId, () => bell.ring())
+  try {
+    while (!options.signal?.aborted) {
+      const { snapshot, outcome } = await readTurnSnapshot(engine, turn.sessionId, turn.id)
+      const events = changes.events(snapshot)
+      if (first) {
+        // The first read is the turn so far: `start` names its first answer, as a replay's does.
+        first = false
+        chunks.replay(events, snapshot.state)
+      } else {
+        for (const event of events) chunks.handle(event)
+        chunks.state(snapshot.state)
+      }
+      if (outcome) chunks.finish(outcome)
+      else if (snapshot.state.state === 'awaiting-approval') chunks.finish('awaiting-approval')
+      if (chunks.end) return
+      await bell.wait(intervalMs, options.signal)
+    }
+  } finally {
+    unfollow?.()
+  }
+}
+
+/**
+ * A stream of a turn this engine handed off (`close({ handoff: true })`) goes on from the rows
+ * the new owner writes: `sent` is the turn as the stream had it (the handing engine's replay
+ * of it at its handoff: every part with its text so far), so each read says only what is new,
+ * and every chunk is sent once. The closing engine keeps its database open until this ends.
+ * Without a reader (the database is closed already) the stream fails, saying so.
+ *
+ * @example
+ * toUIMessageStream(turn, turn, { afterHandoff: (chunks, sent) => followHandedOffTurn(engine, turn, chunks, sent, {}) })
+ */
+export async function followHandedOffTurn(
+  engine: Engine,
+  turn: { id: string; sessionId: string },
+  chunks: TurnChunks,
+  sent: TurnchartEvent[],
+  options: { intervalMs?: number; signal?: AbortSignal },
+): Promise<void> {
+  const reader = engine.followHandedOff()
+  if (!reader) return chunks.fail(`turn ${turn.id} was handed to another engine; reconnect to follow it`)
+  try {
+    const changes = new RowChanges()
+    changes.events(storedTurnOf(sent, turn.id))
+    await followRows(reader, turn, chunks, changes, false, { ...options, ...(engine.notifications ? { changes: engine.notifications } : {}) })
+  } finally {
+    reader.release()
+  }
+}
+
+/** A turn's replay (its messages and parts as they are, `open`) as a read of its rows would give it. */
+function storedTurnOf(events: TurnchartEvent[], turnId: string): StoredTurn {
+  const messages = new Map<string, StoredTurn['messages'][number]>()
+  for (const event of events) {
+    if (event.type === 'message.updated') messages.set(event.info.id, { info: event.info, origin: event.origin, parts: messages.get(event.info.id)?.parts ?? [] })
+    else if (event.type === 'part.updated') messages.get(event.part.messageId)?.parts.push(event.part)
+  }
+  return { messages: [...messages.values()], state: { turnId, state: 'step-gate', attempt: 1, retryAt: null } }
 }

@@ -201,6 +201,22 @@ test('a denial from the page reaches engine.deny with its reason', async () => {
   expect(stored[1].parts.find((p) => p.type === 'tool-deploy')).toMatchObject({ state: 'output-denied', approval: { approved: false, reason: 'not today' } })
 })
 
+test("authorize may answer with an identity ({ by }): the approval's receipt names who approved", async () => {
+  const transport = await setup({ authorize: (request) => ({ by: request.headers.get('x-user') ?? 'nobody' }) })
+  h.server.tool('deploy', { env: 'prod' }, { id: 'call_by' })
+  h.server.text('Deployed.')
+  const user = userMessage('ship it')
+  const headers = { 'x-user': 'ada' }
+  const first = await decode(await transport.sendMessages({ chatId: 'chat-by', messages: [user], trigger: 'submit-message', messageId: undefined, abortSignal: undefined, headers }))
+  const answered: UIMessage = {
+    ...first.message,
+    parts: first.message.parts.map((p) => (p.type === 'tool-deploy' ? { ...p, state: 'approval-responded', approval: { id: 'call_by', approved: true } } : p)) as UIMessage['parts'],
+  }
+  await decode(await transport.sendMessages({ chatId: 'chat-by', messages: [user, answered], trigger: 'submit-message', messageId: undefined, abortSignal: undefined, headers }), answered)
+  expect(deployed).toEqual(['prod'])
+  expect(await h.engine.approvalReceipts('chat-by')).toEqual([expect.objectContaining({ decision: 'approved', by: 'ada', callId: 'call_by', tool: 'deploy' })])
+})
+
 test('resume: a GET after the page dropped its stream replays what was streamed, then goes on live, without gaps or duplicates', async () => {
   const transport = await setup({ onDisconnect: 'detach' })
   const words = Array.from({ length: 40 }, (_, i) => `w${i} `)

@@ -39,3 +39,29 @@ test('a streaming turn is running (live); released by its closed engine it is un
     fs.rmSync(path.dirname(database), { recursive: true, force: true })
   }
 })
+
+test('a parked turn (no engine holds it, no lease) is waiting, not live and not unowned', async () => {
+  const server = await startScriptedServer()
+  const database = tempDbPath()
+  try {
+    server.tool('deploy', { env: 'prod' }, { id: 'call_p' })
+    const { tool } = await import('ai')
+    const { z } = await import('zod')
+    const deploy = tool({ description: 'Deploy', inputSchema: z.object({ env: z.string() }), needsApproval: true, execute: async () => 'ok' })
+    const engine = await createEngine({ database, model: modelFor(server), tools: { deploy }, parkAfterMs: 0 })
+    try {
+      const session = await engine.createSession()
+      const turn = engine.prompt(session.id, 'ship')
+      await expect(turn.done).rejects.toMatchObject({ name: 'TurnParkedError', state: 'awaiting-approval' })
+      const parked = (await engine.getTurn(turn.id))!
+      expect(parked).toMatchObject({ outcome: null, state: 'awaiting-approval', owner: 'turnchart:parked', leaseUntil: null })
+      expect(turnActivity(parked, Date.now())).toBe('waiting')
+      expect(activityStatus([parked], Date.now())).toMatchObject({ live: false, text: expect.stringContaining('waiting') })
+    } finally {
+      await engine.close()
+    }
+  } finally {
+    await server.close()
+    fs.rmSync(path.dirname(database), { recursive: true, force: true })
+  }
+})

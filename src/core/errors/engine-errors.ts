@@ -53,10 +53,33 @@ export class TurnNotFoundError extends TurnchartError {
 /** A call on an engine after `close()`. */
 export class EngineClosedError extends TurnchartError {
   readonly name = 'EngineClosedError'
-  constructor(operation: string) {
+  /** True for a turn the engine handed to another engine (`close({ handoff: true })`): it goes on there. */
+  readonly handedOff: boolean
+  constructor(operation: string, options: { handedOff?: boolean } = {}) {
     super(`engine is closed; cannot ${operation}`)
+    this.handedOff = options.handedOff === true
   }
   static isInstance = isNamed<EngineClosedError>('EngineClosedError')
+}
+
+/**
+ * A turn's handle let go of it because it was parked (`parkAfterMs`): it waits in `state` with no
+ * engine holding it, and goes on when its wait is settled (`engine.approve`, `engine.deny`,
+ * `engine.abort`) on whichever engine settles it. `done` of the handle rejects with this; read the
+ * turn's end from the database (`engine.getTurn`, `engine.readStatus`) or the events.
+ */
+export class TurnParkedError extends TurnchartError {
+  readonly name = 'TurnParkedError'
+  readonly turnId: string
+  readonly sessionId: string
+  readonly state: string
+  constructor(fields: { turnId: string; sessionId: string; state: string }) {
+    super(`turn ${fields.turnId} is parked in '${fields.state}': no engine holds it until its wait is settled (approve, deny, abort), which resumes it wherever that happens`)
+    this.turnId = fields.turnId
+    this.sessionId = fields.sessionId
+    this.state = fields.state
+  }
+  static isInstance = isNamed<TurnParkedError>('TurnParkedError')
 }
 
 /** A database operation failed; `operation` says which. */

@@ -5,6 +5,7 @@
  */
 export { TurnchartError, type SerializedError } from './turnchart-error'
 export * from './provider-errors'
+export * from './mcp-errors'
 export * from './turn-errors'
 export * from './engine-errors'
 export * from './web-errors'

@@ -18,6 +18,7 @@ export class KyselyControls implements ControlStore {
         handled_at: null,
         result: null,
         input: request.input === undefined ? null : JSON.stringify(request.input),
+        decided_by: request.by ?? null,
       })
       .execute()
   }
@@ -33,6 +34,7 @@ export class KyselyControls implements ControlStore {
       reason: row.reason,
       createdAt: num(row.created_at),
       ...(row.input === null ? {} : { input: JSON.parse(row.input) as unknown }),
+      ...(row.decided_by === null || row.decided_by === undefined ? {} : { by: row.decided_by }),
     }))
   }
 

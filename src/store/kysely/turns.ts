@@ -152,7 +152,7 @@ export class KyselyTurns implements TurnStore {
     return rows.map((row) => ({ ...turnFromRow(row), input: JSON.parse(row.input) }))
   }
 
-  async claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null> {
+  async claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
     let query = this.db
       .updateTable('turnchart_turns')
       .set({ owner, lease_until: leaseUntil, epoch: expected.epoch + 1 })
@@ -178,8 +178,11 @@ export class KyselyTurns implements TurnStore {
     return new Set(rows.map((row) => row.id))
   }
 
-  async release(owner: string): Promise<void> {
-    await this.db.updateTable('turnchart_turns').set({ owner: null, lease_until: null }).where('owner', '=', owner).where('outcome', 'is', null).execute()
+  async release(owner: string, turnIds?: readonly string[]): Promise<void> {
+    if (turnIds && turnIds.length === 0) return
+    let query = this.db.updateTable('turnchart_turns').set({ owner: null, lease_until: null }).where('owner', '=', owner).where('outcome', 'is', null)
+    if (turnIds) query = query.where('id', 'in', [...turnIds])
+    await query.execute()
   }
 
   async setOptions(id: string, options: StoredTurnOptions): Promise<void> {

@@ -20,6 +20,7 @@ export class MemoryControls implements ControlStore {
         handledAt: null,
         result: null,
         input: request.input === undefined ? null : toJson(request.input),
+        by: request.by ?? null,
       })
     })
   }
@@ -38,6 +39,7 @@ export class MemoryControls implements ControlStore {
           reason: row.reason,
           createdAt: row.createdAt,
           ...(row.input === null ? {} : { input: JSON.parse(row.input) as unknown }),
+          ...(row.by === null ? {} : { by: row.by }),
         }))
     })
   }

@@ -155,7 +155,7 @@ export class MemoryTurns implements TurnStore {
     return this.db.run((t) => openTurns(t).map((row) => ({ ...turnFromRow(row), input: JSON.parse(row.input) })))
   }
 
-  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number): Promise<TurnFence | null> {
+  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
     return this.db.run((t) => {
       const row = t.turns.get(id)
       if (!row || row.outcome !== null || row.epoch !== expected.epoch || row.owner !== expected.owner) return null
@@ -177,9 +177,9 @@ export class MemoryTurns implements TurnStore {
     })
   }
 
-  release(owner: string): Promise<void> {
+  release(owner: string, turnIds?: readonly string[]): Promise<void> {
     return this.db.run((t) => {
-      for (const row of openTurns(t)) if (row.owner === owner) t.put('turns', row.id, { ...row, owner: null, leaseUntil: null })
+      for (const row of openTurns(t)) if (row.owner === owner && (!turnIds || turnIds.includes(row.id))) t.put('turns', row.id, { ...row, owner: null, leaseUntil: null })
     })
   }
 

@@ -250,13 +250,14 @@ export function listenForChanges(options: ListenOptions): StoreNotifications {
   }
 }
 
-/** A payload (`c:<turnId>`, `h:<controlId>`, `s:<sessionId>`) as a change; anything else is ignored. */
+/** A payload (`c:<turnId>`, `h:<controlId>`, `s:<sessionId>`, `r:<turnId>`) as a change; anything else is ignored. */
 function parse(payload: string): StoreChange | undefined {
   const id = payload.slice(2)
   if (!id || payload[1] !== ':') return undefined
   if (payload[0] === 'c') return { kind: 'control', turnId: id }
   if (payload[0] === 'h') return { kind: 'handled', controlId: id }
   if (payload[0] === 's') return { kind: 'session', sessionId: id }
+  if (payload[0] === 'r') return { kind: 'released', turnId: id }
   return undefined
 }
 

@@ -11,7 +11,9 @@
  * - `s:<sessionId>`: the session's rows changed. Sent always when a turn ends and when a queued
  *   prompt leaves the queue (started, taken by a turn as a steer, cancelled); for every other
  *   write (parts, messages, a turn's transitions) only while someone watches the session
- *   (`turnchart_watches`, written by a listener following a turn run elsewhere).
+ *   (`turnchart_watches`, written by a listener following a turn run elsewhere);
+ * - `r:<turnId>`: the unfinished turn was released by its owner (a handoff, a clean close):
+ *   another engine may claim it now, and the first to hear it does.
  *
  * Why the watch gate: PostgreSQL serialises the commits of transactions that notified (one
  * lock on the notification queue), so notifying every part flush of every turn would cost the
@@ -63,20 +65,14 @@ function dollarQuoted(body: string): string {
  * await createNotifyTriggers(trx) // inside the migration transaction
  */
 export async function createNotifyTriggers(db: Kysely<any>): Promise<void> {
-  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db)
-  const schema = rows[0].schema
-  const s = quoteIdentifier(schema)
-  const notify = (payload: string) => `perform pg_notify(${quoteLiteral(notificationChannel(schema))}, ${payload});`
-  // `until` is the database's clock in epoch ms (the writers' clocks may differ from it).
-  const watched = `exists (select 1 from ${s}.turnchart_watches w where w.session_id = NEW.session_id and w.until > (extract(epoch from now()) * 1000)::bigint)`
+  const { s, notify, watched } = await triggerParts(db)
   const statements = [
     // Sessions followed by a listener elsewhere (one row per session, no foreign key: a watch of
     // a deleted session is harmless and expires).
     `create table ${s}.turnchart_watches (session_id text collate "C" primary key, until bigint not null)`,
     fn(s, 'turnchart_notify_control', `if TG_OP = 'INSERT' then ${notify(`'c:' || NEW.turn_id`)} elsif NEW.handled_at is not null and OLD.handled_at is null then ${notify(`'h:' || NEW.id`)} end if;`),
     `create trigger turnchart_notify after insert or update of handled_at on ${s}.turnchart_controls for each row execute function ${s}.turnchart_notify_control()`,
-    // A turn's end always (queued prompts and aborts from other engines wait for it); its other changes while watched.
-    fn(s, 'turnchart_notify_turn', `if (TG_OP = 'UPDATE' and NEW.outcome is not null and OLD.outcome is null) or ${watched} then ${notify(`'s:' || NEW.session_id`)} end if;`),
+    turnFunction(s, notify, watched),
     `create trigger turnchart_notify after insert or update on ${s}.turnchart_turns for each row execute function ${s}.turnchart_notify_turn()`,
     fn(s, 'turnchart_notify_watched', `if ${watched} then ${notify(`'s:' || NEW.session_id`)} end if;`),
     `create trigger turnchart_notify after insert or update on ${s}.turnchart_parts for each row execute function ${s}.turnchart_notify_watched()`,
@@ -88,7 +84,42 @@ export async function createNotifyTriggers(db: Kysely<any>): Promise<void> {
   for (const statement of statements) await sql.raw(statement).execute(db)
 }
 
+/**
+ * Migration 0013: the turn trigger's function replaced by the one that also notifies a release
+ * (`r:<turnId>`). A database made since has it from `createNotifyTriggers` already: replacing it
+ * with the same body is harmless.
+ *
+ * @example
+ * await notifyReleasedTurns(trx) // inside the migration transaction
+ */
+export async function notifyReleasedTurns(db: Kysely<any>): Promise<void> {
+  const { s, notify, watched } = await triggerParts(db)
+  await sql.raw(turnFunction(s, notify, watched, 'create or replace')).execute(db)
+}
+
+/** What the trigger functions are written with: the current schema, quoted, the notify statement and the watch test. */
+async function triggerParts(db: Kysely<any>): Promise<{ s: string; notify: (payload: string) => string; watched: string }> {
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db)
+  const schema = rows[0].schema
+  const s = quoteIdentifier(schema)
+  const notify = (payload: string) => `perform pg_notify(${quoteLiteral(notificationChannel(schema))}, ${payload});`
+  // `until` is the database's clock in epoch ms (the writers' clocks may differ from it).
+  const watched = `exists (select 1 from ${s}.turnchart_watches w where w.session_id = NEW.session_id and w.until > (extract(epoch from now()) * 1000)::bigint)`
+  return { s, notify, watched }
+}
+
+/**
+ * The turn trigger's function: a turn's end always (queued prompts and aborts from other
+ * engines wait for it), its other changes while watched; and an unfinished turn whose owner
+ * let it go (released: a handoff, a clean close), so that another engine takes it at once.
+ */
+function turnFunction(s: string, notify: (payload: string) => string, watched: string, create = 'create'): string {
+  const ended = `if (TG_OP = 'UPDATE' and NEW.outcome is not null and OLD.outcome is null) or ${watched} then ${notify(`'s:' || NEW.session_id`)} end if;`
+  const released = `if TG_OP = 'UPDATE' and NEW.outcome is null and OLD.owner is not null and NEW.owner is null then ${notify(`'r:' || NEW.id`)} end if;`
+  return fn(s, 'turnchart_notify_turn', `${ended} ${released}`, create)
+}
+
 /** A trigger function running `body` (an after-trigger: its result is ignored). */
-function fn(schema: string, name: string, body: string): string {
-  return `create function ${schema}.${name}() returns trigger language plpgsql as ${dollarQuoted(`begin ${body} return null; end`)}`
+function fn(schema: string, name: string, body: string, create = 'create'): string {
+  return `${create} function ${schema}.${name}() returns trigger language plpgsql as ${dollarQuoted(`begin ${body} return null; end`)}`
 }

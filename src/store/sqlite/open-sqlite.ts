@@ -17,6 +17,7 @@ import { sqliteDialect } from './sqlite-dialect'
 import type { SqliteConnection, SqliteDriver, SqliteOpenOptions } from './sqlite-driver'
 import { removeWalFilesOfReading, walFiles } from './wal-files'
 import { cachingStatements } from './statement-cache'
+import { directSqliteDialect } from './direct-statements'
 
 /** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
 export const sqliteLoader = {
@@ -79,7 +80,7 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
   handle.pragma('journal_mode = WAL')
   handle.pragma('foreign_keys = ON')
   handle.pragma('synchronous = NORMAL')
-  const db = new Kysely<TurnchartDatabase>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) })
+  const db = new Kysely<TurnchartDatabase>({ dialect: directSqliteDialect(cachingStatements(handle)) })
   const verify = value === ':memory:' ? undefined : fileGuard(value)
   return {
     db,
@@ -179,7 +180,10 @@ function driverProblem(error: unknown, value: string): InvalidOptionError | unde
     )
   }
   if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND' && !/bindings|better_sqlite3\.node/.test(message)) return undefined
-  const inMemory = value === ':memory:' ? " (the default database, ':memory:', is SQLite too: for one in memory with nothing native, pass `database: new MemoryStore()`)" : ''
+  const inMemory =
+    value === ':memory:'
+      ? ` (the default database, ':memory:', is SQLite too: on Node.js 22.13 or later it uses the built-in node:sqlite instead, but this is ${process.version}; for one in memory with nothing native, pass \`database: new MemoryStore()\`)`
+      : ''
   return new InvalidOptionError(
     'database',
     value,

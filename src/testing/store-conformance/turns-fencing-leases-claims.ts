@@ -122,6 +122,16 @@ export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases
     await expectOwnershipLost(store.turns.checkFence(t.id, fence), t.id, fence.owner)
   })
 
+  it("release with turn ids clears the owner's claim on those turns only", async (store) => {
+    const a = await claimedTurn(store, 'host:1:a')
+    const b = await claimedTurn(store, 'host:1:a')
+    await store.turns.release('host:1:a', [a.turn.id])
+    expect(await store.turns.get(a.turn.id)).toMatchObject({ owner: null, leaseUntil: null })
+    expect(await store.turns.get(b.turn.id)).toMatchObject({ owner: 'host:1:a' })
+    await store.turns.release('host:1:a', [])
+    expect(await store.turns.get(b.turn.id)).toMatchObject({ owner: 'host:1:a' })
+  })
+
   it('a claim is a compare-and-set on owner and epoch: it takes the turn and increments the epoch, or changes nothing', async (store) => {
     const { turn: t } = await sessionWithTurn(store)
     expect(await store.turns.claim(t.id, { owner: null, epoch: 1 }, 'b', big)).toBeNull() // wrong epoch

@@ -11,9 +11,14 @@ import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
 import { serializeError } from '../../core/errors'
+import { parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
 import { doubtCall, isWaitingCall, rerunCall } from '../../tools/tool-part'
+import { toolChange, type ToolFingerprint } from '../../tools/tool-fingerprint'
+
+/** The tools a turn stored when it started, and the engine's now (a turn's configuration carries them). */
+type PinnedTools = { pinned: ToolFingerprint; current: ToolFingerprint }
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-scope'
@@ -36,6 +41,8 @@ export function newOwnerId(): string {
  */
 function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
   if (!turn.owner) return true
+  // A parked turn waits for its control (approve, deny, abort, a deadline), not for an engine.
+  if (turn.owner === parkedOwner) return false
   if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
   if (turn.owner === owner) return false
   const [host, pid] = turn.owner.split(':')
@@ -83,10 +90,10 @@ export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
  * with its parts closed, and hands the turn to `resume`; a turn whose log cannot be resumed is
  * ended as failed.
  */
-export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean): Promise<T[]> {
+export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean, only?: readonly string[]): Promise<T[]> {
   const { store, owner } = ports
   const recovered: T[] = []
-  for (const record of await store.turns.open()) {
+  for (const record of only ? await openTurnsOf(store, only) : await store.turns.open()) {
     if (isRunningHere(record.id)) continue
     const now = Date.now()
     if (!isClaimable(record, owner, now)) continue
@@ -101,6 +108,35 @@ export async function recoverWith<C extends { tools: ToolSet }, T>(ports: Recove
     }
   }
   return recovered
+}
+
+/**
+ * Takes a parked turn (its row owned by `parkedOwner`) into this engine: claimed from the parked
+ * owner (one engine wins), then resumed as recovery resumes a turn, in the state it waits in.
+ * Resolves undefined when the turn is not parked (any more), or another engine took it first.
+ *
+ * @example
+ * const turn = await resumeParked(ports, turnId) // then approve, deny or abort it here
+ */
+export async function resumeParked<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, turnId: string): Promise<T | undefined> {
+  const { store } = ports
+  const record = await store.turns.get(turnId)
+  if (!record || record.outcome || record.owner !== parkedOwner) return undefined
+  const fence = await store.turns.claim(turnId, { owner: parkedOwner, epoch: record.epoch ?? 0 }, ports.owner, Date.now() + ports.leaseMs)
+  if (!fence) return undefined
+  try {
+    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence)
+  } catch (error) {
+    await endUnrecoverable(ports, record, error, fence)
+    return undefined
+  }
+}
+
+/** The turns of `ids` that are unfinished, with their chart input (a released turn: one row read, not every open turn). */
+async function openTurnsOf(store: RecoveryStore, ids: readonly string[]): Promise<Array<TurnRecord & { input: unknown }>> {
+  const records = await Promise.all(ids.map((id) => store.turns.get(id)))
+  const open = records.filter((r): r is TurnRecord => r !== undefined && r.outcome === null)
+  return Promise.all(open.map(async (record) => ({ ...record, input: await store.turns.input(record.id) })))
 }
 
 async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, cause: unknown, fence: TurnFence): Promise<void> {
@@ -153,7 +189,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   if (interruptibleStates.has(state)) {
     const now = Date.now()
     const assistant = turnAssistants(messages, record.id).at(-1)
-    const changed = closeInterruptedWork(assistant, record.sessionId, state, config.tools, now)
+    const changed = closeInterruptedWork(assistant, record.sessionId, state, config.tools, now, (config as { pinnedTools?: PinnedTools }).pinnedTools)
     ;[interrupted] = transition(turnMachine, snapshot, { type: 'turn.crashed' })
     seq += 1
     await store.transaction(async (tx) => {
@@ -192,7 +228,7 @@ function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): Snaps
  * tool-running step, which run again. With no state (a turn that cannot be resumed),
  * everything open is closed.
  */
-function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: string | null, tools: ToolSet, now: number): Part[] {
+function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: string | null, tools: ToolSet, now: number, pinned?: PinnedTools): Part[] {
   if (!assistant) return []
   const stepFinish: Part[] = []
   if (state === 'streaming') {
@@ -216,6 +252,10 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
       stepFinish.push(part)
     }
   }
+  // An idempotent tool that was running when the process died runs again; so does one whose
+  // tool was removed or changed since the turn started, which the tool runner then refuses,
+  // naming the tool and the change (src/tools/run-tools.ts), without running it.
+  const changedTool = (tool: string) => pinned !== undefined && toolChange(pinned.pinned, pinned.current, tool) !== undefined
   // A tool that was running when the process died: an idempotent one runs again (its next
   // execution); any other one's outcome is unknown: in doubt, never an error the model sees
   // (its `reconcile`, then a person, says what happened). Calls in doubt or deferred stay so.
@@ -223,7 +263,7 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
   if (state === 'tool-running') {
     for (const part of assistant.parts) {
       if (part.type !== 'tool' || part.state.status !== 'running') continue
-      if (isIdempotent(tools[part.tool])) rerunCall(part, now)
+      if (isIdempotent(tools[part.tool]) || changedTool(part.tool)) rerunCall(part, now)
       else doubtCall(part, 'restart')
       resumed.push(part)
     }

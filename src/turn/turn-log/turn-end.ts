@@ -13,13 +13,16 @@ import { closeOpenWork } from './close-open-work'
  * A turn's end, once: `finished` (its final row is written: the outcome is final), `unwritten`
  * (its final row could not be written: the turn's row stays open, and recovery ends or resumes
  * it; the outcome is not known), `lost` (another engine owns the turn), `detached` (the engine
- * closed; the turn stays open for the next engine), `not-started` (nothing was written).
+ * closed; the turn stays open for the next engine), `parked` (it waits in a parkable state and
+ * this engine lets go of it: the control that settles the wait resumes it), `not-started`
+ * (nothing was written).
  */
 export type TurnEnd =
   | { kind: 'finished'; outcome: TurnOutcome; error?: SerializedError }
   | { kind: 'unwritten'; error: SerializedError }
   | { kind: 'lost'; error: TurnOwnershipLostError }
   | { kind: 'detached' }
+  | { kind: 'parked'; state: string }
   | { kind: 'not-started'; error: unknown }
 
 /** What closing a turn's messages needs of its scope. */

@@ -36,8 +36,9 @@ import type { TurnFence } from '../../store/store'
 import type { ToolSet } from 'ai'
 import { isIdempotent } from '../../tools/tool-options'
 import { retryAtOf, writeLogRows, type LogTx } from './log-rows'
+import type { RiddenWrite } from '../run-tree/run-tree'
 import { closeTurn, publishApprovalRequest, publishWaitingCalls, type TurnEnd } from './turn-end'
-import { waitingCallsIn } from '../../tools/tool-part'
+import { approvalDeadline, waitingCallsIn } from '../../tools/tool-part'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -77,6 +78,12 @@ export interface TurnLogOptions {
   fence: TurnFence
   /** A restored turn (recovery): its snapshot and the seq of its last logged transition. */
   restored?: { snapshot: TurnSnapshot; seq: number }
+  /**
+   * A write that rides in each transaction of the turn's rows (its run tree's spending: a model
+   * call reserved with the row into the state that makes it), put back when that transaction
+   * rolls back. No commit of its own.
+   */
+  rider?: () => RiddenWrite | undefined
 }
 
 /**
@@ -161,7 +168,7 @@ export class TurnLog {
   /** True once the turn leaves this engine without an end: detached (close) or lost to another engine. */
   get leaving(): boolean {
     const state = this.#state
-    return state.kind === 'detached' || (state.kind === 'ended' && (state.end.kind === 'lost' || state.end.kind === 'detached'))
+    return state.kind === 'detached' || (state.kind === 'ended' && (state.end.kind === 'lost' || state.end.kind === 'detached' || state.end.kind === 'parked'))
   }
 
   /**
@@ -200,6 +207,7 @@ export class TurnLog {
   async writeFirstRowIn(transaction: PromptTransaction, send: () => void): Promise<() => void> {
     const first: FirstRows = (this.#first = { sending: false, known: deferred<void>(), done: deferred<void>() })
     let ownWriteFailed = false
+    let ridden: RiddenWrite | undefined
     const write = async (tx: LogTx) => {
       first.sending = true
       try {
@@ -213,6 +221,8 @@ export class TurnLog {
       if (!rows || !pending) return
       try {
         await writeRows(tx, this.#options.fence, rows, pending.at(-1)!.context, null)
+        ridden = this.#options.rider?.()
+        await ridden?.write(tx)
       } catch (error) {
         ownWriteFailed = true
         throw error
@@ -224,6 +234,7 @@ export class TurnLog {
       if (last) this.#committed = { state: last.to, seq: last.seq }
       first.done.resolve()
     } catch (error) {
+      ridden?.rolledBack()
       if (!ownWriteFailed || !first.pending) return this.#notStored(first, error)
       // The rows' own write failed: the prompt is stored without them, and they are written on their own.
       await transaction().catch((again: unknown) => this.#notStored(first, again))
@@ -409,7 +420,20 @@ export class TurnLog {
       // After the final row's changes: later ones (a tool that ignores its abort signal) are dropped.
       scope.writer.seal()
     }
-    await scope.writer.commit((tx) => writeRows(tx, fence, rows, context, error), { fencedByMore: true })
+    // A wait for approvals with a timeout stores its earliest expiry as the row's deadline (the sweep reads it).
+    const deadline = last.to === 'awaiting-approval' ? approvalDeadline(scope.stepTools) : null
+    // (a failure's final row carries no spending: it must be writable when the spending's write is what failed)
+    const ridden = error ? undefined : this.#options.rider?.()
+    try {
+      const rowsAndSpending = async (tx: LogTx) => {
+        await writeRows(tx, fence, rows, context, error, deadline)
+        await ridden?.write(tx)
+      }
+      await scope.writer.commit(rowsAndSpending, { fencedByMore: true })
+    } catch (cause) {
+      ridden?.rolledBack()
+      throw cause
+    }
     this.#committed = { state: last.to, seq: last.seq }
   }
 
@@ -440,11 +464,26 @@ export class TurnLog {
   }
 
   /**
+   * Writes the rows held for effect-free states (the step gate's, where a handoff holds the
+   * turn) in a transaction of their own, with the parts changed since the last row: the next
+   * engine resumes from the gate, the finished step's tool results stored. Before the first
+   * model call the held rows ride in the prompt's transaction, which is still open: nothing is
+   * written then (the turn is stored `idle`, and the next engine starts it). Resolves when
+   * every write queued so far has settled.
+   */
+  commitHeld(): Promise<void> {
+    if (this.#state.kind === 'open' && this.#held.length > 0 && !this.#first) this.#queue(this.#held.splice(0), false, false)
+    return this.#tail
+  }
+
+  /**
    * Detaches the turn from this engine (close): nothing more is recorded, `stopEffects` stops
    * its actors, the writes already queued land, then what streamed so far; the turn ends
-   * `detached` and stays open in the database for the next engine to resume.
+   * `detached` and stays open in the database for the next engine to resume. Parking is the same
+   * leaving with its own end (`{ kind: 'parked', state }`): the turn stays open, waiting;
+   * `handOver` (the row given to the parked owner) runs after the writes and before the end.
    */
-  async detach(stopEffects: () => void): Promise<void> {
+  async detach(stopEffects: () => void, end: Extract<TurnEnd, { kind: 'detached' | 'parked' }> = { kind: 'detached' }, handOver?: () => Promise<void>): Promise<void> {
     const state = this.#state
     if (state.kind === 'ended') return
     // (a final row in flight stays `ending`: it lands, and its end wins)
@@ -454,7 +493,9 @@ export class TurnLog {
     stopEffects()
     await this.#options.scope.writer.flush().catch(() => undefined)
     await this.#tail
-    this.end({ kind: 'detached' })
+    // (parking: the row goes to the parked owner before the end is reported)
+    if (handOver) await handOver().catch(() => undefined)
+    this.end(end)
   }
 
   /**
@@ -491,7 +532,8 @@ export class TurnLog {
     const sessionId = this.#sessionId
     // Each row's transition and status, in order (a held row's with the commit of the row that left it).
     for (const row of rows) {
-      bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
+      const output = row.event === 'gate.complete' && row.payload.rule === 'output' && 'output' in row.payload ? { output: row.payload.output } : {}
+      bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time, ...output })
       if (finalStates.has(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
       const status: SessionStatus = retryWaitStates.has(row.to)
         ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
@@ -522,10 +564,14 @@ export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionE
   }
 }
 
-/** Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's owner. */
-function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+/**
+ * Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's
+ * owner. The row's deadline (`retry_at`): a retry wait's, or `deadline` (a wait's own: the
+ * earliest approval expiry).
+ */
+function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null = null): Promise<void> {
   const last = rows.at(-1)!
-  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context), error })
+  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context) ?? deadline, error })
 }
 
 /** The event's payload without its type; errors serialised (control data only). */

@@ -1,0 +1,222 @@
+/**
+ * Storage faults told straight (issue 39, item 2), on both databases with real faults: a
+ * prompt whose own transaction fails (PostgreSQL: its connection killed by the server; SQLite:
+ * the disk full) rejects with a `StorageError` naming the operation, the driver's error as its
+ * `cause`; a failed usage write does not make `done` report zero tokens; and, on PostgreSQL,
+ * `done` never says `failed` for a turn that later runs: backends killed through a turn's final
+ * write leave `done` either `failed` with the row final (nothing runs it again) or rejected
+ * with `TurnOutcomeUnknownError`, and recovery then ends it once.
+ */
+import Database from 'better-sqlite3'
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import { createEngine, StorageError, TurnOutcomeUnknownError, type Engine } from '../../src'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath } from '../support/harness'
+import { testOn } from '../support/requires'
+
+type Dialect = 'sqlite' | 'postgres'
+
+/** A write statement as the driver gets it. */
+interface Statement {
+  sql: string
+  params: readonly unknown[]
+}
+
+/**
+ * Makes the write statements `match` picks fail inside the engine's transaction, while armed:
+ * on PostgreSQL the server ends the statement's own connection (the statement replaced by
+ * `pg_terminate_backend(pg_backend_pid())`: the driver's error 57P01); on SQLite it throws.
+ */
+class WriteFault {
+  armed = false
+  hits = 0
+  constructor(readonly match: (statement: Statement) => boolean) {}
+
+  /** Whether `statement` fails now (counted). */
+  fails(statement: Statement): boolean {
+    if (!this.armed || !this.match(statement)) return false
+    this.hits++
+    return true
+  }
+}
+
+const turnInsert = ({ sql }: Statement) => /^insert into "turnchart_turns"/i.test(sql)
+const usageWrite = ({ sql }: Statement) => /^update "turnchart_turns" set "usage"/i.test(sql)
+/** An update of the turn row that gives it an outcome (a turn's final row). */
+const finalRow = ({ sql, params }: Statement) => /^update "turnchart_turns" set .*"outcome"/i.test(sql) && params.some((p) => p === 'completed' || p === 'failed' || p === 'aborted')
+
+interface Fixture {
+  db: Kysely<any>
+  /** A URL of the same database (a second engine), and the SQLite handle. */
+  url: string
+  handle?: Database.Database
+  drop(): Promise<void>
+}
+
+async function fixture(dialect: Dialect, fault: WriteFault): Promise<Fixture> {
+  if (dialect === 'postgres') {
+    const schema = freshSchemaName()
+    const pg = await import('pg')
+    const admin = new pg.Client({ connectionString: pgBaseUrl })
+    await admin.connect()
+    await admin.query(`create schema "${schema}"`)
+    await admin.end()
+    const pool = new pg.Pool({ connectionString: pgBaseUrl, options: `-c search_path=${schema}`, max: 4 })
+    pool.on('error', () => {}) // a backend the test ended
+    pool.on('connect', (client) => {
+      client.on('error', () => {})
+      const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<unknown>
+      ;(client as unknown as { query: typeof query }).query = (text: string, values?: unknown[]) => {
+        if (typeof text !== 'string') return query(text, values)
+        return fault.fails({ sql: text, params: values ?? [] }) ? query('select pg_terminate_backend(pg_backend_pid())') : query(text, values)
+      }
+    })
+    const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) })
+    const url = new URL(pgBaseUrl)
+    url.searchParams.set('schema', schema)
+    return { db, url: url.toString(), drop: async () => (await db.destroy(), await dropSchemas(schema)) }
+  }
+  const file = tempDbPath()
+  const handle = new Database(file)
+  handle.pragma('journal_mode = WAL')
+  handle.pragma('foreign_keys = ON')
+  // The statements better-sqlite3 prepares: a failing one throws when it runs.
+  const prepare = handle.prepare.bind(handle)
+  ;(handle as unknown as { prepare: (text: string) => unknown }).prepare = (text: string) => {
+    const statement = prepare(text)
+    return new Proxy(statement, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target) as unknown
+        if (typeof value !== 'function') return value
+        return (...args: unknown[]) => {
+          if ((key === 'run' || key === 'all') && fault.fails({ sql: text, params: args })) throw new Error('injected failure of the write')
+          return (value as (...a: unknown[]) => unknown).apply(target, args)
+        }
+      },
+    })
+  }
+  const db = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }) })
+  return { db, url: file, handle, drop: () => db.destroy() }
+}
+
+let server: ScriptedServer
+const cleanup: Array<() => Promise<unknown>> = []
+beforeEach(async () => {
+  server = await startScriptedServer()
+})
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn().catch(() => undefined)
+  await server.close()
+})
+
+async function engineOn(database: Kysely<any> | string, options: { recovery?: { onOpen: boolean; intervalMs: number } } = {}): Promise<Engine> {
+  const engine = await createEngine({
+    database,
+    model: modelFor(server),
+    flushIntervalMs: 10,
+    leaseMs: 60_000,
+    recovery: { onOpen: false, intervalMs: 0 },
+    ...options,
+  })
+  cleanup.push(() => engine.close())
+  return engine
+}
+
+describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
+  const it = testOn(dialect)
+
+  it('a prompt whose own transaction fails rejects with a StorageError naming it, the driver error as cause; nothing is stored; the next prompt runs', async () => {
+    // PostgreSQL: the server ends the connection of the prompt's transaction at its turn row.
+    const fault = new WriteFault(turnInsert)
+    const f = await fixture(dialect, fault)
+    cleanup.push(() => f.drop())
+    const engine = await engineOn(f.db)
+    const session = await engine.createSession()
+    let turn
+    if (dialect === 'postgres') {
+      fault.armed = true
+      turn = engine.prompt(session.id, 'hello')
+    } else {
+      // SQLite: the disk full (no page left for the prompt's rows).
+      f.handle!.pragma(`max_page_count = ${f.handle!.pragma('page_count', { simple: true }) as number}`)
+      turn = engine.prompt(session.id, 'x'.repeat(200_000))
+    }
+    const error = await turn.done.then(
+      () => null,
+      (e: unknown) => e,
+    )
+    expect(StorageError.isInstance(error)).toBe(true)
+    const storage = error as StorageError & { cause: { code?: string } }
+    expect(storage.operation).toBe('storing the prompt')
+    expect(storage.cause.code).toBe(dialect === 'postgres' ? '57P01' : 'SQLITE_FULL')
+    expect(await engine.getTurn(turn.id)).toBeUndefined()
+    expect(engine.status(session.id)).toEqual({ type: 'idle' })
+
+    fault.armed = false
+    f.handle?.pragma('max_page_count = 1073741823')
+    server.text('fine')
+    expect((await engine.prompt(session.id, 'again').done).outcome).toBe('completed')
+  })
+
+  it("a failed write of a turn's usage: done reports the usage all the same, engine.usage sums it from the messages", async () => {
+    const fault = new WriteFault(usageWrite)
+    const f = await fixture(dialect, fault)
+    cleanup.push(() => f.drop())
+    const engine = await engineOn(f.db)
+    const session = await engine.createSession()
+    server.text('counted', { usage: { input: 10, output: 5 } })
+    fault.armed = true
+    const result = await engine.prompt(session.id, 'count').done
+    expect(fault.hits).toBe(1)
+    expect(result.outcome).toBe('completed')
+    expect(result.usage.tokens).toMatchObject({ input: 10, output: 5 })
+    expect((await engine.usage(session.id)).tokens).toMatchObject({ input: 10, output: 5 })
+  })
+})
+
+describe('postgres: backends killed through turns\' final writes', () => {
+  testOn('postgres')('done never says failed for a turn that later runs: it is failed and final, or TurnOutcomeUnknownError and recovery ends it once', async () => {
+    // Every final row of a turn fails (its connection killed) for the first `kills` attempts:
+    // 1: the completed row is lost, the failure's own row lands (`failed`, final);
+    // 2: both are lost (the outcome is not known: recovery decides).
+    const cases = [1, 2, 1, 2]
+    let remaining = 0
+    const fault = new WriteFault((statement) => finalRow(statement) && remaining-- > 0)
+    fault.armed = true
+    const f = await fixture('postgres', fault)
+    cleanup.push(() => f.drop())
+    const engine = await engineOn(f.db)
+    const reports: Array<{ turnId: string; said: string }> = []
+    for (const kills of cases) {
+      const session = await engine.createSession()
+      server.text('the answer')
+      remaining = kills
+      const turn = engine.prompt(session.id, 'go')
+      const said = await turn.done.then(
+        (r) => r.outcome,
+        (e: unknown) => (TurnOutcomeUnknownError.isInstance(e) ? 'unknown' : `rejected ${String(e)}`),
+      )
+      reports.push({ turnId: turn.id, said })
+    }
+    expect(reports.map((r) => r.said)).toEqual(['failed', 'unknown', 'failed', 'unknown'])
+    expect(fault.hits).toBe(6)
+
+    // The engine closes (its claims released); another recovers what is open: the unknown turns only, each once.
+    await engine.close()
+    for (let i = 0; i < 4; i++) server.text('recovered')
+    const other = await engineOn(f.url)
+    const resumed = await other.recover()
+    expect(resumed.map((t) => t.id).sort()).toEqual(reports.filter((r) => r.said === 'unknown').map((r) => r.turnId).sort())
+    for (const turn of resumed) expect((await turn.done).outcome).toBe('completed')
+    for (const { turnId, said } of reports) {
+      const record = await other.getTurn(turnId)
+      if (said === 'failed') {
+        // Failed is final: its log ends at its failure, nothing ran it again.
+        expect(record?.outcome).toBe('failed')
+        expect((await other.transitions(turnId)).at(-1)).toMatchObject({ event: 'turn.fail', to: 'failed' })
+      } else {
+        expect(record?.outcome).toBe('completed')
+      }
+    }
+  })
+})

@@ -1,0 +1,106 @@
+/**
+ * Parked turns: a turn waiting for an approval holds nothing in its engine once it has waited
+ * `parkAfterMs` (0 here: at once): no actor, no lease, no timer, still none after the recovery
+ * sweeps ran (which do not claim it), and the engine that approves it (another one here) takes it
+ * and runs it to its end. A real engine, on SQLite and PostgreSQL (two engines on one database).
+ */
+import { tool } from 'ai'
+import { z } from 'zod'
+import { createEngine, type Engine, type TurnchartEvent } from '../../src'
+import { createHarness, modelFor, type Harness } from '../support/harness'
+
+jest.setTimeout(120_000) // 200 turns twice: seconds on an idle machine, more on a loaded CI runner
+
+let h: Harness
+let other: Engine | undefined
+afterEach(async () => {
+  await other?.close()
+  other = undefined
+  await h?.close()
+})
+
+const deployed: string[] = []
+const deploy = tool({
+  description: 'Deploy',
+  inputSchema: z.object({ env: z.string() }),
+  needsApproval: true,
+  execute: async ({ env }) => {
+    deployed.push(env)
+    return `deployed to ${env}`
+  },
+})
+
+/** Resolves when `engine.stats().sweeps` grew by `n` (a sweep has no event of its own; checked between short waits). */
+async function sweepsRun(engine: Engine, n: number): Promise<void> {
+  const target = engine.stats().sweeps + n
+  while (engine.stats().sweeps < target) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+test('200 parked turns hold no actor, lease or timer, not even after two sweeps; each resumes when another engine approves it', async () => {
+  const count = 200
+  deployed.length = 0
+  h = await createHarness({ tools: { deploy }, parkAfterMs: 0, recovery: { intervalMs: 50 } })
+  for (let i = 0; i < count; i++) h.server.tool('deploy', { env: `env-${i}` })
+  const calls = new Map<string, string>()
+  h.engine.subscribe((event) => {
+    if (event.type === 'approval.requested') calls.set(event.turnId, event.calls[0].callId)
+  })
+  const sessions = await Promise.all(Array.from({ length: count }, () => h.engine.createSession()))
+  const turns = sessions.map((session) => h.engine.prompt(session.id, 'ship it'))
+  const ends = await Promise.allSettled(turns.map((turn) => turn.done))
+  expect(ends.map((end) => (end.status === 'rejected' ? (end.reason as Error).name : end.status))).toEqual(Array(count).fill('TurnParkedError'))
+  expect(h.engine.stats()).toMatchObject({ actors: 0, leases: 0, timers: 0 })
+
+  await sweepsRun(h.engine, 2)
+  expect(h.engine.stats()).toMatchObject({ actors: 0, leases: 0, timers: 0 })
+  const rows = await Promise.all(turns.map((turn) => h.engine.getTurn(turn.id)))
+  expect(rows.every((row) => row?.outcome === null && row.state === 'awaiting-approval' && row.owner === 'turnchart:parked' && row.leaseUntil === null)).toBe(true)
+  expect(deployed).toEqual([])
+
+  for (let i = 0; i < count; i++) h.server.text(`done ${i}`)
+  other = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { deploy }, limits: { context: 100_000, output: 10_000 } })
+  const completed = new Set<string>()
+  let allDone!: () => void
+  const finished = new Promise<void>((resolve) => (allDone = resolve))
+  other.subscribe((event: TurnchartEvent) => {
+    if (event.type === 'turn.transition' && event.to === 'completed' && completed.add(event.turnId).size === count) allDone()
+  })
+  await Promise.all(turns.map((turn) => other!.approve(turn.id, calls.get(turn.id)!, { by: 'ops' })))
+  await finished
+  expect(deployed).toHaveLength(count)
+  expect(new Set(deployed).size).toBe(count)
+  expect(h.engine.stats()).toMatchObject({ actors: 0, leases: 0, timers: 0 })
+  const ended = await Promise.all(turns.map((turn) => other!.getTurn(turn.id)))
+  expect(ended.every((row) => row?.outcome === 'completed')).toBe(true)
+})
+
+test('a parked turn keeps its chart state and parts: denied, aborted, or approved on the engine that parked it', async () => {
+  deployed.length = 0
+  h = await createHarness({ tools: { deploy }, parkAfterMs: 0 })
+  h.server.tools([
+    { name: 'deploy', input: { env: 'a' }, id: 'call_a' },
+    { name: 'deploy', input: { env: 'b' }, id: 'call_b' },
+  ])
+  h.server.text('one of two')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'ship both')
+  await expect(turn.done).rejects.toMatchObject({ name: 'TurnParkedError' })
+  // One decision of two: taken, decided, still waiting, parked again.
+  await h.engine.approve(turn.id, 'call_a', { by: 'ada' })
+  expect(await h.engine.readStatus(session.id)).toMatchObject({ type: 'busy', state: 'awaiting-approval', approvals: [{ callId: 'call_b' }] })
+  await h.engine.deny(turn.id, 'call_b', { reason: 'not b', by: 'ada' })
+  const end = await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed')
+  expect(end).toBeDefined()
+  expect(deployed).toEqual(['a'])
+  expect((await h.engine.approvalReceipts(session.id)).map((r) => [r.callId, r.decision, r.by])).toEqual([
+    ['call_a', 'approved', 'ada'],
+    ['call_b', 'denied', 'ada'],
+  ])
+
+  h.server.tool('deploy', { env: 'c' }, { id: 'call_c' })
+  const second = h.engine.prompt(session.id, 'and c')
+  await expect(second.done).rejects.toMatchObject({ name: 'TurnParkedError' })
+  await h.engine.abort(session.id)
+  expect(await h.engine.getTurn(second.id)).toMatchObject({ outcome: 'aborted' })
+  expect(h.engine.stats()).toMatchObject({ actors: 0, leases: 0, timers: 0 })
+})
