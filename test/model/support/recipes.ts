@@ -485,7 +485,12 @@ export const recipes: Record<string, EdgeRecipe> = {
   // calls in doubt or deferred: the `work` tool throws CallOutcomeUnknownError or returns defer()
   'tool-running --tools.waiting--> awaiting-calls': {
     events: [waitingOn('in-doubt'), waitingOn('deferred')],
-    arrange: ({ plan, event }) => plan.tools.push((event.inDoubt as string[]).length > 0 ? 'doubt' : 'defer'),
+    arrange: ({ plan, event }) => {
+      plan.tools.push((event.inDoubt as string[]).length > 0 ? 'doubt' : 'defer')
+      // the step's call gets the id the path's events name (its resolution's row carries it)
+      const reply = plan.replies.at(-1)
+      if (reply?.type === 'stream') for (const chunk of reply.chunks) if ('tool' in chunk && chunk.tool) (chunk.tool as { id?: string }).id = 'call_w'
+    },
     check: (walk) => {
       const waiting = walk.events.filter((e) => e.type === 'calls.waiting')
       expect(waiting.length).toBeGreaterThan(0)
