@@ -4,7 +4,7 @@
  */
 import type { LanguageModel, ToolSet } from 'ai'
 import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
-import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
 import type { StepRule } from '../policy/step-gate'
 import type { Pricing } from '../llm/usage'
 import type { DoomLoopOptions } from '../policy/doom-loop'
@@ -48,7 +48,8 @@ export type EngineModel = Exclude<LanguageModel, string | { readonly specificati
 
 export interface EngineOptions {
   /**
-   * SQLite file path, ':memory:' (default), a postgres:// URL, a Kysely instance, or a
+   * SQLite file path, ':memory:' (default; on Node ≥ 22.13 without better-sqlite3, Node's
+   * node:sqlite serves it), a postgres:// URL, a Kysely instance, or a
    * `MemoryStore` (nothing stored survives the process). A SQLite file that holds another app's
    * tables and none of turnchart's is refused (`NotATurnchartDatabaseError`) unless given as
    * `{ file, shared: true }`.
@@ -78,6 +79,13 @@ export interface EngineOptions {
    * do not use this engine from it. In memory, like `stopWhen`. See docs/behaviour.md.
    */
   stepRules?: StepRule[]
+  /**
+   * The default structured output of every turn: `Output.object({ schema })` (from `ai`); a
+   * prompt's `output` replaces it. The final answer is parsed and checked against the schema,
+   * retried once with the reasons, and is `turn.done`'s `output` (docs/behaviour.md). In memory,
+   * like `stopWhen`: a turn another engine recovers uses that engine's.
+   */
+  output?: StructuredOutput
   /**
    * Limits over each run tree (a turn and the child turns its `agentTool`s start, recursively):
    * `{ tokens: { input, output, total }, cost, steps, wallMs }`, checked at the step gate, before

@@ -18,7 +18,7 @@ export const knownOptions: ReadonlySet<string> = new Set([
   'database', 'model', 'models', 'settings', 'maxSteps', 'maxFileBytes', 'limits', 'tools', 'system', 'retry',
   'errorClassifier', 'retryPolicy', 'compaction', 'toolExecution', 'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing',
   'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError', 'doomLoop', 'recovery', 'leaseMs', 'parkAfterMs', 'controlPollIntervalMs',
-  'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'approvalTimeoutMs', 'notifications', 'budget',
+  'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'approvalTimeoutMs', 'notifications', 'budget', 'output',
 ] satisfies Array<keyof EngineOptions>)
 
 /**

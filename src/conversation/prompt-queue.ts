@@ -54,7 +54,7 @@ export interface PromptQueueDeps {
   isClosed(): boolean
   activeTurn(sessionId: string): Turn | undefined
   /** Starts the queued prompt's turn in this engine (its start takes the queue row). */
-  start(record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen'>): Turn
+  start(record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen' | 'output'>): Turn
   /** Wakes the handles of the session's prompts another engine runs as soon as its turn ends (the poll is the fallback). */
   changes?: SessionChangeFeed
   /** Told of each steer while it is stored (a running turn waits for it before a model call). */
@@ -72,7 +72,7 @@ interface Waiter {
 export class PromptQueue {
   private readonly waiters = new Map<string, Waiter>()
   /** Options of prompts queued here that are never stored (headers, stop conditions), used when this engine starts them. */
-  private readonly memory = new Map<string, Pick<PromptOptions, 'headers' | 'stopWhen'>>()
+  private readonly memory = new Map<string, Pick<PromptOptions, 'headers' | 'stopWhen' | 'output'>>()
   /** Queued prompts running in this engine (their handle settles from their `done`). */
   private readonly runningHere = new Set<string>()
   private readonly draining = new Set<string>()
@@ -98,8 +98,8 @@ export class PromptQueue {
    */
   enqueue(sessionId: string, input: UserPartDraft[], options: PromptOptions, kind: 'prompt' | 'steer' = 'prompt'): QueuedPrompt {
     const id = newId('trn')
-    const { headers, stopWhen, ...stored } = options
-    if (headers || stopWhen) this.memory.set(id, { ...(headers ? { headers } : {}), ...(stopWhen ? { stopWhen } : {}) })
+    const { headers, stopWhen, output, ...stored } = options
+    if (headers || stopWhen || output) this.memory.set(id, { ...(headers ? { headers } : {}), ...(stopWhen ? { stopWhen } : {}), ...(output ? { output } : {}) })
     let resolve!: (result: TurnResult) => void
     let reject!: (error: unknown) => void
     const done = new Promise<TurnResult>((res, rej) => {

@@ -365,6 +365,21 @@ export interface StopConditionStep {
 export type StopCondition = { bivariant(options: { steps: StopConditionStep[] }): boolean | PromiseLike<boolean> }['bivariant']
 
 /** Options of `engine.prompt`, flat as `streamText` takes them. */
+/**
+ * A structured output specification: the AI SDK's `Output.object({ schema })` (ai v6 and v7
+ * alike; `Output.array`, `Output.choice` and `Output.json` too), as `streamText` and
+ * `ToolLoopAgent` take it. turnchart sends its `responseFormat` with every model call of the
+ * turn and parses the final answer with its `parseCompleteOutput` (docs/behaviour.md).
+ */
+export interface StructuredOutput<OUTPUT = unknown> {
+  readonly name: string
+  readonly responseFormat: PromiseLike<unknown>
+  parseCompleteOutput(
+    options: { text: string },
+    context: { response: { id: string; timestamp: Date; modelId: string }; usage: never; finishReason: never },
+  ): Promise<OUTPUT>
+}
+
 export interface PromptOptions extends TurnSettings {
   /**
    * When the turn stops calling the model (one condition or several: any that holds stops it).
@@ -380,6 +395,14 @@ export interface PromptOptions extends TurnSettings {
   tools?: string[]
   /** Limits over the turn's run tree (default: the session's, else the engine's), field by field. Stored with the turn. */
   budget?: Budget
+  /**
+   * Structured output: `Output.object({ schema })` (from `ai`). The turn runs its tools as
+   * usual; its final answer is parsed and validated against the schema and `turn.done`'s
+   * `output` is the object. An answer that does not match is sent back to the model once with
+   * the reasons; a second miss fails the turn with `StructuredOutputError`. Default: the
+   * engine's `output`. Kept in memory only, like `stopWhen`.
+   */
+  output?: StructuredOutput
 }
 
 /** Defaults of a session's turns: `engine.createSession({ title, system, model, tools, settings })`. Stored. */

@@ -212,6 +212,22 @@ export const migrations: Migration[] = [
       await dialect.notifyReleasedTurns?.(db)
     },
   },
+  {
+    // One budget across engines: a run tree's spending, added to by every engine that runs a
+    // part of it, in the transactions that write its turns' rows; it goes with its root turn.
+    name: '0014_tree_spending',
+    async up(db, dialect) {
+      await db.schema
+        .createTable('turnchart_tree_spending')
+        .addColumn('root_turn_id', dialect.idType, (c) => c.primaryKey().references('turnchart_turns.id').onDelete('cascade'))
+        .addColumn('input_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('output_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('cost', 'double precision', (c) => c.notNull())
+        .addColumn('steps', 'integer', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute()
+    },
+  },
 ]
 
 /**

@@ -118,6 +118,16 @@ export interface QueueTable {
   kind: ColumnType<'prompt' | 'steer', 'prompt' | 'steer' | undefined, 'prompt' | 'steer'>
 }
 
+/** A run tree's spending (one budget across engines), keyed by its root turn; deleted with it. */
+export interface TreeSpendingTable {
+  root_turn_id: string
+  input_tokens: number
+  output_tokens: number
+  cost: number
+  steps: number
+  updated_at: Millis
+}
+
 export interface MigrationTable {
   name: string
   applied_at: Millis
@@ -132,4 +142,5 @@ export interface TurnchartDatabase {
   turnchart_controls: ControlTable
   turnchart_migrations: MigrationTable
   turnchart_queue: QueueTable
+  turnchart_tree_spending: TreeSpendingTable
 }

@@ -28,8 +28,8 @@ test('without better-sqlite3, a SQLite database is an InvalidOptionError that sa
     expect(InvalidOptionError.isInstance(error)).toBe(true)
     expect(error).toMatchObject({ option: 'database' })
     expect((error as Error).message).toContain('npm install better-sqlite3')
-    // The default database is SQLite too: the message names the store that needs nothing native.
-    expect((error as Error).message).toContain("the default database, ':memory:', is SQLite too: for one in memory with nothing native, pass `database: new MemoryStore()`")
+    // The default database is SQLite too: the message names node:sqlite (this Node is older than 22.13) and the store that needs nothing native.
+    expect((error as Error).message).toContain(`the default database, ':memory:', is SQLite too: on Node.js 22.13 or later it uses the built-in node:sqlite instead, but this is ${process.version}; for one in memory with nothing native, pass \`database: new MemoryStore()\``)
   } finally {
     sqliteLoader.load = load
   }

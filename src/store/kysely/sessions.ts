@@ -77,6 +77,7 @@ export class KyselySessions implements SessionStore {
     const turns = this.db.selectFrom('turnchart_turns').select('id').where('session_id', '=', id)
     await this.db.deleteFrom('turnchart_controls').where('turn_id', 'in', turns).execute()
     await this.db.deleteFrom('turnchart_transitions').where('turn_id', 'in', turns).execute()
+    await this.db.deleteFrom('turnchart_tree_spending').where('root_turn_id', 'in', turns).execute()
     await this.db.deleteFrom('turnchart_turns').where('session_id', '=', id).execute()
     await this.db.deleteFrom('turnchart_queue').where('session_id', '=', id).execute()
     await this.db.deleteFrom('turnchart_parts').where('session_id', '=', id).execute()

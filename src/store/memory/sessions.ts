@@ -105,6 +105,7 @@ function deleteOne(t: Tables, id: string): void {
   const turns = new Set([...t.turns.values()].filter((turn) => turn.sessionId === id).map((turn) => turn.id))
   for (const control of [...t.controls.values()]) if (turns.has(control.turnId)) t.remove('controls', control.id)
   for (const [key, row] of [...t.transitions]) if (turns.has(row.turnId)) t.remove('transitions', key)
+  for (const turnId of turns) t.remove('spending', turnId) // (a tree's spending goes with its root turn)
   for (const turnId of turns) t.remove('turns', turnId)
   for (const row of [...t.queue.values()]) if (row.sessionId === id) t.remove('queue', row.id)
   for (const row of [...t.parts.values()]) if (row.sessionId === id) t.remove('parts', row.id)

@@ -105,6 +105,15 @@ export interface QueueRow {
   kind: 'prompt' | 'steer'
 }
 
+export interface SpendingRow {
+  rootTurnId: string
+  input: number
+  output: number
+  cost: number
+  steps: number
+  updated: number
+}
+
 export interface Rows {
   sessions: SessionRow
   messages: MessageRow
@@ -113,6 +122,7 @@ export interface Rows {
   transitions: TransitionRow
   controls: ControlRow
   queue: QueueRow
+  spending: SpendingRow
 }
 
 export type TableName = keyof Rows
@@ -143,6 +153,7 @@ export class Tables {
   readonly transitions = new Map<string, TransitionRow>()
   readonly controls = new Map<string, ControlRow>()
   readonly queue = new Map<string, QueueRow>()
+  readonly spending = new Map<string, SpendingRow>()
   /** Set while a call or transaction runs (the store's mutex makes it one at a time). */
   journal: Journal | undefined
 
