@@ -32,6 +32,11 @@ export interface SessionInfo {
    * (deleted, forked).
    */
   parentSessionId?: string
+  /**
+   * The tenant the session belongs to (`createSession({ tenant })`): per-tenant usage
+   * (`engine.tenantUsage`) sums its sessions. A fork and a run tree's child sessions keep it.
+   */
+  tenant?: string
 }
 
 /** A session's metadata: a JSON object of the app's. */

@@ -228,6 +228,14 @@ export const migrations: Migration[] = [
         .execute()
     },
   },
+  {
+    // Tenants: the session's tenant (`createSession({ tenant })`), read by tenant (its usage).
+    name: '0015_session_tenant',
+    async up(db) {
+      await db.schema.alterTable('turnchart_sessions').addColumn('tenant', 'text').execute()
+      await db.schema.createIndex('turnchart_sessions_tenant').on('turnchart_sessions').columns(['tenant', 'id']).where(sql.ref('tenant'), 'is not', null).execute()
+    },
+  },
 ]
 
 /**

@@ -20,6 +20,8 @@ export interface SessionTable {
   metadata: ColumnType<string | null, string | null | undefined, string | null>
   /** Run trees: the session of the turn whose tool call started this child session; null for a top-level session. */
   parent_id: ColumnType<string | null, string | null | undefined, string | null>
+  /** The tenant the session belongs to (`createSession({ tenant })`); null when none. */
+  tenant: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface MessageTable {

@@ -16,6 +16,7 @@ function sessionFromRow(row: Selectable<SessionTable>): SessionInfo {
     ...(row.reverted_to ? { revertedTo: row.reverted_to } : {}),
     ...(metadata ? { metadata } : {}),
     ...(row.parent_id ? { parentSessionId: row.parent_id } : {}),
+    ...(row.tenant !== null && row.tenant !== undefined ? { tenant: row.tenant } : {}),
   }
 }
 
@@ -33,6 +34,7 @@ export class KyselySessions implements SessionStore {
         defaults: session.defaults ? JSON.stringify(session.defaults) : null,
         metadata: session.metadata ? JSON.stringify(session.metadata) : null,
         parent_id: session.parentSessionId ?? null,
+        tenant: session.tenant ?? null,
       })
       .execute()
   }

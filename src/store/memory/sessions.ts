@@ -15,6 +15,7 @@ function sessionFromRow(row: SessionRow): SessionInfo {
     ...(row.revertedTo ? { revertedTo: row.revertedTo } : {}),
     ...(metadata ? { metadata } : {}),
     ...(row.parentId ? { parentSessionId: row.parentId } : {}),
+    ...(row.tenant !== null ? { tenant: row.tenant } : {}),
   }
 }
 
@@ -34,6 +35,7 @@ export class MemorySessions implements SessionStore {
         revertedTo: null,
         metadata: session.metadata ? toJson(session.metadata) : null,
         parentId: session.parentSessionId ?? null,
+        tenant: session.tenant ?? null,
       })
     })
   }

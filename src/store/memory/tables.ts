@@ -23,6 +23,7 @@ export interface SessionRow {
   metadata: string | null
   /** Run trees: the parent session of a child session. */
   parentId: string | null
+  tenant: string | null
 }
 
 export interface MessageRow {
