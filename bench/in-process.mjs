@@ -272,12 +272,15 @@ export function figures(result, label = '') {
   const t = result.times
   const perStep = (id) => (med(t.step?.[`${id}${label}`]) - med(t.step?.bare)) / SHAPES.step.steps
   const slope = (id) => ((med(t.d20k?.[id]) - med(t.d2k?.[id])) / (SHAPES.d20k.deltas - SHAPES.d2k.deltas)) * 1000
+  const c = result.cpu
+  const cpuSlope = (id) => ((med(c.d20k?.[id]) - med(c.d2k?.[id])) / (SHAPES.d20k.deltas - SHAPES.d2k.deltas)) * 1000
   const http = (key, id) => result.http?.[key] && (med(result.http[key].times[`${id}${label}`]) - med(result.http[key].times.bare)) / SHAPES[key].steps
   return {
     memoryMsPerStep: perStep('memory'),
     fileMsPerStep: perStep('file'),
     usPerDelta: slope(`memory${label}`) - slope('bare'),
     bareUsPerDelta: slope('bare'),
+    cpuUsPerDelta: cpuSlope(`memory${label}`) - cpuSlope('bare'),
     w1MemoryMsPerStep: t.w1 ? (med(t.w1[`memory${label}`]) - med(t.w1.bare)) / SHAPES.w1.steps : NaN,
     w1FileMsPerStep: t.w1 ? (med(t.w1[`file${label}`]) - med(t.w1.bare)) / SHAPES.w1.steps : NaN,
     httpStepFileMsPerStep: http('step', 'file'),
@@ -322,7 +325,9 @@ export function renderInProcess(result) {
   for (const key of ['step', 'w1', 'd2k', 'd20k']) if (result.times[key]) rows(label(key), result.times[key], result.cpu[key], SHAPES[key])
   for (const key of ['step', 'w1']) if (result.http?.[key]) rows(`${label(key)}, over HTTP`, result.http[key].times, result.http[key].cpu, SHAPES[key])
   p()
-  p(`Per delta (slope, \`:memory:\`): turnchart ${(f.usPerDelta + f.bareUsPerDelta).toFixed(2)} µs, the bare loop ${f.bareUsPerDelta.toFixed(2)} µs: **${f.usPerDelta.toFixed(2)} µs** extra.`)
+  const cpuStep = (id) => (med(result.cpu.step[id]) - med(result.cpu.step.bare)) / SHAPES.step.steps
+  p(`Of CPU (user + system of the process, less moved than wall time when other processes take the cores): turnchart's extra per step is ${cpuStep('memory').toFixed(2)} ms on :memory: and ${cpuStep('file').toFixed(2)} ms on a file (10 × 10). When the machine is loaded (load average far above its cores), a turn's wall time is mostly waiting for a core and the wall-time figures above say little; the ratios between systems of one run, and the CPU figures, still compare.`)
+  p(`Per delta (slope, \`:memory:\`): turnchart ${(f.usPerDelta + f.bareUsPerDelta).toFixed(2)} µs, the bare loop ${f.bareUsPerDelta.toFixed(2)} µs: **${f.usPerDelta.toFixed(2)} µs** extra (of CPU: ${f.cpuUsPerDelta.toFixed(2)} µs extra).`)
   if (result.http?.w1 && result.times.w1) {
     const chunks = SHAPES.w1.deltas
     p(`Over HTTP against in process, workload 1's turn (10 × 400): turnchart file's extra is ${f.httpW1FileMsPerStep.toFixed(2)} ms per step over HTTP and ${f.w1FileMsPerStep.toFixed(2)} ms in process; the difference, ${(f.httpW1FileMsPerStep - f.w1FileMsPerStep).toFixed(2)} ms per step (${(((f.httpW1FileMsPerStep - f.w1FileMsPerStep) / chunks) * 1000).toFixed(2)} µs per chunk), is what only network chunks cost (:memory:: ${f.httpW1MemoryMsPerStep.toFixed(2)} against ${f.w1MemoryMsPerStep.toFixed(2)} ms).`)

@@ -39,6 +39,8 @@ export interface StepGateInput {
   /** Steps made so far (0 before the first call). */
   step: number
   maxSteps: number | null
+  /** Structured output: answers already sent back for not matching the schema. */
+  outputRetries: number
 }
 export interface RunToolsInput {
   turnId: string
@@ -86,6 +88,8 @@ export const turnMachine = setup({
     /** The step's calls must not run: they loop (doom loop, policy `stop`), or the step limit is reached. */
     stepMustStop: ({ context, event }) =>
       event.type === 'step.finished' && (!!event.doomLoop || (event.toolCalls > 0 && context.maxSteps !== null && context.step >= context.maxSteps)),
+    /** A final answer of a turn with structured output: checked at the step gate before the turn completes. */
+    checksOutput: ({ event }) => event.type === 'step.finished' && event.checksOutput === true,
     needsApproval: ({ event }) => event.type === 'step.finished' && (event.approvals?.length ?? 0) > 0,
     isPendingApproval: ({ context, event }) =>
       (event.type === 'tool.approved' || event.type === 'tool.denied') && context.pendingApprovals.includes(event.callId),
@@ -119,6 +123,7 @@ export const turnMachine = setup({
       error: ({ context, event }): SerializedError =>
         event.type === 'step.finished' && event.doomLoop ? event.doomLoop : new StepLimitError(context.maxSteps ?? 0).toJSON(),
     }),
+    countOutputRetry: assign({ outputRetries: ({ context }) => context.outputRetries + 1 }),
     countSteered: assign({ steered: ({ context, event }) => context.steered + (event.type === 'turn.steered' ? event.messages : 0) }),
     countCompaction: assign({ compactions: ({ context }) => context.compactions + 1, attempt: 1, waitedMs: 0 }),
     /** `turn.recover`: what is left of a retry wait at the persisted deadline (read only in a retry wait). */
@@ -160,6 +165,7 @@ export const turnMachine = setup({
     pendingApprovals: [],
     maxSteps: input.maxSteps ?? null,
     steered: 0,
+    outputRetries: 0,
   }),
   output: ({ context }) => ({ outcome: context.outcome ?? 'aborted', error: context.error }),
   on: {
@@ -192,10 +198,12 @@ export const turnMachine = setup({
           invoke: {
             id: 'stepGate',
             src: 'stepGate',
-            input: ({ context }) => ({ turnId: context.turnId, step: context.step, maxSteps: context.maxSteps }),
+            input: ({ context }) => ({ turnId: context.turnId, step: context.step, maxSteps: context.maxSteps, outputRetries: context.outputRetries }),
           },
           on: {
             'gate.continue': { target: 'step', actions: 'startNextStep' },
+            // Structured output: the answer did not match its schema; the model answers again, told why.
+            'output.retry': { target: 'step', actions: ['countOutputRetry', 'startNextStep'] },
             'gate.complete': { target: '#turn.completed' },
             'gate.fail': { target: '#turn.failed', actions: 'rememberFailure' },
             // The run tree's budget is spent: no call is made.
@@ -220,6 +228,8 @@ export const turnMachine = setup({
                   { guard: 'stepMustStop', target: '#turn.failed', actions: 'rememberStop' },
                   { guard: 'needsApproval', target: '#turn.running.awaiting-approval', actions: 'rememberApprovals' },
                   { guard: 'hasToolCalls', target: '#turn.running.tool-running' },
+                  // Structured output: the gate parses and checks the answer (before an overflow's compaction: the object is the turn's result).
+                  { guard: 'checksOutput', target: '#turn.running.step-gate' },
                   // A final answer that filled the context: summarised for the next turn, then the turn completes.
                   { guard: and(['overflowed', 'mayCompact']), target: '#turn.running.compaction', actions: 'countCompaction' },
                   { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },

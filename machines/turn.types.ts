@@ -37,6 +37,8 @@ export interface TurnContext {
   pendingApprovals: string[]
   /** Messages steered into the turn so far (`engine.steer`), each taken before a model call. */
   steered: number
+  /** Structured output: final answers sent back to the model because they did not match the schema (at most one). */
+  outputRetries: number
   /** Steps the turn may make (`maxSteps`); null: no limit. */
   maxSteps: number | null
 }
@@ -71,6 +73,8 @@ export type TurnEvent =
       approvals?: string[]
       /** Set when the turn's calls loop and the policy is `stop`: the DoomLoopError record. */
       doomLoop?: SerializedError | null
+      /** A final answer of a turn with structured output: the step gate parses and checks it before the turn completes. */
+      checksOutput?: boolean
     }
   /**
    * The step gate: messages sent to the running turn (`engine.steer`) were taken into its
@@ -79,8 +83,17 @@ export type TurnEvent =
   | { type: 'turn.steered'; messages: number }
   /** The step gate: the next model call is made. */
   | { type: 'gate.continue' }
-  /** The step gate: a stop rule holds (`rule`: `stopWhen`, or an app's rule's name); the turn completes. */
-  | { type: 'gate.complete'; rule: string }
+  /**
+   * The step gate: a stop rule holds (`rule`: `stopWhen`, or an app's rule's name); the turn
+   * completes. `rule: 'output'`: the final answer matched the structured output's schema, and
+   * `output` is the parsed object (stored in the log with this row).
+   */
+  | { type: 'gate.complete'; rule: string; output?: unknown }
+  /**
+   * The step gate: the final answer did not match the structured output's schema (`reason`);
+   * a user message saying why joined the history and the model answers again (once).
+   */
+  | { type: 'output.retry'; reason: string }
   /** The step gate: a rule fails the turn (`rule`: `maxSteps`, or an app's rule's name) with `error`. */
   | { type: 'gate.fail'; rule: string; error: SerializedError }
   /** The step gate: the run tree's budget is spent (`BudgetExceededError`); no call is made. */

@@ -3,7 +3,9 @@
  * conversation, reasoning, tool calls, attached files, the chart's state with a retry countdown,
  * a stop button and approve/deny buttons; a reload resumes the running turn (`resume: true`).
  * While a turn runs, the input stays open: what the user sends then steers the running turn
- * (the handler's `whenBusy: 'steer'`), which shows it where the model took it.
+ * (the handler's `whenBusy: 'steer'`), which shows it where the model took it; one sent while
+ * an approval waits is shown as waiting (read back from the engine's queue after a reload). An
+ * approval's input can be edited before Approve (the engine's `editableApprovals`).
  */
 import { useChat } from '@ai-sdk/react'
 import { DefaultChatTransport, getToolName, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai'
@@ -65,16 +67,31 @@ function ChartState({ turn }: { turn: TurnState | undefined }) {
   )
 }
 
-type OnApproval = (id: string, approved: boolean, reason?: string) => void
+/** `input`: the call's input as the user edited it (JSON), when it differs from the model's. */
+type OnApproval = (id: string, approved: boolean, options?: { reason?: string; toolCallId?: string; input?: unknown }) => void
 
-/** Approve, or deny with a reason the user may type (the model sees it with the denial). */
-function ApprovalButtons({ approvalId, onApproval }: { approvalId: string; onApproval: OnApproval }) {
+/**
+ * Approve (with the input as the user may have edited it: the JSON in the field), or deny with a
+ * reason the user may type (the model sees it with the denial).
+ */
+function ApprovalButtons({ approvalId, toolCallId, input, onApproval }: { approvalId: string; toolCallId: string; input: unknown; onApproval: OnApproval }) {
   const [reason, setReason] = useState('')
+  const original = JSON.stringify(input ?? {})
+  const [edited, setEdited] = useState(original)
+  let parsed: { ok: boolean; value?: unknown } = { ok: true, value: input }
+  try {
+    parsed = { ok: true, value: JSON.parse(edited) }
+  } catch {
+    parsed = { ok: false }
+  }
   return (
     <span className="approval">
-      <button data-testid="approve" onClick={() => onApproval(approvalId, true)}>Approve</button>
+      <input data-testid="edit-input" className="edit-input" value={edited} aria-label="the call's input (JSON), editable" onChange={(e) => setEdited(e.target.value)} />
+      <button data-testid="approve" disabled={!parsed.ok} onClick={() => onApproval(approvalId, true, edited === original ? {} : { toolCallId, input: parsed.value })}>
+        {edited === original ? 'Approve' : 'Approve edited'}
+      </button>
       <input data-testid="deny-reason" value={reason} placeholder="Why not? (optional)" onChange={(e) => setReason(e.target.value)} />
-      <button data-testid="deny" onClick={() => onApproval(approvalId, false, reason.trim() || undefined)}>Deny</button>
+      <button data-testid="deny" onClick={() => onApproval(approvalId, false, { reason: reason.trim() || undefined })}>Deny</button>
     </span>
   )
 }
@@ -111,7 +128,7 @@ function Message({ message, onApproval }: { message: UIMessage; onApproval: OnAp
               {part.state === 'output-denied' && (
                 <pre className="error" data-testid="denial">denied{(denials.get(part.toolCallId) ?? part.approval?.reason) ? `: ${denials.get(part.toolCallId) ?? part.approval?.reason}` : ''}</pre>
               )}
-              {part.state === 'approval-requested' && <ApprovalButtons approvalId={part.approval.id} onApproval={onApproval} />}
+              {part.state === 'approval-requested' && <ApprovalButtons approvalId={part.approval.id} toolCallId={part.toolCallId} input={part.input} onApproval={onApproval} />}
             </div>
           )
         }
@@ -126,14 +143,34 @@ function Message({ message, onApproval }: { message: UIMessage; onApproval: OnAp
   )
 }
 
-function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
+/** The messages steered into the chat that no turn took yet (one sent while an approval waits), from the engine's queue. */
+async function queuedSteers(id: string): Promise<string[]> {
+  const response = await fetch(`/api/chat/${encodeURIComponent(id)}/queued`)
+  return response.ok ? ((await response.json()) as string[]) : []
+}
+
+function Chat({ id, initial, initialQueued }: { id: string; initial: UIMessage[]; initialQueued: string[] }) {
+  // Edited inputs of the approvals being sent, by tool call id: the request's `approvalInputs`.
+  const edits = useRef<Record<string, unknown>>({})
+  const [transport] = useState(
+    () =>
+      new DefaultChatTransport({
+        api: '/api/chat',
+        prepareSendMessagesRequest: ({ id: chatId, messages: sent, body }) => {
+          const approvalInputs = edits.current
+          edits.current = {}
+          return { body: { ...body, id: chatId, messages: sent, ...(Object.keys(approvalInputs).length ? { approvalInputs } : {}) } }
+        },
+      }),
+  )
   const { messages, setMessages, sendMessage, status, stop, error, addToolApprovalResponse } = useChat({
     id,
     messages: initial,
     resume: true,
-    transport: new DefaultChatTransport({ api: '/api/chat' }),
+    transport,
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   })
+  const [queued, setQueued] = useState(initialQueued)
   const [input, setInput] = useState('')
   const [files, setFiles] = useState<FileList | undefined>()
   const fileInput = useRef<HTMLInputElement>(null)
@@ -142,12 +179,21 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
   const busy = status === 'submitted' || status === 'streaming'
   // A turn waiting for a decision has no open stream (useChat says 'ready'), but it runs: Stop ends it.
   const awaiting = !busy && turn?.data.state === 'awaiting-approval'
+  // A steer waits in the engine's queue until the turn's next step gate (after the approval): read again as the turn moves.
+  const turnState = turn?.data.state
+  useEffect(() => {
+    let current = true
+    void queuedSteers(id).then((texts) => current && setQueued(texts))
+    return () => {
+      current = false
+    }
+  }, [id, turnState, status, messages.length])
   // What a timer set earlier sees now.
   const latest = useRef({ busy, lastId: messages.at(-1)?.id })
   latest.current = { busy, lastId: messages.at(-1)?.id }
   const prompts = (window as unknown as { __PROMPTS__: string[] }).__PROMPTS__ ?? []
   const send = (text: string) => {
-    if (busy) return steer(text)
+    if (busy || awaiting) return steer(text)
     if (!text.trim() && !files?.length) return
     // useChat turns the FileList into file parts (data: URLs); the handler makes them the prompt's images and files.
     void sendMessage({ text, files })
@@ -160,7 +206,9 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
     if (!text.trim()) return
     const message = { id: `steer-${Date.now().toString(36)}`, role: 'user', parts: [{ type: 'text', text }] }
     setInput('')
-    void fetch('/api/chat', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id, messages: [...messages, message] }) })
+    void fetch('/api/chat', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id, messages: [...messages, message] }) }).then(async () =>
+      setQueued(await queuedSteers(id)),
+    )
   }
   const stopTurn = async () => {
     // The server keeps turns running when a stream drops (so a reload resumes): stop explicitly,
@@ -185,7 +233,17 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
       <ChartState turn={turn?.data} />
       <div className="messages">
         {messages.map((m) => (
-          <Message key={m.id} message={m} onApproval={(approvalId, approved, reason) => void addToolApprovalResponse({ id: approvalId, approved, ...(approved ? {} : { reason: reason ?? 'denied from the page' }) })} />
+          <Message
+            key={m.id}
+            message={m}
+            onApproval={(approvalId, approved, options = {}) => {
+              if (approved && options.toolCallId) edits.current[options.toolCallId] = options.input
+              void addToolApprovalResponse({ id: approvalId, approved, ...(approved ? {} : { reason: options.reason ?? 'denied from the page' }) })
+            }}
+          />
+        ))}
+        {queued.map((text, i) => (
+          <p key={`queued-${i}`} className="steered queued" data-testid="queued-steer">↪ you, waiting for the next step: {text}</p>
         ))}
       </div>
       {error && <div className="failure" data-testid="error">{error.message}</div>}
@@ -198,7 +256,7 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
       >
         <input data-testid="prompt" value={input} placeholder={busy ? 'Add something while it works' : 'Ask something'} onChange={(e) => setInput(e.target.value)} />
         <input type="file" multiple data-testid="file" ref={fileInput} disabled={busy} onChange={(e) => setFiles(e.target.files ?? undefined)} />
-        <button type="submit" data-testid="send">{busy ? 'Steer' : 'Send'}</button>
+        <button type="submit" data-testid="send">{busy || awaiting ? 'Steer' : 'Send'}</button>
         <button type="button" data-testid="stop" disabled={!busy && !awaiting} onClick={() => void stopTurn()}>Stop</button>
       </form>
       <div className="prompts">
@@ -212,14 +270,13 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
 
 function App() {
   const [id] = useState(chatIdFromUrl)
-  const [initial, setInitial] = useState<UIMessage[] | undefined>()
+  const [initial, setInitial] = useState<{ messages: UIMessage[]; queued: string[] } | undefined>()
   useEffect(() => {
-    fetch(`/api/chat/${encodeURIComponent(id)}/messages`)
-      .then((r) => r.json())
-      .then((messages: UIMessage[]) => setInitial(messages))
-      .catch(() => setInitial([]))
+    Promise.all([fetch(`/api/chat/${encodeURIComponent(id)}/messages`).then((r) => r.json() as Promise<UIMessage[]>), queuedSteers(id)])
+      .then(([messages, queued]) => setInitial({ messages, queued }))
+      .catch(() => setInitial({ messages: [], queued: [] }))
   }, [id])
-  return initial ? <Chat id={id} initial={initial} /> : <p>loading…</p>
+  return initial ? <Chat id={id} initial={initial.messages} initialQueued={initial.queued} /> : <p>loading…</p>
 }
 
 const style = document.createElement('style')
@@ -238,7 +295,9 @@ h1 { font-size: 20px; margin: 4px 0 12px; }
 .tool { border-left: 3px solid #2f6fed; padding: 4px 8px; margin: 6px 0; background: #f3f6fd; font-size: 13px; }
 .tool.output-error, .tool.output-denied { border-color: #c0392b; }
 .output { margin: 4px 0 0; max-height: 120px; overflow: auto; }
-.approval button { margin-left: 8px; }
+.approval { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 4px; }
+.edit-input { font-family: ui-monospace, monospace; font-size: 12px; }
+.steered.queued { font-style: italic; }
 /* At 360 px the row wraps: the file picker (about 250 px wide by itself) goes on a line of its own. */
 form { display: flex; flex-wrap: wrap; gap: 6px; margin-top: 12px; }
 input { flex: 1 1 160px; min-width: 0; padding: 6px 8px; }

@@ -82,6 +82,8 @@ export async function startChatExample(options: { port?: number; database?: stri
     model,
     limits: { context: 128_000, output: 8_192 },
     tools: { list: listTool, deploy: deployTool },
+    // The page may edit the deploy call's input before approving it.
+    editableApprovals: ['deploy'],
   })
   // 'detach': a reload must not abort the turn; the page's stop button sends DELETE.
   // 'steer': what the user sends while a turn runs joins that turn at its next step boundary.
@@ -113,6 +115,18 @@ export async function startChatExample(options: { port?: number; database?: stri
 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1')
+    // The messages steered into a chat that no turn took yet (one sent while an approval waits): its texts.
+    const queued = /^\/api\/chat\/([^/]+)\/queued$/.exec(url.pathname)
+    if (queued && req.method === 'GET') {
+      void Promise.resolve()
+        .then(() => engine.queue(decodeURIComponent(queued[1])))
+        .catch(() => [])
+        .then((records) => {
+          const texts = records.filter((r) => r.kind === 'steer').map((r) => r.input.map((p) => (p.type === 'text' ? p.text : '')).join(''))
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(texts))
+        })
+      return
+    }
     if (url.pathname.startsWith('/api/chat')) return api(req, res)
     if (url.pathname === '/page.js') {
       res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' })

@@ -19,6 +19,7 @@ function pathOf(turn: TurnTree | undefined): string {
 function turnLines(turn: TurnTree | undefined, id: string, c: Colors, indent: string, name = `turn ${id}`): string[] {
   const lines = [indent + c.cyan(`${name}: ${turn?.outcome ?? `unfinished (${turn?.state ?? '?'})`}`) + c.dim(`  ${pathOf(turn)}`)]
   if (turn?.error) lines.push(c.red(printable(`${indent}  ${turn.error.name}: ${turn.error.message}`)))
+  if (turn && 'output' in turn) lines.push(printable(`${indent}  output ${JSON.stringify(turn.output)}`))
   return lines
 }
 

@@ -2,11 +2,24 @@
  * Call settings (temperature, maxOutputTokens, headers, toolChoice, …) checked wherever they
  * are given: the engine's `settings`, a session's defaults, a prompt's options.
  */
-import type { StopCondition } from '../core/types'
+import type { StopCondition, StructuredOutput } from '../core/types'
 const numberSettings = ['temperature', 'topP', 'presencePenalty', 'frequencyPenalty'] as const
 const integerSettings = ['maxOutputTokens', 'topK', 'maxSteps'] as const
 export const turnSettingKeys = [...numberSettings, ...integerSettings, 'seed', 'stopSequences', 'headers', 'providerOptions', 'toolChoice'] as const
-export const promptKeys = [...turnSettingKeys, 'model', 'system', 'tools', 'stopWhen', 'budget']
+export const promptKeys = [...turnSettingKeys, 'model', 'system', 'tools', 'stopWhen', 'budget', 'output']
+
+/**
+ * `output`: the AI SDK's `Output.object({ schema })` (anything with `responseFormat` and
+ * `parseCompleteOutput`), or undefined. Throws `make(...)` naming the option.
+ */
+export function structuredOutput(name: string, value: unknown, make: (name: string, value: unknown, expected: string) => Error): StructuredOutput | undefined {
+  if (value === undefined) return undefined
+  const spec = value as Partial<StructuredOutput> | null
+  if (typeof spec !== 'object' || spec === null || typeof spec.parseCompleteOutput !== 'function' || !spec.responseFormat || typeof (spec.responseFormat as PromiseLike<unknown>).then !== 'function') {
+    throw make(name, value, "an output specification of the AI SDK (Output.object({ schema }) from 'ai')")
+  }
+  return spec as StructuredOutput
+}
 
 /**
  * `stopWhen`: a stop condition or an array of them (functions), as a list. Throws `make(...)`

@@ -1,10 +1,10 @@
 /** `settings` (the default call settings of every turn), `system`, `maxSteps`, `limits` and `maxFileBytes`. */
-import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
 import { validateBudget } from '../policy/budget'
 import { InvalidOptionError } from '../core/errors'
 import type { ModelLimits } from '../policy/overflow'
 import type { StepRule } from '../policy/step-gate'
-import { stopConditions, validateTurnSettings } from './call-settings'
+import { stopConditions, structuredOutput, validateTurnSettings } from './call-settings'
 import type { EngineOptions } from './options'
 import { nonNegativeInteger, optionGroup } from './option-values'
 
@@ -15,6 +15,7 @@ export function resolveCall(options: EngineOptions): {
   budget: Budget | undefined
   stopWhen: StopCondition[]
   stepRules: readonly StepRule[]
+  output: StructuredOutput | undefined
   limits: ModelLimits | undefined
   maxFileBytes: number
 } {
@@ -35,6 +36,7 @@ export function resolveCall(options: EngineOptions): {
     budget: options.budget === undefined ? undefined : validateBudget('budget', options.budget, (name, value, expected) => new InvalidOptionError(name, value, expected)),
     stopWhen: stopConditions('stopWhen', options.stopWhen, (name, value, expected) => new InvalidOptionError(name, value, expected)),
     stepRules: stepRules(options.stepRules),
+    output: structuredOutput('output', options.output, (name, value, expected) => new InvalidOptionError(name, value, expected)),
     limits,
     maxFileBytes: nonNegativeInteger('maxFileBytes', options.maxFileBytes, 10_000_000, 0),
   }

@@ -2,9 +2,10 @@
  * `createEngine`'s options: their types only (validation is in resolve-config.ts and the
  * validators beside it; the resolved values in resolved-config.ts).
  */
+import type { McpOptions } from '../tools/mcp-options'
 import type { LanguageModel, ToolSet } from 'ai'
 import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
-import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
 import type { StepRule } from '../policy/step-gate'
 import type { Pricing } from '../llm/usage'
 import type { DoomLoopOptions } from '../policy/doom-loop'
@@ -48,7 +49,8 @@ export type EngineModel = Exclude<LanguageModel, string | { readonly specificati
 
 export interface EngineOptions {
   /**
-   * SQLite file path, ':memory:' (default), a postgres:// URL, a Kysely instance, or a
+   * SQLite file path, ':memory:' (default; on Node ≥ 22.13 without better-sqlite3, Node's
+   * node:sqlite serves it), a postgres:// URL, a Kysely instance, or a
    * `MemoryStore` (nothing stored survives the process). A SQLite file that holds another app's
    * tables and none of turnchart's is refused (`NotATurnchartDatabaseError`) unless given as
    * `{ file, shared: true }`.
@@ -79,6 +81,13 @@ export interface EngineOptions {
    */
   stepRules?: StepRule[]
   /**
+   * The default structured output of every turn: `Output.object({ schema })` (from `ai`); a
+   * prompt's `output` replaces it. The final answer is parsed and checked against the schema,
+   * retried once with the reasons, and is `turn.done`'s `output` (docs/behaviour.md). In memory,
+   * like `stopWhen`: a turn another engine recovers uses that engine's.
+   */
+  output?: StructuredOutput
+  /**
    * Limits over each run tree (a turn and the child turns its `agentTool`s start, recursively):
    * `{ tokens: { input, output, total }, cost, steps, wallMs }`, checked at the step gate, before
    * every step's model call in the tree (a step's retries and the summaries count, and are
@@ -94,11 +103,25 @@ export interface EngineOptions {
   /** AI SDK `tool()` definitions with `execute`. */
   tools?: ToolSet
   /**
+   * MCP servers whose tools the engine owns (Streamable HTTP or stdio): connected at
+   * `createEngine`, reconnected with backoff, a call whose connection dropped is in doubt, hints
+   * trusted only with `trust: true`. Needs `@ai-sdk/mcp`. docs/tools.md, "MCP servers".
+   */
+  mcp?: McpOptions
+  /**
    * Tools whose approvals may carry an edited input (`engine.approve(turnId, callId, { input })`):
    * `true` for every tool, or their names. Default: none (an edit hands the tool's input to
    * whoever approves).
    */
   editableApprovals?: boolean | string[]
+  /**
+   * How long a call waits for its approval before it expires (ms): past it the call is denied
+   * (its receipt says `expired`) and the model sees the denial. A tool's own
+   * (`configureTool(tool, { approvalTimeoutMs })`) wins. Stored on the waiting part and the turn's
+   * row, and checked by the recovery sweep (`recovery.intervalMs`) of whichever engine sweeps, so
+   * a parked turn expires too. Default: none (a call waits until it is decided).
+   */
+  approvalTimeoutMs?: number
   /** System prompt sent with every step. */
   system?: string
   /** Retry policy; see `RetryOptions`. */

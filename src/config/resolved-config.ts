@@ -4,7 +4,7 @@
  * policies) are the engine's (src/engine/engine-services.ts).
  */
 import type { ToolSet } from 'ai'
-import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
 import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
@@ -29,6 +29,8 @@ export interface ResolvedConfig {
   stopWhen: StopCondition[]
   /** The app's own rules of the step gate (empty: none). */
   stepRules: readonly StepRule[]
+  /** The turns' default structured output (a prompt's `output` wins). */
+  output: StructuredOutput | undefined
   maxFileBytes: number
   limits: ModelLimits | undefined
   tools: ToolSet
@@ -36,6 +38,8 @@ export interface ResolvedConfig {
   toolFingerprint?: ToolFingerprint
   /** Tools whose approvals may edit the call's input (`true`: all). */
   editableApprovals: boolean | readonly string[]
+  /** How long a call waits for approval (undefined: no limit; a tool's own `approvalTimeoutMs` wins). */
+  approvalTimeoutMs: number | undefined
   system: string | undefined
   retry: RetryOptions
   /** The app's error classifier, when it replaced turnchart's (`classifyError`). */

@@ -8,6 +8,7 @@ export function resolveTools(options: EngineOptions): {
   tools: ToolSet
   toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }
   editableApprovals: boolean | readonly string[]
+  approvalTimeoutMs: number | undefined
 } {
   const tools = optionGroup('tools', options.tools) as ToolSet
   for (const [name, tool] of Object.entries(tools)) {
@@ -25,6 +26,7 @@ export function resolveTools(options: EngineOptions): {
   return {
     tools,
     editableApprovals: Array.isArray(editable) ? [...editable] : editable,
+    approvalTimeoutMs: options.approvalTimeoutMs === undefined ? undefined : timerMs('approvalTimeoutMs', options.approvalTimeoutMs, 0, 1),
     toolExecution: {
       concurrency: nonNegativeInteger('toolExecution.concurrency', execution.concurrency, 4, 1),
       timeoutMs: timerMs('toolExecution.timeoutMs', execution.timeoutMs, 300_000, 1),

@@ -111,6 +111,7 @@ export async function fork(deps: HistoryDeps, sessionId: string, messageId: stri
       ...(source.defaults ? { defaults: source.defaults } : {}),
       // The copy belongs to whoever the source belongs to (an owner in the metadata, say).
       ...(source.metadata ? { metadata: source.metadata } : {}),
+      ...(source.tenant !== undefined ? { tenant: source.tenant } : {}),
     }
     await tx.sessions.insert(session)
     const copied = messages.slice(0, end + 1)

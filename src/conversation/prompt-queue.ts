@@ -54,7 +54,7 @@ export interface PromptQueueDeps {
   isClosed(): boolean
   activeTurn(sessionId: string): Turn | undefined
   /** Starts the queued prompt's turn in this engine (its start takes the queue row). */
-  start(record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen'>): Turn
+  start(record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen' | 'output'>): Turn
   /** Wakes the handles of the session's prompts another engine runs as soon as its turn ends (the poll is the fallback). */
   changes?: SessionChangeFeed
   /** Told of each steer while it is stored (a running turn waits for it before a model call). */
@@ -63,6 +63,13 @@ export interface PromptQueueDeps {
 
 interface Waiter {
   sessionId: string
+  /**
+   * Its row is committed. Until then the checks leave it alone: the waiter is registered before
+   * its row is written, and a check that ran in between found neither a queue row nor a turn and
+   * called the prompt cancelled (seen as a steer sent with no turn running rejecting with
+   * QueuedPromptCancelledError while the poll of an earlier steer ran).
+   */
+  stored?: boolean
   /** A steer: the turn that was running when it was stored (it takes the steer unless it ends first). */
   target?: string
   resolve(result: TurnResult): void
@@ -72,7 +79,7 @@ interface Waiter {
 export class PromptQueue {
   private readonly waiters = new Map<string, Waiter>()
   /** Options of prompts queued here that are never stored (headers, stop conditions), used when this engine starts them. */
-  private readonly memory = new Map<string, Pick<PromptOptions, 'headers' | 'stopWhen'>>()
+  private readonly memory = new Map<string, Pick<PromptOptions, 'headers' | 'stopWhen' | 'output'>>()
   /** Queued prompts running in this engine (their handle settles from their `done`). */
   private readonly runningHere = new Set<string>()
   private readonly draining = new Set<string>()
@@ -98,8 +105,8 @@ export class PromptQueue {
    */
   enqueue(sessionId: string, input: UserPartDraft[], options: PromptOptions, kind: 'prompt' | 'steer' = 'prompt'): QueuedPrompt {
     const id = newId('trn')
-    const { headers, stopWhen, ...stored } = options
-    if (headers || stopWhen) this.memory.set(id, { ...(headers ? { headers } : {}), ...(stopWhen ? { stopWhen } : {}) })
+    const { headers, stopWhen, output, ...stored } = options
+    if (headers || stopWhen || output) this.memory.set(id, { ...(headers ? { headers } : {}), ...(stopWhen ? { stopWhen } : {}), ...(output ? { output } : {}) })
     let resolve!: (result: TurnResult) => void
     let reject!: (error: unknown) => void
     const done = new Promise<TurnResult>((res, rej) => {
@@ -121,6 +128,7 @@ export class PromptQueue {
     })
     saved.then(
       () => {
+        waiter.stored = true
         this.deps.bus.publish({ type: 'prompt.queued', sessionId, id, kind })
         this.ensurePolling()
         return this.drain(sessionId)
@@ -232,7 +240,7 @@ export class PromptQueue {
     }
     const { store } = this.deps
     for (const [id, waiter] of [...this.waiters]) {
-      if (this.runningHere.has(id) || this.deps.isClosed()) continue
+      if (this.runningHere.has(id) || !waiter.stored || this.deps.isClosed()) continue
       try {
         const turn = await store.turns.get(id)
         if (turn?.outcome) {

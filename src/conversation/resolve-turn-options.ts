@@ -8,14 +8,14 @@ import type { ToolSet } from 'ai'
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import { InvalidArgumentError } from '../core/errors'
-import type { PromptOptions, SessionDefaults, StopCondition, StoredTurnOptions } from '../core/types'
-import { isPlainObject, promptKeys, stopConditions, validateTurnSettings } from '../config/call-settings'
+import type { PromptOptions, SessionDefaults, StopCondition, StoredTurnOptions, StructuredOutput } from '../core/types'
+import { isPlainObject, promptKeys, stopConditions, structuredOutput, validateTurnSettings } from '../config/call-settings'
 import { mergeBudgets, validateBudget } from '../policy/budget'
 import { pickTools } from '../tools/tool-fingerprint'
 
 export interface ResolvedTurnOptions {
   stored: StoredTurnOptions
-  /** What the turn runs with but is never stored: headers (they may carry credentials) and the prompt's stop conditions (functions). */
+  /** What the turn runs with but is never stored: headers (they may carry credentials), the prompt's stop conditions and structured output (functions). */
   memory: TurnMemoryOptions
   maxSteps: number | undefined
 }
@@ -24,6 +24,8 @@ export interface ResolvedTurnOptions {
 export interface TurnMemoryOptions {
   headers?: Record<string, string>
   stopWhen?: StopCondition[]
+  /** The prompt's structured output (a schema's functions: never stored). */
+  output?: StructuredOutput
 }
 
 const argumentError = (name: string, value: unknown, expected: string) => new InvalidArgumentError(name, value, expected)
@@ -38,13 +40,12 @@ const promptOptionNames = [...promptKeys, 'whenBusy', 'abortSignal']
 const aiSdkEquivalents: Record<string, string> = {
   maxRetries: "no maxRetries: a turn's retries are the engine's retry options (createEngine({ retry: { maxAttempts } }))",
   activeTools: "no activeTools: the prompt's tools option (names of registered tools) chooses the tools a turn may call",
-  prepareStep: "no prepareStep: a turn's steps are the chart's; decide per step with the step gate's rules, or per turn with the prompt's options (model, system, tools, settings)",
+  prepareStep: "no prepareStep: a turn's steps are the chart's; decide per step with the step gate's rules (the engine option stepRules: [{ name, decide({ stepNumber, steps }) }], which may complete or fail the turn), or per turn with the prompt's options (model, system, tools, settings)",
   onFinish: 'no onFinish: await turn.done (outcome, usage, error), or engine.subscribe (a turn.transition into completed, failed or aborted)',
   onStepFinish: "no onStepFinish: engine.subscribe (turn.transition, part.updated) or turn.fullStream",
   onChunk: 'no onChunk: turn.fullStream, or engine.subscribe (part.delta)',
   onError: "no onError: a turn's failure is turn.done's error (and a session.error event)",
-  experimental_output: 'no experimental_output: structured output is not supported yet; ask for JSON in the system prompt and parse turn.done\'s text',
-  output: 'no output: structured output is not supported yet; ask for JSON in the system prompt and parse turn.done\'s text',
+  experimental_output: 'no experimental_output: its successor is the prompt option output (Output.object({ schema }) from ai); turn.done.output is the parsed object',
   experimental_telemetry: 'no experimental_telemetry: the engine makes its own spans (createEngine({ telemetry: { tracer } }), docs/telemetry.md)',
   prompt: 'no prompt option: the prompt is the second argument of engine.prompt(sessionId, input)',
   messages: "no messages: a session's history is stored; prompt with the new user message (engine.fork or engine.revert change the history)",
@@ -102,10 +103,11 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
     throw new InvalidArgumentError(`options.${key}`, value, `one of ${promptOptionNames.join(', ')} (unknown option)`)
   }
   checkNames(config, 'options', prompt.model, prompt.tools, prompt.system)
-  const { model, system, tools, headers, maxSteps, stopWhen, budget: promptBudget, ...settings } = prompt
+  const { model, system, tools, headers, maxSteps, stopWhen, budget: promptBudget, output, ...settings } = prompt
   if (promptBudget !== undefined) validateBudget('options.budget', promptBudget, argumentError)
   const budget = mergeBudgets(config.budget, defaults?.budget, promptBudget)
   const promptStops = stopWhen === undefined ? undefined : stopConditions('options.stopWhen', stopWhen, argumentError)
+  const promptOutput = structuredOutput('options.output', output, argumentError)
   validateTurnSettings('options', { ...settings, ...(headers ? { headers } : {}), ...(maxSteps !== undefined ? { maxSteps } : {}) }, argumentError)
   const sessionSettings = defaults?.settings ?? {}
   const { headers: engineHeaders, ...engineSettings } = config.call
@@ -131,7 +133,7 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
       // What engine.upgradeCheck() compares with the engine's model of that name.
       ...(typeof modelId === 'string' ? { modelId } : {}),
     },
-    memory: { ...(Object.keys(allHeaders).length ? { headers: allHeaders } : {}), ...(promptStops ? { stopWhen: promptStops } : {}) },
+    memory: { ...(Object.keys(allHeaders).length ? { headers: allHeaders } : {}), ...(promptStops ? { stopWhen: promptStops } : {}), ...(promptOutput ? { output: promptOutput } : {}) },
     maxSteps: maxSteps ?? config.maxSteps,
   }
 }
@@ -152,6 +154,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
     system: config.system,
     tools: config.tools,
     editableApprovals: config.editableApprovals,
+    approvalTimeoutMs: config.approvalTimeoutMs,
     call: config.call,
     limits: config.limits,
     compaction: { reserved: config.compaction.reserved, prompt: config.compaction.prompt },
@@ -161,6 +164,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
     pricing: config.pricing,
     stopWhen: memory.stopWhen ?? config.stopWhen,
     stepRules: config.stepRules,
+    ...(memory.output ?? config.output ? { output: memory.output ?? config.output } : {}),
     ...(config.budget ? { budget: config.budget } : {}),
     ...services,
   }

@@ -16,7 +16,7 @@ const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\
  * columnTextProblem('ok') // undefined
  * columnTextProblem('a\u0000b') // 'contains a NUL character'
  */
-function columnTextProblem(text: string): string | undefined {
+export function columnTextProblem(text: string): string | undefined {
   if (text.includes('\u0000')) return 'contains a NUL character'
   if (loneSurrogate.test(text)) return 'contains a lone UTF-16 surrogate'
   return undefined
@@ -58,7 +58,7 @@ export function sessionOptions(value: unknown): { title: string | null; id?: unk
 }
 
 /** The session options: the title, checked here; `id`, `metadata` and the turns' defaults, checked by their owners. */
-const sessionKeys = ['title', 'id', 'metadata', 'system', 'model', 'tools', 'settings', 'budget']
+const sessionKeys = ['title', 'id', 'metadata', 'tenant', 'system', 'model', 'tools', 'settings', 'budget']
 
 /**
  * A JSON object argument (a session's metadata): plain objects, arrays, strings, finite numbers,

@@ -58,7 +58,8 @@ type TurnchartEventBody =
   | { type: 'part.delta'; sessionId: string; turnId: string; messageId: string; partId: string; partType: 'text' | 'reasoning'; field: 'text'; delta: string }
   | { type: 'session.error'; sessionId: string; turnId: string; error: SerializedError }
   | { type: 'approval.requested'; sessionId: string; turnId: string; calls: Array<{ callId: string; tool: string; input: unknown }> }
-  | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number }
+  /** `output`: structured output's parsed object, on the step gate's `gate.complete` that ends a turn with `output` (as its log row stores it). */
+  | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number; output?: unknown }
   /** This engine lost the turn to another engine (fencing): it stopped here; the other engine goes on. */
   | { type: 'turn.lost'; sessionId: string; turnId: string; error: SerializedError }
   /**

@@ -32,6 +32,11 @@ export interface SessionInfo {
    * (deleted, forked).
    */
   parentSessionId?: string
+  /**
+   * The tenant the session belongs to (`createSession({ tenant })`): per-tenant usage
+   * (`engine.tenantUsage`) sums its sessions. A fork and a run tree's child sessions keep it.
+   */
+  tenant?: string
 }
 
 /** A session's metadata: a JSON object of the app's. */
@@ -87,6 +92,8 @@ export type ToolState =
       input: unknown
       /** `required`: the call waits for `engine.approve` / `engine.deny` (state `awaiting-approval`). */
       approval?: 'required'
+      /** When its approval expires (`approvalTimeoutMs`): the sweep denies it then, its receipt `expired`. */
+      expiresAt?: number
     }
   | { status: 'running'; input: unknown; modelInput?: unknown; time: { start: number } }
   | {
@@ -363,6 +370,21 @@ export interface StopConditionStep {
 export type StopCondition = { bivariant(options: { steps: StopConditionStep[] }): boolean | PromiseLike<boolean> }['bivariant']
 
 /** Options of `engine.prompt`, flat as `streamText` takes them. */
+/**
+ * A structured output specification: the AI SDK's `Output.object({ schema })` (ai v6 and v7
+ * alike; `Output.array`, `Output.choice` and `Output.json` too), as `streamText` and
+ * `ToolLoopAgent` take it. turnchart sends its `responseFormat` with every model call of the
+ * turn and parses the final answer with its `parseCompleteOutput` (docs/behaviour.md).
+ */
+export interface StructuredOutput<OUTPUT = unknown> {
+  readonly name: string
+  readonly responseFormat: PromiseLike<unknown>
+  parseCompleteOutput(
+    options: { text: string },
+    context: { response: { id: string; timestamp: Date; modelId: string }; usage: never; finishReason: never },
+  ): Promise<OUTPUT>
+}
+
 export interface PromptOptions extends TurnSettings {
   /**
    * When the turn stops calling the model (one condition or several: any that holds stops it).
@@ -378,6 +400,14 @@ export interface PromptOptions extends TurnSettings {
   tools?: string[]
   /** Limits over the turn's run tree (default: the session's, else the engine's), field by field. Stored with the turn. */
   budget?: Budget
+  /**
+   * Structured output: `Output.object({ schema })` (from `ai`). The turn runs its tools as
+   * usual; its final answer is parsed and validated against the schema and `turn.done`'s
+   * `output` is the object. An answer that does not match is sent back to the model once with
+   * the reasons; a second miss fails the turn with `StructuredOutputError`. Default: the
+   * engine's `output`. Kept in memory only, like `stopWhen`.
+   */
+  output?: StructuredOutput
 }
 
 /** Defaults of a session's turns: `engine.createSession({ title, system, model, tools, settings })`. Stored. */

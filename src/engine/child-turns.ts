@@ -133,7 +133,9 @@ function startChild(deps: ChildRunDeps, parent: ParentTurn, call: ChildTurnCall,
 async function ensureChildSession(store: Store, sessionId: string, parentSessionId: string): Promise<void> {
   if (await store.sessions.get(sessionId)) return
   const now = Date.now()
-  await store.sessions.insert({ id: sessionId, title: null, time: { created: now, updated: now }, parentSessionId }).catch(async (error: unknown) => {
+  // A child session belongs to its parent's tenant.
+  const tenant = (await store.sessions.get(parentSessionId))?.tenant
+  await store.sessions.insert({ id: sessionId, title: null, time: { created: now, updated: now }, parentSessionId, ...(tenant !== undefined ? { tenant } : {}) }).catch(async (error: unknown) => {
     if (!(await store.sessions.get(sessionId))) throw error // not a second insert of the same session
   })
 }

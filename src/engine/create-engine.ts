@@ -16,7 +16,8 @@ import { PromptQueue } from '../conversation/prompt-queue'
 import { SteerWrites } from '../conversation/steer-writes'
 import type { HistoryDeps } from '../conversation/history'
 import { checkToolSchemas } from '../tools/json-schema-validator'
-import { toolFingerprint } from '../tools/tool-fingerprint'
+import { toolFingerprint, type ToolFingerprint } from '../tools/tool-fingerprint'
+import { openMcpServers } from '../tools/mcp-servers'
 import { newOwnerId } from '../turn/recovery/recover-turns'
 import { RunTrees } from '../turn/run-tree/run-trees'
 import { childTurns } from './child-turns'
@@ -33,6 +34,7 @@ import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
 import { takeOverTurns, takeParkedTurn } from './recovery'
 import { ParkedTurns } from './parked-turns'
+import { expireApprovals } from './approval-deadlines'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
@@ -56,13 +58,23 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // The app's reporter of hook errors, itself behind a boundary (it is the app's code too: a
   // throw, or an async reporter's rejection, goes nowhere rather than to the process).
   const reportHookError = (error: unknown) => callHook(() => resolved.onSubscriberError(error), () => undefined)
-  const services = createEngineServices(resolved, options.redact?.secrets ?? [], reportHookError)
-  await checkToolSchemas(resolved.tools)
-  // Each turn stores the fingerprint of the tools it may call (names and schema digests).
-  const config = { ...resolved, toolFingerprint: await toolFingerprint(resolved.tools) }
-  // The listening connection's failures end nothing (the engine polls meanwhile): told where
-  // subscribers' failures are.
-  const opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
+  // MCP servers' tools join the app's (their transports' headers and env values are secrets to the redactor).
+  const mcp = options.mcp ? await openMcpServers(options.mcp, Object.keys(resolved.tools)) : undefined
+  const services = createEngineServices(resolved, [...(options.redact?.secrets ?? []), ...(mcp?.secrets ?? [])], reportHookError)
+  const tools = mcp ? { ...resolved.tools, ...mcp.tools } : resolved.tools
+  let opened: Awaited<ReturnType<typeof openEngineStore>>
+  let config: typeof resolved & { toolFingerprint: ToolFingerprint }
+  try {
+    await checkToolSchemas(tools)
+    // Each turn stores the fingerprint of the tools it may call (names and schema digests).
+    config = { ...resolved, tools, toolFingerprint: await toolFingerprint(tools) }
+    // The listening connection's failures end nothing (the engine polls meanwhile): told where
+    // subscribers' failures are.
+    opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
+  } catch (error) {
+    await mcp?.close()
+    throw error
+  }
   const { store } = opened
   const feeds = opened.notifications && storeFeeds(opened.notifications)
   const bus = new Bus(reportHookError)
@@ -199,13 +211,18 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await store.turns.release(owner).catch(() => undefined)
       storeClosed = true
       await opened.close()
+      await mcp?.close()
     },
     followHandedOff,
   }
   if (config.recovery.intervalMs > 0) {
     // Takes over the turns of workers that die while this engine runs.
+    // Then the approvals past their stored deadline (src/engine/approval-deadlines.ts).
     sweep = setInterval(() => {
-      if (!closed) recover().catch(() => undefined)
+      if (!closed)
+        recover()
+          .then(() => expireApprovals({ store, running, parked }))
+          .catch(() => undefined)
     }, config.recovery.intervalMs)
     sweep.unref()
   }
@@ -213,6 +230,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     await recover().catch(async (error: unknown) => {
       stopBackground()
       await opened.close()
+      await mcp?.close()
       throw error
     })
   }

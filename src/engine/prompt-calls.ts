@@ -5,7 +5,7 @@
 import { abortWithSignal, requireAbortSignal } from './abort-signal'
 import { InvalidArgumentError, QueuedPromptCancelledError, SessionBusyError } from '../core/errors'
 import { requireId } from '../core/arguments'
-import type { PromptOptions, SessionStatus } from '../core/types'
+import type { PromptOptions, SessionStatus, StructuredOutput } from '../core/types'
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { PromptQueue, QueuedPrompt } from '../conversation/prompt-queue'
 import { turnRequest } from '../conversation/turn-options'
@@ -34,7 +34,11 @@ export interface PromptCalls {
    * `turn.abort()` does, with the signal's reason; already aborted, the turn ends aborted at once.
    * An unknown session id makes `turn.done` reject with `SessionNotFoundError`.
    */
-  prompt(sessionId: string, input: PromptInput, options?: PromptOptions & { whenBusy?: 'reject' | 'interrupt'; abortSignal?: AbortSignal }): Turn
+  prompt<OUTPUT = unknown>(
+    sessionId: string,
+    input: PromptInput,
+    options?: PromptOptions & { output?: StructuredOutput<OUTPUT>; whenBusy?: 'reject' | 'interrupt'; abortSignal?: AbortSignal },
+  ): Turn<OUTPUT>
   /**
    * With `whenBusy: 'enqueue'`: stores the prompt and starts it when the session is idle (at
    * once if it is), in order, from any engine on the database, also after a crash. Returns the
@@ -153,7 +157,7 @@ function promptTurn(deps: PromptCallDeps, sessionId: string, input: PromptInput,
  * @example
  * queue = new PromptQueue({ ..., start: (record, memory) => running.track(startQueuedTurn(deps, record, memory)) })
  */
-export function startQueuedTurn(deps: Pick<PromptCallDeps, 'config' | 'services' | 'turns'>, record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen'>): RunningTurn {
+export function startQueuedTurn(deps: Pick<PromptCallDeps, 'config' | 'services' | 'turns'>, record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen' | 'output'>): RunningTurn {
   const request = turnRequest(deps.config, deps.services, record.sessionId, { ...record.options, ...memory })
   return startTurn(deps.turns, record.sessionId, record.input, {
     ...request,

@@ -17,7 +17,11 @@ import type { TurnDeps } from '../turn/run-turn'
  */
 export function treeOf(turns: Pick<TurnDeps, 'store' | 'trees'>, record: TurnRecord): RunTree {
   const rootTurnId = record.rootTurnId ?? record.id
-  return turns.trees?.get(rootTurnId) ?? new RunTree({ rootTurnId, startedAt: record.time.created, load: () => loadTree(turns.store, rootTurnId) })
+  const spending = turns.store.spending
+  return (
+    turns.trees?.get(rootTurnId) ??
+    new RunTree({ rootTurnId, startedAt: record.time.created, load: () => loadTree(turns.store, rootTurnId), ...(spending ? { stored: () => spending.get(rootTurnId) } : {}) })
+  )
 }
 
 async function loadTree(store: Store, rootTurnId: string): Promise<TreeLoad> {

@@ -7,11 +7,27 @@ import type { ResolvedConfig } from '../config/resolved-config'
 import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from '../conversation/history'
 import type { EngineCall } from './engine-calls'
 import { newId } from '../core/ids'
-import { requireId, requireJsonObject, sessionOptions } from '../core/arguments'
 import { jsonCopy } from '../core/json-copy'
 import { validateSessionDefaults } from '../conversation/resolve-turn-options'
 import type { Store } from '../store/store'
-import type { MessageWithParts, SessionDefaults, SessionInfo, SessionMetadata, SessionUsage } from '../core/types'
+import type { MessageWithParts, SessionDefaults, SessionInfo, SessionMetadata, SessionUsage, Usage } from '../core/types'
+import { sumUsage } from '../core/usage'
+import { columnTextProblem, requireId, requireJsonObject, sessionOptions } from '../core/arguments'
+
+/** A tenant's tokens and cost (`engine.tenantUsage`): its sessions' run trees summed. */
+export interface TenantUsage extends Usage {
+  tenant: string
+  /** How many (top-level) sessions the tenant has. */
+  sessions: number
+}
+
+/** A tenant name: 1-200 characters that both dialects store exactly. */
+function requireTenant(value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 200) throw new InvalidArgumentError('tenant', value, 'a tenant name (a string of 1-200 characters)')
+  const problem = columnTextProblem(value)
+  if (problem) throw new InvalidArgumentError('tenant', value, `a tenant name that can be stored exactly; this one ${problem}`)
+  return value
+}
 
 export interface SessionCallDeps {
   config: ResolvedConfig
@@ -28,7 +44,7 @@ export interface SessionCalls {
    * `tools` (registered names) and call `settings`. Stored; a prompt's options win over them. `id` lets a caller choose it (e.g. a chat id from a web page).
    * `metadata`: the app's own JSON object (an owner id, say), stored and returned as given.
    */
-  createSession(options?: { title?: string; id?: string; metadata?: SessionMetadata } & SessionDefaults): Promise<SessionInfo>
+  createSession(options?: { title?: string; id?: string; metadata?: SessionMetadata; tenant?: string } & SessionDefaults): Promise<SessionInfo>
   /** Renames a session. Refused with `SessionBusyError` while it runs a turn. */
   updateSession(sessionId: string, changes: { title?: string | null }): Promise<SessionInfo>
   /** Deletes a session with its messages, parts, turns and logs. Refused with `SessionBusyError` while it runs a turn. */
@@ -44,6 +60,14 @@ export interface SessionCalls {
   fork(sessionId: string, messageId: string, options?: { title?: string | null }): Promise<SessionInfo>
   /** Tokens and cost of the session: total and per turn, compactions included. */
   usage(sessionId: string): Promise<SessionUsage>
+  /**
+   * Tokens and cost of a tenant (`createSession({ tenant })`): the sum over its sessions, each
+   * with its run trees (`usage(id).tree`), and how many sessions it has. Zero for an unknown tenant.
+   *
+   * @example
+   * const { tokens, cost, sessions } = await engine.tenantUsage('acme')
+   */
+  tenantUsage(tenant: string): Promise<TenantUsage>
   /** A session by id, or undefined when the database does not hold it (a lookup). */
   getSession(sessionId: string): Promise<SessionInfo | undefined>
   /** All sessions, oldest first; the child sessions of run trees (`parentSessionId` set) only with `{ children: true }`. */
@@ -60,7 +84,7 @@ export function sessionCalls({ config, store, history, requireOpen, call }: Sess
   return {
     async createSession(options) {
       requireOpen('create a session')
-      const { title, id, metadata, ...defaults } = sessionOptions(options)
+      const { title, id, metadata, tenant, ...defaults } = sessionOptions(options)
       const now = Date.now()
       if (id !== undefined && (typeof id !== 'string' || !/^[\w.:-]{1,200}$/.test(id))) {
         throw new InvalidArgumentError('id', id, 'a session id of 1-200 letters, digits, _ . : -')
@@ -72,6 +96,7 @@ export function sessionCalls({ config, store, history, requireOpen, call }: Sess
         time: { created: now, updated: now },
         ...(Object.keys(defaults).length ? { defaults } : {}),
         ...(metadata !== undefined ? { metadata: jsonCopy(requireJsonObject('options.metadata', metadata)) } : {}),
+        ...(tenant !== undefined ? { tenant: requireTenant(tenant) } : {}),
       }
       await call('create a session', () => store.sessions.insert(session))
       return session
@@ -97,6 +122,14 @@ export function sessionCalls({ config, store, history, requireOpen, call }: Sess
       return fork(history, sessionId, messageId, forkOptions)
     },
     usage: (sessionId) => call('read usage', () => sessionUsage(store, requireId('sessionId', sessionId))),
+    tenantUsage: (tenant) => {
+      const name = requireTenant(tenant)
+      return call("read a tenant's usage", async () => {
+        const sessions = (await store.sessions.list()).filter((s) => s.tenant === name)
+        const usages = await Promise.all(sessions.map((s) => sessionUsage(store, s.id)))
+        return { tenant: name, sessions: sessions.length, ...sumUsage(usages.map((u) => u.tree)) }
+      })
+    },
     getSession: async (sessionId) => call('get a session', () => store.sessions.get(requireId('sessionId', sessionId))),
     listSessions: (options) => {
       if (options !== undefined && (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'children'))) {

@@ -52,6 +52,8 @@ export interface ModelStreamRequest {
   settings?: Omit<TurnSettings, 'maxSteps'>
   /** The provider messages of `messages` converted by an earlier call (a turn's steps share their history). */
   promptCache?: ProviderPromptCache
+  /** Structured output's response format (`await Output.object({ schema }).responseFormat`), sent as it is. */
+  responseFormat?: unknown
   /** Where a throw (or a rejection) of a tool's `onInputStart` / `onInputDelta` / `onInputAvailable` goes; the stream goes on. */
   onHookError?: (error: unknown) => void
 }
@@ -202,6 +204,7 @@ async function directStream(model: ProviderLanguageModel, request: ModelStreamRe
       tools: call.tools,
       toolChoice: tools && toolChoice ? (typeof toolChoice === 'string' ? { type: toolChoice } : toolChoice) : call.toolChoice,
       abortSignal,
+      ...(request.responseFormat !== undefined ? { responseFormat: request.responseFormat } : {}),
       includeRawChunks: false,
     } as Parameters<ProviderLanguageModel['doStream']>[0]),
     abortSignal ?? new AbortController().signal,

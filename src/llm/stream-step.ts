@@ -13,7 +13,7 @@ import { newId } from '../core/ids'
 import { decideFailure } from '../policy/decide-failure'
 import { isUsageOverflow } from '../policy/overflow'
 import type { ModelMessage, ToolSet } from 'ai'
-import type { TurnSettings } from '../core/types'
+import type { StructuredOutput, TurnSettings } from '../core/types'
 import type { FailurePolicies } from '../policy/decide-failure'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
@@ -23,6 +23,7 @@ import type { ProviderLanguageModel } from './language-model'
 import type { Pricing } from './usage'
 import type { MessageInfo, MessageWithParts, Part, PartProviderMetadata, TextPart, Tokens, ToolPart } from '../core/types'
 import { failCall, requireApproval, runCall, stopCall } from '../tools/tool-part'
+import { toolOptions } from '../tools/tool-options'
 import { startIdleTimer } from './idle-timer'
 import { modelStream } from './model-stream'
 import type { ProviderPromptCache } from './provider-prompt'
@@ -51,6 +52,10 @@ export interface StepScope {
     redactor: Pick<Redactor, 'value'>
     /** Told when a tool's `needsApproval` throws (the call then waits for a human). */
     onHookError?(error: unknown): void
+    /** Structured output: its `responseFormat` goes with every call; a final answer is checked at the step gate. */
+    output?: StructuredOutput
+    /** How long a call waits for approval (a tool's own `approvalTimeoutMs` wins); undefined: no limit. */
+    approvalTimeoutMs?: number | undefined
   }
   /** The messages to send: the history and this turn's finished attempts. */
   modelMessages(): ModelMessage[]
@@ -95,6 +100,8 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
   try {
     const request = {
       model: config.model,
+      // (the AI SDK sends it with each step of a tool loop too: the model knows the answer's shape from the start)
+      ...(config.output ? { responseFormat: await config.output.responseFormat } : {}),
       system: config.system,
       messages,
       tools: config.tools,
@@ -203,6 +210,8 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
     overflow,
     ...(approvals.length ? { approvals } : {}),
     ...(doomLoop ? { doomLoop } : {}),
+    // A final answer of a turn with structured output: the step gate parses and checks it.
+    ...(config.output && state.tools.length === 0 ? { checksOutput: true } : {}),
   }
 }
 
@@ -239,7 +248,8 @@ async function reviewToolCalls(scope: StepScope, stepTools: ToolPart[]): Promise
       }
     }
     if (needs) {
-      requireApproval(part)
+      const timeoutMs = toolOptions(definition).approvalTimeoutMs ?? scope.config.approvalTimeoutMs
+      requireApproval(part, timeoutMs === undefined ? undefined : Date.now() + timeoutMs)
       scope.writer.changed(part)
       approvals.push(part.callId)
     }

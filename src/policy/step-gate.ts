@@ -8,14 +8,21 @@
  * - `fail`: the turn ends `failed` with the rule's error (the step limit, an app's rule);
  * - `budget-exceeded`: the run tree's budget is spent: `failed`, `BudgetExceededError`;
  * - `steer`: messages steered into the turn were taken into its history; the gate decides
- *   again with them (an app's rule sees them).
+ *   again with them (an app's rule sees them);
+ * - `output-retry` (structured output): the final answer did not match the schema; the model
+ *   is told why and answers again, once.
  *
- * Rules run in that order: the stop rules first (a turn that is done is not steered, a steer
+ * A turn with structured output reaches the gate after its final answer too; that answer is
+ * decided first, before every other rule: it matches (`complete`, the object in the verdict),
+ * it is sent back once (`output-retry`, when a step is left under `maxSteps` and the budget
+ * admits it), or the turn fails with `StructuredOutputError`.
+ *
+ * Otherwise rules run in that order: the stop rules first (a turn that is done is not steered, a steer
  * it leaves starts the next turn), then the steering, then the budget (it counts the call it
  * admits, once per step). The rules that need the turn reach it through `GateTurn`, a narrow
  * interface the runner implements; the module itself does no I/O.
  */
-import { BudgetExceededError, StepLimitError, UnknownError, type SerializedError } from '../core/errors'
+import { BudgetExceededError, StepLimitError, StructuredOutputError, UnknownError, type SerializedError } from '../core/errors'
 import { safeMessage, serializeError } from '../core/errors/serialize'
 import type { StopCondition, StopConditionStep } from '../core/types'
 
@@ -50,10 +57,17 @@ export interface StepRule {
 /** The gate's verdict: the event the chart routes from `step-gate`. */
 export type StepVerdict =
   | { type: 'gate.continue' }
-  | { type: 'gate.complete'; rule: string }
+  | { type: 'gate.complete'; rule: string; output?: unknown }
   | { type: 'gate.fail'; rule: string; error: SerializedError }
   | { type: 'budget.exceeded'; error: SerializedError }
   | { type: 'turn.steered'; messages: number }
+  | { type: 'output.retry'; reason: string }
+
+/** Structured output: how many times a final answer that does not match its schema is sent back to the model. */
+export const OUTPUT_RETRIES = 1
+
+/** A final answer checked against the structured output's schema (src/llm/structured-output.ts). */
+export type GateOutputCheck = { ok: true; value: unknown } | { ok: false; text: string; reasons: string[]; error: SerializedError }
 
 /** What the gate reads of its turn and asks it to do (the runner implements it). */
 export interface GateTurn {
@@ -69,6 +83,15 @@ export interface GateTurn {
   takeSteered(): Promise<number>
   /** The run tree's budget: the error past it, else null (and the call about to be made is counted). */
   admit(): Promise<BudgetExceededError | null>
+  /**
+   * Structured output: the last step's final answer checked against the schema; null when the
+   * turn has none, or its last step was no final answer (it called tools, or none finished).
+   */
+  checkOutput?(): Promise<GateOutputCheck | null>
+  /** Structured output: answers already sent back (the chart's `outputRetries`). */
+  readonly outputRetries?: number
+  /** Structured output: stores the user message that tells the model why its answer was refused. */
+  askAgain?(reasons: string[]): Promise<void>
 }
 
 /**
@@ -79,6 +102,8 @@ export interface GateTurn {
  */
 export async function decideStep(turn: GateTurn): Promise<StepVerdict> {
   const { stepNumber, maxSteps } = turn
+  const answer = stepNumber > 0 && turn.checkOutput ? await turn.checkOutput() : null
+  if (answer) return decideOutput(turn, answer)
   if (maxSteps !== null && stepNumber >= maxSteps) return { type: 'gate.fail', rule: 'maxSteps', error: new StepLimitError(maxSteps).toJSON() }
   const steps = stepNumber > 0 ? turn.steps() : []
   if (stepNumber > 0 && turn.stopWhen.length > 0 && (await anyHolds(turn.stopWhen, steps))) return { type: 'gate.complete', rule: 'stopWhen' }
@@ -93,6 +118,21 @@ export async function decideStep(turn: GateTurn): Promise<StepVerdict> {
   const refused = await turn.admit()
   if (refused) return { type: 'budget.exceeded', error: refused.toJSON() }
   return { type: 'gate.continue' }
+}
+
+/** A final answer of a turn with structured output: complete with the object, send it back once, or fail. */
+async function decideOutput(turn: GateTurn, answer: GateOutputCheck): Promise<StepVerdict> {
+  if (answer.ok) return { type: 'gate.complete', rule: 'output', output: answer.value }
+  const retries = turn.outputRetries ?? 0
+  const stepLeft = turn.maxSteps === null || turn.stepNumber < turn.maxSteps
+  if (retries < OUTPUT_RETRIES && stepLeft && turn.askAgain) {
+    const refused = await turn.admit()
+    if (refused) return { type: 'budget.exceeded', error: refused.toJSON() }
+    await turn.askAgain(answer.reasons)
+    return { type: 'output.retry', reason: answer.reasons.join('; ') }
+  }
+  const error = new StructuredOutputError({ text: answer.text, reasons: answer.reasons, attempts: retries + 1, aiSdkError: answer.error })
+  return { type: 'gate.fail', rule: 'output', error: error.toJSON() }
 }
 
 async function anyHolds(conditions: readonly StopCondition[], steps: StopConditionStep[]): Promise<boolean> {

@@ -212,6 +212,30 @@ export const migrations: Migration[] = [
       await dialect.notifyReleasedTurns?.(db)
     },
   },
+  {
+    // One budget across engines: a run tree's spending, added to by every engine that runs a
+    // part of it, in the transactions that write its turns' rows; it goes with its root turn.
+    name: '0014_tree_spending',
+    async up(db, dialect) {
+      await db.schema
+        .createTable('turnchart_tree_spending')
+        .addColumn('root_turn_id', dialect.idType, (c) => c.primaryKey().references('turnchart_turns.id').onDelete('cascade'))
+        .addColumn('input_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('output_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('cost', 'double precision', (c) => c.notNull())
+        .addColumn('steps', 'integer', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute()
+    },
+  },
+  {
+    // Tenants: the session's tenant (`createSession({ tenant })`), read by tenant (its usage).
+    name: '0015_session_tenant',
+    async up(db) {
+      await db.schema.alterTable('turnchart_sessions').addColumn('tenant', 'text').execute()
+      await db.schema.createIndex('turnchart_sessions_tenant').on('turnchart_sessions').columns(['tenant', 'id']).where(sql.ref('tenant'), 'is not', null).execute()
+    },
+  },
 ]
 
 /**

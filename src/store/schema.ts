@@ -20,6 +20,8 @@ export interface SessionTable {
   metadata: ColumnType<string | null, string | null | undefined, string | null>
   /** Run trees: the session of the turn whose tool call started this child session; null for a top-level session. */
   parent_id: ColumnType<string | null, string | null | undefined, string | null>
+  /** The tenant the session belongs to (`createSession({ tenant })`); null when none. */
+  tenant: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface MessageTable {
@@ -118,6 +120,16 @@ export interface QueueTable {
   kind: ColumnType<'prompt' | 'steer', 'prompt' | 'steer' | undefined, 'prompt' | 'steer'>
 }
 
+/** A run tree's spending (one budget across engines), keyed by its root turn; deleted with it. */
+export interface TreeSpendingTable {
+  root_turn_id: string
+  input_tokens: number
+  output_tokens: number
+  cost: number
+  steps: number
+  updated_at: Millis
+}
+
 export interface MigrationTable {
   name: string
   applied_at: Millis
@@ -132,4 +144,5 @@ export interface TurnchartDatabase {
   turnchart_controls: ControlTable
   turnchart_migrations: MigrationTable
   turnchart_queue: QueueTable
+  turnchart_tree_spending: TreeSpendingTable
 }

@@ -24,7 +24,8 @@ const complete: [
   Complete<TransitionStore, typeof transitions>,
   Complete<QueueStore, typeof queue>,
   Complete<ControlStore, typeof controls>,
-  Complete<Omit<Store, 'transaction'>, Array<keyof typeof storeMethods>>,
+  // (`spending` is a capability: a store without it is taken, each engine counting budgets itself)
+  Complete<Omit<Store, 'transaction' | 'spending'>, Array<keyof typeof storeMethods>>,
 ] = [true, true, true, true, true, true, true]
 void complete
 

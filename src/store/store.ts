@@ -224,6 +224,26 @@ export interface ControlStore {
   outcome(id: string): Promise<{ handled: boolean; result: string | null } | undefined>
 }
 
+/** What a run tree has spent, in the units of a budget (wall time apart: it counts from the root's start). */
+export interface TreeSpent {
+  tokens: { input: number; output: number }
+  cost: number
+  /** Model calls made or reserved (a step's call is reserved before it is made). */
+  steps: number
+}
+
+/**
+ * A run tree's spending, kept in the store so that every engine running a part of the tree
+ * counts one budget: each engine adds what its turns spend (a model call reserved before it is
+ * made, its tokens and cost after) in the transactions that write those turns' rows.
+ */
+export interface SpendingStore {
+  /** What the tree of `rootTurnId` has spent; undefined when nothing was added yet. */
+  get(rootTurnId: string): Promise<TreeSpent | undefined>
+  /** Adds `delta` to the tree's spending (the row is made by the first add; it goes with the root turn). */
+  add(rootTurnId: string, delta: TreeSpent, now: number): Promise<void>
+}
+
 export interface Store {
   readonly sessions: SessionStore
   readonly messages: MessageStore
@@ -231,6 +251,11 @@ export interface Store {
   readonly transitions: TransitionStore
   readonly queue: QueueStore
   readonly controls: ControlStore
+  /**
+   * Capability: run trees' spending kept in the store (one budget across engines). Absent (a
+   * store of a version before it): each engine counts a tree's budget from what it sees.
+   */
+  readonly spending?: SpendingStore
   /**
    * Runs `fn` in one transaction with a store bound to it: its writes commit together, or none
    * does when `fn` throws. Called on a store already bound to a transaction, `fn` joins it.

@@ -14,6 +14,8 @@ export interface ToolOptions {
   idempotent?: boolean
   /** This tool's timeout, instead of `toolExecution.timeoutMs`. */
   timeoutMs?: number
+  /** How long its calls wait for approval before they expire (the model sees a denial), instead of the engine's `approvalTimeoutMs`. */
+  approvalTimeoutMs?: number
 }
 
 /**
@@ -25,6 +27,9 @@ export interface ToolOptions {
 export function configureTool<T extends Tool>(tool: T, options: ToolOptions): T {
   if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs < 1 || options.timeoutMs > maxTimerMs)) {
     throw new InvalidArgumentError('timeoutMs', options.timeoutMs, `an integer from 1 to ${maxTimerMs} (configureTool)`)
+  }
+  if (options.approvalTimeoutMs !== undefined && (!Number.isInteger(options.approvalTimeoutMs) || options.approvalTimeoutMs < 1 || options.approvalTimeoutMs > maxTimerMs)) {
+    throw new InvalidArgumentError('approvalTimeoutMs', options.approvalTimeoutMs, `an integer from 1 to ${maxTimerMs} (configureTool)`)
   }
   Object.defineProperty(tool, optionsKey, { value: { ...toolOptions(tool), ...options }, enumerable: false, configurable: true })
   return tool

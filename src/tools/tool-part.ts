@@ -52,9 +52,19 @@ export function runCall(part: ToolPart, input: unknown, now: number): boolean {
   return true
 }
 
-/** The call needs `approve`/`deny` before it runs. */
-export function requireApproval(part: ToolPart): void {
-  part.state = { status: 'pending', input: part.state.input, approval: 'required' }
+/** The call needs `approve`/`deny` before it runs; until `expiresAt` when its approval has a timeout. */
+export function requireApproval(part: ToolPart, expiresAt?: number): void {
+  part.state = { status: 'pending', input: part.state.input, approval: 'required', ...(expiresAt !== undefined ? { expiresAt } : {}) }
+}
+
+/** The earliest time one of `parts` waiting for approval expires, or null when none has a timeout. */
+export function approvalDeadline(parts: readonly ToolPart[]): number | null {
+  let earliest: number | null = null
+  for (const part of parts) {
+    const { state } = part
+    if (state.status === 'pending' && state.approval === 'required' && state.expiresAt !== undefined && (earliest === null || state.expiresAt < earliest)) earliest = state.expiresAt
+  }
+  return earliest
 }
 
 /** Who decided, when given (`approve`'s and `deny`'s `by`). */

@@ -102,10 +102,20 @@ export interface TurnStart {
  */
 export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const { scope } = start
-  const log = new TurnLog({ scope, bus: scope.events, fence: scope.fence, ...(start.restored ? { restored: start.restored } : {}) })
+  // Run trees: a new root's budget is its own configuration's, read once it is resolved; its
+  // spending is every engine's when the store keeps it.
+  const spending = deps.store.spending
+  const tree =
+    start.tree ??
+    new RunTree({
+      rootTurnId: scope.turnId,
+      startedAt: Date.now(),
+      budget: () => (scope.ready ? scope.config.budget : undefined),
+      ...(spending ? { stored: () => spending.get(scope.turnId) } : {}),
+    })
+  // The tree's spending rides in the transactions of the turn's rows (no commit of its own).
+  const log = new TurnLog({ scope, bus: scope.events, fence: scope.fence, ...(start.restored ? { restored: start.restored } : {}), rider: () => tree.rider() })
   void scope.writer.failed.then((error) => log.writeFailed(error))
-  // Run trees: a new root's budget is its own configuration's, read once it is resolved.
-  const tree = start.tree ?? new RunTree({ rootTurnId: scope.turnId, startedAt: Date.now(), budget: () => (scope.ready ? scope.config.budget : undefined) })
   deps.trees?.join(tree)
   const children = deps.children?.({ turnId: scope.turnId, sessionId: scope.sessionId, tree, leaving: () => log.leaving, publish: (event) => scope.events.publish(event) }, deps)
   const record = transitionsTo(log)

@@ -16,6 +16,8 @@ import { gatedActor, type WriteAheadGate } from './gated-actor'
 import type { HandoffPoint } from './handoff-point'
 import type { RunTree } from './run-tree/run-tree'
 import { decideStep, type GateTurn } from '../policy/step-gate'
+import { askAgainText, checkOutput } from '../llm/structured-output'
+import { finalTextOf } from './turn-result'
 import { isUsageOverflow } from '../policy/overflow'
 import type { TurnScope } from './turn-scope'
 
@@ -40,15 +42,30 @@ function gateTurn({ scope, tree }: TurnRun, input: StepGateInput): GateTurn {
     rules: scope.config.stepRules,
     steps: () => scope.stepResults(input.step),
     takeSteered: async () => (await scope.takeSteered()).length,
-    admit: () => tree.admit(scope.turnId),
+    // (a turn's first gate runs in its prompt's transaction: it reads no stored spending)
+    admit: () => tree.admit(scope.turnId, { readStored: input.step > 0 }),
+    outputRetries: input.outputRetries,
+    checkOutput: async () => {
+      const { output } = scope.config
+      const finish = scope.lastStepFinish()
+      if (!output || !finish || !scope.lastStepAnswered()) return null
+      return checkOutput(output, finalTextOf(scope.assistantMessages()), finish.reason)
+    },
+    askAgain: (reasons) => scope.askAgain(askAgainText(reasons)),
   }
 }
 
 /** The chart's actors over one turn: `log` is the write-ahead gate of the three that act outside the turn. */
 const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
   stepGate: gatedActor<StepGateInput, TurnRun>({ gate: noCommitNeeded, turn: run }, {
-    // A handoff was asked: the gate holds (nothing is in flight here) and the turn is detached.
-    run: (turn, input) => (turn.handoff?.requested ? turn.handoff.hold() : decideStep(gateTurn(turn, input))),
+    run: async (turn, input) => {
+      // A handoff was asked: the gate holds (nothing is in flight here) and the turn is detached.
+      if (turn.handoff?.requested) return turn.handoff.hold()
+      const verdict = await decideStep(gateTurn(turn, input))
+      // The parsed object is `turn.done`'s `output` (and rides in the verdict's log row).
+      if (verdict.type === 'gate.complete' && verdict.rule === 'output') turn.scope.output = { value: verdict.output }
+      return verdict
+    },
     // A rule that throws (a stopWhen condition, an app's rule) fails the turn, naming it.
     failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('the step gate', error) }),
   }),

@@ -6,7 +6,7 @@
  */
 import type { ToolSet } from 'ai'
 import type { Redactor } from '../core/secrets/redact-secrets'
-import type { Budget, StopCondition, TurnSettings } from '../core/types'
+import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
 import type { StepRule } from '../policy/step-gate'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
@@ -27,6 +27,8 @@ export interface TurnConfig {
   pinnedTools?: { pinned: ToolFingerprint; current: ToolFingerprint }
   /** Tools whose approvals may edit the call's input. */
   editableApprovals: boolean | readonly string[]
+  /** How long a call waits for approval before it expires (a tool's own wins); undefined: no limit. */
+  approvalTimeoutMs: number | undefined
   /** Call settings of the turn's requests (headers in memory only). */
   call: Omit<TurnSettings, 'maxSteps'>
   limits: ModelLimits | undefined
@@ -39,6 +41,8 @@ export interface TurnConfig {
   stopWhen: StopCondition[]
   /** The app's own rules of the step gate (`EngineOptions.stepRules`), asked after `stopWhen`. */
   stepRules: readonly StepRule[]
+  /** Structured output: the final answer is parsed with it at the step gate (absent: plain text). */
+  output?: StructuredOutput
   /** The budget of the run tree this turn is the root of (a child turn runs under its root's). */
   budget?: Budget
   /** The error classifier and the retry policy every failed model request is decided by. */

@@ -21,7 +21,8 @@ import { recordTurnResult } from './turn-result'
 import type { TurnScope } from './turn-scope'
 import type { AsyncIterableStream, TurnListener, TurnStreamPart } from './turn-stream'
 
-export interface TurnResult {
+/** `OUTPUT`: the type of the prompt's structured output (`Output.object({ schema })`), inferred from its schema. */
+export interface TurnResult<OUTPUT = unknown> {
   turnId: string
   sessionId: string
   outcome: TurnOutcome
@@ -34,6 +35,12 @@ export interface TurnResult {
   usage: TurnUsage
   /** The text of the turn's last step (its final answer when it completed). */
   text: string
+  /**
+   * Structured output (the prompt's or the engine's `output`): the final answer parsed and
+   * validated against the schema, when the turn completed. Absent without `output`. (Not the
+   * chart's own output, `{ outcome, error }`.)
+   */
+  output?: OUTPUT
 }
 
 /** `approve`'s options: an edited input (tools named in `editableApprovals`), and who approved (kept on the receipt). */
@@ -54,8 +61,8 @@ export function denyOptions(reason: string | DenyOptions | undefined): DenyOptio
   return typeof reason === 'string' ? { reason } : (reason ?? {})
 }
 
-/** A running turn. */
-export interface Turn {
+/** A running turn. `OUTPUT`: the type of `done`'s structured `output`. */
+export interface Turn<OUTPUT = unknown> {
   readonly id: string
   readonly sessionId: string
   /** The XState actor of this turn (inspect it, subscribe to it, or stop it: stopping aborts). */
@@ -67,7 +74,7 @@ export interface Turn {
    * the turn goes on elsewhere; and with `TurnOutcomeUnknownError` when its final row could not
    * be written: the turn's row stays open, and recovery ends or resumes it.
    */
-  readonly done: Promise<TurnResult>
+  readonly done: Promise<TurnResult<OUTPUT>>
   /**
    * A new reader of the turn's typed parts (`text-delta`, `reasoning-delta`, tool calls and
    * results, `start-step`/`finish-step`, approval requests, retries, `finish`, `error`,
@@ -141,8 +148,8 @@ export interface RunningTurn extends Turn {
    * not waiting in a parkable state any more (it goes on).
    */
   park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean>
-  /** Expires the approvals of these waiting calls (`approvalTimeoutMs` passed): denials the model sees. */
-  expire(callIds: readonly string[]): Promise<void>
+  /** Expires the approvals that waited past their `expiresAt` by `now` (`approvalTimeoutMs`): denials the model sees. Resolves once stored. */
+  expireApprovals(now: number): Promise<void>
 }
 
 /**
@@ -245,19 +252,12 @@ export class TurnHandle implements RunningTurn {
     await this.#parts.log.settled()
   }
 
-  /**
-   * The approvals of `callIds` timed out (`approvalTimeoutMs`, checked by the deadline sweep):
-   * each becomes a denial the model sees, its receipt `expired`. Calls no longer waiting are skipped.
-   */
-  async expire(callIds: readonly string[]): Promise<void> {
-    for (const callId of callIds) {
-      let part: ToolPart
-      try {
-        part = this.#pendingApproval(callId)
-      } catch {
-        continue // decided meanwhile
-      }
-      const receipt = expireCall(part, Date.now())
+  async expireApprovals(now: number): Promise<void> {
+    if (this.#settled || turnStateName(this.actor.getSnapshot()) !== 'awaiting-approval') return
+    for (const callId of [...this.actor.getSnapshot().context.pendingApprovals]) {
+      const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+      if (!part || part.state.status !== 'pending' || part.state.expiresAt === undefined || part.state.expiresAt > now) continue
+      const receipt = expireCall(part, now)
       this.#parts.scope.writer.stage(part)
       this.actor.send({ type: 'tool.denied', callId, reason: 'the approval expired', receipt: { tool: part.tool, ...receipt } })
     }
@@ -374,7 +374,10 @@ export class TurnHandle implements RunningTurn {
         const descendants = await this.#parts.descendantUsages?.().catch(() => undefined)
         return { ...extra, usage: withDescendants(extra.usage, descendants) }
       })
-      .then((extra) => this.#resolve({ turnId: this.id, sessionId: this.sessionId, ...end, ...extra, ...(error ? { error: errorFromRecord(error) } : {}) }))
+      .then((extra) => {
+        const { output } = this.#parts.scope
+        this.#resolve({ turnId: this.id, sessionId: this.sessionId, ...end, ...extra, ...(output ? { output: output.value } : {}), ...(error ? { error: errorFromRecord(error) } : {}) })
+      })
   }
 
   #pendingApproval(callId: string): ToolPart {

@@ -65,6 +65,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   readonly messages: MessageWithParts[] = []
   /** Tool parts of the step that streamed last, in call order. */
   stepTools: ToolPart[] = []
+  /** Structured output: the final answer's parsed object, set by the step gate when it matched the schema. */
+  output: { value: unknown } | undefined
   #config: TurnConfig | undefined
   readonly #stepResults: StopConditionStep[] = []
   #convertedSteps = 0
@@ -175,6 +177,26 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
       for (const part of message.parts) this.events.part(part)
     }
     return taken
+  }
+
+  /**
+   * Structured output: stores a user message of this turn that sends a refused answer back to
+   * the model (fenced, as a steer is), and opens a new assistant message after it. Published as
+   * a message that joined the running turn (origin `steer`).
+   */
+  async askAgain(text: string): Promise<void> {
+    const message = this.userMessage([{ type: 'text', text }], Date.now())
+    await this.queue.run(() =>
+      this.store.transaction(async (tx) => {
+        await tx.turns.checkFence(this.turnId, this.fence)
+        await tx.messages.upsert(message.info)
+        await tx.messages.upsertParts(message.parts, message.info.time.created)
+      }),
+    )
+    this.assistant = undefined
+    this.messages.push(message)
+    this.events.message(message.info, 'steer')
+    for (const part of message.parts) this.events.part(part)
   }
 
   /** A user message of this turn holding `drafts` (not stored yet). */

@@ -89,6 +89,10 @@ export class TurnChunks {
     }
     this.#nextState(event)
     switch (event.type) {
+      case 'turn.transition':
+        // Structured output's object, before the turn's finish (the transition's row carries it).
+        if (event.turnId === this.turnId && 'output' in event) this.#emit({ type: 'data-output', id: 'output', data: event.output })
+        break
       case 'message.updated':
         if (event.info.turnId === this.turnId && (event.origin === 'answer' || event.origin === 'summary')) this.#message(event.info, event.change)
         break

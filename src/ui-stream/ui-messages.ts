@@ -41,6 +41,8 @@ export interface TurnchartDataParts {
   steered: { text: string }
   /** A tool call denied (`engine.deny`, from any client), with the reason the model sees. Its id: `denial-<toolCallId>`. */
   denial: { toolCallId: string; reason?: string }
+  /** Structured output (`output: Output.object({ schema })`): the final answer's parsed object, sent when the turn completes with it. Its id: `output`. */
+  output: unknown
 }
 
 /** The `UIMessage` that turnchart's streams and `toUIMessages` produce. */

@@ -30,10 +30,10 @@ const pageMessage = ({ info, parts }: MessageWithParts): PageMessage => ({ info,
 
 /** A turn with its path on the drawing, and its child turns (run trees) the same way, with their messages. */
 async function turnView(store: Store, tree: TurnTree): Promise<TurnView> {
-  const { transitions, children, ...turn } = tree
+  const { transitions, children, output, ...turn } = tree
   const input = (await store.turns.input(turn.id)) as TurnInput | undefined
   const { steps, mismatch } = turnPath(input, transitions)
   const childViews: TurnView[] = []
   for (const child of children) childViews.push({ ...(await turnView(store, child)), messages: child.messages.map(pageMessage) })
-  return { ...turn, path: steps, ...(mismatch === undefined ? {} : { mismatch }), ...(childViews.length ? { children: childViews } : {}) }
+  return { ...turn, path: steps, ...(output === undefined ? {} : { output }), ...(mismatch === undefined ? {} : { mismatch }), ...(childViews.length ? { children: childViews } : {}) }
 }

@@ -29,6 +29,8 @@ export async function summarizeSessions(store: Store): Promise<SessionSummary[]>
 /** A turn with its transition log and the child turns its tools started (run trees), theirs under them. */
 export interface TurnTree extends TurnRecord {
   transitions: TransitionRecord[]
+  /** Structured output: the final answer's parsed object, as the step gate's `gate.complete` row stores it (absent: none). */
+  output?: unknown
   /** The child turns, oldest first, each with the messages of its own (child) session. */
   children: ChildTurnTree[]
 }
@@ -43,6 +45,18 @@ export interface SessionView {
   turns: TurnTree[]
 }
 
+/**
+ * A turn's structured output from its log: the payload of the step gate's `gate.complete` with
+ * `rule: 'output'` (the row that completed it), as `{ output }`; `{}` when there is none.
+ *
+ * @example
+ * structuredOutputOf(await store.transitions.list(turnId)) // { output: { city: 'Paris' } }
+ */
+export function structuredOutputOf(transitions: TransitionRecord[]): { output?: unknown } {
+  const row = [...transitions].reverse().find((t) => t.event === 'gate.complete' && t.payload?.rule === 'output')
+  return row && 'output' in row.payload ? { output: row.payload.output } : {}
+}
+
 /** Trees deeper than this are cut (a runaway recursion of agent tools must not hang a reader). */
 const maxTreeDepth = 16
 
@@ -55,7 +69,8 @@ async function turnTree(store: Store, turn: TurnRecord, depth: number): Promise<
       children.push({ ...(await turnTree(store, child, depth + 1)), messages })
     }
   }
-  return { ...turn, transitions: await store.transitions.list(turn.id), children }
+  const transitions = await store.transitions.list(turn.id)
+  return { ...turn, transitions, ...structuredOutputOf(transitions), children }
 }
 
 /**

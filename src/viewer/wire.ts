@@ -24,6 +24,8 @@ export interface TurnView extends TurnRecord {
   path: PathStep[]
   /** Why the log could not be replayed through the chart (its rows are then drawn on the first edge that fits). */
   mismatch?: string
+  /** Structured output: the final answer's parsed object (from the log's `gate.complete` row). */
+  output?: unknown
   /** The child turns its tools started (run trees), oldest first: drawn under it, each with its chart. */
   children?: TurnView[]
   /** A child turn's messages (those of its child session); a session's own turns have theirs in `SessionPage.messages`. */

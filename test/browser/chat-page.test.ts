@@ -3,8 +3,10 @@
  * against the example server (scripted model). A person's path through it: a prompt with
  * reasoning, a tool and a retry countdown; an approval; a stop; a reload mid-turn; a message
  * with an image and a text file attached; a message typed while a turn runs (it steers the
- * turn); a denial with the reason typed beside Deny; and the page at 360 px (nothing scrolls
- * sideways, the buttons stay on screen).
+ * turn); a denial with the reason typed beside Deny; the retry countdown's first frame; and the
+ * page at 360 px (nothing scrolls sideways, the buttons stay on screen), where a message sent
+ * while an approval waits is kept across a reload, an approval's input is edited, and Stop ends a
+ * turn that waits for approval.
  * The last screenshot is kept under test/browser/out/ (git-ignored).
  */
 import fs from 'node:fs'
@@ -66,13 +68,24 @@ browserTest(
     await page.getByTestId('prompt').waitFor()
     const chatId = new URL(page.url()).searchParams.get('chat')!
 
-    // 1. Reasoning, streamed text, a tool result, and the retry countdown of a 429.
+    // 1. Reasoning, streamed text, a tool result, and the retry countdown of a 429 (its first
+    // frame, recorded as it is drawn: the wait the server asked for, 3 s, not more).
+    await page.evaluate(() => {
+      const w = globalThis as any
+      new w.MutationObserver(() => {
+        const shown = w.document.querySelector('[data-testid=retry]')
+        if (shown && w.__firstRetry === undefined) w.__firstRetry = shown.textContent
+      }).observe(w.document.body, { subtree: true, childList: true, characterData: true })
+    })
     await send(page, examplePrompts.folder)
     await page.getByTestId('reasoning').first().waitFor()
     await page.locator('[data-testid=tool-list][data-tool-state=output-available]').waitFor()
     const retry = page.getByTestId('retry')
     await retry.waitFor()
     expect(await retry.textContent()).toMatch(/attempt 2 in \d+ s: .*Rate limit/)
+    const firstFrame = Number(/in (\d+) s/.exec(await page.evaluate(() => String((globalThis as any).__firstRetry)))![1])
+    expect(firstFrame).toBeGreaterThanOrEqual(1)
+    expect(firstFrame).toBeLessThanOrEqual(3)
     expect(await page.locator('.state.current').textContent()).toBe('retry-waiting')
     fs.mkdirSync(outDir, { recursive: true })
     await page.screenshot({ path: path.join(outDir, 'retry.png') })
@@ -207,5 +220,38 @@ browserTest('at 360 px the page does not scroll sideways, and Send, Stop and an 
   await page.getByText('Understood: I did not deploy').waitFor()
   await ready(page)
   expect(await noSideways()).toBe(true)
+  const chatId = new URL(page.url()).searchParams.get('chat')!
+
+  // While an approval waits, a message sent is steered: shown as waiting, and still there after a reload.
+  await send(page, examplePrompts.deploy)
+  await page.getByTestId('approve').waitFor()
+  expect(await page.getByTestId('send').textContent()).toBe('Steer')
+  await send(page, 'and say where it went')
+  const waitingSteer = page.getByTestId('queued-steer').filter({ hasText: 'and say where it went' })
+  await waitingSteer.waitFor()
+  await page.reload()
+  await waitingSteer.waitFor()
+  // The input edited before Approve: the tool runs with it; then the turn takes the steered message.
+  await page.getByTestId('edit-input').last().fill('{"env":"staging"}')
+  expect({ noSideways: await noSideways(), edit: await onScreen('edit-input'), approve: await onScreen('approve') }).toEqual({ noSideways: true, edit: true, approve: true })
+  await page.getByTestId('approve').last().click()
+  await page.locator('[data-testid=tool-deploy][data-tool-state=output-available]').filter({ hasText: 'deployed to staging' }).waitFor()
+  await page.getByTestId('steered').filter({ hasText: 'and say where it went' }).waitFor()
+  await ready(page)
+  expect(await page.getByTestId('queued-steer').count()).toBe(0)
+  const deployed = (await app.engine.messages(chatId)).flatMap((m) => m.parts).filter((p) => p.type === 'tool' && p.tool === 'deploy').at(-1)
+  expect(deployed).toMatchObject({ state: { status: 'completed', input: { env: 'staging' }, output: 'deployed to staging' } })
+
+  // Stop while an approval waits: the turn ends aborted, and the page is ready again.
+  await send(page, examplePrompts.deploy)
+  await page.getByTestId('approve').waitFor()
+  expect(await page.getByTestId('status').textContent()).toBe('awaiting approval')
+  expect(await onScreen('stop')).toBe(true)
+  const waitingTurn = app.engine.activeTurn(chatId)!
+  await page.getByTestId('stop').click()
+  expect((await waitingTurn.done).outcome).toBe('aborted')
+  await ready(page)
+  expect(await page.getByTestId('message-error').last().textContent()).toMatch(/^MessageAbortedError/)
+  expect(await page.getByTestId('approve').count()).toBe(0)
   await page.close()
 }, 60_000)

@@ -7,9 +7,9 @@ import { createAnthropic } from '@ai-sdk/anthropic'
 import { createGoogleGenerativeAI } from '@ai-sdk/google'
 import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
-import { tool } from 'ai'
+import { Output, tool } from 'ai'
 import { z } from 'zod'
-import { createEngine, InvalidOptionError } from 'turnchart'
+import { createEngine, InvalidOptionError, StructuredOutputError } from 'turnchart'
 import { startScriptedServer } from 'turnchart/testing'
 
 let server
@@ -99,6 +99,48 @@ test('a retryable error (503 overloaded) is retried, then the turn completes', a
     assert.equal(server.calls - calls, 2)
     assert.ok(transitions.includes('retry-waiting'), transitions.join(' '))
     assert.equal(messages[1].parts.filter((p) => p.type === 'text').at(-1).text, 'after the retry')
+  } finally {
+    await engine.close()
+  }
+})
+
+test("structured output with ai v7's Output.object: a tool call, then an answer sent back once for its schema, then the object", async () => {
+  assert.equal(server.pending(), 0, 'a reply left over by the previous test')
+  const calls = server.calls
+  server.tool('weather', { city: 'Paris' }, { id: 'call_weather' })
+  server.text('{"city":"Paris"}')
+  server.text('{"city":"Paris","celsius":21}')
+  const weather = tool({ description: 'Weather', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => ({ city, celsius: 21 }) })
+  const engine = await createEngine({ model: model(), tools: { weather } })
+  try {
+    const session = await engine.createSession()
+    const output = Output.object({ schema: z.object({ city: z.string(), celsius: z.number() }) })
+    const result = await engine.prompt(session.id, 'weather in Paris?', { output }).done
+    assert.equal(result.outcome, 'completed', JSON.stringify(result.error))
+    assert.deepEqual(result.output, { city: 'Paris', celsius: 21 })
+    assert.equal(server.calls - calls, 3)
+    assert.ok(server.requests.slice(calls).every((r) => r.body.response_format?.type === 'json_object'))
+    assert.match(JSON.stringify(server.requests.at(-1).body.messages.at(-1)), /does not match the required output schema: celsius/)
+    const log = (await engine.transitions(result.turnId)).map((t) => t.event).slice(-3)
+    assert.deepEqual(log, ['output.retry', 'step.finished', 'gate.complete'])
+  } finally {
+    await engine.close()
+  }
+})
+
+test('structured output with ai v7: a schema failure twice fails the turn with StructuredOutputError', async () => {
+  assert.equal(server.pending(), 0, 'a reply left over by the previous test')
+  server.text('{"city":1}')
+  server.text('{"city":2}')
+  const engine = await createEngine({ model: model(), output: Output.object({ schema: z.object({ city: z.string() }) }) })
+  try {
+    const session = await engine.createSession()
+    const result = await engine.prompt(session.id, 'a city').done
+    assert.equal(result.outcome, 'failed')
+    assert.ok(StructuredOutputError.isInstance(result.error))
+    assert.equal(result.error.text, '{"city":2}')
+    assert.deepEqual(result.error.reasons, ['city: Invalid input: expected string, received number'])
+    assert.equal(result.error.aiSdkError.name, 'AI_NoObjectGeneratedError')
   } finally {
     await engine.close()
   }

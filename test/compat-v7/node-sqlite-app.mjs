@@ -1,7 +1,8 @@
 // An app on node:sqlite with better-sqlite3 not installed (run.mjs's node-sqlite test copies
 // this folder's node_modules without it). `run <db> <baseURL>`: starts a turn whose tool never
 // returns and says so on stdout (the test SIGKILLs it there); `recover <db> <baseURL>`: a new
-// engine recovers the turn and prints its outcome and log.
+// engine recovers the turn and prints its outcome and log; `memory - <baseURL>`: an engine with
+// the default database (':memory:', which node:sqlite serves here) runs a turn.
 import { createRequire } from 'node:module'
 import { tool } from 'ai'
 import { z } from 'zod'
@@ -28,6 +29,14 @@ const read = idempotent(
     execute: async ({ path }) => (mode === 'run' ? (say({ type: 'tool-running' }), new Promise(() => {})) : `contents of ${path}`),
   }),
 )
+if (mode === 'memory') {
+  const engine = await createEngine({ model })
+  const session = await engine.createSession()
+  const result = await engine.prompt(session.id, 'hi').done
+  say({ type: 'memory', outcome: result.outcome, text: result.text })
+  await engine.close()
+  process.exit(0)
+}
 const engine = await createEngine({ database: { file, driver: 'node:sqlite' }, model, tools: { read }, recovery: { onOpen: false } })
 if (mode === 'run') {
   const session = await engine.createSession()

@@ -1,7 +1,7 @@
 // node:sqlite on Node 22 (run by run.mjs under Node 22: node --test): the store conformance
 // suite (`storeConformance` of turnchart/testing) on `{ file, driver: 'node:sqlite' }`, and an
-// app with better-sqlite3 not installed that runs a tool turn, is SIGKILLed in it, and whose
-// next engine recovers the turn.
+// app with better-sqlite3 not installed that runs a turn on the default ':memory:' database
+// (node:sqlite's then), and a tool turn that is SIGKILLed in it and whose next engine recovers it.
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -82,6 +82,14 @@ describe('an app on node:sqlite without better-sqlite3: a tool turn, a SIGKILL i
       })
     return { child, next }
   }
+
+  test("the default database (':memory:') without better-sqlite3 is node:sqlite's: a turn completes", async () => {
+    server.text('hello from node:sqlite in memory')
+    const run = startApp('memory', '-')
+    const said = await run.next('memory')
+    assert.deepEqual(said, { type: 'memory', outcome: 'completed', text: 'hello from node:sqlite in memory' })
+    assert.equal(server.pending(), 0)
+  })
 
   test('the turn killed in its tool call is recovered by a new engine, and completes', async () => {
     const file = path.join(app, 'agent.db')

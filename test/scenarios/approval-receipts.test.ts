@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import { tool } from 'ai'
 import { z } from 'zod'
-import { createEngine, idempotent, type ToolPart } from '../../src'
+import { configureTool, createEngine, idempotent, type ToolPart } from '../../src'
 import { openStore } from '../../src/engine/open-store'
 import { assistantParts, createHarness, modelFor, type Harness } from '../support/harness'
 
@@ -154,3 +154,33 @@ test('a stored input changed after its approval never runs: the call fails, the 
   expect((after.state as { error: string }).error).toMatch(/input differs from the approved one/)
   expect(after.receipt).toMatchObject({ decision: 'approved', by: 'ada', inputDigest: sha256('{"env":"staging"}') })
 })
+
+test.each([
+  ['held by its engine', {}],
+  ['parked', { parkAfterMs: 0 }],
+])('an approval that waits past approvalTimeoutMs expires (%s): the model sees a denial, the receipt says expired', async (_, parking) => {
+  const slow = configureTool(
+    tool({ description: 'Deploy', inputSchema: z.object({ env: z.string() }), needsApproval: true, execute: async ({ env }) => void runs.push(env) }),
+    { approvalTimeoutMs: 20 },
+  )
+  h = await createHarness({ tools: { deploy: slow }, recovery: { intervalMs: 20 }, ...parking })
+  h.server.tool('deploy', { env: 'prod' }, { id: 'call_late' })
+  h.server.text('too late, then')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'ship it')
+  const ended = h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed', 10_000)
+  await ended
+  // The waiting part as it was published: with its expiry.
+  const waiting = h.events.flatMap((e) => (e.type === 'part.updated' && e.part.type === 'tool' && e.part.state.status === 'pending' ? [e.part.state] : []))
+  const pending = waiting.find((state) => 'expiresAt' in state) as { expiresAt: number }
+  expect(pending.expiresAt).toEqual(expect.any(Number))
+  expect(runs).toEqual([])
+  const part = await toolPart(h, session.id)
+  expect(part.receipt).toEqual({ decision: 'expired', at: expect.any(Number), inputDigest: sha256('{"env":"prod"}') })
+  expect(part.receipt!.at).toBeGreaterThanOrEqual(pending.expiresAt!)
+  expect(part.state).toMatchObject({ status: 'error', metadata: { denied: true, expired: true } })
+  const toolMessage = h.server.requests[1].body.messages.find((m: { role: string }) => m.role === 'tool')
+  expect(toolMessage.content).toMatch(/^the user denied this tool call/)
+  expect(await h.engine.approvalReceipts(session.id)).toEqual([{ ...part.receipt, turnId: turn.id, callId: 'call_late', tool: 'deploy' }])
+})
+

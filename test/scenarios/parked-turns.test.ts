@@ -9,7 +9,7 @@ import { z } from 'zod'
 import { createEngine, type Engine, type TurnchartEvent } from '../../src'
 import { createHarness, modelFor, type Harness } from '../support/harness'
 
-jest.setTimeout(60_000)
+jest.setTimeout(120_000) // 200 turns twice: seconds on an idle machine, more on a loaded CI runner
 
 let h: Harness
 let other: Engine | undefined

@@ -2,14 +2,15 @@
  * Run trees across engines (PostgreSQL): a child turn may run on another engine than its
  * parent. Engine B takes the child over (its lease ran out on A); the parent, still on A,
  * follows the child's row, an approval asked from A reaches the child on B, and the parent
- * completes with the child's text. An abort of the parent on A reaches a child on B.
+ * completes with the child's text. An abort of the parent on A reaches a child on B. A tree
+ * split over A and B stops at one budget (its spending kept in the store).
  */
 import { spawnSync } from 'node:child_process'
 import os from 'node:os'
 import { tool } from 'ai'
 import { Client } from 'pg'
 import { z } from 'zod'
-import { agentTool, createEngine, type Engine, type ToolPart } from '../../src'
+import { agentTool, createEngine, type Engine, type EngineOptions, type ToolPart } from '../../src'
 import { createHarness, modelFor, pgBaseUrl, postgresOnly, type Harness } from '../support/harness'
 
 let h: Harness
@@ -26,15 +27,15 @@ const tools = {
 }
 
 /** A's tree waits on its child's approval; then B takes the child over (its owner made a process that is gone). */
-async function childMovedToB() {
-  h = await createHarness({ tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 } })
+async function childMovedToB(extra: Partial<EngineOptions> = {}) {
+  h = await createHarness({ tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 }, ...extra })
   h.server.tool('ops', { task: 'deploy to prod' }, { id: 'call_ops' })
   h.server.tool('deploy', { env: 'prod' }, { id: 'call_deploy' })
   const session = await h.engine.createSession()
   const parent = h.engine.prompt(session.id, 'ship it')
   await h.waitForEvent((e) => e.type === 'approval.requested')
   const [child] = await h.engine.childTurns(parent.id)
-  b = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 } })
+  b = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools, leaseMs: 1500, controlPollIntervalMs: 50, recovery: { onOpen: false, intervalMs: 0 }, ...extra })
   const schema = new URL(h.dbPath).searchParams.get('schema')!
   const client = new Client({ connectionString: pgBaseUrl })
   await client.connect()
@@ -76,4 +77,16 @@ postgresOnly('aborting the parent aborts its child on another engine', async () 
   expect((await parent.done).outcome).toBe('aborted')
   await abortedOnB
   expect(await h.engine.getTurn(child.id)).toMatchObject({ outcome: 'aborted', error: { name: 'MessageAbortedError' } })
+})
+
+postgresOnly('a tree split over two engines stops at one budget: the parent on A counts the step its child made on B', async () => {
+  // Three model calls: the parent's first (A), the child's first (A), the child's second (B).
+  const { parent, child } = await childMovedToB({ budget: { steps: 3 } })
+  h.server.text('Deployed.')
+  h.server.text('never sent: the budget is spent')
+  await b!.approve(child.id, 'call_deploy')
+  const result = await parent.done
+  expect(result).toMatchObject({ outcome: 'failed', error: { name: 'BudgetExceededError', limit: 'steps', max: 3, reached: 3 } })
+  expect(h.server.calls).toBe(3)
+  expect(await h.engine.getTurn(child.id)).toMatchObject({ outcome: 'completed' })
 })

@@ -155,9 +155,9 @@ describe('the other methods', () => {
   test.each([
     ['maxRetries', 3, 'retry options (createEngine({ retry: { maxAttempts } }))'],
     ['activeTools', ['lookup'], "the prompt's tools option"],
-    ['prepareStep', () => ({}), "the step gate's rules"],
+    ['prepareStep', () => ({}), "the step gate's rules (the engine option stepRules"],
     ['onFinish', () => {}, 'await turn.done'],
-    ['experimental_output', {}, 'structured output is not supported yet'],
+    ['experimental_output', {}, 'its successor is the prompt option output (Output.object({ schema }) from ai)'],
   ])("the AI SDK's %s is refused naming turnchart's equivalent", async (option, value, equivalent) => {
     const session = await h.engine.createSession()
     const error = (() => {

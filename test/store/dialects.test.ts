@@ -114,6 +114,7 @@ describe('PostgreSQL', () => {
       'turnchart_queue',
       'turnchart_sessions',
       'turnchart_transitions',
+      'turnchart_tree_spending',
       'turnchart_turns',
       // PostgreSQL only: the sessions watched from other engines (their writes notify).
       'turnchart_watches',

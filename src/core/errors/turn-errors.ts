@@ -167,3 +167,26 @@ export class ChildTurnError extends TurnchartError {
   }
   static isInstance = isNamed<ChildTurnError>('ChildTurnError')
 }
+
+/**
+ * Structured output (`output: Output.object({ schema })`): the turn's final answer did not parse
+ * or did not match the schema, after its one retry (the model was shown the reasons once and
+ * answered again). `text` is the last answer, `reasons` why each answer was refused (first
+ * answer first), `attempts` how many answers were checked. The AI SDK's own
+ * `NoObjectGeneratedError` for the last answer is kept as its record (`aiSdkError`).
+ */
+export class StructuredOutputError extends TurnchartError {
+  readonly name = 'StructuredOutputError'
+  readonly text: string
+  readonly reasons: string[]
+  readonly attempts: number
+  readonly aiSdkError: SerializedError | undefined
+  constructor(input: { text: string; reasons: string[]; attempts: number; aiSdkError?: SerializedError }) {
+    super(`the turn's final answer does not match its output schema after ${input.attempts} answer${input.attempts === 1 ? '' : 's'}: ${input.reasons.at(-1) ?? 'no reason'}`)
+    this.text = input.text
+    this.reasons = input.reasons
+    this.attempts = input.attempts
+    this.aiSdkError = input.aiSdkError
+  }
+  static isInstance = isNamed<StructuredOutputError>('StructuredOutputError')
+}

@@ -12,6 +12,7 @@ import { KyselyMessages } from './messages'
 import { KyselyQueue } from './queue'
 import type { Executor } from './rows'
 import { KyselySessions } from './sessions'
+import { KyselySpending } from './spending'
 import { KyselyTransitions } from './transitions'
 import { KyselyTurns } from './turns'
 
@@ -22,6 +23,7 @@ export class KyselyStore implements Store {
   readonly transitions: KyselyTransitions
   readonly queue: KyselyQueue
   readonly controls: KyselyControls
+  readonly spending: KyselySpending
 
   /**
    * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
@@ -38,6 +40,7 @@ export class KyselyStore implements Store {
     this.transitions = new KyselyTransitions(db)
     this.queue = new KyselyQueue(db)
     this.controls = new KyselyControls(db)
+    this.spending = new KyselySpending(db)
   }
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {

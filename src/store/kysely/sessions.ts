@@ -16,6 +16,7 @@ function sessionFromRow(row: Selectable<SessionTable>): SessionInfo {
     ...(row.reverted_to ? { revertedTo: row.reverted_to } : {}),
     ...(metadata ? { metadata } : {}),
     ...(row.parent_id ? { parentSessionId: row.parent_id } : {}),
+    ...(row.tenant !== null && row.tenant !== undefined ? { tenant: row.tenant } : {}),
   }
 }
 
@@ -33,6 +34,7 @@ export class KyselySessions implements SessionStore {
         defaults: session.defaults ? JSON.stringify(session.defaults) : null,
         metadata: session.metadata ? JSON.stringify(session.metadata) : null,
         parent_id: session.parentSessionId ?? null,
+        tenant: session.tenant ?? null,
       })
       .execute()
   }
@@ -77,6 +79,7 @@ export class KyselySessions implements SessionStore {
     const turns = this.db.selectFrom('turnchart_turns').select('id').where('session_id', '=', id)
     await this.db.deleteFrom('turnchart_controls').where('turn_id', 'in', turns).execute()
     await this.db.deleteFrom('turnchart_transitions').where('turn_id', 'in', turns).execute()
+    await this.db.deleteFrom('turnchart_tree_spending').where('root_turn_id', 'in', turns).execute()
     await this.db.deleteFrom('turnchart_turns').where('session_id', '=', id).execute()
     await this.db.deleteFrom('turnchart_queue').where('session_id', '=', id).execute()
     await this.db.deleteFrom('turnchart_parts').where('session_id', '=', id).execute()

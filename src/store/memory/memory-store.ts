@@ -22,6 +22,7 @@ import { MemoryMessages } from './messages'
 import { Mutex } from './mutex'
 import { MemoryQueue } from './queue'
 import { MemorySessions } from './sessions'
+import { MemorySpending } from './spending'
 import { Journal, Tables } from './tables'
 import { MemoryTransitions } from './transitions'
 import { MemoryTurns } from './turns'
@@ -34,6 +35,7 @@ abstract class MemoryAggregates implements Store {
   readonly transitions: MemoryTransitions
   readonly queue: MemoryQueue
   readonly controls: MemoryControls
+  readonly spending: MemorySpending
 
   constructor(access: Access) {
     this.sessions = new MemorySessions(access)
@@ -42,6 +44,7 @@ abstract class MemoryAggregates implements Store {
     this.transitions = new MemoryTransitions(access)
     this.queue = new MemoryQueue(access)
     this.controls = new MemoryControls(access)
+    this.spending = new MemorySpending(access)
   }
 
   abstract transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>

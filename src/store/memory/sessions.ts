@@ -15,6 +15,7 @@ function sessionFromRow(row: SessionRow): SessionInfo {
     ...(row.revertedTo ? { revertedTo: row.revertedTo } : {}),
     ...(metadata ? { metadata } : {}),
     ...(row.parentId ? { parentSessionId: row.parentId } : {}),
+    ...(row.tenant !== null ? { tenant: row.tenant } : {}),
   }
 }
 
@@ -34,6 +35,7 @@ export class MemorySessions implements SessionStore {
         revertedTo: null,
         metadata: session.metadata ? toJson(session.metadata) : null,
         parentId: session.parentSessionId ?? null,
+        tenant: session.tenant ?? null,
       })
     })
   }
@@ -105,6 +107,7 @@ function deleteOne(t: Tables, id: string): void {
   const turns = new Set([...t.turns.values()].filter((turn) => turn.sessionId === id).map((turn) => turn.id))
   for (const control of [...t.controls.values()]) if (turns.has(control.turnId)) t.remove('controls', control.id)
   for (const [key, row] of [...t.transitions]) if (turns.has(row.turnId)) t.remove('transitions', key)
+  for (const turnId of turns) t.remove('spending', turnId) // (a tree's spending goes with its root turn)
   for (const turnId of turns) t.remove('turns', turnId)
   for (const row of [...t.queue.values()]) if (row.sessionId === id) t.remove('queue', row.id)
   for (const row of [...t.parts.values()]) if (row.sessionId === id) t.remove('parts', row.id)

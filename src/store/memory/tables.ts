@@ -23,6 +23,7 @@ export interface SessionRow {
   metadata: string | null
   /** Run trees: the parent session of a child session. */
   parentId: string | null
+  tenant: string | null
 }
 
 export interface MessageRow {
@@ -105,6 +106,15 @@ export interface QueueRow {
   kind: 'prompt' | 'steer'
 }
 
+export interface SpendingRow {
+  rootTurnId: string
+  input: number
+  output: number
+  cost: number
+  steps: number
+  updated: number
+}
+
 export interface Rows {
   sessions: SessionRow
   messages: MessageRow
@@ -113,6 +123,7 @@ export interface Rows {
   transitions: TransitionRow
   controls: ControlRow
   queue: QueueRow
+  spending: SpendingRow
 }
 
 export type TableName = keyof Rows
@@ -143,6 +154,7 @@ export class Tables {
   readonly transitions = new Map<string, TransitionRow>()
   readonly controls = new Map<string, ControlRow>()
   readonly queue = new Map<string, QueueRow>()
+  readonly spending = new Map<string, SpendingRow>()
   /** Set while a call or transaction runs (the store's mutex makes it one at a time). */
   journal: Journal | undefined
 

@@ -7,6 +7,10 @@
  * viewer on a Node that has node:sqlite where better-sqlite3 is missing or cannot load (a path
  * names no driver: better-sqlite3 reads it when it can); online backup on Node 22.16+
  * (`sqlite.backup`; absent before). No notifications, no schema.
+ *
+ * It takes `':memory:'` too (the default `database`) where better-sqlite3 is missing or cannot
+ * load and this Node has node:sqlite: a quick start on Node 22 needs nothing native. Elsewhere
+ * `':memory:'` is better-sqlite3's (whose error, when it is missing, names `MemoryStore`).
  */
 import fs from 'node:fs'
 import type { StoreBackend } from '../backend'
@@ -30,9 +34,9 @@ function withoutBetterSqlite(): boolean {
 
 export const nodeSqliteBackend: StoreBackend = {
   name: 'node:sqlite',
-  accepts: (database) => isSqliteFileOption(database, 'node:sqlite'),
+  accepts: (database) => isSqliteFileOption(database, 'node:sqlite') || (database === ':memory:' && nodeHasSqlite() && withoutBetterSqlite()),
   open(database, settings) {
-    const option = database as { file: string; shared?: boolean }
+    const option = (typeof database === 'string' ? { file: database } : database) as { file: string; shared?: boolean }
     // Checked before any file is touched: on an older Node this is the option's error.
     const driver = nodeSqliteDriver()
     return openSqlite(option.file, { busyTimeoutMs: settings.busyTimeoutMs, shared: option.shared === true, driver: () => driver })

@@ -180,7 +180,10 @@ function driverProblem(error: unknown, value: string): InvalidOptionError | unde
     )
   }
   if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND' && !/bindings|better_sqlite3\.node/.test(message)) return undefined
-  const inMemory = value === ':memory:' ? " (the default database, ':memory:', is SQLite too: for one in memory with nothing native, pass `database: new MemoryStore()`)" : ''
+  const inMemory =
+    value === ':memory:'
+      ? ` (the default database, ':memory:', is SQLite too: on Node.js 22.13 or later it uses the built-in node:sqlite instead, but this is ${process.version}; for one in memory with nothing native, pass \`database: new MemoryStore()\`)`
+      : ''
   return new InvalidOptionError(
     'database',
     value,

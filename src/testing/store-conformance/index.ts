@@ -12,6 +12,7 @@ import { messagesAndPartsCases } from './messages-and-parts'
 import { queueCases } from './queue'
 import { runTreesCases } from './run-trees'
 import { sessionsCases } from './sessions'
+import { spendingCases } from './spending'
 import { transactionsCases } from './transactions'
 import { transitionsCases } from './transitions'
 import { turnsFencingLeasesClaimsCases } from './turns-fencing-leases-claims'
@@ -36,7 +37,7 @@ export interface StoreInitializer<S extends Store = Store> {
 export interface StoreConformanceCase {
   /** `<initializer>: <suite>: <title>`. */
   name: string
-  /** The aggregate it is about: `sessions`, `messages and parts`, `turns, fencing, leases and claims`, `transitions`, `queue`, `controls`, `run trees`, `transactions`. */
+  /** The aggregate it is about: `sessions`, `messages and parts`, `turns, fencing, leases and claims`, `transitions`, `queue`, `controls`, `run trees`, `spending`, `transactions`. */
   suite: string
   title: string
   /** Creates a store, runs the case on it, destroys the store (also when the case fails); rejects with the failure. */
@@ -51,6 +52,7 @@ const groups: CaseGroup[] = [
   queueCases,
   controlsCases,
   runTreesCases,
+  spendingCases,
   transactionsCases,
 ]
 

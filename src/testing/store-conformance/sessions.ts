@@ -20,6 +20,17 @@ export const sessionsCases = defineCases('sessions', (it) => {
     expect(await store.sessions.get('ses_unknown')).toBeUndefined()
   })
 
+  it("a session's tenant comes back from get and list, and survives setTitle; a session without one has no tenant key", async (store) => {
+    const s = session({ tenant: awkwardStrings[0] })
+    const plain = session()
+    await store.sessions.insert(s)
+    await store.sessions.insert(plain)
+    await store.sessions.setTitle(s.id, 'renamed', big + 5)
+    expect(await store.sessions.get(s.id)).toMatchObject({ tenant: awkwardStrings[0], title: 'renamed' })
+    expect((await store.sessions.list()).map((x) => x.tenant)).toEqual([awkwardStrings[0], undefined])
+    expect(await store.sessions.get(plain.id)).not.toHaveProperty('tenant')
+  })
+
   it('a session without defaults or title has no defaults key and a null title', async (store) => {
     const s = session()
     await store.sessions.insert(s)

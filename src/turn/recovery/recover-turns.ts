@@ -14,6 +14,10 @@ import { serializeError, StorageError, TurnchartError, UnknownError } from '../.
 import { parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
+import { toolChange, type ToolFingerprint } from '../../tools/tool-fingerprint'
+
+/** The tools a turn stored when it started, and the engine's now (a turn's configuration carries them). */
+type PinnedTools = { pinned: ToolFingerprint; current: ToolFingerprint }
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-scope'
@@ -196,7 +200,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   if (interruptibleStates.has(state)) {
     const now = Date.now()
     const assistant = turnAssistants(messages, record.id).at(-1)
-    const changed = closeInterruptedWork(assistant, record.sessionId, state, config.tools, now)
+    const changed = closeInterruptedWork(assistant, record.sessionId, state, config.tools, now, (config as { pinnedTools?: PinnedTools }).pinnedTools)
     ;[interrupted] = transition(turnMachine, snapshot, { type: 'turn.crashed' })
     seq += 1
     await store.transaction(async (tx) => {
@@ -235,7 +239,7 @@ function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): Snaps
  * tool-running step, which run again. With no state (a turn that cannot be resumed),
  * everything open is closed.
  */
-function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: string | null, tools: ToolSet, now: number): Part[] {
+function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: string | null, tools: ToolSet, now: number, pinned?: PinnedTools): Part[] {
   if (!assistant) return []
   const stepFinish: Part[] = []
   if (state === 'streaming') {
@@ -259,7 +263,10 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
       stepFinish.push(part)
     }
   }
-  // An idempotent tool that was running when the process died runs again.
-  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && isIdempotent(tools[part.tool])
+  // An idempotent tool that was running when the process died runs again; so does one whose
+  // tool was removed or changed since the turn started, which the tool runner then refuses,
+  // naming the tool and the change (src/tools/run-tools.ts), without running it.
+  const changedTool = (tool: string) => pinned !== undefined && toolChange(pinned.pinned, pinned.current, tool) !== undefined
+  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && (isIdempotent(tools[part.tool]) || changedTool(part.tool))
   return [...closeOpenWork(assistant.parts, { kind: 'restart' }, now, rerun), ...stepFinish]
 }

@@ -1,14 +1,28 @@
 /**
  * A run tree in memory: a root turn and every child turn its tools start (and theirs), sharing
- * one budget. The tree keeps what its turns have spent (tokens, cost, model calls) in memory
- * as they spend it, so the check before each model call reads no row; a tree an engine joins
- * late (recovery, or a child run on another engine than its root) loads its budget and what was
- * spent so far once, from the stored rows, before its first check.
+ * one budget. The tree keeps what its turns have spent here (tokens, cost, model calls) as they
+ * spend it; a tree an engine joins late (recovery, or a child run on another engine than its
+ * root) loads its budget and what was spent so far once, from the stored rows, before its first
+ * check.
+ *
+ * One budget across engines: with a store that keeps trees' spending (`Store.spending`), what
+ * this engine's turns spend is also added to the tree's stored row, in the transactions that
+ * write their rows (`rider()`: a model call is reserved in the transaction of the row into the
+ * state that makes it, before the call, whose write-ahead gate waits for that commit; its
+ * tokens and cost ride with the row that follows it). The check before each model call then
+ * reads the stored row (every engine's spending) plus what this engine has not written yet.
  */
 import { BudgetExceededError } from '../../core/errors'
 import type { Budget, Usage } from '../../core/types'
 import { budgetBreach, type TreeSpending } from '../../policy/budget'
+import type { Store, TreeSpent } from '../../store/store'
 import { TreeInspection } from './tree-inspection'
+
+/** A write that rides in the transaction of a turn's rows, and what puts it back when that transaction rolls back. */
+export interface RiddenWrite {
+  write(tx: Pick<Store, 'spending'>): Promise<void>
+  rolledBack(): void
+}
 
 /** What a tree that joins late reads once: the root's budget and start, and what was spent before. */
 export interface TreeLoad {
@@ -25,7 +39,18 @@ export interface RunTreeOptions {
   budget?: () => Budget | undefined
   /** A tree joined late: its budget and spending so far, read once before the first check. */
   load?: () => Promise<TreeLoad>
+  /** The tree's stored spending, every engine's (a store that keeps it); read at each check. */
+  stored?: () => Promise<TreeSpent | undefined>
   now?: () => number
+}
+
+const zero = (): TreeSpent => ({ tokens: { input: 0, output: 0 }, cost: 0, steps: 0 })
+
+function addTo(into: TreeSpent, more: TreeSpent): void {
+  into.tokens.input += more.tokens.input
+  into.tokens.output += more.tokens.output
+  into.cost += more.cost
+  into.steps += more.steps
 }
 
 export class RunTree {
@@ -35,6 +60,10 @@ export class RunTree {
   #loaded: Promise<void> | undefined
   #budget: Budget | undefined
   readonly #spent = { tokens: { input: 0, output: 0 }, cost: 0, steps: 0 }
+  /** What this engine's turns spent that is not in the stored row yet (taken by the next row's transaction). */
+  #unstored: TreeSpent = zero()
+  /** The stored row as last read (every engine's spending then); null before the first read. */
+  #lastStored: TreeSpent | null = null
   /** The first refusal: every later check in the tree gives the same error (the limit, the figure, the turn that hit it). */
   #breach: BudgetExceededError | null = null
   /** The tree's turns running in this engine (the tree is forgotten when none is left). */
@@ -56,32 +85,64 @@ export class RunTree {
    * const refused = await tree.admit(scope.turnId)
    * if (refused) return { type: 'turn.fail', error: refused.toJSON() }
    */
-  async admit(turnId: string): Promise<BudgetExceededError | null> {
+  async admit(turnId: string, options: { readStored?: boolean } = {}): Promise<BudgetExceededError | null> {
     await this.#load()
     if (this.#breach) return this.#breach
-    const now = (this.#options.now ?? Date.now)()
     const budget = this.#options.budget?.() ?? this.#budget
-    const spending: TreeSpending = { ...this.#spent, wallMs: now - this.#startedAt }
+    // Every engine's spending when the store keeps it (a read, no commit; a read that fails fails
+    // the gate: no call). Not at a turn's first gate, which runs inside its prompt's transaction
+    // (on SQLite a read from outside it would wait for it): there, the last read stands.
+    if (budget && this.#options.stored && options.readStored !== false) this.#lastStored = (await this.#options.stored()) ?? null
+    const spending: TreeSpending = { ...this.#known(), wallMs: (this.#options.now ?? Date.now)() - this.#startedAt }
     const breach = budgetBreach(budget, spending)
     if (breach) {
       this.#breach = new BudgetExceededError({ ...breach, turnId })
       return this.#breach
     }
-    this.#spent.steps += 1
+    this.called() // reserved: written with the row into the state that makes the call, before it
     return null
   }
 
   /** A model call the step gate did not admit (a retry, a summary): counted, checked at the next gate. */
   called(): void {
     this.#spent.steps += 1
+    this.#unstored.steps += 1
   }
 
   /** A model call of the tree finished: its tokens and cost join the tree's. */
   spend(usage: Usage | undefined): void {
     if (!usage) return
-    this.#spent.tokens.input += usage.tokens.input
-    this.#spent.tokens.output += usage.tokens.output
-    this.#spent.cost += usage.cost
+    const spent: TreeSpent = { tokens: { input: usage.tokens.input, output: usage.tokens.output }, cost: usage.cost, steps: 0 }
+    addTo(this.#spent, spent)
+    addTo(this.#unstored, spent)
+  }
+
+  /**
+   * What the next transaction of one of the tree's turns here adds to the tree's stored
+   * spending (undefined when nothing is to be added); put back when that transaction rolls back.
+   */
+  rider(): RiddenWrite | undefined {
+    const delta = this.#unstored
+    if (delta.steps === 0 && delta.tokens.input === 0 && delta.tokens.output === 0 && delta.cost === 0) return undefined
+    this.#unstored = zero()
+    return {
+      write: async (tx) => {
+        await tx.spending?.add(this.rootTurnId, delta, (this.#options.now ?? Date.now)())
+      },
+      rolledBack: () => addTo(this.#unstored, delta),
+    }
+  }
+
+  /** The tree's spending as far as this engine knows: the last stored row read with what it has not written since, or its own count when that is more. */
+  #known(): TreeSpent {
+    if (!this.#lastStored) return this.#spent
+    const known: TreeSpent = { tokens: { ...this.#lastStored.tokens }, cost: this.#lastStored.cost, steps: this.#lastStored.steps }
+    addTo(known, this.#unstored)
+    return {
+      tokens: { input: Math.max(known.tokens.input, this.#spent.tokens.input), output: Math.max(known.tokens.output, this.#spent.tokens.output) },
+      cost: Math.max(known.cost, this.#spent.cost),
+      steps: Math.max(known.steps, this.#spent.steps),
+    }
   }
 
   /** What the tree has spent so far (tokens, cost, model calls). */

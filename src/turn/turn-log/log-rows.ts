@@ -10,8 +10,8 @@ import type { SerializedError } from '../../core/errors'
 import type { TransitionRecord, TurnOutcome, TurnUsage } from '../../core/types'
 import type { Store, TurnFence } from '../../store/store'
 
-/** What writing a row needs of a transaction: the log and the turn row. */
-export type LogTx = Pick<Store, 'transitions' | 'turns'>
+/** What writing a row needs of a transaction: the log and the turn row (and a run tree's spending, which rides with it). */
+export type LogTx = Pick<Store, 'transitions' | 'turns' | 'spending'>
 
 /** The turn row's fields a log row sets (the chart's context at that row). */
 export interface RowState {

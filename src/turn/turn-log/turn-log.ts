@@ -34,7 +34,9 @@ import type { Redactor } from '../../core/secrets/redact-secrets'
 import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../../core/types'
 import type { TurnFence } from '../../store/store'
 import { retryAtOf, writeLogRows, type LogTx } from './log-rows'
+import type { RiddenWrite } from '../run-tree/run-tree'
 import { closeTurn, publishApprovalRequest, type TurnEnd } from './turn-end'
+import { approvalDeadline } from '../../tools/tool-part'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -73,6 +75,12 @@ export interface TurnLogOptions {
   fence: TurnFence
   /** A restored turn (recovery): its snapshot and the seq of its last logged transition. */
   restored?: { snapshot: TurnSnapshot; seq: number }
+  /**
+   * A write that rides in each transaction of the turn's rows (its run tree's spending: a model
+   * call reserved with the row into the state that makes it), put back when that transaction
+   * rolls back. No commit of its own.
+   */
+  rider?: () => RiddenWrite | undefined
 }
 
 /**
@@ -196,6 +204,7 @@ export class TurnLog {
   async writeFirstRowIn(transaction: PromptTransaction, send: () => void): Promise<() => void> {
     const first: FirstRows = (this.#first = { sending: false, known: deferred<void>(), done: deferred<void>() })
     let ownWriteFailed = false
+    let ridden: RiddenWrite | undefined
     const write = async (tx: LogTx) => {
       first.sending = true
       try {
@@ -209,6 +218,8 @@ export class TurnLog {
       if (!rows || !pending) return
       try {
         await writeRows(tx, this.#options.fence, rows, pending.at(-1)!.context, null)
+        ridden = this.#options.rider?.()
+        await ridden?.write(tx)
       } catch (error) {
         ownWriteFailed = true
         throw error
@@ -220,6 +231,7 @@ export class TurnLog {
       if (last) this.#committed = { state: last.to, seq: last.seq }
       first.done.resolve()
     } catch (error) {
+      ridden?.rolledBack()
       if (!ownWriteFailed || !first.pending) return this.#notStored(first, error)
       // The rows' own write failed: the prompt is stored without them, and they are written on their own.
       await transaction().catch((again: unknown) => this.#notStored(first, again))
@@ -385,7 +397,20 @@ export class TurnLog {
       // After the final row's changes: later ones (a tool that ignores its abort signal) are dropped.
       scope.writer.seal()
     }
-    await scope.writer.commit((tx) => writeRows(tx, fence, rows, context, error), { fencedByMore: true })
+    // A wait for approvals with a timeout stores its earliest expiry as the row's deadline (the sweep reads it).
+    const deadline = last.to === 'awaiting-approval' ? approvalDeadline(scope.stepTools) : null
+    // (a failure's final row carries no spending: it must be writable when the spending's write is what failed)
+    const ridden = error ? undefined : this.#options.rider?.()
+    try {
+      const rowsAndSpending = async (tx: LogTx) => {
+        await writeRows(tx, fence, rows, context, error, deadline)
+        await ridden?.write(tx)
+      }
+      await scope.writer.commit(rowsAndSpending, { fencedByMore: true })
+    } catch (cause) {
+      ridden?.rolledBack()
+      throw cause
+    }
     this.#committed = { state: last.to, seq: last.seq }
   }
 
@@ -484,7 +509,8 @@ export class TurnLog {
     const sessionId = this.#sessionId
     // Each row's transition and status, in order (a held row's with the commit of the row that left it).
     for (const row of rows) {
-      bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time })
+      const output = row.event === 'gate.complete' && row.payload.rule === 'output' && 'output' in row.payload ? { output: row.payload.output } : {}
+      bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time, ...output })
       if (finalStates.has(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
       const status: SessionStatus = retryWaitStates.has(row.to)
         ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
@@ -514,10 +540,14 @@ export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionE
   }
 }
 
-/** Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's owner. */
-function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+/**
+ * Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's
+ * owner. The row's deadline (`retry_at`): a retry wait's, or `deadline` (a wait's own: the
+ * earliest approval expiry).
+ */
+function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null = null): Promise<void> {
   const last = rows.at(-1)!
-  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs), error })
+  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs) ?? deadline, error })
 }
 
 /** The event's payload without its type; errors serialised (control data only). */

@@ -145,6 +145,7 @@ export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
       el('span', { class: 'dim' }, `${clock(turn.time.created)} · `, turnTime(turn), ' · ', el('span', { class: 'mono' }, turn.id)),
     ),
     turn.error && turn.outcome !== null ? el('p', { class: 'error-line' }, `${turn.error.name}: ${turn.error.message}`) : null,
+    'output' in turn ? el('p', { class: 'output-line' }, el('b', {}, 'Output: '), el('code', { class: 'mono' }, JSON.stringify(turn.output))) : null,
     retryCountdown(turn),
     turn.mismatch ? el('p', { class: 'warning' }, `The log does not replay through this chart: ${turn.mismatch}`) : null,
     messages.length ? el('div', { class: 'turn-messages' }, ...messages.map((m) => renderMessage(m.info, m.parts))) : null,

@@ -3,11 +3,11 @@
  * from this snapshot" (asked of the machine itself), path search with @xstate/graph over the
  * real machine, and the pure replay of a persisted transition log.
  */
-import { getShortestPaths } from '@xstate/graph'
 import { initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
 import { turnMachine, turnStateName } from '../../../machines/turn.machine'
 import type { TurnInput } from '../../../machines/turn.types'
 import { chartEdges, guardName, nodeName, shortEvent, type ChartEdge } from '../../../src/chart/chart-edges'
+import { shortestPaths } from './shortest-paths'
 
 export type TurnSnapshot = SnapshotFrom<typeof turnMachine>
 export type ModelEvent = AnyEventObject
@@ -118,7 +118,8 @@ export interface PlannedStep {
  * walk only when its events agree with them.
  */
 interface EngineFacts {
-  lastStep: { toolCalls: number; overflow: boolean } | null
+  /** `answered`: a final answer of a turn with structured output (the gate checks it before any rule). */
+  lastStep: { toolCalls: number; overflow: boolean; answered?: boolean } | null
   compactingAfterAnswer: boolean | null
 }
 const noFacts: EngineFacts = { lastStep: null, compactingAfterAnswer: null }
@@ -138,10 +139,17 @@ function gateAllows(event: ModelEvent, before: TurnSnapshot): boolean {
 /** The facts after `event` took the machine from `before` to `after`; null when the engine could not send that event. */
 function nextFacts(facts: EngineFacts, event: ModelEvent, after: TurnSnapshot, before?: TurnSnapshot): EngineFacts | null {
   if (before && !gateAllows(event, before)) return null
+  // Structured output: at the gate after a final answer, only the output check decides (complete,
+  // send it back once, fail; or an abort); `output.retry` only there.
+  if (before && stateName(before) === 'step-gate') {
+    const answered = facts.lastStep?.answered === true
+    if (event.type === 'output.retry' && (!answered || before.context.outputRetries >= 1)) return null
+    if (answered && !['gate.complete', 'output.retry', 'gate.fail', 'turn.abort'].includes(event.type)) return null
+  }
   const entersCompaction = stateName(after) === 'compacting'
   switch (event.type) {
     case 'step.finished': {
-      const lastStep = { toolCalls: event.toolCalls as number, overflow: event.overflow as boolean }
+      const lastStep = { toolCalls: event.toolCalls as number, overflow: event.overflow as boolean, ...(event.checksOutput ? { answered: true } : {}) }
       return { lastStep, compactingAfterAnswer: entersCompaction ? lastStep.toolCalls === 0 : facts.compactingAfterAnswer }
     }
     case 'step.failed':
@@ -168,7 +176,8 @@ export function realizable(steps: PlannedStep[]): boolean {
 
 /**
  * For each edge, the shortest event sequence from the initial state that ends with it, found
- * by @xstate/graph on the real machine (invokes and timers included) with a serialisation
+ * by @xstate/graph's search on the real machine (./shortest-paths: its `getShortestPaths`, with a
+ * faster queue; invokes and timers included) with a serialisation
  * keyed by transition (previous state, concrete event, state), so every edge is a graph node,
  * and by the engine's facts, so that a path the engine can walk is not hidden behind one it
  * cannot (those are dropped).
@@ -182,31 +191,40 @@ export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map
     facts.set(state, known)
     return known
   }
-  const paths = getShortestPaths(turnMachine as never, {
-    input,
-    events,
-    serializeState: (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined) =>
-      // the compaction count and the calls waiting for approval are in the key: guards read
-      // them, and both are bounded (one past maxCompactions: the graph's mock actors put some
-      // snapshots in status 'error', where a refused compaction does not end the turn; the
-      // approvals of the recipes' events); so is the step number once it reaches the step limit
-      // (the stepMustStop guard reads it)
-      `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${Math.min(state.context.compactions, input.maxCompactions + 1)}|${state.context.pendingApprovals.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}|${JSON.stringify(factsOf(state, event, prev))}`,
-  } as never) as Array<{ steps: Array<{ state: TurnSnapshot; event: ModelEvent }> }>
-  const byEdge = new Map<string, ModelEvent[]>()
-  for (const path of paths) {
-    const sequence = path.steps.map((step) => step.event).filter((event) => event.type !== 'xstate.init')
-    const planned = planPath(input, sequence)
-    if (!planned.ok) continue // an ignored event somewhere: not a walk of the chart
-    if (!realizable(planned.steps)) continue // events the engine would not send in that order
-    const last = planned.steps.at(-1)
-    if (!last) continue
-    for (const edge of [last.edge, ...last.eventless]) {
-      const known = byEdge.get(edge)
-      if (!known || known.length > sequence.length) byEdge.set(edge, sequence)
+  // The chart's actions make error records (a step limit's) in many of the searched states: no
+  // stack traces for those during the search and the replays below (a third of their time went
+  // to capturing them).
+  const stackTraceLimit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    const paths = shortestPaths<TurnSnapshot, ModelEvent>(turnMachine, {
+      input,
+      events,
+      serializeState: (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined) =>
+        // the compaction count and the calls waiting for approval are in the key: guards read
+        // them, and both are bounded (one past maxCompactions: the graph's mock actors put some
+        // snapshots in status 'error', where a refused compaction does not end the turn; the
+        // approvals of the recipes' events); so is the step number once it reaches the step limit
+        // (the stepMustStop guard reads it)
+        `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${Math.min(state.context.compactions, input.maxCompactions + 1)}|${state.context.pendingApprovals.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}|${JSON.stringify(factsOf(state, event, prev))}`,
+    })
+    const byEdge = new Map<string, ModelEvent[]>()
+    for (const path of paths) {
+      const sequence = path.steps.map((step) => step.event).filter((event) => event.type !== 'xstate.init')
+      const planned = planPath(input, sequence)
+      if (!planned.ok) continue // an ignored event somewhere: not a walk of the chart
+      if (!realizable(planned.steps)) continue // events the engine would not send in that order
+      const last = planned.steps.at(-1)
+      if (!last) continue
+      for (const edge of [last.edge, ...last.eventless]) {
+        const known = byEdge.get(edge)
+        if (!known || known.length > sequence.length) byEdge.set(edge, sequence)
+      }
     }
+    return byEdge
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit
   }
-  return byEdge
 }
 
 /** Replays `events` with the pure transition function; every event must take an edge. */

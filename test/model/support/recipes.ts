@@ -41,6 +41,8 @@ export interface Arrangement {
    * loop turn: the steer is stored with the row entering it, before the state's model call).
    */
   steers: Array<{ state: string; entry: number; text: string }>
+  /** The prompt asks for structured output (`output: rigOutput`): its final answers are checked at the gate. */
+  output: boolean
 }
 
 export interface Decision {
@@ -153,6 +155,12 @@ const toolsDone: ModelEvent = { type: 'tools.finished', overflow: false }
 const toolsOverflowed: ModelEvent = { type: 'tools.finished', overflow: true }
 
 const compactDone = (completes: boolean): ModelEvent => ({ type: 'compaction.finished', completes })
+/** A final answer of a turn with structured output (the rig's `{ n: number }`). */
+const answered: ModelEvent = { ...finished(0, false), checksOutput: true }
+/** The answer the step gate's output check judges: one that matches, unless the gate's next edge sends it back or fails it. */
+const outputReply = (index: number, matches: boolean): ScriptReply => ({ type: 'stream', chunks: [{ text: matches ? `{"n":${index}}` : `{"n":"step${index}"}` }], usage: usage(false) })
+/** The step gate right after a final answer of a turn with structured output: its rule is not asked. */
+const afterAnswer = ({ index, steps }: ArrangeContext) => index > 0 && steps[index - 1].event.checksOutput === true
 
 /** step.finished: the reply that makes the engine report it. */
 const arrangeFinished = ({ plan, index, event }: ArrangeContext) => {
@@ -209,7 +217,9 @@ export const recipes: Record<string, EdgeRecipe> = {
   },
   'step-gate --gate.complete--> completed': {
     events: [{ type: 'gate.complete', rule: 'model-rule' }],
-    arrange: ({ plan }) => plan.gate.push('complete'),
+    arrange: (ctx) => {
+      if (!afterAnswer(ctx)) ctx.plan.gate.push('complete')
+    },
     check: (walk) => {
       expectOutcome(walk, 'completed')
       expect(walk.events.filter((e) => e.type === 'turn.transition').at(-1)).toMatchObject({ from: 'step-gate', event: 'gate.complete', to: 'completed' })
@@ -233,6 +243,17 @@ export const recipes: Record<string, EdgeRecipe> = {
     check: (walk) => {
       expectOutcome(walk, 'failed', 'BudgetExceededError')
       expect(walk.result.error).toMatchObject({ limit: 'steps', max: walk.plan.budgetSteps })
+    },
+  },
+  // structured output: the answer did not match; the model is told why and answers again
+  'step-gate --output.retry--> step': {
+    events: [{ type: 'output.retry', reason: 'n: Invalid input' }],
+    arrange: ({ plan, index }) => {
+      plan.replies[plan.replies.length - 1] = outputReply(index - 1, false)
+    },
+    check: (walk) => {
+      const retried = walk.requests.some((body) => JSON.stringify(body).includes('does not match the required output schema: n: Invalid input'))
+      expect(retried).toBe(true)
     },
   },
   'step-gate --turn.abort--> aborted': {
@@ -301,6 +322,18 @@ export const recipes: Record<string, EdgeRecipe> = {
     events: [finished(0, true)],
     arrange: arrangeFinished,
     check: expectCompactionRefused,
+  },
+  'streaming --step.finished [checksOutput]--> step-gate': {
+    events: [answered],
+    arrange: ({ plan, index }) => {
+      plan.output = true
+      plan.replies.push(outputReply(index, true))
+    },
+    check: (walk) => {
+      if (walk.result.outcome === 'completed') expect(walk.result.output).toEqual({ n: expect.any(Number) })
+    },
+    // the gate completes the turn by itself with the answer's object
+    end: [{ type: 'gate.complete', rule: 'output' }],
   },
   'streaming --step.finished--> completed': {
     events: [finished(0, false)],

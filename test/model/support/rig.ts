@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import { tool } from 'ai'
+import { Output, tool } from 'ai'
 import { z } from 'zod'
 import { createEngine, type Engine, type EngineOptions, type StepRule, type TurnchartEvent } from '../../../src'
 import type { Part } from '../../../src/core/types'
@@ -72,6 +72,9 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }, { once: true })
   })
 }
+
+/** The structured output of walks that take the output check's edges: an object `{ n: number }`. */
+export const rigOutput = Output.object({ schema: z.object({ n: z.number() }) })
 
 export const rigDefaults: Partial<EngineOptions> = {
   limits: { context: 1000, output: 100 },

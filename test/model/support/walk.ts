@@ -6,7 +6,7 @@ import type { TurnInput } from '../../../machines/turn.types'
 import { turnStateName, type TurnchartEvent } from '../../../src'
 import { edgeOf, isFinal, planPath, retryWaitStates, type ModelEvent, type PlannedStep } from './chart-model'
 import { recipes, type Arrangement, type WalkResult } from './recipes'
-import { storedAssistantParts, turnInvariantViolations, type Rig } from './rig'
+import { rigOutput, storedAssistantParts, turnInvariantViolations, type Rig } from './rig'
 
 export class MissingRecipeError extends Error {}
 
@@ -28,7 +28,7 @@ export function completePath(input: TurnInput, events: ModelEvent[]): PlannedSte
 }
 
 export function arrange(steps: PlannedStep[]): Arrangement {
-  const plan: Arrangement = { replies: [], tools: [], gate: [], budgetSteps: null, abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], steers: [] }
+  const plan: Arrangement = { replies: [], tools: [], gate: [], budgetSteps: null, abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], steers: [], output: false }
   for (const [index, step] of steps.entries()) {
     const recipe = recipes[step.edge]
     if (!recipe) {
@@ -56,7 +56,10 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
   rig.gate.splice(0, rig.gate.length, ...plan.gate)
   const callsBefore = rig.server.calls
   const session = await rig.engine.createSession()
-  const turn = rig.engine.prompt(session.id, 'walk the chart', plan.budgetSteps === null ? {} : { budget: { steps: plan.budgetSteps } })
+  const turn = rig.engine.prompt(session.id, 'walk the chart', {
+    ...(plan.budgetSteps === null ? {} : { budget: { steps: plan.budgetSteps } }),
+    ...(plan.output ? { output: rigOutput } : {}),
+  })
   rig.onGateAbort = () => turn.abort()
   for (const seq of plan.failWrites) rig.failTransitionWrite(turn.id, seq)
   const mine = (e: TurnchartEvent) => 'sessionId' in e && e.sessionId === session.id
