@@ -133,6 +133,11 @@ export async function resumeParked<C extends { tools: ToolSet }, T>(ports: Recov
   try {
     return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence, true)
   } catch (error) {
+    if (isStorageFault(error)) {
+      // The database failed, not the turn: it goes back to waiting parked, and the control fails with the fault.
+      await store.turns.claim(turnId, fence, parkedOwner, null).catch(() => undefined)
+      throw error
+    }
     await endUnrecoverable(ports, record, error, fence)
     return undefined
   }
