@@ -10,7 +10,7 @@ import { interruptibleStates, turnMachine, turnStateName, type TurnMachine } fro
 import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
-import { serializeError } from '../../core/errors'
+import { serializeError, StorageError, TurnchartError, UnknownError } from '../../core/errors'
 import { parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
@@ -101,6 +101,13 @@ export async function recoverWith<C extends { tools: ToolSet }, T>(ports: Recove
     try {
       recovered.push(await recoverOne(ports, record, record.input as TurnInput, fence))
     } catch (error) {
+      // The database failed under recovery (a connection lost): nothing is wrong with the turn.
+      // Its claim is let go of (an engine takes it again at its next pass); `failed` is final, so
+      // a passing fault must not end a turn.
+      if (isStorageFault(error)) {
+        await store.turns.release(owner, [record.id]).catch(() => undefined)
+        continue
+      }
       // One turn whose log cannot be resumed (a gap left by a failed write, a hand-edited row)
       // must not keep the engine from opening: end it as failed, its parts closed.
       await endUnrecoverable(ports, record, error, fence)
@@ -129,6 +136,11 @@ export async function resumeParked<C extends { tools: ToolSet }, T>(ports: Recov
     await endUnrecoverable(ports, record, error, fence)
     return undefined
   }
+}
+
+/** A driver's error, or turnchart's StorageError: the database failed, not the turn's log. */
+function isStorageFault(error: unknown): boolean {
+  return !TurnchartError.isTurnchartError(error) || StorageError.isInstance(error)
 }
 
 /** The turns of `ids` that are unfinished, with their chart input (a released turn: one row read, not every open turn). */
@@ -198,7 +210,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
       await writeLogRows(tx, fence, [row], { step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null })
     })
   } else if (state !== 'interrupted') {
-    throw new Error(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
+    throw new UnknownError(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
   }
 
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
