@@ -157,6 +157,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     return {
       getTurn: readCalls.getTurn,
       messages: readCalls.messages,
+      transitions: readCalls.transitions,
       release() {
         if (released) return
         released = true
