@@ -61,7 +61,7 @@ function approveAll(turnId: string): Promise<void> {
 const callStarted = (tool: string) => new Promise<void>((resolve) => (mcp.state.onCall = (call) => call.tool === tool && resolve()))
 
 test('the tools are listed at createEngine; a read-only tool of a trusted server runs without approval and the turn completes', async () => {
-  expect(Object.keys(h.engine.config.tools).sort()).toEqual(['broken', 'deploy', 'echo_auth', 'lookup', 'plain', 'slow_read', 'slow_write'])
+  expect(Object.keys(h.engine.config.tools).sort()).toEqual(['broken', 'deploy', 'echo_auth', 'lookup', 'plain', 'slow_copy', 'slow_read', 'slow_write'])
   const session = await h.engine.createSession()
   h.server.tool('lookup', { q: 'turnchart' }, { id: 'call_1' })
   h.server.text('Found it.')

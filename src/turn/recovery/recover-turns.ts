@@ -10,7 +10,7 @@ import { interruptibleStates, turnMachine, turnStateName, type TurnMachine } fro
 import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
-import { serializeError } from '../../core/errors'
+import { serializeError, StorageError, TurnchartError, UnknownError } from '../../core/errors'
 import { parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
@@ -69,7 +69,7 @@ export interface ResumeRequest<C> {
   /** The session's messages from the latest summary, the interrupted work closed in them. */
   messages: MessageWithParts[]
   /** Where the chart resumes, the seq of its last row and the event that resumes it; absent: the turn never started (start it). */
-  from?: { snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null }
+  from?: { snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null; quiet?: boolean }
 }
 
 /** Recovery's ports: the store, the turn's own configuration, and how a recovered turn runs again. */
@@ -101,6 +101,13 @@ export async function recoverWith<C extends { tools: ToolSet }, T>(ports: Recove
     try {
       recovered.push(await recoverOne(ports, record, record.input as TurnInput, fence))
     } catch (error) {
+      // The database failed under recovery (a connection lost): nothing is wrong with the turn.
+      // Its claim is let go of (an engine takes it again at its next pass); `failed` is final, so
+      // a passing fault must not end a turn.
+      if (isStorageFault(error)) {
+        await store.turns.release(owner, [record.id]).catch(() => undefined)
+        continue
+      }
       // One turn whose log cannot be resumed (a gap left by a failed write, a hand-edited row)
       // must not keep the engine from opening: end it as failed, its parts closed.
       await endUnrecoverable(ports, record, error, fence)
@@ -124,11 +131,21 @@ export async function resumeParked<C extends { tools: ToolSet }, T>(ports: Recov
   const fence = await store.turns.claim(turnId, { owner: parkedOwner, epoch: record.epoch ?? 0 }, ports.owner, Date.now() + ports.leaseMs)
   if (!fence) return undefined
   try {
-    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence)
+    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence, true)
   } catch (error) {
+    if (isStorageFault(error)) {
+      // The database failed, not the turn: it goes back to waiting parked, and the control fails with the fault.
+      await store.turns.claim(turnId, fence, parkedOwner, null).catch(() => undefined)
+      throw error
+    }
     await endUnrecoverable(ports, record, error, fence)
     return undefined
   }
+}
+
+/** A driver's error, or turnchart's StorageError: the database failed, not the turn's log. */
+function isStorageFault(error: unknown): boolean {
+  return !TurnchartError.isTurnchartError(error) || StorageError.isInstance(error)
 }
 
 /** The turns of `ids` that are unfinished, with their chart input (a released turn: one row read, not every open turn). */
@@ -155,7 +172,8 @@ async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: Recovery
   ports.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
 }
 
-async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, input: TurnInput, fence: TurnFence): Promise<T> {
+/** `quiet`: a wait resumed to be settled at once (a parked turn taken by its control) is not announced again. */
+async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, input: TurnInput, fence: TurnFence, quiet = false): Promise<T> {
   const { store } = ports
   const rows = await store.transitions.list(record.id)
   const { snapshot } = replayTransitions(input, rows)
@@ -180,7 +198,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   if (state === 'awaiting-approval') {
     // Nothing was in flight: the turn goes on waiting, now in this engine.
     const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
-    return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null } })
+    return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null, ...(quiet ? { quiet } : {}) } })
   }
 
   let seq = rows.length
@@ -198,7 +216,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
       await writeLogRows(tx, fence, [row], { step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null })
     })
   } else if (state !== 'interrupted') {
-    throw new Error(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
+    throw new UnknownError(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
   }
 
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
