@@ -39,6 +39,8 @@ const dist = process.env.TURNCHART_DIST ?? path.join(here, '../dist')
 const { createEngine } = await import(pathToFileURL(path.join(dist, 'esm', 'index.mjs')).href)
 
 process.on('uncaughtException', (error) => {
+  // (a pooled connection of this process ended by the backends' kill: the pool drops it)
+  if (error?.code === '57P01') return console.error(`fleet parent: a connection ended by the backends' kill (${error.message})`)
   console.error(`fleet parent: uncaught ${error.stack}`)
   process.exit(70)
 })
@@ -86,7 +88,9 @@ const modelServer = http.createServer((req, res) => {
     const request = JSON.parse(body)
     const key = lastUserText(request.messages)
     callsByTurn.set(key, (callsByTurn.get(key) ?? 0) + 1)
-    const answering = request.messages.at(-1)?.role === 'tool'
+    // The answer once this turn's tool result is in the history (after its prompt), else the tool call.
+    const lastUser = request.messages.map((m) => m.role).lastIndexOf('user')
+    const answering = request.messages.slice(lastUser + 1).some((m) => m.role === 'tool')
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
     const send = (choices, extra = {}) => res.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'fleet-model', choices, ...extra })}\n\n`)
     let gone = false
@@ -199,8 +203,9 @@ while (Date.now() - started < SECONDS * 1000) {
   await new Promise((r) => setTimeout(r, EVERY_MS))
   if (!backendsKilled && Date.now() >= backendsAt) {
     backendsKilled = true
+    const backendsKillAt = Date.now()
     const { rows } = await admin.query(`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where application_name = $1 and datname = $2`, [appName, dbName])
-    events.push({ kind: 'backends', at: Date.now(), killed: rows[0].n })
+    events.push({ kind: 'backends', at: backendsKillAt, killed: rows[0].n })
   }
   const candidates = [...workers.values()].filter((w) => w.ready && !w.leaving)
   if (candidates.length < ENGINES) continue
@@ -223,7 +228,7 @@ while (Date.now() - started < SECONDS * 1000) {
   void startWorker(slot).catch((error) => console.error(error.message))
 }
 const chaosMs = Date.now() - started
-console.error('refusals', JSON.stringify(refusals), 'prompts', [...turnNo.values()].reduce((a, n) => a + n, 0))
+
 const { rows: turnsAtChaosEnd } = await query('select count(*)::int as n from turnchart_turns where outcome is not null')
 stopping = true
 // Drain: no new prompt; every open turn ends (a killed engine's by recovery).
@@ -242,19 +247,27 @@ const driverAfter = driverQueries
 const loadAfter = os.loadavg()
 
 // ---- checks
-const { rows: turns } = await query('select id, session_id, outcome, owner from turnchart_turns')
+const { rows: turns } = await query('select id, session_id, outcome, owner, error, updated_at::bigint as updated_at from turnchart_turns')
 const { rows: finals } = await query(`select turn_id, count(*)::int as n from turnchart_transitions where to_state in ('completed','failed','aborted') group by turn_id`)
 const { rows: rows } = await query('select turn_id, seq, from_state, event_type, to_state, at::bigint as at from turnchart_transitions order by turn_id, seq')
 const finalsOf = new Map(finals.map((r) => [r.turn_id, r.n]))
 const problems = []
 const outcomes = {}
+const backendsKilledAt = events.find((e) => e.kind === 'backends')?.at ?? Infinity
+const failedByKill = []
 for (const t of turns) {
   outcomes[t.outcome ?? 'open'] = (outcomes[t.outcome ?? 'open'] ?? 0) + 1
-  if (t.outcome !== 'completed') problems.push(`turn ${t.id}: ${t.outcome ?? 'open'}`)
+  // A write the backends' kill cut fails its turn (docs/durability.md: a StorageError, final): counted apart.
+  const error = t.error ? JSON.parse(t.error) : null
+  if (t.outcome === 'failed' && error?.name === 'StorageError' && Math.abs(t.updated_at - backendsKilledAt) < 10_000) failedByKill.push(t.id)
+  else if (t.outcome !== 'completed') problems.push(`turn ${t.id}: ${t.outcome ?? 'open'}${error ? ` (${error.name}: ${error.message})` : ''}`)
   if ((finalsOf.get(t.id) ?? 0) !== 1) problems.push(`turn ${t.id}: ${finalsOf.get(t.id) ?? 0} final rows`)
 }
 const twice = [...toolRuns.entries()].filter(([, n]) => n > 1)
 for (const [key, n] of twice) problems.push(`tool ran ${n} times for ${key}`)
+// The logs of the turns with a problem, for whoever reads why.
+const { rows: keyed } = await query(`select m.turn_id, p.data from turnchart_parts p join turnchart_messages m on m.id = p.message_id where p.type = 'text' and m.role = 'user'`)
+const turnOfKey = new Map(keyed.map((r) => [JSON.parse(r.data).text, r.turn_id]))
 const logOf = new Map()
 for (const r of rows) {
   if (!logOf.has(r.turn_id)) logOf.set(r.turn_id, [])
@@ -275,7 +288,13 @@ for (const kill of kills) {
     if (next) recoveries.push(next.at - kill.at)
   }
 }
-const completedInChaos = turnsAtChaosEnd[0].n - turnsAtStart[0].n
+const problemTurns = [...turns.filter((t) => t.outcome !== 'completed').map((t) => t.id), ...twice.map(([key]) => turnOfKey.get(key))].filter(Boolean).slice(0, 4)
+const details = problemTurns.map((id) => ({
+  turnId: id,
+  error: turns.find((t) => t.id === id)?.outcome,
+  log: (logOf.get(id) ?? []).map((r) => `${r.at} ${r.from_state} --${r.event_type}--> ${r.to_state}`),
+}))
+const completedInChaos = turnsAtChaosEnd[0].n - turnsAtStart[0].n // (ended: completed, or failed by the backends' kill)
 const completed = turns.filter((t) => t.outcome === 'completed').length
 const commits = commitsAfter - commitsBefore - (driverAfter - driverBefore)
 const perTurn = commits / Math.max(1, completed)
@@ -312,6 +331,7 @@ const result = {
   sessions: SESSIONS,
   chaosSeconds: chaosMs / 1000,
   turnsCompleted: completed,
+  failedByBackendsKill: failedByKill.length,
   turnsInChaos: completedInChaos,
   turnsPerSecond: completedInChaos / (chaosMs / 1000),
   kills: kills.length,
@@ -328,6 +348,8 @@ const result = {
   outcomes,
   problems: problems.slice(0, 20),
   problemCount: problems.length,
+  details,
+  events,
   load: { before: loadBefore, after: loadAfter },
   cpus: os.cpus().length,
 }
@@ -342,13 +364,14 @@ ${ENGINES} engine processes, ${SESSIONS} sessions, ${result.chaosSeconds.toFixed
 | | |
 |---|---|
 | turns completed (each 2 model calls and 1 tool run) | ${completed} (${completedInChaos} during the chaos) |
+| turns failed by the backends' kill (a write cut: \`failed\`, \`StorageError\`, final, never run again) | ${failedByKill.length} |
 | turns/s | ${result.turnsPerSecond.toFixed(1)} |
 | engines SIGKILLed / handed off | ${result.kills} / ${result.handoffs} |
 | recovery after a kill, p50 / p99 (${recoveries.length} turns) | ${ms(result.recovery.p50)} / ${ms(result.recovery.p99)} |
 | handoff pause, p50 / p99 (${pauses.length} turns) | ${ms(result.handoffPause.p50)} / ${ms(result.handoffPause.p99)} |
 | PostgreSQL commits per turn (all transactions, reads included) | ${perTurn.toFixed(1)} |
 | model calls made again (a step cut by a SIGKILL or the backends' kill) | ${extraCalls} of ${modelCalls} |
-| every turn completed exactly once, no tool ran twice | ${problems.length === 0 ? 'yes' : `NO: ${problems.length} problems: ${problems.slice(0, 5).join('; ')}`} |
+| every turn ended exactly once (one final row; completed, or failed by the kill), no tool ran twice | ${problems.length === 0 ? 'yes' : `NO: ${problems.length} problems: ${problems.slice(0, 5).join('; ')}`} |
 
 Model (2 cores, one PostgreSQL server shared with the engines): one-row write commits at ${commitRate.toFixed(0)}/s (8 connections) at ${perTurn.toFixed(1)} commits per turn ≈ ${modelTurns.toFixed(0)} turns/s for the server alone.
 `)

@@ -3,6 +3,7 @@
  * validators beside it; the resolved values in resolved-config.ts).
  */
 import type { ConcurrencyLimits } from './concurrency'
+import type { McpOptions } from '../tools/mcp-options'
 import type { LanguageModel, ToolSet } from 'ai'
 import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
 import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
@@ -102,6 +103,12 @@ export interface EngineOptions {
   limits?: ModelLimits
   /** AI SDK `tool()` definitions with `execute`. */
   tools?: ToolSet
+  /**
+   * MCP servers whose tools the engine owns (Streamable HTTP or stdio): connected at
+   * `createEngine`, reconnected with backoff, a call whose connection dropped is in doubt, hints
+   * trusted only with `trust: true`. Needs `@ai-sdk/mcp`. docs/tools.md, "MCP servers".
+   */
+  mcp?: McpOptions
   /**
    * Tools whose approvals may carry an edited input (`engine.approve(turnId, callId, { input })`):
    * `true` for every tool, or their names. Default: none (an edit hands the tool's input to

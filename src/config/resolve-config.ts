@@ -14,12 +14,15 @@ import { resolveModels } from './models'
 import { resolveObservability, resolveSecrets } from './observability'
 import { resolveTools } from './tools'
 import { resolveConcurrency } from './concurrency'
+import { validateMcp } from './mcp'
 
 export const knownOptions: ReadonlySet<string> = new Set([
   'database', 'model', 'models', 'settings', 'maxSteps', 'maxFileBytes', 'limits', 'tools', 'system', 'retry',
   'errorClassifier', 'retryPolicy', 'compaction', 'toolExecution', 'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing',
   'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError', 'doomLoop', 'recovery', 'leaseMs', 'parkAfterMs', 'controlPollIntervalMs',
   'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'approvalTimeoutMs', 'notifications', 'budget', 'output', 'concurrency',
+  // MCP servers (issue 38)
+  'mcp',
 ] satisfies Array<keyof EngineOptions>)
 
 /**
@@ -35,6 +38,8 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     if (!knownOptions.has(key)) throw new InvalidOptionError(key, (options as unknown as Record<string, unknown>)[key], `a known option (${[...knownOptions].join(', ')})`)
   }
   resolveSecrets(options)
+  // Checked here, kept out of the result (its headers are for the servers only): createEngine reads options.mcp.
+  validateMcp(options.mcp)
   return {
     ...resolveModels(options),
     ...resolveCall(options),

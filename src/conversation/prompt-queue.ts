@@ -63,6 +63,13 @@ export interface PromptQueueDeps {
 
 interface Waiter {
   sessionId: string
+  /**
+   * Its row is committed. Until then the checks leave it alone: the waiter is registered before
+   * its row is written, and a check that ran in between found neither a queue row nor a turn and
+   * called the prompt cancelled (seen as a steer sent with no turn running rejecting with
+   * QueuedPromptCancelledError while the poll of an earlier steer ran).
+   */
+  stored?: boolean
   /** A steer: the turn that was running when it was stored (it takes the steer unless it ends first). */
   target?: string
   resolve(result: TurnResult): void
@@ -123,6 +130,7 @@ export class PromptQueue {
     })
     saved.then(
       () => {
+        waiter.stored = true
         this.deps.bus.publish({ type: 'prompt.queued', sessionId, id, kind })
         this.ensurePolling()
         return this.next(sessionId)
@@ -283,7 +291,7 @@ export class PromptQueue {
     }
     const { store } = this.deps
     for (const [id, waiter] of [...this.waiters]) {
-      if (this.runningHere.has(id) || this.deps.isClosed()) continue
+      if (this.runningHere.has(id) || !waiter.stored || this.deps.isClosed()) continue
       try {
         const turn = await store.turns.get(id)
         if (turn?.outcome) {

@@ -16,7 +16,8 @@ import { PromptQueue } from '../conversation/prompt-queue'
 import { SteerWrites } from '../conversation/steer-writes'
 import type { HistoryDeps } from '../conversation/history'
 import { checkToolSchemas } from '../tools/json-schema-validator'
-import { toolFingerprint } from '../tools/tool-fingerprint'
+import { toolFingerprint, type ToolFingerprint } from '../tools/tool-fingerprint'
+import { openMcpServers } from '../tools/mcp-servers'
 import { newOwnerId } from '../turn/recovery/recover-turns'
 import { RunTrees } from '../turn/run-tree/run-trees'
 import { childTurns } from './child-turns'
@@ -57,15 +58,26 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // The app's reporter of hook errors, itself behind a boundary (it is the app's code too: a
   // throw, or an async reporter's rejection, goes nowhere rather than to the process).
   const reportHookError = (error: unknown) => callHook(() => resolved.onSubscriberError(error), () => undefined)
-  const services = createEngineServices(resolved, options.redact?.secrets ?? [], reportHookError)
-  await checkToolSchemas(resolved.tools)
-  // Each turn stores the fingerprint of the tools it may call (names and schema digests).
-  const config = { ...resolved, toolFingerprint: await toolFingerprint(resolved.tools) }
-  // The listening connection's failures end nothing (the engine polls meanwhile): told where
-  // subscribers' failures are.
-  const opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
+  // MCP servers' tools join the app's (their transports' headers and env values are secrets to the redactor).
+  const mcp = options.mcp ? await openMcpServers(options.mcp, Object.keys(resolved.tools)) : undefined
+  const services = createEngineServices(resolved, [...(options.redact?.secrets ?? []), ...(mcp?.secrets ?? [])], reportHookError)
+  const tools = mcp ? { ...resolved.tools, ...mcp.tools } : resolved.tools
+  let opened: Awaited<ReturnType<typeof openEngineStore>>
+  let config: typeof resolved & { toolFingerprint: ToolFingerprint }
+  try {
+    await checkToolSchemas(tools)
+    // Each turn stores the fingerprint of the tools it may call (names and schema digests).
+    config = { ...resolved, tools, toolFingerprint: await toolFingerprint(tools) }
+    // The listening connection's failures end nothing (the engine polls meanwhile): told where
+    // subscribers' failures are.
+    opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
+  } catch (error) {
+    await mcp?.close()
+    throw error
+  }
   if (config.concurrency && !opened.store.slots) {
     await opened.close()
+    await mcp?.close()
     throw new InvalidOptionError('concurrency', config.concurrency, 'a database whose store counts running turns (turnchart\'s SQLite, PostgreSQL or MemoryStore; this store has no `slots`)')
   }
   const { store } = opened
@@ -147,6 +159,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     return {
       getTurn: readCalls.getTurn,
       messages: readCalls.messages,
+      transitions: readCalls.transitions,
       release() {
         if (released) return
         released = true
@@ -205,6 +218,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await store.turns.release(owner).catch(() => undefined)
       storeClosed = true
       await opened.close()
+      await mcp?.close()
     },
     followHandedOff,
   }
@@ -223,6 +237,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     await recover().catch(async (error: unknown) => {
       stopBackground()
       await opened.close()
+      await mcp?.close()
       throw error
     })
   }

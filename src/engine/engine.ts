@@ -14,7 +14,7 @@ import type { TurnLogCalls } from './turn-log-calls'
 import type { UpgradeCalls } from './upgrade-check'
 
 /** The reads of `followHandedOff`: as the engine's own, working until `release()` (then as a closed engine's). */
-export interface HandedOffReader extends Pick<SessionCalls, 'messages'>, Pick<TurnLogCalls, 'getTurn'> {
+export interface HandedOffReader extends Pick<SessionCalls, 'messages'>, Pick<TurnLogCalls, 'getTurn' | 'transitions'> {
   release(): void
 }
 

@@ -12,6 +12,7 @@ import { toolOptions } from './tool-options'
 import { completeCall, failCall, matchesApproval } from './tool-part'
 import { safeMessage } from '../core/errors'
 import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
+import { isMcpTool, throwIfMcpError } from './mcp-result'
 
 /** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
 export interface ToolRunScope {
@@ -118,6 +119,7 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
     ).then(lastValue)
     const output = await Promise.race([run, stopped])
     if (turnSignal.aborted) return // the turn's end marks the part aborted
+    if (isMcpTool(definition)) throwIfMcpError(part.tool, output) // an MCP result with isError is the call's failure
     const modelOutput = definition.toModelOutput ? await modelOutputOf(definition.toModelOutput, { toolCallId: part.callId, input, output }) : undefined
     completeCall(part, boundedOutput(output, scope.config.toolExecution.maxOutputBytes), Date.now(), modelOutput)
   } catch (error) {

@@ -4,7 +4,7 @@
  */
 import { usageOfMessages } from '../core/usage'
 import type { TurnScope } from './turn-scope'
-import type { MessageWithParts, TurnUsage } from '../core/types'
+import type { MessageWithParts, TransitionRecord, TurnUsage } from '../core/types'
 import { writeUsage } from './turn-log/log-rows'
 
 /**
@@ -42,4 +42,16 @@ export async function recordTurnResult(scope: TurnScope): Promise<{ usage: TurnU
   const usage = usageOfMessages(scope.turnId, scope.messages.map((m) => m.info))
   await scope.queue.run(() => writeUsage(scope.store, scope.turnId, usage)).catch(() => undefined)
   return { usage, text }
+}
+
+/**
+ * A turn's structured output from its log: the payload of the step gate's `gate.complete` with
+ * `rule: 'output'` (the row that completed it), as `{ output }`; `{}` when there is none.
+ *
+ * @example
+ * structuredOutputOf(await store.transitions.list(turnId)) // { output: { city: 'Paris' } }
+ */
+export function structuredOutputOf(transitions: TransitionRecord[]): { output?: unknown } {
+  const row = [...transitions].reverse().find((t) => t.event === 'gate.complete' && t.payload?.rule === 'output')
+  return row && 'output' in row.payload ? { output: row.payload.output } : {}
 }

@@ -8,6 +8,7 @@
  * the text beyond the last read's), which the same chunk transform maps. One read of the
  * session's messages and one of the turn row per read.
  */
+import { structuredOutputOf } from '../turn/turn-result'
 import { createUIMessageStream } from 'ai'
 import { Doorbell } from '../core/doorbell'
 import type { Engine } from '../engine/engine'
@@ -82,7 +83,7 @@ class RowChanges {
 }
 
 /** What reading a turn's rows needs of the engine (a closing engine's `followHandedOff` reader gives the same). */
-type RowsReader = Pick<Engine, 'getTurn' | 'messages'>
+type RowsReader = Pick<Engine, 'getTurn' | 'messages' | 'transitions'>
 
 /** The turn as stored now: its messages and parts, its state and outcome. */
 async function readTurnSnapshot(engine: RowsReader, sessionId: string, turnId: string): Promise<{ snapshot: StoredTurn; outcome: TurnStreamEnd | null }> {
@@ -154,6 +155,11 @@ async function followRows(
       } else {
         for (const event of events) chunks.handle(event)
         chunks.state(snapshot.state)
+      }
+      if (outcome === 'completed') {
+        // Structured output's object, from the log row that completed the turn (as a live stream sends it).
+        const found = structuredOutputOf(await engine.transitions(turn.id))
+        if ('output' in found) chunks.handle({ type: 'turn.transition', sessionId: turn.sessionId, turnId: turn.id, seq: 0, from: 'step-gate', event: 'gate.complete', to: 'completed', time: Date.now(), output: found.output })
       }
       if (outcome) chunks.finish(outcome)
       else if (snapshot.state.state === 'awaiting-approval') chunks.finish('awaiting-approval')

@@ -2,6 +2,7 @@
  * What the read-only CLI and the viewer show, computed from a repository (inside one read-only
  * transaction): session summaries, a session's conversation with its turns, a turn's replay.
  */
+import { structuredOutputOf } from '../turn/turn-result'
 import type { TurnInput } from '../../machines/turn.types'
 import type { Store } from '../store/store'
 import { replayTransitions, type ReplayStep } from '../turn/replay'
@@ -43,18 +44,6 @@ export interface SessionView {
   session: SessionInfo
   messages: MessageWithParts[]
   turns: TurnTree[]
-}
-
-/**
- * A turn's structured output from its log: the payload of the step gate's `gate.complete` with
- * `rule: 'output'` (the row that completed it), as `{ output }`; `{}` when there is none.
- *
- * @example
- * structuredOutputOf(await store.transitions.list(turnId)) // { output: { city: 'Paris' } }
- */
-export function structuredOutputOf(transitions: TransitionRecord[]): { output?: unknown } {
-  const row = [...transitions].reverse().find((t) => t.event === 'gate.complete' && t.payload?.rule === 'output')
-  return row && 'output' in row.payload ? { output: row.payload.output } : {}
 }
 
 /** Trees deeper than this are cut (a runaway recursion of agent tools must not hang a reader). */

@@ -7,7 +7,11 @@
 //   4. checks that the app has one copy of `ai` (npm ls);
 //   5. type-checks the README example against ai v7's types with tsc --strict;
 //   6. runs compat.test.mjs and node-sqlite.test.mjs under Node 22 (node --test).
-// Run from the repository: `npm run test:compat`.
+// Run from the repository: `npm run test:compat`. `node test/compat-v7/run.mjs --prepare` does
+// steps 1 and 2 only (.ci/run runs it beside the typecheck). With TURNCHART_PACK_DIR naming the
+// folder where this run's jest packed turnchart (test/support/packed-package.ts), step 3 installs
+// that tarball instead of packing again (the same committed HEAD, built the same way).
+const prepareOnly = process.argv.includes('--prepare')
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -61,15 +65,34 @@ if (!sqliteWorks()) {
   if (!sqliteWorks()) throw new Error('better-sqlite3 does not load under Node 22 after the build')
 }
 
-step('building and packing turnchart (in a clone: the checkout\'s dist/ stays as it is)')
+if (prepareOnly) {
+  step('prepared (installed, better-sqlite3 built for Node 22)')
+  process.exit(0)
+}
+
+/** The tarball the jest run made (TURNCHART_PACK_DIR), when it made one. */
+function jestsTarball() {
+  const dir = process.env.TURNCHART_PACK_DIR
+  const result = dir && path.join(dir, 'packed.json')
+  if (!result || !fs.existsSync(result)) return undefined
+  const packed = JSON.parse(fs.readFileSync(result, 'utf8'))
+  return 'tarball' in packed && fs.existsSync(packed.tarball) ? packed.tarball : undefined
+}
+
 const packDir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-compat-'))
 try {
-  const clone = path.join(packDir, 'clone')
-  run('git', ['clone', '--quiet', '--no-hardlinks', root, clone], { stdio: ['ignore', 'ignore', 'inherit'] })
-  fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'), 'dir')
-  run(npm, ['run', 'build', '--silent'], { cwd: clone, stdio: ['ignore', 'ignore', 'inherit'] })
-  const packed = JSON.parse(execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], { cwd: clone, encoding: 'utf8' }))
-  const tarball = path.join(packDir, packed[0].filename)
+  let tarball = jestsTarball()
+  if (tarball) {
+    step(`the package jest packed (${path.basename(tarball)}, in a clone of the committed HEAD: the checkout's dist/ stays as it is)`)
+  } else {
+    step('building and packing turnchart (in a clone: the checkout\'s dist/ stays as it is)')
+    const clone = path.join(packDir, 'clone')
+    run('git', ['clone', '--quiet', '--no-hardlinks', root, clone], { stdio: ['ignore', 'ignore', 'inherit'] })
+    fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'), 'dir')
+    run(npm, ['run', 'build', '--silent'], { cwd: clone, stdio: ['ignore', 'ignore', 'inherit'] })
+    const packed = JSON.parse(execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', packDir], { cwd: clone, encoding: 'utf8' }))
+    tarball = path.join(packDir, packed[0].filename)
+  }
   step('installing the tarball in the v7 app')
   // --no-save: the lock file pins the app's own packages; turnchart comes from the fresh tarball.
   run(npm, ['install', '--no-save', '--ignore-scripts', '--prefer-offline', ...quiet, tarball], { cwd: here })

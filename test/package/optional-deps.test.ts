@@ -11,6 +11,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { createEngine, InvalidOptionError } from '../../src'
 import type { DemoProvider } from '../../src/cli/demo'
 import { sqliteLoader } from '../../src/store/sqlite/open-sqlite'
+import { mcpLoader } from '../../src/tools/mcp-connection'
 
 // Checked by `npm run typecheck`: the provider fits the type the demo declares for it (its
 // published types do not name the optional peer).
@@ -71,5 +72,24 @@ test('better-sqlite3 built for another Node.js (its native module loads at the f
   } finally {
     sqliteLoader.load = load
     fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('without @ai-sdk/mcp, the mcp option is an InvalidOptionError that says what to install', async () => {
+  const require = mcpLoader.require
+  mcpLoader.require = (id) => {
+    throw notFound(id)
+  }
+  try {
+    const error = await createEngine({
+      database: ':memory:',
+      model: { specificationVersion: 'v3', provider: 'test', modelId: 'test', doStream: async () => ({}) } as never,
+      mcp: { servers: { docs: { transport: { type: 'http', url: 'http://127.0.0.1:9/mcp' }, reconnect: { attempts: 1 } } } },
+    }).catch((e: unknown) => e)
+    expect(InvalidOptionError.isInstance(error)).toBe(true)
+    expect(error).toMatchObject({ option: 'mcp' })
+    expect((error as Error).message).toContain('npm install @ai-sdk/mcp')
+  } finally {
+    mcpLoader.require = require
   }
 })

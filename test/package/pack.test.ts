@@ -123,7 +123,7 @@ test('the installed package.json: engines, bin, optional native driver, and opti
   expect(installed.bin).toEqual({ turnchart: './bin/turnchart.js' })
   expect(installed.license).toBe('MIT')
   expect(fs.readFileSync(path.join(apps.cjs, 'node_modules/turnchart/LICENSE'), 'utf8')).toMatch(/^MIT License\n\nCopyright \(c\) \d{4} turnchart contributors\n/)
-  expect(installed.peerDependenciesMeta).toEqual({ '@ai-sdk/openai-compatible': { optional: true }, '@opentelemetry/api': { optional: true }, '@statelyai/inspect': { optional: true }, pg: { optional: true } })
+  expect(installed.peerDependenciesMeta).toEqual({ '@ai-sdk/mcp': { optional: true }, '@ai-sdk/openai-compatible': { optional: true }, '@opentelemetry/api': { optional: true }, '@statelyai/inspect': { optional: true }, pg: { optional: true } })
   expect(installed.peerDependencies.ai).toBe('^6.0.0 || ^7.0.0')
   expect(Object.keys(installed.dependencies).sort()).toEqual(['@types/json-schema', 'ajv', 'kysely', 'xstate'])
   expect(Object.keys(installed.optionalDependencies)).toEqual(['better-sqlite3'])

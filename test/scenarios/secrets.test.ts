@@ -265,3 +265,58 @@ test('a replaced errorClassifier that returns the key: redacted before any row o
     await fresh.drop()
   }
 })
+
+test('MCP transports: header values reach the server and no row, event, read or log line (the engine\'s mcp option)', async () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { startHttp, newState } = require('../fixtures/mcp/mcp-test-server.cjs')
+  const mcp = await startHttp(newState())
+  const server = await startScriptedServer()
+  const fresh = freshDatabase()
+  const token = `opaque-tcMcpProbe${randomBytes(9).toString('hex')}Zq`
+  const other = `opaque-tcMcpOther${randomBytes(9).toString('hex')}Zq`
+  const provider = createOpenAICompatible({ name: 'probe', baseURL: server.url, includeUsage: true })
+  // The server's error quotes both headers back; a lookup succeeds; then the server is gone (its connection error).
+  server.tool('echo_auth', {}, { id: 'call_echo' })
+  server.tool('lookup', { q: 'x' }, { id: 'call_lookup' })
+  server.text('done')
+  let engine: Engine | undefined
+  try {
+    const { result: run, output } = await captureOutput(async () => {
+      engine = await createEngine({
+        database: fresh.database,
+        model: provider('m'),
+        mcp: { servers: { site: { transport: { type: 'http', url: mcp.url, headers: { Authorization: `Bearer ${token}`, 'x-mcp-token': other } }, approval: 'never' } } },
+      })
+      const { events } = recordEvents(engine)
+      const session = await engine.createSession()
+      const turn = engine.prompt(session.id, 'who am I')
+      const done = await turn.done
+      return { done, events: events as TurnchartEvent[], turnRow: await engine.getTurn(turn.id), log: await engine.transitions(turn.id), messages: await engine.messages(session.id), config: engine.config }
+    })
+    expect(run.done.outcome).toBe('completed')
+    // The headers were sent, and the server echoed them into its error (else the test proves nothing).
+    expect(mcp.state.headers.some((h: Record<string, string>) => h.authorization === `Bearer ${token}` && h['x-mcp-token'] === other)).toBe(true)
+    const echo = run.messages.flatMap((m) => m.parts).find((p) => p.type === 'tool' && p.tool === 'echo_auth')
+    expect(echo).toMatchObject({ state: { status: 'error', error: 'unauthorized: got [redacted] and [redacted]' } })
+    await engine!.close()
+    engine = undefined
+    const places: Record<string, string> = {
+      database: await dumpDatabase(fresh.database, fresh.schema),
+      events: JSON.stringify(run.events),
+      'turn.done': JSON.stringify(run.done),
+      'engine reads': JSON.stringify([run.turnRow, run.log, run.messages, run.config]),
+      'model requests': JSON.stringify(server.requests.map((r) => r.body)),
+      console: output,
+    }
+    for (const [place, text] of Object.entries(places)) {
+      for (const piece of [...pieces(token), ...pieces(other)]) {
+        if (text.includes(piece)) throw new Error(`an MCP header (${piece}) leaked into ${place}: …${text.slice(Math.max(0, text.indexOf(piece) - 200), text.indexOf(piece) + 100)}…`)
+      }
+    }
+  } finally {
+    await engine?.close()
+    await server.close()
+    await mcp.close()
+    await fresh.drop()
+  }
+})

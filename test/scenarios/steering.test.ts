@@ -10,7 +10,10 @@ import { tool } from 'ai'
 import { z } from 'zod'
 import { createEngine, InvalidArgumentError, type Engine, type TurnStreamPart } from '../../src'
 import { deferred } from '../../src/core/deferred'
-import { createHarness, modelFor, type Harness } from '../support/harness'
+import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely'
+import { startScriptedServer } from '../../src/testing'
+import { kyselyWith } from '../support/failing-writes'
+import { createHarness, freshDatabase, modelFor, type Harness } from '../support/harness'
 
 let h: Harness
 let other: Engine | undefined
@@ -143,6 +146,81 @@ test('a steer the turn ends before taking starts the next turn; with no turn run
   const idle = await h.engine.steer(session.id, 'hi')
   expect(await idle.done).toMatchObject({ outcome: 'completed', text: 'Hello.' })
 })
+
+// The flake of the test above: a steer's (or queued prompt's) handle is registered before its row
+// is written, and the poll that follows an earlier one, running in between, found neither a queue
+// row nor a turn and called it cancelled. Here the row's insert is held inside its transaction
+// (a plugin on the engine's Kysely) while the poll runs every 10 ms. On PostgreSQL the poll reads
+// on the pool's other connections meanwhile; on SQLite (one connection) it waits for the
+// transaction, as it did not when the transaction had not begun yet (the flake's window).
+test('a prompt whose row is still being written is not called cancelled by the poll that follows an earlier one', async () => {
+  const fresh = freshDatabase()
+  const hold = new HoldQueueInsert()
+  const db = await kyselyWith(fresh, hold)
+  const server = await startScriptedServer()
+  const engine = await createEngine({ database: db, model: modelFor(server), controlPollIntervalMs: 10 })
+  try {
+    const session = await engine.createSession()
+    server.hang()
+    const running = engine.prompt(session.id, 'write a poem')
+    await server.waitForCall(1)
+    const first = engine.prompt(session.id, 'first', { whenBusy: 'enqueue' })
+    await first.stored // the queue now polls for it
+    const release = hold.next()
+    const second = engine.prompt(session.id, 'second', { whenBusy: 'enqueue' })
+    await hold.holding
+    // A window of about 30 polls with the row unwritten: its handle must still be waiting after it.
+    const seen = await Promise.race([
+      second.done.then(() => 'settled', (error: Error) => error.name),
+      new Promise<string>((resolve) => setTimeout(() => resolve('waiting'), 300)),
+    ])
+    release()
+    expect(seen).toBe('waiting')
+    await second.stored
+    server.text('First.').text('Second.')
+    running.abort()
+    expect(await first.done).toMatchObject({ outcome: 'completed', text: 'First.' })
+    expect(await second.done).toMatchObject({ outcome: 'completed', text: 'Second.' })
+  } finally {
+    await engine.close()
+    await server.close()
+    await fresh.drop()
+  }
+})
+
+/** Holds the result of the next insert into turnchart_queue (inside the engine's transaction) until released. */
+class HoldQueueInsert implements KyselyPlugin {
+  #gate: Promise<void> | undefined
+  #armed = false
+  #queries = new Set<unknown>()
+  #held = deferred<void>()
+  /** Resolves once the insert is being held. */
+  get holding(): Promise<void> {
+    return this.#held.promise
+  }
+  /** Arms the hold; returns its release. */
+  next(): () => void {
+    const gate = deferred<void>()
+    this.#gate = gate.promise
+    this.#armed = true
+    return () => gate.resolve()
+  }
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    const node = args.node as { kind: string; into?: { table?: { identifier?: { name?: string } } } }
+    if (this.#armed && node.kind === 'InsertQueryNode' && node.into?.table?.identifier?.name === 'turnchart_queue') {
+      this.#armed = false
+      this.#queries.add(args.queryId)
+    }
+    return args.node
+  }
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    if (this.#queries.delete(args.queryId)) {
+      this.#held.resolve()
+      await this.#gate
+    }
+    return args.result
+  }
+}
 
 test('another engine on the database steers a turn this one runs', async () => {
   const checks = gatedTool()

@@ -7,7 +7,9 @@
  * Jest's global setup names the run's folder (TURNCHART_TEST_RUN, removed by its teardown). The
  * first worker to ask makes the package, under a lock directory; the others wait for its
  * result file. Without a run folder (a file run outside this jest config) each process makes its
- * own, in a folder removed at exit.
+ * own, in a folder removed at exit. TURNCHART_PACK_DIR, when set, is the folder instead (a new
+ * empty one per run: .ci/run makes it, so that the compatibility suite after jest,
+ * test/compat-v7/run.mjs, installs the same tarball instead of packing again; it is not removed).
  */
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -70,7 +72,7 @@ export function packedPackage(): Promise<PackedPackage> {
 }
 
 async function shared(): Promise<PackedPackage> {
-  let dir = process.env.TURNCHART_TEST_RUN
+  let dir = process.env.TURNCHART_PACK_DIR || process.env.TURNCHART_TEST_RUN
   if (!dir) {
     const own = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-package-'))
     process.once('exit', () => fs.rmSync(own, { recursive: true, force: true }))

@@ -10,6 +10,7 @@ import { Output, tool } from 'ai'
 import { z } from 'zod'
 import { StructuredOutputError, type TurnResult } from '../../src'
 import { showCommand } from '../../src/cli/show'
+import { pollTurnStream } from '../../src/ui/poll-turn'
 import { sessionPage } from '../../src/viewer/page-views'
 import { openReadOnlyStore } from '../../src/store/backends/read-only-store'
 import { createHarness, testDialect, type Harness } from '../support/harness'
@@ -55,6 +56,10 @@ test('a tool call, then a final answer that matches: done.output is the typed ob
   // the UI stream sends it as a data part before the finish
   const stream = await turn.toUIMessageStreamResponse().text()
   expect(stream).toContain('"type":"data-output","id":"output","data":{"city":"Paris","celsius":21}')
+  // and so does the stream read from the rows (a page reattaching to a turn another engine ran)
+  const polled: unknown[] = []
+  for await (const chunk of pollTurnStream(h.engine, { id: result.turnId, sessionId: session.id }) as unknown as AsyncIterable<unknown>) polled.push(chunk)
+  expect(polled).toContainEqual({ type: 'data-output', id: 'output', data: { city: 'Paris', celsius: 21 } })
   if (testDialect !== 'sqlite') return
   // `turnchart show` and the viewer's page read it from the log
   const out = new PassThrough()

@@ -5,8 +5,10 @@
  */
 export { TurnchartError, type SerializedError } from './turnchart-error'
 export * from './provider-errors'
+export * from './mcp-errors'
 export * from './turn-errors'
 export * from './engine-errors'
 export * from './web-errors'
 export * from './recording-errors'
+export * from './call-errors'
 export { serializeError, safeMessage } from './serialize'

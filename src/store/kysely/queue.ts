@@ -1,4 +1,7 @@
 /** Queued prompts on Kysely: stored, listed in order, taken by the transaction that starts their turn. */
+import type { Kysely } from 'kysely'
+import { precompiledQuery } from '../precompiled-query'
+import type { TurnchartDatabase } from '../schema'
 import type { QueueStore, QueuedPromptRecord } from '../store'
 import { num, type Executor } from './rows'
 
@@ -38,8 +41,8 @@ export class KyselyQueue implements QueueStore {
   }
 
   async list(sessionId: string): Promise<QueuedPromptRecord[]> {
-    const rows = await this.db.selectFrom('turnchart_queue').selectAll().where('session_id', '=', sessionId).orderBy('id').execute()
-    return rows.map(fromRow)
+    const { rows } = await listQuery.execute(this.db as Kysely<TurnchartDatabase>, { session_id: sessionId })
+    return (rows as Row[]).map(fromRow)
   }
 
   async oldest(sessionId: string): Promise<QueuedPromptRecord | undefined> {
@@ -65,3 +68,8 @@ export class KyselyQueue implements QueueStore {
     return rows.map((r) => r.session_id)
   }
 }
+
+/** Precompiled: every step gate of every turn reads its session's queue (the steers), most often finding nothing. */
+const listQuery = precompiledQuery(['session_id'], (db, v) =>
+  db.selectFrom('turnchart_queue').selectAll().where('session_id', '=', v.session_id as string).orderBy('id'),
+)

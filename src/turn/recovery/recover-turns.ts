@@ -10,10 +10,14 @@ import { interruptibleStates, turnMachine, turnStateName, type TurnMachine } fro
 import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
-import { serializeError } from '../../core/errors'
+import { serializeError, StorageError, TurnchartError, UnknownError } from '../../core/errors'
 import { parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
+import { toolChange, type ToolFingerprint } from '../../tools/tool-fingerprint'
+
+/** The tools a turn stored when it started, and the engine's now (a turn's configuration carries them). */
+type PinnedTools = { pinned: ToolFingerprint; current: ToolFingerprint }
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-scope'
@@ -97,6 +101,13 @@ export async function recoverWith<C extends { tools: ToolSet }, T>(ports: Recove
     try {
       recovered.push(await recoverOne(ports, record, record.input as TurnInput, fence))
     } catch (error) {
+      // The database failed under recovery (a connection lost): nothing is wrong with the turn.
+      // Its claim is let go of (an engine takes it again at its next pass); `failed` is final, so
+      // a passing fault must not end a turn.
+      if (isStorageFault(error)) {
+        await store.turns.release(owner, [record.id]).catch(() => undefined)
+        continue
+      }
       // One turn whose log cannot be resumed (a gap left by a failed write, a hand-edited row)
       // must not keep the engine from opening: end it as failed, its parts closed.
       await endUnrecoverable(ports, record, error, fence)
@@ -125,6 +136,11 @@ export async function resumeParked<C extends { tools: ToolSet }, T>(ports: Recov
     await endUnrecoverable(ports, record, error, fence)
     return undefined
   }
+}
+
+/** A driver's error, or turnchart's StorageError: the database failed, not the turn's log. */
+function isStorageFault(error: unknown): boolean {
+  return !TurnchartError.isTurnchartError(error) || StorageError.isInstance(error)
 }
 
 /** The turns of `ids` that are unfinished, with their chart input (a released turn: one row read, not every open turn). */
@@ -184,7 +200,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   if (interruptibleStates.has(state)) {
     const now = Date.now()
     const assistant = turnAssistants(messages, record.id).at(-1)
-    const changed = closeInterruptedWork(assistant, record.sessionId, state, config.tools, now)
+    const changed = closeInterruptedWork(assistant, record.sessionId, state, config.tools, now, (config as { pinnedTools?: PinnedTools }).pinnedTools)
     ;[interrupted] = transition(turnMachine, snapshot, { type: 'turn.crashed' })
     seq += 1
     await store.transaction(async (tx) => {
@@ -194,7 +210,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
       await writeLogRows(tx, fence, [row], { step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null })
     })
   } else if (state !== 'interrupted') {
-    throw new Error(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
+    throw new UnknownError(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
   }
 
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
@@ -223,7 +239,7 @@ function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): Snaps
  * tool-running step, which run again. With no state (a turn that cannot be resumed),
  * everything open is closed.
  */
-function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: string | null, tools: ToolSet, now: number): Part[] {
+function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: string | null, tools: ToolSet, now: number, pinned?: PinnedTools): Part[] {
   if (!assistant) return []
   const stepFinish: Part[] = []
   if (state === 'streaming') {
@@ -247,7 +263,10 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
       stepFinish.push(part)
     }
   }
-  // An idempotent tool that was running when the process died runs again.
-  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && isIdempotent(tools[part.tool])
+  // An idempotent tool that was running when the process died runs again; so does one whose
+  // tool was removed or changed since the turn started, which the tool runner then refuses,
+  // naming the tool and the change (src/tools/run-tools.ts), without running it.
+  const changedTool = (tool: string) => pinned !== undefined && toolChange(pinned.pinned, pinned.current, tool) !== undefined
+  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && (isIdempotent(tools[part.tool]) || changedTool(part.tool))
   return [...closeOpenWork(assistant.parts, { kind: 'restart' }, now, rerun), ...stepFinish]
 }
