@@ -110,7 +110,10 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
  * Resumes a turn that recovery restored: its actor starts in `interrupted` (the crash is
  * already logged) and receives `turn.recover`, or goes on waiting in `awaiting-approval`.
  */
-export function resumeTurn(deps: TurnDeps, restored: { scope: TurnScope; input: TurnInput; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null; tree?: RunTree }): RunningTurn {
+export function resumeTurn(
+  deps: TurnDeps,
+  restored: { scope: TurnScope; input: TurnInput; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null; tree?: RunTree; quiet?: boolean },
+): RunningTurn {
   const { scope } = restored
   return runTurn(deps, {
     scope,
@@ -118,7 +121,8 @@ export function resumeTurn(deps: TurnDeps, restored: { scope: TurnScope; input: 
     ...(restored.tree ? { tree: restored.tree } : {}),
     restored: { snapshot: restored.snapshot, seq: restored.seq },
     begin: async () => {
-      if (turnStateName(restored.snapshot) === 'awaiting-approval') {
+      // (`quiet`: a parked turn taken by the control that settles it now: nobody is to be asked again)
+      if (turnStateName(restored.snapshot) === 'awaiting-approval' && !restored.quiet) {
         // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
         scope.events.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state: 'awaiting-approval' } })
         publishApprovalRequest(scope.events, scope, restored.snapshot.context.pendingApprovals)

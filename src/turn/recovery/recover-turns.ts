@@ -69,7 +69,7 @@ export interface ResumeRequest<C> {
   /** The session's messages from the latest summary, the interrupted work closed in them. */
   messages: MessageWithParts[]
   /** Where the chart resumes, the seq of its last row and the event that resumes it; absent: the turn never started (start it). */
-  from?: { snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null }
+  from?: { snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null; quiet?: boolean }
 }
 
 /** Recovery's ports: the store, the turn's own configuration, and how a recovered turn runs again. */
@@ -131,8 +131,13 @@ export async function resumeParked<C extends { tools: ToolSet }, T>(ports: Recov
   const fence = await store.turns.claim(turnId, { owner: parkedOwner, epoch: record.epoch ?? 0 }, ports.owner, Date.now() + ports.leaseMs)
   if (!fence) return undefined
   try {
-    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence)
+    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence, true)
   } catch (error) {
+    if (isStorageFault(error)) {
+      // The database failed, not the turn: it goes back to waiting parked, and the control fails with the fault.
+      await store.turns.claim(turnId, fence, parkedOwner, null).catch(() => undefined)
+      throw error
+    }
     await endUnrecoverable(ports, record, error, fence)
     return undefined
   }
@@ -167,7 +172,8 @@ async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: Recovery
   ports.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
 }
 
-async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, input: TurnInput, fence: TurnFence): Promise<T> {
+/** `quiet`: a wait resumed to be settled at once (a parked turn taken by its control) is not announced again. */
+async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, input: TurnInput, fence: TurnFence, quiet = false): Promise<T> {
   const { store } = ports
   const rows = await store.transitions.list(record.id)
   const { snapshot } = replayTransitions(input, rows)
@@ -192,7 +198,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   if (state === 'awaiting-approval') {
     // Nothing was in flight: the turn goes on waiting, now in this engine.
     const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
-    return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null } })
+    return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null, ...(quiet ? { quiet } : {}) } })
   }
 
   let seq = rows.length
