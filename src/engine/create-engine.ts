@@ -76,6 +76,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     await mcp?.close()
     throw error
   }
+  if (config.concurrency && !opened.store.slots) {
+    await opened.close()
+    await mcp?.close()
+    throw new InvalidOptionError('concurrency', config.concurrency, 'a database whose store counts running turns (turnchart\'s SQLite, PostgreSQL or MemoryStore; this store has no `slots`)')
+  }
   const { store } = opened
   const feeds = opened.notifications && storeFeeds(opened.notifications)
   const bus = new Bus(reportHookError)
@@ -128,7 +133,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     // Waiting calls whose stored deadline passed (this engine's turns, those just taken over included).
     await sweepCallDeadlines({ store, running }, Date.now())
     // Queues that stand still (the engine that would have started them died): start them here.
-    for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
+    if (config.concurrency) void queue.drainFairly()
+    else for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
     return recovered
   }
   // A turn another engine released (its handoff, its close): recovered at once, not at the next sweep.
@@ -139,7 +145,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
   // Approve, deny and abort from any engine (src/control/).
   const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply) })
-  running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
+  running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.next(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
   const stopDeadlineTimer = deadlineTimer((listener) => bus.subscribe(listener), () => void (closed ? undefined : recover().catch(() => undefined)))
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
