@@ -6,13 +6,14 @@
  */
 import type { Actor, SnapshotFrom } from 'xstate'
 import type { TurnMachine } from '../../machines/turn.machine'
-import { turnStateName } from '../../machines/turn.machine'
+import { callWaitStates, turnStateName } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import { SessionBusyError, SessionNotFoundError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { UserPartDraft } from '../core/types'
 import type { Store } from '../store/store'
-import { publishApprovalRequest } from './turn-log/turn-end'
+import { publishApprovalRequest, publishWaitingCalls } from './turn-log/turn-end'
+import { waitingCallsIn } from '../tools/tool-part'
 import type { RunTree } from './run-tree/run-tree'
 import { runTurn, type TurnDeps } from './run-turn'
 import type { TurnConfig } from './turn-config'
@@ -126,6 +127,12 @@ export function resumeTurn(
         // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
         scope.events.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state: 'awaiting-approval' } })
         publishApprovalRequest(scope.events, scope, restored.snapshot.context.pendingApprovals)
+      }
+      const state = turnStateName(restored.snapshot)
+      if (callWaitStates.has(state)) {
+        // Calls in doubt or deferred go on waiting in this engine: say so again.
+        scope.events.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state, calls: waitingCallsIn(scope.stepTools) } })
+        publishWaitingCalls(scope.events, scope)
       }
       return restored.recover
     },

@@ -6,7 +6,7 @@
  */
 import os from 'node:os'
 import { transition, type SnapshotFrom } from 'xstate'
-import { interruptibleStates, turnMachine, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
+import { callWaitStates, interruptibleStates, turnMachine, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
 import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
@@ -14,6 +14,7 @@ import { serializeError, StorageError, TurnchartError, UnknownError } from '../.
 import { parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
+import { doubtCall, isWaitingCall, rerunCall } from '../../tools/tool-part'
 import { toolChange, type ToolFingerprint } from '../../tools/tool-fingerprint'
 
 /** The tools a turn stored when it started, and the engine's now (a turn's configuration carries them). */
@@ -195,8 +196,8 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   // The prompt was stored but the turn never started: start it now.
   if (state === 'idle') return ports.resume(turn)
 
-  if (state === 'awaiting-approval') {
-    // Nothing was in flight: the turn goes on waiting, now in this engine.
+  if (state === 'awaiting-approval' || callWaitStates.has(state)) {
+    // Nothing was in flight (a decision, or calls in doubt or deferred): the turn goes on waiting, now in this engine.
     const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
     return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null, ...(quiet ? { quiet } : {}) } })
   }
@@ -273,6 +274,18 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
   // tool was removed or changed since the turn started, which the tool runner then refuses,
   // naming the tool and the change (src/tools/run-tools.ts), without running it.
   const changedTool = (tool: string) => pinned !== undefined && toolChange(pinned.pinned, pinned.current, tool) !== undefined
-  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && (isIdempotent(tools[part.tool]) || changedTool(part.tool))
-  return [...closeOpenWork(assistant.parts, { kind: 'restart' }, now, rerun), ...stepFinish]
+  // A tool that was running when the process died: an idempotent one runs again (its next
+  // execution); any other one's outcome is unknown: in doubt, never an error the model sees
+  // (its `reconcile`, then a person, says what happened). Calls in doubt or deferred stay so.
+  const resumed: Part[] = []
+  if (state === 'tool-running') {
+    for (const part of assistant.parts) {
+      if (part.type !== 'tool' || part.state.status !== 'running') continue
+      if (isIdempotent(tools[part.tool]) || changedTool(part.tool)) rerunCall(part, now)
+      else doubtCall(part, 'restart')
+      resumed.push(part)
+    }
+  }
+  const keep = (part: ToolPart) => state === 'tool-running' && (part.state.status === 'running' || isWaitingCall(part))
+  return [...new Set([...resumed, ...closeOpenWork(assistant.parts, { kind: 'restart' }, now, keep), ...stepFinish])]
 }
