@@ -121,3 +121,27 @@ test('a parked turn keeps its chart state and parts: approved, denied, aborted o
   expect(await h.engine.getTurn(second.id)).toMatchObject({ outcome: 'aborted' })
   expect(h.engine.stats()).toMatchObject({ actors: 0, leases: 0, timers: 0 })
 })
+
+test('a turn waiting on a deferred call parks too: resolveCall takes it, and a deadline that passes is settled by the sweep', async () => {
+  const { defer } = await import('../../src')
+  const ci = tool({ description: 'Run CI', inputSchema: z.object({ slow: z.boolean() }), execute: async ({ slow }) => defer(slow ? {} : { timeoutMs: 30 }) })
+  h = await createHarness({ tools: { ci }, parkAfterMs: 0, recovery: { intervalMs: 20 } })
+  h.server.tool('ci', { slow: true }, { id: 'call_ci' })
+  h.server.text('CI passed')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'run ci')
+  await expect(turn.done).rejects.toMatchObject({ name: 'TurnParkedError', state: 'awaiting-deferred' })
+  expect(h.engine.stats()).toMatchObject({ actors: 0, leases: 0, timers: 0 })
+  const ended = h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed')
+  await h.engine.resolveCall(turn.id, 'call_ci', { output: 'green' })
+  await ended
+  await h.engine.activeTurn(session.id)?.done
+
+  h.server.tool('ci', { slow: false }, { id: 'call_late' })
+  h.server.text('CI timed out')
+  const second = h.engine.prompt(session.id, 'run ci again')
+  await expect(second.done).rejects.toMatchObject({ name: 'TurnParkedError' })
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === second.id && e.to === 'completed', 10_000)
+  const part = (await h.engine.messages(session.id)).flatMap((m) => m.parts).find((p) => p.type === 'tool' && p.callId === 'call_late')
+  expect(part).toMatchObject({ state: { status: 'error', error: expect.stringContaining('deadline') } })
+})
