@@ -1,6 +1,6 @@
 /**
  * Waits for a turn whose MCP call's outcome is unknown: either it ends (the call an error part,
- * an engine without calls in doubt), or it waits in `awaiting-calls` (the call `'in-doubt'`):
+ * an engine without calls in doubt), or it waits in `awaiting-calls` (its leaf `call-in-doubt`) (the call `'in-doubt'`):
  * then the test settles the call with `resolveCall({ error })` and the turn ends. Either way the
  * call was not re-sent; the caller counts the server's calls.
  */
@@ -11,7 +11,7 @@ export function endDespiteDoubt(engine: Engine, sessionId: string): { ended(turn
   let waiting: ((callIds: string[]) => void) | undefined
   const inDoubt = new Promise<string[]>((resolve) => (waiting = resolve))
   const off = engine.subscribe((event) => {
-    if (event.type === 'turn.transition' && event.sessionId === sessionId && event.to === 'awaiting-calls') {
+    if (event.type === 'turn.transition' && event.sessionId === sessionId && (event.to === 'awaiting-calls' || event.to === 'call-in-doubt')) {
       void engine.messages(event.sessionId).then((messages) => {
         const ids = messages.flatMap((m) => m.parts).flatMap((p) => (p.type === 'tool' && (p.state.status as string) === 'in-doubt' ? [p.callId] : []))
         waiting?.(ids)
