@@ -20,7 +20,8 @@
  * `running` through a deep history state. The name stored in the log and the turn row is the
  * active leaf's key (`turnStateName`); leaf keys are unique in the chart. Tags: `interruptible`
  * (work may be in flight there: recovery writes `turn.crashed`), `retry-wait` (a deadline is
- * stored, the session status is `retry`).
+ * stored, the session status is `retry`), `call-wait` (tool calls wait for `resolveCall`, maybe
+ * until a stored deadline: `call-in-doubt`, `awaiting-deferred`).
  *
  * Load it in the Stately inspector or in `@xstate/graph` as it is.
  */
@@ -94,6 +95,10 @@ export const turnMachine = setup({
     isPendingApproval: ({ context, event }) =>
       (event.type === 'tool.approved' || event.type === 'tool.denied') && context.pendingApprovals.includes(event.callId),
     allApprovalsDecided: ({ context }) => context.pendingApprovals.length === 0,
+    isWaitingCall: ({ context, event }) => event.type === 'call.resolved' && (context.inDoubtCalls.includes(event.callId) || context.deferredCalls.includes(event.callId)),
+    noCallInDoubt: ({ context }) => context.inDoubtCalls.length === 0,
+    /** Every waiting call has its result, or one runs again (`retry`): back to `tool-running`. */
+    callsToRun: ({ context }) => context.callRetried || (context.inDoubtCalls.length === 0 && context.deferredCalls.length === 0),
     overflowed: ({ event }) => isOverflow(event),
     /** Another compaction is allowed: automatic compaction is on and the turn's limit is not reached. */
     mayCompact: ({ context }) => context.autoCompact && context.compactions < context.maxCompactions,
@@ -118,6 +123,20 @@ export const turnMachine = setup({
           ? context.pendingApprovals.filter((id) => id !== event.callId)
           : context.pendingApprovals,
     }),
+    rememberWaitingCalls: assign(({ event }) =>
+      event.type === 'tools.waiting' ? { inDoubtCalls: [...event.inDoubt], deferredCalls: [...event.deferred], callDeadline: event.deadline, callRetried: false } : {},
+    ),
+    settleCall: assign(({ context, event }) =>
+      event.type === 'call.resolved'
+        ? {
+            inDoubtCalls: context.inDoubtCalls.filter((id) => id !== event.callId),
+            deferredCalls: context.deferredCalls.filter((id) => id !== event.callId),
+            callDeadline: event.deadline,
+            callRetried: event.how === 'retry',
+          }
+        : {},
+    ),
+    forgetWaitingCalls: assign({ inDoubtCalls: [], deferredCalls: [], callDeadline: null, callRetried: false }),
     /** Why the step stopped: the doom loop the event carries, else the step limit. */
     rememberStop: assign({
       error: ({ context, event }): SerializedError =>
@@ -163,6 +182,10 @@ export const turnMachine = setup({
     error: null,
     outcome: null,
     pendingApprovals: [],
+    inDoubtCalls: [],
+    deferredCalls: [],
+    callDeadline: null,
+    callRetried: false,
     maxSteps: input.maxSteps ?? null,
     steered: 0,
     outputRetries: 0,
@@ -263,10 +286,43 @@ export const turnMachine = setup({
           invoke: { id: 'runTools', src: 'runTools', input: ({ context }) => ({ turnId: context.turnId, step: context.step }) },
           on: {
             'tools.finished': [
-              { guard: and(['overflowed', 'mayCompact']), target: 'compaction', actions: 'countCompaction' },
+              { guard: and(['overflowed', 'mayCompact']), target: 'compaction', actions: ['forgetWaitingCalls', 'countCompaction'] },
               { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },
-              { target: 'step-gate' },
+              { target: 'step-gate', actions: 'forgetWaitingCalls' },
             ],
+            // Some calls wait (the others have their results): in doubt first, a person must say what happened.
+            'tools.waiting': { target: 'awaiting-calls', actions: 'rememberWaitingCalls' },
+          },
+        },
+        /**
+         * Some calls of the step wait for `engine.resolveCall` (the others have their results);
+         * nothing is in flight, so recovery resumes the wait as it is. Each resolution is a logged
+         * (context-only) transition; the turn goes back to `tool-running` once every call has its
+         * result, or at once when a call in doubt runs again (`retry`: the others go on waiting there).
+         */
+        'awaiting-calls': {
+          initial: 'call-in-doubt',
+          on: {
+            'call.resolved': { guard: 'isWaitingCall', actions: 'settleCall' },
+          },
+          always: { guard: 'callsToRun', target: 'tool-running' },
+          states: {
+            /**
+             * A call's outcome is unknown (its engine died mid-call, its result was not stored, it
+             * threw `CallOutcomeUnknownError`) and its `reconcile` could not tell: the model is not
+             * called until a person says what happened. Left for `awaiting-deferred` when only
+             * deferred calls wait.
+             */
+            'call-in-doubt': {
+              tags: ['call-wait'],
+              always: { guard: 'noCallInDoubt', target: 'awaiting-deferred' },
+            },
+            /**
+             * Deferred calls (`defer()`) wait for their results, from any engine or the chat handler;
+             * their earliest stored deadline (`callDeadline`, the row's `retry_at`) is settled as an
+             * error by whichever engine sweeps past it.
+             */
+            'awaiting-deferred': { tags: ['call-wait'] },
           },
         },
         /** The history summarised into a summary message, and the waits between its attempts. */
@@ -352,6 +408,9 @@ const taggedStates = (tag: string): ReadonlySet<string> =>
 
 /** The stored names of the retry waits (tagged `retry-wait`): a deadline in `retryAt`, status `retry`. */
 export const retryWaitStates: ReadonlySet<string> = taggedStates('retry-wait')
+
+/** The stored names of the states where calls wait for `resolveCall` (tagged `call-wait`): a deadline in `callDeadline` / `retry_at`. */
+export const callWaitStates: ReadonlySet<string> = taggedStates('call-wait')
 
 /** The stored names of the states a process can die in with work in flight (tagged `interruptible`). */
 export const interruptibleStates: ReadonlySet<string> = taggedStates('interruptible')

@@ -35,6 +35,14 @@ export interface TurnContext {
   outcome: 'completed' | 'aborted' | 'failed' | null
   /** Tool calls of the last step still waiting for `approve`/`deny`. */
   pendingApprovals: string[]
+  /** Calls of the last step whose outcome is unknown (parts `in-doubt`): `call-in-doubt` waits for `resolveCall`. */
+  inDoubtCalls: string[]
+  /** Calls of the last step whose result arrives later (parts `deferred`): `awaiting-deferred` waits for `resolveCall`. */
+  deferredCalls: string[]
+  /** The earliest stored deadline of the waiting calls (epoch ms; the turn row's `retry_at`), or null. */
+  callDeadline: number | null
+  /** A call in doubt was resolved with `retry`: it runs again (`awaiting-calls` → `tool-running`). */
+  callRetried: boolean
   /** Messages steered into the turn so far (`engine.steer`), each taken before a model call. */
   steered: number
   /** Structured output: final answers sent back to the model because they did not match the schema (at most one). */
@@ -101,6 +109,17 @@ export type TurnEvent =
   /** A decision on a waiting call; `receipt` (logged with it: receipts survive a revert) says who, when and the input's digest. */
   | { type: 'tool.approved'; callId: string; receipt?: ApprovalReceipt & { tool: string } }
   /** A denial, or an approval that expired (`receipt.decision: 'expired'`), which the model sees as a denial. */
+  /**
+   * Some calls of the step wait (in doubt, deferred); the others have their results. `deadline`:
+   * the earliest stored deadline among them (a deferred call's `timeoutMs`), or null.
+   */
+  | { type: 'tools.waiting'; inDoubt: string[]; deferred: string[]; deadline: number | null }
+  /**
+   * A waiting call was settled (`engine.resolveCall`, its deadline, a reconcile): `how` says
+   * how (`retry`: it runs again, in `tool-running`, with the same key). `deadline`: the earliest
+   * deadline of the calls still waiting.
+   */
+  | { type: 'call.resolved'; callId: string; how: 'output' | 'error' | 'retry' | 'expired'; deadline: number | null }
   | { type: 'tool.denied'; callId: string; reason?: string; receipt?: ApprovalReceipt & { tool: string } }
   | {
       type: 'step.failed'
@@ -142,6 +161,8 @@ export type TurnStateName =
   | 'tool-running'
   | 'retry-waiting'
   | 'awaiting-approval'
+  | 'call-in-doubt'
+  | 'awaiting-deferred'
   | 'compacting'
   | 'compaction-retry-waiting'
   | 'interrupted'

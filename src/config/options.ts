@@ -2,6 +2,7 @@
  * `createEngine`'s options: their types only (validation is in resolve-config.ts and the
  * validators beside it; the resolved values in resolved-config.ts).
  */
+import type { ConcurrencyLimits } from './concurrency'
 import type { McpOptions } from '../tools/mcp-options'
 import type { LanguageModel, ToolSet } from 'ai'
 import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
@@ -166,6 +167,15 @@ export interface EngineOptions {
    * docs/durability.md.
    */
   parkAfterMs?: number
+  /**
+   * Limits of running turns over every engine on the database: `perTenant` (the sessions of one
+   * `createSession({ tenant })`) and `total`. A prompt queued with `whenBusy: 'enqueue'` over a
+   * limit waits in the queue (its handle resolves when it ran), taken fairly, tenant by tenant; a
+   * direct prompt over a limit rejects with `ConcurrencyLimitError`. A parked turn holds no slot;
+   * a run tree's child turns run in their root's. Not `toolExecution.concurrency` (tool calls
+   * within one step). Default: no limit. See docs/deployment.md.
+   */
+  concurrency?: ConcurrencyLimits
   /**
    * How often an engine reads the database for what other engines did: approve/deny/abort
    * requests stored for its turns, the turns of prompts it queued that another engine runs.

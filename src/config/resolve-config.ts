@@ -13,13 +13,14 @@ import { resolveFailure } from './failure'
 import { resolveModels } from './models'
 import { resolveObservability, resolveSecrets } from './observability'
 import { resolveTools } from './tools'
+import { resolveConcurrency } from './concurrency'
 import { validateMcp } from './mcp'
 
 export const knownOptions: ReadonlySet<string> = new Set([
   'database', 'model', 'models', 'settings', 'maxSteps', 'maxFileBytes', 'limits', 'tools', 'system', 'retry',
   'errorClassifier', 'retryPolicy', 'compaction', 'toolExecution', 'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing',
   'inspect', 'clock', 'busyTimeoutMs', 'onSubscriberError', 'doomLoop', 'recovery', 'leaseMs', 'parkAfterMs', 'controlPollIntervalMs',
-  'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'approvalTimeoutMs', 'notifications', 'budget', 'output',
+  'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'approvalTimeoutMs', 'notifications', 'budget', 'output', 'concurrency',
   // MCP servers (issue 38)
   'mcp',
 ] satisfies Array<keyof EngineOptions>)
@@ -47,5 +48,6 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
     ...resolveFailure(options),
     ...resolveDurability(options),
     ...resolveObservability(options),
+    ...resolveConcurrency(options),
   }
 }

@@ -3,6 +3,7 @@
  * functions only; the services built from them (telemetry, the redactor, the failure
  * policies) are the engine's (src/engine/engine-services.ts).
  */
+import type { ConcurrencyLimits } from './concurrency'
 import type { ToolSet } from 'ai'
 import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
 import type { ProviderLanguageModel } from '../llm/language-model'
@@ -59,6 +60,8 @@ export interface ResolvedConfig {
   leaseMs: number
   /** How long a waiting turn is held before it is parked (0: at once). */
   parkAfterMs: number
+  /** Limits of running turns over every engine on the database (per tenant, in all); undefined: none. */
+  concurrency: ConcurrencyLimits | undefined
   controlPollIntervalMs: number
   /** Listen for PostgreSQL notifications where the database allows (`false`: poll only). */
   notifications: boolean

@@ -6,13 +6,16 @@
  * (SQLite, a pooler that cannot LISTEN, a listening connection that is down).
  */
 import type { ControlRequest, ControlStore } from '../store/store'
+import { checkResolution, type CallResolution } from '../tools/resolve-call'
 
-/** What the poller needs of a running turn: its id and the three decisions. */
+/** What the poller needs of a running turn: its id and the decisions on it. */
 export interface ControlTarget {
   readonly id: string
   approve(callId: string, options?: { input?: unknown; by?: string }): Promise<void> | void
   deny(callId: string, options?: { reason?: string; by?: string }): Promise<void> | void
   abort(reason?: string): void
+  /** Settles a call in doubt or deferred (`engine.resolveCall`); the resolution is checked already. */
+  resolveCall(callId: string, resolution: CallResolution): Promise<void> | void
 }
 
 /** Pushed news of stored requests (PostgreSQL notifications), when the engine listens. */
@@ -96,7 +99,8 @@ async function apply(turn: ControlTarget, request: ControlRequest): Promise<stri
   try {
     if (request.kind === 'abort') turn.abort(request.reason ?? 'aborted from another engine')
     const by = request.by !== undefined ? { by: request.by } : {}
-    if (request.kind === 'approve') await turn.approve(request.callId ?? '', { ...(request.input === undefined ? {} : { input: request.input }), ...by })
+    if (request.kind === 'resolve') await turn.resolveCall(request.callId ?? '', checkResolution(request.input))
+    else if (request.kind === 'approve') await turn.approve(request.callId ?? '', { ...(request.input === undefined ? {} : { input: request.input }), ...by })
     else if (request.kind === 'deny') await turn.deny(request.callId ?? '', { ...(request.reason ? { reason: request.reason } : {}), ...by })
     return null
   } catch (error) {

@@ -3,7 +3,9 @@
  * any engine runs (a web server asking about a worker's turn).
  */
 import type { Store } from '../store/store'
-import type { SessionStatus } from '../core/types'
+import type { SessionStatus, ToolPart } from '../core/types'
+import { callWaitStates } from '../../machines/turn.machine'
+import { waitingCallsIn } from '../tools/tool-part'
 
 /**
  * @example
@@ -22,6 +24,10 @@ export async function readStatus(store: Pick<Store, 'turns' | 'transitions' | 'm
     // Run trees: a parent waiting on its tools shows the approvals its descendants wait for.
     const approvals = await descendantApprovals(store, turn.id)
     return { type: 'busy', turnId: turn.id, state: turn.state, ...(approvals.length ? { approvals } : {}) }
+  }
+  if (callWaitStates.has(turn.state)) {
+    const parts = (await store.messages.list(sessionId, { fromLatestSummary: true })).filter((m) => m.info.turnId === turn.id).flatMap((m) => m.parts)
+    return { type: 'busy', turnId: turn.id, state: turn.state, calls: waitingCallsIn(parts.filter((p): p is ToolPart => p.type === 'tool')) }
   }
   if (turn.state !== 'awaiting-approval') return { type: 'busy', turnId: turn.id, state: turn.state }
   return { type: 'busy', turnId: turn.id, state: turn.state, approvals: await waitingCalls(store, sessionId, turn.id) }

@@ -8,7 +8,9 @@
  * or at once when a notification says the request was handled (the turn ended, for an abort).
  */
 import { Doorbell } from '../core/doorbell'
-import { ApprovalNotPendingError } from '../core/errors'
+import { callWaitStates } from '../../machines/turn.machine'
+import { ApprovalNotPendingError, CallNotWaitingError } from '../core/errors'
+import type { CallResolution } from '../tools/resolve-call'
 import { newId } from '../core/ids'
 import { parkedOwner } from '../core/parking'
 import type { Store } from '../store/store'
@@ -49,8 +51,11 @@ export interface RemoteControlDeps {
   settleParked?(turnId: string, apply: (turn: ControlTarget) => Promise<void> | void): Promise<boolean>
 }
 
-/** What is decided of a waiting call: approved (maybe with an edited input) or denied (maybe with a reason). */
-export type Decision = { kind: 'approve'; input?: unknown; by?: string } | { kind: 'deny'; reason?: string; by?: string }
+/**
+ * What is decided of a waiting call: approved (maybe with an edited input) or denied (maybe with
+ * a reason), or, for a call in doubt or deferred, resolved (`engine.resolveCall`).
+ */
+export type Decision = { kind: 'approve'; input?: unknown; by?: string } | { kind: 'deny'; reason?: string; by?: string } | { kind: 'resolve'; resolution: CallResolution }
 
 /**
  * A doorbell rung by the changes `matches` picks (and by news that changes were missed), for
@@ -75,10 +80,14 @@ function outcomeBell(feed: ControlOutcomeFeed | undefined, matches: (change: { h
  */
 export async function requestDecision(deps: RemoteControlDeps, turnId: string, callId: string, decision: Decision): Promise<void> {
   const apply = async (turn: ControlTarget) => {
+    if (decision.kind === 'resolve') return turn.resolveCall(callId, decision.resolution)
     const by = decision.by !== undefined ? { by: decision.by } : {}
     if (decision.kind === 'deny') return turn.deny(callId, { ...(decision.reason !== undefined ? { reason: decision.reason } : {}), ...by })
     await turn.approve(callId, { ...(decision.input === undefined ? {} : { input: decision.input }), ...by })
   }
+  // A resolution is for a call in doubt or deferred; a decision for one awaiting approval.
+  const notWaiting = (why: string) => (decision.kind === 'resolve' ? new CallNotWaitingError(turnId, callId, why) : new ApprovalNotPendingError(turnId, callId, why))
+  const waits = (state: string) => (decision.kind === 'resolve' ? callWaitStates.has(state) : state === 'awaiting-approval')
   let turn = deps.localTurn(turnId)
   // A parked turn: nobody runs it; this engine takes it and decides here.
   if (!turn && deps.settleParked && (await deps.settleParked(turnId, apply))) return
@@ -88,14 +97,19 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
   }
   if (turn) return apply(turn)
   const record = await deps.store.turns.get(turnId)
-  if (!record) throw new ApprovalNotPendingError(turnId, callId, 'no such turn')
-  if (record.outcome) throw new ApprovalNotPendingError(turnId, callId, `the turn ended (${record.outcome})`)
-  if (record.state !== 'awaiting-approval') throw new ApprovalNotPendingError(turnId, callId, `the turn is in '${record.state}'`)
-  const edited = decision.kind === 'approve' && decision.input !== undefined ? { input: await deps.checkEdit(turnId, callId, decision.input) } : {}
+  if (!record) throw notWaiting('no such turn')
+  if (record.outcome) throw notWaiting(`the turn ended (${record.outcome})`)
+  if (!waits(record.state)) throw notWaiting(`the turn is in '${record.state}'`)
+  const edited =
+    decision.kind === 'approve' && decision.input !== undefined
+      ? { input: await deps.checkEdit(turnId, callId, decision.input) }
+      : decision.kind === 'resolve'
+        ? { input: decision.resolution }
+        : {}
   const id = newId('ctl')
   const { bell, stop } = outcomeBell(deps.outcomes, (change) => 'handled' in change && change.handled === id)
   try {
-    await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited, ...(decision.by !== undefined ? { by: decision.by } : {}) })
+    await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited, ...(decision.kind !== 'resolve' && decision.by !== undefined ? { by: decision.by } : {}) })
     const deadline = Date.now() + deps.waitMs
     while (Date.now() < deadline) {
       await bell.wait(deps.checkEveryMs)
@@ -105,7 +119,7 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
         await takeIfParked(deps, turnId)
         continue
       }
-      if (outcome.result) throw new ApprovalNotPendingError(turnId, callId, outcome.result)
+      if (outcome.result) throw notWaiting(outcome.result)
       return
     }
   } finally {

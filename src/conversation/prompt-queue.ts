@@ -83,6 +83,8 @@ export class PromptQueue {
   /** Queued prompts running in this engine (their handle settles from their `done`). */
   private readonly runningHere = new Set<string>()
   private readonly draining = new Set<string>()
+  /** Fair dequeue: the tenant whose prompt started last here (`''`: sessions without one). */
+  private lastTenant: string | undefined
   private poll: NodeJS.Timeout | undefined
   /** The check running now, and whether another was asked for while it ran (it may have read too early). */
   private checking: Promise<void> | undefined
@@ -131,7 +133,7 @@ export class PromptQueue {
         waiter.stored = true
         this.deps.bus.publish({ type: 'prompt.queued', sessionId, id, kind })
         this.ensurePolling()
-        return this.drain(sessionId)
+        return this.next(sessionId)
       },
       (error) => this.settle(id, error),
     )
@@ -154,32 +156,81 @@ export class PromptQueue {
   }
 
   /**
+   * What may start now after `sessionId`'s queue or turn moved: its own next prompt, or, with
+   * `concurrency` limits (a slot may have freed for any session), the queues that wait, fairly.
+   */
+  next(sessionId: string): Promise<void> {
+    return this.deps.config.concurrency ? this.drainFairly() : this.drain(sessionId).then(() => undefined)
+  }
+
+  /**
+   * With `concurrency` limits: starts queued prompts of idle sessions while slots are free, one
+   * tenant after another (round robin from the tenant after the one served last, not first come:
+   * a tenant with many queued prompts does not hold back one with a single prompt). The counts
+   * are read without the lock; each start checks again under it (a start another engine's
+   * beat stays queued, for the next pass).
+   */
+  async drainFairly(): Promise<void> {
+    const { store, config } = this.deps
+    const limits = config.concurrency
+    if (!limits || !store.slots || this.deps.isClosed()) return
+    try {
+      const idle = await store.queue.idleSessions()
+      if (idle.length === 0) return
+      const running = await store.slots.byTenant()
+      let total = [...running.values()].reduce((a, b) => a + b, 0)
+      const byTenant = new Map<string, string[]>()
+      for (const sessionId of idle) {
+        const session = await store.sessions.get(sessionId)
+        if (!session || session.parentSessionId) continue
+        const tenant = session.tenant ?? ''
+        byTenant.set(tenant, [...(byTenant.get(tenant) ?? []), sessionId])
+      }
+      for (const [tenant, sessionId] of roundRobin(byTenant, this.lastTenant)) {
+        if (limits.total !== undefined && total >= limits.total) break
+        if (limits.perTenant !== undefined && tenant !== '' && (running.get(tenant) ?? 0) >= limits.perTenant) continue
+        if (!(await this.drain(sessionId))) continue
+        total += 1
+        running.set(tenant, (running.get(tenant) ?? 0) + 1)
+        this.lastTenant = tenant
+      }
+    } catch {
+      // a read failed (database closing): the next turn's end or poll tries again
+    }
+  }
+
+  /**
    * Starts the session's oldest queued prompt if the session is idle (no turn here or in
    * another engine). Called when a turn ends, after a prompt is queued, and by the sweep.
+   * Resolves true when it started one (its turn's start may still be refused: over a
+   * `concurrency` limit the prompt stays queued).
    */
-  async drain(sessionId: string): Promise<void> {
+  async drain(sessionId: string): Promise<boolean> {
     const { store } = this.deps
-    if (this.deps.isClosed() || this.deps.activeTurn(sessionId) || this.draining.has(sessionId)) return
+    if (this.deps.isClosed() || this.deps.activeTurn(sessionId) || this.draining.has(sessionId)) return false
     this.draining.add(sessionId)
     try {
-      if (await store.turns.openOfSession(sessionId)) return // its engine drains when it ends
+      if (await store.turns.openOfSession(sessionId)) return false // its engine drains when it ends
       const record = await store.queue.oldest(sessionId)
-      if (!record || this.deps.isClosed() || this.deps.activeTurn(sessionId)) return
+      if (!record || this.deps.isClosed() || this.deps.activeTurn(sessionId)) return false
       let turn: Turn
       try {
         turn = this.deps.start(record, this.memory.get(record.id) ?? {})
       } catch (error) {
         // It cannot start here (e.g. its model is not registered on this engine): drop it, saying why.
         if (await store.queue.take(record.id)) this.settle(record.id, error)
-        return
+        return false
       }
       this.runningHere.add(record.id)
       turn.done.then(
         (result) => this.settle(record.id, null, result),
-        () => this.runningHere.delete(record.id), // not started: another engine took it, or the session is busy
+        // not started: another engine took it, the session is busy, or a concurrency limit is reached (it stays queued)
+        () => this.runningHere.delete(record.id),
       )
+      return true
     } catch {
       // a read failed (database closing): the next drain or sweep tries again
+      return false
     } finally {
       this.draining.delete(sessionId)
     }
@@ -253,7 +304,7 @@ export class PromptQueue {
           if (waiter.target) await this.followTarget(id, waiter.target)
           else this.settle(id, new QueuedPromptCancelledError(waiter.sessionId, id))
         } else if (!turn) {
-          await this.drain(waiter.sessionId)
+          await this.next(waiter.sessionId)
         }
       } catch {
         // the database is closing: the engine's close settles the handles
@@ -280,4 +331,19 @@ export class PromptQueue {
       text: finalTextOf(messages),
     }
   }
+}
+
+/**
+ * The sessions of each tenant in round-robin order: the first of each tenant (tenants in name
+ * order, starting after `last`), then the second of each, and so on.
+ *
+ * @example
+ * [...roundRobin(new Map([['a', ['s1', 's2']], ['b', ['s3']]]), 'a')] // [['b','s3'], ['a','s1'], ['a','s2']]
+ */
+export function* roundRobin(byTenant: Map<string, string[]>, last: string | undefined): Generator<[string, string]> {
+  const names = [...byTenant.keys()].sort()
+  const start = last === undefined ? 0 : names.findIndex((name) => name > last)
+  const order = start <= 0 ? names : [...names.slice(start), ...names.slice(0, start)]
+  const most = Math.max(0, ...order.map((name) => byTenant.get(name)!.length))
+  for (let i = 0; i < most; i++) for (const name of order) if (i < byTenant.get(name)!.length) yield [name, byTenant.get(name)![i]]
 }

@@ -5,7 +5,7 @@
  */
 import type { SerializedError } from './errors'
 import { callHook, settleHook } from './hooks'
-import type { MessageInfo, Part, SessionStatus, ToolPart } from './types'
+import type { MessageInfo, Part, SessionStatus, ToolPart, WaitingCall } from './types'
 
 export type TurnchartEvent = TurnchartEventBody & ChildTurnFields
 
@@ -33,7 +33,7 @@ export interface ChildProgress {
 export type PartOrigin = 'prompt' | 'steer' | 'answer' | 'summary'
 
 /** Where a tool call is: its input streams (`pending`), it waits for a decision (`approval`), it runs, it ended. */
-export type ToolStage = 'pending' | 'approval' | 'running' | 'completed' | 'error'
+export type ToolStage = 'pending' | 'approval' | 'running' | 'in-doubt' | 'deferred' | 'completed' | 'error'
 
 /**
  * What a `part.updated` says changed, so that a reader needs no memory of what it was told:
@@ -58,6 +58,8 @@ type TurnchartEventBody =
   | { type: 'part.delta'; sessionId: string; turnId: string; messageId: string; partId: string; partType: 'text' | 'reasoning'; field: 'text'; delta: string }
   | { type: 'session.error'; sessionId: string; turnId: string; error: SerializedError }
   | { type: 'approval.requested'; sessionId: string; turnId: string; calls: Array<{ callId: string; tool: string; input: unknown }> }
+  /** The turn waits for these calls (in doubt, deferred): `engine.resolveCall` settles each. */
+  | { type: 'calls.waiting'; sessionId: string; turnId: string; calls: WaitingCall[] }
   /** `output`: structured output's parsed object, on the step gate's `gate.complete` that ends a turn with `output` (as its log row stores it). */
   | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number; output?: unknown }
   /** This engine lost the turn to another engine (fencing): it stopped here; the other engine goes on. */

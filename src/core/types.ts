@@ -95,7 +95,37 @@ export type ToolState =
       /** When its approval expires (`approvalTimeoutMs`): the sweep denies it then, its receipt `expired`. */
       expiresAt?: number
     }
-  | { status: 'running'; input: unknown; modelInput?: unknown; time: { start: number } }
+  | {
+      status: 'running'
+      input: unknown
+      modelInput?: unknown
+      /** Which execution of the call this is (1 when absent): a re-run (idempotent tool after a crash, reconcile's `done: false`, `resolveCall` retry) counts one more. */
+      execution?: number
+      time: { start: number }
+    }
+  /**
+   * Nobody knows whether the call's effect happened: it was running when its engine died, its
+   * result could not be stored, or it threw `CallOutcomeUnknownError`; its tool's `reconcile`
+   * could not tell (or it has none). The turn waits (state `call-in-doubt`) for
+   * `engine.resolveCall`; the model is not called meanwhile.
+   */
+  | {
+      status: 'in-doubt'
+      input: unknown
+      modelInput?: unknown
+      execution: number
+      /** Why the outcome is unknown (`restart`: the engine died mid-call; else the tool's message). */
+      reason: string
+      /** The tool's `reconcile` was asked for this execution already (and could not tell). */
+      reconciled?: boolean
+      time: { start: number }
+    }
+  /**
+   * The tool returned `defer()`: its result arrives later through `engine.resolveCall`. The turn
+   * waits (state `awaiting-calls`) until every call of the step has its result; `deadline`
+   * (epoch ms, stored) settles it as an error when it passes.
+   */
+  | { status: 'deferred'; input: unknown; modelInput?: unknown; execution: number; deadline?: number; time: { start: number } }
   | {
       status: 'completed'
       input: unknown
@@ -117,6 +147,18 @@ export type ToolState =
       metadata?: Record<string, unknown>
       time: { start: number; end: number }
     }
+
+/** A tool call that waits for `engine.resolveCall`: its outcome is unknown (`in-doubt`) or its result comes later (`deferred`). */
+export interface WaitingCall {
+  callId: string
+  tool: string
+  input: unknown
+  status: 'in-doubt' | 'deferred'
+  /** In doubt: why (`restart`: its engine died mid-call; else the tool's message). */
+  reason?: string
+  /** Deferred: when its stored deadline passes (epoch ms). */
+  deadline?: number
+}
 
 /**
  * What was decided of a call that asked for approval, kept on its tool part (and in its turn's
@@ -262,7 +304,14 @@ export type SessionStatus =
    * `readStatus`); run trees: in `tool-running`, those its descendant turns wait for, each with
    * that turn's id (`approve(turnId, callId)` answers it).
    */
-  | { type: 'busy'; turnId: string; state: string; approvals?: Array<{ callId: string; tool: string; input: unknown; turnId?: string }> }
+  | {
+      type: 'busy'
+      turnId: string
+      state: string
+      approvals?: Array<{ callId: string; tool: string; input: unknown; turnId?: string }>
+      /** In `call-in-doubt` / `awaiting-deferred`: the calls that wait for `engine.resolveCall`. */
+      calls?: WaitingCall[]
+    }
   /**
    * Waiting to retry: `attempt` is the attempt that failed, numbered as on parts (the first
    * request of a step is attempt 1), so the next request is `attempt + 1`, at time `next`.

@@ -14,6 +14,7 @@ import type { StoreFeeds } from './store-feeds'
 import { ApprovalNotPendingError, InvalidArgumentError } from '../core/errors'
 import type { ToolPart } from '../core/types'
 import { checkApprovalEdit } from '../tools/approval-edit'
+import { checkResolution, type CallResolution } from '../tools/resolve-call'
 import type { ApproveOptions, DenyOptions } from '../turn/turn-handle'
 
 export interface ControlCalls {
@@ -40,6 +41,16 @@ export interface ControlCalls {
    * The third argument is the reason, or `{ reason, by }` (`by`: who denied, on the receipt).
    */
   deny(turnId: string, callId: string, reason?: string | DenyOptions): Promise<void>
+  /**
+   * Settles a tool call that waits in `call-in-doubt` (its outcome is unknown) or
+   * `awaiting-deferred` (its tool returned `defer()`), from any engine on the database (as
+   * `approve` does): `{ output }` (the effect happened, or the deferred result: the model sees
+   * it), `{ error }` (the model sees this error), `{ retry: true }` (a call in doubt runs again,
+   * with the same `idempotencyKey`). The turn goes on when every call of its step has its result.
+   * Throws `CallNotWaitingError` when the call does not wait, `InvalidArgumentError` for a
+   * resolution of another shape.
+   */
+  resolveCall(turnId: string, callId: string, resolution: CallResolution): Promise<void>
   /** Aborts the session's running turn, if any, whichever engine runs it; resolves when it has ended. */
   abort(sessionId: string): Promise<void>
 }
@@ -94,6 +105,11 @@ export function engineControl(deps: {
         ...(options?.input !== undefined ? { input: options.input } : {}),
         ...(by !== undefined ? { by } : {}),
       })
+    },
+    async resolveCall(turnId, callId, resolution) {
+      requireOpen('resolve a tool call')
+      const checked = checkResolution(resolution)
+      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'resolve', resolution: checked })
     },
     async deny(turnId, callId, reasonOrOptions) {
       requireOpen('deny a tool call')

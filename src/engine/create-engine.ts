@@ -35,6 +35,7 @@ import { promptCalls, startQueuedTurn } from './prompt-calls'
 import { takeOverTurns, takeParkedTurn } from './recovery'
 import { ParkedTurns } from './parked-turns'
 import { expireApprovals } from './approval-deadlines'
+import { deadlineTimer, sweepCallDeadlines } from './call-deadlines'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
@@ -74,6 +75,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   } catch (error) {
     await mcp?.close()
     throw error
+  }
+  if (config.concurrency && !opened.store.slots) {
+    await opened.close()
+    await mcp?.close()
+    throw new InvalidOptionError('concurrency', config.concurrency, 'a database whose store counts running turns (turnchart\'s SQLite, PostgreSQL or MemoryStore; this store has no `slots`)')
   }
   const { store } = opened
   const feeds = opened.notifications && storeFeeds(opened.notifications)
@@ -124,8 +130,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     requireOpen('recover turns')
     sweeps++
     const recovered = await takeOverTurns({ config, services, turns, running })
+    // Waiting calls whose stored deadline passed (this engine's turns, those just taken over included).
+    await sweepCallDeadlines({ store, running }, Date.now())
     // Queues that stand still (the engine that would have started them died): start them here.
-    for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
+    if (config.concurrency) void queue.drainFairly()
+    else for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
     return recovered
   }
   // A turn another engine released (its handoff, its close): recovered at once, not at the next sweep.
@@ -136,8 +145,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
   // Approve, deny and abort from any engine (src/control/).
   const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply) })
-  running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.drain(sessionId) })
+  running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.next(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
+  const stopDeadlineTimer = deadlineTimer((listener) => bus.subscribe(listener), () => void (closed ? undefined : recover().catch(() => undefined)))
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
 
   // The streams following turns this engine handed off: the database stays open for them (close waits).
@@ -167,6 +177,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     stopTakingReleased()
     parked.close()
     stopRenewal()
+    stopDeadlineTimer()
     clearInterval(sweep)
     control.poller.stop()
   }

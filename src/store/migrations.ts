@@ -236,6 +236,19 @@ export const migrations: Migration[] = [
       await db.schema.createIndex('turnchart_sessions_tenant').on('turnchart_sessions').columns(['tenant', 'id']).where(sql.ref('tenant'), 'is not', null).execute()
     },
   },
+  {
+    // Tenants' concurrency: one row whose update every turn start that checks the limits makes
+    // first, so that two engines' starts count one after the other (a row lock on PostgreSQL).
+    name: '0016_concurrency_slots',
+    async up(db) {
+      await db.schema
+        .createTable('turnchart_slots')
+        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .addColumn('starts', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.insertInto('turnchart_slots').values({ id: 1, starts: 0 }).execute()
+    },
+  },
 ]
 
 /**

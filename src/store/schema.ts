@@ -93,7 +93,7 @@ export interface TransitionTable {
 export interface ControlTable {
   id: string
   turn_id: string
-  kind: 'approve' | 'deny' | 'abort'
+  kind: 'approve' | 'deny' | 'abort' | 'resolve'
   call_id: string | null
   reason: string | null
   created_at: Millis
@@ -130,6 +130,12 @@ export interface TreeSpendingTable {
   updated_at: Millis
 }
 
+/** One row (id 1): the lock that orders turn starts checking `concurrency` (its update holds the row until commit). */
+export interface SlotsTable {
+  id: number
+  starts: number
+}
+
 export interface MigrationTable {
   name: string
   applied_at: Millis
@@ -145,4 +151,5 @@ export interface TurnchartDatabase {
   turnchart_migrations: MigrationTable
   turnchart_queue: QueueTable
   turnchart_tree_spending: TreeSpendingTable
+  turnchart_slots: SlotsTable
 }

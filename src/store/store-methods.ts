@@ -25,7 +25,7 @@ const complete: [
   Complete<QueueStore, typeof queue>,
   Complete<ControlStore, typeof controls>,
   // (`spending` is a capability: a store without it is taken, each engine counting budgets itself)
-  Complete<Omit<Store, 'transaction' | 'spending'>, Array<keyof typeof storeMethods>>,
+  Complete<Omit<Store, 'transaction' | 'spending' | 'slots'>, Array<keyof typeof storeMethods>>,
 ] = [true, true, true, true, true, true, true]
 void complete
 

@@ -69,15 +69,16 @@ export interface QueuedPromptRecord {
   kind?: 'prompt' | 'steer'
 }
 
-/** A request to a turn from any engine (approve, deny, abort), applied by the engine that runs it. */
+/** A request to a turn from any engine (approve, deny, abort, resolve a waiting call), applied by the engine that runs it. */
 export interface ControlRequest {
   id: string
   turnId: string
-  kind: 'approve' | 'deny' | 'abort'
+  /** `resolve`: `engine.resolveCall`, its resolution (`{ output } | { error } | { retry: true }`) in `input`. */
+  kind: 'approve' | 'deny' | 'abort' | 'resolve'
   callId: string | null
   reason: string | null
   createdAt: number
-  /** An approval's edited input (absent: the model's input, as it is). */
+  /** An approval's edited input (absent: the model's input, as it is); a `resolve`'s resolution. */
   input?: unknown
   /** Who approved or denied (the `by` of `approve` / `deny`), kept on the call's receipt. */
   by?: string
@@ -244,6 +245,19 @@ export interface SpendingStore {
   add(rootTurnId: string, delta: TreeSpent, now: number): Promise<void>
 }
 
+/**
+ * The running turns that `concurrency` limits: unfinished turns of top-level sessions (a run
+ * tree's child turns run in their root's slot), not parked ones (`parkedOwner`: a turn waiting
+ * on a person that no engine holds), counted under a lock that orders every turn start that
+ * checks them (one row's lock, held by the calling transaction until it ends).
+ */
+export interface SlotStore {
+  /** Takes the starts' lock for the current transaction, then counts the running turns (but `exceptTurnId`), in all and of `tenant`. */
+  running(tenant: string | null, exceptTurnId: string): Promise<{ total: number; tenant: number }>
+  /** The running turns by tenant (`''`: sessions without one), read without the lock: what a queue's fair dequeue plans from. */
+  byTenant(): Promise<Map<string, number>>
+}
+
 export interface Store {
   readonly sessions: SessionStore
   readonly messages: MessageStore
@@ -256,6 +270,8 @@ export interface Store {
    * store of a version before it): each engine counts a tree's budget from what it sees.
    */
   readonly spending?: SpendingStore
+  /** Capability: the running turns the `concurrency` option limits. Absent: that option is refused at `createEngine`. */
+  readonly slots?: SlotStore
   /**
    * Runs `fn` in one transaction with a store bound to it: its writes commit together, or none
    * does when `fn` throws. Called on a store already bound to a transaction, `fn` joins it.

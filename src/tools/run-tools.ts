@@ -8,11 +8,15 @@ import type { Part, ToolPart, ToolState } from '../core/types'
 import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../core/secrets/redact-secrets'
 import type { ChildTurnRunner } from './child-turns'
-import { toolOptions } from './tool-options'
-import { completeCall, failCall, matchesApproval } from './tool-part'
-import { safeMessage } from '../core/errors'
+import { toolOptions, type ReconcileResult, type ToolOptions } from './tool-options'
+import { completeCall, deferCall, doubtCall, executionOf, failCall, markReconciled, matchesApproval, rerunCall } from './tool-part'
+import { CallOutcomeUnknownError, safeMessage } from '../core/errors'
 import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
 import { isMcpTool, throwIfMcpError } from './mcp-result'
+import { idempotencyKeyOf, type CallInfo } from './call-info'
+import { isDeferral } from './defer'
+
+export type { TurnToolContext } from './call-info'
 
 /** What running a step's tools needs from the turn: its calls, the history, the settings, a part sink. */
 export interface ToolRunScope {
@@ -28,63 +32,148 @@ export interface ToolRunScope {
 }
 
 /**
- * Runs every `running` tool part of the last step. Resolves when all have settled; a tool
- * that throws becomes an `error` part. Only a defect rejects (the turn's gated actor makes it
- * the turn's failure).
+ * Runs every `running` tool part of the last step, and asks the `reconcile` hook of each call
+ * in doubt not asked yet. Resolves when all have settled; a tool that throws becomes an `error`
+ * part, one that throws `CallOutcomeUnknownError` an `in-doubt` part (its `reconcile` asked
+ * first), one that returns `defer()` a `deferred` part. Only a defect rejects (the turn's gated
+ * actor makes it the turn's failure). Resolves with the calls of the step that still wait
+ * (`waitingCallsOf`).
  *
  * `children`: the runner an `agentTool` starts its child turn through (run trees), put in each
  * call's context.
  *
  * @example
- * await runTools(scope, signal)
+ * const waiting = await runTools(scope, signal)
  */
-export async function runTools(scope: ToolRunScope, signal: AbortSignal, children?: ChildTurnRunner): Promise<void> {
-  const calls = scope.stepTools.filter((part) => part.state.status === 'running')
-  if (calls.length === 0) return
-  const messages = scope.modelMessages()
-  let next = 0
-  const worker = async () => {
-    while (next < calls.length && !signal.aborted) {
-      const part = calls[next++]
-      await runOne(scope, part, messages, signal, children)
+export async function runTools(scope: ToolRunScope, signal: AbortSignal, children?: ChildTurnRunner): Promise<WaitingCalls> {
+  const calls = scope.stepTools.filter((part) => part.state.status === 'running' || (part.state.status === 'in-doubt' && !part.state.reconciled && reconcileOf(scope, part) !== undefined))
+  if (calls.length > 0) {
+    const messages = scope.modelMessages()
+    let next = 0
+    const worker = async () => {
+      while (next < calls.length && !signal.aborted) {
+        const part = calls[next++]
+        await runOne(scope, part, messages, signal, children)
+      }
     }
+    const workers = Array.from({ length: Math.min(scope.config.toolExecution.concurrency, calls.length) }, worker)
+    await Promise.all(workers)
   }
-  const workers = Array.from({ length: Math.min(scope.config.toolExecution.concurrency, calls.length) }, worker)
-  await Promise.all(workers)
+  return waitingCallsOf(scope.stepTools)
+}
+
+/** The calls of a step that wait for `resolveCall`: in doubt, deferred, and the earliest deadline among them. */
+export interface WaitingCalls {
+  inDoubt: string[]
+  deferred: string[]
+  deadline: number | null
 }
 
 /**
- * What a tool's `execute` gets besides the AI SDK's options (as `options.experimental_context`):
- * the session and turn it runs for, and the runner of child turns when the engine runs them.
+ * The calls among `parts` that wait, and the earliest stored deadline of those (what the turn
+ * row's `retry_at` holds in a waiting state, so that whichever engine sweeps finds it).
+ *
+ * @example
+ * waitingCallsOf(scope.stepTools) // { inDoubt: ['call_1'], deferred: [], deadline: null }
  */
-export interface TurnToolContext {
-  sessionId: string
-  turnId: string
-  /** Run trees: starts a child turn of this call (what `agentTool` runs on); absent when the engine runs none. */
-  childTurns?: ChildTurnRunner
+export function waitingCallsOf(parts: readonly ToolPart[]): WaitingCalls {
+  const inDoubt: string[] = []
+  const deferred: string[] = []
+  let deadline: number | null = null
+  for (const part of parts) {
+    if (part.state.status === 'in-doubt') inDoubt.push(part.callId)
+    else if (part.state.status === 'deferred') {
+      deferred.push(part.callId)
+      if (part.state.deadline !== undefined) deadline = Math.min(deadline ?? Infinity, part.state.deadline)
+    }
+  }
+  return { inDoubt, deferred, deadline }
 }
 
-function toolContext(scope: ToolRunScope, children: ChildTurnRunner | undefined): TurnToolContext & { experimental_context: TurnToolContext } {
-  const context: TurnToolContext = { sessionId: scope.sessionId, turnId: scope.turnId, ...(children ? { childTurns: children } : {}) }
+function definitionOf(scope: ToolRunScope, part: ToolPart): ToolSet[string] | undefined {
+  // Own properties only: `constructor`, `__proto__` or `toString` is an unknown tool, not Object's.
+  return Object.hasOwn(scope.config.tools, part.tool) ? scope.config.tools[part.tool] : undefined
+}
+
+function reconcileOf(scope: ToolRunScope, part: ToolPart): ToolOptions['reconcile'] {
+  return toolOptions(definitionOf(scope, part)).reconcile
+}
+
+/** What one execution of a call gets as its context: the turn, the call, its key and its execution. */
+function callContext(scope: ToolRunScope, part: ToolPart, children: ChildTurnRunner | undefined): CallInfo & { experimental_context: CallInfo } {
+  const context: CallInfo = {
+    sessionId: scope.sessionId,
+    turnId: scope.turnId,
+    callId: part.callId,
+    idempotencyKey: idempotencyKeyOf(scope.turnId, part.id),
+    attempt: executionOf(part),
+    ...(children ? { childTurns: children } : {}),
+  }
   return { ...context, experimental_context: context }
 }
 
 /**
- * The session and turn a tool call runs for, read from the options `execute` receives.
- *
- * @example
- * execute: async (input, options) => { const { sessionId, turnId } = turnOfTool(options); ... }
+ * One call: a call in doubt is reconciled first (and runs again when its hook says it did not
+ * happen); a running call executes, and if its outcome turns out unknown its hook is asked once.
  */
-export function turnOfTool(options: unknown): TurnToolContext {
-  const context = (options as { experimental_context?: Partial<TurnToolContext> } | undefined)?.experimental_context
-  return { sessionId: String(context?.sessionId ?? ''), turnId: String(context?.turnId ?? '') }
+async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal, children: ChildTurnRunner | undefined): Promise<void> {
+  let mayReconcile = true
+  if (part.state.status === 'in-doubt') {
+    await reconcileCall(scope, part, turnSignal, children)
+    mayReconcile = false
+  }
+  if (part.state.status === 'running') {
+    await executeCall(scope, part, messages, turnSignal, children)
+    if (mayReconcile && !turnSignal.aborted && (part.state as ToolState).status === 'in-doubt' && reconcileOf(scope, part)) {
+      await reconcileCall(scope, part, turnSignal, children)
+      if ((part.state as ToolState).status === 'running') await executeCall(scope, part, messages, turnSignal, children)
+    }
+  }
+  if (!turnSignal.aborted) scope.writer.changed(part)
 }
 
-async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal, children: ChildTurnRunner | undefined): Promise<void> {
+/**
+ * Asks the tool's `reconcile` whether the effect of a call in doubt happened: done (its result
+ * completes the call), not done (the call runs again, same key), or cannot tell (a throw or a
+ * timeout too: the call stays in doubt, not asked again for this execution).
+ */
+async function reconcileCall(scope: ToolRunScope, part: ToolPart, turnSignal: AbortSignal, children: ChildTurnRunner | undefined): Promise<void> {
+  const hook = reconcileOf(scope, part)
+  if (!hook || part.state.status !== 'in-doubt') return
+  const definition = definitionOf(scope, part)
+  const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
+  let timer: NodeJS.Timeout | undefined
+  const giveUp = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), timeoutMs)
+    turnSignal.addEventListener('abort', () => resolve(undefined), { once: true })
+  })
+  let verdict: ReconcileResult
+  try {
+    const { experimental_context: info } = callContext(scope, part, children)
+    verdict = await Promise.race([Promise.resolve(hook(part.state.input, info)), giveUp])
+  } catch {
+    verdict = undefined
+  } finally {
+    clearTimeout(timer)
+  }
+  if (turnSignal.aborted) return
+  const now = Date.now()
+  if (verdict && verdict.done === true) {
+    const { input } = part.state
+    try {
+      const modelOutput = definition?.toModelOutput ? await modelOutputOf(definition.toModelOutput, { toolCallId: part.callId, input, output: verdict.output }) : undefined
+      completeCall(part, boundedOutput(verdict.output, scope.config.toolExecution.maxOutputBytes), now, modelOutput)
+    } catch (error) {
+      failCall(part, errorMessage(error, scope.config.redactor.text), now)
+    }
+  } else if (verdict && verdict.done === false) rerunCall(part, now)
+  else markReconciled(part)
+}
+
+async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal, children: ChildTurnRunner | undefined): Promise<void> {
   if (part.state.status !== 'running') return
   const { input } = part.state
-  // Own properties only: `constructor`, `__proto__` or `toString` is an unknown tool, not Object's.
-  const definition = Object.hasOwn(scope.config.tools, part.tool) ? scope.config.tools[part.tool] : undefined
+  const definition = definitionOf(scope, part)
   const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
   const controller = new AbortController()
   const onTurnAbort = () => controller.abort(turnSignal.reason)
@@ -113,18 +202,21 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
         toolCallId: part.callId,
         messages,
         abortSignal: controller.signal,
-        // Which session and turn the call runs for: as fields, and as the AI SDK's context.
-        ...toolContext(scope, children),
+        // Which session, turn and call this is, its key and its execution: as fields, and as the AI SDK's context.
+        ...callContext(scope, part, children),
       } as never),
     ).then(lastValue)
     const output = await Promise.race([run, stopped])
     if (turnSignal.aborted) return // the turn's end marks the part aborted
+    if (isDeferral(output)) return deferCall(part, output.timeoutMs !== undefined ? Date.now() + output.timeoutMs : undefined)
     if (isMcpTool(definition)) throwIfMcpError(part.tool, output) // an MCP result with isError is the call's failure
     const modelOutput = definition.toModelOutput ? await modelOutputOf(definition.toModelOutput, { toolCallId: part.callId, input, output }) : undefined
     completeCall(part, boundedOutput(output, scope.config.toolExecution.maxOutputBytes), Date.now(), modelOutput)
   } catch (error) {
     if (turnSignal.aborted) return
-    failCall(part, errorMessage(error, scope.config.redactor.text), Date.now())
+    // The tool says its effect may have happened: not an error the model sees, a call in doubt.
+    if (CallOutcomeUnknownError.isInstance(error)) doubtCall(part, scope.config.redactor.text(error.message))
+    else failCall(part, errorMessage(error, scope.config.redactor.text), Date.now())
   } finally {
     if (timer) clearTimeout(timer)
     turnSignal.removeEventListener('abort', onTurnAbort)
@@ -134,10 +226,9 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
         ? { error: 'the turn was aborted while the tool ran' }
         : state.status === 'completed'
           ? { output: state.output }
-          : { error: state.status === 'error' ? state.error : 'the tool did not finish' },
+          : { error: state.status === 'error' ? state.error : state.status === 'deferred' ? 'deferred' : state.status === 'in-doubt' ? `outcome unknown: ${state.reason}` : 'the tool did not finish' },
     )
   }
-  scope.writer.changed(part)
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { Tool } from 'ai'
 import { InvalidArgumentError } from '../core/errors'
 import { maxTimerMs } from '../core/timer-limit'
+import type { CallInfo } from './call-info'
 
 const optionsKey = Symbol.for('turnchart.toolOptions')
 
@@ -14,9 +15,21 @@ export interface ToolOptions {
   idempotent?: boolean
   /** This tool's timeout, instead of `toolExecution.timeoutMs`. */
   timeoutMs?: number
+  /**
+   * Asked when a call of this (non-idempotent) tool has an unknown outcome: it was running when
+   * its engine died, its result could not be stored, or it threw `CallOutcomeUnknownError`.
+   * `{ done: true, output }`: the effect happened, this is its result (the model sees it);
+   * `{ done: false }`: it did not, run the call again (same `idempotencyKey`); `undefined`:
+   * cannot tell, the call's part becomes `'in-doubt'` and the turn waits for `engine.resolveCall`.
+   * A throw counts as `undefined`. Asked once per execution.
+   */
+  reconcile?: (input: unknown, call: CallInfo) => ReconcileResult | Promise<ReconcileResult>
   /** How long its calls wait for approval before they expire (the model sees a denial), instead of the engine's `approvalTimeoutMs`. */
   approvalTimeoutMs?: number
 }
+
+/** What a tool's `reconcile` hook says of a call whose outcome was unknown. */
+export type ReconcileResult = { done: true; output: unknown } | { done: false } | undefined
 
 /**
  * Returns `tool` with turnchart's options set.
@@ -27,6 +40,9 @@ export interface ToolOptions {
 export function configureTool<T extends Tool>(tool: T, options: ToolOptions): T {
   if (options.timeoutMs !== undefined && (!Number.isInteger(options.timeoutMs) || options.timeoutMs < 1 || options.timeoutMs > maxTimerMs)) {
     throw new InvalidArgumentError('timeoutMs', options.timeoutMs, `an integer from 1 to ${maxTimerMs} (configureTool)`)
+  }
+  if (options.reconcile !== undefined && typeof options.reconcile !== 'function') {
+    throw new InvalidArgumentError('reconcile', options.reconcile, 'a function (input, callInfo) => { done: true, output } | { done: false } | undefined (configureTool)')
   }
   if (options.approvalTimeoutMs !== undefined && (!Number.isInteger(options.approvalTimeoutMs) || options.approvalTimeoutMs < 1 || options.approvalTimeoutMs > maxTimerMs)) {
     throw new InvalidArgumentError('approvalTimeoutMs', options.approvalTimeoutMs, `an integer from 1 to ${maxTimerMs} (configureTool)`)

@@ -3,11 +3,13 @@
  * functions, and every "did not run" has a typed reason with one message.
  *
  *   pending ─► awaiting approval (pending, approval: required) ─► running ─► completed
- *      │                │ denied, expired (a receipt either way)   │
- *      └────────────────┴──────────► error ◄─────────────────────┘ (thrown, not run, stopped)
+ *      │                │ denied, expired (a receipt either way)   │  ▲
+ *      └────────────────┴──────────► error ◄─────────────────────┤  │ retry (same key)
+ *                                                                 ▼  │
+ *                                            in-doubt / deferred ─► completed | error (resolveCall, reconcile, deadline)
  */
 import { inputDigest } from '../core/input-digest'
-import type { ApprovalReceipt, ToolPart } from '../core/types'
+import type { ApprovalReceipt, ToolPart, WaitingCall } from '../core/types'
 
 /** Why a call did not run, or stopped before it finished. */
 export type NotRunReason =
@@ -36,7 +38,61 @@ export function notRunMessage(reason: NotRunReason): string {
 
 /** True while the call waits or runs (what the end of a turn must close). */
 function isOpenCall(part: ToolPart): boolean {
-  return part.state.status === 'pending' || part.state.status === 'running'
+  const { status } = part.state
+  return status === 'pending' || status === 'running' || status === 'in-doubt' || status === 'deferred'
+}
+
+/** The execution of the call that runs now or ran last (1 for the first). */
+export function executionOf(part: ToolPart): number {
+  const state = part.state
+  return 'execution' in state && typeof state.execution === 'number' ? state.execution : 1
+}
+
+/** The call waits for its outcome (`in-doubt`) or its result (`deferred`): `engine.resolveCall` settles it. */
+export function isWaitingCall(part: ToolPart): boolean {
+  return part.state.status === 'in-doubt' || part.state.status === 'deferred'
+}
+
+/**
+ * Nobody knows whether the call's effect happened (`reason`: `restart` when its engine died mid-call,
+ * else the message of the `CallOutcomeUnknownError` it threw). Only a running call moves.
+ */
+export function doubtCall(part: ToolPart, reason: string): boolean {
+  if (part.state.status !== 'running') return false
+  const { input, time } = part.state
+  part.state = { status: 'in-doubt', input, ...modelInputOf(part), execution: executionOf(part), reason, time: { start: time.start } }
+  return true
+}
+
+/** The tool's `reconcile` was asked and could not tell: the call stays in doubt, not asked again for this execution. */
+export function markReconciled(part: ToolPart): void {
+  if (part.state.status === 'in-doubt') part.state = { ...part.state, reconciled: true }
+}
+
+/** The tool returned `defer()`: the call waits for its result, until `deadline` when there is one. */
+export function deferCall(part: ToolPart, deadline: number | undefined): void {
+  if (part.state.status !== 'running') return
+  const { input, time } = part.state
+  part.state = { status: 'deferred', input, ...modelInputOf(part), execution: executionOf(part), ...(deadline !== undefined ? { deadline } : {}), time: { start: time.start } }
+}
+
+/** The call runs again (reconcile's `done: false`, `resolveCall`'s retry): its next execution, with the same idempotency key. */
+export function rerunCall(part: ToolPart, now: number): void {
+  const { input } = part.state
+  part.state = { status: 'running', input, ...modelInputOf(part), execution: executionOf(part) + 1, time: { start: now } }
+}
+
+/** A deferred call whose stored deadline passed by `now`: an error the model sees (`metadata.expired`). Returns whether it changed. */
+export function expireDeferredCall(part: ToolPart, now: number): boolean {
+  if (part.state.status !== 'deferred' || part.state.deadline === undefined || part.state.deadline > now) return false
+  const { input, deadline, time } = part.state
+  part.state = { status: 'error', input, ...modelInputOf(part), error: deadlineMessage(deadline), metadata: { expired: true }, time: { start: time.start, end: now } }
+  return true
+}
+
+/** The message the model sees for a deferred call whose deadline passed. */
+export function deadlineMessage(deadline: number): string {
+  return `the tool's result did not arrive before its deadline (${new Date(deadline).toISOString()})`
 }
 
 /**
@@ -117,13 +173,13 @@ export function expireCall(part: ToolPart, now: number): ApprovalReceipt {
 
 /** The tool returned `output` (already bounded for storage); `modelOutput`: what its `toModelOutput` made of it for the model. */
 export function completeCall(part: ToolPart, output: unknown, now: number, modelOutput?: unknown): void {
-  const start = part.state.status === 'running' ? part.state.time.start : now
+  const start = 'time' in part.state ? part.state.time.start : now
   part.state = { status: 'completed', input: part.state.input, ...modelInputOf(part), output, ...(modelOutput !== undefined ? { modelOutput } : {}), time: { start, end: now } }
 }
 
 /** The call failed with `error` (the tool threw, its input was invalid, it is unknown). */
 export function failCall(part: ToolPart, error: string, now: number, input: unknown = part.state.input): void {
-  const start = part.state.status === 'running' ? part.state.time.start : now
+  const start = 'time' in part.state ? part.state.time.start : now
   part.state = { status: 'error', input: input ?? {}, ...modelInputOf(part), error, time: { start, end: now } }
 }
 
@@ -138,7 +194,7 @@ export function failCall(part: ToolPart, error: string, now: number, input: unkn
 export function stopCall(part: ToolPart, reason: NotRunReason, now: number): boolean {
   const error = notRunMessage(reason)
   if (isOpenCall(part)) {
-    const start = part.state.status === 'running' ? part.state.time.start : now
+    const start = 'time' in part.state ? part.state.time.start : now
     part.state = { status: 'error', input: part.state.input, ...modelInputOf(part), error, metadata: { interrupted: true }, time: { start, end: now } }
     return true
   }
@@ -147,4 +203,13 @@ export function stopCall(part: ToolPart, reason: NotRunReason, now: number): boo
     return true
   }
   return false
+}
+
+/** The calls among `parts` that wait for `resolveCall`, as statuses and events show them. */
+export function waitingCallsIn(parts: readonly ToolPart[]): WaitingCall[] {
+  return parts.flatMap((p): WaitingCall[] => {
+    if (p.state.status === 'in-doubt') return [{ callId: p.callId, tool: p.tool, input: p.state.input, status: 'in-doubt', reason: p.state.reason }]
+    if (p.state.status === 'deferred') return [{ callId: p.callId, tool: p.tool, input: p.state.input, status: 'deferred', ...(p.state.deadline !== undefined ? { deadline: p.state.deadline } : {}) }]
+    return []
+  })
 }

@@ -82,7 +82,9 @@ const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
   }),
   runTools: gatedActor<RunToolsInput, TurnRun>({ gate: log, turn: run }, {
     run: async ({ scope, children }, _input, signal) => {
-      await runTools(scope, signal, children)
+      const waiting = await runTools(scope, signal, children)
+      // Calls in doubt or deferred: the turn waits for them (the others have their results).
+      if (waiting.inDoubt.length > 0 || waiting.deferred.length > 0) return { type: 'tools.waiting', ...waiting }
       // The step's usage judged again by the rule the step applied: a full context is compacted before the gate.
       const finish = scope.lastStepFinish()
       const { limits, compaction } = scope.config

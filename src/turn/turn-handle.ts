@@ -5,15 +5,17 @@
  * `done` settles here, once, from the log's `ended`.
  */
 import type { Actor } from 'xstate'
-import { retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
+import { callWaitStates, retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import { parkableStates } from '../../machines/parkable-states'
-import { ApprovalNotPendingError, EngineClosedError, TurnOutcomeUnknownError, TurnParkedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
+import { ApprovalNotPendingError, CallNotWaitingError, EngineClosedError, TurnOutcomeUnknownError, TurnParkedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { checkApprovalEdit } from '../tools/approval-edit'
-import { approveCall, denyCall, expireCall } from '../tools/tool-part'
+import { approveCall, denyCall, expireCall, expireDeferredCall, isWaitingCall } from '../tools/tool-part'
+import { settleWaitingCall, type CallResolution } from '../tools/resolve-call'
+import { waitingCallsOf } from '../tools/run-tools'
 import type { HandoffPoint } from './handoff-point'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
@@ -116,6 +118,13 @@ export interface Turn<OUTPUT = unknown> {
    */
   deny(callId: string, reason?: string | DenyOptions): Promise<void>
   /**
+   * Settles a call of this turn that waits in `call-in-doubt` or `awaiting-deferred`: `{ output }`
+   * (the effect happened / its result), `{ error }` (the model sees this error) or, for a call in
+   * doubt, `{ retry: true }` (it runs again with the same idempotency key). Resolves once stored;
+   * rejects with `CallNotWaitingError` when the call does not wait.
+   */
+  resolveCall(callId: string, resolution: CallResolution): Promise<void>
+  /**
    * Detaches the turn from this engine without ending it (at close): its effects stop, its
    * pending writes land, and the turn stays open in the database for the next engine to resume.
    * `done` then rejects with `EngineClosedError`.
@@ -133,6 +142,8 @@ export interface RunningTurn extends Turn {
   lose(error: TurnOwnershipLostError): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
+  /** Settles the deferred calls whose stored deadline is past `now` as errors (the deadline sweep); resolves with how many. */
+  expireCalls(now: number): Promise<number>
   /**
    * Hands the turn over (`close({ handoff: true })`): it goes on to its next step gate (at most
    * `timeoutMs`), where its row is written and it is detached, to be resumed by the next engine
@@ -264,6 +275,30 @@ export class TurnHandle implements RunningTurn {
     await this.#parts.log.settled()
   }
 
+  async resolveCall(callId: string, resolution: CallResolution): Promise<void> {
+    const part = this.#waitingCall(callId)
+    const { config, stepTools, writer } = this.#parts.scope
+    const how = await settleWaitingCall(part, resolution, { tools: config.tools, maxOutputBytes: config.toolExecution.maxOutputBytes }, { turnId: this.id }, Date.now())
+    this.#waitingCall(callId, part) // (still waiting after the output's conversion)
+    // Staged, not flushed: the resolution commits in the transition's own transaction.
+    writer.stage(part)
+    this.actor.send({ type: 'call.resolved', callId, how, deadline: waitingCallsOf(stepTools).deadline })
+    await this.#parts.log.settled()
+  }
+
+  async expireCalls(now: number): Promise<number> {
+    const state = turnStateName(this.actor.getSnapshot())
+    if (!callWaitStates.has(state)) return 0
+    const { stepTools, writer } = this.#parts.scope
+    const expired = stepTools.filter((part) => expireDeferredCall(part, now))
+    for (const part of expired) {
+      writer.stage(part)
+      this.actor.send({ type: 'call.resolved', callId: part.callId, how: 'expired', deadline: waitingCallsOf(stepTools).deadline })
+    }
+    await this.#parts.log.settled()
+    return expired.length
+  }
+
   async detach(): Promise<void> {
     if (this.#settled) return
     // Nothing more is recorded, the effects stop; what is queued is written, then what streamed so far.
@@ -378,6 +413,20 @@ export class TurnHandle implements RunningTurn {
         const { output } = this.#parts.scope
         this.#resolve({ turnId: this.id, sessionId: this.sessionId, ...end, ...extra, ...(output ? { output: output.value } : {}), ...(error ? { error: errorFromRecord(error) } : {}) })
       })
+  }
+
+  /** The part of `callId` when it waits in `call-in-doubt` / `awaiting-deferred` (`expected`: that very part, after an await). */
+  #waitingCall(callId: string, expected?: ToolPart): ToolPart {
+    const snapshot = this.actor.getSnapshot()
+    const state = turnStateName(snapshot)
+    if (!callWaitStates.has(state)) throw new CallNotWaitingError(this.id, callId, `the turn is in '${state}'`)
+    const { inDoubtCalls, deferredCalls } = snapshot.context
+    if (!inDoubtCalls.includes(callId) && !deferredCalls.includes(callId)) {
+      throw new CallNotWaitingError(this.id, callId, `waiting calls: ${[...inDoubtCalls, ...deferredCalls].join(', ') || 'none'}`)
+    }
+    const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+    if (!part || (expected && part !== expected) || (!expected && !isWaitingCall(part))) throw new CallNotWaitingError(this.id, callId, 'its part is not in doubt or deferred')
+    return part
   }
 
   #pendingApproval(callId: string): ToolPart {

@@ -6,13 +6,14 @@
  */
 import type { Actor, SnapshotFrom } from 'xstate'
 import type { TurnMachine } from '../../machines/turn.machine'
-import { turnStateName } from '../../machines/turn.machine'
+import { callWaitStates, turnStateName } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import { SessionBusyError, SessionNotFoundError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { UserPartDraft } from '../core/types'
 import type { Store } from '../store/store'
-import { publishApprovalRequest } from './turn-log/turn-end'
+import { publishApprovalRequest, publishWaitingCalls } from './turn-log/turn-end'
+import { waitingCallsIn } from '../tools/tool-part'
 import type { RunTree } from './run-tree/run-tree'
 import { runTurn, type TurnDeps } from './run-turn'
 import type { TurnConfig } from './turn-config'
@@ -110,7 +111,10 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
  * Resumes a turn that recovery restored: its actor starts in `interrupted` (the crash is
  * already logged) and receives `turn.recover`, or goes on waiting in `awaiting-approval`.
  */
-export function resumeTurn(deps: TurnDeps, restored: { scope: TurnScope; input: TurnInput; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null; tree?: RunTree }): RunningTurn {
+export function resumeTurn(
+  deps: TurnDeps,
+  restored: { scope: TurnScope; input: TurnInput; snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null; tree?: RunTree; quiet?: boolean },
+): RunningTurn {
   const { scope } = restored
   return runTurn(deps, {
     scope,
@@ -118,10 +122,17 @@ export function resumeTurn(deps: TurnDeps, restored: { scope: TurnScope; input: 
     ...(restored.tree ? { tree: restored.tree } : {}),
     restored: { snapshot: restored.snapshot, seq: restored.seq },
     begin: async () => {
-      if (turnStateName(restored.snapshot) === 'awaiting-approval') {
+      // (`quiet`: a parked turn taken by the control that settles it now: nobody is to be asked again)
+      if (turnStateName(restored.snapshot) === 'awaiting-approval' && !restored.quiet) {
         // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
         scope.events.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state: 'awaiting-approval' } })
         publishApprovalRequest(scope.events, scope, restored.snapshot.context.pendingApprovals)
+      }
+      const state = turnStateName(restored.snapshot)
+      if (callWaitStates.has(state)) {
+        // Calls in doubt or deferred go on waiting in this engine: say so again.
+        scope.events.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state, calls: waitingCallsIn(scope.stepTools) } })
+        publishWaitingCalls(scope.events, scope)
       }
       return restored.recover
     },

@@ -35,6 +35,8 @@ export type TurnStreamPart =
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
   /** The call waits for `approve`/`deny` (the turn is in `awaiting-approval`). */
   | { type: 'tool-approval-request'; toolCallId: string; toolName: string; input: unknown }
+  /** The call waits for `engine.resolveCall`: its outcome is unknown (`in-doubt`) or its result comes later (`deferred`). */
+  | { type: 'tool-waiting'; toolCallId: string; toolName: string; input: unknown; status: 'in-doubt' | 'deferred'; reason?: string; deadline?: number }
   | { type: 'tool-result'; toolCallId: string; toolName: string; input: unknown; output: unknown }
   | { type: 'tool-error'; toolCallId: string; toolName: string; input: unknown; error: string }
   | { type: 'finish-step'; step: number; attempt: number; finishReason: string; usage: Tokens; cost: number }
@@ -339,6 +341,9 @@ export function streamParts(turnId: string, sessionId: string, emit: (part: Turn
         return emit({ type: event.partType === 'reasoning' ? 'reasoning-delta' : 'text-delta', id: event.partId, text: event.delta })
       case 'approval.requested':
         for (const call of event.calls) emit({ type: 'tool-approval-request', toolCallId: call.callId, toolName: call.tool, input: call.input })
+        return
+      case 'calls.waiting':
+        for (const { callId, tool, ...call } of event.calls) emit({ type: 'tool-waiting', toolCallId: callId, toolName: tool, ...call })
         return
       case 'session.status':
         if (event.status.type === 'retry') {

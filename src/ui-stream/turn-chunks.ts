@@ -17,7 +17,15 @@ const finishReasons = new Set<string>(['stop', 'length', 'content-filter', 'tool
 const finalStates = new Set(['completed', 'failed', 'aborted'])
 
 /** Why a stream of a turn ended. */
-export type TurnStreamEnd = 'completed' | 'failed' | 'aborted' | 'awaiting-approval'
+export type TurnStreamEnd = 'completed' | 'failed' | 'aborted' | 'awaiting-approval' | 'call-in-doubt' | 'awaiting-deferred'
+
+/** The waits on tool calls a stream ends at (the turn goes on when they are settled, maybe from another engine). */
+const callWaits = new Set<string>(['call-in-doubt', 'awaiting-deferred'])
+
+/** The end of a stream of a turn in `state`, when that state is a wait the stream ends at (approval, calls in doubt or deferred). */
+export function waitingEnd(state: string): TurnStreamEnd | undefined {
+  return state === 'awaiting-approval' || callWaits.has(state) ? (state as TurnStreamEnd) : undefined
+}
 
 /** The turn id an event names, if any (assistant messages only: a user message opens no stream). */
 function turnIdOf(event: TurnchartEvent): string | undefined {
@@ -76,7 +84,8 @@ export class TurnChunks {
     this.#replaying = true
     for (const event of events) this.handle(event)
     this.#replaying = false
-    if (!this.#ended && this.#state.state === 'awaiting-approval') this.finish('awaiting-approval')
+    const waiting = waitingEnd(this.#state.state)
+    if (!this.#ended && waiting) this.finish(waiting)
     return this.#ended !== undefined
   }
 
@@ -92,6 +101,8 @@ export class TurnChunks {
       case 'turn.transition':
         // Structured output's object, before the turn's finish (the transition's row carries it).
         if (event.turnId === this.turnId && 'output' in event) this.#emit({ type: 'data-output', id: 'output', data: event.output })
+        // Calls in doubt or deferred: the turn waits for `resolveCall`; the stream ends here, as for an approval.
+        if (event.turnId === this.turnId && !this.#replaying && callWaits.has(event.to)) this.finish(event.to as TurnStreamEnd)
         break
       case 'message.updated':
         if (event.info.turnId === this.turnId && (event.origin === 'answer' || event.origin === 'summary')) this.#message(event.info, event.change)
@@ -149,7 +160,7 @@ export class TurnChunks {
       this.write({ type: 'error', errorText: error?.message ?? 'the turn failed' })
       this.write({ type: 'finish', finishReason: 'error', messageMetadata: metadata })
     } else {
-      const finish = metadata.finish && finishReasons.has(metadata.finish) ? (metadata.finish as FinishReason) : end === 'awaiting-approval' ? 'tool-calls' : 'stop'
+      const finish = metadata.finish && finishReasons.has(metadata.finish) ? (metadata.finish as FinishReason) : end === 'awaiting-approval' || callWaits.has(end) ? 'tool-calls' : 'stop'
       this.write({ type: 'finish', finishReason: finish, messageMetadata: metadata })
     }
     this.#ended = end

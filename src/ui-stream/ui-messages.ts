@@ -85,6 +85,9 @@ function toolUIPart(part: ToolPart): UIPart {
       if (state.approval === 'required') return { ...base, state: 'approval-requested', input: state.input, approval: { id: part.callId } } as UIPart
       return { ...base, state: 'input-available', input: state.input } as UIPart
     case 'running':
+    // (in doubt or deferred: the call waits; the turn's state, `data-turn-state`, says for what)
+    case 'in-doubt':
+    case 'deferred':
       return { ...base, state: 'input-available', input: state.input } as UIPart
     case 'completed':
       return { ...base, state: 'output-available', input: state.input, output: state.output } as UIPart

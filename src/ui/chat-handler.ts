@@ -11,6 +11,7 @@ import { createUIMessageStreamResponse, isToolUIPart, type UIMessage } from 'ai'
 import type { Engine } from '../engine/engine'
 import {
   ApprovalNotPendingError,
+  CallNotWaitingError,
   ChatAccessDeniedError,
   FileTooLargeError,
   HookError,
@@ -30,6 +31,7 @@ import { promptInputOf, UnusableMessage } from './chat-input'
 import { approvalOwners, isChatTurn } from './chat-turns'
 import { followHandedOffTurn, pollTurnStream, unfinishedTurnId } from './poll-turn'
 import { readBody } from './read-body'
+import type { CallResolution } from '../tools/resolve-call'
 import { toUIMessageStreamResponse, type TurnRef } from '../ui-stream/to-ui-message-stream'
 import { toUIMessages } from '../ui-stream/ui-messages'
 
@@ -174,6 +176,7 @@ function checkOptions(options: ChatHandlerOptions): void {
  * |---|---|
  * | `POST <api>` with a user message last | starts a turn in session `id` (created when new) with the message's text and files, and streams it; while a turn runs: 409 `SessionBusyError`, or with `whenBusy: 'steer'` 202 `{ steered: { id, turnId } }` (the running turn takes the message) |
  * | `POST <api>` with an assistant message last whose tools carry approval responses | `engine.approve`/`deny` each, `by` the identity `authorize` returned (an approval with `approvalInputs[toolCallId]` in the body runs the tool with that input), then streams the rest of the turn; 403 `TurnNotInChatError` when the turn is not the chat's; 409 `ApprovalNotPendingError` when none was pending; 400 for an edit the engine refuses |
+ * | `POST <api>/<id>/calls` with `{ turnId, callId, output }`, `{ …, error }` or `{ …, retry: true }` | `engine.resolveCall`: hands in a deferred call's result, or settles a call in doubt, of the chat's own turn (a webhook or a person); 204; 403 `TurnNotInChatError` when the turn is not the chat's; 409 `CallNotWaitingError` when the call does not wait; 400 for another body |
  * | `GET <api>/<id>/stream` | the running turn: what it produced so far, then live; 204 when nothing runs |
  * | `DELETE <api>/<id>/stream` | aborts the running turn; 204 |
  * | `GET <api>/<id>/messages` | the stored conversation as `UIMessage[]` (JSON) |
@@ -332,7 +335,35 @@ export function createChatHandler(engine: Engine, options: ChatHandlerOptions = 
     return errorResponse(ApprovalNotPendingError.isInstance(refusal) ? 409 : 400, refusal, headers)
   }
 
+  /** `POST <api>/<id>/calls`: a waiting call of the chat's own turn settled (`engine.resolveCall`). */
+  const resolveCallRoute = async (request: Request, chatId: string): Promise<Response> => {
+    if (!chatIdPattern.test(chatId)) return invalid('the chat id must be 1-200 letters, digits, _ . : -')
+    if (!(await authorized(request, chatId))) return denied(chatId)
+    const read = await readBody(request, maxBodyBytes)
+    if (!read.ok) return errorResponse(413, new RequestTooLargeError(maxBodyBytes), headers)
+    let body: unknown
+    try {
+      body = JSON.parse(read.text)
+    } catch {
+      return invalid('expected JSON { turnId, callId, output | error | retry }')
+    }
+    const { turnId, callId, ...resolution } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>
+    if (typeof turnId !== 'string' || typeof callId !== 'string' || !turnId || !callId) return invalid('expected { turnId, callId, output | error | retry }')
+    // Only the chat's own turns: a turn id from the body may name another chat's.
+    if (!(await isChatTurn(engine, chatId, turnId))) return errorResponse(403, new TurnNotInChatError(chatId, turnId), headers)
+    try {
+      await engine.resolveCall(turnId, callId, resolution as CallResolution)
+    } catch (error) {
+      if (CallNotWaitingError.isInstance(error)) return errorResponse(409, error, headers)
+      if (InvalidArgumentError.isInstance(error)) return errorResponse(400, error, headers)
+      throw error
+    }
+    return new Response(null, { status: 204, headers })
+  }
+
   const post = async (request: Request): Promise<Response> => {
+    const route = chatRoute(new URL(request.url))
+    if (route?.action === 'calls') return resolveCallRoute(request, route.chatId)
     const read = await readBody(request, maxBodyBytes)
     if (!read.ok) return errorResponse(413, new RequestTooLargeError(maxBodyBytes), headers)
     const body = parseBody(read.text)

@@ -15,7 +15,7 @@ import type { Engine } from '../engine/engine'
 import type { PartOrigin, ToolStage, TurnchartEvent } from '../core/bus'
 import type { MessageInfo, Part } from '../core/types'
 import { stageOf } from '../turn/turn-stream'
-import { TurnChunks, type TurnChunk, type TurnStreamEnd } from '../ui-stream/turn-chunks'
+import { TurnChunks, waitingEnd, type TurnChunk, type TurnStreamEnd } from '../ui-stream/turn-chunks'
 import type { TurnchartUIMessage, TurnStateData } from '../ui-stream/ui-messages'
 
 /** Pushed news that a session's rows changed (PostgreSQL notifications), when the engine listens. */

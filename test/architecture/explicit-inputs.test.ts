@@ -51,7 +51,7 @@ test('no Symbol put in the context a tool call gets: the child turn runner is a 
   // Nor is a property defined on it out of sight (`Object.defineProperty(context, …, { enumerable: false })`).
   const defined = sources.filter((s) => /experimental_context/.test(s.text) && /Object\.defineProperty\(/.test(s.text)).map((s) => s.file)
   expect(defined).toEqual([])
-  expect(sources.find((s) => s.file === path.join('src', 'tools', 'run-tools.ts'))?.text).toMatch(/childTurns\?: ChildTurnRunner/)
+  expect(sources.find((s) => s.file === path.join('src', 'tools', 'call-info.ts'))?.text).toMatch(/childTurns\?: ChildTurnRunner/)
 })
 
 test('createEngine builds its parts in order: no function held in a `let` and patched once a later part exists', () => {

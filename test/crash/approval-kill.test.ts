@@ -2,8 +2,10 @@
  * Approved, then killed: the process dies at each point between an approval and its tool's
  * side effect. A new engine finishes the turn, approving again where the approval had not
  * committed. A non-idempotent tool runs at most once: where its approval committed, a run that
- * may have started becomes an error "interrupted by a restart" that the model sees. The side
- * effects are counted in a file.
+ * may have started is in doubt: never an error the model sees. Without a `reconcile` hook the
+ * turn waits in `call-in-doubt` and a person (the test, reading the ledger) resolves it: the
+ * output when the charge happened, `retry` when not; with one, the hook reads the ledger. Either
+ * way the card is charged exactly once. The side effects are counted in a file.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -12,7 +14,8 @@ import { forkNode } from '../support/compiled'
 import { createEngine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { modelFor, tempDbPath } from '../support/harness'
-import { chargeTool } from './approval-kill-child'
+import { waitingCall } from '../support/waiting-call'
+import { chargeTool, reconcilingChargeTool } from './approval-kill-child'
 
 jest.setTimeout(60_000)
 
@@ -48,7 +51,15 @@ function runChildUntilKilled(point: string): Promise<void> {
   })
 }
 
-test.each(['same-tick', 'committed', 'in-tool', 'returned'])('killed at %s after the approval: the tool ran at most once', async (point) => {
+test.each([
+  ['same-tick', 'a person'],
+  ['committed', 'a person'],
+  ['in-tool', 'a person'],
+  ['returned', 'a person'],
+  ['stored', 'a person'],
+  ['committed', 'reconcile'],
+  ['in-tool', 'reconcile'],
+])('killed at %s after the approval, the doubt settled by %s: the card is charged exactly once', async (point, settler) => {
   server.tool('charge', { amount: 5 }, { id: 'call_charge' })
   server.text('done')
   server.text('done, after a restart')
@@ -56,7 +67,8 @@ test.each(['same-tick', 'committed', 'in-tool', 'returned'])('killed at %s after
   const before = charges()
 
   process.env.TURNCHART_SIDE_EFFECTS = sideEffects
-  const engine = await createEngine({ database: dbPath, model: modelFor(server), tools: { charge: chargeTool() }, recovery: { onOpen: false } })
+  const charge = settler === 'reconcile' ? reconcilingChargeTool() : chargeTool()
+  const engine = await createEngine({ database: dbPath, model: modelFor(server), tools: { charge }, recovery: { onOpen: false } })
   try {
     const approvals: string[] = []
     engine.subscribe((event) => {
@@ -65,15 +77,23 @@ test.each(['same-tick', 'committed', 'in-tool', 'returned'])('killed at %s after
     const [turn] = await engine.recover()
     // Where the approval never committed, the call is still waiting: approve it again.
     if (approvals.length) await engine.approve(turn.id, approvals[0])
+    // A call in doubt: the model has not been called; a person looks at the ledger and says what happened.
+    const inDoubt = await Promise.race([waitingCall(turn), turn.done.then(() => undefined)])
+    if (inDoubt) {
+      expect(settler).toBe('a person')
+      expect(inDoubt).toMatchObject({ status: 'in-doubt', reason: 'restart' })
+      expect(server.calls).toBe(1)
+      expect(await engine.getTurn(turn.id)).toMatchObject({ state: 'call-in-doubt' })
+      await engine.resolveCall(turn.id, inDoubt.callId, charges() === 1 ? { output: 'charged 5 (seen in the ledger)' } : { retry: true })
+    }
     const result = await turn.done
     expect(result.outcome).toBe('completed')
-    expect(charges()).toBeLessThanOrEqual(1)
-    if (before === 0 && approvals.length) expect(charges()).toBe(1) // approved again, ran once
+    expect(charges()).toBe(1)
     const parts = (await engine.messages((await engine.getTurn(turn.id))!.sessionId)).flatMap((m) => m.parts)
-    const charge = parts.find((p) => p.type === 'tool')
-    // Either it ran (once), or it is an error the model sees; never pending or running.
-    expect(charge?.type === 'tool' && ['completed', 'error'].includes(charge.state.status)).toBe(true)
-    console.log(`killed at ${point}: side effects ${charges()}, approval asked again: ${approvals.length > 0}, tool part ${charge?.type === 'tool' ? charge.state.status : '-'}`)
+    const part = parts.find((p) => p.type === 'tool')
+    // It ran once, or its effect was reported: never an error the model sees, never pending or running.
+    expect(part?.type === 'tool' && part.state.status).toBe('completed')
+    console.log(`killed at ${point}: side effects before recovery ${before}, approval asked again: ${approvals.length > 0}, in doubt: ${inDoubt !== undefined}, settled by ${settler}`)
   } finally {
     await engine.close()
   }

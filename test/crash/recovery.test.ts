@@ -11,6 +11,7 @@ import { forkNode } from '../support/compiled'
 import { createEngine, type Engine, type Part, type ToolPart } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { modelFor, tempDbPath } from '../support/harness'
+import { waitingCall } from '../support/waiting-call'
 import { childTools } from './child-tools'
 import { recoveryEdges } from './recovery-edges'
 import { CoverageRecorder } from '../model/support/coverage'
@@ -174,21 +175,25 @@ test('killed while streaming with policy abort: the turn ends aborted, parts clo
   expect(server.calls).toBe(1)
 })
 
-test('killed while a tool runs: the tool becomes "interrupted by a restart" and the model is told', async () => {
+test('killed while a tool runs: the call is in doubt, the model is not called until resolveCall says what happened', async () => {
   server.tool('deploy', { env: 'prod' })
   const run = await runChild((m) => m.type === 'transition' && m.to === 'tool-running')
   await kill(run)
 
-  server.text('the deploy was interrupted')
+  server.text('the deploy went through')
   const { engine, turns } = await recover()
+  await waitingCall(turns[0])
+  expect(await engine.getTurn(run.turnId)).toMatchObject({ state: 'call-in-doubt', outcome: null })
+  const call = (await allParts(engine, run.sessionId)).find((p): p is ToolPart => p.type === 'tool')!
+  expect(call.state).toMatchObject({ status: 'in-doubt', reason: 'restart', execution: 1 })
+  expect(server.calls).toBe(1)
+  await engine.resolveCall(run.turnId, call.callId, { output: 'deployed to prod (checked by hand)' })
   expect((await turns[0].done).outcome).toBe('completed')
   const parts = await allParts(engine, run.sessionId)
   expect(openParts(parts)).toEqual([])
-  const call = parts.find((p): p is ToolPart => p.type === 'tool')!
-  expect(call.state).toMatchObject({ status: 'error', error: 'interrupted by a restart', metadata: { interrupted: true } })
   const sent = server.requests[1].body.messages
-  expect(sent.find((m: { role: string }) => m.role === 'tool')).toMatchObject({ content: 'interrupted by a restart' })
-  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'interrupted', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect(sent.find((m: { role: string }) => m.role === 'tool')).toMatchObject({ content: 'deployed to prod (checked by hand)' })
+  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'interrupted', 'tool-running', 'call-in-doubt', 'tool-running', 'step-gate', 'streaming', 'completed'])
 })
 
 test('killed while an idempotent tool runs: recovery runs it again', async () => {

@@ -133,8 +133,19 @@ for (const [dialect, point] of cases) {
       const requestsBefore = server.requests.length
       script.after()
       engine = await createEngine({ database: db.url, model: modelFor(server), tools: treeTools(), recovery: { onOpen: false, intervalMs: 0 }, controlPollIntervalMs: 50 })
+      // The grandchild's own tool (not idempotent) was running: in doubt, its turn waits for a person.
+      const inDoubt = new Promise<{ turnId: string; callId: string }>((resolve) => {
+        engine!.subscribe((event) => {
+          if (event.type === 'calls.waiting') resolve({ turnId: event.turnId, callId: event.calls[0].callId })
+        })
+      })
       const recovered = await engine.recover()
       expect(recovered).toHaveLength(script.depth + 1)
+      if (point === 'grandchild-tool') {
+        const call = await inDoubt
+        // (it did not happen: the grandchild's model is told so)
+        await engine.resolveCall(call.turnId, call.callId, { error: 'interrupted by a restart' })
+      }
       const rows = await Promise.all(recovered.map((t) => engine!.getTurn(t.id)))
       const parent = recovered[rows.findIndex((row) => !row?.parentTurnId)]
       if (point === 'child-approval') {
@@ -163,7 +174,7 @@ for (const [dialect, point] of cases) {
       }
       expect(await engine.childTurns(level[0])).toEqual([])
       if (point === 'grandchild-tool') {
-        // The grandchild's own tool (not idempotent) was interrupted: an error its model saw, not run twice.
+        // The grandchild's own tool (not idempotent) was interrupted: in doubt, resolved as an error its model saw, not run twice.
         const grandchild = (await engine.getTurn(level[0]))!
         const lookup = (await engine.messages(grandchild.sessionId)).flatMap((m) => m.parts).find((p): p is ToolPart => p.type === 'tool')!
         expect(lookup.state).toMatchObject({ status: 'error', error: 'interrupted by a restart' })
@@ -216,8 +227,19 @@ for (const point of ['child-streaming', 'grandchild-tool']) {
       handle.pragma('foreign_keys = ON')
       kysely = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }), plugins: [starts] })
       engine = await createEngine({ database: kysely, model: modelFor(server), tools: treeTools(), recovery: { onOpen: false, intervalMs: 0 }, controlPollIntervalMs: 50 })
+      // The grandchild's own tool (not idempotent) was running: in doubt, its turn waits for a person.
+      const inDoubt = new Promise<{ turnId: string; callId: string }>((resolve) => {
+        engine!.subscribe((event) => {
+          if (event.type === 'calls.waiting') resolve({ turnId: event.turnId, callId: event.calls[0].callId })
+        })
+      })
       const recovered = await engine.recover()
       expect(recovered).toHaveLength(script.depth + 1)
+      if (point === 'grandchild-tool') {
+        const call = await inDoubt
+        // (it did not happen: the grandchild's model is told so)
+        await engine.resolveCall(call.turnId, call.callId, { error: 'interrupted by a restart' })
+      }
       const rows = await Promise.all(recovered.map((t) => engine!.getTurn(t.id)))
       expect((await recovered[rows.findIndex((row) => !row?.parentTurnId)].done).outcome).toBe('completed')
       expect(starts.count).toBe(0)

@@ -219,4 +219,31 @@ describe('postgres: backends killed through turns\' final writes', () => {
       }
     }
   })
+
+  testOn('postgres')("recovery that meets a killed connection lets go of the turn, never ends it failed; the next pass resumes it", async () => {
+    const fault = new WriteFault(({ sql }) => /^insert into "turnchart_transitions"/i.test(sql))
+    const f = await fixture('postgres', fault)
+    cleanup.push(() => f.drop())
+    // A turn left open mid-stream by an engine that closed (released: any engine may take it).
+    const first = await engineOn(f.url)
+    const session = await first.createSession()
+    server.push({ type: 'stream', delayMs: 30, chunks: Array.from({ length: 20 }, (_, i) => ({ text: `p${i} ` })) })
+    const turn = first.prompt(session.id, 'go')
+    await new Promise<void>((resolve) => {
+      const off = first.subscribe((e) => e.type === 'part.delta' && (off(), resolve()))
+    })
+    await first.close()
+    await turn.done.catch(() => undefined)
+
+    const engine = await engineOn(f.db)
+    fault.armed = true
+    expect(await engine.recover()).toEqual([]) // its crash row's connection killed: let go of
+    expect(fault.hits).toBe(1)
+    expect(await engine.getTurn(turn.id)).toMatchObject({ outcome: null, owner: null })
+    fault.armed = false
+    server.text('resumed')
+    const [resumed] = await engine.recover()
+    expect(resumed.id).toBe(turn.id)
+    expect((await resumed.done).outcome).toBe('completed')
+  })
 })

@@ -6,7 +6,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createActor, initialTransition, transition } from 'xstate'
 import { getAdjacencyMap } from '@xstate/graph'
-import { interruptibleStates, retryWaitStates, turnMachine, turnStateName } from '../../machines/turn.machine'
+import { callWaitStates, interruptibleStates, retryWaitStates, turnMachine, turnStateName } from '../../machines/turn.machine'
 import { chartEdges, diagramEdges, toMermaid } from '../../src/chart/chart-edges'
 import { currentChartBlock, renderChartBlock } from '../../src/chart/chart-docs'
 
@@ -99,18 +99,19 @@ test('the stored state names are the leaves of the chart: unique, kebab-case, th
   walk(turnMachine.root as never)
   expect(new Set(leaves).size).toBe(leaves.length)
   expect(leaves.sort()).toEqual(
-    ['aborted', 'awaiting-approval', 'compacting', 'compaction-retry-waiting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'step-gate', 'streaming', 'tool-running'].sort(),
+    ['aborted', 'awaiting-approval', 'awaiting-deferred', 'call-in-doubt', 'compacting', 'compaction-retry-waiting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'step-gate', 'streaming', 'tool-running'].sort(),
   )
   for (const leaf of leaves) expect(leaf).toMatch(/^[a-z]+(-[a-z]+)*$/)
   expect([...retryWaitStates].sort()).toEqual(['compaction-retry-waiting', 'retry-waiting'])
   expect(chartEdges()).toContainEqual({ source: 'retry-waiting', event: 'xstate.after.retryDelay.turn.running.step.retry-waiting', guard: null, target: 'streaming' })
 })
 
-test('the diagram tells the behaviour in at most 35 edges (the root-level abort counted once); turn.fail and turn.crashed are written once for running', () => {
+test('the diagram tells the behaviour in at most 39 edges (the root-level abort counted once); turn.fail and turn.crashed are written once for running', () => {
   const edges = diagramEdges()
   const rootEdges = (turnMachine.root as unknown as { transitions: Map<string, unknown[]> }).transitions.size
-  // (31 with the step gate, 33 with structured output's check: docs/chart.md lists them and why each one added is there)
-  expect(edges.length + rootEdges).toBeLessThanOrEqual(35)
+  // (31 with the step gate, 33 with structured output's check, 37 with the waits on tool calls: tools.waiting, call.resolved,
+  // the way back to tool-running and the way from in doubt to deferred; docs/chart.md lists them and why each one added is there)
+  expect(edges.length + rootEdges).toBeLessThanOrEqual(39)
   expect(edges.filter((e) => e.event === 'turn.crashed')).toEqual([{ source: 'running', event: 'turn.crashed', guard: null, target: 'interrupted' }])
   expect(edges.filter((e) => e.event === 'turn.fail').map((e) => e.source).sort()).toEqual(['idle', 'running'])
 })
@@ -230,4 +231,25 @@ test('the diagram draws an arrow into every state of the chart, the root-level a
   walk(turnMachine.root as never)
   expect(states.filter((state) => !entered.has(id(state)))).toEqual([])
   expect(mermaid).toContain('running --> aborted: turn.abort')
+})
+
+test('calls in doubt and deferred wait in awaiting-calls: each resolution is a context-only row; the last one, or a retry, leads back to tool-running', () => {
+  const toolStep = [...started, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 2, overflow: false }]
+  const waiting = { type: 'tools.waiting', inDoubt: ['c1'], deferred: ['c2'], deadline: 500 }
+  const resolved = (callId: string, how: string, deadline: number | null = null) => ({ type: 'call.resolved', callId, how, deadline })
+  // in doubt first; once no call is in doubt, the deferred one goes on waiting; then tool-running
+  let { states, snapshot } = replay([...toolStep, waiting])
+  expect([states.at(-1), snapshot.context.inDoubtCalls, snapshot.context.deferredCalls, snapshot.context.callDeadline]).toEqual(['call-in-doubt', ['c1'], ['c2'], 500])
+  ;({ states, snapshot } = replay([...toolStep, waiting, resolved('c1', 'output', 500)]))
+  expect(states.at(-1)).toBe('awaiting-deferred')
+  ;({ states } = replay([...toolStep, waiting, resolved('c1', 'output', 500), resolved('zz', 'output'), resolved('c2', 'expired')]))
+  expect(states.slice(-3)).toEqual(['awaiting-deferred', 'awaiting-deferred', 'tool-running'])
+  // a retry runs the call again at once, the deferred one still waiting there
+  ;({ states, snapshot } = replay([...toolStep, waiting, resolved('c1', 'retry', 500)]))
+  expect(states.at(-1)).toBe('tool-running')
+  expect(snapshot.context.deferredCalls).toEqual(['c2'])
+  ;({ states } = replay([...toolStep, waiting, resolved('c1', 'retry', 500), { type: 'tools.waiting', inDoubt: [], deferred: ['c2'], deadline: 500 }]))
+  expect(states.at(-1)).toBe('awaiting-deferred')
+  expect([...callWaitStates].sort()).toEqual(['awaiting-deferred', 'call-in-doubt'])
+  expect([...callWaitStates].some((state) => interruptibleStates.has(state))).toBe(false)
 })

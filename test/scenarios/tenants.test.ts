@@ -1,13 +1,21 @@
 /**
  * Tenants: a session's tenant is stored (read back, kept by a fork and by a run tree's child
- * sessions), and a tenant's usage is its sessions' run trees summed.
+ * sessions), and a tenant's usage is its sessions' run trees summed. `concurrency`: a tenant at
+ * its limit queues its next prompt while another tenant's runs (two engines on PostgreSQL), and
+ * queued prompts are taken round robin between tenants.
  */
+import { tool } from 'ai'
 import { z } from 'zod'
-import { agentTool } from '../../src'
-import { createHarness, type Harness } from '../support/harness'
+import { agentTool, createEngine, type Engine } from '../../src'
+import { createHarness, modelFor, postgresOnly, sqliteOnly, type Harness } from '../support/harness'
 
 let h: Harness
-afterEach(() => h?.close())
+let b: Engine | undefined
+afterEach(async () => {
+  await b?.close()
+  b = undefined
+  await h?.close()
+})
 
 test("a tenant's sessions, forks and child sessions carry it; tenantUsage sums its sessions' trees", async () => {
   const tools = { helper: agentTool({ description: 'A helper', inputSchema: z.object({ task: z.string() }), toPrompt: ({ task }) => task }) }
@@ -39,4 +47,77 @@ test("a tenant's sessions, forks and child sessions carry it; tenantUsage sums i
   expect(await h.engine.fork(a.id, first.info.id)).toMatchObject({ tenant: 'acme' })
   await expect(h.engine.createSession({ tenant: '' })).rejects.toMatchObject({ name: 'InvalidArgumentError', argument: 'tenant' })
   await expect(h.engine.createSession({ tenant: 42 as never })).rejects.toMatchObject({ name: 'InvalidArgumentError' })
+})
+
+/** A tool that runs until the test lets it finish: the turn holds its slot meanwhile. */
+function holdTool() {
+  let release!: () => void
+  let entered!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  const running = new Promise<void>((resolve) => (entered = resolve))
+  const hold = tool({
+    description: 'Holds',
+    inputSchema: z.object({}),
+    execute: async () => {
+      entered()
+      await released
+      return 'held'
+    },
+  })
+  return { hold, release, running }
+}
+
+postgresOnly("a tenant at its limit queues its next prompt while another tenant's runs, across two engines", async () => {
+  const { hold, release, running } = holdTool()
+  const options = { tools: { hold }, concurrency: { perTenant: 1 }, controlPollIntervalMs: 50 }
+  h = await createHarness(options)
+  b = await createEngine({ database: h.dbPath, model: modelFor(h.server), ...options })
+  const s1 = await h.engine.createSession({ tenant: 'acme' })
+  const s2 = await b.createSession({ tenant: 'acme' })
+  const s3 = await b.createSession({ tenant: 'globex' })
+  const s4 = await b.createSession({ tenant: 'acme' })
+
+  h.server.tool('hold', {})
+  const first = h.engine.prompt(s1.id, 'hold on A')
+  await running
+  // On B: acme is at its limit (its turn runs on A): the prompt waits in the queue; globex's runs at once.
+  const queued = b.prompt(s2.id, 'acme again', { whenBusy: 'enqueue' })
+  await queued.stored
+  h.server.text('globex answered')
+  const other = b.prompt(s3.id, 'globex', { whenBusy: 'enqueue' })
+  expect((await other.done).text).toBe('globex answered')
+  expect((await b.queue(s2.id)).map((q) => q.id)).toEqual([queued.id])
+  // A direct prompt over the limit is refused, nothing stored.
+  await expect(b.prompt(s4.id, 'now').done).rejects.toMatchObject({ name: 'ConcurrencyLimitError', limit: 'perTenant', max: 1, tenant: 'acme' })
+
+  h.server.text('first done')
+  h.server.text('acme answered')
+  release()
+  expect((await first.done).outcome).toBe('completed')
+  expect(await queued.done).toMatchObject({ outcome: 'completed', text: 'acme answered' })
+})
+
+sqliteOnly('queued prompts are taken fairly, tenant by tenant, not first come', async () => {
+  const { hold, release, running } = holdTool()
+  h = await createHarness({ tools: { hold }, concurrency: { total: 1 } })
+  const x = await h.engine.createSession({ tenant: 'a' })
+  const a = await Promise.all([1, 2, 3].map(() => h.engine.createSession({ tenant: 'a' })))
+  const bee = await h.engine.createSession({ tenant: 'b' })
+  h.server.tool('hold', {})
+  const holding = h.engine.prompt(x.id, 'hold')
+  await running
+  // Queued in this order: a, a, a, then b.
+  const queued = []
+  for (const s of [...a, bee]) {
+    const q = h.engine.prompt(s.id, 'go', { whenBusy: 'enqueue' })
+    await q.stored
+    queued.push(q)
+  }
+  h.server.text('x done')
+  for (const n of [1, 2, 3, 4]) h.server.text(`answer ${n}`)
+  release()
+  await holding.done
+  const texts = (await Promise.all(queued.map((q) => q.done))).map((r) => r.text)
+  // One at a time (total: 1), round robin: a's first, then b's, then a's others.
+  expect(texts).toEqual(['answer 1', 'answer 3', 'answer 4', 'answer 2'])
 })

@@ -113,6 +113,7 @@ describe('PostgreSQL', () => {
       'turnchart_parts',
       'turnchart_queue',
       'turnchart_sessions',
+      'turnchart_slots',
       'turnchart_transitions',
       'turnchart_tree_spending',
       'turnchart_turns',

@@ -162,9 +162,9 @@ sqliteOnly('the database file uses WAL and foreign keys; migrations run once', a
   const raw = new Database(h.dbPath, { readonly: true })
   expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
   const migrations = raw.prepare('select name from turnchart_migrations').all()
-  expect(migrations).toEqual([{ name: '0001_initial' }, { name: '0002_leases_and_touched_parts' }, { name: '0003_drop_parts_by_message_index' }, { name: '0004_turn_epoch' }, { name: '0005_control_requests' }, { name: '0006_conversation' }, { name: '0007_open_turns_index' }, { name: '0008_session_metadata' }, { name: '0009_steering_and_edited_approvals' }, { name: '0010_postgres_notifications' }, { name: '0011_run_trees' }, { name: '0012_approval_receipts' }, { name: '0013_notify_released_turns' }, { name: '0014_tree_spending' }, { name: '0015_session_tenant' }])
+  expect(migrations).toEqual([{ name: '0001_initial' }, { name: '0002_leases_and_touched_parts' }, { name: '0003_drop_parts_by_message_index' }, { name: '0004_turn_epoch' }, { name: '0005_control_requests' }, { name: '0006_conversation' }, { name: '0007_open_turns_index' }, { name: '0008_session_metadata' }, { name: '0009_steering_and_edited_approvals' }, { name: '0010_postgres_notifications' }, { name: '0011_run_trees' }, { name: '0012_approval_receipts' }, { name: '0013_notify_released_turns' }, { name: '0014_tree_spending' }, { name: '0015_session_tenant' }, { name: '0016_concurrency_slots' }])
   const tables = raw.prepare("select name from sqlite_master where type='table' order by name").all().map((r: any) => r.name)
-  expect(tables).toEqual(['turnchart_controls', 'turnchart_messages', 'turnchart_migrations', 'turnchart_parts', 'turnchart_queue', 'turnchart_sessions', 'turnchart_transitions', 'turnchart_tree_spending', 'turnchart_turns'])
+  expect(tables).toEqual(['turnchart_controls', 'turnchart_messages', 'turnchart_migrations', 'turnchart_parts', 'turnchart_queue', 'turnchart_sessions', 'turnchart_slots', 'turnchart_transitions', 'turnchart_tree_spending', 'turnchart_turns'])
   raw.close()
 })
 

@@ -171,14 +171,14 @@ test('a turn that died in a retry wait resumes the wait with what is left of it'
   expect(resumesIn(resumed[0])).toMatchObject({ state: 'retry-waiting', step: 1 })
 })
 
-test('a turn that died running tools: an idempotent call runs again, any other is an error', async () => {
+test('a turn that died running tools: an idempotent call runs again (its next execution), any other is in doubt', async () => {
   const { ports, resumed, stored, seeded } = await seededStore('tool-running')
 
   await recover(ports)
 
   const after = await stored()
-  expect(partOf<ToolPart>(after, seeded.read.id).state.status).toBe('running')
-  expect(partOf<ToolPart>(after, seeded.write.id).state).toMatchObject({ status: 'error', error: 'interrupted by a restart', metadata: { interrupted: true } })
+  expect(partOf<ToolPart>(after, seeded.read.id).state).toMatchObject({ status: 'running', execution: 2 })
+  expect(partOf<ToolPart>(after, seeded.write.id).state).toMatchObject({ status: 'in-doubt', reason: 'restart', execution: 1 })
   expect(resumesIn(resumed[0])).toMatchObject({ state: 'tool-running' })
 })
 

@@ -20,9 +20,9 @@ afterEach(async () => {
 const { deploy, deployed } = deployTool()
 const read = tool({ description: 'Read a file', inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => `contents of ${path}` })
 
-async function setup(options: ChatHandlerOptions = {}) {
+async function setup(options: ChatHandlerOptions = {}, engineOptions: { parkAfterMs?: number } = {}) {
   deployed.length = 0
-  h = await createHarness({ tools: { read, deploy } })
+  h = await createHarness({ tools: { read, deploy }, ...engineOptions })
   handler = createChatHandler(h.engine, options)
   const transport = new DefaultChatTransport<UIMessage>({
     api: 'http://127.0.0.1/api/chat',
@@ -215,6 +215,26 @@ test("authorize may answer with an identity ({ by }): the approval's receipt nam
   await decode(await transport.sendMessages({ chatId: 'chat-by', messages: [user, answered], trigger: 'submit-message', messageId: undefined, abortSignal: undefined, headers }), answered)
   expect(deployed).toEqual(['prod'])
   expect(await h.engine.approvalReceipts('chat-by')).toEqual([expect.objectContaining({ decision: 'approved', by: 'ada', callId: 'call_by', tool: 'deploy' })])
+})
+
+test('an approval of a parked turn (parkAfterMs: 0): the POST takes the turn, approves it and streams the rest', async () => {
+  const transport = await setup({}, { parkAfterMs: 0 })
+  h.server.tool('deploy', { env: 'prod' }, { id: 'call_pk' })
+  h.server.text('Deployed.')
+  const user = userMessage('ship it')
+  const first = await decode(await transport.sendMessages({ chatId: 'chat-pk', messages: [user], trigger: 'submit-message', messageId: undefined, abortSignal: undefined }))
+  expect(first.types).toContain('tool-approval-request')
+  const turnId = first.message.metadata!.turnId!
+  await h.engine.activeTurn('chat-pk')?.done.catch(() => undefined) // it parks: its handle lets go
+  expect(h.engine.activeTurn('chat-pk')).toBeUndefined()
+  expect((await h.engine.getTurn(turnId))?.owner).toBe('turnchart:parked')
+  const answered: UIMessage = {
+    ...first.message,
+    parts: first.message.parts.map((p) => (p.type === 'tool-deploy' ? { ...p, state: 'approval-responded', approval: { id: 'call_pk', approved: true } } : p)) as UIMessage['parts'],
+  }
+  const second = await decode(await transport.sendMessages({ chatId: 'chat-pk', messages: [user, answered], trigger: 'submit-message', messageId: undefined, abortSignal: undefined }), answered)
+  expect(deployed).toEqual(['prod'])
+  expect(textOf(second.message)).toBe('Deployed.')
 })
 
 test('resume: a GET after the page dropped its stream replays what was streamed, then goes on live, without gaps or duplicates', async () => {

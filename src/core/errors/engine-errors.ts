@@ -181,6 +181,29 @@ export class MessageNotFoundError extends TurnchartError {
   static isInstance = isNamed<MessageNotFoundError>('MessageNotFoundError')
 }
 
+/**
+ * A prompt would run past a limit of `concurrency` (the engine option): `limit` names it
+ * (`perTenant`, `total`), `max` its value, `tenant` the session's. Nothing was stored; a prompt
+ * queued with `whenBusy: 'enqueue'` waits for a slot instead.
+ */
+export class ConcurrencyLimitError extends TurnchartError {
+  readonly name = 'ConcurrencyLimitError'
+  readonly sessionId: string
+  readonly limit: 'perTenant' | 'total'
+  readonly max: number
+  readonly tenant: string | null
+  constructor(input: { sessionId: string; limit: 'perTenant' | 'total'; max: number; tenant: string | null }) {
+    super(
+      `session ${input.sessionId} cannot start a turn: ${input.limit === 'perTenant' ? `tenant ${input.tenant} runs` : 'the database runs'} ${input.max} turns, its concurrency.${input.limit} (prompt with whenBusy: 'enqueue' to wait for a slot)`,
+    )
+    this.sessionId = input.sessionId
+    this.limit = input.limit
+    this.max = input.max
+    this.tenant = input.tenant
+  }
+  static isInstance = isNamed<ConcurrencyLimitError>('ConcurrencyLimitError')
+}
+
 /** A queued prompt was cancelled (`cancel()`, `engine.cancelQueued`, or its session deleted) before its turn started. */
 export class QueuedPromptCancelledError extends TurnchartError {
   readonly name = 'QueuedPromptCancelledError'

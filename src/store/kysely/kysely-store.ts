@@ -13,6 +13,7 @@ import { KyselyQueue } from './queue'
 import type { Executor } from './rows'
 import { KyselySessions } from './sessions'
 import { KyselySpending } from './spending'
+import { KyselySlots } from './slots'
 import { KyselyTransitions } from './transitions'
 import { KyselyTurns } from './turns'
 
@@ -24,6 +25,7 @@ export class KyselyStore implements Store {
   readonly queue: KyselyQueue
   readonly controls: KyselyControls
   readonly spending: KyselySpending
+  readonly slots: KyselySlots
 
   /**
    * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
@@ -41,6 +43,7 @@ export class KyselyStore implements Store {
     this.queue = new KyselyQueue(db)
     this.controls = new KyselyControls(db)
     this.spending = new KyselySpending(db)
+    this.slots = new KyselySlots(db)
   }
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {

@@ -23,6 +23,7 @@ import { Mutex } from './mutex'
 import { MemoryQueue } from './queue'
 import { MemorySessions } from './sessions'
 import { MemorySpending } from './spending'
+import { MemorySlots } from './slots'
 import { Journal, Tables } from './tables'
 import { MemoryTransitions } from './transitions'
 import { MemoryTurns } from './turns'
@@ -36,6 +37,7 @@ abstract class MemoryAggregates implements Store {
   readonly queue: MemoryQueue
   readonly controls: MemoryControls
   readonly spending: MemorySpending
+  readonly slots: MemorySlots
 
   constructor(access: Access) {
     this.sessions = new MemorySessions(access)
@@ -45,6 +47,7 @@ abstract class MemoryAggregates implements Store {
     this.queue = new MemoryQueue(access)
     this.controls = new MemoryControls(access)
     this.spending = new MemorySpending(access)
+    this.slots = new MemorySlots(access)
   }
 
   abstract transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>

@@ -13,6 +13,7 @@ import { queueCases } from './queue'
 import { runTreesCases } from './run-trees'
 import { sessionsCases } from './sessions'
 import { spendingCases } from './spending'
+import { slotsCases } from './slots'
 import { transactionsCases } from './transactions'
 import { transitionsCases } from './transitions'
 import { turnsFencingLeasesClaimsCases } from './turns-fencing-leases-claims'
@@ -37,7 +38,7 @@ export interface StoreInitializer<S extends Store = Store> {
 export interface StoreConformanceCase {
   /** `<initializer>: <suite>: <title>`. */
   name: string
-  /** The aggregate it is about: `sessions`, `messages and parts`, `turns, fencing, leases and claims`, `transitions`, `queue`, `controls`, `run trees`, `spending`, `transactions`. */
+  /** The aggregate it is about: `sessions`, `messages and parts`, `turns, fencing, leases and claims`, `transitions`, `queue`, `controls`, `run trees`, `spending`, `slots`, `transactions`. */
   suite: string
   title: string
   /** Creates a store, runs the case on it, destroys the store (also when the case fails); rejects with the failure. */
@@ -53,6 +54,7 @@ const groups: CaseGroup[] = [
   controlsCases,
   runTreesCases,
   spendingCases,
+  slotsCases,
   transactionsCases,
 ]
 

@@ -6,7 +6,7 @@
  */
 import os from 'node:os'
 import { transition, type SnapshotFrom } from 'xstate'
-import { interruptibleStates, turnMachine, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
+import { callWaitStates, interruptibleStates, turnMachine, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
 import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
@@ -14,6 +14,7 @@ import { serializeError, StorageError, TurnchartError, UnknownError } from '../.
 import { parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
+import { doubtCall, isWaitingCall, rerunCall } from '../../tools/tool-part'
 import { toolChange, type ToolFingerprint } from '../../tools/tool-fingerprint'
 
 /** The tools a turn stored when it started, and the engine's now (a turn's configuration carries them). */
@@ -69,7 +70,7 @@ export interface ResumeRequest<C> {
   /** The session's messages from the latest summary, the interrupted work closed in them. */
   messages: MessageWithParts[]
   /** Where the chart resumes, the seq of its last row and the event that resumes it; absent: the turn never started (start it). */
-  from?: { snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null }
+  from?: { snapshot: TurnSnapshot; seq: number; recover: TurnEvent | null; quiet?: boolean }
 }
 
 /** Recovery's ports: the store, the turn's own configuration, and how a recovered turn runs again. */
@@ -131,8 +132,13 @@ export async function resumeParked<C extends { tools: ToolSet }, T>(ports: Recov
   const fence = await store.turns.claim(turnId, { owner: parkedOwner, epoch: record.epoch ?? 0 }, ports.owner, Date.now() + ports.leaseMs)
   if (!fence) return undefined
   try {
-    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence)
+    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence, true)
   } catch (error) {
+    if (isStorageFault(error)) {
+      // The database failed, not the turn: it goes back to waiting parked, and the control fails with the fault.
+      await store.turns.claim(turnId, fence, parkedOwner, null).catch(() => undefined)
+      throw error
+    }
     await endUnrecoverable(ports, record, error, fence)
     return undefined
   }
@@ -167,7 +173,8 @@ async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: Recovery
   ports.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
 }
 
-async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, input: TurnInput, fence: TurnFence): Promise<T> {
+/** `quiet`: a wait resumed to be settled at once (a parked turn taken by its control) is not announced again. */
+async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, input: TurnInput, fence: TurnFence, quiet = false): Promise<T> {
   const { store } = ports
   const rows = await store.transitions.list(record.id)
   const { snapshot } = replayTransitions(input, rows)
@@ -189,10 +196,10 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   // The prompt was stored but the turn never started: start it now.
   if (state === 'idle') return ports.resume(turn)
 
-  if (state === 'awaiting-approval') {
-    // Nothing was in flight: the turn goes on waiting, now in this engine.
+  if (state === 'awaiting-approval' || callWaitStates.has(state)) {
+    // Nothing was in flight (a decision, or calls in doubt or deferred): the turn goes on waiting, now in this engine.
     const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
-    return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null } })
+    return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null, ...(quiet ? { quiet } : {}) } })
   }
 
   let seq = rows.length
@@ -267,6 +274,18 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
   // tool was removed or changed since the turn started, which the tool runner then refuses,
   // naming the tool and the change (src/tools/run-tools.ts), without running it.
   const changedTool = (tool: string) => pinned !== undefined && toolChange(pinned.pinned, pinned.current, tool) !== undefined
-  const rerun = (part: ToolPart) => state === 'tool-running' && part.state.status === 'running' && (isIdempotent(tools[part.tool]) || changedTool(part.tool))
-  return [...closeOpenWork(assistant.parts, { kind: 'restart' }, now, rerun), ...stepFinish]
+  // A tool that was running when the process died: an idempotent one runs again (its next
+  // execution); any other one's outcome is unknown: in doubt, never an error the model sees
+  // (its `reconcile`, then a person, says what happened). Calls in doubt or deferred stay so.
+  const resumed: Part[] = []
+  if (state === 'tool-running') {
+    for (const part of assistant.parts) {
+      if (part.type !== 'tool' || part.state.status !== 'running') continue
+      if (isIdempotent(tools[part.tool]) || changedTool(part.tool)) rerunCall(part, now)
+      else doubtCall(part, 'restart')
+      resumed.push(part)
+    }
+  }
+  const keep = (part: ToolPart) => state === 'tool-running' && (part.state.status === 'running' || isWaitingCall(part))
+  return [...new Set([...resumed, ...closeOpenWork(assistant.parts, { kind: 'restart' }, now, keep), ...stepFinish])]
 }

@@ -5,7 +5,7 @@
  * (turn-log.ts) for a running turn and by recovery for a turn it claimed. Inserts, claims,
  * leases and pruning stay with their owners.
  */
-import { retryWaitStates } from '../../../machines/turn.machine'
+import { callWaitStates, retryWaitStates } from '../../../machines/turn.machine'
 import type { SerializedError } from '../../core/errors'
 import type { TransitionRecord, TurnOutcome, TurnUsage } from '../../core/types'
 import type { Store, TurnFence } from '../../store/store'
@@ -43,9 +43,16 @@ export async function writeLogRows(tx: LogTx, fence: TurnFence, rows: readonly T
   for (const row of rows) await tx.transitions.append(row)
 }
 
-/** The retry deadline a row to `to` carries: its time plus the chart's delay in a retry wait, else none. */
-export function retryAtOf(to: string, time: number, retryDelayMs: number): number | null {
-  return retryWaitStates.has(to) ? time + retryDelayMs : null
+/**
+ * The deadline a row to `to` carries (the turn row's `retry_at`): in a retry wait its time plus
+ * the chart's delay; in a wait on tool calls (`call-wait`) the earliest stored deadline of the
+ * waiting calls (`callDeadline`), which whichever engine sweeps settles (src/turn/call-deadlines.ts);
+ * else none.
+ */
+export function retryAtOf(to: string, time: number, context: { retryDelayMs: number; callDeadline?: number | null }): number | null {
+  if (retryWaitStates.has(to)) return time + context.retryDelayMs
+  if (callWaitStates.has(to)) return context.callDeadline ?? null
+  return null
 }
 
 /**

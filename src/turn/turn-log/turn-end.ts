@@ -5,6 +5,7 @@
 import type { Bus } from '../../core/bus'
 import type { SerializedError, TurnOwnershipLostError } from '../../core/errors'
 import type { MessageInfo, MessageWithParts, Part, ToolPart, TurnOutcome } from '../../core/types'
+import { waitingCallsIn } from '../../tools/tool-part'
 import type { NotRunReason } from '../../tools/tool-part'
 import { closeOpenWork } from './close-open-work'
 
@@ -55,4 +56,12 @@ export function publishApprovalRequest(bus: Pick<Bus, 'publish'>, scope: { reado
     .filter((p) => pending.includes(p.callId))
     .map((p) => ({ callId: p.callId, tool: p.tool, input: p.state.input }))
   bus.publish({ type: 'approval.requested', sessionId: scope.sessionId, turnId: scope.turnId, calls })
+}
+
+/**
+ * Publishes the calls of a turn that wait for `resolveCall` (in doubt, deferred), on entry to
+ * `call-in-doubt` / `awaiting-deferred` and again when another engine resumes the wait.
+ */
+export function publishWaitingCalls(bus: Pick<Bus, 'publish'>, scope: { readonly stepTools: readonly ToolPart[]; readonly sessionId: string; readonly turnId: string }): void {
+  bus.publish({ type: 'calls.waiting', sessionId: scope.sessionId, turnId: scope.turnId, calls: waitingCallsIn(scope.stepTools) })
 }

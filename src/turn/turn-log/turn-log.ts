@@ -25,7 +25,7 @@
  * `ended` settles with it, once, and the handle reports it.
  */
 import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
-import { retryWaitStates, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
+import { callWaitStates, retryWaitStates, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
 import type { TurnContext } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
@@ -33,10 +33,12 @@ import { MessageAbortedError, serializeError, StorageError, TurnOwnershipLostErr
 import type { Redactor } from '../../core/secrets/redact-secrets'
 import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../../core/types'
 import type { TurnFence } from '../../store/store'
+import type { ToolSet } from 'ai'
+import { isIdempotent } from '../../tools/tool-options'
 import { retryAtOf, writeLogRows, type LogTx } from './log-rows'
 import type { RiddenWrite } from '../run-tree/run-tree'
-import { closeTurn, publishApprovalRequest, type TurnEnd } from './turn-end'
-import { approvalDeadline } from '../../tools/tool-part'
+import { closeTurn, publishApprovalRequest, publishWaitingCalls, type TurnEnd } from './turn-end'
+import { approvalDeadline, waitingCallsIn } from '../../tools/tool-part'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -54,7 +56,8 @@ export interface TurnLogScope {
   readonly turnId: string
   readonly sessionId: string
   readonly queue: { run<T>(job: () => Promise<T>): Promise<T> }
-  readonly config: { readonly redactor: Pick<Redactor, 'value' | 'text'> }
+  /** `tools`: which calls are idempotent (a failed write while a non-idempotent call may have run leaves the turn for recovery). */
+  readonly config: { readonly redactor: Pick<Redactor, 'value' | 'text'>; readonly tools?: ToolSet }
   /** The tool parts of the last step (an approval request names them). */
   readonly stepTools: readonly ToolPart[]
   assistantMessage(): MessageWithParts
@@ -259,7 +262,23 @@ export class TurnLog {
   writeFailed(cause: unknown): void {
     if (TurnOwnershipLostError.isInstance(cause)) return this.end({ kind: 'lost', error: cause })
     if (this.#state.kind !== 'open') return
+    if (this.#leavesForRecovery()) return this.#endUnwritten(new StorageError('writing parts', cause).toJSON())
     this.#fail(new StorageError('writing parts', cause).toJSON())
+  }
+
+  /**
+   * A write failed while a non-idempotent call of the step may have had its effect (it ran, or
+   * runs, and its result may not be stored): failing the turn would close that call as an error
+   * (the model of the next turn would see "not run" of a call that may have run). The turn ends
+   * here without a final row instead (`unwritten`): its row stays open in the last committed
+   * state, and the recovery that takes it finds the call still running, so in doubt (its
+   * `reconcile` asked, else a person's `resolveCall`).
+   */
+  #leavesForRecovery(): boolean {
+    const state = this.#committed.state
+    if (state !== 'tool-running' && !callWaitStates.has(state)) return false
+    const tools = this.#options.scope.config.tools ?? {}
+    return this.#options.scope.stepTools.some((part) => part.state.status !== 'pending' && !isIdempotent(Object.hasOwn(tools, part.tool) ? tools[part.tool] : undefined))
   }
 
   /**
@@ -367,6 +386,10 @@ export class TurnLog {
       return { rows, error: final ? error : null }
     } catch (cause) {
       if (TurnOwnershipLostError.isInstance(cause)) throw cause
+      if (!final && this.#leavesForRecovery()) {
+        this.#endUnwritten(new StorageError(`recording the transition to ${to}`, cause).toJSON())
+        throw new Skipped()
+      }
       // Set before the write settles, so that `committed()` already sees it.
       const failed = this.#fail(new StorageError(`recording the transition to ${to}`, cause).toJSON(), false)
       // A final row that failed (completed, aborted) is replaced by the failure's own row.
@@ -514,9 +537,10 @@ export class TurnLog {
       if (finalStates.has(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
       const status: SessionStatus = retryWaitStates.has(row.to)
         ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
-        : { type: 'busy', turnId, state: row.to }
+        : { type: 'busy', turnId, state: row.to, ...(callWaitStates.has(row.to) ? { calls: waitingCallsIn(scope.stepTools) } : {}) }
       bus.publish({ type: 'session.status', sessionId, status })
       if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') publishApprovalRequest(bus, scope, context.pendingApprovals)
+      if (callWaitStates.has(row.to) && row.from !== row.to) publishWaitingCalls(bus, scope)
     }
   }
 }
@@ -547,7 +571,7 @@ export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionE
  */
 function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null = null): Promise<void> {
   const last = rows.at(-1)!
-  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context.retryDelayMs) ?? deadline, error })
+  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context) ?? deadline, error })
 }
 
 /** The event's payload without its type; errors serialised (control data only). */

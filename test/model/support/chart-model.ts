@@ -121,6 +121,8 @@ interface EngineFacts {
   /** `answered`: a final answer of a turn with structured output (the gate checks it before any rule). */
   lastStep: { toolCalls: number; overflow: boolean; answered?: boolean } | null
   compactingAfterAnswer: boolean | null
+  /** What the step's waiting call is (`tools.waiting`): only a call in doubt can be retried, only a deferred one's result handed in. */
+  waiting?: 'in-doubt' | 'deferred' | null
 }
 const noFacts: EngineFacts = { lastStep: null, compactingAfterAnswer: null }
 
@@ -157,6 +159,11 @@ function nextFacts(facts: EngineFacts, event: ModelEvent, after: TurnSnapshot, b
     case 'tools.finished':
       if (event.overflow !== (facts.lastStep?.overflow ?? false)) return null
       return { ...facts, compactingAfterAnswer: entersCompaction ? false : facts.compactingAfterAnswer }
+    case 'tools.waiting':
+      return { ...facts, waiting: (event.inDoubt as string[]).length > 0 ? 'in-doubt' : 'deferred' }
+    case 'call.resolved':
+      if ((event.how === 'retry') !== (facts.waiting === 'in-doubt')) return null
+      return { ...facts, waiting: null }
     case 'compaction.finished':
       return event.completes === (facts.compactingAfterAnswer === true) ? { ...facts, compactingAfterAnswer: null } : null
     default:
@@ -206,7 +213,7 @@ export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map
         // snapshots in status 'error', where a refused compaction does not end the turn; the
         // approvals of the recipes' events); so is the step number once it reaches the step limit
         // (the stepMustStop guard reads it)
-        `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${Math.min(state.context.compactions, input.maxCompactions + 1)}|${state.context.pendingApprovals.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}|${JSON.stringify(factsOf(state, event, prev))}`,
+        `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${Math.min(state.context.compactions, input.maxCompactions + 1)}|${state.context.pendingApprovals.join(',')}|${state.context.inDoubtCalls.join(',')}/${state.context.deferredCalls.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}|${JSON.stringify(factsOf(state, event, prev))}`,
     })
     const byEdge = new Map<string, ModelEvent[]>()
     for (const path of paths) {

@@ -36,6 +36,8 @@ export interface Arrangement {
   optionalReplies: number
   /** `engine.approve` / `engine.deny` of a waiting call, once the row with seq `at` (entering awaiting-approval) is published. */
   decisions: Decision[]
+  /** `engine.resolveCall` of the waiting call (in doubt: retry; deferred: an output), once the row with seq `at` is published. */
+  resolutions: Array<{ at: number; how: 'retry' | 'output' }>
   /**
    * `engine.steer` of a message as the actor enters `state` for the `entry`-th time (in the same
    * loop turn: the steer is stored with the row entering it, before the state's model call).
@@ -155,6 +157,8 @@ const toolsDone: ModelEvent = { type: 'tools.finished', overflow: false }
 const toolsOverflowed: ModelEvent = { type: 'tools.finished', overflow: true }
 
 const compactDone = (completes: boolean): ModelEvent => ({ type: 'compaction.finished', completes })
+const waitingOn = (status: 'in-doubt' | 'deferred'): ModelEvent => ({ type: 'tools.waiting', inDoubt: status === 'in-doubt' ? ['call_w'] : [], deferred: status === 'deferred' ? ['call_w'] : [], deadline: null })
+const resolvedAs = (how: 'retry' | 'output'): ModelEvent => ({ type: 'call.resolved', callId: 'call_w', how, deadline: null })
 /** A final answer of a turn with structured output (the rig's `{ n: number }`). */
 const answered: ModelEvent = { ...finished(0, false), checksOutput: true }
 /** The answer the step gate's output check judges: one that matches, unless the gate's next edge sends it back or fails it. */
@@ -473,7 +477,69 @@ export const recipes: Record<string, EdgeRecipe> = {
     check: (walk) => {
       // (a step whose only call was denied runs nothing: the denial is its result)
       const tool = toolParts(walk).find((p) => !(p.state.status === 'error' && p.state.metadata?.denied))
+      // (a deferred call's result handed in is the step's result: nothing else runs)
+      if (walk.plan.resolutions.some((r) => r.how === 'output')) return
       if (tool || !walk.plan.decisions.length) expect(tool?.state).toMatchObject({ status: 'error', error: expect.stringMatching(/failed/) })
+    },
+  },
+  // calls in doubt or deferred: the `work` tool throws CallOutcomeUnknownError or returns defer()
+  'tool-running --tools.waiting--> awaiting-calls': {
+    events: [waitingOn('in-doubt'), waitingOn('deferred')],
+    arrange: ({ plan, event }) => {
+      plan.tools.push((event.inDoubt as string[]).length > 0 ? 'doubt' : 'defer')
+      // the step's call gets the id the path's events name (its resolution's row carries it)
+      const reply = plan.replies.at(-1)
+      if (reply?.type === 'stream') for (const chunk of reply.chunks) if ('tool' in chunk && chunk.tool) (chunk.tool as { id?: string }).id = 'call_w'
+    },
+    check: (walk) => {
+      const waiting = walk.events.filter((e) => e.type === 'calls.waiting')
+      expect(waiting.length).toBeGreaterThan(0)
+      // the model was not called while the turn waited: every request came before or after the wait
+      expect(walk.events.some((e) => e.type === 'turn.transition' && (e.to === 'call-in-doubt' || e.to === 'awaiting-deferred'))).toBe(true)
+    },
+  },
+  'call-in-doubt --always [noCallInDoubt]--> awaiting-deferred': {
+    events: [], // taken by tools.waiting with only deferred calls, in the same transition
+    arrange: () => {},
+  },
+  'awaiting-calls --call.resolved [isWaitingCall]--> awaiting-calls': {
+    events: [resolvedAs('retry'), resolvedAs('output')],
+    arrange: ({ plan, index, event }) => plan.resolutions.push({ at: index, how: event.how as 'retry' | 'output' }),
+    // back in tool-running: a retried call runs (the next `work` behaviour), then the model answers
+    end: [toolsDone, { type: 'gate.continue' }, finished(0, false)],
+    check: (walk) => {
+      const work = toolParts(walk).filter((p) => p.tool === 'work')
+      for (const r of walk.plan.resolutions) {
+        if (r.how === 'output') expect(work.some((p) => p.state.status === 'completed' && JSON.stringify(p.state.output) === JSON.stringify({ resolved: true }))).toBe(true)
+        else expect(work.every((p) => p.state.status !== 'in-doubt')).toBe(true)
+      }
+    },
+  },
+  'awaiting-calls --always [callsToRun]--> tool-running': {
+    events: [], // taken by the resolution, in the same transition
+    arrange: () => {},
+    check: (walk) => expect(walk.events.some((e) => e.type === 'turn.transition' && e.event === 'call.resolved' && e.to === 'tool-running')).toBe(true),
+  },
+  'call-in-doubt --turn.abort--> aborted': {
+    events: [abort],
+    arrange: ({ plan, index }) => {
+      plan.abortAt = index
+      plan.abortAfterCalls = plan.replies.length
+    },
+    check: (walk) => {
+      expectOutcome(walk, 'aborted', 'MessageAbortedError')
+      expect(toolParts(walk).at(-1)?.state).toMatchObject({ status: 'error', error: 'Tool execution aborted', metadata: { interrupted: true } })
+    },
+  },
+  'awaiting-deferred --turn.abort--> aborted': {
+    events: [abort],
+    arrange: ({ plan, index }) => {
+      plan.abortAt = index
+      plan.abortAfterCalls = plan.replies.length
+    },
+    check: (walk) => {
+      expectOutcome(walk, 'aborted', 'MessageAbortedError')
+      expect(toolParts(walk).at(-1)?.state).toMatchObject({ status: 'error', error: 'Tool execution aborted', metadata: { interrupted: true } })
     },
   },
   'tool-running --turn.abort--> aborted': {

@@ -12,7 +12,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { Output, tool } from 'ai'
 import { z } from 'zod'
-import { createEngine, type Engine, type EngineOptions, type StepRule, type TurnchartEvent } from '../../../src'
+import { CallOutcomeUnknownError, callInfo, createEngine, defer, type Engine, type EngineOptions, type StepRule, type TurnchartEvent } from '../../../src'
 import type { Part } from '../../../src/core/types'
 import type { TurnInput } from '../../../machines/turn.types'
 import { recordEvents } from '../../support/event-log'
@@ -27,6 +27,10 @@ export type ToolBehaviour =
   | 'throw'
   /** Waits until its abort signal fires (abort, turn failure). */
   | 'block'
+  /** Throws `CallOutcomeUnknownError`: the part becomes `in-doubt`, the turn waits (the rig's tool has no reconcile). */
+  | 'doubt'
+  /** Returns `defer()`: the part becomes `deferred`, the turn waits. */
+  | 'defer'
 
 /** What the rig's own step rule (`model-rule`) answers at a visit of the step gate. */
 export type GateBehaviour =
@@ -111,11 +115,14 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
     // `ask: true` in a call's input: the call needs approval (the AI SDK's `needsApproval`)
     inputSchema: z.object({ n: z.number(), ask: z.boolean().optional(), stop: z.boolean().optional() }),
     needsApproval: ({ ask }) => ask === true,
-    execute: async ({ n }, { abortSignal }) => {
+    execute: async ({ n }, options) => {
+      const { abortSignal } = options
       toolCalls += 1
       const behaviour = queue.shift() ?? 'ok'
       if (behaviour === 'throw') throw new Error(`work ${n} failed`)
       if (behaviour === 'block') await sleep(60_000, abortSignal!)
+      if (behaviour === 'doubt') throw new CallOutcomeUnknownError({ callId: callInfo(options).callId, toolName: 'work', message: 'model test: the connection dropped' })
+      if (behaviour === 'defer') return defer()
       return { done: n }
     },
   })

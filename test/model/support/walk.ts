@@ -28,7 +28,7 @@ export function completePath(input: TurnInput, events: ModelEvent[]): PlannedSte
 }
 
 export function arrange(steps: PlannedStep[]): Arrangement {
-  const plan: Arrangement = { replies: [], tools: [], gate: [], budgetSteps: null, abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], steers: [], output: false }
+  const plan: Arrangement = { replies: [], tools: [], gate: [], budgetSteps: null, abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], resolutions: [], steers: [], output: false }
   for (const [index, step] of steps.entries()) {
     const recipe = recipes[step.edge]
     if (!recipe) {
@@ -105,6 +105,18 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
       expect(part?.type === 'tool' && part.state).toMatchObject({ status: 'pending', approval: 'required' })
       if (d.decision === 'approve') await rig.engine.approve(turn.id, d.callId)
       else await rig.engine.deny(turn.id, d.callId, d.reason)
+    }
+  })().catch((error) => {
+    decisionError = error
+    turn.abort()
+  })
+  // Resolutions of the waiting call, each once the engine waits in the state the plan says.
+  void (async () => {
+    for (const r of plan.resolutions) {
+      await rig.waitFor((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.seq === r.at)
+      const part = (await storedAssistantParts(rig.engine, session.id)).find((p) => p.type === 'tool' && (p.state.status === 'in-doubt' || p.state.status === 'deferred'))
+      expect(part?.type === 'tool' && part.state.status).toBe(r.how === 'retry' ? 'in-doubt' : 'deferred')
+      if (part?.type === 'tool') await rig.engine.resolveCall(turn.id, part.callId, r.how === 'retry' ? { retry: true } : { output: { resolved: true } })
     }
   })().catch((error) => {
     decisionError = error
