@@ -5,4 +5,4 @@
  * control that settles the wait resumes it on whichever engine takes it. The one list: the
  * engine, recovery and the viewer read it (no XState here: the viewer's page imports it).
  */
-export const parkableStates: ReadonlySet<string> = new Set(['awaiting-approval'])
+export const parkableStates: ReadonlySet<string> = new Set(['awaiting-approval', 'call-in-doubt', 'awaiting-deferred'])

@@ -23,6 +23,7 @@ export async function expireApprovals(deps: { store: Pick<Store, 'turns'>; runni
     if (!parkableStates.has(record.state) || record.retryAt === null || record.retryAt > now) continue
     const here = deps.running.find(record.id)
     if (here) await here.expireApprovals(now)
-    else if (record.owner === parkedOwner) await deps.parked.settle(record.id, (turn) => turn.expireApprovals(now))
+    // A parked turn past its deadline (an approval's, or a waiting call's: src/engine/call-deadlines.ts settles held ones) is taken here.
+    else if (record.owner === parkedOwner) await deps.parked.settle(record.id, async (turn) => void (await Promise.all([turn.expireApprovals(now), turn.expireCalls(now)])))
   }
 }

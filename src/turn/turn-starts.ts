@@ -129,7 +129,7 @@ export function resumeTurn(
         publishApprovalRequest(scope.events, scope, restored.snapshot.context.pendingApprovals)
       }
       const state = turnStateName(restored.snapshot)
-      if (callWaitStates.has(state)) {
+      if (callWaitStates.has(state) && !restored.quiet) {
         // Calls in doubt or deferred go on waiting in this engine: say so again.
         scope.events.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state, calls: waitingCallsIn(scope.stepTools) } })
         publishWaitingCalls(scope.events, scope)

@@ -8,6 +8,8 @@ import { tool } from 'ai'
 import { z } from 'zod'
 import { createEngine, type Engine, type TurnchartEvent } from '../../src'
 import { createHarness, modelFor, type Harness } from '../support/harness'
+import { recoverCommand } from '../../src/cli/write-commands'
+import type { CliIO } from '../../src/cli/io'
 
 jest.setTimeout(120_000) // 200 turns twice: seconds on an idle machine, more on a loaded CI runner
 
@@ -74,7 +76,7 @@ test('200 parked turns hold no actor, lease or timer, not even after two sweeps;
   expect(ended.every((row) => row?.outcome === 'completed')).toBe(true)
 })
 
-test('a parked turn keeps its chart state and parts: denied, aborted, or approved on the engine that parked it', async () => {
+test('a parked turn keeps its chart state and parts: approved, denied, aborted on the engine that parked it; turnchart recover leaves it', async () => {
   deployed.length = 0
   h = await createHarness({ tools: { deploy }, parkAfterMs: 0 })
   h.server.tools([
@@ -91,11 +93,26 @@ test('a parked turn keeps its chart state and parts: denied, aborted, or approve
   await h.engine.deny(turn.id, 'call_b', { reason: 'not b', by: 'ada' })
   const end = await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed')
   expect(end).toBeDefined()
+  await h.engine.activeTurn(session.id)?.done // the handle of the engine that took it settles after its last row
   expect(deployed).toEqual(['a'])
   expect((await h.engine.approvalReceipts(session.id)).map((r) => [r.callId, r.decision, r.by])).toEqual([
     ['call_a', 'approved', 'ada'],
     ['call_b', 'denied', 'ada'],
   ])
+
+  // `turnchart recover` (recovery policy abort) leaves a parked turn alone.
+  h.server.tool('deploy', { env: 'd' }, { id: 'call_d' })
+  h.server.text('not d, then')
+  const parked = h.engine.prompt(session.id, 'and d')
+  await expect(parked.done).rejects.toMatchObject({ name: 'TurnParkedError' })
+  const out: string[] = []
+  const io = { stdout: { write: (text: string) => out.push(text) }, stderr: { write: () => true }, env: {} } as unknown as CliIO
+  expect(await recoverCommand([h.dbPath], io)).toBe(0)
+  expect(out.join('')).toBe('no turn to recover\n')
+  expect(await h.engine.getTurn(parked.id)).toMatchObject({ outcome: null, state: 'awaiting-approval', owner: 'turnchart:parked' })
+  await h.engine.deny(parked.id, 'call_d', 'no')
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === parked.id && e.to === 'completed')
+  await h.engine.activeTurn(session.id)?.done
 
   h.server.tool('deploy', { env: 'c' }, { id: 'call_c' })
   const second = h.engine.prompt(session.id, 'and c')
@@ -103,4 +120,28 @@ test('a parked turn keeps its chart state and parts: denied, aborted, or approve
   await h.engine.abort(session.id)
   expect(await h.engine.getTurn(second.id)).toMatchObject({ outcome: 'aborted' })
   expect(h.engine.stats()).toMatchObject({ actors: 0, leases: 0, timers: 0 })
+})
+
+test('a turn waiting on a deferred call parks too: resolveCall takes it, and a deadline that passes is settled by the sweep', async () => {
+  const { defer } = await import('../../src')
+  const ci = tool({ description: 'Run CI', inputSchema: z.object({ slow: z.boolean() }), execute: async ({ slow }) => defer(slow ? {} : { timeoutMs: 30 }) })
+  h = await createHarness({ tools: { ci }, parkAfterMs: 0, recovery: { intervalMs: 20 } })
+  h.server.tool('ci', { slow: true }, { id: 'call_ci' })
+  h.server.text('CI passed')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'run ci')
+  await expect(turn.done).rejects.toMatchObject({ name: 'TurnParkedError', state: 'awaiting-deferred' })
+  expect(h.engine.stats()).toMatchObject({ actors: 0, leases: 0, timers: 0 })
+  const ended = h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed')
+  await h.engine.resolveCall(turn.id, 'call_ci', { output: 'green' })
+  await ended
+  await h.engine.activeTurn(session.id)?.done
+
+  h.server.tool('ci', { slow: false }, { id: 'call_late' })
+  h.server.text('CI timed out')
+  const second = h.engine.prompt(session.id, 'run ci again')
+  await expect(second.done).rejects.toMatchObject({ name: 'TurnParkedError' })
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === second.id && e.to === 'completed', 10_000)
+  const part = (await h.engine.messages(session.id)).flatMap((m) => m.parts).find((p) => p.type === 'tool' && p.callId === 'call_late')
+  expect(part).toMatchObject({ state: { status: 'error', error: expect.stringContaining('deadline') } })
 })
