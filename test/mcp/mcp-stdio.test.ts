@@ -78,7 +78,8 @@ test('the server process killed mid-call: a non-idempotent call is not re-sent; 
   const how = await doubt.ended(write)
   expect(calls.filter((c) => c.tool === 'slow_write')).toHaveLength(1)
   const part = await toolPart(session.id)
-  expect(how === 'in-doubt' || (part.state.status === 'error' && /outcome unknown/.test(part.state.error))).toBe(true)
+  expect(how).toBe('in-doubt') // the turn waited; the test settled it with resolveCall({ error })
+  expect(part.state).toMatchObject({ status: 'error', error: expect.stringContaining('settled by the test') })
 
   // idempotent: the killed process held it; the new one answers
   session = await h.engine.createSession()
