@@ -164,3 +164,18 @@ test('a deferred call whose stored deadline passes is an error the model sees', 
   expect(part.state).toMatchObject({ status: 'error', error: expect.stringContaining('did not arrive before its deadline') })
   expect(h.server.requests[1].body.messages.find((m: { role: string }) => m.role === 'tool').content).toContain('deadline')
 })
+
+test('a call in doubt parks its turn (parkAfterMs: 0); resolveCall takes it and the turn completes', async () => {
+  h = await createHarness({ tools: { charge: charge() }, parkAfterMs: 0 })
+  h.server.tool('charge', { cents: 9 })
+  h.server.text('charged')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'pay')
+  const waiting = (await h.waitForEvent((e) => e.type === 'calls.waiting')) as { calls: Array<{ callId: string }> }
+  await turn.done.catch(() => undefined) // parked: this handle lets go
+  expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'call-in-doubt', owner: 'turnchart:parked' })
+  await h.engine.resolveCall(turn.id, waiting.calls[0].callId, { output: { charged: 9 } })
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed')
+  expect((await toolPart(session.id)).state).toMatchObject({ status: 'completed', output: { charged: 9 } })
+  expect(executions).toHaveLength(1)
+})
