@@ -108,6 +108,8 @@ export function formatPart(part: Part, c: Colors): string {
       const head = `tool ${c.bold(printable(part.tool))}(${truncate(json(state.input), 80)}) ${state.status}`
       if (state.status === 'completed') return `${head} → ${truncate(json(state.output))}${tag}`
       if (state.status === 'error') return `${head}: ${c.red(printable(state.error))}${tag}`
+      if (state.status === 'in-doubt') return `${head}: ${c.yellow(`outcome unknown (${printable(state.reason)}); engine.resolveCall settles it`)}${tag}`
+      if (state.status === 'deferred') return `${head}: ${c.yellow(`waiting for its result${state.deadline !== undefined ? ` until ${new Date(state.deadline).toISOString()}` : ''}`)}${tag}`
       return head + tag
     }
     case 'step-start':

@@ -8,6 +8,7 @@ import { tool } from 'ai'
 import { z } from 'zod'
 import { CallNotWaitingError, CallOutcomeUnknownError, callInfo, configureTool, defer, type ToolPart } from '../../src'
 import { assistantParts, createHarness, type Harness } from '../support/harness'
+import { turnActivity } from '../../src/viewer/page/turn-activity'
 
 let h: Harness
 afterEach(async () => {
@@ -51,6 +52,11 @@ test('an unknown outcome without reconcile is in doubt: the turn waits, the mode
   expect(h.engine.status(session.id)).toMatchObject({ type: 'busy', state: 'call-in-doubt', calls: [{ status: 'in-doubt' }] })
   expect((await toolPart(session.id)).state).toMatchObject({ status: 'in-doubt', execution: 1, reason: expect.stringContaining('socket hang up') })
   expect(h.server.requests).toHaveLength(1)
+  // the viewer shows the turn as waiting; the turn's own stream says which call waits and why
+  expect(turnActivity((await h.engine.getTurn(turn.id))!, Date.now())).toBe('waiting')
+  const told: unknown[] = []
+  turn.subscribe((e) => e.type === 'calls.waiting' && told.push(e), { replay: true })
+  expect(told).toMatchObject([{ calls: [{ status: 'in-doubt' }] }])
   const { callId } = (waiting as { calls: Array<{ callId: string }> }).calls[0]
   await h.engine.resolveCall(turn.id, callId, { output: { charged: 500, note: 'seen in the ledger' } })
   expect((await turn.done).outcome).toBe('completed')

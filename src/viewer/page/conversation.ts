@@ -13,7 +13,7 @@ function renderPart(part: PagePart): HTMLElement {
       return el('div', { class: cls }, el('span', { class: 'tag' }, 'thinking'), ' ', part.text)
     case 'tool': {
       const s = part.state
-      const tail = s.status === 'completed' ? ` → ${short(s.output)}` : s.status === 'error' ? `: ${s.error}` : s.status === 'pending' && s.approval ? ' (waiting for approval)' : ''
+      const tail = s.status === 'completed' ? ` → ${short(s.output)}` : s.status === 'error' ? `: ${s.error}` : s.status === 'pending' && s.approval ? ' (waiting for approval)' : s.status === 'in-doubt' ? ` (outcome unknown: ${s.reason}; waiting for resolveCall)` : s.status === 'deferred' ? ' (waiting for its result)' : ''
       return el('div', { class: cls, 'data-status': s.status }, `tool ${part.tool}(${short(s.input, 120)}) ${s.status}${tail}`)
     }
     case 'step-start':

@@ -11,13 +11,16 @@ import type { TurnRecord } from '../../core/types'
 
 export type TurnActivity = 'ended' | 'running' | 'waiting' | 'unowned'
 
+/** The waits on tool calls (the chart's `call-wait` states; no XState on the page): a person or the world settles them. */
+const callWaits: ReadonlySet<string> = new Set(['call-in-doubt', 'awaiting-deferred'])
+
 /**
  * @example
  * turnActivity({ outcome: null, state: 'retry-waiting', owner: null, leaseUntil: null }, Date.now()) // 'unowned'
  */
 export function turnActivity(turn: Pick<TurnRecord, 'outcome' | 'state' | 'owner' | 'leaseUntil'>, now: number): TurnActivity {
   if (turn.outcome !== null) return 'ended'
-  if (parkableStates.has(turn.state) || turn.owner === parkedOwner) return 'waiting'
+  if (parkableStates.has(turn.state) || callWaits.has(turn.state) || turn.owner === parkedOwner) return 'waiting'
   return turn.owner != null && turn.leaseUntil != null && turn.leaseUntil > now ? 'running' : 'unowned'
 }
 
