@@ -147,7 +147,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply) })
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.next(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
-  const stopDeadlineTimer = deadlineTimer((listener) => bus.subscribe(listener), () => void (closed ? undefined : recover().catch(() => undefined)))
+  // At a waiting call's deadline: the sweep, then the parked turns past theirs (a parked turn is held by no engine).
+  const stopDeadlineTimer = deadlineTimer(
+    (listener) => bus.subscribe(listener),
+    () => void (closed ? undefined : recover().then(() => expireApprovals({ store, running, parked })).catch(() => undefined)),
+  )
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
 
   // The streams following turns this engine handed off: the database stays open for them (close waits).

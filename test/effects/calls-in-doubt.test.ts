@@ -179,3 +179,15 @@ test('a call in doubt parks its turn (parkAfterMs: 0); resolveCall takes it and 
   expect((await toolPart(session.id)).state).toMatchObject({ status: 'completed', output: { charged: 9 } })
   expect(executions).toHaveLength(1)
 })
+
+test('a parked turn whose deferred call passes its stored deadline is taken at the deadline: the model sees the error', async () => {
+  const ci = tool({ description: 'Run CI', inputSchema: z.object({}), execute: async () => defer({ timeoutMs: 30 }) })
+  h = await createHarness({ tools: { ci }, parkAfterMs: 0 })
+  h.server.tool('ci', {})
+  h.server.text('timed out')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'run ci')
+  await turn.done.catch(() => undefined) // parked
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed')
+  expect((await toolPart(session.id)).state).toMatchObject({ status: 'error', error: expect.stringContaining('deadline') })
+})
