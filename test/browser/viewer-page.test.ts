@@ -198,9 +198,10 @@ async function expectDrawnPath(page: Page, turn: { id: string; transitions: Tran
 
   // The chart's hierarchy as nested boxes: every child inside its parent, no two siblings overlapping.
   const byId = new Map(facts.boxes.map((b) => [b.id, b]))
-  expect(facts.boxes.filter((b) => b.kind === 'box-compound').map((b) => b.id)).toEqual(['running', 'step', 'compaction'])
+  expect(facts.boxes.filter((b) => b.kind === 'box-compound').map((b) => b.id)).toEqual(['running', 'step', 'awaiting-calls', 'compaction'])
   expect(withAncestors(facts.boxes, 'streaming')).toEqual(['streaming', 'step', 'running'])
   expect(withAncestors(facts.boxes, 'compaction-retry-waiting')).toEqual(['compaction-retry-waiting', 'compaction', 'running'])
+  expect(withAncestors(facts.boxes, 'call-in-doubt')).toEqual(['call-in-doubt', 'awaiting-calls', 'running'])
   for (const box of facts.boxes) {
     if (box.parent) expect({ box: box.id, inside: inside(box, byId.get(box.parent)!) }).toEqual({ box: box.id, inside: true })
     for (const other of facts.boxes) {

@@ -49,6 +49,7 @@ const calls: Record<string, (engine: Engine) => unknown> = {
   approvalReceipts: (e) => e.approvalReceipts('ses_x'),
   upgradeCheck: (e) => e.upgradeCheck(),
   tenantUsage: (e) => e.tenantUsage('acme'),
+  resolveCall: (e) => e.resolveCall('trn_x', 'call_x', { output: 1 }),
 }
 
 /** Reads of what the engine holds, which a closed engine answers: it holds nothing. */

@@ -129,9 +129,10 @@ describe('PostgreSQL', () => {
     await engine.close()
     const client = await pgClient(fresh.schema!)
     const { rows } = await client.query(
-      "select table_name, column_name, collation_name from information_schema.columns where table_schema = $1 and column_name in ('id', 'session_id', 'message_id', 'turn_id') order by 1, 2",
+      "select table_name, column_name, collation_name from information_schema.columns where table_schema = $1 and column_name in ('id', 'session_id', 'message_id', 'turn_id') and data_type = 'text' order by 1, 2",
       [fresh.schema],
     )
+    // (text ids only: turnchart_slots' one row is keyed by the integer 1, not an id)
     expect(rows.length).toBeGreaterThanOrEqual(9)
     for (const row of rows) expect(row).toMatchObject({ collation_name: 'C' })
   })

@@ -5,7 +5,7 @@
  */
 import { hasToolCall, stepCountIs, tool } from 'ai'
 import { z } from 'zod'
-import { createEngine, InvalidArgumentError, InvalidOptionError, type StopCondition, type TurnchartEvent, type TurnStreamPart } from '../../src'
+import { createEngine, idempotent, InvalidArgumentError, InvalidOptionError, type StopCondition, type TurnchartEvent, type TurnStreamPart } from '../../src'
 import { createHarness, modelFor, type Harness } from '../support/harness'
 import { collectUIChunks, comparableChunks } from '../support/ui-chunks'
 
@@ -205,15 +205,19 @@ test('stopWhen that is not a function is refused, naming the option', async () =
 })
 
 test("a recovered turn runs with the recovering engine's stopWhen (a prompt's, a function, is not stored)", async () => {
-  let release: (() => void) | undefined
-  const blocking = tool({ description: 'Blocks', inputSchema: z.object({}), execute: () => new Promise<string>((resolve) => (release = () => resolve('late'))) })
+  let release!: () => void
+  const closed = new Promise<void>((resolve) => (release = resolve))
+  // Idempotent, so recovery runs it again (a non-idempotent call would wait in doubt). A run
+  // waits until the first engine has closed: the first engine's (if its tool started before
+  // the close) ends after the turn detached, unstored; the recovering engine's answers at once.
+  const blocking = idempotent(tool({ description: 'Blocks', inputSchema: z.object({}), execute: () => closed.then(() => 'late') }))
   h = await createHarness({ tools: { blocking } })
   h.server.tool('blocking', {})
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'block', { stopWhen: stepCountIs(1) })
   await h.waitForEvent((e) => e.type === 'turn.transition' && e.to === 'tool-running')
   await h.engine.close() // the turn stays open in tool-running for the next engine
-  release?.() // (the tool may not have started: detached right after its state's row)
+  release()
   await expect(turn.done).rejects.toMatchObject({ name: 'EngineClosedError' })
   const next = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { blocking }, stopWhen: stepCountIs(1), recovery: { onOpen: false } })
   try {

@@ -21,7 +21,13 @@ export abstract class TurnchartError extends Error {
 
   /** True when `value` is any turnchart error. */
   static isTurnchartError(value: unknown): value is TurnchartError {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[marker] === true
+    if (typeof value !== 'object' || value === null) return false
+    // A value a tool threw may be a Proxy whose traps throw (or a revoked one): not ours.
+    try {
+      return (value as Record<symbol, unknown>)[marker] === true
+    } catch {
+      return false
+    }
   }
 
   /** The record stored on a message and sent in events. */
