@@ -7,7 +7,7 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
-import { createEngine } from '../../src'
+import { createEngine, idempotent } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { openParts } from '../hostile/helpers'
 import { FailNthWrite, kyselyWith } from '../support/failing-writes'
@@ -34,15 +34,17 @@ async function runFailingAt(n: number): Promise<RunResult> {
   const fresh = freshDatabase()
   script(server)
   let executions = 0
+  // Idempotent, so the new engine runs a call whose result row failed again and finishes the
+  // turn (a non-idempotent one would wait in doubt: test/effects/result-write-fails.test.ts).
   const tools = {
-    work: tool({
+    work: idempotent(tool({
       description: 'Work',
       inputSchema: z.object({ n: z.number() }),
       execute: async () => {
         executions++
         return 'worked'
       },
-    }),
+    })),
   }
   const common = {
     model: modelFor(server),
