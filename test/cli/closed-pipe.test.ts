@@ -18,7 +18,7 @@ test('show into a pipe the reader closes after its first chunk: exit status 0, n
     const engine = await createEngine({ database: dbPath, model: modelFor(server) })
     const session = await engine.createSession()
     // An answer far larger than a pipe's buffer (64 KiB): the CLI is still writing when the reader goes.
-    server.text('word '.repeat(100_000))
+    server.text('word '.repeat(100_000), { deltas: 50 }) // (in 50 deltas: what is measured is the pipe, not the stream)
     expect((await engine.prompt(session.id, 'Say a lot.').done).outcome).toBe('completed')
     await engine.close()
 
