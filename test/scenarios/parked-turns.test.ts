@@ -7,6 +7,7 @@
 import { tool } from 'ai'
 import { z } from 'zod'
 import { createEngine, type Engine, type TurnchartEvent } from '../../src'
+import { deployTool } from '../support/deploy-tool'
 import { createHarness, modelFor, type Harness } from '../support/harness'
 import { recoverCommand } from '../../src/cli/write-commands'
 import type { CliIO } from '../../src/cli/io'
@@ -21,16 +22,7 @@ afterEach(async () => {
   await h?.close()
 })
 
-const deployed: string[] = []
-const deploy = tool({
-  description: 'Deploy',
-  inputSchema: z.object({ env: z.string() }),
-  needsApproval: true,
-  execute: async ({ env }) => {
-    deployed.push(env)
-    return `deployed to ${env}`
-  },
-})
+const { deploy, deployed } = deployTool()
 
 /** Resolves when `engine.stats().sweeps` grew by `n` (a sweep has no event of its own; checked between short waits). */
 async function sweepsRun(engine: Engine, n: number): Promise<void> {

@@ -7,10 +7,10 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import Database from 'better-sqlite3'
 import { sql } from 'kysely'
 import { openSqlite } from '../../src/store/sqlite/open-sqlite'
 import { precompiledQuery } from '../../src/store/precompiled-query'
+import { committedIds } from '../support/committed-ids'
 import { sqliteOnly } from '../support/harness'
 import type { OpenedDatabase } from '../../src/store/backend'
 
@@ -36,14 +36,7 @@ afterAll(async () => {
 })
 
 /** The ids another connection sees: what is committed. */
-function committed(): string[] {
-  const reader = new Database(file, { readonly: true })
-  try {
-    return (reader.prepare('select id from items order by id').all() as Array<{ id: string }>).map((row) => row.id)
-  } finally {
-    reader.close()
-  }
-}
+const committed = () => committedIds(file)
 
 sqliteOnly('a precompiled write in a transaction is seen by others only after its commit, with its result', async () => {
   const trx = await opened.db.startTransaction().execute()

@@ -8,6 +8,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql } from 'kysely'
 import { GroupCommit } from '../../src/store/sqlite/group-commit'
+import { committedIds } from '../support/committed-ids'
 import { sqliteOnly } from '../support/harness'
 
 interface DB {
@@ -36,14 +37,7 @@ afterEach(async () => {
 })
 
 /** The ids another connection sees: what is committed. */
-function committed(): string[] {
-  const reader = new Database(file, { readonly: true })
-  try {
-    return (reader.prepare('select id from items order by id').all() as Array<{ id: string }>).map((row) => row.id)
-  } finally {
-    reader.close()
-  }
-}
+const committed = () => committedIds(file)
 
 const insert = (id: string) => (trx: Kysely<DB>) => trx.insertInto('items').values({ id }).execute()
 

@@ -209,6 +209,19 @@ const expectCompactionRefused = (walk: WalkResult) => {
   expect(walk.messages.filter((m) => m.info.summary)).toHaveLength(1)
 }
 
+/** An abort while the step's calls wait (in doubt or deferred): the waiting call ends aborted. */
+const abortWhileCallsWait: EdgeRecipe = {
+  events: [abort],
+  arrange: ({ plan, index }) => {
+    plan.abortAt = index
+    plan.abortAfterCalls = plan.replies.length
+  },
+  check: (walk) => {
+    expectOutcome(walk, 'aborted', 'MessageAbortedError')
+    expect(toolParts(walk).at(-1)?.state).toMatchObject({ status: 'error', error: 'Tool execution aborted', metadata: { interrupted: true } })
+  },
+}
+
 export const recipes: Record<string, EdgeRecipe> = {
   'idle --turn.start--> running': {
     events: [{ type: 'turn.start' }],
@@ -520,28 +533,8 @@ export const recipes: Record<string, EdgeRecipe> = {
     arrange: () => {},
     check: (walk) => expect(walk.events.some((e) => e.type === 'turn.transition' && e.event === 'call.resolved' && e.to === 'tool-running')).toBe(true),
   },
-  'call-in-doubt --turn.abort--> aborted': {
-    events: [abort],
-    arrange: ({ plan, index }) => {
-      plan.abortAt = index
-      plan.abortAfterCalls = plan.replies.length
-    },
-    check: (walk) => {
-      expectOutcome(walk, 'aborted', 'MessageAbortedError')
-      expect(toolParts(walk).at(-1)?.state).toMatchObject({ status: 'error', error: 'Tool execution aborted', metadata: { interrupted: true } })
-    },
-  },
-  'awaiting-deferred --turn.abort--> aborted': {
-    events: [abort],
-    arrange: ({ plan, index }) => {
-      plan.abortAt = index
-      plan.abortAfterCalls = plan.replies.length
-    },
-    check: (walk) => {
-      expectOutcome(walk, 'aborted', 'MessageAbortedError')
-      expect(toolParts(walk).at(-1)?.state).toMatchObject({ status: 'error', error: 'Tool execution aborted', metadata: { interrupted: true } })
-    },
-  },
+  'call-in-doubt --turn.abort--> aborted': abortWhileCallsWait,
+  'awaiting-deferred --turn.abort--> aborted': abortWhileCallsWait,
   'tool-running --turn.abort--> aborted': {
     events: [abort],
     arrange: ({ plan, index }) => {
