@@ -43,6 +43,26 @@ export async function writeLogRows(tx: LogTx, fence: TurnFence, rows: readonly T
   for (const row of rows) await tx.transitions.append(row)
 }
 
+/** A write that rides in a log row's transaction, after its rows (a run tree's spending). */
+export interface RowRider {
+  write(tx: LogTx): Promise<void>
+}
+
+/**
+ * The write of a transition's rows and of what rides with them, as the part writer's `commit`
+ * runs it in its transaction (after the dirty parts). Made here, not in the turn log, so that a
+ * row's write is one call from the transaction to the statements.
+ *
+ * @example
+ * await scope.writer.commit(logRowsWrite(fence, rows, state, rider), { fencedByMore: true })
+ */
+export function logRowsWrite(fence: TurnFence, rows: readonly TransitionRecord[], state: RowState, rider?: RowRider): (tx: LogTx) => Promise<void> {
+  return async (tx) => {
+    await writeLogRows(tx, fence, rows, state)
+    await rider?.write(tx)
+  }
+}
+
 /**
  * The deadline a row to `to` carries (the turn row's `retry_at`): in a retry wait its time plus
  * the chart's delay; in a wait on tool calls (`call-wait`) the earliest stored deadline of the

@@ -35,7 +35,7 @@ import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, Tran
 import type { TurnFence } from '../../store/store'
 import type { ToolSet } from 'ai'
 import { isIdempotent } from '../../tools/tool-options'
-import { retryAtOf, writeLogRows, type LogTx } from './log-rows'
+import { logRowsWrite, retryAtOf, writeLogRows, type LogTx, type RowState } from './log-rows'
 import type { RiddenWrite } from '../run-tree/run-tree'
 import { closeTurn, publishApprovalRequest, publishWaitingCalls, type TurnEnd } from './turn-end'
 import { approvalDeadline, waitingCallsIn } from '../../tools/tool-part'
@@ -425,11 +425,7 @@ export class TurnLog {
     // (a failure's final row carries no spending: it must be writable when the spending's write is what failed)
     const ridden = error ? undefined : this.#options.rider?.()
     try {
-      const rowsAndSpending = async (tx: LogTx) => {
-        await writeRows(tx, fence, rows, context, error, deadline)
-        await ridden?.write(tx)
-      }
-      await scope.writer.commit(rowsAndSpending, { fencedByMore: true })
+      await scope.writer.commit(logRowsWrite(fence, rows, rowStateOf(rows, context, error, deadline), ridden), { fencedByMore: true })
     } catch (cause) {
       ridden?.rolledBack()
       throw cause
@@ -570,8 +566,13 @@ export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionE
  * earliest approval expiry).
  */
 function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null = null): Promise<void> {
+  return writeLogRows(tx, fence, rows, rowStateOf(rows, context, error, deadline))
+}
+
+/** The turn row's fields at the last of `rows`. */
+function rowStateOf(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null = null): RowState {
   const last = rows.at(-1)!
-  return writeLogRows(tx, fence, rows, { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context) ?? deadline, error })
+  return { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context) ?? deadline, error }
 }
 
 /** The event's payload without its type; errors serialised (control data only). */
