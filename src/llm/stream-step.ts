@@ -65,20 +65,40 @@ export interface StepScope {
   assistantMessage(): MessageWithParts
   /** This turn's assistant messages (the doom-loop check reads their tool calls). */
   assistantMessages(): MessageWithParts[]
-  addPart(message: MessageWithParts, part: Part): void
+  /** Adds a part to a message; the message's info when the part is its first (then written with it). */
+  placePart(message: MessageWithParts, part: Part): MessageInfo | undefined
   saveMessage(info: MessageInfo): void
   /** Set at the end of a finished step: its tool parts, which the tool runner runs. */
   stepTools: ToolPart[]
-  readonly writer: { append(part: TextPart, delta: string): void; changed(part: Part): void }
+  readonly writer: { add(part: Part, message?: MessageInfo): void; append(part: TextPart, delta: string): void; changed(part: Part): void }
+}
+
+/**
+ * What counts a step's model calls and what they used: the run tree's budget, which the step
+ * gate checks before the next call.
+ */
+export interface StepMeter {
+  /** A model call the step gate did not admit itself (a retry's attempt). */
+  called(): void
+  /** What a finished step used. */
+  spend(usage: { tokens: Tokens; cost: number }): void
+}
+
+/** What one step runs on: the turn's scope, and the meter its model calls count on (none: not counted). */
+export interface StepRun {
+  scope: StepScope
+  meter?: StepMeter
 }
 
 /**
  * Runs one step and reports its outcome as a chart event.
  *
  * @example
- * const event = await streamStep(scope, { turnId, step: 1, attempt: 1, waitedMs: 0 }, signal)
+ * const event = await streamStep({ scope, meter: tree }, { turnId, step: 1, attempt: 1, waitedMs: 0 }, signal)
  */
-export async function streamStep(scope: StepScope, input: StreamStepInput, signal: AbortSignal): Promise<TurnEvent> {
+export async function streamStep({ scope, meter }: StepRun, input: StreamStepInput, signal: AbortSignal): Promise<TurnEvent> {
+  // (the step gate admitted the step's first call; a retry's attempt is one more call the budget counts)
+  if (input.attempt > 1) meter?.called()
   const { config } = scope
   const message = scope.assistantMessage()
   const state = new StepState(scope, message, input)
@@ -87,6 +107,7 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
   let failure: unknown
   let finishReason = 'unknown'
   let stepTokens: Tokens | undefined
+  let finished: { tokens: Tokens; cost: number } | undefined
   const messages = scope.modelMessages()
   const span = config.telemetry.modelCall({
     turnId: scope.turnId,
@@ -151,6 +172,7 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
           stepTokens = toTokens(part.usage)
           const cost = stepCost(stepTokens, config.pricing)
           state.add({ type: 'step-finish', reason: part.finishReason, tokens: stepTokens, cost, time: { start: Date.now() } })
+          finished = { tokens: stepTokens, cost }
           const info = message.info
           info.tokens = addTokens(info.tokens ?? toTokens(undefined), stepTokens)
           info.cost = (info.cost ?? 0) + cost
@@ -200,6 +222,7 @@ export async function streamStep(scope: StepScope, input: StreamStepInput, signa
   }
 
   state.closeOpenText()
+  if (finished) meter?.spend(finished)
   scope.stepTools = state.tools
   const overflow = config.limits !== undefined && stepTokens !== undefined && isUsageOverflow(stepTokens, config.limits, config.compaction.reserved)
   const { approvals, doomLoop } = await reviewToolCalls(scope, state.tools)
@@ -289,7 +312,8 @@ class StepState {
       step: this.input.step,
       attempt: this.input.attempt,
     } as Part
-    this.scope.addPart(this.message, part)
+    // (straight to the writer: a step's part goes from the stream to its row through no other module)
+    this.scope.writer.add(part, this.scope.placePart(this.message, part))
     return part
   }
 

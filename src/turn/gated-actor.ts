@@ -38,7 +38,7 @@ export interface ActorWork<I, T> {
  * for (its write-ahead gate and its data); each invocation gets its `input` from the chart.
  *
  * @example
- * const streamStep = gatedActor({ gate: log, turn: { scope, tree } }, { run: ({ scope }, input, signal) => streamStep(scope, input, signal), failure: (e) => stepFailed(e) })
+ * const streamStep = gatedActor({ gate: log, turn: { scope, tree } }, { run: streamStep, failure: (e) => stepFailed(e) })
  */
 export function gatedActor<I, T>(bound: { gate: WriteAheadGate; turn: T }, work: ActorWork<I, T>): CallbackActorLogic<TurnEvent, I> {
   return fromCallback<TurnEvent, I>(({ input, sendBack }) => {

@@ -50,9 +50,14 @@ export class PartWriter {
 
   constructor(private readonly options: PartWriterOptions) {}
 
-  /** A new part: published now, written by the interval flush or with the next transition row. */
-  add(part: Part): void {
+  /**
+   * A new part: published now, written by the interval flush or with the next transition row.
+   * `message`: the info of the part's message when this is its first part (a message is written
+   * with its first part, so a step that ends before any leaves none).
+   */
+  add(part: Part, message?: MessageInfo): void {
     if (this.sealed) return
+    if (message) this.message(message)
     this.publish(part)
     this.markDirty(part)
     this.flushLater()

@@ -9,7 +9,7 @@ import { turnMachine, type TurnMachine, type CompactInput, type RunToolsInput, t
 import type { TurnEvent } from '../../machines/turn.types'
 import { serializeError, StorageError, UnknownError } from '../core/errors'
 import { summarize } from '../compaction/summarize'
-import { streamStep } from '../llm/stream-step'
+import { streamStep, type StepRun } from '../llm/stream-step'
 import { runTools } from '../tools/run-tools'
 import type { ChildTurnRunner } from '../tools/child-turns'
 import { gatedActor, type WriteAheadGate } from './gated-actor'
@@ -69,14 +69,9 @@ const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
     // A rule that throws (a stopWhen condition, an app's rule) fails the turn, naming it.
     failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('the step gate', error) }),
   }),
-  streamStep: gatedActor<StreamStepInput, TurnRun>({ gate: log, turn: run }, {
-    run: async ({ scope, tree }, input, signal) => {
-      // (the step gate admitted the step; its retries are model calls the budget counts too)
-      if (input.attempt > 1) tree.called()
-      const event = await streamStep(scope, input, signal)
-      if (event.type === 'step.finished') tree.spend(scope.lastStepFinish())
-      return event
-    },
+  // (the step counts its calls on the run tree itself: nothing stands between the actor and the step)
+  streamStep: gatedActor<StreamStepInput, StepRun>({ gate: log, turn: { scope: run.scope, meter: run.tree } }, {
+    run: streamStep,
     // A defect, not the provider's answer: the step fails, without a retry.
     failure: (error): TurnEvent => ({ type: 'step.failed', error: serializeError(error), overflow: false, retryDelayMs: null }),
   }),

@@ -292,9 +292,17 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
 
   /** Adds a part to `message` and hands it to the writer. */
   addPart(message: MessageWithParts, part: Part): void {
-    if (this.unsaved.has(message.info.id)) this.saveMessage(message.info)
+    this.writer.add(part, this.placePart(message, part))
+  }
+
+  /**
+   * Adds `part` to `message`; returns the message's info when it is not written yet (this is its
+   * first part), which the caller hands to the writer with the part.
+   */
+  placePart(message: MessageWithParts, part: Part): MessageInfo | undefined {
     message.parts.push(part)
-    this.writer.add(part)
+    if (!this.unsaved.delete(message.info.id)) return undefined
+    return message.info
   }
 
   /** Persists a message's info (with the next flush) and publishes it. */

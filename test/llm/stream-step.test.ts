@@ -55,13 +55,14 @@ function fakeScope(model: FakeModel, options: { tools?: ToolSet; failure?: Failu
     modelMessages: () => [{ role: 'user', content: 'hi' }],
     assistantMessage: () => message,
     assistantMessages: () => [message],
-    addPart(target, part) {
+    placePart(target, part) {
       target.parts.push(part)
-      recorded.added.push(part)
+      return undefined
     },
     saveMessage: (info) => recorded.saved.push(structuredClone(info)),
     stepTools: [],
     writer: {
+      add: (part) => recorded.added.push(part),
       append(part: TextPart, delta: string) {
         part.text += delta
         recorded.appended.push(`${part.id}: ${delta}`)
@@ -74,7 +75,7 @@ function fakeScope(model: FakeModel, options: { tools?: ToolSet; failure?: Failu
 }
 
 const input = { turnId: 'trn_1', step: 1, attempt: 1, waitedMs: 0 }
-const run = (scope: StepScope, signal = new AbortController().signal): Promise<TurnEvent> => streamStep(scope, input, signal)
+const run = (scope: StepScope, signal = new AbortController().signal): Promise<TurnEvent> => streamStep({ scope }, input, signal)
 const apiError = (statusCode: number, responseBody = '{}', responseHeaders: Record<string, string> = {}) =>
   new APICallError({ message: `HTTP ${statusCode}`, url: 'http://127.0.0.1/v1', requestBodyValues: {}, statusCode, responseHeaders, responseBody })
 const types = (parts: Part[]) => parts.map((p) => p.type)
@@ -169,7 +170,7 @@ test('a stream that throws mid-way fails the attempt with the replaced policies 
   const model = fakeModel([...text('t', 'one'), { type: 'text-start', id: 'u' }, { type: 'text-delta', id: 'u', delta: 'two' }, { throw: new Error('socket hang up') }])
   const { scope, recorded } = fakeScope(model, { failure })
 
-  await expect(streamStep(scope, { ...input, attempt: 2, waitedMs: 40 }, new AbortController().signal)).resolves.toEqual({
+  await expect(streamStep({ scope }, { ...input, attempt: 2, waitedMs: 40 }, new AbortController().signal)).resolves.toEqual({
     type: 'step.failed',
     error: { name: 'BrokenPipe', message: 'socket hang up' },
     overflow: false,
