@@ -1,6 +1,6 @@
 /**
  * Model-based tests: every edge of the turn chart walked against the REAL engine (scripted
- * HTTP server on loopback, SQLite file). Paths come from @xstate/graph on the real machine;
+ * HTTP server on loopback, SQLite file). Paths come from a breadth-first search on the real machine;
  * the recipes in support/recipes.ts turn each event of a path into server replies, tool
  * behaviours, aborts or storage failures. See docs/testing.md.
  */
@@ -62,7 +62,7 @@ describe.each(edges)('%s', (edge) => {
     }
     const path = paths.get(edge)
     if (!path) {
-      throw new Error(`@xstate/graph found no path ending with edge "${edge}" using the recipes' events: give its recipe an event that takes it`)
+      throw new Error(`the path search found no path ending with edge "${edge}" using the recipes' events: give its recipe an event that takes it`)
     }
     const steps = completePath(input, path)
     rig ??= await startRig()

@@ -1,13 +1,12 @@
 /**
  * The chart as a graph for the model-based tests: edge keys, "which edge did this event take
- * from this snapshot" (asked of the machine itself), path search with @xstate/graph over the
+ * from this snapshot" (asked of the machine itself), the shortest path to each edge over the
  * real machine, and the pure replay of a persisted transition log.
  */
 import { initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
 import { turnMachine, turnStateName } from '../../../machines/turn.machine'
 import type { TurnInput } from '../../../machines/turn.types'
 import { chartEdges, guardName, nodeName, shortEvent, type ChartEdge } from '../../../src/chart/chart-edges'
-import { shortestPaths } from './shortest-paths'
 
 export type TurnSnapshot = SnapshotFrom<typeof turnMachine>
 export type ModelEvent = AnyEventObject
@@ -171,67 +170,69 @@ function nextFacts(facts: EngineFacts, event: ModelEvent, after: TurnSnapshot, b
   }
 }
 
-/** Whether the engine can walk `steps`: every event agrees with what the engine knows then. */
-export function realizable(steps: PlannedStep[]): boolean {
-  let facts: EngineFacts | null = noFacts
-  for (const step of steps) {
-    facts = nextFacts(facts, step.event, step.after, step.before)
-    if (!facts) return false
-  }
-  return true
-}
-
 /**
- * For each edge, the shortest event sequence from the initial state that ends with it, found
- * by @xstate/graph's search on the real machine (./shortest-paths: its `getShortestPaths`, with a
- * faster queue; invokes and timers included) with a serialisation
- * keyed by transition (previous state, concrete event, state), so every edge is a graph node,
- * and by the engine's facts, so that a path the engine can walk is not hidden behind one it
- * cannot (those are dropped).
+ * For each edge, the shortest event sequence from the initial state that ends with it: a
+ * breadth-first search on the real machine (xstate's pure `transition()`, the concrete events of
+ * the recipes), keyed by what decides the chart's future (the state, the context its guards
+ * read, and what the engine knows that the chart does not keep). Each transition names the edge
+ * it took (and the eventless edges of its step), so the first time an edge is taken is the
+ * shortest path to it, and the search stops once every edge has one. A transition the engine
+ * could not make (an ignored event, events that disagree with the engine's facts) is not
+ * followed: no path through it is walkable.
  */
 export function shortestPathsByEdge(input: TurnInput, events: ModelEvent[]): Map<string, ModelEvent[]> {
-  const facts = new WeakMap<object, EngineFacts | null>()
-  const factsOf = (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined): EngineFacts | null => {
-    if (facts.has(state)) return facts.get(state)!
-    const before = prev ? facts.get(prev) : noFacts
-    const known = before === undefined || before === null || !event ? (prev ? null : noFacts) : nextFacts(before, event, state, prev)
-    facts.set(state, known)
-    return known
-  }
+  const wanted = new Set(allEdgeKeys())
+  const byEdge = new Map<string, ModelEvent[]>()
   // The chart's actions make error records (a step limit's) in many of the searched states: no
-  // stack traces for those during the search and the replays below (a third of their time went
-  // to capturing them).
+  // stack traces for those during the search.
   const stackTraceLimit = Error.stackTraceLimit
   Error.stackTraceLimit = 0
   try {
-    const paths = shortestPaths<TurnSnapshot, ModelEvent>(turnMachine, {
-      input,
-      events,
-      serializeState: (state: TurnSnapshot, event: ModelEvent | undefined, prev: TurnSnapshot | undefined) =>
-        // the compaction count and the calls waiting for approval are in the key: guards read
-        // them, and both are bounded (one past maxCompactions: the graph's mock actors put some
-        // snapshots in status 'error', where a refused compaction does not end the turn; the
-        // approvals of the recipes' events); so is the step number once it reaches the step limit
-        // (the stepMustStop guard reads it)
-        `${prev ? JSON.stringify(prev.value) : ''}|${event ? JSON.stringify(event) : ''}|${JSON.stringify(state.value)}|${state.status}|${Math.min(state.context.compactions, input.maxCompactions + 1)}|${state.context.pendingApprovals.join(',')}|${state.context.inDoubtCalls.join(',')}/${state.context.deferredCalls.join(',')}|${Math.min(state.context.step, state.context.maxSteps ?? 0)}|${JSON.stringify(factsOf(state, event, prev))}`,
-    })
-    const byEdge = new Map<string, ModelEvent[]>()
-    for (const path of paths) {
-      const sequence = path.steps.map((step) => step.event).filter((event) => event.type !== 'xstate.init')
-      const planned = planPath(input, sequence)
-      if (!planned.ok) continue // an ignored event somewhere: not a walk of the chart
-      if (!realizable(planned.steps)) continue // events the engine would not send in that order
-      const last = planned.steps.at(-1)
-      if (!last) continue
-      for (const edge of [last.edge, ...last.eventless]) {
-        const known = byEdge.get(edge)
-        if (!known || known.length > sequence.length) byEdge.set(edge, sequence)
+    const [initial] = initialTransition(turnMachine, input)
+    const seen = new Set<string>([searchKey(initial, noFacts, input)])
+    const queue: Array<{ snapshot: TurnSnapshot; facts: EngineFacts; path: ModelEvent[] } | undefined> = [{ snapshot: initial, facts: noFacts, path: [] }]
+    for (let head = 0; head < queue.length && byEdge.size < wanted.size; head++) {
+      const { snapshot, facts, path } = queue[head]!
+      queue[head] = undefined // let the expanded snapshots go
+      for (const event of events) {
+        const edge = edgeOf(snapshot, event)
+        if (!edge) continue
+        const [next] = transition(turnMachine, snapshot, event as never)
+        const nextFacts_ = nextFacts(facts, event, next, snapshot)
+        if (!nextFacts_) continue
+        const sequence = [...path, event]
+        for (const taken of [edge, ...eventlessEdgesOf(snapshot, event, next)]) if (!byEdge.has(taken)) byEdge.set(taken, sequence)
+        const key = searchKey(next, nextFacts_, input)
+        if (seen.has(key)) continue
+        seen.add(key)
+        queue.push({ snapshot: next, facts: nextFacts_, path: sequence })
       }
     }
     return byEdge
   } finally {
     Error.stackTraceLimit = stackTraceLimit
   }
+}
+
+/**
+ * What decides where a snapshot can go: its state, the context the guards and the engine's
+ * facts read (the compaction count, one past the limit at most; the waiting calls; the step
+ * number once it reaches the step limit; the structured output's retries), and those facts.
+ */
+function searchKey(state: TurnSnapshot, facts: EngineFacts, input: TurnInput): string {
+  const { context } = state
+  return [
+    JSON.stringify(state.value),
+    state.status,
+    Math.min(context.compactions, input.maxCompactions + 1),
+    context.pendingApprovals.join(','),
+    context.inDoubtCalls.join(','),
+    context.deferredCalls.join(','),
+    context.callRetried,
+    Math.min(context.step, context.maxSteps ?? 0),
+    context.outputRetries,
+    JSON.stringify(facts),
+  ].join('|')
 }
 
 /** Replays `events` with the pure transition function; every event must take an edge. */

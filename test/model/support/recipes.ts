@@ -1,6 +1,6 @@
 /**
  * One recipe per edge of the turn chart: the concrete events that take the edge (offered to
- * @xstate/graph's path search), and how to make the REAL engine produce that event when it
+ * the path search of ./chart-model), and how to make the REAL engine produce that event when it
  * is in the edge's source state (server replies, tool behaviours, an abort, a storage failure).
  *
  * Adding an edge to the machine = adding one entry here, keyed by the edge's name as
