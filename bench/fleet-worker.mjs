@@ -31,7 +31,9 @@ const tools = {
 }
 // Defaults but the recovery sweep (1 s, not the lease's 30 s): a SIGKILLed engine's turns are
 // found by the sweep (its pid is gone); a handed-off turn is taken when its release is notified.
-const engine = await createEngine({ database, model, tools, recovery: { intervalMs: 1000 } })
+// (bench/handoff-pause.mjs sets a sweep of a minute: only the notification can bring a turn over.)
+const intervalMs = Number(process.env.FLEET_RECOVERY_MS ?? 1000)
+const engine = await createEngine({ database, model, tools, recovery: { intervalMs } })
 process.on('message', (message) => {
   if (message.type !== 'prompt') return
   let turn

@@ -278,29 +278,35 @@ function checkCloseOptions(options: CloseOptions): number | null {
 }
 
 /**
- * Takes over each turn another engine releases, as soon as it is told: the released turns
- * gathered while a takeover runs go together in the next one (one at a time). Missed
- * notifications (a reconnect) are left to the recovery sweep. Returns the stop.
+ * Takes over each turn another engine releases, as soon as it is told: the releases heard in
+ * one read of the listening connection (a handoff releases many turns at once) go together,
+ * at once, without waiting for a takeover still running (that one waits on its own turns'
+ * writes); a turn being taken is not taken twice. Missed notifications (a reconnect) are left
+ * to the recovery sweep. Returns the stop.
  */
 function takeReleasedTurns(feed: { subscribe(listener: (turnId?: string) => void): () => void }, takeOver: (ids: string[]) => Promise<unknown>): () => void {
-  const pending = new Set<string>()
-  let running = false
-  const run = () => {
-    if (running || pending.size === 0) return
-    running = true
-    const ids = [...pending]
-    pending.clear()
+  const heard = new Set<string>()
+  const taking = new Set<string>()
+  let scheduled = false
+  const take = () => {
+    scheduled = false
+    const ids = [...heard].filter((id) => !taking.has(id))
+    heard.clear()
+    if (ids.length === 0) return
+    for (const id of ids) taking.add(id)
     void takeOver(ids)
       .catch(() => undefined)
       .finally(() => {
-        running = false
-        run()
+        for (const id of ids) taking.delete(id)
       })
   }
   return feed.subscribe((turnId) => {
     if (!turnId) return
-    pending.add(turnId)
-    run()
+    heard.add(turnId)
+    if (scheduled) return
+    scheduled = true
+    // After the other notifications of this read: one takeover for all of them.
+    setImmediate(take)
   })
 }
 

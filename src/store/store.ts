@@ -36,6 +36,14 @@ export interface TurnFence {
   epoch: number
 }
 
+/** What a claim expects of the turn's row: its owner and epoch, and the lease it was decided on. */
+export interface ClaimExpectation {
+  owner: string | null
+  epoch: number
+  /** The lease read (null: none); absent: the lease is not compared. */
+  leaseUntil?: number | null
+}
+
 /** What a transition changes on its turn's row. */
 export interface TurnUpdate {
   state: string
@@ -167,9 +175,11 @@ export interface TurnStore {
   open(): Promise<Array<TurnRecord & { input: unknown }>>
   /**
    * Compare-and-set of the owner: succeeds only while the turn is unfinished, owned by
-   * `expected.owner` at `expected.epoch`; then the epoch is incremented and the new fence returned.
+   * `expected.owner` at `expected.epoch` (and, when `expected.leaseUntil` is given, with that
+   * lease still: a claim decided on a lease read earlier fails if its owner renewed it since);
+   * then the epoch is incremented and the new fence returned.
    */
-  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number | null): Promise<TurnFence | null>
+  claim(id: string, expected: ClaimExpectation, owner: string, leaseUntil: number | null): Promise<TurnFence | null>
   /**
    * Extends the leases of `owner`'s unfinished turns still at the epochs given (a turn claimed
    * again since, even by `owner`, is left as it is); returns the ids renewed.

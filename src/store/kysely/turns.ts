@@ -8,7 +8,7 @@ import { TurnOwnershipLostError, type SerializedError } from '../../core/errors'
 import type { StoredTurnOptions, TurnOutcome, TurnRecord, TurnUsage } from '../../core/types'
 import { precompiledQuery } from '../precompiled-query'
 import type { TurnTable, TurnchartDatabase } from '../schema'
-import type { OpenTurn, TreeTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
+import type { ClaimExpectation, OpenTurn, TreeTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
 import { num, parseJsonOrNull, type Executor } from './rows'
 
 function turnFromRow(row: Selectable<TurnTable>): TurnRecord {
@@ -152,7 +152,7 @@ export class KyselyTurns implements TurnStore {
     return rows.map((row) => ({ ...turnFromRow(row), input: JSON.parse(row.input) }))
   }
 
-  async claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
+  async claim(id: string, expected: ClaimExpectation, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
     let query = this.db
       .updateTable('turnchart_turns')
       .set({ owner, lease_until: leaseUntil, epoch: expected.epoch + 1 })
@@ -160,6 +160,7 @@ export class KyselyTurns implements TurnStore {
       .where('outcome', 'is', null)
       .where('epoch', '=', expected.epoch)
     query = expected.owner === null ? query.where('owner', 'is', null) : query.where('owner', '=', expected.owner)
+    if (expected.leaseUntil !== undefined) query = expected.leaseUntil === null ? query.where('lease_until', 'is', null) : query.where('lease_until', '=', expected.leaseUntil)
     const result = await query.executeTakeFirst()
     return Number(result.numUpdatedRows) === 1 ? { owner, epoch: expected.epoch + 1 } : null
   }

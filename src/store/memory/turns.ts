@@ -5,7 +5,7 @@
  */
 import { TurnOwnershipLostError, type SerializedError } from '../../core/errors'
 import type { StoredTurnOptions, TurnRecord, TurnUsage } from '../../core/types'
-import type { OpenTurn, TreeTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
+import type { ClaimExpectation, OpenTurn, TreeTurn, TurnFence, TurnStore, TurnUpdate } from '../store'
 import type { Access } from './access'
 import { compareIds, foreignKeyViolation, parseJsonOrNull, toJson, uniqueViolation, type Tables, type TurnRow } from './tables'
 
@@ -155,10 +155,11 @@ export class MemoryTurns implements TurnStore {
     return this.db.run((t) => openTurns(t).map((row) => ({ ...turnFromRow(row), input: JSON.parse(row.input) })))
   }
 
-  claim(id: string, expected: { owner: string | null; epoch: number }, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
+  claim(id: string, expected: ClaimExpectation, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
     return this.db.run((t) => {
       const row = t.turns.get(id)
       if (!row || row.outcome !== null || row.epoch !== expected.epoch || row.owner !== expected.owner) return null
+      if (expected.leaseUntil !== undefined && row.leaseUntil !== expected.leaseUntil) return null
       t.put('turns', id, { ...row, owner, leaseUntil, epoch: expected.epoch + 1 })
       return { owner, epoch: expected.epoch + 1 }
     })

@@ -91,30 +91,63 @@ export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
  * ended as failed.
  */
 export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean, only?: readonly string[]): Promise<T[]> {
-  const { store, owner } = ports
-  const recovered: T[] = []
-  for (const record of only ? await openTurnsOf(store, only) : await store.turns.open()) {
-    if (isRunningHere(record.id)) continue
-    const now = Date.now()
-    if (!isClaimable(record, owner, now)) continue
-    const fence = await store.turns.claim(record.id, { owner: record.owner ?? null, epoch: record.epoch ?? 0 }, owner, now + ports.leaseMs)
-    if (!fence) continue
-    try {
-      recovered.push(await recoverOne(ports, record, record.input as TurnInput, fence))
-    } catch (error) {
-      // The database failed under recovery (a connection lost): nothing is wrong with the turn.
-      // Its claim is let go of (an engine takes it again at its next pass); `failed` is final, so
-      // a passing fault must not end a turn.
-      if (isStorageFault(error)) {
-        await store.turns.release(owner, [record.id]).catch(() => undefined)
-        continue
-      }
-      // One turn whose log cannot be resumed (a gap left by a failed write, a hand-edited row)
-      // must not keep the engine from opening: end it as failed, its parts closed.
-      await endUnrecoverable(ports, record, error, fence)
+  // Several turns at once (a handoff releases a whole engine's turns together): each waits on its
+  // own reads and writes, not on the turns before it (a released turn's row is read on its own,
+  // so the first is claimed before the last is read).
+  const recovered = only
+    ? await eachConcurrently(only, recoveryConcurrency, async (id) => {
+        const record = isRunningHere(id) ? undefined : await openTurnOf(ports.store, id)
+        return record && recoverIfClaimed(ports, record)
+      })
+    : await eachConcurrently(await ports.store.turns.open(), recoveryConcurrency, async (record) => (isRunningHere(record.id) ? undefined : recoverIfClaimed(ports, record)))
+  return recovered.filter((turn): turn is Awaited<T> => turn !== undefined)
+}
+
+/** How many turns one pass recovers at once (their reads and writes share the engine's pool). */
+const recoveryConcurrency = 16
+
+/** `fn` of each item, at most `limit` at a time; the results in the items' order. */
+async function eachConcurrently<I, R>(items: readonly I[], limit: number, fn: (item: I) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length)
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++
+      results[i] = await fn(items[i])
     }
   }
-  return recovered
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+  return results
+}
+
+/** One unfinished turn: claimed if it may be (one engine wins), then resumed; undefined when it is not this engine's to take. */
+async function recoverIfClaimed<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord & { input: unknown }): Promise<T | undefined> {
+  const { store, owner } = ports
+  if (!isClaimable(record, owner, Date.now())) return undefined
+  // The lease as read goes with the claim: the row may have been read a while ago (a sweep of
+  // many turns), and an owner that renewed its lease since is alive and keeps its turn.
+  const expected = { owner: record.owner ?? null, epoch: record.epoch ?? 0, leaseUntil: record.leaseUntil ?? null }
+  const fence = await store.turns.claim(record.id, expected, owner, Date.now() + ports.leaseMs).catch(async () => {
+    // Whether the claim landed is unknown (its connection lost): let go of it, in case it did.
+    await store.turns.release(owner, [record.id]).catch(() => undefined)
+    return null
+  })
+  if (!fence) return undefined
+  try {
+    return await recoverOne(ports, record, record.input as TurnInput, fence)
+  } catch (error) {
+    // The database failed under recovery (a connection lost): nothing is wrong with the turn.
+    // Its claim is let go of (an engine takes it again at its next pass); `failed` is final, so
+    // a passing fault must not end a turn.
+    if (isStorageFault(error)) {
+      await store.turns.release(owner, [record.id]).catch(() => undefined)
+      return undefined
+    }
+    // One turn whose log cannot be resumed (a gap left by a failed write, a hand-edited row)
+    // must not keep the engine from opening: end it as failed, its parts closed.
+    await endUnrecoverable(ports, record, error, fence).catch(() => store.turns.release(owner, [record.id]).catch(() => undefined))
+    return undefined
+  }
 }
 
 /**
@@ -149,11 +182,10 @@ function isStorageFault(error: unknown): boolean {
   return !TurnchartError.isTurnchartError(error) || StorageError.isInstance(error)
 }
 
-/** The turns of `ids` that are unfinished, with their chart input (a released turn: one row read, not every open turn). */
-async function openTurnsOf(store: RecoveryStore, ids: readonly string[]): Promise<Array<TurnRecord & { input: unknown }>> {
-  const records = await Promise.all(ids.map((id) => store.turns.get(id)))
-  const open = records.filter((r): r is TurnRecord => r !== undefined && r.outcome === null)
-  return Promise.all(open.map(async (record) => ({ ...record, input: await store.turns.input(record.id) })))
+/** The turn `id` if it is unfinished, with its chart input (a released turn: its row read, not every open turn's). */
+async function openTurnOf(store: RecoveryStore, id: string): Promise<(TurnRecord & { input: unknown }) | undefined> {
+  const [record, input] = await Promise.all([store.turns.get(id), store.turns.input(id)])
+  return record && record.outcome === null ? { ...record, input } : undefined
 }
 
 async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, cause: unknown, fence: TurnFence): Promise<void> {
@@ -174,9 +206,18 @@ async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: Recovery
 }
 
 /** `quiet`: a wait resumed to be settled at once (a parked turn taken by its control) is not announced again. */
-async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, input: TurnInput, fence: TurnFence, quiet = false): Promise<T> {
+async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, claimed: TurnRecord, input: TurnInput, fence: TurnFence, quiet = false): Promise<T> {
   const { store } = ports
-  const rows = await store.transitions.list(record.id)
+  // The row read again now that the claim holds: the one read before it may be older than the
+  // log (its owner, alive with an expired lease, wrote rows until the claim fenced it out).
+  // Nobody else writes the turn now, so the row and the log read here agree.
+  const [current, rows, config, messages] = await Promise.all([
+    store.turns.get(claimed.id),
+    store.transitions.list(claimed.id),
+    ports.turnConfig(claimed.id), // the turn's own model, tools and settings
+    store.messages.list(claimed.sessionId, { fromLatestSummary: true }),
+  ])
+  const record = current ?? claimed
   const { snapshot } = replayTransitions(input, rows)
   const state = turnStateName(snapshot)
   if (state !== record.state) {
@@ -189,8 +230,6 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
       detail: `the log leads to '${state}', the turn row says '${record.state}'`,
     })
   }
-  const config = await ports.turnConfig(record.id) // the turn's own model, tools and settings
-  const messages = await store.messages.list(record.sessionId, { fromLatestSummary: true })
   const turn = { record, input, fence, config, messages }
 
   // The prompt was stored but the turn never started: start it now.
