@@ -267,3 +267,43 @@ test('turns running here, held by a live lease, or claimed by another engine fir
 
   for (const t of [here, leased, lostRace]) expect(t.resumed).toEqual([])
 })
+
+/**
+ * A store whose first claim of trn_1 lets `before` run first: what the turn's old owner, alive
+ * with an expired lease, does between recovery's read of the row and its claim.
+ */
+function claimAfter(store: RecoveryStore, before: () => Promise<void>): RecoveryStore {
+  let done = false
+  const turns = Object.create(store.turns) as RecoveryStore['turns']
+  turns.claim = async (...args) => {
+    if (!done) (done = true), await before()
+    return store.turns.claim(...args)
+  }
+  return { ...store, turns, transitions: store.transitions, messages: store.messages, transaction: store.transaction.bind(store) }
+}
+
+test('the old owner wrote rows between the read and the claim (its lease ran out, it was alive): recovery resumes from the row as it is after the claim, not a ReplayMismatchError', async () => {
+  const { ports, resumed, store } = await seededStore('tool-running', { owner: 'other-host:7:old', leaseUntil: 1 })
+  const racing = claimAfter(store, async () => {
+    // The tools finished and the next step started: two rows, the turn row with them (fenced on the old owner's epoch 3).
+    await store.transaction(async (tx) => {
+      await tx.turns.update('trn_1', { state: 'streaming', step: 2, attempt: 1, retryAt: null, error: null }, 10, { owner: 'other-host:7:old', epoch: 3 })
+      await tx.transitions.append(row(3, 'tool-running', 'tools.finished', 'step-gate', { overflow: false }))
+      await tx.transitions.append(row(4, 'step-gate', 'gate.continue', 'streaming'))
+    })
+  })
+  await expect(recover({ ...ports, store: racing })).resolves.toEqual(['trn_1'])
+  expect((await store.turns.get('trn_1'))).toMatchObject({ owner, outcome: null, state: 'interrupted' })
+  expect(path((await store.transitions.list('trn_1')).slice(4))).toEqual(['5 streaming --turn.crashed--> interrupted'])
+  expect(resumed[0].record.state).toBe('streaming')
+})
+
+test('the old owner renewed its lease between the read and the claim: the claim fails, the turn stays its', async () => {
+  const { ports, resumed, store } = await seededStore('tool-running', { owner: 'other-host:7:old', leaseUntil: 1 })
+  const racing = claimAfter(store, async () => {
+    await store.turns.renewLeases([{ id: 'trn_1', epoch: 3 }], 'other-host:7:old', Date.now() + 30_000)
+  })
+  await expect(recover({ ...ports, store: racing })).resolves.toEqual([])
+  expect(await store.turns.get('trn_1')).toMatchObject({ owner: 'other-host:7:old', epoch: 3, state: 'tool-running' })
+  expect(resumed).toEqual([])
+})
