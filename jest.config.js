@@ -17,7 +17,7 @@ const common = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.jest.json' }],
     // @statelyai/inspect is ESM only: compile it to CommonJS for jest (test/inspect).
-    '^.+\\.m?js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs' } }],
+    '^.+\\.m?js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', isolatedModules: true } }],
   },
   transformIgnorePatterns: ['/node_modules/(?!@statelyai/inspect/)'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json', 'node'],
