@@ -13,3 +13,13 @@ export { RecordingDivergedError, CassetteFormatError } from '../core/errors'
 export { storeConformance, type StoreConformanceCase, type StoreInitializer } from './store-conformance'
 /** The store of a `database` option as an engine opens it (migrated; `close()` closes what it opened): what a `storeConformance` initializer of turnchart's own backends creates. */
 export { openStore } from '../engine/open-store'
+export { trajectoryOf, readTrajectory, type Trajectory, type TrajectoryStep, type TrajectoryToolCall, type TrajectorySource } from './trajectory'
+export {
+  diffTrajectories,
+  formatTrajectoryDiff,
+  type TrajectoryDiff,
+  type TrajectoryDifference,
+  type TrajectoryField,
+  type DiffTrajectoriesOptions,
+  type FormatTrajectoryDiffOptions,
+} from './trajectory-diff'

@@ -29,6 +29,7 @@ import { readRecordedTurn, type RecordedTurn } from './recorded-turn'
 import type { RecordingSource } from './recording-source'
 import { rerunSettings } from './rerun-settings'
 import type { SpecificationVersion } from './stored-stream'
+import { answerParts } from './trajectory'
 
 export interface RerunOptions {
   /** The model to run against (an eval); default: the turn's recorded responses. */
@@ -173,11 +174,6 @@ export async function rerunTurn(source: RecordingSource, turnId: string, options
 
 function withoutAttempts(parts: Part[]) {
   return comparableParts(parts).map(({ attempt: _attempt, ...part }) => part)
-}
-
-/** The parts a turn produced: its assistant messages' and summaries', not its prompt's. */
-function answerParts(messages: MessageWithParts[]): Part[] {
-  return messages.filter((m) => m.info.role === 'assistant').flatMap((m) => m.parts)
 }
 
 async function readInput(source: RecordingSource, turnId: string): Promise<{ autoCompact?: boolean; maxCompactions?: number; maxSteps?: number } | undefined> {
