@@ -4,6 +4,8 @@ export { recordedModel, type RecordedModel, type RecordedModelOptions, type Reco
 export { storeSource, type RecordingSource } from './recording-source'
 export type { RecordedOutcome } from './recorded-turn'
 export { rerunTurn, type RerunOptions, type RerunResult, type RerunSide } from './rerun-turn'
+export type { ToolDrift } from './tool-drift'
+export type { Divergence } from './live-after-divergence'
 export { recordCassette, type RecordCassetteOptions, type RecordingModel } from './record-cassette'
 export { cassetteModel, type CassetteModel, type CassetteModelOptions } from './cassette-model'
 export { readCassette, type Cassette, type CassetteCall, type RequestSummary } from './cassette'
