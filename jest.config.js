@@ -14,11 +14,9 @@ const path = require('node:path')
 
 const common = {
   testEnvironment: 'node',
-  transform: {
-    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.jest.json' }],
-    // @statelyai/inspect is ESM only: compile it to CommonJS for jest (test/inspect).
-    '^.+\\.m?js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs' } }],
-  },
+  // esbuild, one file at a time (test/support/esbuild-transform.js); @statelyai/inspect is ESM
+  // only: compiled to CommonJS for jest too (test/inspect).
+  transform: { '^.+\\.(ts|m?js)$': '<rootDir>/test/support/esbuild-transform.js' },
   transformIgnorePatterns: ['/node_modules/(?!@statelyai/inspect/)'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json', 'node'],
   // test/compat-v7 is an app of its own (ai v7, Node 22), run by `npm run test:compat`.

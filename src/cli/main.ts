@@ -28,6 +28,7 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
                               each turn's path through the chart (live for running turns)
   rerun <db> <turn> [--json] [--system <text>] [--model <url> [--model-id <id>]]
         [--tools recorded|live [--tools-module <file>]] [--out <file>]
+        [--after-divergence stop|live] [--tool-drift stop|continue] [--steps]
                               run a stored turn again in a scratch database (in memory, or
                               the new SQLite file --out) and print its parts beside the
                               original's, the first difference marked: by default against
@@ -35,7 +36,14 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
                               --model: an OpenAI-compatible endpoint instead (its key from
                               TURNCHART_API_KEY, its id from --model-id or TURNCHART_MODEL);
                               --system: another system prompt; --tools live: the tools of
-                              --tools-module (exported as \`tools\`) run for real
+                              --tools-module (exported as \`tools\`) run for real;
+                              --after-divergence live: the recorded responses, then --model
+                              from where the run leaves them; --tool-drift continue: past a
+                              live tool result that differs (each reported); --steps: the
+                              steps side by side (text, tool calls, results, usage)
+  diff <db> <turnA> <turnB> [--json] [--ignore <fields>]
+                              two stored turns' steps side by side, the first difference
+                              marked (--ignore usage,states: fields not compared)
   backup <db> <file>          copy a SQLite database into the new file <file> (SQLite's
                               online backup: safe while an app's engine writes to it;
                               for PostgreSQL it says how to use pg_dump)
@@ -59,6 +67,7 @@ const commands: Record<string, () => Promise<Command>> = {
   show: async () => (await import('./show')).showCommand,
   replay: async () => (await import('./replay')).replayCommand,
   rerun: async () => (await import('./rerun')).rerunCommand,
+  diff: async () => (await import('./diff')).diffCommand,
   chart: async () => (await import('./chart')).chartCommand,
   recover: async () => (await import('./write-commands')).recoverCommand,
   prune: async () => (await import('./write-commands')).pruneCommand,

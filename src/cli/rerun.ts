@@ -14,6 +14,8 @@ import { TurnNotFoundError } from '../core/errors'
 import type { Part } from '../core/types'
 import type { RecordingSource } from '../testing/recording-source'
 import { rerunTurn, type RerunResult, type RerunSide } from '../testing/rerun-turn'
+import { trajectoryOf } from '../testing/trajectory'
+import { diffTrajectories, formatTrajectoryDiff } from '../testing/trajectory-diff'
 import { parseArgs, UsageError } from './args'
 import { loadDemoProvider } from './demo'
 import { asFlagError, CliError, colors, formatPart, openForReading, truncate, type CliIO, type Colors } from './io'
@@ -23,8 +25,8 @@ const width = 56
 
 export async function rerunCommand(argv: string[], io: CliIO): Promise<number> {
   const { positionals, flags, values } = parseArgs(argv, {
-    flags: ['json'],
-    values: ['model', 'model-id', 'system', 'tools', 'tools-module', 'out'],
+    flags: ['json', 'steps'],
+    values: ['model', 'model-id', 'system', 'tools', 'tools-module', 'out', 'after-divergence', 'tool-drift'],
     positionals: ['db', 'turn'],
   })
   const [database, turnId] = positionals
@@ -32,6 +34,12 @@ export async function rerunCommand(argv: string[], io: CliIO): Promise<number> {
   if (toolsMode !== 'recorded' && toolsMode !== 'live') throw new UsageError(`--tools is recorded or live, not ${toolsMode}`)
   if (toolsMode === 'live' && !values.has('tools-module')) throw new UsageError('--tools live needs --tools-module <file>: a module exporting your tools as `tools`')
   if (toolsMode !== 'live' && values.has('tools-module')) throw new UsageError('--tools-module is read with --tools live only')
+  const afterDivergence = values.get('after-divergence') ?? 'stop'
+  if (afterDivergence !== 'stop' && afterDivergence !== 'live') throw new UsageError(`--after-divergence is stop or live, not ${afterDivergence}`)
+  if (afterDivergence === 'live' && !values.has('model')) throw new UsageError('--after-divergence live needs --model <url>: the model that goes on from the divergence')
+  const toolDrift = values.get('tool-drift') ?? 'stop'
+  if (toolDrift !== 'stop' && toolDrift !== 'continue') throw new UsageError(`--tool-drift is stop or continue, not ${toolDrift}`)
+  if (toolDrift === 'continue' && toolsMode !== 'live') throw new UsageError('--tool-drift continue needs --tools live: only live tools can drift')
   const model = values.has('model') ? endpointModel(values.get('model')!, values.get('model-id') ?? io.env.TURNCHART_MODEL, io) : undefined
   const tools = toolsMode === 'live' ? loadTools(values.get('tools-module')!) : undefined
 
@@ -45,7 +53,8 @@ export async function rerunCommand(argv: string[], io: CliIO): Promise<number> {
       throw new CliError(`the transition log of turn ${turnId} was pruned (turnchart prune): its model calls cannot be re-run; its messages and parts remain: turnchart show ${database} ${turn.sessionId}`)
     }
     result = await rerunTurn(readOnlySource(store), turnId, {
-      ...(model ? { model } : {}),
+      ...(model ? (afterDivergence === 'live' ? { afterDivergence: 'live' as const, liveModel: model } : { model }) : {}),
+      ...(toolDrift === 'continue' ? { toolDrift: 'continue' as const } : {}),
       ...(tools ? { tools } : {}),
       ...(values.has('system') ? { system: values.get('system') } : {}),
       ...(values.has('out') ? { database: values.get('out') } : {}),
@@ -57,14 +66,15 @@ export async function rerunCommand(argv: string[], io: CliIO): Promise<number> {
     await store.close()
   }
 
-  const against = values.get('model') ?? 'recorded'
+  const against = values.get('model') === undefined ? 'recorded' : afterDivergence === 'live' ? `recorded, then ${values.get('model')}` : values.get('model')!
   if (flags.has('json')) {
     const index = result.firstDifference
     const difference = index === -1 ? null : { index: index + 1, original: result.original.parts[index] ?? null, rerun: result.rerun.parts[index] ?? null }
-    io.stdout.write(`${JSON.stringify({ turnId, against, tools: toolsMode, ...result, firstDifference: difference }, null, 2)}\n`)
+    const steps = diffTrajectories(trajectoryOf(result.original), trajectoryOf(result.rerun))
+    io.stdout.write(`${JSON.stringify({ turnId, against, tools: toolsMode, ...result, firstDifference: difference, trajectoryDiff: steps }, null, 2)}\n`)
     return 0
   }
-  print(result, { turnId, against, tools: toolsMode, out: values.get('out') }, io)
+  print(result, { turnId, against, tools: toolsMode, out: values.get('out'), steps: flags.has('steps') }, io)
   return 0
 }
 
@@ -100,15 +110,26 @@ function loadTools(file: string): ToolSet {
   return tools as ToolSet
 }
 
-function print(result: RerunResult, run: { turnId: string; against: string; tools: string; out: string | undefined }, io: CliIO): void {
+function print(result: RerunResult, run: { turnId: string; against: string; tools: string; out: string | undefined; steps: boolean }, io: CliIO): void {
   const c = colors(io)
   const out = (line = '') => io.stdout.write(`${line}\n`)
   const { original, rerun } = result
-  const model = run.against === 'recorded' ? `its recorded responses (${result.recordedCalls} model calls)` : run.against
+  const model = run.against === 'recorded' ? `its recorded responses (${result.recordedCalls} model calls)` : run.against.startsWith('recorded, then ') ? `its recorded responses, then ${run.against.slice('recorded, then '.length)} past a divergence` : run.against
   out(c.bold(`re-run of turn ${run.turnId} against ${model}, tools: ${run.tools === 'live' ? 'run for real' : 'recorded results'}`))
   out(c.dim(`original ${original.turnId}: ${['idle', ...original.states].join(' → ')}`))
   out(c.dim(`re-run   ${rerun.turnId}: ${['idle', ...rerun.states].join(' → ')}`))
   out()
+  if (result.diverged) out(c.yellow(`diverged at model call ${result.diverged.call}${result.diverged.step !== undefined ? ` (step ${result.diverged.step})` : ''}: ${result.diverged.reason}; the live model answered from there`))
+  for (const drift of result.toolDrift) {
+    out(c.yellow(`tool drift, step ${drift.step}: ${drift.toolName}(${JSON.stringify(drift.input)}) recorded ${JSON.stringify(modelValue(drift.recorded))}, live ${JSON.stringify(modelValue(drift.live))}`))
+  }
+  if (result.diverged || result.toolDrift.length > 0) out()
+  if (run.steps) {
+    // The steps side by side in place of the parts: what an eval compares.
+    io.stdout.write(formatTrajectoryDiff(diffTrajectories(trajectoryOf(original), trajectoryOf(rerun)), { color: c.bold('x') !== 'x', width }))
+    for (const note of result.notes) out(c.dim(`note: ${note}`))
+    return
+  }
   out(c.bold(`  ${'#'.padStart(3)}  ${'original'.padEnd(width)} │ re-run`))
   const plain = colors({ ...io, stdout: { ...io.stdout, isTTY: false } as CliIO['stdout'] })
   const rows = Math.max(original.parts.length, rerun.parts.length)
@@ -136,6 +157,11 @@ function cell(part: Part | undefined, c: Colors): string {
   const boundary = part.type === 'step-start' || part.type === 'step-finish'
   const prefix = part.type === 'text' ? 'text: ' : ''
   return truncate(prefix + formatPart(boundary ? part : ({ ...part, step: undefined } as Part), c), width)
+}
+
+/** A tool result as the model was sent it (`{ type: 'json', value }`): its value. */
+function modelValue(output: unknown): unknown {
+  return typeof output === 'object' && output !== null && 'value' in output ? (output as { value: unknown }).value : output
 }
 
 function stepOf(part: Part | undefined): string {

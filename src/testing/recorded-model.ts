@@ -19,6 +19,7 @@ import { promptDifference } from './prompt-difference'
 import { recordedFailure } from './recorded-failure'
 import { readRecordedTurn, type RecordedCall, type RecordedOutcome, type RecordedTurn } from './recorded-turn'
 import type { RecordingSource } from './recording-source'
+import { withRecordedToolResults, type ToolDrift } from './tool-drift'
 import { stepStreamParts, summaryStreamParts, type SpecificationVersion, type StreamPart } from './stored-stream'
 
 export interface RecordedModelOptions {
@@ -38,6 +39,12 @@ export interface RecordedModelOptions {
    * recorded one did, until the run aborts. `rerunTurn` aborts its turn here.
    */
   onCutOff?: (call: RecordedCallInfo) => void
+  /**
+   * Tool results that differ from the recorded ones (live tools) do not end the recording: the
+   * request is compared as if the recorded result had been sent, the recorded answers go on,
+   * and each such result is reported here once (tool drift).
+   */
+  onToolDrift?: (drift: ToolDrift) => void
 }
 
 /** One recorded call, as `recordedModel(…).calls` lists them. */
@@ -86,6 +93,8 @@ export function recordedModelOf(recording: RecordedTurn, options: RecordedModelO
   const version = options.specificationVersion ?? 'v3'
   const checkPrompts = options.checkPrompts !== false
   let made = 0
+  // A drifted result is in every later request's prompt: reported once, by call id.
+  const reported = new Set<string>()
   const diverged = (call: number, at: Pick<RecordedCall, 'step' | 'attempt' | 'kind'> | undefined, reason: string) =>
     new RecordingDivergedError({ recording: recording.label, call, ...(at ? { step: at.step, attempt: at.attempt, kind: at.kind } : {}), reason })
   const model = {
@@ -105,7 +114,17 @@ export function recordedModelOf(recording: RecordedTurn, options: RecordedModelO
       const call = recording.calls[index]
       if (!call) throw diverged(index + 1, nextCall(recording), `the recording has ${recording.calls.length} model calls: ${endOf(recording)}`)
       if (checkPrompts) {
-        const difference = requestDifference(recording, call, version, (callOptions as { prompt?: unknown[] }).prompt ?? [])
+        let sent = (callOptions as { prompt?: unknown[] }).prompt ?? []
+        if (options.onToolDrift) {
+          const { prompt, drifts } = withRecordedToolResults(recording, expectedPrompt(recording, call, version), sent)
+          sent = prompt
+          for (const drift of drifts) {
+            if (reported.has(drift.callId)) continue
+            reported.add(drift.callId)
+            options.onToolDrift(drift)
+          }
+        }
+        const difference = requestDifference(recording, call, version, sent)
         if (difference) throw diverged(index + 1, call, difference)
       }
       const { parts, end } = answerOf(call, version)

@@ -29,6 +29,9 @@ import { readRecordedTurn, type RecordedTurn } from './recorded-turn'
 import type { RecordingSource } from './recording-source'
 import { rerunSettings } from './rerun-settings'
 import type { SpecificationVersion } from './stored-stream'
+import { answerParts } from './trajectory'
+import { liveAfterDivergence, type Divergence } from './live-after-divergence'
+import type { ToolDrift } from './tool-drift'
 
 export interface RerunOptions {
   /** The model to run against (an eval); default: the turn's recorded responses. */
@@ -41,6 +44,20 @@ export interface RerunOptions {
   database?: string
   /** The recorded model's specification version (default `'v3'`). */
   specificationVersion?: SpecificationVersion
+  /**
+   * What the run does where it leaves the recording (another system prompt, tool result or
+   * number of steps): `'stop'` (default) fails with `RecordingDivergedError`; `'live'` goes on
+   * with `liveModel` from that call (a what-if run; `diverged` says where).
+   */
+  afterDivergence?: 'stop' | 'live'
+  /** The model that answers from the divergence on (`afterDivergence: 'live'`). */
+  liveModel?: EngineModel
+  /**
+   * With the recorded model and live `tools`: `'continue'` goes on past a tool result that
+   * differs from the recorded one (the recorded answers go on) and reports each in
+   * `toolDrift`; `'stop'` (default) fails there with `RecordingDivergedError`.
+   */
+  toolDrift?: 'stop' | 'continue'
 }
 
 /** One side of the comparison: a turn, its outcome, its states and the parts it produced. */
@@ -71,6 +88,10 @@ export interface RerunResult {
   identical: boolean
   /** What could not be reproduced from the stored turn, in a sentence each. */
   notes: string[]
+  /** Where the live model took over (`afterDivergence: 'live'`), null when the run never left the recording. */
+  diverged: Divergence | null
+  /** Each live tool result that differed from the recorded one (`toolDrift: 'continue'`), in order. */
+  toolDrift: ToolDrift[]
 }
 
 /** A retry that waited seconds for a provider needs no wait against a recording. */
@@ -89,10 +110,28 @@ export async function rerunTurn(source: RecordingSource, turnId: string, options
     throw new InvalidArgumentError('turnId', turnId, 'a turn whose transition log is stored (this one was pruned: its model calls cannot be replayed)')
   }
   const settings = rerunSettings(recording, recording.transitions, await readInput(source, turnId))
-  const againstRecording = options.model === undefined
+  // Retry waits are cut short only when every answer comes from the recording.
+  const againstRecording = options.model === undefined && options.afterDivergence !== 'live'
+  if (options.afterDivergence === 'live' && (!options.liveModel || options.model)) {
+    throw new InvalidArgumentError('liveModel', options.liveModel, "a model to go on with past the divergence (afterDivergence: 'live'), and no `model` (the recorded one answers until then)")
+  }
   // Where the recording was cut off (an abort, a crash), the re-run is aborted too.
   let abortRerun = () => {}
-  const model = options.model ?? recordedModelOf(recording, { specificationVersion: options.specificationVersion, onCutOff: () => abortRerun() })
+  let diverged: Divergence | null = null
+  const toolDrift: ToolDrift[] = []
+  const recorded = () =>
+    recordedModelOf(recording, {
+      specificationVersion: options.specificationVersion ?? (options.liveModel ? versionOf(options.liveModel) : undefined),
+      onCutOff: () => abortRerun(),
+      ...(options.toolDrift === 'continue' ? { onToolDrift: (drift: ToolDrift) => toolDrift.push(drift) } : {}),
+    })
+  const model =
+    options.model ??
+    (options.afterDivergence === 'live'
+      ? liveAfterDivergence(recorded(), options.liveModel!, (divergence) => {
+          diverged = divergence
+        })
+      : recorded())
   const decisions = recordedDecisions(recording)
   const tools = options.tools ?? recordedTools(recording, new Set(decisions.keys()))
   const name = recording.options?.model ?? 'default'
@@ -165,19 +204,20 @@ export async function rerunTurn(source: RecordingSource, turnId: string, options
       differences,
       identical: difference === -1 && original.outcome === rerun.outcome,
       notes: settings.notes,
+      diverged,
+      toolDrift,
     }
   } finally {
     await engine.close()
   }
 }
 
-function withoutAttempts(parts: Part[]) {
-  return comparableParts(parts).map(({ attempt: _attempt, ...part }) => part)
+function versionOf(model: EngineModel): SpecificationVersion {
+  return (model as { specificationVersion?: string }).specificationVersion === 'v4' ? 'v4' : 'v3'
 }
 
-/** The parts a turn produced: its assistant messages' and summaries', not its prompt's. */
-function answerParts(messages: MessageWithParts[]): Part[] {
-  return messages.filter((m) => m.info.role === 'assistant').flatMap((m) => m.parts)
+function withoutAttempts(parts: Part[]) {
+  return comparableParts(parts).map(({ attempt: _attempt, ...part }) => part)
 }
 
 async function readInput(source: RecordingSource, turnId: string): Promise<{ autoCompact?: boolean; maxCompactions?: number; maxSteps?: number } | undefined> {

@@ -212,3 +212,59 @@ test('a turn whose log was pruned: rerun says so, as show and replay do', async 
   expect(run).toMatchObject({ code: 1, stdout: '' })
   expect(run.stderr).toMatch(new RegExp(`^turnchart: the transition log of turn ${turnId} was pruned \\(turnchart prune\\): its model calls cannot be re-run; its messages and parts remain: turnchart show ${copy} ses_`))
 })
+
+test('--tools live --tool-drift continue --steps: the recorded responses go on past the changed results, each reported, the steps side by side', async () => {
+  fs.mkdirSync(path.join(root, 'tmp'), { recursive: true })
+  const dir = fs.mkdtempSync(path.join(root, 'tmp', 'rerun-drift-'))
+  temporary.push(dir)
+  const module = path.join(dir, 'tools.cjs')
+  fs.writeFileSync(
+    module,
+    `const { jsonSchema, tool } = require('ai')
+exports.tools = { add: tool({ description: 'Add', inputSchema: jsonSchema({ type: 'object' }), execute: async ({ a, b }) => ({ sum: a + b + 100 }) }) }
+`,
+  )
+  const calls = server.calls
+  const { code, stdout, stderr } = await runCli(['rerun', dbPath, turnId, '--tools', 'live', '--tools-module', module, '--tool-drift', 'continue', '--steps'])
+  expect(stderr).toBe('')
+  expect(code).toBe(0)
+  expect(stdout).toContain('tool drift, step 1: add({"a":1,"b":2}) recorded {"sum":3}, live {"sum":103}')
+  expect(stdout).toContain('tool drift, step 2: add({"a":3,"b":4}) recorded {"sum":7}, live {"sum":107}')
+  const marked = stdout.split('\n').filter((line) => line.startsWith('>'))
+  expect(marked).toEqual([expect.stringMatching(/^> {3}add\(\{"a":1,"b":2\}\) → \{"sum":3\} +│ {3}add\(\{"a":1,"b":2\}\) → \{"sum":103\}$/)])
+  expect(stdout).toContain('first difference: step 1: the result of add (call 1)')
+  expect(stdout).toMatch(/ {2}outcome: completed +│ outcome: completed/)
+  expect(server.calls).toBe(calls)
+})
+
+test('--after-divergence live: the recorded responses, then --model from the divergence on', async () => {
+  const other = await startScriptedServer()
+  try {
+    other.text('Brief: 3 and 7.', { usage: { input: 30, output: 5 } })
+    const { code, stdout } = await runCli(['rerun', dbPath, turnId, '--system', 'Be brief.', '--after-divergence', 'live', '--model', other.url, '--model-id', 'other-model', '--steps'])
+    expect(code).toBe(0)
+    expect(stdout).toContain(`against its recorded responses, then ${other.url} past a divergence`)
+    expect(stdout).toContain('diverged at model call 1 (step 1): the system prompt differs')
+    expect(stdout).toMatch(/text: Brief: 3 and 7\./)
+    expect(stdout).toMatch(/outcome: completed +│ outcome: completed/)
+    expect(other.calls).toBe(1)
+  } finally {
+    await other.close()
+  }
+  const bad = await runCli(['rerun', dbPath, turnId, '--after-divergence', 'live'])
+  expect(bad.code).toBe(2)
+  expect(bad.stderr).toContain('--after-divergence live needs --model <url>')
+})
+
+test('turnchart diff <db> <turnA> <turnB>: two stored turns step by step; the same turn has no difference; an unknown turn exits 1', async () => {
+  const same = await runCli(['diff', dbPath, turnId, turnId])
+  expect(same.code).toBe(0)
+  expect(same.stdout).toContain('no difference: 3 steps')
+  expect(same.stdout).toContain('add({"a":3,"b":4}) → {"sum":7}')
+  const json = await runCli(['diff', dbPath, turnId, turnId, '--json', '--ignore', 'usage'])
+  expect(JSON.parse(json.stdout)).toMatchObject({ a: { turnId, finalText: 'The sums are 3 and 7.' }, diff: { same: true, first: null } })
+  const unknown = await runCli(['diff', dbPath, turnId, 'trn_nope'])
+  expect(unknown.code).toBe(1)
+  expect(unknown.stderr).toContain('no turn trn_nope')
+  expect((await runCli(['diff', dbPath, turnId, turnId, '--ignore', 'colour'])).code).toBe(2)
+})

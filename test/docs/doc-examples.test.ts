@@ -4,7 +4,9 @@
  * the scripted model of 'turnchart/testing', so it needs no key); a block followed by a
  * "It prints:" line and a ```text block must print exactly that. To run them the way a user's
  * app would, each is bundled by esbuild with `turnchart` resolved to src/ and every package
- * loaded from node_modules.
+ * loaded from node_modules. The README's complete examples (its Example and Conversations
+ * sections) type-check in the same program, so the first code a user copies cannot drift from
+ * the API either (one program: each check of src/ under nodenext costs about 12 s).
  */
 import { execFile, execFileSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -43,6 +45,14 @@ export function docExamples(page: string, markdown: string): DocExample[] {
 }
 
 const examples = pages.flatMap((page) => docExamples(page, fs.readFileSync(path.join(root, page), 'utf8')))
+
+/** The first ts block after a README heading. */
+function blockAfter(readme: string, heading: string): string {
+  const section = readme.slice(readme.indexOf(heading))
+  const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1]
+  expect(code).toContain("from 'turnchart'")
+  return code!
+}
 const fileName = (example: DocExample) => example.name.replace(/^docs\//, '').replace(/\.md #/, '-')
 
 // Inside the repository (tmp/ is git-ignored), so packages resolve from its node_modules.
@@ -61,7 +71,10 @@ test('each page has examples, and each example that says what it prints is follo
   expect(examples.filter((e) => e.prints === undefined).map((e) => e.name)).toEqual([])
 })
 
-test('the examples type-check (strict, against src/)', () => {
+test("the examples and the README's (Example, Conversations) type-check (strict, against src/)", () => {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8')
+  fs.writeFileSync(path.join(dir, 'readme-example.mts'), blockAfter(readme, '## Example'))
+  fs.writeFileSync(path.join(dir, 'readme-conversations.mts'), blockAfter(readme, '## Conversations'))
   fs.writeFileSync(
     path.join(dir, 'tsconfig.json'),
     JSON.stringify({
@@ -75,7 +88,7 @@ test('the examples type-check (strict, against src/)', () => {
         types: ['node'],
         paths: { turnchart: [path.join(root, 'src/index.ts')], 'turnchart/testing': [path.join(root, 'src/testing/index.ts')] },
       },
-      files: examples.map((e) => `${fileName(e)}.mts`),
+      files: [...examples.map((e) => `${fileName(e)}.mts`), 'readme-example.mts', 'readme-conversations.mts'],
     }),
   )
   let output = ''

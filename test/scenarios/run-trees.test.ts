@@ -153,7 +153,10 @@ test.each([
 })
 
 test("a tool timeout of the parent's agent tool aborts the child and the grandchild; the call is an error part and the parent goes on", async () => {
-  h = await createHarness({ tools: { researcher: delegate('researcher', ['fact']), fact: delegate('fact finder') }, toolExecution: { timeoutMs: 400 } })
+  // The timeout must not fire before the grandchild has taken its (hanging) reply: the scripted
+  // replies go to whichever request comes next, so an early timeout hands the parent the child's.
+  // 400 ms was too short on a loaded machine (a run of the whole suite beside other work).
+  h = await createHarness({ tools: { researcher: delegate('researcher', ['fact']), fact: delegate('fact finder') }, toolExecution: { timeoutMs: 1500 } })
   h.server.tool('researcher', { task: 'find the capital' }, { id: 'call_parent' })
   h.server.tool('fact', { task: 'capital of France' }, { id: 'call_child' })
   h.server.push({ type: 'stream', chunks: [{ text: 'Par' }], end: 'hang' })
