@@ -1,7 +1,10 @@
 /**
  * Doom-loop detection: a model calling the same tool with the same input again and again, or
  * cycling through a short sequence of calls (A, B, A, B, …). Pure: the calls in, a verdict out.
+ * Two calls are the same when their tools and the canonical JSON of their inputs are (object keys
+ * sorted, so `{a,b}` and `{b,a}` are one input).
  */
+import { canonicalJson } from '../core/input-digest'
 
 export interface DoomLoopOptions {
   /** `stop` fails the turn with DoomLoopError; `ask` asks for approval of the looping calls; `off`. */
@@ -32,18 +35,6 @@ export interface DoomLoop {
   calls: ToolCallSignature[]
   /** How many of the most recent calls the loop covers. */
   length: number
-}
-
-/** Canonical JSON: object keys sorted, so `{a,b}` and `{b,a}` are the same input. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value as object)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
-    return `{${entries.join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
 }
 
 /**

@@ -3,7 +3,7 @@
  * prompt, a tool result, the user's message, or the number of messages (another number of
  * steps, a compaction where there was none).
  */
-import { canonicalJson } from '../policy/doom-loop'
+import { canonicalJson } from '../core/input-digest'
 
 type Message = { role: string; content: unknown }
 type ContentPart = { type?: string; toolCallId?: string; toolName?: string; output?: { value?: unknown }; text?: string }

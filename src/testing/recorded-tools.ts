@@ -7,7 +7,7 @@
  * replayed.
  */
 import { jsonSchema, tool, type ToolSet } from 'ai'
-import { canonicalJson } from '../policy/doom-loop'
+import { canonicalJson } from '../core/input-digest'
 import type { ToolPart } from '../core/types'
 import type { RecordedTurn } from './recorded-turn'
 

@@ -4,7 +4,7 @@
  * with the recorded one as if the recorded result had been sent (so the recording goes on) and
  * each such result is reported once: which call, its input, the recorded result, the live one.
  */
-import { canonicalJson } from '../policy/doom-loop'
+import { canonicalJson } from '../core/input-digest'
 import type { ToolPart } from '../core/types'
 import type { RecordedTurn } from './recorded-turn'
 

@@ -4,7 +4,7 @@
  * and result), usage, then the turn's outcome and chart path. Ids and times are never compared:
  * two runs of the same answer compare equal. `formatTrajectoryDiff` prints it side by side.
  */
-import { canonicalJson } from '../policy/doom-loop'
+import { canonicalJson } from '../core/input-digest'
 import type { Trajectory, TrajectoryStep, TrajectoryToolCall } from './trajectory'
 
 export type TrajectoryField = 'text' | 'reasoning' | 'toolCalls' | 'toolInput' | 'toolOutput' | 'outcome' | 'usage' | 'states' | 'steps'

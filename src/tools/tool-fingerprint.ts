@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto'
 import { asSchema, type ToolSet } from 'ai'
-import { canonicalJson } from '../policy/doom-loop'
+import { canonicalJson } from '../core/input-digest'
 
 /** Tool name → hex SHA-256 of its input schema's canonical JSON. */
 export type ToolFingerprint = Record<string, string>

@@ -1,4 +1,5 @@
-import { canonicalJson, defaultDoomLoopOptions as options, detectDoomLoop } from '../../src/policy/doom-loop'
+import { canonicalJson } from '../../src/core/input-digest'
+import { defaultDoomLoopOptions as options, detectDoomLoop } from '../../src/policy/doom-loop'
 
 const a = { tool: 'read', input: { path: 'a' } }
 const b = { tool: 'read', input: { path: 'b' } }
