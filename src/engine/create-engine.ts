@@ -34,8 +34,7 @@ import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
 import { takeOverTurns, takeParkedTurn } from './recovery'
 import { ParkedTurns } from './parked-turns'
-import { expireApprovals } from './approval-deadlines'
-import { deadlineTimer, sweepCallDeadlines } from './call-deadlines'
+import { deadlineTimer, sweepDeadlines } from './deadline-sweep'
 import { renewLeases, RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
@@ -130,8 +129,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     requireOpen('recover turns')
     sweeps++
     const recovered = await takeOverTurns({ config, services, turns, running })
-    // Waiting calls whose stored deadline passed (this engine's turns, those just taken over included).
-    await sweepCallDeadlines({ store, running }, Date.now())
+    // Waits whose stored deadline passed (this engine's turns, those just taken over included, and parked ones).
+    await sweepDeadlines({ store, running, parked }, Date.now())
     // Queues that stand still (the engine that would have started them died): start them here.
     if (config.concurrency) void queue.drainFairly()
     else for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
@@ -147,10 +146,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply) })
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.next(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
-  // At a waiting call's deadline: the sweep, then the parked turns past theirs (a parked turn is held by no engine).
+  // At a waiting call's deadline: the sweep (src/engine/deadline-sweep.ts).
   const stopDeadlineTimer = deadlineTimer(
     (listener) => bus.subscribe(listener),
-    () => void (closed ? undefined : recover().then(() => expireApprovals({ store, running, parked })).catch(() => undefined)),
+    () => void (closed ? undefined : recover().catch(() => undefined)),
   )
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
 
@@ -232,13 +231,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     followHandedOff,
   }
   if (config.recovery.intervalMs > 0) {
-    // Takes over the turns of workers that die while this engine runs.
-    // Then the approvals past their stored deadline (src/engine/approval-deadlines.ts).
+    // Takes over the turns of workers that die while this engine runs, then settles the waits past their deadline.
     sweep = setInterval(() => {
-      if (!closed)
-        recover()
-          .then(() => expireApprovals({ store, running, parked }))
-          .catch(() => undefined)
+      if (!closed) recover().catch(() => undefined)
     }, config.recovery.intervalMs)
     sweep.unref()
   }

@@ -174,6 +174,12 @@ export interface TurnStore {
   /** Every unfinished turn with its chart input, oldest first. */
   open(): Promise<Array<TurnRecord & { input: unknown }>>
   /**
+   * The unfinished turns whose stored deadline (`retryAt`: a retry's, a waiting call's, an
+   * approval's) is at or before `now`, oldest first, without their inputs: what a deadline sweep
+   * reads (the open turns' index, not every open turn's input).
+   */
+  due(now: number): Promise<TurnRecord[]>
+  /**
    * Compare-and-set of the owner: succeeds only while the turn is unfinished, owned by
    * `expected.owner` at `expected.epoch` (and, when `expected.leaseUntil` is given, with that
    * lease still: a claim decided on a lease read earlier fails if its owner renewed it since);

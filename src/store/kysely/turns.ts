@@ -152,6 +152,11 @@ export class KyselyTurns implements TurnStore {
     return rows.map((row) => ({ ...turnFromRow(row), input: JSON.parse(row.input) }))
   }
 
+  async due(now: number): Promise<TurnRecord[]> {
+    const rows = await this.db.selectFrom('turnchart_turns').selectAll().where('outcome', 'is', null).where('retry_at', '<=', now).orderBy('id').execute()
+    return rows.map(turnFromRow)
+  }
+
   async claim(id: string, expected: ClaimExpectation, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
     let query = this.db
       .updateTable('turnchart_turns')

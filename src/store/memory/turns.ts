@@ -155,6 +155,10 @@ export class MemoryTurns implements TurnStore {
     return this.db.run((t) => openTurns(t).map((row) => ({ ...turnFromRow(row), input: JSON.parse(row.input) })))
   }
 
+  due(now: number): Promise<TurnRecord[]> {
+    return this.db.run((t) => openTurns(t).filter((row) => row.retryAt !== null && row.retryAt <= now).map(turnFromRow))
+  }
+
   claim(id: string, expected: ClaimExpectation, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
     return this.db.run((t) => {
       const row = t.turns.get(id)

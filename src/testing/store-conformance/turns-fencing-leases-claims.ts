@@ -190,6 +190,21 @@ export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases
     expect((await store.turns.open()).map((t) => t.id)).toEqual([newer.id])
   })
 
+  it('due lists the unfinished turns whose stored deadline has come, oldest first, and no turn without one or past its end', async (store) => {
+    const s1 = session()
+    await store.sessions.insert(s1)
+    const late = turn(s1.id, { state: 'awaiting-approval', retryAt: 1_000 })
+    const now = turn(s1.id, { state: 'awaiting-deferred', retryAt: 2_000 })
+    const later = turn(s1.id, { state: 'awaiting-deferred', retryAt: 2_001 })
+    const none = turn(s1.id, { state: 'awaiting-approval', retryAt: null })
+    const ended = turn(s1.id, { state: 'completed', outcome: 'completed', retryAt: 500 })
+    for (const t of [later, ended, none, now, late]) await store.turns.insert(t, { n: t.id })
+    const due = await store.turns.due(2_000)
+    expect(due.map((t) => t.id)).toEqual([late.id, now.id])
+    expect(due[0]).toEqual({ ...late, epoch: 0 })
+    expect(await store.turns.due(999)).toEqual([])
+  })
+
   it("renewLeases extends the leases of the owner's unfinished turns still at their epochs and returns only those", async (store) => {
     const held = await claimedTurn(store, 'me')
     const taken = await claimedTurn(store, 'me')

@@ -66,7 +66,7 @@ export function logRowsWrite(fence: TurnFence, rows: readonly TransitionRecord[]
 /**
  * The deadline a row to `to` carries (the turn row's `retry_at`): in a retry wait its time plus
  * the chart's delay; in a wait on tool calls (`call-wait`) the earliest stored deadline of the
- * waiting calls (`callDeadline`), which whichever engine sweeps settles (src/turn/call-deadlines.ts);
+ * waiting calls (`callDeadline`), which whichever engine sweeps settles (src/engine/deadline-sweep.ts);
  * else none.
  */
 export function retryAtOf(to: string, time: number, context: { retryDelayMs: number; callDeadline?: number | null }): number | null {
