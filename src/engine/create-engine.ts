@@ -219,6 +219,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         // Streams of the handed-off turns follow them through the new owners' rows: until they end.
         if (followers > 0) await unfollowed.promise
       } else {
+        // A turn waiting on a person or the world is parked (held by no engine, taken by whichever
+        // settles it), unless every turn is aborted; the others stop where they are and are released.
+        if (closeOptions.abortTurns !== true) await parked.parkAll()
         stopBackground()
         queue.close()
         await endTurnsAtClose(running.all(), closeOptions.abortTurns === true)

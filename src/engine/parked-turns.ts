@@ -78,6 +78,14 @@ export class ParkedTurns {
     }
   }
 
+  /**
+   * Parks every turn waiting here now, whatever its wait so far (`close()`: a waiting turn is
+   * left parked, for the control that settles it on any engine, not released for a sweep to claim).
+   */
+  async parkAll(): Promise<void> {
+    await Promise.all([...this.#timers.keys()].map((turnId) => this.#park(turnId)))
+  }
+
   close(): void {
     this.#closed = true
     this.#unsubscribe()

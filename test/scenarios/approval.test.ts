@@ -116,16 +116,19 @@ test('a pending approval survives the engine: a new engine on the same file appr
   const turn = h.engine.prompt(session.id, 'ship it')
   const requested = (await h.waitForEvent((e) => e.type === 'approval.requested')) as { calls: Array<{ callId: string }> }
   await h.engine.close()
-  await expect(turn.done).rejects.toMatchObject({ name: 'EngineClosedError' })
+  await expect(turn.done).rejects.toMatchObject({ name: 'TurnParkedError' })
   const reader = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { deploy }, recovery: { onOpen: false } })
-  expect(await reader.getTurn(turn.id)).toMatchObject({ state: 'awaiting-approval', outcome: null, owner: null })
+  expect(await reader.getTurn(turn.id)).toMatchObject({ state: 'awaiting-approval', outcome: null, owner: 'turnchart:parked' })
   await reader.close()
   const next = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { deploy } })
   try {
-    const waiting = next.activeTurn(session.id)!
-    expect(turnStateName(waiting.actor.getSnapshot())).toBe('awaiting-approval')
+    // Parked by close(): not resumed at open, taken by the approve.
+    expect(next.activeTurn(session.id)).toBeUndefined()
+    expect(await next.readStatus(session.id)).toMatchObject({ type: 'busy', state: 'awaiting-approval' })
+    const completed = new Promise<void>((resolve) => next.subscribe((event) => event.type === 'turn.transition' && event.turnId === turn.id && event.to === 'completed' && resolve()))
     await next.approve(turn.id, requested.calls[0].callId)
-    expect((await waiting.done).outcome).toBe('completed')
+    await completed
+    expect(await next.getTurn(turn.id)).toMatchObject({ outcome: 'completed' })
     expect(runs).toEqual(['prod'])
     const log = await next.transitions(turn.id)
     expect(log.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'awaiting-approval', 'tool-running', 'step-gate', 'streaming', 'completed'])

@@ -137,3 +137,24 @@ test('a turn waiting on a deferred call parks too: resolveCall takes it, and a d
   const part = (await h.engine.messages(session.id)).flatMap((m) => m.parts).find((p) => p.type === 'tool' && p.callId === 'call_late')
   expect(part).toMatchObject({ state: { status: 'error', error: expect.stringContaining('deadline') } })
 })
+
+test('close() parks a turn waiting for an approval (not released for a sweep to take): another engine that approves it takes it and completes it', async () => {
+  deployed.length = 0
+  h = await createHarness({ tools: { deploy }, parkAfterMs: 3_600_000 })
+  h.server.tool('deploy', { env: 'prod' }, { id: 'call_prod' })
+  h.server.text('shipped')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'ship it')
+  await h.waitForEvent((e) => e.type === 'approval.requested' && e.turnId === turn.id)
+  expect(h.engine.stats()).toMatchObject({ actors: 1, timers: 1 })
+  await h.engine.close()
+  await expect(turn.done).rejects.toMatchObject({ name: 'TurnParkedError' })
+  other = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { deploy }, limits: { context: 100_000, output: 10_000 } })
+  // Parked, so the second engine's recovery at open left it alone: it waits as it was.
+  expect(await other.getTurn(turn.id)).toMatchObject({ outcome: null, state: 'awaiting-approval', owner: 'turnchart:parked', leaseUntil: null })
+  expect(other.stats()).toMatchObject({ actors: 0 })
+  const completed = new Promise<void>((resolve) => other!.subscribe((event) => event.type === 'turn.transition' && event.turnId === turn.id && event.to === 'completed' && resolve()))
+  await other.approve(turn.id, 'call_prod', { by: 'ops' })
+  await completed
+  expect(deployed).toEqual(['prod'])
+})
