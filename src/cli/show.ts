@@ -69,6 +69,7 @@ export async function showCommand(argv: string[], io: CliIO): Promise<number> {
     const turns = new Map(view.turns.map((t) => [t.id, t]))
     const tools = toolNames(messages)
     out(c.bold(`session ${session.id}${session.title ? `: ${printable(session.title)}` : ''}`))
+    if (session.forkedFrom) out(c.dim(`forked from ${session.forkedFrom.sessionId} turn ${session.forkedFrom.turnId} at step ${session.forkedFrom.step}`))
     let lastTurn: string | undefined
     const endTurn = () => {
       const children = lastTurn ? turns.get(lastTurn)?.children ?? [] : []

@@ -5,7 +5,7 @@
  * in this engine or another (the check and the change share one transaction holding the
  * session's write lock, as starting a turn does).
  */
-import { MessageNotFoundError, SessionBusyError, SessionNotFoundError } from '../core/errors'
+import { InvalidArgumentError, MessageNotFoundError, SessionBusyError, SessionNotFoundError, TurnNotFoundError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { Store } from '../store/store'
 import { sumUsage, usageOfMessages, withDescendants } from '../core/usage'
@@ -117,6 +117,48 @@ export async function fork(deps: HistoryDeps, sessionId: string, messageId: stri
     const copied = messages.slice(0, end + 1)
     await copyMessages(tx, copied, session.id, now)
     await copyChildSessions(tx, sessionId, session.id, callsOf(copied), now)
+    return session
+  })
+}
+
+/**
+ * A new session whose history is a stored turn up to a step: the session's messages before the
+ * turn, the turn's prompt, and the parts of its steps 1..`step` (every attempt, as stored: a
+ * failed attempt's parts stay closed, as in the source). The new session records where it came
+ * from (`forkedFrom`); prompting it continues from there, with any model, system or tools.
+ * Refused while a turn runs on the source session.
+ *
+ * @example
+ * const copy = await forkTurn(deps, turnId, { step: 2 })
+ */
+export async function forkTurn(deps: HistoryDeps, turnId: string, options: { step: number; title?: string | null }): Promise<SessionInfo> {
+  const { step } = options
+  if (!Number.isInteger(step) || step < 1) throw new InvalidArgumentError('step', step, 'a step number (1-based)')
+  const turn = await deps.store.turns.get(turnId)
+  if (!turn) throw new TurnNotFoundError(turnId)
+  return whileIdle(deps, turn.sessionId, async (tx, now) => {
+    const source = (await tx.sessions.get(turn.sessionId))!
+    const messages = visibleMessages(await tx.messages.list(turn.sessionId), source.revertedTo)
+    const first = messages.findIndex((m) => m.info.turnId === turnId)
+    if (first < 0) throw new TurnNotFoundError(turnId)
+    const own = messages.slice(first).filter((m) => m.info.turnId === turnId)
+    const steps = Math.max(0, ...own.flatMap((m) => m.parts.map((p) => p.step ?? 0)))
+    if (step > steps) throw new InvalidArgumentError('step', step, `a step of the turn (it has ${steps})`)
+    // The prompt (user parts carry no step) and the answer's parts of the steps kept.
+    const kept = own.map((m) => ({ ...m, parts: m.parts.filter((p) => p.step === undefined || p.step <= step) })).filter((m) => m.info.role === 'user' || m.parts.length > 0)
+    const session: SessionInfo = {
+      id: newId('ses', now),
+      title: options.title !== undefined ? options.title : source.title,
+      time: { created: now, updated: now },
+      ...(source.defaults ? { defaults: source.defaults } : {}),
+      ...(source.metadata ? { metadata: source.metadata } : {}),
+      ...(source.tenant !== undefined ? { tenant: source.tenant } : {}),
+      forkedFrom: { sessionId: turn.sessionId, turnId, step },
+    }
+    await tx.sessions.insert(session)
+    const copied = [...messages.slice(0, first), ...kept]
+    await copyMessages(tx, copied, session.id, now)
+    await copyChildSessions(tx, turn.sessionId, session.id, callsOf(copied), now)
     return session
   })
 }

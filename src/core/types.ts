@@ -37,6 +37,15 @@ export interface SessionInfo {
    * (`engine.tenantUsage`) sums its sessions. A fork and a run tree's child sessions keep it.
    */
   tenant?: string
+  /** Set on a session made by `engine.forkTurn`: the stored turn and step its history was copied from. */
+  forkedFrom?: ForkOrigin
+}
+
+/** Where a forked session came from (`engine.forkTurn`): the turn, its session, and the last step copied. */
+export interface ForkOrigin {
+  sessionId: string
+  turnId: string
+  step: number
 }
 
 /** A session's metadata: a JSON object of the app's. */

@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, SessionNotFoundError } from '../core/errors'
 import type { ResolvedConfig } from '../config/resolved-config'
-import { deleteSession, fork, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from '../conversation/history'
+import { deleteSession, fork, forkTurn, revert, sessionUsage, unrevert, updateSession, visibleMessages, type HistoryDeps } from '../conversation/history'
 import type { EngineCall } from './engine-calls'
 import { newId } from '../core/ids'
 import { jsonCopy } from '../core/json-copy'
@@ -58,6 +58,17 @@ export interface SessionCalls {
   unrevert(sessionId: string): Promise<SessionInfo>
   /** A new session holding a copy of the history up to and including `messageId`. Refused with `SessionBusyError` while a turn runs. */
   fork(sessionId: string, messageId: string, options?: { title?: string | null }): Promise<SessionInfo>
+  /**
+   * A new session whose history is a stored turn up to and including step `step` (its prompt,
+   * the steps' calls and tool results), recording `forkedFrom: { sessionId, turnId, step }`.
+   * Prompt it to continue live with another model, system prompt or tools. Refused with
+   * `SessionBusyError` while a turn runs on the turn's session.
+   *
+   * @example
+   * const copy = await engine.forkTurn(turnId, { step: 2 })
+   * await engine.prompt(copy.id, 'Go on.', { model: 'second' }).done
+   */
+  forkTurn(turnId: string, options: { step: number; title?: string | null }): Promise<SessionInfo>
   /** Tokens and cost of the session: total and per turn, compactions included. */
   usage(sessionId: string): Promise<SessionUsage>
   /**
@@ -120,6 +131,10 @@ export function sessionCalls({ config, store, history, requireOpen, call }: Sess
     fork(sessionId, messageId, forkOptions) {
       requireOpen('fork a session')
       return fork(history, sessionId, messageId, forkOptions)
+    },
+    forkTurn(turnId, forkOptions) {
+      requireOpen('fork a turn')
+      return forkTurn(history, turnId, forkOptions)
     },
     usage: (sessionId) => call('read usage', () => sessionUsage(store, requireId('sessionId', sessionId))),
     tenantUsage: (tenant) => {

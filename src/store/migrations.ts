@@ -249,6 +249,13 @@ export const migrations: Migration[] = [
       await db.insertInto('turnchart_slots').values({ id: 1, starts: 0 }).execute()
     },
   },
+  {
+    // Forks at a step (`engine.forkTurn`): the turn and step the session's history came from.
+    name: '0017_session_forked_from',
+    async up(db) {
+      await db.schema.alterTable('turnchart_sessions').addColumn('forked_from', 'text').execute()
+    },
+  },
 ]
 
 /**

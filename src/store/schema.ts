@@ -22,6 +22,8 @@ export interface SessionTable {
   parent_id: ColumnType<string | null, string | null | undefined, string | null>
   /** The tenant the session belongs to (`createSession({ tenant })`); null when none. */
   tenant: ColumnType<string | null, string | null | undefined, string | null>
+  /** JSON: where a fork came from (`engine.forkTurn`: session, turn, step); null otherwise. */
+  forked_from: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface MessageTable {

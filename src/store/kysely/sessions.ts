@@ -8,6 +8,7 @@ import { num, parseJsonOrNull, type Executor } from './rows'
 function sessionFromRow(row: Selectable<SessionTable>): SessionInfo {
   const defaults = parseJsonOrNull<SessionInfo['defaults']>(row.defaults)
   const metadata = parseJsonOrNull<SessionInfo['metadata']>(row.metadata)
+  const forkedFrom = parseJsonOrNull<SessionInfo['forkedFrom']>(row.forked_from ?? null)
   return {
     id: row.id,
     title: row.title,
@@ -17,6 +18,7 @@ function sessionFromRow(row: Selectable<SessionTable>): SessionInfo {
     ...(metadata ? { metadata } : {}),
     ...(row.parent_id ? { parentSessionId: row.parent_id } : {}),
     ...(row.tenant !== null && row.tenant !== undefined ? { tenant: row.tenant } : {}),
+    ...(forkedFrom ? { forkedFrom } : {}),
   }
 }
 
@@ -35,6 +37,7 @@ export class KyselySessions implements SessionStore {
         metadata: session.metadata ? JSON.stringify(session.metadata) : null,
         parent_id: session.parentSessionId ?? null,
         tenant: session.tenant ?? null,
+        forked_from: session.forkedFrom ? JSON.stringify(session.forkedFrom) : null,
       })
       .execute()
   }

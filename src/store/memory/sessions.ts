@@ -1,5 +1,5 @@
 /** Sessions in memory: the session rows (with their defaults and metadata), their lock, title and revert marker, and the cascade of a delete. */
-import type { SessionDefaults, SessionInfo, SessionMetadata } from '../../core/types'
+import type { ForkOrigin, SessionDefaults, SessionInfo, SessionMetadata } from '../../core/types'
 import type { SessionStore } from '../store'
 import type { Access } from './access'
 import { compareIds, parseJsonOrNull, toJson, uniqueViolation, type SessionRow, type Tables } from './tables'
@@ -7,6 +7,7 @@ import { compareIds, parseJsonOrNull, toJson, uniqueViolation, type SessionRow, 
 function sessionFromRow(row: SessionRow): SessionInfo {
   const defaults = parseJsonOrNull<SessionDefaults>(row.defaults)
   const metadata = parseJsonOrNull<SessionMetadata>(row.metadata)
+  const forkedFrom = parseJsonOrNull<ForkOrigin>(row.forkedFrom)
   return {
     id: row.id,
     title: row.title,
@@ -16,6 +17,7 @@ function sessionFromRow(row: SessionRow): SessionInfo {
     ...(metadata ? { metadata } : {}),
     ...(row.parentId ? { parentSessionId: row.parentId } : {}),
     ...(row.tenant !== null ? { tenant: row.tenant } : {}),
+    ...(forkedFrom ? { forkedFrom } : {}),
   }
 }
 
@@ -36,6 +38,7 @@ export class MemorySessions implements SessionStore {
         metadata: session.metadata ? toJson(session.metadata) : null,
         parentId: session.parentSessionId ?? null,
         tenant: session.tenant ?? null,
+        forkedFrom: session.forkedFrom ? toJson(session.forkedFrom) : null,
       })
     })
   }

@@ -24,6 +24,8 @@ export interface SessionRow {
   /** Run trees: the parent session of a child session. */
   parentId: string | null
   tenant: string | null
+  /** JSON text or null: where a fork came from (`engine.forkTurn`). */
+  forkedFrom: string | null
 }
 
 export interface MessageRow {

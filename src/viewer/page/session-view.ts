@@ -66,6 +66,10 @@ export function sessionBlocks(page: SessionPage, drawing: ChartDrawing, selected
         el('a', { class: 'back', href: '#/' }, '← All sessions'),
         el('h2', { tabindex: -1 }, session.title || session.id),
         el('div', { class: 'dim' }, el('span', { class: 'mono' }, session.id), ` · created ${clock(session.time.created)} · ${page.messages.length} messages · ${page.turns.length} turns`),
+        // A fork at a step (`engine.forkTurn`) says where its history came from.
+        session.forkedFrom
+          ? el('div', { class: 'dim forked-from' }, 'forked from ', el('a', { href: sessionHref(session.forkedFrom.sessionId) }, session.forkedFrom.sessionId), ` turn ${session.forkedFrom.turnId} at step ${session.forkedFrom.step}`)
+          : null,
         turnIndex(page, selected),
       ),
   }
