@@ -31,6 +31,17 @@ export const sessionsCases = defineCases('sessions', (it) => {
     expect(await store.sessions.get(plain.id)).not.toHaveProperty('tenant')
   })
 
+  it("a fork's origin (forkedFrom) comes back from get and list; a session without one has no forkedFrom key", async (store) => {
+    const origin = { sessionId: 'ses_source', turnId: 'trn_source', step: 2 }
+    const s = session({ forkedFrom: origin })
+    const plain = session()
+    await store.sessions.insert(s)
+    await store.sessions.insert(plain)
+    expect((await store.sessions.get(s.id))?.forkedFrom).toEqual(origin)
+    expect((await store.sessions.list()).map((x) => x.forkedFrom)).toEqual([origin, undefined])
+    expect(await store.sessions.get(plain.id)).not.toHaveProperty('forkedFrom')
+  })
+
   it('a session without defaults or title has no defaults key and a null title', async (store) => {
     const s = session()
     await store.sessions.insert(s)
