@@ -54,7 +54,7 @@ test('a turn runs on a MemoryStore, and its rows are in the store', async () => 
   expect(await store.turns.get(turn.id)).toMatchObject({ outcome: 'completed' })
 })
 
-test('engines of one process share one MemoryStore: a turn left waiting for approval by one that closed is resumed by another and approved from a third', async () => {
+test('engines of one process share one MemoryStore: a turn parked by one that closed is taken by the approve of another; a third runs nothing', async () => {
   executions = 0
   const store = new MemoryStore()
   const first = await engineOn(store)
@@ -67,19 +67,16 @@ test('engines of one process share one MemoryStore: a turn left waiting for appr
   const turn = first.prompt(s.id, 'deploy')
   await firstEvents.waitFor((e) => e.type === 'turn.transition' && e.to === 'awaiting-approval')
   await first.close()
-  await expect(turn.done).rejects.toMatchObject({ name: 'EngineClosedError' })
+  await expect(turn.done).rejects.toMatchObject({ name: 'TurnParkedError' })
 
-  // The first engine's close left the caller's store as it was: the second reads and resumes from it.
+  // The first engine's close left the caller's store as it was: the others read the parked turn from it.
   expect((await second.getSession(s.id))?.id).toBe(s.id)
-  expect(await store.turns.get(turn.id)).toMatchObject({ state: 'awaiting-approval', outcome: null, owner: null })
+  expect(await store.turns.get(turn.id)).toMatchObject({ state: 'awaiting-approval', outcome: null, owner: 'turnchart:parked' })
+  expect(await second.recover()).toEqual([])
   const secondEvents = recordEvents(second)
-  const [resumed] = await second.recover()
-  expect(resumed.id).toBe(turn.id)
-  await secondEvents.waitFor((e) => e.type === 'approval.requested')
-  // The third engine does not run the turn: its approval is a stored request the second applies.
+  await second.approve(turn.id, 'call_danger')
+  await secondEvents.waitFor((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed')
   expect(third.activeTurn(s.id)).toBeUndefined()
-  await third.approve(turn.id, 'call_danger')
-  expect((await resumed.done).outcome).toBe('completed')
   expect(executions).toBe(1)
   const parts = (await second.messages(s.id)).flatMap((m) => m.parts)
   expect(parts.find((p) => p.type === 'tool')).toMatchObject({ state: { status: 'completed', output: 'done to prod' } })
