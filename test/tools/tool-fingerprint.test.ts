@@ -63,9 +63,10 @@ test.each([
   await turn.done.catch(() => undefined)
 
   next = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { ...nextTools, read }, recovery: { onOpen: false } })
-  const [resumed] = await next.recover()
+  // Parked by close(): the approve takes it.
+  const completed = new Promise<void>((resolve) => next!.subscribe((event) => event.type === 'turn.transition' && event.turnId === turn.id && event.to === 'completed' && resolve()))
   await next.approve(turn.id, 'call_deploy')
-  expect((await resumed.done).outcome).toBe('completed')
+  await completed
   expect(executions).toBe(0)
   const part = (await next.messages(session.id)).flatMap((m) => m.parts).find((p) => p.type === 'tool')
   expect(part).toMatchObject({ tool: 'deploy', state: { status: 'error', error: expect.stringMatching(message) } })
