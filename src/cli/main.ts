@@ -44,6 +44,10 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
   diff <db> <turnA> <turnB> [--json] [--ignore <fields>]
                               two stored turns' steps side by side, the first difference
                               marked (--ignore usage,states: fields not compared)
+  eval <suite.json> [--out <dir>] [--concurrency <n>]
+                              re-run a suite's stored turns and score them (tool calls,
+                              text, JSON schema, your functions); exits 1 when a case
+                              fails; --out: JSON, JUnit XML and an HTML report
   backup <db> <file>          copy a SQLite database into the new file <file> (SQLite's
                               online backup: safe while an app's engine writes to it;
                               for PostgreSQL it says how to use pg_dump)
@@ -68,6 +72,7 @@ const commands: Record<string, () => Promise<Command>> = {
   replay: async () => (await import('./replay')).replayCommand,
   rerun: async () => (await import('./rerun')).rerunCommand,
   diff: async () => (await import('./diff')).diffCommand,
+  eval: async () => (await import('./eval')).evalCommand,
   chart: async () => (await import('./chart')).chartCommand,
   recover: async () => (await import('./write-commands')).recoverCommand,
   prune: async () => (await import('./write-commands')).pruneCommand,

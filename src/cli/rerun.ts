@@ -89,7 +89,7 @@ function readOnlySource(store: ReadOnlyStore): RecordingSource {
 }
 
 /** `--model <base URL>`: an OpenAI-compatible endpoint, as the demo's TURNCHART_BASE_URL (its key from TURNCHART_API_KEY, never a flag). */
-function endpointModel(baseURL: string, modelId: string | undefined, io: CliIO): EngineModel {
+export function endpointModel(baseURL: string, modelId: string | undefined, io: CliIO): EngineModel {
   if (!/^https?:\/\//i.test(baseURL)) throw new UsageError(`--model takes an endpoint's base URL (http://… or https://…), not ${baseURL}`)
   if (!modelId) throw new UsageError('--model needs a model id: --model-id <id> or TURNCHART_MODEL')
   const createOpenAICompatible = loadDemoProvider()
@@ -97,7 +97,7 @@ function endpointModel(baseURL: string, modelId: string | undefined, io: CliIO):
 }
 
 /** `--tools-module <file>`: the app's tools, exported as `tools` (or as the module's default export). */
-function loadTools(file: string): ToolSet {
+export function loadTools(file: string): ToolSet {
   let loaded: { tools?: unknown; default?: unknown }
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports

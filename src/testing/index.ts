@@ -25,3 +25,17 @@ export {
   type DiffTrajectoriesOptions,
   type FormatTrajectoryDiffOptions,
 } from './trajectory-diff'
+export {
+  runSuite,
+  score,
+  EvalSuiteError,
+  type EvalSuite,
+  type EvalCase,
+  type Scorer,
+  type ScorerInput,
+  type ScoreOutcome,
+  type ScoreResult,
+  type CaseResult,
+  type SuiteResult,
+  type SuiteOptions,
+} from './eval-suite'
