@@ -49,6 +49,8 @@ export interface RemoteControlDeps {
    * it there; resolves false when the turn is not parked.
    */
   settleParked?(turnId: string, apply: (turn: ControlTarget) => Promise<void> | void): Promise<boolean>
+  /** The parking of a turn of this engine, while it is in flight: a decision waits for it (then finds the turn parked), not applied to a handle that is letting go. */
+  parkingOf?(turnId: string): Promise<void> | undefined
 }
 
 /**
@@ -88,6 +90,7 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
   // A resolution is for a call in doubt or deferred; a decision for one awaiting approval.
   const notWaiting = (why: string) => (decision.kind === 'resolve' ? new CallNotWaitingError(turnId, callId, why) : new ApprovalNotPendingError(turnId, callId, why))
   const waits = (state: string) => (decision.kind === 'resolve' ? callWaitStates.has(state) : state === 'awaiting-approval')
+  await deps.parkingOf?.(turnId)
   let turn = deps.localTurn(turnId)
   // A parked turn: nobody runs it; this engine takes it and decides here.
   if (!turn && deps.settleParked && (await deps.settleParked(turnId, apply))) return

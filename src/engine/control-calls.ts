@@ -76,6 +76,7 @@ export function engineControl(deps: {
   feeds?: Pick<StoreFeeds, 'controlRequests' | 'controlOutcomes'>
   /** Parked turns: taken here and decided (src/engine/parked-turns.ts). */
   settleParked?: RemoteControlDeps['settleParked']
+  parkingOf?: RemoteControlDeps['parkingOf']
 }): EngineControl {
   const { config, running, requireOpen } = deps
   const remote = remoteControl(deps)
@@ -138,6 +139,7 @@ export function remoteControl(deps: {
   recover(): Promise<unknown>
   feeds?: Pick<StoreFeeds, 'controlOutcomes'>
   settleParked?: RemoteControlDeps['settleParked']
+  parkingOf?: RemoteControlDeps['parkingOf']
 }): RemoteControlDeps {
   const { config, running } = deps
   return {
@@ -153,6 +155,7 @@ export function remoteControl(deps: {
     },
     ...(deps.feeds ? { outcomes: deps.feeds.controlOutcomes } : {}),
     ...(deps.settleParked ? { settleParked: deps.settleParked } : {}),
+    ...(deps.parkingOf ? { parkingOf: deps.parkingOf } : {}),
   }
 }
 

@@ -143,7 +143,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
   const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
   // Approve, deny and abort from any engine (src/control/).
-  const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply) })
+  const control = engineControl({ store, config, running, recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply), parkingOf: (turnId) => parked.parking(turnId) })
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.next(sessionId) })
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
   // At a waiting call's deadline: the sweep (src/engine/deadline-sweep.ts).

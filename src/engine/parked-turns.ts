@@ -78,6 +78,11 @@ export class ParkedTurns {
     }
   }
 
+  /** The parking of `turnId` while it is in flight (a control waits for it, then takes the parked turn). */
+  parking(turnId: string): Promise<void> | undefined {
+    return this.#parking.get(turnId)
+  }
+
   /**
    * Parks every turn waiting here now, whatever its wait so far (`close()`: a waiting turn is
    * left parked, for the control that settles it on any engine, not released for a sweep to claim).

@@ -41,6 +41,7 @@ const calls: Record<string, (engine: Engine) => unknown> = {
   revert: (e) => e.revert('ses_x', 'msg_x'),
   unrevert: (e) => e.unrevert('ses_x'),
   fork: (e) => e.fork('ses_x', 'msg_x'),
+  forkTurn: (e) => e.forkTurn('trn_x', { step: 1 }),
   usage: (e) => e.usage('ses_x'),
   queue: (e) => e.queue('ses_x'),
   cancelQueued: (e) => e.cancelQueued('trn_x'),
