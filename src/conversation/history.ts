@@ -9,7 +9,7 @@ import { InvalidArgumentError, MessageNotFoundError, SessionBusyError, SessionNo
 import { newId } from '../core/ids'
 import type { Store } from '../store/store'
 import { sumUsage, usageOfMessages, withDescendants } from '../core/usage'
-import type { MessageInfo, MessageWithParts, Part, SessionInfo, SessionUsage, TurnUsage, Usage } from '../core/types'
+import type { ForkOrigin, MessageInfo, MessageWithParts, Part, SessionInfo, SessionUsage, TurnUsage, Usage } from '../core/types'
 
 export interface HistoryDeps {
   store: Store
@@ -104,20 +104,7 @@ export async function fork(deps: HistoryDeps, sessionId: string, messageId: stri
     const messages = visibleMessages(await tx.messages.list(sessionId), source.revertedTo)
     const end = messages.findIndex((m) => m.info.id === messageId)
     if (end < 0) throw new MessageNotFoundError(sessionId, messageId)
-    const session: SessionInfo = {
-      id: newId('ses', now),
-      title: options.title !== undefined ? options.title : source.title,
-      time: { created: now, updated: now },
-      ...(source.defaults ? { defaults: source.defaults } : {}),
-      // The copy belongs to whoever the source belongs to (an owner in the metadata, say).
-      ...(source.metadata ? { metadata: source.metadata } : {}),
-      ...(source.tenant !== undefined ? { tenant: source.tenant } : {}),
-    }
-    await tx.sessions.insert(session)
-    const copied = messages.slice(0, end + 1)
-    await copyMessages(tx, copied, session.id, now)
-    await copyChildSessions(tx, sessionId, session.id, callsOf(copied), now)
-    return session
+    return copySession(tx, source, messages.slice(0, end + 1), now, options.title)
   })
 }
 
@@ -146,21 +133,29 @@ export async function forkTurn(deps: HistoryDeps, turnId: string, options: { ste
     if (step > steps) throw new InvalidArgumentError('step', step, `a step of the turn (it has ${steps})`)
     // The prompt (user parts carry no step) and the answer's parts of the steps kept.
     const kept = own.map((m) => ({ ...m, parts: m.parts.filter((p) => p.step === undefined || p.step <= step) })).filter((m) => m.info.role === 'user' || m.parts.length > 0)
-    const session: SessionInfo = {
-      id: newId('ses', now),
-      title: options.title !== undefined ? options.title : source.title,
-      time: { created: now, updated: now },
-      ...(source.defaults ? { defaults: source.defaults } : {}),
-      ...(source.metadata ? { metadata: source.metadata } : {}),
-      ...(source.tenant !== undefined ? { tenant: source.tenant } : {}),
-      forkedFrom: { sessionId: turn.sessionId, turnId, step },
-    }
-    await tx.sessions.insert(session)
-    const copied = [...messages.slice(0, first), ...kept]
-    await copyMessages(tx, copied, session.id, now)
-    await copyChildSessions(tx, turn.sessionId, session.id, callsOf(copied), now)
-    return session
+    return copySession(tx, source, [...messages.slice(0, first), ...kept], now, options.title, { sessionId: turn.sessionId, turnId, step })
   })
+}
+
+/**
+ * A new session holding a copy of `messages` of `source` (new ids) and of the child sessions of
+ * the calls among them; its title, defaults, metadata and tenant are the source's (the copy
+ * belongs to whoever the source belongs to: an owner in the metadata, say).
+ */
+async function copySession(tx: Store, source: SessionInfo, messages: MessageWithParts[], now: number, title: string | null | undefined, forkedFrom?: ForkOrigin): Promise<SessionInfo> {
+  const session: SessionInfo = {
+    id: newId('ses', now),
+    title: title !== undefined ? title : source.title,
+    time: { created: now, updated: now },
+    ...(source.defaults ? { defaults: source.defaults } : {}),
+    ...(source.metadata ? { metadata: source.metadata } : {}),
+    ...(source.tenant !== undefined ? { tenant: source.tenant } : {}),
+    ...(forkedFrom ? { forkedFrom } : {}),
+  }
+  await tx.sessions.insert(session)
+  await copyMessages(tx, messages, session.id, now)
+  await copyChildSessions(tx, source.id, session.id, callsOf(messages), now)
+  return session
 }
 
 /** Copies messages into `sessionId` with new ids (made in order, so the copy sorts as the original did). */

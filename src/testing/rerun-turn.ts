@@ -29,7 +29,7 @@ import { readRecordedTurn, type RecordedTurn } from './recorded-turn'
 import type { RecordingSource } from './recording-source'
 import { rerunSettings } from './rerun-settings'
 import type { SpecificationVersion } from './stored-stream'
-import { answerParts } from './trajectory'
+import { answerParts, type TrajectorySource } from './trajectory'
 import { liveAfterDivergence, type Divergence } from './live-after-divergence'
 import type { ToolDrift } from './tool-drift'
 
@@ -60,16 +60,11 @@ export interface RerunOptions {
   toolDrift?: 'stop' | 'continue'
 }
 
-/** One side of the comparison: a turn, its outcome, its states and the parts it produced. */
-export interface RerunSide {
-  turnId: string
-  /** The session the turn ran in (the re-run's is the original's id, in the scratch database). */
-  sessionId: string
-  outcome: TurnOutcome | null
-  error: SerializedError | null
-  states: string[]
-  parts: Part[]
-}
+/**
+ * One side of the comparison: a turn, its outcome, its states and the parts it produced (the
+ * re-run's session id is the original's, in the scratch database); what a trajectory is read from.
+ */
+export type RerunSide = TrajectorySource
 
 export interface RerunResult {
   original: RerunSide

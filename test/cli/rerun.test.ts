@@ -132,10 +132,13 @@ test('--model: an eval against another model with the recorded tool results; the
   }
 })
 
-test('--tools live runs the tools of --tools-module: another result leaves the recording at step 2, which the output names', async () => {
-  // Inside the repository (tmp/ is git-ignored), so the module resolves `ai` from its node_modules.
+/**
+ * A tools module whose `add` answers 100 more than the recording's: inside the repository (tmp/
+ * is git-ignored), so the module resolves `ai` from its node_modules.
+ */
+function offByHundredTools(prefix: string): string {
   fs.mkdirSync(path.join(root, 'tmp'), { recursive: true })
-  const dir = fs.mkdtempSync(path.join(root, 'tmp', 'rerun-tools-'))
+  const dir = fs.mkdtempSync(path.join(root, 'tmp', prefix))
   temporary.push(dir)
   const module = path.join(dir, 'tools.cjs')
   fs.writeFileSync(
@@ -144,6 +147,11 @@ test('--tools live runs the tools of --tools-module: another result leaves the r
 exports.tools = { add: tool({ description: 'Add', inputSchema: jsonSchema({ type: 'object' }), execute: async ({ a, b }) => ({ sum: a + b + 100 }) }) }
 `,
   )
+  return module
+}
+
+test('--tools live runs the tools of --tools-module: another result leaves the recording at step 2, which the output names', async () => {
+  const module = offByHundredTools('rerun-tools-')
   const { code, stdout } = await runCli(['rerun', dbPath, turnId, '--tools', 'live', '--tools-module', module])
   expect(code).toBe(0)
   expect(stdout).toContain('tools: run for real')
@@ -214,16 +222,7 @@ test('a turn whose log was pruned: rerun says so, as show and replay do', async 
 })
 
 test('--tools live --tool-drift continue --steps: the recorded responses go on past the changed results, each reported, the steps side by side', async () => {
-  fs.mkdirSync(path.join(root, 'tmp'), { recursive: true })
-  const dir = fs.mkdtempSync(path.join(root, 'tmp', 'rerun-drift-'))
-  temporary.push(dir)
-  const module = path.join(dir, 'tools.cjs')
-  fs.writeFileSync(
-    module,
-    `const { jsonSchema, tool } = require('ai')
-exports.tools = { add: tool({ description: 'Add', inputSchema: jsonSchema({ type: 'object' }), execute: async ({ a, b }) => ({ sum: a + b + 100 }) }) }
-`,
-  )
+  const module = offByHundredTools('rerun-drift-')
   const calls = server.calls
   const { code, stdout, stderr } = await runCli(['rerun', dbPath, turnId, '--tools', 'live', '--tools-module', module, '--tool-drift', 'continue', '--steps'])
   expect(stderr).toBe('')

@@ -24,6 +24,9 @@ const entries = [
     .map((name) => `test/crash/${name}`),
 ]
 
+/** How each entry is bundled: for Node, CommonJS, its packages loaded from node_modules. */
+const nodeBundle = { bundle: true, platform: 'node', format: 'cjs', target: 'node20', packages: 'external', logLevel: 'warning' }
+
 module.exports = async function globalSetup() {
   const esbuild = require('esbuild')
   fs.rmSync(out, { recursive: true, force: true })
@@ -31,13 +34,8 @@ module.exports = async function globalSetup() {
     entryPoints: entries.map((entry) => path.join(root, entry)),
     outbase: root,
     outdir: out,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    packages: 'external',
+    ...nodeBundle,
     sourcemap: 'inline',
-    logLevel: 'warning',
   })
   // The chat example (test/examples) finds its page's sources beside its own module: its bundle's
   // `__dirname` is its source folder (the modules of src/ it bundles read theirs only for the
@@ -45,26 +43,16 @@ module.exports = async function globalSetup() {
   await esbuild.build({
     entryPoints: [path.join(root, 'examples/chat/server.ts')],
     outfile: path.join(out, 'examples/chat/server.js'),
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    packages: 'external',
+    ...nodeBundle,
     sourcemap: 'inline',
     define: { __dirname: JSON.stringify(path.join(root, 'examples/chat')) },
-    logLevel: 'warning',
   })
   // The viewer reads its page beside its own module, which the CLI's bundle now is: built once
   // here (the chart's layout and the page's script), as scripts/build.mjs builds it for dist/.
   await esbuild.build({
     entryPoints: [path.join(root, 'src/viewer/build-page.ts')],
     outfile: path.join(out, 'build-page.js'),
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    packages: 'external',
-    logLevel: 'warning',
+    ...nodeBundle,
   })
   const { buildViewerPage } = require(path.join(out, 'build-page.js'))
   fs.writeFileSync(path.join(out, 'src/cli/viewer-page.html'), await buildViewerPage(path.join(root, 'src/viewer/page')))
