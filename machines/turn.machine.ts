@@ -20,14 +20,17 @@
  * `running` through a deep history state. The name stored in the log and the turn row is the
  * active leaf's key (`turnStateName`); leaf keys are unique in the chart. Tags: `interruptible`
  * (work may be in flight there: recovery writes `turn.crashed`), `retry-wait` (a deadline is
- * stored, the session status is `retry`), `call-wait` (tool calls wait for `resolveCall`, maybe
- * until a stored deadline: `call-in-doubt`, `awaiting-deferred`).
+ * stored, the session status is `retry`).
+ *
+ * Waiting states (the turn waits on a person or the world) say what they mean on the state, as
+ * `meta: { wait }` (a `WaitMeaning`: what settles them, whether they park, how a UI stream ends
+ * there); the rest of the code reads it through `waitOf(state)` and names no waiting state.
  *
  * Load it in the Stately inspector or in `@xstate/graph` as it is.
  */
 import { and, assign, fromCallback, setup, type StateValue } from 'xstate'
 import { ContextOverflowError, MessageAbortedError, StepLimitError, type SerializedError } from '../src/core/errors'
-import type { TurnContext, TurnEvent, TurnInput, TurnOutput, TurnStateName } from './turn.types'
+import type { TurnContext, TurnEvent, TurnInput, TurnOutput, TurnStateName, WaitMeaning } from './turn.types'
 
 export interface StreamStepInput {
   turnId: string
@@ -274,6 +277,15 @@ export const turnMachine = setup({
         },
         /** Tool calls wait for `engine.approve` / `engine.deny`; persisted, survives a restart. */
         'awaiting-approval': {
+          meta: {
+            wait: {
+              awaits: 'decision',
+              settledBy: ['tool.approved', 'tool.denied'],
+              parks: true,
+              uiFinish: 'tool-calls',
+              label: 'a decision on its tool calls (approve or deny)',
+            } satisfies WaitMeaning,
+          },
           on: {
             // `tool.approved` or `tool.denied`: each decision is a logged (context-only) transition
             'tool.*': { guard: 'isPendingApproval', actions: 'settleApproval' },
@@ -314,7 +326,15 @@ export const turnMachine = setup({
              * deferred calls wait.
              */
             'call-in-doubt': {
-              tags: ['call-wait'],
+              meta: {
+                wait: {
+                  awaits: 'result',
+                  settledBy: ['call.resolved'],
+                  parks: true,
+                  uiFinish: 'tool-calls',
+                  label: 'a person to say what happened to a call in doubt',
+                } satisfies WaitMeaning,
+              },
               always: { guard: 'noCallInDoubt', target: 'awaiting-deferred' },
             },
             /**
@@ -322,7 +342,17 @@ export const turnMachine = setup({
              * their earliest stored deadline (`callDeadline`, the row's `retry_at`) is settled as an
              * error by whichever engine sweeps past it.
              */
-            'awaiting-deferred': { tags: ['call-wait'] },
+            'awaiting-deferred': {
+              meta: {
+                wait: {
+                  awaits: 'result',
+                  settledBy: ['call.resolved'],
+                  parks: true,
+                  uiFinish: 'tool-calls',
+                  label: 'the results of deferred calls',
+                } satisfies WaitMeaning,
+              },
+            },
           },
         },
         /** The history summarised into a summary message, and the waits between its attempts. */
@@ -400,6 +430,7 @@ export function turnStateName(snapshot: { value: StateValue }): TurnStateName {
 interface NodeLike {
   key: string
   tags: readonly string[]
+  meta?: { wait?: WaitMeaning }
   states: Record<string, NodeLike>
 }
 const allNodes = (node: NodeLike): NodeLike[] => [node, ...Object.values(node.states).flatMap(allNodes)]
@@ -409,8 +440,27 @@ const taggedStates = (tag: string): ReadonlySet<string> =>
 /** The stored names of the retry waits (tagged `retry-wait`): a deadline in `retryAt`, status `retry`. */
 export const retryWaitStates: ReadonlySet<string> = taggedStates('retry-wait')
 
-/** The stored names of the states where calls wait for `resolveCall` (tagged `call-wait`): a deadline in `callDeadline` / `retry_at`. */
-export const callWaitStates: ReadonlySet<string> = taggedStates('call-wait')
+/** The waiting states by stored name, each with what it means (its `meta.wait`). */
+const waits: ReadonlyMap<string, WaitMeaning> = new Map(
+  allNodes(turnMachine.root as unknown as NodeLike).flatMap((node) => (node.meta?.wait ? [[node.key, node.meta.wait] as const] : [])),
+)
+
+/**
+ * What the state stored as `state` waits for, when it is a waiting state (its `meta.wait` in the
+ * chart); undefined for every other state. The one way the code outside `machines/` tells a
+ * waiting state, and what it means.
+ *
+ * @example
+ * waitOf(record.state)?.parks // true for a turn awaiting approval
+ */
+export function waitOf(state: string): WaitMeaning | undefined {
+  return waits.get(state)
+}
+
+/** Every waiting state's stored name with its meaning (the chart's docs and the architecture test list them). */
+export function waitingStates(): ReadonlyMap<string, WaitMeaning> {
+  return waits
+}
 
 /** The stored names of the states a process can die in with work in flight (tagged `interruptible`). */
 export const interruptibleStates: ReadonlySet<string> = taggedStates('interruptible')

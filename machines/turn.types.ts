@@ -160,12 +160,39 @@ export type TurnStateName =
   | 'streaming'
   | 'tool-running'
   | 'retry-waiting'
-  | 'awaiting-approval'
-  | 'call-in-doubt'
-  | 'awaiting-deferred'
+  | WaitingStateName
   | 'compacting'
   | 'compaction-retry-waiting'
   | 'interrupted'
   | 'completed'
   | 'failed'
   | 'aborted'
+
+/** The states where a turn waits on a person or the world (each has a `WaitMeaning` as its `meta.wait`). */
+export type WaitingStateName = 'awaiting-approval' | 'call-in-doubt' | 'awaiting-deferred'
+
+/**
+ * What a waiting state means to the rest of the code, said once, on the state in the chart
+ * (`meta: { wait }`), and read by recovery, the turn log, the status reader, the UI chunks, the
+ * deadline sweep, parking and the viewer (`waitOf` in turn.machine.ts): none of them names a
+ * waiting state. A waiting state is left only by the events in `settledBy` (or an abort); its
+ * turn resumes there after a crash or a close, as it is (nothing was in flight).
+ */
+export interface WaitMeaning {
+  /**
+   * What settles the turn's waiting calls, and so what the turn announces and lists while it
+   * waits: `decision`, a person approves or denies each pending call (`approval.requested`, the
+   * status's `approvals`; an approval past its `expiresAt` is a denial); `result`, each call's
+   * result arrives (`engine.resolveCall`; `calls.waiting`, the status's `calls`; a call past its
+   * deadline is an error the model sees).
+   */
+  awaits: 'decision' | 'result'
+  /** The events that settle the wait, each a logged transition of the waiting turn. */
+  settledBy: ReadonlyArray<TurnEvent['type']>
+  /** Nothing of the turn's own is in flight (no request, tool or timer of the chart's): its engine may park it after `parkAfterMs`. */
+  parks: boolean
+  /** A UI message stream of the turn ends at this wait, with this finish reason (the page settles the wait, then follows the turn again). */
+  uiFinish: 'tool-calls' | 'stop'
+  /** What the turn waits for, as the viewer and the CLI say it. */
+  label: string
+}

@@ -4,12 +4,13 @@
  */
 import type { Store } from '../store/store'
 import type { SessionStatus, ToolPart } from '../core/types'
-import { callWaitStates } from '../../machines/turn.machine'
-import { waitingCallsIn } from '../tools/tool-part'
+import { waitOf } from '../../machines/turn.machine'
+import { approvalsIn, waitStatus } from '../tools/awaited-calls'
 
 /**
  * @example
  * await readStatus(store, sessionId) // { type: 'busy', turnId, state: 'awaiting-approval', approvals: [{ callId, tool, input }] }
+ * // (a turn in a waiting state lists what it waits on: `approvals` to decide, or `calls` whose results it waits for)
  */
 export async function readStatus(store: Pick<Store, 'turns' | 'transitions' | 'messages'>, sessionId: string): Promise<SessionStatus> {
   const open = await store.turns.openOfSession(sessionId)
@@ -25,20 +26,17 @@ export async function readStatus(store: Pick<Store, 'turns' | 'transitions' | 'm
     const approvals = await descendantApprovals(store, turn.id)
     return { type: 'busy', turnId: turn.id, state: turn.state, ...(approvals.length ? { approvals } : {}) }
   }
-  if (callWaitStates.has(turn.state)) {
-    const parts = (await store.messages.list(sessionId, { fromLatestSummary: true })).filter((m) => m.info.turnId === turn.id).flatMap((m) => m.parts)
-    return { type: 'busy', turnId: turn.id, state: turn.state, calls: waitingCallsIn(parts.filter((p): p is ToolPart => p.type === 'tool')) }
-  }
-  if (turn.state !== 'awaiting-approval') return { type: 'busy', turnId: turn.id, state: turn.state }
-  return { type: 'busy', turnId: turn.id, state: turn.state, approvals: await waitingCalls(store, sessionId, turn.id) }
+  const wait = waitOf(turn.state)
+  if (!wait) return { type: 'busy', turnId: turn.id, state: turn.state }
+  return waitStatus(wait.awaits, turn.id, turn.state, await toolPartsOf(store, sessionId, turn.id))
 }
 
-/** The calls of a turn waiting for a decision. */
-async function waitingCalls(store: Pick<Store, 'messages'>, sessionId: string, turnId: string): Promise<Array<{ callId: string; tool: string; input: unknown }>> {
+/** The tool parts of a turn, as stored (since the session's latest summary). */
+async function toolPartsOf(store: Pick<Store, 'messages'>, sessionId: string, turnId: string): Promise<ToolPart[]> {
   return (await store.messages.list(sessionId, { fromLatestSummary: true }))
     .filter((m) => m.info.turnId === turnId)
     .flatMap((m) => m.parts)
-    .flatMap((p) => (p.type === 'tool' && p.state.status === 'pending' && p.state.approval === 'required' ? [{ callId: p.callId, tool: p.tool, input: p.state.input }] : []))
+    .filter((p): p is ToolPart => p.type === 'tool')
 }
 
 /** The calls the unfinished descendants of a turn wait for a decision on, each with its turn's id. */
@@ -47,7 +45,7 @@ async function descendantApprovals(store: Pick<Store, 'turns' | 'messages'>, tur
   for (let level = [turnId]; level.length > 0; ) {
     const open = (await Promise.all(level.map((id) => store.turns.children(id)))).flat().filter((t) => t.outcome === null)
     for (const child of open) {
-      if (child.state === 'awaiting-approval') approvals.push(...(await waitingCalls(store, child.sessionId, child.id)).map((call) => ({ ...call, turnId: child.id })))
+      if (waitOf(child.state)?.awaits === 'decision') approvals.push(...approvalsIn(await toolPartsOf(store, child.sessionId, child.id)).map((call) => ({ ...call, turnId: child.id })))
     }
     level = open.filter((t) => t.state === 'tool-running').map((t) => t.id)
   }

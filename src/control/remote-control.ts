@@ -8,7 +8,8 @@
  * or at once when a notification says the request was handled (the turn ended, for an abort).
  */
 import { Doorbell } from '../core/doorbell'
-import { callWaitStates } from '../../machines/turn.machine'
+import { waitOf } from '../../machines/turn.machine'
+import type { TurnEvent } from '../../machines/turn.types'
 import { ApprovalNotPendingError, CallNotWaitingError } from '../core/errors'
 import type { CallResolution } from '../tools/resolve-call'
 import { newId } from '../core/ids'
@@ -59,6 +60,9 @@ export interface RemoteControlDeps {
  */
 export type Decision = { kind: 'approve'; input?: unknown; by?: string } | { kind: 'deny'; reason?: string; by?: string } | { kind: 'resolve'; resolution: CallResolution }
 
+/** The chart's event each decision is sent as: a turn waits for it when its state's `settledBy` names it. */
+const settlingEvent: Record<Decision['kind'], TurnEvent['type']> = { approve: 'tool.approved', deny: 'tool.denied', resolve: 'call.resolved' }
+
 /**
  * A doorbell rung by the changes `matches` picks (and by news that changes were missed), for
  * as long as the caller waits; subscribed before the request is stored, so that an outcome
@@ -89,7 +93,7 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
   }
   // A resolution is for a call in doubt or deferred; a decision for one awaiting approval.
   const notWaiting = (why: string) => (decision.kind === 'resolve' ? new CallNotWaitingError(turnId, callId, why) : new ApprovalNotPendingError(turnId, callId, why))
-  const waits = (state: string) => (decision.kind === 'resolve' ? callWaitStates.has(state) : state === 'awaiting-approval')
+  const waits = (state: string) => waitOf(state)?.settledBy.includes(settlingEvent[decision.kind]) === true
   await deps.parkingOf?.(turnId)
   let turn = deps.localTurn(turnId)
   // A parked turn: nobody runs it; this engine takes it and decides here.

@@ -25,7 +25,8 @@ export interface ChildProgress {
   sessionId: string
   state: string
   text?: string
-  approvals?: Array<{ callId: string; tool: string; input: unknown; turnId: string }>
+  /** Calls it or a turn below it waits on a decision for, each with its turn and the waiting state that turn is in. */
+  approvals?: Array<{ callId: string; tool: string; input: unknown; turnId: string; state: string }>
   part?: ToolPart
 }
 

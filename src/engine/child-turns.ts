@@ -186,7 +186,7 @@ function relayProgress(child: RunningTurn, parent: ParentTurn, callId: string): 
       publish({})
     } else if (event.type === 'approval.requested' && event.turnId === child.id) {
       for (const call of event.calls) asked.add(call.callId)
-      publish({ approvals: event.calls.map((call) => ({ ...call, turnId: child.id })) })
+      publish({ approvals: event.calls.map((call) => ({ ...call, turnId: child.id, state })) })
     } else if (event.type === 'child.progress' && event.turnId === child.id && (event.child.approvals || event.child.part)) {
       // A grandchild's approvals (and their ends) go up to the root's page.
       for (const call of event.child.approvals ?? []) asked.add(call.callId)

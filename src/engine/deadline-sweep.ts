@@ -3,31 +3,23 @@
  * (`defer({ timeoutMs })`: an error the model sees) and an approval's (`approvalTimeoutMs`: the
  * call is expired, its receipt `expired`, and the model sees a denial).
  *
- * A waiting state keeps the earliest deadline of what it waits on in the chart's context
- * (`callDeadline`) and so on the turn row (`retry_at`, src/turn/turn-log/log-rows.ts
- * `retryAtOf`); each waiting part keeps its own. One sweep (`sweepDeadlines`, run by every
+ * A waiting state's row (`waitOf`, the chart's `meta.wait`) keeps the earliest deadline of what
+ * it waits on (`retry_at`, src/turn/turn-log/log-rows.ts `retryAtOf`); each waiting part keeps
+ * its own. One sweep (`sweepDeadlines`, run by every
  * `engine.recover()`: on open, each `recovery.intervalMs`, and on a timer armed for the nearest
  * deadline this engine heard of) reads the turns that are due with one query of the open turns'
  * index (`store.turns.due`): a turn this engine runs settles its own expired parts; a parked turn
  * (held by no engine) is taken here to settle them; a turn whose engine is gone was taken over by
  * the recovery that ran just before; a turn another live engine runs is left to that engine's
  * sweep. No in-memory timer is the only record.
- *
- * Another wait with a deadline: make its state parkable (machines/parkable-states.ts), keep its
- * earliest deadline in `callDeadline`, and settle its parts in the turn's `expireCalls`.
  */
-import { parkableStates } from '../../machines/parkable-states'
+import { waitOf } from '../../machines/turn.machine'
 import type { TurnchartEvent } from '../core/bus'
 import { parkedOwner } from '../core/parking'
 import type { Store } from '../store/store'
 import type { ParkedTurns } from './parked-turns'
 import type { RunningTurns } from './running-turns'
 
-/** What a waiting turn does at its deadlines (src/turn/turn-handle.ts): each settles only its own parts, and only when due. */
-interface ExpiringTurn {
-  expireApprovals(now: number): Promise<void>
-  expireCalls(now: number): Promise<number>
-}
 
 /**
  * Settles the expired waits of the due turns this engine runs or that are parked; resolves with
@@ -40,22 +32,17 @@ export async function sweepDeadlines(deps: { store: Pick<Store, 'turns'>; runnin
   let settled = 0
   for (const record of await deps.store.turns.due(now)) {
     // A retry's delay is kept in the same column: the turn's own timer waits it out.
-    if (!parkableStates.has(record.state)) continue
+    if (!waitOf(record.state)) continue
     const here = deps.running.find(record.id)
     if (here) {
-      await expire(here, now).catch(() => undefined)
+      await here.expire(now).catch(() => undefined)
       settled++
     } else if (record.owner === parkedOwner) {
-      await deps.parked.settle(record.id, (turn) => expire(turn, now)).catch(() => undefined)
+      await deps.parked.settle(record.id, async (turn) => void (await turn.expire(now))).catch(() => undefined)
       settled++
     }
   }
   return settled
-}
-
-async function expire(turn: ExpiringTurn, now: number): Promise<void> {
-  await turn.expireApprovals(now)
-  await turn.expireCalls(now)
 }
 
 /**

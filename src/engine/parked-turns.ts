@@ -5,7 +5,7 @@
  *        ▲                                                  │ a control settles it (approve, deny, abort)
  *        └──────────── taken by the engine that settles it ◄┘
  *
- * A turn that enters a parkable state (machines/parkable-states.ts) arms one timer here; when it
+ * A turn that enters a waiting state that parks (`waitOf(state).parks`, the chart's `meta.wait`) arms one timer here; when it
  * fires and the turn still waits, the turn's handle lets go of it (its writes land, its actor
  * stops: `turn.park()`) and its row is handed to the parked owner, with no lease. From then on
  * the engine holds nothing of the turn: no actor, no lease to renew, no timer, and the recovery
@@ -14,8 +14,7 @@
  *
  * Child turns of a run tree are not parked: their parent, running here, waits on their `done`.
  */
-import { turnStateName } from '../../machines/turn.machine'
-import { parkableStates } from '../../machines/parkable-states'
+import { turnStateName, waitOf } from '../../machines/turn.machine'
 import type { Bus, TurnchartEvent } from '../core/bus'
 import { parkedOwner } from '../core/parking'
 import type { Store } from '../store/store'
@@ -74,7 +73,7 @@ export class ParkedTurns {
       this.#settling.delete(turnId)
       // Still waiting (one call of several decided): its wait here starts again.
       const turn = this.#deps.running.find(turnId)
-      if (turn && parkableStates.has(turnStateName(turn.actor.getSnapshot()))) this.#arm(turn.id, turn.sessionId)
+      if (turn && waitOf(turnStateName(turn.actor.getSnapshot()))?.parks) this.#arm(turn.id, turn.sessionId)
     }
   }
 
@@ -106,7 +105,7 @@ export class ParkedTurns {
       for (const [turnId, armed] of this.#timers) if (armed.sessionId === event.sessionId) this.#disarm(turnId)
       return
     }
-    if (status.type === 'busy' && parkableStates.has(status.state) && event.parentTurnId === undefined) this.#arm(status.turnId, event.sessionId)
+    if (status.type === 'busy' && waitOf(status.state)?.parks && event.parentTurnId === undefined) this.#arm(status.turnId, event.sessionId)
     else this.#disarm(status.turnId)
   }
 

@@ -5,6 +5,7 @@
  * deploy can check before it starts. (A call of a changed tool in a resumed turn is an error
  * part naming it: src/tools/run-tools.ts.)
  */
+import { waitOf } from '../../machines/turn.machine'
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { MessageWithParts, ToolPart, TurnRecord } from '../core/types'
 import type { Store } from '../store/store'
@@ -66,7 +67,7 @@ export function upgradeCalls(deps: { config: ResolvedConfig; store: Store; call:
         const current = config.toolFingerprint ?? (await toolFingerprint(config.tools))
         const out: UpgradeBreak[] = []
         for (const turn of await store.turns.open()) {
-          const messages = turn.state === 'awaiting-approval' ? await store.messages.list(turn.sessionId, { fromLatestSummary: true }) : []
+          const messages = awaitsDecision(turn.state) ? await store.messages.list(turn.sessionId, { fromLatestSummary: true }) : []
           out.push(...upgradeBreaks(config, current, turn, messages))
         }
         return out
@@ -104,9 +105,12 @@ function toolChanges(stored: TurnRecord['options'], current: ToolFingerprint): A
   return (stored?.tools ?? []).filter((name) => !Object.hasOwn(current, name)).map((tool) => ({ tool, change: 'removed' as const }))
 }
 
-/** The calls a turn in `awaiting-approval` waits on a decision for (its last assistant message's). */
+/** A turn in `state` waits for a person's decision on its calls (the chart's `meta.wait`). */
+const awaitsDecision = (state: string) => waitOf(state)?.awaits === 'decision'
+
+/** The calls a turn waiting for a decision waits on (its last assistant message's). */
 function waitingCalls(turn: Pick<TurnRecord, 'id' | 'state'>, messages: MessageWithParts[]): ToolPart[] {
-  if (turn.state !== 'awaiting-approval') return []
+  if (!awaitsDecision(turn.state)) return []
   const assistant = messages.filter((m) => m.info.turnId === turn.id && m.info.role === 'assistant').at(-1)
   return (assistant?.parts ?? []).filter((p): p is ToolPart => p.type === 'tool' && p.state.status === 'pending' && p.state.approval === 'required')
 }

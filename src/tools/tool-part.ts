@@ -9,7 +9,7 @@
  *                                            in-doubt / deferred ─► completed | error (resolveCall, reconcile, deadline)
  */
 import { inputDigest } from '../core/input-digest'
-import type { ApprovalReceipt, ToolPart, WaitingCall } from '../core/types'
+import type { ApprovalReceipt, ToolPart } from '../core/types'
 
 /** Why a call did not run, or stopped before it finished. */
 export type NotRunReason =
@@ -113,16 +113,6 @@ export function requireApproval(part: ToolPart, expiresAt?: number): void {
   part.state = { status: 'pending', input: part.state.input, approval: 'required', ...(expiresAt !== undefined ? { expiresAt } : {}) }
 }
 
-/** The earliest time one of `parts` waiting for approval expires, or null when none has a timeout. */
-export function approvalDeadline(parts: readonly ToolPart[]): number | null {
-  let earliest: number | null = null
-  for (const part of parts) {
-    const { state } = part
-    if (state.status === 'pending' && state.approval === 'required' && state.expiresAt !== undefined && (earliest === null || state.expiresAt < earliest)) earliest = state.expiresAt
-  }
-  return earliest
-}
-
 /** Who decided, when given (`approve`'s and `deny`'s `by`). */
 export interface DecisionBy {
   by?: string
@@ -203,13 +193,4 @@ export function stopCall(part: ToolPart, reason: NotRunReason, now: number): boo
     return true
   }
   return false
-}
-
-/** The calls among `parts` that wait for `resolveCall`, as statuses and events show them. */
-export function waitingCallsIn(parts: readonly ToolPart[]): WaitingCall[] {
-  return parts.flatMap((p): WaitingCall[] => {
-    if (p.state.status === 'in-doubt') return [{ callId: p.callId, tool: p.tool, input: p.state.input, status: 'in-doubt', reason: p.state.reason }]
-    if (p.state.status === 'deferred') return [{ callId: p.callId, tool: p.tool, input: p.state.input, status: 'deferred', ...(p.state.deadline !== undefined ? { deadline: p.state.deadline } : {}) }]
-    return []
-  })
 }

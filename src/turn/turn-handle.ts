@@ -5,8 +5,7 @@
  * `done` settles here, once, from the log's `ended`.
  */
 import type { Actor } from 'xstate'
-import { callWaitStates, retryWaitStates, turnStateName, type TurnMachine } from '../../machines/turn.machine'
-import { parkableStates } from '../../machines/parkable-states'
+import { retryWaitStates, turnStateName, waitOf, type TurnMachine } from '../../machines/turn.machine'
 import { ApprovalNotPendingError, CallNotWaitingError, EngineClosedError, TurnOutcomeUnknownError, TurnParkedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
@@ -142,8 +141,12 @@ export interface RunningTurn extends Turn {
   lose(error: TurnOwnershipLostError): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
-  /** Settles the deferred calls whose stored deadline is past `now` as errors (the deadline sweep); resolves with how many. */
-  expireCalls(now: number): Promise<number>
+  /**
+   * Settles what the turn waits on whose stored deadline is past `now` (the deadline sweep): an
+   * approval past its `expiresAt` is a denial the model sees, a deferred call past its deadline
+   * an error the model sees. Resolves once stored, with how many it settled.
+   */
+  expire(now: number): Promise<number>
   /**
    * Hands the turn over (`close({ handoff: true })`): it goes on to its next step gate (at most
    * `timeoutMs`), where its row is written and it is detached, to be resumed by the next engine
@@ -159,8 +162,6 @@ export interface RunningTurn extends Turn {
    * not waiting in a parkable state any more (it goes on).
    */
   park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean>
-  /** Expires the approvals that waited past their `expiresAt` by `now` (`approvalTimeoutMs`): denials the model sees. Resolves once stored. */
-  expireApprovals(now: number): Promise<void>
 }
 
 /**
@@ -263,16 +264,26 @@ export class TurnHandle implements RunningTurn {
     await this.#parts.log.settled()
   }
 
-  async expireApprovals(now: number): Promise<void> {
-    if (this.#settled || turnStateName(this.actor.getSnapshot()) !== 'awaiting-approval') return
+  async expire(now: number): Promise<number> {
+    const wait = waitOf(turnStateName(this.actor.getSnapshot()))
+    if (this.#settled || !wait) return 0
+    const expired = wait.awaits === 'decision' ? this.#expireApprovals(now) : this.#expireCalls(now)
+    await this.#parts.log.settled()
+    return expired
+  }
+
+  /** Approvals past their `expiresAt` (`approvalTimeoutMs`): denials the model sees. */
+  #expireApprovals(now: number): number {
+    let expired = 0
     for (const callId of [...this.actor.getSnapshot().context.pendingApprovals]) {
       const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
       if (!part || part.state.status !== 'pending' || part.state.expiresAt === undefined || part.state.expiresAt > now) continue
       const receipt = expireCall(part, now)
       this.#parts.scope.writer.stage(part)
       this.actor.send({ type: 'tool.denied', callId, reason: 'the approval expired', receipt: { tool: part.tool, ...receipt } })
+      expired++
     }
-    await this.#parts.log.settled()
+    return expired
   }
 
   async resolveCall(callId: string, resolution: CallResolution): Promise<void> {
@@ -286,16 +297,14 @@ export class TurnHandle implements RunningTurn {
     await this.#parts.log.settled()
   }
 
-  async expireCalls(now: number): Promise<number> {
-    const state = turnStateName(this.actor.getSnapshot())
-    if (!callWaitStates.has(state)) return 0
+  /** Deferred calls past their deadline: errors the model sees. */
+  #expireCalls(now: number): number {
     const { stepTools, writer } = this.#parts.scope
     const expired = stepTools.filter((part) => expireDeferredCall(part, now))
     for (const part of expired) {
       writer.stage(part)
       this.actor.send({ type: 'call.resolved', callId: part.callId, how: 'expired', deadline: waitingCallsOf(stepTools).deadline })
     }
-    await this.#parts.log.settled()
     return expired.length
   }
 
@@ -311,9 +320,9 @@ export class TurnHandle implements RunningTurn {
     if (this.#settled) return 'ended'
     point?.request()
     const state = turnStateName(this.actor.getSnapshot())
-    // Nothing runs while the turn waits on a person or a retry's delay: its row is committed, it goes at once.
+    // Nothing runs while the turn waits on a person, the world or a retry's delay: its row is committed, it goes at once.
     this.#handedOff = true
-    if (state === 'awaiting-approval' || retryWaitStates.has(state) || !point) {
+    if (waitOf(state) || retryWaitStates.has(state) || !point) {
       await this.detach()
       return 'waiting'
     }
@@ -340,7 +349,7 @@ export class TurnHandle implements RunningTurn {
 
   async park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean> {
     const state = turnStateName(this.actor.getSnapshot())
-    if (this.#settled || this.#parts.log.ending || !parkableStates.has(state)) return false
+    if (this.#settled || this.#parts.log.ending || !waitOf(state)?.parks) return false
     // Its entering row must be written first: what recovery resumes from is the waiting state.
     await this.#parts.log.settled()
     if (this.#settled || turnStateName(this.actor.getSnapshot()) !== state) return false
@@ -415,11 +424,11 @@ export class TurnHandle implements RunningTurn {
       })
   }
 
-  /** The part of `callId` when it waits in `call-in-doubt` / `awaiting-deferred` (`expected`: that very part, after an await). */
+  /** The part of `callId` when it waits for its result (in doubt, deferred; `expected`: that very part, after an await). */
   #waitingCall(callId: string, expected?: ToolPart): ToolPart {
     const snapshot = this.actor.getSnapshot()
     const state = turnStateName(snapshot)
-    if (!callWaitStates.has(state)) throw new CallNotWaitingError(this.id, callId, `the turn is in '${state}'`)
+    if (waitOf(state)?.awaits !== 'result') throw new CallNotWaitingError(this.id, callId, `the turn is in '${state}'`)
     const { inDoubtCalls, deferredCalls } = snapshot.context
     if (!inDoubtCalls.includes(callId) && !deferredCalls.includes(callId)) {
       throw new CallNotWaitingError(this.id, callId, `waiting calls: ${[...inDoubtCalls, ...deferredCalls].join(', ') || 'none'}`)
@@ -434,7 +443,7 @@ export class TurnHandle implements RunningTurn {
     if (this.#settled) throw new ApprovalNotPendingError(this.id, callId, 'this handle no longer runs the turn (it ended, was parked or detached): decide through the engine')
     const snapshot = this.actor.getSnapshot()
     const state = turnStateName(snapshot)
-    if (state !== 'awaiting-approval') throw new ApprovalNotPendingError(this.id, callId, `the turn is in '${state}'`)
+    if (waitOf(state)?.awaits !== 'decision') throw new ApprovalNotPendingError(this.id, callId, `the turn is in '${state}'`)
     if (!snapshot.context.pendingApprovals.includes(callId)) {
       throw new ApprovalNotPendingError(this.id, callId, `pending calls: ${snapshot.context.pendingApprovals.join(', ') || 'none'}`)
     }

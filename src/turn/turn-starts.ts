@@ -1,19 +1,18 @@
 /**
  * Where a turn starts: a new prompt (its prompt and its row stored in one transaction), a
- * turn recovery restored (its actor in `interrupted` or `awaiting-approval`), or a turn whose
+ * turn recovery restored (its actor in `interrupted` or in a waiting state), or a turn whose
  * prompt was stored but whose first transition was not. Each is the runner (run-turn.ts)
  * with its own `begin`.
  */
 import type { Actor, SnapshotFrom } from 'xstate'
 import type { TurnMachine } from '../../machines/turn.machine'
-import { callWaitStates, turnStateName } from '../../machines/turn.machine'
+import { turnStateName, waitOf } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import { SessionBusyError, SessionNotFoundError } from '../core/errors'
 import { newId } from '../core/ids'
 import type { UserPartDraft } from '../core/types'
 import type { Store } from '../store/store'
-import { publishApprovalRequest, publishWaitingCalls } from './turn-log/turn-end'
-import { waitingCallsIn } from '../tools/tool-part'
+import { waitAnnouncement, waitStatus } from '../tools/awaited-calls'
 import type { RunTree } from './run-tree/run-tree'
 import { runTurn, type TurnDeps } from './run-turn'
 import type { TurnConfig } from './turn-config'
@@ -109,7 +108,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
 
 /**
  * Resumes a turn that recovery restored: its actor starts in `interrupted` (the crash is
- * already logged) and receives `turn.recover`, or goes on waiting in `awaiting-approval`.
+ * already logged) and receives `turn.recover`, or goes on waiting in its waiting state.
  */
 export function resumeTurn(
   deps: TurnDeps,
@@ -122,17 +121,14 @@ export function resumeTurn(
     ...(restored.tree ? { tree: restored.tree } : {}),
     restored: { snapshot: restored.snapshot, seq: restored.seq },
     begin: async () => {
-      // (`quiet`: a parked turn taken by the control that settles it now: nobody is to be asked again)
-      if (turnStateName(restored.snapshot) === 'awaiting-approval' && !restored.quiet) {
-        // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
-        scope.events.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state: 'awaiting-approval' } })
-        publishApprovalRequest(scope.events, scope, restored.snapshot.context.pendingApprovals)
-      }
       const state = turnStateName(restored.snapshot)
-      if (callWaitStates.has(state) && !restored.quiet) {
-        // Calls in doubt or deferred go on waiting in this engine: say so again.
-        scope.events.publish({ type: 'session.status', sessionId: scope.sessionId, status: { type: 'busy', turnId: scope.turnId, state, calls: waitingCallsIn(scope.stepTools) } })
-        publishWaitingCalls(scope.events, scope)
+      const wait = waitOf(state)
+      // (`quiet`: a parked turn taken by the control that settles it now: nobody is to be asked again)
+      if (wait && !restored.quiet) {
+        // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
+        const { sessionId, turnId, stepTools } = scope
+        scope.events.publish({ type: 'session.status', sessionId, status: waitStatus(wait.awaits, turnId, state, stepTools) })
+        scope.events.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, stepTools))
       }
       return restored.recover
     },

@@ -8,6 +8,8 @@ import type { FinishReason, InferUIMessageChunk } from 'ai'
 import type { ChildProgress, PartChange, ToolStage, TurnchartEvent } from '../core/bus'
 import type { SerializedError } from '../core/errors'
 import type { MessageInfo, Part, ToolPart } from '../core/types'
+import { waitOf } from '../../machines/turn.machine'
+import type { WaitingStateName } from '../../machines/turn.types'
 import { toolStage } from '../turn/turn-stream'
 import { denialReason, isDenied, messageMetadata, type TurnchartUIMessage, type TurnStateData } from './ui-messages'
 
@@ -16,15 +18,12 @@ export type TurnChunk = InferUIMessageChunk<TurnchartUIMessage>
 const finishReasons = new Set<string>(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other'])
 const finalStates = new Set(['completed', 'failed', 'aborted'])
 
-/** Why a stream of a turn ended. */
-export type TurnStreamEnd = 'completed' | 'failed' | 'aborted' | 'awaiting-approval' | 'call-in-doubt' | 'awaiting-deferred'
+/** Why a stream of a turn ended: its outcome, or the waiting state it stopped at (the turn goes on once that is settled, maybe on another engine). */
+export type TurnStreamEnd = 'completed' | 'failed' | 'aborted' | WaitingStateName
 
-/** The waits on tool calls a stream ends at (the turn goes on when they are settled, maybe from another engine). */
-const callWaits = new Set<string>(['call-in-doubt', 'awaiting-deferred'])
-
-/** The end of a stream of a turn in `state`, when that state is a wait the stream ends at (approval, calls in doubt or deferred). */
+/** The end of a stream of a turn in `state`, when that state is a wait (the chart's `meta.wait`): a stream stops there. */
 export function waitingEnd(state: string): TurnStreamEnd | undefined {
-  return state === 'awaiting-approval' || callWaits.has(state) ? (state as TurnStreamEnd) : undefined
+  return waitOf(state) ? (state as WaitingStateName) : undefined
 }
 
 /** The turn id an event names, if any (assistant messages only: a user message opens no stream). */
@@ -101,8 +100,6 @@ export class TurnChunks {
       case 'turn.transition':
         // Structured output's object, before the turn's finish (the transition's row carries it).
         if (event.turnId === this.turnId && 'output' in event) this.#emit({ type: 'data-output', id: 'output', data: event.output })
-        // Calls in doubt or deferred: the turn waits for `resolveCall`; the stream ends here, as for an approval.
-        if (event.turnId === this.turnId && !this.#replaying && callWaits.has(event.to)) this.finish(event.to as TurnStreamEnd)
         break
       case 'message.updated':
         if (event.info.turnId === this.turnId && (event.origin === 'answer' || event.origin === 'summary')) this.#message(event.info, event.change)
@@ -119,9 +116,12 @@ export class TurnChunks {
         if (event.turnId === this.turnId) this.#error = event.error
         break
       case 'approval.requested':
-        // The calls' parts said it already (stage `approval`); the stream ends here.
-        if (event.turnId === this.turnId && !this.#replaying) this.finish('awaiting-approval')
+      case 'calls.waiting': {
+        // The calls' parts said it already (stage `approval`, in doubt, deferred); the stream ends at the wait.
+        const waiting = waitingEnd(this.#state.state)
+        if (event.turnId === this.turnId && !this.#replaying && waiting) this.finish(waiting)
         break
+      }
       case 'child.progress':
         if (event.turnId === this.turnId) this.#childProgress(event.callId, event.child)
         break
@@ -160,7 +160,7 @@ export class TurnChunks {
       this.write({ type: 'error', errorText: error?.message ?? 'the turn failed' })
       this.write({ type: 'finish', finishReason: 'error', messageMetadata: metadata })
     } else {
-      const finish = metadata.finish && finishReasons.has(metadata.finish) ? (metadata.finish as FinishReason) : end === 'awaiting-approval' || callWaits.has(end) ? 'tool-calls' : 'stop'
+      const finish = metadata.finish && finishReasons.has(metadata.finish) ? (metadata.finish as FinishReason) : (waitOf(end)?.uiFinish ?? 'stop')
       this.write({ type: 'finish', finishReason: finish, messageMetadata: metadata })
     }
     this.#ended = end
@@ -279,7 +279,8 @@ export class TurnChunks {
         this.#emit({ type: 'tool-input-available', toolCallId: call.callId, toolName: call.tool, input: call.input })
         this.#emit({ type: 'tool-approval-request', approvalId: call.callId, toolCallId: call.callId })
       }
-      if (!this.#replaying) this.finish('awaiting-approval')
+      const waiting = child.approvals.map((call) => waitingEnd(call.state)).find((end) => end !== undefined)
+      if (!this.#replaying && waiting) this.finish(waiting)
       return
     }
     // The end of a call the child waited on: a stream that follows the approval has not sent its input.

@@ -161,8 +161,8 @@ async function followRows(
         const found = structuredOutputOf(await engine.transitions(turn.id))
         if ('output' in found) chunks.handle({ type: 'turn.transition', sessionId: turn.sessionId, turnId: turn.id, seq: 0, from: 'step-gate', event: 'gate.complete', to: 'completed', time: Date.now(), output: found.output })
       }
-      if (outcome) chunks.finish(outcome)
-      else if (snapshot.state.state === 'awaiting-approval') chunks.finish('awaiting-approval')
+      const end = outcome ?? waitingEnd(snapshot.state.state)
+      if (end) chunks.finish(end)
       if (chunks.end) return
       await bell.wait(intervalMs, options.signal)
     }

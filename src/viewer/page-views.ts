@@ -2,6 +2,7 @@
  * The session as the viewer's page shows it: the conversation (a file's bytes left out, their
  * size kept) and each turn with its path through the drawn chart.
  */
+import { waitOf } from '../../machines/turn.machine'
 import type { TurnInput } from '../../machines/turn.types'
 import type { Store } from '../store/store'
 import type { PageMessage, PagePart, SessionPage, TurnView } from './wire'
@@ -28,6 +29,18 @@ export async function sessionPage(store: Store, sessionId: string): Promise<Sess
 
 const pageMessage = ({ info, parts }: MessageWithParts): PageMessage => ({ info, parts: parts.map(pagePart) })
 
+/**
+ * What the page is told of a turn in `state` that waits on a person or the world (the page has
+ * no chart of its own to ask).
+ *
+ * @example
+ * waitingFields(record.state) // { waitingFor: 'a decision on its tool calls (approve or deny)' }
+ */
+export function waitingFields(state: string): { waitingFor?: string } {
+  const wait = waitOf(state)
+  return wait ? { waitingFor: wait.label } : {}
+}
+
 /** A turn with its path on the drawing, and its child turns (run trees) the same way, with their messages. */
 async function turnView(store: Store, tree: TurnTree): Promise<TurnView> {
   const { transitions, children, output, ...turn } = tree
@@ -35,5 +48,5 @@ async function turnView(store: Store, tree: TurnTree): Promise<TurnView> {
   const { steps, mismatch } = turnPath(input, transitions)
   const childViews: TurnView[] = []
   for (const child of children) childViews.push({ ...(await turnView(store, child)), messages: child.messages.map(pageMessage) })
-  return { ...turn, path: steps, ...(output === undefined ? {} : { output }), ...(mismatch === undefined ? {} : { mismatch }), ...(childViews.length ? { children: childViews } : {}) }
+  return { ...turn, ...waitingFields(turn.state), path: steps, ...(output === undefined ? {} : { output }), ...(mismatch === undefined ? {} : { mismatch }), ...(childViews.length ? { children: childViews } : {}) }
 }

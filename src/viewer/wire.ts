@@ -22,6 +22,8 @@ export interface PathStep {
 export interface TurnView extends TurnRecord {
   /** The transition log, each row with its edges on the drawing. */
   path: PathStep[]
+  /** In a waiting state (the chart's `meta.wait`): what the turn waits for, as the page says it. */
+  waitingFor?: string
   /** Why the log could not be replayed through the chart (its rows are then drawn on the first edge that fits). */
   mismatch?: string
   /** Structured output: the final answer's parsed object (from the log's `gate.complete` row). */

@@ -9,6 +9,8 @@ import { z } from 'zod'
 import { CallNotWaitingError, CallOutcomeUnknownError, callInfo, configureTool, defer, type ToolPart } from '../../src'
 import { assistantParts, createHarness, type Harness } from '../support/harness'
 import { turnActivity } from '../../src/viewer/page/turn-activity'
+import { waitingFields } from '../../src/viewer/page-views'
+import { pollTurnStream } from '../../src/ui/poll-turn'
 
 let h: Harness
 afterEach(async () => {
@@ -53,10 +55,15 @@ test('an unknown outcome without reconcile is in doubt: the turn waits, the mode
   expect((await toolPart(session.id)).state).toMatchObject({ status: 'in-doubt', execution: 1, reason: expect.stringContaining('socket hang up') })
   expect(h.server.requests).toHaveLength(1)
   // the viewer shows the turn as waiting; the turn's own stream says which call waits and why
-  expect(turnActivity((await h.engine.getTurn(turn.id))!, Date.now())).toBe('waiting')
+  const record = (await h.engine.getTurn(turn.id))!
+  expect(turnActivity({ ...record, ...waitingFields(record.state) }, Date.now())).toBe('waiting')
   const told: unknown[] = []
   turn.subscribe((e) => e.type === 'calls.waiting' && told.push(e), { replay: true })
   expect(told).toMatchObject([{ calls: [{ status: 'in-doubt' }] }])
+  // a page that follows the turn from its rows (another engine's, say) is told the turn stops at the wait
+  const polled: Array<{ type: string; finishReason?: string }> = []
+  for await (const chunk of pollTurnStream(h.engine, { id: turn.id, sessionId: session.id }, { intervalMs: 20 }) as unknown as AsyncIterable<{ type: string }>) polled.push(chunk)
+  expect(polled.at(-1)).toMatchObject({ type: 'finish', finishReason: 'tool-calls' })
   const { callId } = (waiting as { calls: Array<{ callId: string }> }).calls[0]
   await h.engine.resolveCall(turn.id, callId, { output: { charged: 500, note: 'seen in the ledger' } })
   expect((await turn.done).outcome).toBe('completed')

@@ -6,7 +6,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createActor, initialTransition, transition } from 'xstate'
 import { getAdjacencyMap } from '@xstate/graph'
-import { callWaitStates, interruptibleStates, retryWaitStates, turnMachine, turnStateName } from '../../machines/turn.machine'
+import { interruptibleStates, retryWaitStates, turnMachine, turnStateName, waitingStates, waitOf } from '../../machines/turn.machine'
 import { chartEdges, diagramEdges, toMermaid } from '../../src/chart/chart-edges'
 import { currentChartBlock, renderChartBlock } from '../../src/chart/chart-docs'
 
@@ -250,6 +250,26 @@ test('calls in doubt and deferred wait in awaiting-calls: each resolution is a c
   expect(snapshot.context.deferredCalls).toEqual(['c2'])
   ;({ states } = replay([...toolStep, waiting, resolved('c1', 'retry', 500), { type: 'tools.waiting', inDoubt: [], deferred: ['c2'], deadline: 500 }]))
   expect(states.at(-1)).toBe('awaiting-deferred')
-  expect([...callWaitStates].sort()).toEqual(['awaiting-deferred', 'call-in-doubt'])
-  expect([...callWaitStates].some((state) => interruptibleStates.has(state))).toBe(false)
+  const resultWaits = [...waitingStates()].filter(([, wait]) => wait.awaits === 'result').map(([state]) => state)
+  expect(resultWaits.sort()).toEqual(['awaiting-deferred', 'call-in-doubt'])
+  expect(resultWaits.some((state) => interruptibleStates.has(state))).toBe(false)
+})
+
+test('each waiting state says what it means on the state (meta.wait), and nothing else does', () => {
+  expect(Object.fromEntries([...waitingStates()].map(([state, wait]) => [state, [wait.awaits, wait.settledBy, wait.parks, wait.uiFinish]]))).toEqual({
+    'awaiting-approval': ['decision', ['tool.approved', 'tool.denied'], true, 'tool-calls'],
+    'call-in-doubt': ['result', ['call.resolved'], true, 'tool-calls'],
+    'awaiting-deferred': ['result', ['call.resolved'], true, 'tool-calls'],
+  })
+  for (const state of ['idle', 'step-gate', 'streaming', 'tool-running', 'retry-waiting', 'compacting', 'interrupted', 'completed']) expect(waitOf(state)).toBeUndefined()
+  // A waiting state has nothing in flight: recovery resumes it as it is, it is never interrupted.
+  for (const state of waitingStates().keys()) expect(interruptibleStates.has(state)).toBe(false)
+  // Each event that settles a wait is one the state (or its parent) takes.
+  type Node = { key: string; parent?: Node; states: Record<string, Node>; transitions: Map<string, unknown> }
+  const find = (node: Node, key: string): Node | undefined => (node.key === key ? node : Object.values(node.states).map((child) => find(child, key)).find(Boolean))
+  const accepts = (node: Node | undefined, event: string): boolean =>
+    !!node && ([...node.transitions.keys()].some((on) => on === event || (on.endsWith('.*') && event.startsWith(on.slice(0, -1)))) || accepts(node.parent, event))
+  for (const [state, wait] of waitingStates()) {
+    for (const event of wait.settledBy) expect([state, event, accepts(find(turnMachine.root as unknown as Node, state), event)]).toEqual([state, event, true])
+  }
 })

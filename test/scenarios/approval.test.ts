@@ -41,7 +41,10 @@ test('a call that needs approval waits in awaiting-approval, persisted, until ap
   const requested = await h.waitForEvent((e) => e.type === 'approval.requested')
   const callId = (requested as { calls: Array<{ callId: string }> }).calls[0].callId
   expect(requested).toMatchObject({ turnId: turn.id, calls: [{ tool: 'deploy', input: { env: 'prod' } }] })
-  expect(h.engine.status(session.id)).toMatchObject({ type: 'busy', state: 'awaiting-approval' })
+  // the status in memory lists what the turn waits on, as the one read from the database does
+  const waiting = { type: 'busy', state: 'awaiting-approval', approvals: [{ callId, tool: 'deploy', input: { env: 'prod' } }] }
+  expect(h.engine.status(session.id)).toMatchObject(waiting)
+  expect(await h.engine.readStatus(session.id)).toMatchObject(waiting)
   expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'awaiting-approval' })
   expect((await toolParts(h, session.id))[0].state).toMatchObject({ status: 'pending', approval: 'required', input: { env: 'prod' } })
   expect(runs).toEqual([])

@@ -8,6 +8,7 @@ import path from 'node:path'
 import { createEngine } from '../../src'
 import { startScriptedServer } from '../../src/testing'
 import { activityStatus, turnActivity } from '../../src/viewer/page/turn-activity'
+import { waitingFields } from '../../src/viewer/page-views'
 import { modelFor, tempDbPath } from '../support/harness'
 
 test('a streaming turn is running (live); released by its closed engine it is unfinished and nobody runs it (not live)', async () => {
@@ -30,7 +31,8 @@ test('a streaming turn is running (live); released by its closed engine it is un
       expect(released).toMatchObject({ outcome: null, owner: null, leaseUntil: null })
       expect(turnActivity(released, Date.now())).toBe('unowned')
       expect(activityStatus([released], Date.now())).toMatchObject({ live: false, text: expect.stringContaining('no engine runs it') })
-      expect(turnActivity({ ...released, state: 'awaiting-approval' }, Date.now())).toBe('waiting')
+      // (the page is told the turn waits by the server, which reads the chart's `meta.wait`)
+      expect(turnActivity({ ...released, state: 'awaiting-approval', ...waitingFields('awaiting-approval') }, Date.now())).toBe('waiting')
     } finally {
       await reader.close()
     }

@@ -6,7 +6,7 @@
  */
 import os from 'node:os'
 import { transition, type SnapshotFrom } from 'xstate'
-import { callWaitStates, interruptibleStates, turnMachine, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
+import { interruptibleStates, turnMachine, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
 import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
@@ -235,8 +235,8 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   // The prompt was stored but the turn never started: start it now.
   if (state === 'idle') return ports.resume(turn)
 
-  if (state === 'awaiting-approval' || callWaitStates.has(state)) {
-    // Nothing was in flight (a decision, or calls in doubt or deferred): the turn goes on waiting, now in this engine.
+  if (waitOf(state)) {
+    // Nothing was in flight (the turn waits on a person or the world): it goes on waiting, now in this engine.
     const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
     return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null, ...(quiet ? { quiet } : {}) } })
   }

@@ -5,7 +5,7 @@
  * (turn-log.ts) for a running turn and by recovery for a turn it claimed. Inserts, claims,
  * leases and pruning stay with their owners.
  */
-import { callWaitStates, retryWaitStates } from '../../../machines/turn.machine'
+import { retryWaitStates, waitOf } from '../../../machines/turn.machine'
 import type { SerializedError } from '../../core/errors'
 import type { TransitionRecord, TurnOutcome, TurnUsage } from '../../core/types'
 import type { Store, TurnFence } from '../../store/store'
@@ -65,13 +65,12 @@ export function logRowsWrite(fence: TurnFence, rows: readonly TransitionRecord[]
 
 /**
  * The deadline a row to `to` carries (the turn row's `retry_at`): in a retry wait its time plus
- * the chart's delay; in a wait on tool calls (`call-wait`) the earliest stored deadline of the
- * waiting calls (`callDeadline`), which whichever engine sweeps settles (src/engine/deadline-sweep.ts);
- * else none.
+ * the chart's delay; in a waiting state (`waitOf`) `waitDeadline`, the earliest deadline of what
+ * it waits on, which whichever engine sweeps settles (src/engine/deadline-sweep.ts); else none.
  */
-export function retryAtOf(to: string, time: number, context: { retryDelayMs: number; callDeadline?: number | null }): number | null {
+export function retryAtOf(to: string, time: number, context: { retryDelayMs: number }, waitDeadline: number | null): number | null {
   if (retryWaitStates.has(to)) return time + context.retryDelayMs
-  if (callWaitStates.has(to)) return context.callDeadline ?? null
+  if (waitOf(to)) return waitDeadline
   return null
 }
 

@@ -2,10 +2,8 @@
  * How a turn ends, as its log decides it (`TurnLog.end`), and what an end does to the turn's
  * messages: open work closed, the assistant message completed and given the error.
  */
-import type { Bus } from '../../core/bus'
 import type { SerializedError, TurnOwnershipLostError } from '../../core/errors'
-import type { MessageInfo, MessageWithParts, Part, ToolPart, TurnOutcome } from '../../core/types'
-import { waitingCallsIn } from '../../tools/tool-part'
+import type { MessageInfo, MessageWithParts, Part, TurnOutcome } from '../../core/types'
 import type { NotRunReason } from '../../tools/tool-part'
 import { closeOpenWork } from './close-open-work'
 
@@ -48,20 +46,4 @@ export function closeTurn(scope: ClosingScope, outcome: TurnOutcome, error: Seri
   }
   if (outcome !== 'completed' && error) message.info.error = error
   for (const assistant of scope.assistantMessages()) scope.writer.message(assistant.info)
-}
-
-/** Publishes the calls of a turn in `awaiting-approval` (on entry, and again when another engine resumes the wait). */
-export function publishApprovalRequest(bus: Pick<Bus, 'publish'>, scope: { readonly stepTools: readonly ToolPart[]; readonly sessionId: string; readonly turnId: string }, pending: readonly string[]): void {
-  const calls = scope.stepTools
-    .filter((p) => pending.includes(p.callId))
-    .map((p) => ({ callId: p.callId, tool: p.tool, input: p.state.input }))
-  bus.publish({ type: 'approval.requested', sessionId: scope.sessionId, turnId: scope.turnId, calls })
-}
-
-/**
- * Publishes the calls of a turn that wait for `resolveCall` (in doubt, deferred), on entry to
- * `call-in-doubt` / `awaiting-deferred` and again when another engine resumes the wait.
- */
-export function publishWaitingCalls(bus: Pick<Bus, 'publish'>, scope: { readonly stepTools: readonly ToolPart[]; readonly sessionId: string; readonly turnId: string }): void {
-  bus.publish({ type: 'calls.waiting', sessionId: scope.sessionId, turnId: scope.turnId, calls: waitingCallsIn(scope.stepTools) })
 }

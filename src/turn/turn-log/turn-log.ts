@@ -25,7 +25,7 @@
  * `ended` settles with it, once, and the handle reports it.
  */
 import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
-import { callWaitStates, retryWaitStates, turnStateName, type TurnMachine } from '../../../machines/turn.machine'
+import { retryWaitStates, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
 import type { TurnContext } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
@@ -37,8 +37,8 @@ import type { ToolSet } from 'ai'
 import { isIdempotent } from '../../tools/tool-options'
 import { logRowsWrite, retryAtOf, writeLogRows, type LogTx, type RowState } from './log-rows'
 import type { RiddenWrite } from '../run-tree/run-tree'
-import { closeTurn, publishApprovalRequest, publishWaitingCalls, type TurnEnd } from './turn-end'
-import { approvalDeadline, waitingCallsIn } from '../../tools/tool-part'
+import { closeTurn, type TurnEnd } from './turn-end'
+import { waitAnnouncement, waitDeadline, waitStatus } from '../../tools/awaited-calls'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -220,7 +220,7 @@ export class TurnLog {
       const { rows, pending } = first
       if (!rows || !pending) return
       try {
-        await writeRows(tx, this.#options.fence, rows, pending.at(-1)!.context, null)
+        await writeRows(tx, this.#options.fence, rows, pending.at(-1)!.context, null, this.#deadlineAt(rows.at(-1)!.to))
         ridden = this.#options.rider?.()
         await ridden?.write(tx)
       } catch (error) {
@@ -276,7 +276,8 @@ export class TurnLog {
    */
   #leavesForRecovery(): boolean {
     const state = this.#committed.state
-    if (state !== 'tool-running' && !callWaitStates.has(state)) return false
+    // (while calls wait for their results, the others of the step ran: theirs may be what failed to be written)
+    if (state !== 'tool-running' && waitOf(state)?.awaits !== 'result') return false
     const tools = this.#options.scope.config.tools ?? {}
     return this.#options.scope.stepTools.some((part) => part.state.status !== 'pending' && !isIdempotent(Object.hasOwn(tools, part.tool) ? tools[part.tool] : undefined))
   }
@@ -420,8 +421,7 @@ export class TurnLog {
       // After the final row's changes: later ones (a tool that ignores its abort signal) are dropped.
       scope.writer.seal()
     }
-    // A wait for approvals with a timeout stores its earliest expiry as the row's deadline (the sweep reads it).
-    const deadline = last.to === 'awaiting-approval' ? approvalDeadline(scope.stepTools) : null
+    const deadline = this.#deadlineAt(last.to)
     // (a failure's final row carries no spending: it must be writable when the spending's write is what failed)
     const ridden = error ? undefined : this.#options.rider?.()
     try {
@@ -431,6 +431,11 @@ export class TurnLog {
       throw cause
     }
     this.#committed = { state: last.to, seq: last.seq }
+  }
+
+  /** A waiting state's row stores the earliest deadline of what it waits on (the sweep reads it); other rows none of their own. */
+  #deadlineAt(state: string): number | null {
+    return waitOf(state) ? waitDeadline(this.#options.scope.stepTools) : null
   }
 
   /**
@@ -531,12 +536,15 @@ export class TurnLog {
       const output = row.event === 'gate.complete' && row.payload.rule === 'output' && 'output' in row.payload ? { output: row.payload.output } : {}
       bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time, ...output })
       if (finalStates.has(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
+      const wait = waitOf(row.to)
       const status: SessionStatus = retryWaitStates.has(row.to)
         ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
-        : { type: 'busy', turnId, state: row.to, ...(callWaitStates.has(row.to) ? { calls: waitingCallsIn(scope.stepTools) } : {}) }
+        : wait
+          ? waitStatus(wait.awaits, turnId, row.to, scope.stepTools)
+          : { type: 'busy', turnId, state: row.to }
       bus.publish({ type: 'session.status', sessionId, status })
-      if (row.to === 'awaiting-approval' && row.from !== 'awaiting-approval') publishApprovalRequest(bus, scope, context.pendingApprovals)
-      if (callWaitStates.has(row.to) && row.from !== row.to) publishWaitingCalls(bus, scope)
+      // (entering the wait: a settling row that stays in it announces nothing new)
+      if (wait && row.from !== row.to) bus.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, scope.stepTools))
     }
   }
 }
@@ -562,17 +570,17 @@ export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionE
 
 /**
  * Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's
- * owner. The row's deadline (`retry_at`): a retry wait's, or `deadline` (a wait's own: the
- * earliest approval expiry).
+ * owner. The row's deadline (`retry_at`): a retry wait's, or `deadline` (a waiting state's own:
+ * the earliest deadline of what it waits on).
  */
-function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null = null): Promise<void> {
+function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null): Promise<void> {
   return writeLogRows(tx, fence, rows, rowStateOf(rows, context, error, deadline))
 }
 
 /** The turn row's fields at the last of `rows`. */
-function rowStateOf(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null = null): RowState {
+function rowStateOf(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null): RowState {
   const last = rows.at(-1)!
-  return { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context) ?? deadline, error }
+  return { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context, deadline), error }
 }
 
 /** The event's payload without its type; errors serialised (control data only). */

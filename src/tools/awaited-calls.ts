@@ -1,0 +1,68 @@
+/**
+ * The calls a waiting turn waits on, read from its tool parts by what the wait awaits (the
+ * chart's `WaitMeaning.awaits`): what its status lists, what it announces, and the earliest
+ * deadline among them (the turn row's `retry_at`, which whichever engine sweeps settles). One
+ * reading for the live turn (its step's parts) and for a stored one (its parts read back).
+ */
+import type { WaitMeaning } from '../../machines/turn.types'
+import type { TurnchartEvent } from '../core/bus'
+import type { SessionStatus, ToolPart, WaitingCall } from '../core/types'
+
+/** A call waiting for `approve` / `deny`, as statuses and `approval.requested` list it. */
+export interface ApprovalCall {
+  callId: string
+  tool: string
+  input: unknown
+}
+
+/** What a waiting turn lists: the calls a person decides on, or the calls whose results it waits for. */
+export type AwaitedCalls = { approvals: ApprovalCall[] } | { calls: WaitingCall[] }
+
+/**
+ * @example
+ * awaitedCalls('decision', stepTools) // { approvals: [{ callId: 'call_1', tool: 'deploy', input: {} }] }
+ */
+export function awaitedCalls(awaits: WaitMeaning['awaits'], parts: readonly ToolPart[]): AwaitedCalls {
+  return awaits === 'decision' ? { approvals: approvalsIn(parts) } : { calls: waitingCallsIn(parts) }
+}
+
+/** The status of a session whose turn waits in `state`: busy, with what it waits on. */
+export function waitStatus(awaits: WaitMeaning['awaits'], turnId: string, state: string, parts: readonly ToolPart[]): SessionStatus {
+  return { type: 'busy', turnId, state, ...awaitedCalls(awaits, parts) }
+}
+
+/** The event that tells callers what a turn waits on (on entry to the wait, and again where another engine resumes it). */
+export function waitAnnouncement(awaits: WaitMeaning['awaits'], ids: { sessionId: string; turnId: string }, parts: readonly ToolPart[]): TurnchartEvent {
+  const listed = awaitedCalls(awaits, parts)
+  return 'approvals' in listed ? { type: 'approval.requested', ...ids, calls: listed.approvals } : { type: 'calls.waiting', ...ids, calls: listed.calls }
+}
+
+/** The calls among `parts` that wait for a decision (pending, approval required). */
+export function approvalsIn(parts: readonly ToolPart[]): ApprovalCall[] {
+  return parts.flatMap((p) => (p.state.status === 'pending' && p.state.approval === 'required' ? [{ callId: p.callId, tool: p.tool, input: p.state.input }] : []))
+}
+
+/** The calls among `parts` that wait for `resolveCall`, as statuses and events show them. */
+export function waitingCallsIn(parts: readonly ToolPart[]): WaitingCall[] {
+  return parts.flatMap((p): WaitingCall[] => {
+    if (p.state.status === 'in-doubt') return [{ callId: p.callId, tool: p.tool, input: p.state.input, status: 'in-doubt', reason: p.state.reason }]
+    if (p.state.status === 'deferred') return [{ callId: p.callId, tool: p.tool, input: p.state.input, status: 'deferred', ...(p.state.deadline !== undefined ? { deadline: p.state.deadline } : {}) }]
+    return []
+  })
+}
+
+/**
+ * The earliest deadline among the calls `parts` wait on: an approval's `expiresAt`, a deferred
+ * call's deadline; null when none has one.
+ *
+ * @example
+ * waitDeadline(stepTools) // 1733300000000
+ */
+export function waitDeadline(parts: readonly ToolPart[]): number | null {
+  let earliest: number | null = null
+  for (const { state } of parts) {
+    const deadline = state.status === 'pending' && state.approval === 'required' ? state.expiresAt : state.status === 'deferred' ? state.deadline : undefined
+    if (deadline !== undefined && (earliest === null || deadline < earliest)) earliest = deadline
+  }
+  return earliest
+}
