@@ -4,7 +4,7 @@
  * call is expired, its receipt `expired`, and the model sees a denial).
  *
  * A waiting state's row (`waitOf`, the chart's `meta.wait`) keeps the earliest deadline of what
- * it waits on (`retry_at`, src/turn/turn-log/log-rows.ts `retryAtOf`); each waiting part keeps
+ * it waits on (`retry_at`, planned by src/turn/turn-log/row-plan.ts); each waiting part keeps
  * its own. One sweep (`sweepDeadlines`, run by every
  * `engine.recover()`: on open, each `recovery.intervalMs`, and on a timer armed for the nearest
  * deadline this engine heard of) reads the turns that are due with one query of the open turns'

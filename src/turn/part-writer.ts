@@ -122,7 +122,7 @@ export class PartWriter {
    * The fence runs first unless `more` fences the write itself (`fencedByMore`).
    *
    * @example
-   * await writer.commit((tx) => writeLogRows(tx, fence, rows, state))
+   * await writer.commit((tx) => writePlan(tx, fence, plan))
    */
   async commit(more?: (tx: Store) => Promise<void>, options: { fencedByMore?: boolean } = {}): Promise<void> {
     const { messages, parts } = this.takeDirty()

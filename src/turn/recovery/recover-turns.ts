@@ -19,11 +19,12 @@ import { toolChange, type ToolFingerprint } from '../../tools/tool-fingerprint'
 
 /** The tools a turn stored when it started, and the engine's now (a turn's configuration carries them). */
 type PinnedTools = { pinned: ToolFingerprint; current: ToolFingerprint }
-import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
+import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-scope'
 import { closeOpenWork } from '../turn-log/close-open-work'
-import { failUnreplayable, writeLogRows } from '../turn-log/log-rows'
+import { writePlan } from '../turn-log/log-rows'
+import { planRows, planUnreplayable } from '../turn-log/row-plan'
 import type { Store, TurnFence } from '../../store/store'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
@@ -200,7 +201,7 @@ async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: Recovery
       assistant.info.time.completed ??= now
       await tx.messages.upsert(assistant.info)
     }
-    await failUnreplayable(tx, record, fence, error, now)
+    await writePlan(tx, fence, planUnreplayable(record, error, now))
   })
   ports.publish({ type: 'session.error', sessionId: record.sessionId, turnId: record.id, error })
 }
@@ -249,11 +250,12 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
     const changed = closeInterruptedWork(assistant, record.sessionId, state, config.tools, now, (config as { pinnedTools?: PinnedTools }).pinnedTools)
     ;[interrupted] = transition(turnMachine, snapshot, { type: 'turn.crashed' })
     seq += 1
+    // (the retry wait's deadline is kept: the resumed wait ends there)
+    const facts = { turnId: record.id, after: { state, seq: rows.length }, time: now, parts: changed.map((p) => p.id), storedDeadline: record.retryAt }
+    const plan = planRows(facts, [{ event: { type: 'turn.crashed' }, to: 'interrupted', context: { step: record.step, attempt: record.attempt, retryDelayMs: 0 } }])
     await store.transaction(async (tx) => {
       await tx.messages.upsertParts(changed, now)
-      const row: TransitionRecord = { turnId: record.id, seq, from: state, event: 'turn.crashed', to: 'interrupted', payload: {}, time: now, parts: changed.map((p) => p.id) }
-      // (the wait's deadline is kept: the resumed wait ends there)
-      await writeLogRows(tx, fence, [row], { step: record.step, attempt: record.attempt, retryAt: record.retryAt, error: null })
+      await writePlan(tx, fence, plan)
     })
   } else if (state !== 'interrupted') {
     throw new UnknownError(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)

@@ -29,20 +29,19 @@ import { retryWaitStates, turnStateName, waitOf, type TurnMachine } from '../../
 import type { TurnContext } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
-import { MessageAbortedError, serializeError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
+import { MessageAbortedError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
 import type { Redactor } from '../../core/secrets/redact-secrets'
 import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../../core/types'
 import type { TurnFence } from '../../store/store'
 import type { ToolSet } from 'ai'
 import { isIdempotent } from '../../tools/tool-options'
-import { logRowsWrite, retryAtOf, writeLogRows, type LogTx, type RowState } from './log-rows'
+import { planWrite, writePlan, type LogTx } from './log-rows'
+import { isFinalState, planRows, type RowPlan } from './row-plan'
 import type { RiddenWrite } from '../run-tree/run-tree'
 import { closeTurn, type TurnEnd } from './turn-end'
 import { waitAnnouncement, waitDeadline, waitStatus } from '../../tools/awaited-calls'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
-
-const finalStates = new Set(['completed', 'failed', 'aborted'])
 
 /** The tag of the chart's states that act on nothing outside the turn: their rows ride with the next row's commit. */
 export const effectFreeTag = 'effect-free'
@@ -122,9 +121,9 @@ interface FirstRows {
   sending: boolean
   /** Settles when the first rows are known: the first row that is not held was recorded (or none will be). */
   readonly known: ReturnType<typeof deferred<void>>
-  /** Those rows, once recorded. */
+  /** Those rows, once recorded, and their plan. */
   pending?: PendingRow[]
-  rows?: TransitionRecord[]
+  plan?: RowPlan
   /** Settles when their transaction did (or their own write did): the state's actors wait for it. */
   readonly done: ReturnType<typeof deferred<void>>
 }
@@ -217,10 +216,9 @@ export class TurnLog {
       } finally {
         first.sending = false
       }
-      const { rows, pending } = first
-      if (!rows || !pending) return
+      if (!first.plan) return
       try {
-        await writeRows(tx, this.#options.fence, rows, pending.at(-1)!.context, null, this.#deadlineAt(rows.at(-1)!.to))
+        await writePlan(tx, this.#options.fence, first.plan)
         ridden = this.#options.rider?.()
         await ridden?.write(tx)
       } catch (error) {
@@ -230,7 +228,7 @@ export class TurnLog {
     }
     try {
       await transaction(write)
-      const last = first.rows?.at(-1)
+      const last = first.plan?.rows.at(-1)
       if (last) this.#committed = { state: last.to, seq: last.seq }
       first.done.resolve()
     } catch (error) {
@@ -246,7 +244,7 @@ export class TurnLog {
     }
     return () => {
       this.#first = null
-      if (first.rows && first.pending) this.#publish(first.rows, first.pending.at(-1)!.context, null)
+      if (first.plan && first.pending) this.#publish(first.plan.rows, first.pending.at(-1)!.context, null)
     }
   }
 
@@ -302,7 +300,7 @@ export class TurnLog {
     if (to === this.#previous && snapshot.context === this.#previousContext) return
     this.#previousContext = snapshot.context
     this.#previous = to
-    const final = finalStates.has(to)
+    const final = isFinalState(to)
     const row: PendingRow = { event, to, context: snapshot.context }
     // A state that acts on nothing outside the turn: its row waits for the next one's transaction.
     if (!final && !stopped && snapshot.hasTag(effectFreeTag)) {
@@ -314,7 +312,7 @@ export class TurnLog {
     if (first?.sending && !final && this.#committed.seq === 0 && !first.pending) {
       // The first rows, written in the prompt's transaction; the actors wait for its commit.
       first.pending = pending
-      first.rows = this.#rowsOf(pending, Date.now(), [])
+      first.plan = this.#plan(pending, Date.now(), [], null)
       this.#tail = first.done.promise
       first.known.resolve()
       return
@@ -324,24 +322,11 @@ export class TurnLog {
     first?.known.resolve()
   }
 
-  /** The log rows of `pending`, numbered after the last committed row; the last one names the parts touched. */
-  #rowsOf(pending: PendingRow[], time: number, parts: string[]): TransitionRecord[] {
-    let { state: from, seq } = this.#committed
-    return pending.map(({ event, to }, i) => {
-      const row: TransitionRecord = {
-        turnId: this.#turnId,
-        seq: ++seq,
-        from,
-        event: event.type,
-        to,
-        // Control data, but a step's error rides in it: no credential goes into the log.
-        payload: this.#options.scope.config.redactor.value(eventPayload(event)),
-        time,
-        ...(parts.length && i === pending.length - 1 ? { parts } : {}),
-      }
-      from = to
-      return row
-    })
+  /** The rows of `pending` after the last committed row, and the turn row they leave (the row planner); the last row names the parts touched. */
+  #plan(pending: PendingRow[], time: number, parts: string[], error: SerializedError | null): RowPlan {
+    const { scope } = this.#options
+    const redact = (payload: Record<string, unknown>) => scope.config.redactor.value(payload)
+    return planRows({ turnId: this.#turnId, after: this.#committed, time, parts, waitDeadline: waitDeadline(scope.stepTools), error, redact }, pending)
   }
 
   /** Queues the write of transitions (held rows, then the one recorded); `#tail` settles when it did, its events follow its commit. */
@@ -372,19 +357,20 @@ export class TurnLog {
   /** The queued write of transitions, in one transaction; runs after every earlier write of the turn. */
   async #write(pending: PendingRow[], stopped: boolean): Promise<{ rows: TransitionRecord[]; error: SerializedError | null }> {
     const { to, context } = pending.at(-1)!
-    const final = finalStates.has(to)
+    const final = isFinalState(to)
     if (this.#state.kind === 'ended') throw new Skipped() // lost, or ended otherwise: nothing more is written
     const failure = this.#failure()
     if (failure && !final) throw new Skipped() // after a failed write, only the final row
-    const rows = this.#rowsOf(pending, Date.now(), this.#options.scope.writer.takeTouched())
-    const row = rows.at(-1)!
-    if (failure) return this.#writeFailed(row, context, failure)
+    const time = Date.now()
+    const parts = this.#options.scope.writer.takeTouched()
+    if (failure) return this.#writeFailed(pending.at(-1)!, time, parts, failure)
     // Last net before the rows and events: the engine's secrets removed from whatever error got here
     // (a replaced errorClassifier included).
-    const error: SerializedError | null = stopped ? new MessageAbortedError().toJSON() : this.#options.scope.config.redactor.value(context.error)
+    const error: SerializedError | null = !final ? null : stopped ? new MessageAbortedError().toJSON() : this.#options.scope.config.redactor.value(context.error)
+    const plan = this.#plan(pending, time, parts, error)
     try {
-      await this.#commit(rows, context, final ? error : null)
-      return { rows, error: final ? error : null }
+      await this.#commit(plan)
+      return { rows: plan.rows, error }
     } catch (cause) {
       if (TurnOwnershipLostError.isInstance(cause)) throw cause
       if (!final && this.#leavesForRecovery()) {
@@ -394,48 +380,43 @@ export class TurnLog {
       // Set before the write settles, so that `committed()` already sees it.
       const failed = this.#fail(new StorageError(`recording the transition to ${to}`, cause).toJSON(), false)
       // A final row that failed (completed, aborted) is replaced by the failure's own row.
-      if (final && failed && this.#failsFrom(this.#committed.state)) return this.#writeFailed(row, context, failed)
+      if (final && failed && this.#failsFrom(this.#committed.state)) return this.#writeFailed(pending.at(-1)!, time, parts, failed)
       throw cause
     }
   }
 
-  /** The final row of a failed turn: it leaves the last committed state, so the log replays. */
-  async #writeFailed(row: TransitionRecord, context: TurnContext, error: SerializedError): Promise<{ rows: TransitionRecord[]; error: SerializedError }> {
+  /** The final row of a failed turn, instead of `last` (and the held rows before it): it leaves the last committed state, so the log replays. */
+  async #writeFailed(last: PendingRow, time: number, parts: string[], error: SerializedError): Promise<{ rows: TransitionRecord[]; error: SerializedError }> {
     if (!this.#failsFrom(this.#committed.state)) throw new Error(`no failure row from '${this.#committed.state}'`)
-    // (held rows before it are dropped: the failure leaves the last committed state)
-    const failed: TransitionRecord = { ...row, seq: this.#committed.seq + 1, from: this.#committed.state, event: 'turn.fail', payload: { error }, to: 'failed' }
-    await this.#commit([failed], context, error)
-    return { rows: [failed], error }
+    const plan = this.#plan([{ event: { type: 'turn.fail', error }, to: 'failed', context: last.context }], time, parts, error)
+    await this.#commit(plan)
+    return { rows: plan.rows, error }
   }
 
   /** States whose `turn.fail` the chart takes (an interrupted turn is left for recovery instead). */
   #failsFrom(state: string): boolean {
-    return state !== 'interrupted' && !finalStates.has(state)
+    return state !== 'interrupted' && !isFinalState(state)
   }
 
-  async #commit(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): Promise<void> {
+  /** Writes a plan with the parts changed since the last row (and the spending that rides with it); a final one closes the turn's messages first. */
+  async #commit(plan: RowPlan): Promise<void> {
     const { scope, fence } = this.#options
-    const last = rows.at(-1)!
-    if (finalStates.has(last.to)) {
-      closeTurn(scope, last.to as TurnOutcome, error, last.time)
+    const last = plan.rows.at(-1)!
+    const { error } = plan.turn
+    if (plan.turn.outcome) {
+      closeTurn(scope, plan.turn.outcome, error, last.time)
       // After the final row's changes: later ones (a tool that ignores its abort signal) are dropped.
       scope.writer.seal()
     }
-    const deadline = this.#deadlineAt(last.to)
     // (a failure's final row carries no spending: it must be writable when the spending's write is what failed)
     const ridden = error ? undefined : this.#options.rider?.()
     try {
-      await scope.writer.commit(logRowsWrite(fence, rows, rowStateOf(rows, context, error, deadline), ridden), { fencedByMore: true })
+      await scope.writer.commit(planWrite(fence, plan, ridden), { fencedByMore: true })
     } catch (cause) {
       ridden?.rolledBack()
       throw cause
     }
     this.#committed = { state: last.to, seq: last.seq }
-  }
-
-  /** A waiting state's row stores the earliest deadline of what it waits on (the sweep reads it); other rows none of their own. */
-  #deadlineAt(state: string): number | null {
-    return waitOf(state) ? waitDeadline(this.#options.scope.stepTools) : null
   }
 
   /**
@@ -535,7 +516,7 @@ export class TurnLog {
     for (const row of rows) {
       const output = row.event === 'gate.complete' && row.payload.rule === 'output' && 'output' in row.payload ? { output: row.payload.output } : {}
       bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time, ...output })
-      if (finalStates.has(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
+      if (isFinalState(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
       const wait = waitOf(row.to)
       const status: SessionStatus = retryWaitStates.has(row.to)
         ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
@@ -566,27 +547,4 @@ export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionE
     if (inspection.type !== '@xstate.snapshot' || inspection.actorRef.sessionId !== inspection.rootId) return
     log.record(inspection.event, inspection.snapshot as TurnSnapshot)
   }
-}
-
-/**
- * Writes transition rows and the turn row (the last row's state) in `tx`, fenced on the turn's
- * owner. The row's deadline (`retry_at`): a retry wait's, or `deadline` (a waiting state's own:
- * the earliest deadline of what it waits on).
- */
-function writeRows(tx: LogTx, fence: TurnFence, rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null): Promise<void> {
-  return writeLogRows(tx, fence, rows, rowStateOf(rows, context, error, deadline))
-}
-
-/** The turn row's fields at the last of `rows`. */
-function rowStateOf(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null, deadline: number | null): RowState {
-  const last = rows.at(-1)!
-  return { step: context.step, attempt: context.attempt, retryAt: retryAtOf(last.to, last.time, context, deadline), error }
-}
-
-/** The event's payload without its type; errors serialised (control data only). */
-function eventPayload(event: AnyEventObject): Record<string, unknown> {
-  const { type: _type, ...rest } = event
-  if ('error' in rest && rest.error instanceof Error) rest.error = serializeError(rest.error)
-  if ('output' in rest && rest.output === undefined) delete rest.output
-  return rest
 }
