@@ -1,7 +1,8 @@
 /**
  * The engine's recovery: the ports recovery (src/turn/recovery) runs through, met by this
  * engine: its store, its owner id, the stored options of each turn resolved against its
- * registries, and the runner a recovered turn runs again in.
+ * registries, and the runner a recovered turn runs again in; and the sweep `engine.recover()`
+ * runs (on open, at the recovery interval, at the nearest stored deadline).
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import { turnConfig } from '../conversation/resolve-turn-options'
@@ -10,6 +11,9 @@ import type { TurnDeps } from '../turn/run-turn'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
 import { newScope, resumeTurn, startTurnFromIdle } from '../turn/turn-starts'
+import type { PromptQueue } from '../conversation/prompt-queue'
+import { sweepDeadlines } from './deadline-sweep'
+import type { ParkedTurns } from './parked-turns'
 import { treeOf } from './resumed-trees'
 import type { RunningTurns } from './running-turns'
 
@@ -77,4 +81,44 @@ export async function takeOverTurns(engine: { config: ResolvedConfig; services: 
   const recovered = (await recoverTurns(engine, (id) => here.has(id), only)).map((turn) => engine.running.track(turn))
   await Promise.all(recovered.map((turn) => turn.recorded()))
   return recovered
+}
+
+/** `engine.recover()`, and how many sweeps it ran (`engine.stats().sweeps`). */
+export interface EngineRecovery {
+  recover(): Promise<RunningTurn[]>
+  sweeps(): number
+}
+
+/**
+ * The engine's one sweep: the turns of engines that are gone taken over, the waits whose stored
+ * deadline passed settled (this engine's turns, those just taken over, and parked ones), and the
+ * queues that stand still started here (the engine that would have started them died).
+ *
+ * @example
+ * const { recover } = engineRecovery({ config, services, turns, running, parked, queue, requireOpen })
+ */
+export function engineRecovery(engine: {
+  config: ResolvedConfig
+  services: TurnServices
+  turns: TurnDeps
+  running: RunningTurns
+  parked: Pick<ParkedTurns, 'settle'>
+  queue: Pick<PromptQueue, 'drain' | 'drainFairly'>
+  requireOpen(operation: string): void
+}): EngineRecovery {
+  const { config, running, parked, queue } = engine
+  const store = engine.turns.store
+  let sweeps = 0
+  return {
+    sweeps: () => sweeps,
+    async recover() {
+      engine.requireOpen('recover turns')
+      sweeps++
+      const recovered = await takeOverTurns(engine)
+      await sweepDeadlines({ store, running, parked }, Date.now())
+      if (config.concurrency) void queue.drainFairly()
+      else for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
+      return recovered
+    },
+  }
 }

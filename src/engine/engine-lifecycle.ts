@@ -1,0 +1,217 @@
+/**
+ * The engine's lifecycle, in one module: whether it is open, the background work that runs while
+ * it is (the recovery sweep at its interval, the timer for the nearest stored deadline, the
+ * released turns taken at once, lease renewal, parking, the control poller), the readers that
+ * follow turns it handed off, and close, whichever way (hand off, park and detach, abort).
+ *
+ *   made (open, nothing in the background) ─start(parts)─► running ─close()─► closed ─► store closed
+ *                                                                   (the readers of handed-off turns, then the database)
+ *
+ * `createEngine` makes it first (the parts built after it ask `isClosed`), then starts it with
+ * the parts it runs; nothing else stops them.
+ */
+import { deferred } from '../core/deferred'
+import { InvalidOptionError } from '../core/errors'
+import type { ResolvedConfig } from '../config/resolved-config'
+import type { PromptQueue } from '../conversation/prompt-queue'
+import type { Store } from '../store/store'
+import type { RunningTurn } from '../turn/turn-handle'
+import { deadlineTimer } from './deadline-sweep'
+import type { CloseOptions, HandedOffReader } from './engine'
+import type { ParkedTurns } from './parked-turns'
+import { renewLeases, type RunningTurns } from './running-turns'
+import type { StoreFeeds } from './store-feeds'
+import type { Bus } from '../core/bus'
+
+/** What the lifecycle runs and stops: the engine's parts, built by `createEngine`. */
+export interface LifecycleParts {
+  config: Pick<ResolvedConfig, 'leaseMs' | 'recovery'>
+  store: Store
+  bus: Pick<Bus, 'subscribe'>
+  owner: string
+  running: RunningTurns
+  queue: Pick<PromptQueue, 'close'>
+  parked: Pick<ParkedTurns, 'parkAll' | 'close'>
+  poller: { stop(): void }
+  feeds?: Pick<StoreFeeds, 'released'>
+  /** Takes over the turns left by engines that are gone and settles the due deadlines (`engine.recover`). */
+  recover(): Promise<unknown>
+  /** Takes over the turns another engine released (by id). */
+  takeOver(ids: string[]): Promise<unknown>
+  /** Closes what the engine opened: its database (and listening connection), its MCP servers. */
+  closeResources(): Promise<void>
+}
+
+export class EngineLifecycle {
+  #closed = false
+  #storeClosed = false
+  #parts: LifecycleParts | undefined
+  #stopBackground: () => void = () => undefined
+  /** The readers following handed-off turns: the database stays open until the last lets go. */
+  #followers = 0
+  #unfollowed = deferred<void>()
+
+  /** True once `close` was called: no new work is taken. */
+  isClosed = (): boolean => this.#closed
+
+  /** True once the database is closed: the last reads are refused. */
+  isStoreClosed = (): boolean => this.#storeClosed
+
+  /** Starts the background work with the engine's parts; resolves once the recovery at open ran (when asked). */
+  async start(parts: LifecycleParts): Promise<void> {
+    this.#parts = parts
+    this.#stopBackground = startBackground(parts, this.isClosed)
+    if (!parts.config.recovery.onOpen) return
+    await parts.recover().catch(async (error: unknown) => {
+      this.#stopBackground()
+      await parts.closeResources()
+      throw error
+    })
+  }
+
+  /**
+   * A reader of the rows of turns this engine handed off (a browser stream following one to its
+   * new owner); the database stays open for it until it is released. Undefined once closed.
+   */
+  follow(reads: Omit<HandedOffReader, 'release'>): HandedOffReader | undefined {
+    if (this.#storeClosed) return undefined
+    if (this.#followers++ === 0) this.#unfollowed = deferred<void>()
+    let released = false
+    return {
+      ...reads,
+      release: () => {
+        if (released) return
+        released = true
+        if (--this.#followers === 0) this.#unfollowed.resolve()
+      },
+    }
+  }
+
+  /** `engine.close(options)`: see `Engine.close`. */
+  async close(options: CloseOptions = {}): Promise<void> {
+    const handoffMs = checkCloseOptions(options)
+    const parts = this.#parts
+    if (this.#closed || !parts) return
+    this.#closed = true
+    if (handoffMs !== null) await this.#handOff(parts, handoffMs)
+    else {
+      // A turn waiting on a person or the world is parked (held by no engine, taken by whichever
+      // settles it), unless every turn is aborted; the others stop where they are and are released.
+      if (options.abortTurns !== true) await parts.parked.parkAll()
+      this.#stopBackground()
+      parts.queue.close()
+      await endTurnsAtClose(parts.running.all(), options.abortTurns === true)
+    }
+    await parts.store.turns.release(parts.owner).catch(() => undefined)
+    this.#storeClosed = true
+    await parts.closeResources()
+  }
+
+  /**
+   * No new work (prompts refused, no recovery, the queue stopped); leases and control go on while
+   * the turns reach their gates, each released (and, on PostgreSQL, announced) as it does.
+   */
+  async #handOff(parts: LifecycleParts, handoffMs: number): Promise<void> {
+    parts.queue.close()
+    await Promise.all(
+      parts.running.all().map(async (turn) => {
+        await turn.handoff(handoffMs)
+        await parts.store.turns.release(parts.owner, [turn.id]).catch(() => undefined)
+      }),
+    )
+    this.#stopBackground()
+    // Streams of the handed-off turns follow them through the new owners' rows: until they end.
+    if (this.#followers > 0) await this.#unfollowed.promise
+  }
+}
+
+/** The work that runs while the engine is open; returns what stops all of it. */
+function startBackground(parts: LifecycleParts, isClosed: () => boolean): () => void {
+  const { config, store, bus, running, owner } = parts
+  const whileOpen = () => void (isClosed() ? undefined : parts.recover().catch(() => undefined))
+  // A turn another engine released (its handoff, its close): recovered at once, not at the next sweep.
+  // (an engine that takes over no turns while it runs, `recovery.intervalMs: 0`, takes none of these either)
+  const stopTakingReleased =
+    parts.feeds && config.recovery.intervalMs > 0
+      ? takeReleasedTurns(parts.feeds.released, (ids) => (isClosed() ? Promise.resolve() : parts.takeOver(ids)))
+      : () => undefined
+  const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
+  // At a waiting call's deadline: the sweep (src/engine/deadline-sweep.ts).
+  const stopDeadlineTimer = deadlineTimer((listener) => bus.subscribe(listener), whileOpen)
+  // Takes over the turns of workers that die while this engine runs, then settles the waits past their deadline.
+  const sweep = config.recovery.intervalMs > 0 ? setInterval(whileOpen, config.recovery.intervalMs) : undefined
+  sweep?.unref()
+  let stopped = false
+  return () => {
+    if (stopped) return
+    stopped = true
+    stopTakingReleased()
+    parts.parked.close()
+    stopRenewal()
+    stopDeadlineTimer()
+    clearInterval(sweep)
+    parts.poller.stop()
+  }
+}
+
+/** The default of `close({ handoffTimeoutMs })`: under the 30 s a container is usually given to stop. */
+const defaultHandoffTimeoutMs = 20_000
+
+/** `close`'s options checked: the handoff's bound (ms), or null when the turns are not handed off. */
+function checkCloseOptions(options: CloseOptions): number | null {
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('close options', options, 'an object like { handoff: true } or { abortTurns: true }')
+  if (options.handoff && options.abortTurns) {
+    throw new InvalidOptionError('handoff', options.handoff, 'handoff or abortTurns, not both (a handed-off turn goes on in another engine; an aborted one ends here)')
+  }
+  const timeout = options.handoffTimeoutMs
+  if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout < 0)) {
+    throw new InvalidOptionError('handoffTimeoutMs', timeout, 'a number of milliseconds, 0 or more')
+  }
+  return options.handoff ? (timeout ?? defaultHandoffTimeoutMs) : null
+}
+
+/**
+ * Takes over each turn another engine releases, as soon as it is told: the releases heard in
+ * one read of the listening connection (a handoff releases many turns at once) go together,
+ * at once, without waiting for a takeover still running (that one waits on its own turns'
+ * writes); a turn being taken is not taken twice. Missed notifications (a reconnect) are left
+ * to the recovery sweep. Returns the stop.
+ */
+function takeReleasedTurns(feed: { subscribe(listener: (turnId?: string) => void): () => void }, takeOver: (ids: string[]) => Promise<unknown>): () => void {
+  const heard = new Set<string>()
+  const taking = new Set<string>()
+  let scheduled = false
+  const take = () => {
+    scheduled = false
+    const ids = [...heard].filter((id) => !taking.has(id))
+    heard.clear()
+    if (ids.length === 0) return
+    for (const id of ids) taking.add(id)
+    void takeOver(ids)
+      .catch(() => undefined)
+      .finally(() => {
+        for (const id of ids) taking.delete(id)
+      })
+  }
+  return feed.subscribe((turnId) => {
+    if (!turnId) return
+    heard.add(turnId)
+    if (scheduled) return
+    scheduled = true
+    // After the other notifications of this read: one takeover for all of them.
+    setImmediate(take)
+  })
+}
+
+/**
+ * The engine's turns at close: aborted (`abortTurns`), or detached, each staying in the state its
+ * last committed row names (a waiting state included) for the next engine to resume.
+ */
+async function endTurnsAtClose(turns: RunningTurn[], abort: boolean): Promise<void> {
+  if (abort) {
+    for (const turn of turns) turn.abort('engine closed')
+    await Promise.all(turns.map((turn) => turn.done.catch(() => undefined)))
+  } else {
+    await Promise.all(turns.map((turn) => turn.detach()))
+  }
+}
