@@ -14,6 +14,7 @@ import { sql, type Kysely } from 'kysely'
 import { NotificationListenerError } from '../../core/errors'
 import { notificationChannel, quoteIdentifier } from './notify-triggers'
 import { pgLoader } from './open-postgres'
+import { SessionWatches } from './session-watches'
 
 export type { StoreChange, StoreNotifications } from '../store-notifications'
 import type { StoreChange, StoreNotifications } from '../store-notifications'
@@ -61,192 +62,185 @@ type PgClientClass = new (config: Record<string, unknown>) => PgClient
  * const off = notifications.subscribe((change) => change.kind === 'control' && poller.wake())
  */
 export function listenForChanges(options: ListenOptions): StoreNotifications {
-  const Client = (pgLoader.load() as unknown as { Client: PgClientClass }).Client
-  const channel = notificationChannel(options.schema)
-  const watchTable = `${quoteIdentifier(options.schema)}.turnchart_watches`
-  const retryMs = options.retryMs ?? 100
-  const maxRetryMs = options.maxRetryMs ?? 5000
-  const heartbeatMs = options.heartbeatMs ?? 10_000
-  const watchTtlMs = options.watchTtlMs ?? 30_000
+  return new ChangeListener(options)
+}
 
-  const listeners = new Set<(change: StoreChange) => void>()
-  /** Watched sessions: how many hold each, and the `until` this listener last wrote (to delete only its own). */
-  const watches = new Map<string, { holders: number; until?: number }>()
-  const waiting = new Set<(listening: boolean) => void>()
-  let client: PgClient | undefined
-  let listening = false
-  let closed = false
-  let outageReported = false
-  let failures = 0
-  let retry: NodeJS.Timeout | undefined
-  let lastRefresh = Date.now()
+/**
+ * The listening connection's life: connect and LISTEN, a heartbeat that ends a silent
+ * connection, a failure reported once per outage and followed by a reconnect with backoff;
+ * the subscribers told each change (and `missed` after each reconnect); the sessions watched
+ * (session-watches.ts).
+ */
+class ChangeListener implements StoreNotifications {
+  readonly ready: Promise<boolean>
+  readonly #options: ListenOptions
+  readonly #Client: PgClientClass
+  readonly #channel: string
+  readonly #listeners = new Set<(change: StoreChange) => void>()
+  readonly #waiting = new Set<(listening: boolean) => void>()
+  readonly #watches: SessionWatches
+  readonly #heartbeat: NodeJS.Timeout
+  #client: PgClient | undefined
+  #listening = false
+  #closed = false
+  #outageReported = false
+  #failures = 0
+  #retry: NodeJS.Timeout | undefined
 
-  const emit = (change: StoreChange) => {
-    for (const listener of [...listeners]) {
-      try {
-        listener(change)
-      } catch (error) {
-        options.onError(new NotificationListenerError(options.label, `a subscriber threw: ${options.redact(messageOf(error))}`))
+  constructor(options: ListenOptions) {
+    this.#options = options
+    this.#Client = (pgLoader.load() as unknown as { Client: PgClientClass }).Client
+    this.#channel = notificationChannel(options.schema)
+    const heartbeatMs = options.heartbeatMs ?? 10_000
+    const watchTtlMs = options.watchTtlMs ?? 30_000
+    const query = () => (this.#client && this.#listening ? this.#client.query.bind(this.#client) : undefined)
+    this.#watches = new SessionWatches(`${quoteIdentifier(options.schema)}.turnchart_watches`, watchTtlMs, query)
+    this.#heartbeat = setInterval(() => this.#beat(), Math.min(heartbeatMs, watchTtlMs / 3))
+    this.#heartbeat.unref()
+    this.ready = this.#connect().then(() => this.#listening)
+  }
+
+  get listening(): boolean {
+    return this.#listening
+  }
+
+  get backendPid(): number | undefined {
+    return this.#listening ? this.#client?.processID : undefined
+  }
+
+  subscribe(listener: (change: StoreChange) => void): () => void {
+    this.#listeners.add(listener)
+    return () => void this.#listeners.delete(listener)
+  }
+
+  watch(sessionId: string): () => void {
+    return this.#watches.hold(sessionId)
+  }
+
+  whenListening(timeoutMs: number): Promise<boolean> {
+    if (this.#listening) return Promise.resolve(true)
+    if (this.#closed) return Promise.resolve(false)
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => done(false), timeoutMs)
+      timer.unref()
+      const done = (value: boolean) => {
+        clearTimeout(timer)
+        this.#waiting.delete(done)
+        resolve(value)
       }
+      this.#waiting.add(done)
+    })
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this.#listening = false
+    clearTimeout(this.#retry)
+    clearInterval(this.#heartbeat)
+    this.#settleWaiting(false)
+    this.#listeners.clear()
+    const last = this.#client
+    this.#client = undefined
+    if (!last) return
+    last.removeAllListeners()
+    last.on('error', () => {})
+    await last.end().catch(() => undefined)
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#closed) return
+    const next = this.#open()
+    try {
+      await next.connect()
+      detachFromEventLoop(next)
+      await next.query(`listen ${quoteIdentifier(this.#channel)}`)
+      if (next !== this.#client || this.#closed) return void next.end().catch(() => undefined)
+      this.#listening = true
+      this.#failures = 0
+      this.#outageReported = false
+      await this.#watches.writeAll().catch(() => undefined) // the refresh tries again
+      this.#settleWaiting(true)
+      // What was sent while nobody listened (before the first connection too): each subscriber looks once.
+      this.#emit({ kind: 'missed' })
+    } catch (error) {
+      this.#fail(next, error)
     }
   }
-  const report = (error: unknown) => {
-    if (outageReported || closed) return
-    outageReported = true
-    options.onError(new NotificationListenerError(options.label, options.redact(messageOf(error))))
-  }
-  const settleWaiting = (value: boolean) => {
-    for (const resolve of [...waiting]) resolve(value)
-    waiting.clear()
-  }
 
-  /** The current connection is gone: drop it, say so once, and open another after the backoff. */
-  const fail = (failed: PgClient, error: unknown) => {
-    if (failed !== client) return // an old connection's late event
-    client = undefined
-    listening = false
-    failed.removeAllListeners()
-    failed.on('error', () => {}) // what the dying socket still emits goes nowhere
-    failed.connection?.stream?.destroy?.()
-    report(error)
-    schedule()
-  }
-  const schedule = () => {
-    if (closed || retry) return
-    const delay = Math.min(maxRetryMs, retryMs * 2 ** failures) * (0.75 + Math.random() / 4)
-    failures++
-    retry = setTimeout(() => {
-      retry = undefined
-      void connect()
-    }, delay)
-    retry.unref()
-  }
-
-  const connect = async () => {
-    if (closed) return
-    // No query may hang forever: a dead network otherwise holds LISTEN or a watch write.
-    const next = new Client({
-      connectionString: options.connectionString,
+  /** A new connection, the current one from now, its events heard. No query may hang forever: a dead network otherwise holds LISTEN or a watch write. */
+  #open(): PgClient {
+    const heartbeatMs = this.#options.heartbeatMs ?? 10_000
+    const next = new this.#Client({
+      connectionString: this.#options.connectionString,
       // Names the idle connection in pg_stat_activity (an application_name in the URL wins).
       application_name: 'turnchart notifications',
       keepAlive: true,
       connectionTimeoutMillis: heartbeatMs,
       query_timeout: heartbeatMs,
     })
-    client = next
-    next.on('error', (error) => fail(next, error))
-    next.on('end', () => fail(next, new Error('the connection ended')))
+    this.#client = next
+    next.on('error', (error) => this.#fail(next, error))
+    next.on('end', () => this.#fail(next, new Error('the connection ended')))
     next.on('notification', (message) => {
-      if (message.channel !== channel || next !== client) return
+      if (message.channel !== this.#channel || next !== this.#client) return
       const change = parse(message.payload ?? '')
-      if (change) emit(change)
+      if (change) this.#emit(change)
     })
-    try {
-      await next.connect()
-      detachFromEventLoop(next)
-      await next.query(`listen ${quoteIdentifier(channel)}`)
-      if (next !== client || closed) return void next.end().catch(() => undefined)
-      listening = true
-      failures = 0
-      outageReported = false
-      await writeWatches([...watches.keys()]).catch(() => undefined) // the refresh tries again
-      settleWaiting(true)
-      // What was sent while nobody listened (before the first connection too): each subscriber looks once.
-      emit({ kind: 'missed' })
-    } catch (error) {
-      fail(next, error)
+    return next
+  }
+
+  /** The heartbeat: a `select 1` (query_timeout rejects a silent connection's: it is then ended as dead), and the watches refreshed when due. */
+  #beat(): void {
+    const current = this.#client
+    if (!current || !this.#listening) return
+    current.query('select 1').catch((error: unknown) => this.#fail(current, error))
+    this.#watches.refreshIfDue()
+  }
+
+  /** The current connection is gone: drop it, say so once, and open another after the backoff. */
+  #fail(failed: PgClient, error: unknown): void {
+    if (failed !== this.#client) return // an old connection's late event
+    this.#client = undefined
+    this.#listening = false
+    failed.removeAllListeners()
+    failed.on('error', () => {}) // what the dying socket still emits goes nowhere
+    failed.connection?.stream?.destroy?.()
+    this.#report(error)
+    this.#schedule()
+  }
+
+  #schedule(): void {
+    if (this.#closed || this.#retry) return
+    const { retryMs = 100, maxRetryMs = 5000 } = this.#options
+    const delay = Math.min(maxRetryMs, retryMs * 2 ** this.#failures) * (0.75 + Math.random() / 4)
+    this.#failures++
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined
+      void this.#connect()
+    }, delay)
+    this.#retry.unref()
+  }
+
+  #emit(change: StoreChange): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(change)
+      } catch (error) {
+        this.#options.onError(new NotificationListenerError(this.#options.label, `a subscriber threw: ${this.#options.redact(messageOf(error))}`))
+      }
     }
   }
 
-  /** Writes (or extends) the watches of `sessionIds` with the database's clock. */
-  const writeWatches = async (sessionIds: string[]) => {
-    const current = client
-    if (!current || !listening || sessionIds.length === 0) return
-    const { rows } = await current.query(
-      `insert into ${watchTable} (session_id, until) select id, (extract(epoch from now()) * 1000)::bigint + $2 from unnest($1::text[]) id
-       on conflict (session_id) do update set until = excluded.until returning session_id, until`,
-      [sessionIds, watchTtlMs],
-    )
-    for (const row of rows) {
-      const watch = watches.get(String(row.session_id))
-      if (watch) watch.until = Number(row.until)
-    }
+  #report(error: unknown): void {
+    if (this.#outageReported || this.#closed) return
+    this.#outageReported = true
+    this.#options.onError(new NotificationListenerError(this.#options.label, this.#options.redact(messageOf(error))))
   }
 
-  const heartbeat = setInterval(() => {
-    const current = client
-    if (!current || !listening) return
-    // query_timeout rejects a silent connection's query: it is then ended as dead.
-    current.query('select 1').catch((error: unknown) => fail(current, error))
-    // Watches are refreshed on the same beat when it is due (every third of their lifetime).
-    if (Date.now() - lastRefresh >= watchTtlMs / 3) {
-      lastRefresh = Date.now()
-      writeWatches([...watches.keys()]).catch(() => undefined)
-    }
-  }, Math.min(heartbeatMs, watchTtlMs / 3))
-  heartbeat.unref()
-
-  const ready = connect().then(() => listening)
-
-  return {
-    subscribe(listener) {
-      listeners.add(listener)
-      return () => void listeners.delete(listener)
-    },
-    watch(sessionId) {
-      const watch = watches.get(sessionId)
-      if (watch) watch.holders++
-      else {
-        watches.set(sessionId, { holders: 1 })
-        writeWatches([sessionId]).catch(() => undefined)
-      }
-      let released = false
-      return () => {
-        const held = watches.get(sessionId)
-        if (released || !held) return
-        released = true
-        if (--held.holders > 0) return
-        watches.delete(sessionId)
-        // Only the row this listener wrote last: another watcher that refreshed since keeps its own.
-        if (held.until !== undefined && client && listening) client.query(`delete from ${watchTable} where session_id = $1 and until = $2`, [sessionId, held.until]).catch(() => undefined)
-      }
-    },
-    ready,
-    get listening() {
-      return listening
-    },
-    get backendPid() {
-      return listening ? client?.processID : undefined
-    },
-    whenListening(timeoutMs) {
-      if (listening) return Promise.resolve(true)
-      if (closed) return Promise.resolve(false)
-      return new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => done(false), timeoutMs)
-        timer.unref()
-        function done(value: boolean) {
-          clearTimeout(timer)
-          waiting.delete(done)
-          resolve(value)
-        }
-        waiting.add(done)
-      })
-    },
-    async close() {
-      if (closed) return
-      closed = true
-      listening = false
-      clearTimeout(retry)
-      clearInterval(heartbeat)
-      settleWaiting(false)
-      listeners.clear()
-      const last = client
-      client = undefined
-      if (!last) return
-      last.removeAllListeners()
-      last.on('error', () => {})
-      await last.end().catch(() => undefined)
-    },
+  #settleWaiting(value: boolean): void {
+    for (const resolve of [...this.#waiting]) resolve(value)
+    this.#waiting.clear()
   }
 }
 
