@@ -3,10 +3,15 @@
  * first, until handled; how each was handled.
  */
 import { awkwardStrings, big, control, newId, rejection, sessionWithTurn, turn } from './fixtures'
-import { defineCases } from './cases'
+import { defineCases, type AddCase } from './cases'
 import { expect } from './expect'
 
 export const controlsCases = defineCases('controls', (it) => {
+  pendingCases(it)
+  duplicateCases(it)
+})
+
+function pendingCases(it: AddCase): void {
   it('pending lists the unhandled requests of the given turns, oldest first (id order), every field round-tripped', async (store) => {
     const { session: s, turn: a } = await sessionWithTurn(store)
     const b = turn(s.id)
@@ -46,7 +51,9 @@ export const controlsCases = defineCases('controls', (it) => {
     await store.controls.handled('ctl_unknown', null, big) // no row, nothing to do
     expect(await store.controls.outcome('ctl_unknown')).toBeUndefined()
   })
+}
 
+function duplicateCases(it: AddCase): void {
   it('a second request with the same id is refused as a duplicate; a request needs its turn', async (store) => {
     const { turn: t } = await sessionWithTurn(store)
     const r = control(t.id)
@@ -55,4 +62,4 @@ export const controlsCases = defineCases('controls', (it) => {
     expect(await store.controls.pending([t.id])).toEqual([r])
     expect((await rejection(store.controls.add(control('trn_unknown')))).message).toMatch(/foreign key/i)
   })
-})
+}

@@ -5,7 +5,7 @@
  */
 import type { MessageInfo, Part } from '../../core/types'
 import { awkwardStrings, big, message, newId, rejection, session, textPart, toolPart } from './fixtures'
-import { defineCases } from './cases'
+import { defineCases, type AddCase } from './cases'
 import { expect } from './expect'
 import type { Store } from '../../store/store'
 
@@ -16,6 +16,15 @@ async function withSession(store: Store) {
 }
 
 export const messagesAndPartsCases = defineCases('messages and parts', (it) => {
+  messageInfoCases(it)
+  partOrderCases(it)
+  partWriteCases(it)
+  listCases(it)
+  existsCases(it)
+  integrityCases(it)
+})
+
+function messageInfoCases(it: AddCase): void {
   it('a message comes back as upserted, every field of its info included; a user message without a turn has no turnId', async (store) => {
     const s = await withSession(store)
     const user = message(s.id)
@@ -46,7 +55,9 @@ export const messagesAndPartsCases = defineCases('messages and parts', (it) => {
     expect(read.info).toEqual(completed)
     expect(read.info).not.toHaveProperty('error')
   })
+}
 
+function partOrderCases(it: AddCase): void {
   it('parts come back under their message in id order, whatever order they were written in', async (store) => {
     const s = await withSession(store)
     const a = message(s.id)
@@ -84,7 +95,9 @@ export const messagesAndPartsCases = defineCases('messages and parts', (it) => {
     const [read] = await store.messages.list(s.id)
     expect(read.parts).toEqual([closed, done, other])
   })
+}
 
+function partWriteCases(it: AddCase): void {
   it('a part given twice in one call is written once, as given last', async (store) => {
     const s = await withSession(store)
     const m = message(s.id)
@@ -122,7 +135,9 @@ export const messagesAndPartsCases = defineCases('messages and parts', (it) => {
     await store.messages.upsertParts([...many].reverse(), big)
     expect((await store.messages.list(s.id))[0].parts).toEqual(many)
   })
+}
 
+function listCases(it: AddCase): void {
   it("list returns only the session's messages; an unknown session has none", async (store) => {
     const s1 = await withSession(store)
     const s2 = await withSession(store)
@@ -162,7 +177,9 @@ export const messagesAndPartsCases = defineCases('messages and parts', (it) => {
     for (const m of ms) await store.messages.upsert(m)
     expect((await store.messages.list(s.id, { fromLatestSummary: true })).map((m) => m.info.id)).toEqual(ms.map((m) => m.id))
   })
+}
 
+function existsCases(it: AddCase): void {
   it("exists says whether the message is the session's", async (store) => {
     const s1 = await withSession(store)
     const s2 = await withSession(store)
@@ -205,7 +222,9 @@ export const messagesAndPartsCases = defineCases('messages and parts', (it) => {
     expect(await store.messages.assistantInfos([])).toEqual([])
     expect(await store.messages.assistantInfos(['trn_unknown'])).toEqual([])
   })
+}
 
+function integrityCases(it: AddCase): void {
   it('a message needs its session and a part its message: refused otherwise, and nothing is written', async (store) => {
     const s = await withSession(store)
     const orphan = message('ses_unknown')
@@ -235,4 +254,4 @@ export const messagesAndPartsCases = defineCases('messages and parts', (it) => {
     expect((again[0].parts[0] as { text: string }).text).toBe('stored')
     expect(again[0].info.time.created).toBe(big)
   })
-})
+}

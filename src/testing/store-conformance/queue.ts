@@ -3,7 +3,7 @@
  * prompt taken once, and which sessions' queues should be moving.
  */
 import { awkwardStrings, big, newId, queued, rejection, session, turn } from './fixtures'
-import { defineCases } from './cases'
+import { defineCases, type AddCase } from './cases'
 import { expect } from './expect'
 import type { Store } from '../../store/store'
 
@@ -14,6 +14,11 @@ async function sessions(store: Store, count: number) {
 }
 
 export const queueCases = defineCases('queue', (it) => {
+  queuedPromptCases(it)
+  idleSessionCases(it)
+})
+
+function queuedPromptCases(it: AddCase): void {
   it('a queued prompt comes back as inserted: its input parts and options (JSON) round-trip; an unknown one is undefined', async (store) => {
     const [s] = await sessions(store, 1)
     const q = queued(s.id, {
@@ -57,7 +62,9 @@ export const queueCases = defineCases('queue', (it) => {
     const results = await Promise.all([1, 2, 3].map(() => store.queue.take(q.id)))
     expect(results.filter(Boolean)).toHaveLength(1)
   })
+}
 
+function idleSessionCases(it: AddCase): void {
   it('idleSessions lists each session with queued prompts and no unfinished turn once, in id order', async (store) => {
     const [busy, idleB, idleA, empty] = await sessions(store, 4)
     const running = turn(busy.id)
@@ -94,4 +101,4 @@ export const queueCases = defineCases('queue', (it) => {
     expect(await store.queue.get(q.id)).toEqual(q)
     expect((await rejection(store.queue.insert(queued('ses_unknown')))).message).toMatch(/foreign key/i)
   })
-})
+}

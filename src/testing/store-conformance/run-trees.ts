@@ -5,11 +5,17 @@
  * pruning of a tree's logs only once its root has ended.
  */
 import { big, rejection, session, transition, turn } from './fixtures'
-import { defineCases } from './cases'
+import { defineCases, type AddCase } from './cases'
 import type { Store } from '../../store/store'
 import { expect } from './expect'
 
 export const runTreesCases = defineCases('run trees', (it) => {
+  childSessionCases(it)
+  childTurnCases(it)
+  descendantCases(it)
+})
+
+function childSessionCases(it: AddCase): void {
   it('a child session names its parent, is hidden from list unless asked for, and is listed by parent', async (store) => {
     const parent = session()
     await store.sessions.insert(parent)
@@ -45,7 +51,9 @@ export const runTreesCases = defineCases('run trees', (it) => {
     expect(await store.transitions.list(childTurn.id)).toEqual([])
     expect((await store.sessions.list({ children: true })).map((s) => s.id)).toEqual([other.id, otherChild.id])
   })
+}
 
+function childTurnCases(it: AddCase): void {
   it("a child turn's parent, call and root round-trip; children come oldest first; childOfCall finds a call's child", async (store) => {
     const { s, root } = await rootTurn(store)
     const a = session({ parentSessionId: s.id })
@@ -78,7 +86,9 @@ export const runTreesCases = defineCases('run trees', (it) => {
     await store.turns.insert(turn(c2.id, { parentTurnId: root.id, parentCallId: 'call_2', rootTurnId: root.id }), {})
     expect(await store.turns.children(root.id)).toHaveLength(2)
   })
+}
 
+function descendantCases(it: AddCase): void {
   it('descendants lists every level with its parent and usage, oldest first', async (store) => {
     const { s, root } = await rootTurn(store)
     const cs = await childSession(store, s.id)
@@ -112,7 +122,7 @@ export const runTreesCases = defineCases('run trees', (it) => {
     expect(await store.transitions.deleteFinished(big + 10)).toBe(2)
     expect(await store.transitions.list(child.id)).toEqual([])
   })
-})
+}
 
 /** A session with a root turn in it: the top of a tree. */
 async function rootTurn(store: Store) {

@@ -3,10 +3,17 @@
  * `list`, the refusal of a second session with the same id, and the cascade of a delete.
  */
 import { awkwardStrings, big, control, message, queued, rejection, session, sessionWithTurn, textPart, transition, turn } from './fixtures'
-import { defineCases } from './cases'
+import { defineCases, type AddCase } from './cases'
 import { expect } from './expect'
 
 export const sessionsCases = defineCases('sessions', (it) => {
+  roundTripCases(it)
+  metadataCases(it)
+  lockCases(it)
+  deleteCases(it)
+})
+
+function roundTripCases(it: AddCase): void {
   it('a session comes back as inserted: title, big millisecond times and defaults (JSON) round-trip', async (store) => {
     const s = session({
       title: awkwardStrings[0],
@@ -50,7 +57,9 @@ export const sessionsCases = defineCases('sessions', (it) => {
     expect(read).not.toHaveProperty('defaults')
     expect(read).not.toHaveProperty('revertedTo')
   })
+}
 
+function metadataCases(it: AddCase): void {
   it("a session's metadata (the app's JSON object) comes back as inserted, from get and list, and survives lock, setTitle and setRevertedTo", async (store) => {
     const metadata = {
       owner: 'user_42',
@@ -94,7 +103,9 @@ export const sessionsCases = defineCases('sessions', (it) => {
     expect(await store.sessions.get(s.id)).toEqual(s)
     expect(await store.sessions.list()).toHaveLength(1)
   })
+}
 
+function lockCases(it: AddCase): void {
   it('lock touches the session (its updated time) and says whether it exists', async (store) => {
     const s = session()
     await store.sessions.insert(s)
@@ -127,7 +138,9 @@ export const sessionsCases = defineCases('sessions', (it) => {
     await store.sessions.setRevertedTo('ses_unknown', 'msg_01', big)
     expect(await store.sessions.get('ses_unknown')).toBeUndefined()
   })
+}
 
+function deleteCases(it: AddCase): void {
   it("delete removes the session with its messages, parts, turns, transition logs, controls and queued prompts, and nothing of another session's", async (store) => {
     const seed = async () => {
       const { session: s, turn: done } = await sessionWithTurn(store, { outcome: 'completed', state: 'completed' })
@@ -175,4 +188,4 @@ export const sessionsCases = defineCases('sessions', (it) => {
 
     expect(await store.sessions.delete(doomed.session.id)).toBe(false)
   })
-})
+}

@@ -10,7 +10,7 @@
 import { TurnOwnershipLostError } from '../../core/errors'
 import type { Store } from '../../store/store'
 import { big, control, deferred, message, queued, rejection, session, sessionWithTurn, settlesWithin, textPart, transition, turn } from './fixtures'
-import { defineCases } from './cases'
+import { defineCases, type AddCase, type StoreTraits } from './cases'
 import { expect } from './expect'
 
 /** Everything the store holds for these sessions and turns: compared before and after a rolled-back transaction. */
@@ -29,6 +29,15 @@ async function snapshot(store: Store, sessionIds: string[], turnIds: string[]) {
 }
 
 export const transactionsCases = defineCases('transactions', (it, traits) => {
+  commitCases(it, traits)
+  rollbackCases(it, traits)
+  nestingCases(it, traits)
+  fenceCases(it, traits)
+  isolationCases(it, traits)
+  orderingCases(it, traits)
+})
+
+function commitCases(it: AddCase, traits: StoreTraits): void {
   it("a transaction's writes are read after it commits, and it resolves with what its function returned", async (store) => {
     const s = session()
     const m = message(s.id)
@@ -45,7 +54,9 @@ export const transactionsCases = defineCases('transactions', (it, traits) => {
     expect(await store.sessions.get(s.id)).toEqual(s)
     expect(await store.messages.list(s.id)).toEqual([{ info: m, parts: [part] }])
   })
+}
 
+function rollbackCases(it: AddCase, traits: StoreTraits): void {
   it('a throw rolls back every write of the transaction, in every aggregate, and rejects with what was thrown', async (store) => {
     const { session: s, turn: t } = await sessionWithTurn(store)
     const fence = (await store.turns.claim(t.id, { owner: null, epoch: 0 }, 'me', big))!
@@ -87,7 +98,9 @@ export const transactionsCases = defineCases('transactions', (it, traits) => {
     expect(await snapshot(store, [s.id, doomed.id], [t.id])).toEqual(before)
     expect(await store.sessions.list()).toHaveLength(2)
   })
+}
 
+function nestingCases(it: AddCase, traits: StoreTraits): void {
   it('a nested transaction joins the outer one: its writes commit with it, and roll back with it', async (store) => {
     const committed = session()
     await store.transaction(async (tx) => {
@@ -129,7 +142,9 @@ export const transactionsCases = defineCases('transactions', (it, traits) => {
     await store.transaction((tx) => tx.transitions.append(transition(t.id, 4)))
     expect((await store.transitions.list(t.id)).map((r) => r.seq)).toEqual([1, 2, 3, 4])
   })
+}
 
+function fenceCases(it: AddCase, traits: StoreTraits): void {
   it('a fence that no longer holds fails the transaction that checks it, with nothing of it written', async (store) => {
     const { session: s, turn: t } = await sessionWithTurn(store)
     const stale = (await store.turns.claim(t.id, { owner: null, epoch: 0 }, 'me', big))!
@@ -160,7 +175,9 @@ export const transactionsCases = defineCases('transactions', (it, traits) => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'rejected'])
     expect((await store.transitions.list(t.id)).map((r) => r.seq)).toEqual([1, 3, 4, 6, 7])
   })
+}
 
+function isolationCases(it: AddCase, traits: StoreTraits): void {
   it('a read made while a transaction runs never sees its writes, which it then rolls back', async (store) => {
     const s = session()
     const inside = deferred()
@@ -204,7 +221,9 @@ export const transactionsCases = defineCases('transactions', (it, traits) => {
     expect((await read)!.title).toBe(traits.serialises ? 'committed' : null)
     expect((await store.sessions.get(s.id))!.title).toBe('committed')
   })
+}
 
+function orderingCases(it: AddCase, traits: StoreTraits): void {
   it('a transaction asked for while another runs starts after it ends (one connection), or at once (PostgreSQL)', async (store) => {
     const events: string[] = []
     const gate = deferred()
@@ -237,4 +256,4 @@ export const transactionsCases = defineCases('transactions', (it, traits) => {
     expect(events).toEqual(traits.serialises ? ['first begins', 'first ends', 'second begins'] : ['first begins', 'second begins', 'first ends'])
     expect(await store.sessions.list()).toHaveLength(2)
   })
-})
+}

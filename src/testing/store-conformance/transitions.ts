@@ -4,10 +4,15 @@
  * of finished turns' logs.
  */
 import { awkwardStrings, big, rejection, sessionWithTurn, transition, turn } from './fixtures'
-import { defineCases } from './cases'
+import { defineCases, type AddCase } from './cases'
 import { expect } from './expect'
 
 export const transitionsCases = defineCases('transitions', (it) => {
+  logCases(it)
+  integrityCases(it)
+})
+
+function logCases(it: AddCase): void {
   it('a log comes back in seq order (numeric, not text), every field round-tripped; parts only when there were some', async (store) => {
     const { turn: t } = await sessionWithTurn(store)
     const rows = Array.from({ length: 12 }, (_, i) =>
@@ -49,7 +54,9 @@ export const transitionsCases = defineCases('transitions', (it) => {
     expect(error.message).toMatch(/unique|duplicate/i)
     expect(await store.transitions.list(t.id)).toEqual(before)
   })
+}
 
+function integrityCases(it: AddCase): void {
   it('a row needs its turn: refused otherwise', async (store) => {
     const error = await rejection(store.transitions.append(transition('trn_unknown', 1)))
     expect(error.message).toMatch(/foreign key/i)
@@ -71,4 +78,4 @@ export const transitionsCases = defineCases('transitions', (it) => {
     expect(await store.turns.get(old.id)).toMatchObject({ outcome: 'completed' }) // the turn stays
     expect(await store.transitions.deleteFinished(big + 50)).toBe(0)
   })
-})
+}

@@ -10,7 +10,7 @@ import { TurnOwnershipLostError } from '../../core/errors'
 import type { TurnUsage } from '../../core/types'
 import type { Store, TurnUpdate } from '../../store/store'
 import { awkwardStrings, big, rejection, session, sessionWithTurn, turn } from './fixtures'
-import { defineCases } from './cases'
+import { defineCases, type AddCase } from './cases'
 import { expect } from './expect'
 
 const update = (overrides: Partial<TurnUpdate> = {}): TurnUpdate => ({ state: 'streaming', step: 1, attempt: 1, retryAt: null, error: null, ...overrides })
@@ -30,6 +30,15 @@ async function expectOwnershipLost(promise: Promise<unknown>, turnId: string, ow
 }
 
 export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases and claims', (it) => {
+  turnRowCases(it)
+  fencedUpdateCases(it)
+  fenceAndClaimCases(it)
+  racingClaimAndOpenCases(it)
+  dueAndLeaseCases(it)
+  releaseAndStoredCases(it)
+})
+
+function turnRowCases(it: AddCase): void {
   it('a turn comes back as inserted, epoch 0, with its chart input; an unknown turn is undefined', async (store) => {
     const s = session()
     await store.sessions.insert(s)
@@ -65,7 +74,9 @@ export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases
     await store.turns.update('trn_unknown', update(), big) // no row, nothing to do
     expect(await store.turns.get('trn_unknown')).toBeUndefined()
   })
+}
 
+function fencedUpdateCases(it: AddCase): void {
   it('a fenced update with the right owner and epoch writes the row, and ends the turn when it has an outcome', async (store) => {
     const { turn: t, fence } = await claimedTurn(store)
     await store.turns.update(t.id, update({ state: 'tool-running', step: 2 }), big + 10, fence)
@@ -110,7 +121,9 @@ export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases
     await expectOwnershipLost(store.turns.update('trn_unknown', update(), big, { owner: 'o', epoch: 0 }), 'trn_unknown', 'o')
     await expectOwnershipLost(store.turns.checkFence('trn_unknown', { owner: 'o', epoch: 0 }), 'trn_unknown', 'o')
   })
+}
 
+function fenceAndClaimCases(it: AddCase): void {
   it('checkFence passes with the right owner and epoch and changes nothing; a wrong owner or an unowned turn is refused', async (store) => {
     const { turn: t, fence } = await claimedTurn(store)
     const before = await store.turns.get(t.id)
@@ -151,7 +164,9 @@ export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases
     expect(await store.turns.claim(t.id, { owner: null, epoch: 0 }, 'a', big)).toBeNull()
     expect(await store.turns.get(t.id)).toMatchObject({ owner: null, epoch: 0 })
   })
+}
 
+function racingClaimAndOpenCases(it: AddCase): void {
   it('two claims on the same expected epoch at once: exactly one wins, and the row is the winner\'s', async (store) => {
     const { turn: t } = await sessionWithTurn(store)
     const results = await Promise.all(['a', 'b', 'c'].map((owner) => store.turns.claim(t.id, { owner: null, epoch: 0 }, owner, big)))
@@ -189,7 +204,9 @@ export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases
     await store.turns.update(older.id, update({ state: 'failed', outcome: 'failed' }), big)
     expect((await store.turns.open()).map((t) => t.id)).toEqual([newer.id])
   })
+}
 
+function dueAndLeaseCases(it: AddCase): void {
   it('due lists the unfinished turns whose stored deadline has come, oldest first, and no turn without one or past its end', async (store) => {
     const s1 = session()
     await store.sessions.insert(s1)
@@ -223,7 +240,9 @@ export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases
     for (const [i, t] of all.entries()) if (i > 0) expect(await store.turns.get(t.turn.id)).toEqual(before[i])
     expect(await store.turns.renewLeases([], 'me', big)).toEqual(new Set())
   })
+}
 
+function releaseAndStoredCases(it: AddCase): void {
   it("release clears the owner's claim on its unfinished turns only; the epoch stays, so the next claim expects no owner at it", async (store) => {
     const mine = await claimedTurn(store, 'me')
     const theirs = await claimedTurn(store, 'them')
@@ -263,4 +282,4 @@ export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases
     ])
     expect(await store.turns.usages('ses_unknown')).toEqual([])
   })
-})
+}
