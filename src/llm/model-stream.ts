@@ -193,6 +193,34 @@ function inputHooks(tools: ToolSet | undefined, request: ModelStreamRequest) {
 
 async function directStream(model: ProviderLanguageModel, request: ModelStreamRequest, onEvent: ModelEventHandler): Promise<void> {
   const { abortSignal, onChunk } = request
+  const { stream, response, tools } = await openStream(model, request)
+  const reader = stream.getReader()
+  // A provider whose stream ignores the signal still stops: a pending read ends at once.
+  const onAbort = () => void reader.cancel(abortSignal.reason).catch(() => {})
+  abortSignal.addEventListener('abort', onAbort, { once: true })
+  const parts = new StreamParts(tools, request, onEvent, response?.headers)
+  let ended = false
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      onChunk?.()
+      // (only a tool call's input is parsed asynchronously: a delta costs no promise here)
+      const goesOn = parts.take(value as StreamPart)
+      if (goesOn === false || (goesOn !== true && !(await goesOn))) return
+    }
+    ended = true
+    parts.end(abortSignal.aborted)
+  } finally {
+    abortSignal.removeEventListener('abort', onAbort)
+    if (ended) reader.releaseLock()
+    else void reader.cancel().catch(() => {}) // an error part, an early stop by the consumer, or a read that threw
+  }
+}
+
+/** The provider's `doStream` called with the request (its tools declared once per tool set, its prompt converted). */
+async function openStream(model: ProviderLanguageModel, request: ModelStreamRequest) {
+  const { abortSignal } = request
   const tools = request.tools && Object.keys(request.tools).length > 0 ? request.tools : undefined
   const call = tools ? await prepareTools(tools).call : { tools: undefined, toolChoice: undefined }
   const { toolChoice, ...settings } = request.settings ?? {}
@@ -209,127 +237,133 @@ async function directStream(model: ProviderLanguageModel, request: ModelStreamRe
     } as Parameters<ProviderLanguageModel['doStream']>[0]),
     abortSignal ?? new AbortController().signal,
   )
+  return { stream, response, tools }
+}
 
-  const reader = stream.getReader()
-  // A provider whose stream ignores the signal still stops: a pending read ends at once.
-  const onAbort = () => void reader.cancel(abortSignal.reason).catch(() => {})
-  abortSignal.addEventListener('abort', onAbort, { once: true })
-  let first = true
-  let warnings: ProviderWarning[] | undefined
-  // The tool of each call whose input streams, by call id: its onInputDelta hears the deltas.
-  const streamingInputs = new Map<string, string>()
-  const hook = inputHooks(tools, request)
-  let output = false
-  let finish: ModelStreamEvent | undefined
-  let ended = false
-  try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      onChunk?.()
-      const part = value as StreamPart
-      if (part.type === 'stream-start') {
-        if (part.warnings?.length) warnings = part.warnings
-        continue
-      }
-      if (first) {
-        first = false
-        if (onEvent(warnings ? { type: 'start', warnings } : { type: 'start' }) === false) return
-      }
-      switch (part.type) {
-        case 'text-start':
-        case 'reasoning-start':
-        case 'text-end':
-        case 'reasoning-end':
-          output = true
-          if (onEvent({ type: part.type, id: part.id, ...metadataOf(part) }) === false) return
-          break
-        // Deltas are most of a stream: the provider's part goes on as it is (its fields are the
-        // event's), so a delta costs no object of turnchart's here.
-        case 'text-delta':
-        case 'reasoning-delta':
-          output = true
-          if (part.type === 'text-delta' && part.delta.length === 0 && !part.providerMetadata) break
-          if (onEvent(part) === false) return
-          break
-        case 'tool-input-start':
-          output = true
-          if (part.providerExecuted) break // the provider runs it (web search...): not turnchart's call
-          streamingInputs.set(part.id, part.toolName)
-          hook(part.toolName, 'onInputStart', { toolCallId: part.id })
-          if (onEvent({ type: 'tool-input-start', id: part.id, toolName: part.toolName }) === false) return
-          break
-        case 'tool-input-delta': {
-          output = true
-          const toolName = streamingInputs.get(part.id)
-          if (toolName !== undefined) hook(toolName, 'onInputDelta', { toolCallId: part.id, inputTextDelta: part.delta })
-          break
-        }
-        case 'tool-call': {
-          output = true
-          if (part.providerExecuted) break
-          const { input, error } = await parseToolInput(tools, part.toolName, part.input)
-          if (error === undefined) hook(part.toolName, 'onInputAvailable', { toolCallId: part.toolCallId, input })
-          const event: ModelStreamEvent =
-            error === undefined
-              ? { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, ...metadataOf(part) }
-              : { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, error, ...metadataOf(part) }
-          if (onEvent(event) === false) return
-          break
-        }
-        case 'finish':
-          finish = { type: 'finish', finishReason: typeof part.finishReason === 'string' ? part.finishReason : part.finishReason.unified, usage: toLanguageModelUsage(part.usage) }
-          break
-        case 'error':
-          onEvent({ type: 'error', error: namingContentType(part.error, response?.headers) })
-          return // the finally cancels the rest of the response
-        case 'file': {
-          output = true
-          const file = fileData(part.data)
-          if (file && onEvent({ type: 'file', mediaType: part.mediaType, ...file, ...metadataOf(part) }) === false) return
-          break
-        }
-        case 'source': {
-          output = true
-          const source: ModelStreamEvent = {
-            type: 'source',
-            sourceType: part.sourceType,
-            sourceId: part.id,
-            ...(part.url !== undefined ? { url: part.url } : {}),
-            ...(part.title !== undefined ? { title: part.title } : {}),
-            ...(part.mediaType !== undefined ? { mediaType: part.mediaType } : {}),
-            ...(part.filename !== undefined ? { filename: part.filename } : {}),
-            ...metadataOf(part),
-          }
-          if (onEvent(source) === false) return
-          break
-        }
-        case 'tool-input-end':
-        case 'tool-approval-request':
-        case 'tool-result':
-        case 'custom':
-        case 'reasoning-file':
-          output = true
-          break
-        default:
-          break // response-metadata, raw, ping
-      }
+/**
+ * The provider's stream parts, one at a time, as `ModelStreamEvent`s: `take` says whether the
+ * stream goes on (false: stop; a promise only for a tool call, whose input is parsed), `end`
+ * sends the last event when the stream is done.
+ */
+class StreamParts {
+  #first = true
+  #warnings: ProviderWarning[] | undefined
+  /** The tool of each call whose input streams, by call id: its onInputDelta hears the deltas. */
+  readonly #streamingInputs = new Map<string, string>()
+  readonly #hook: ReturnType<typeof inputHooks>
+  /** Some output arrived (a stream without a finish chunk then still finishes). */
+  #output = false
+  #finish: ModelStreamEvent | undefined
+
+  constructor(
+    private readonly tools: ToolSet | undefined,
+    request: ModelStreamRequest,
+    private readonly onEvent: ModelEventHandler,
+    private readonly headers: Record<string, string | undefined> | undefined,
+  ) {
+    this.#hook = inputHooks(tools, request)
+  }
+
+  take(part: StreamPart): boolean | Promise<boolean> {
+    if (part.type === 'stream-start') {
+      if (part.warnings?.length) this.#warnings = part.warnings
+      return true
     }
-    ended = true
-    if (abortSignal.aborted) {
-      onEvent({ type: 'abort' })
-    } else if (finish) {
-      onEvent(finish)
-    } else if (output) {
-      // As streamText: output without a finish chunk still finishes the step, with unknown usage.
-      onEvent({ type: 'finish', finishReason: 'other', usage: toLanguageModelUsage(undefined) })
-    } else {
-      onEvent({ type: 'error', error: new EmptyModelStreamError() })
+    if (this.#first) {
+      this.#first = false
+      if (this.onEvent(this.#warnings ? { type: 'start', warnings: this.#warnings } : { type: 'start' }) === false) return false
     }
-  } finally {
-    abortSignal.removeEventListener('abort', onAbort)
-    if (ended) reader.releaseLock()
-    else void reader.cancel().catch(() => {}) // an error part, an early stop by the consumer, or a read that threw
+    switch (part.type) {
+      case 'text-start':
+      case 'reasoning-start':
+      case 'text-end':
+      case 'reasoning-end':
+        return this.#send({ type: part.type, id: part.id, ...metadataOf(part) })
+      // Deltas are most of a stream: the provider's part goes on as it is (its fields are the
+      // event's), so a delta costs no object of turnchart's here.
+      case 'text-delta':
+      case 'reasoning-delta':
+        this.#output = true
+        return part.type === 'text-delta' && part.delta.length === 0 && !part.providerMetadata ? true : this.onEvent(part) !== false
+      case 'tool-input-start':
+        return this.#toolInputStart(part)
+      case 'tool-input-delta': {
+        this.#output = true
+        const toolName = this.#streamingInputs.get(part.id)
+        if (toolName !== undefined) this.#hook(toolName, 'onInputDelta', { toolCallId: part.id, inputTextDelta: part.delta })
+        return true
+      }
+      case 'tool-call':
+        this.#output = true
+        return part.providerExecuted ? true : this.#toolCall(part)
+      case 'finish':
+        this.#finish = { type: 'finish', finishReason: typeof part.finishReason === 'string' ? part.finishReason : part.finishReason.unified, usage: toLanguageModelUsage(part.usage) }
+        return true
+      case 'error':
+        this.onEvent({ type: 'error', error: namingContentType(part.error, this.headers) })
+        return false // the reader cancels the rest of the response
+      case 'file': {
+        this.#output = true
+        const file = fileData(part.data)
+        return !file || this.onEvent({ type: 'file', mediaType: part.mediaType, ...file, ...metadataOf(part) }) !== false
+      }
+      case 'source':
+        return this.#send(sourceEvent(part))
+      case 'tool-input-end':
+      case 'tool-approval-request':
+      case 'tool-result':
+      case 'custom':
+      case 'reasoning-file':
+        this.#output = true
+        return true
+      default:
+        return true // response-metadata, raw, ping
+    }
+  }
+
+  /** The stream is done: aborted, finished (with unknown usage when no finish chunk came, as streamText), or empty (an error). */
+  end(aborted: boolean): void {
+    if (aborted) this.onEvent({ type: 'abort' })
+    else if (this.#finish) this.onEvent(this.#finish)
+    else if (this.#output) this.onEvent({ type: 'finish', finishReason: 'other', usage: toLanguageModelUsage(undefined) })
+    else this.onEvent({ type: 'error', error: new EmptyModelStreamError() })
+  }
+
+  #send(event: ModelStreamEvent): boolean {
+    this.#output = true
+    return this.onEvent(event) !== false
+  }
+
+  #toolInputStart(part: Extract<StreamPart, { type: 'tool-input-start' }>): boolean {
+    this.#output = true
+    if (part.providerExecuted) return true // the provider runs it (web search...): not turnchart's call
+    this.#streamingInputs.set(part.id, part.toolName)
+    this.#hook(part.toolName, 'onInputStart', { toolCallId: part.id })
+    return this.onEvent({ type: 'tool-input-start', id: part.id, toolName: part.toolName }) !== false
+  }
+
+  async #toolCall(part: Extract<StreamPart, { type: 'tool-call' }>): Promise<boolean> {
+    const { input, error } = await parseToolInput(this.tools, part.toolName, part.input)
+    if (error === undefined) this.#hook(part.toolName, 'onInputAvailable', { toolCallId: part.toolCallId, input })
+    const event: ModelStreamEvent =
+      error === undefined
+        ? { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, ...metadataOf(part) }
+        : { type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input, error, ...metadataOf(part) }
+    return this.onEvent(event) !== false
+  }
+}
+
+/** A source the model cited, as its event. */
+function sourceEvent(part: Extract<StreamPart, { type: 'source' }>): ModelStreamEvent {
+  return {
+    type: 'source',
+    sourceType: part.sourceType,
+    sourceId: part.id,
+    ...(part.url !== undefined ? { url: part.url } : {}),
+    ...(part.title !== undefined ? { title: part.title } : {}),
+    ...(part.mediaType !== undefined ? { mediaType: part.mediaType } : {}),
+    ...(part.filename !== undefined ? { filename: part.filename } : {}),
+    ...metadataOf(part),
   }
 }
 

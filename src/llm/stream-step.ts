@@ -13,7 +13,7 @@ import { detectDoomLoop } from '../policy/doom-loop'
 import { newId } from '../core/ids'
 import { decideFailure } from '../policy/decide-failure'
 import { isUsageOverflow } from '../policy/overflow'
-import type { ModelMessage, ToolSet } from 'ai'
+import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { StructuredOutput, TurnSettings } from '../core/types'
 import type { FailurePolicies } from '../policy/decide-failure'
 import type { DoomLoopOptions } from '../policy/doom-loop'
@@ -26,7 +26,7 @@ import type { MessageInfo, MessageWithParts, Part, PartProviderMetadata, TextPar
 import { failCall, requireApproval, runCall, stopCall } from '../tools/tool-part'
 import { toolOptions } from '../tools/tool-options'
 import { startIdleTimer } from './idle-timer'
-import { modelStream } from './model-stream'
+import { modelStream, type ModelStreamEvent, type ModelStreamRequest } from './model-stream'
 import type { ProviderPromptCache } from './provider-prompt'
 import { addTokens, stepCost, toTokens } from './usage'
 
@@ -100,17 +100,56 @@ export interface StepRun {
 export async function streamStep({ scope, meter }: StepRun, input: StreamStepInput, signal: AbortSignal): Promise<TurnEvent> {
   // (the step gate admitted the step's first call; a retry's attempt is one more call the budget counts)
   if (input.attempt > 1) meter?.called()
-  const { config } = scope
-  const message = scope.assistantMessage()
-  const state = new StepState(scope, message, input)
-  const idle = startIdleTimer(signal, config.streamIdleTimeoutMs)
-
-  let failure: unknown
-  let finishReason = 'unknown'
-  let stepTokens: Tokens | undefined
-  let finished: { tokens: Tokens; cost: number } | undefined
+  const state = new StepState(scope, scope.assistantMessage(), input)
+  const idle = startIdleTimer(signal, scope.config.streamIdleTimeoutMs)
   const messages = scope.modelMessages()
-  const span = config.telemetry.modelCall({
+  const span = modelCallSpan(scope, input, messages)
+  try {
+    await modelStream(await stepRequest(scope, messages, idle), (event) => state.hear(event, idle.signal))
+  } catch (error) {
+    state.failure = error
+  } finally {
+    idle.stop()
+  }
+  if (state.failure === undefined && idle.signal.aborted) state.failure = idle.signal.reason
+  span?.end(spanEnd(scope, state, signal))
+  if (signal.aborted) {
+    // The chart left `streaming` (abort or stop): the turn's end closes what is open.
+    state.closeOpenText()
+    return { type: 'step.failed', error: scope.config.redactor.value(serializeError(signal.reason)), overflow: false, retryDelayMs: null }
+  }
+  if (state.failure !== undefined) {
+    // A failed attempt: its text stays, closed; its tool calls never run.
+    state.closeOpenText()
+    state.discardTools()
+    const reason = idle.signal.aborted && StreamIdleTimeoutError.isInstance(idle.signal.reason) ? idle.signal.reason : state.failure
+    return failedEvent(scope, input, reason)
+  }
+  return finishedEvent(scope, state, meter)
+}
+
+/** The model call's request: the turn's settings, the history, its tools, the idle timer on every chunk. */
+async function stepRequest(scope: StepScope, messages: ModelMessage[], idle: { signal: AbortSignal; touch(): void }): Promise<ModelStreamRequest> {
+  const { config } = scope
+  return {
+    model: config.model,
+    // (the AI SDK sends it with each step of a tool loop too: the model knows the answer's shape from the start)
+    ...(config.output ? { responseFormat: await config.output.responseFormat } : {}),
+    system: config.system,
+    messages,
+    tools: config.tools,
+    settings: config.call,
+    abortSignal: idle.signal,
+    onChunk: idle.touch,
+    promptCache: scope.promptCache,
+    onHookError: (error: unknown) => config.onHookError?.(new HookError("a tool's input hook", error)),
+  }
+}
+
+/** The model call's span (telemetry), its input read only when recorded. */
+function modelCallSpan(scope: StepScope, input: StreamStepInput, messages: ModelMessage[]) {
+  const { config } = scope
+  return config.telemetry.modelCall({
     turnId: scope.turnId,
     sessionId: scope.sessionId,
     provider: config.model.provider,
@@ -119,117 +158,34 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
     attempt: input.attempt,
     input: () => (config.system === undefined ? messages : [{ role: 'system', content: config.system }, ...messages]),
   })
-  try {
-    const request = {
-      model: config.model,
-      // (the AI SDK sends it with each step of a tool loop too: the model knows the answer's shape from the start)
-      ...(config.output ? { responseFormat: await config.output.responseFormat } : {}),
-      system: config.system,
-      messages,
-      tools: config.tools,
-      settings: config.call,
-      abortSignal: idle.signal,
-      onChunk: idle.touch,
-      promptCache: scope.promptCache,
-      onHookError: (error: unknown) => config.onHookError?.(new HookError("a tool's input hook", error)),
-    }
-    await modelStream(request, (part) => {
-      switch (part.type) {
-        case 'start':
-          // The provider's warnings stay on the step (and are published with its part).
-          state.add({ type: 'step-start', time: { start: Date.now() }, ...(part.warnings ? { warnings: part.warnings } : {}) })
-          break
-        case 'text-start':
-        case 'reasoning-start':
-          state.openText(part.type === 'text-start' ? 'text' : 'reasoning', part.id, part.providerMetadata)
-          break
-        case 'text-delta':
-        case 'reasoning-delta':
-          state.appendText(part.type === 'text-delta' ? 'text' : 'reasoning', part.id, part.delta, part.providerMetadata)
-          break
-        case 'text-end':
-        case 'reasoning-end':
-          state.closeText(part.type === 'text-end' ? 'text' : 'reasoning', part.id, part.providerMetadata)
-          break
-        case 'tool-input-start':
-          state.toolPending(part.id, part.toolName)
-          break
-        case 'tool-call':
-          if (part.error !== undefined) state.toolError(part.callId, part.toolName, part.input, part.error, part.providerMetadata)
-          else state.toolRunning(part.callId, part.toolName, part.input, part.providerMetadata)
-          break
-        case 'file': {
-          const { type: _type, ...file } = part
-          state.add({ type: 'file', ...file })
-          break
-        }
-        case 'source': {
-          const { type: _type, ...source } = part
-          state.add({ type: 'source', ...source })
-          break
-        }
-        case 'finish': {
-          finishReason = part.finishReason
-          stepTokens = toTokens(part.usage)
-          const cost = stepCost(stepTokens, config.pricing)
-          state.add({ type: 'step-finish', reason: part.finishReason, tokens: stepTokens, cost, time: { start: Date.now() } })
-          finished = { tokens: stepTokens, cost }
-          const info = message.info
-          info.tokens = addTokens(info.tokens ?? toTokens(undefined), stepTokens)
-          info.cost = (info.cost ?? 0) + cost
-          info.finish = part.finishReason
-          scope.saveMessage(info)
-          break
-        }
-        case 'error':
-          failure = part.error
-          break
-        case 'abort':
-          failure = idle.signal.reason
-          break
-      }
-      return failure === undefined
-    })
-  } catch (error) {
-    failure = error
-  } finally {
-    idle.stop()
-  }
+}
 
-  if (failure === undefined && idle.signal.aborted) failure = idle.signal.reason
-  span?.end(
-    failure !== undefined || signal.aborted
-      ? { error: signal.aborted ? signal.reason : failure }
-      : {
-          finishReason,
-          inputTokens: stepTokens?.input,
-          outputTokens: stepTokens?.output,
-          reasoningTokens: stepTokens?.reasoning,
-          cacheReadTokens: stepTokens?.cache.read,
-          output: config.telemetry.recordOutputs ? state.output() : undefined,
-        },
-  )
-  if (signal.aborted) {
-    // The chart left `streaming` (abort or stop): the turn's end closes what is open.
-    state.closeOpenText()
-    return { type: 'step.failed', error: scope.config.redactor.value(serializeError(signal.reason)), overflow: false, retryDelayMs: null }
+/** How the model call's span ends: its error, or its finish, usage and (when recorded) output. */
+function spanEnd(scope: StepScope, state: StepState, signal: AbortSignal) {
+  if (state.failure !== undefined || signal.aborted) return { error: signal.aborted ? signal.reason : state.failure }
+  const tokens = state.stepTokens
+  return {
+    finishReason: state.finishReason,
+    inputTokens: tokens?.input,
+    outputTokens: tokens?.output,
+    reasoningTokens: tokens?.reasoning,
+    cacheReadTokens: tokens?.cache.read,
+    output: scope.config.telemetry.recordOutputs ? state.output() : undefined,
   }
-  if (failure !== undefined) {
-    // A failed attempt: its text stays, closed; its tool calls never run.
-    state.closeOpenText()
-    state.discardTools()
-    const reason = idle.signal.aborted && StreamIdleTimeoutError.isInstance(idle.signal.reason) ? idle.signal.reason : failure
-    return failedEvent(scope, input, reason)
-  }
+}
 
+/** A finished step: its usage spent, its tool calls handed to the tool runner (approvals and doom loops decided), its overflow judged. */
+async function finishedEvent(scope: StepScope, state: StepState, meter: StepMeter | undefined): Promise<TurnEvent> {
+  const { config } = scope
   state.closeOpenText()
-  if (finished) meter?.spend(finished)
+  if (state.finished) meter?.spend(state.finished)
   scope.stepTools = state.tools
-  const overflow = config.limits !== undefined && stepTokens !== undefined && isUsageOverflow(stepTokens, config.limits, config.compaction.reserved)
+  const tokens = state.stepTokens
+  const overflow = config.limits !== undefined && tokens !== undefined && isUsageOverflow(tokens, config.limits, config.compaction.reserved)
   const { approvals, doomLoop } = await reviewToolCalls(scope, state.tools)
   return {
     type: 'step.finished',
-    finishReason,
+    finishReason: state.finishReason,
     toolCalls: state.tools.length,
     overflow,
     ...(approvals.length ? { approvals } : {}),
@@ -291,18 +247,84 @@ function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): 
   }
 }
 
-/** The parts one attempt of a step opened, by the stream's ids. */
+/** One attempt of a step as its events arrive: the parts it opened (by the stream's ids), its finish or its failure. */
 class StepState {
   private open = new Map<string, TextPart>()
   private last: { type: 'text' | 'reasoning'; id: string; key: string; part: TextPart } | undefined
   private toolsById = new Map<string, ToolPart>()
   readonly tools: ToolPart[] = []
+  /** Why the attempt failed (an error event, an abort, a throw), once it did. */
+  failure: unknown
+  finishReason = 'unknown'
+  stepTokens: Tokens | undefined
+  /** What the finished step used. */
+  finished: { tokens: Tokens; cost: number } | undefined
 
   constructor(
     private readonly scope: StepScope,
     private readonly message: MessageWithParts,
     private readonly input: StreamStepInput,
   ) {}
+
+  /** One event of the model call; false once the attempt failed (the call stops). */
+  hear(event: ModelStreamEvent, idle: AbortSignal): boolean {
+    switch (event.type) {
+      case 'start':
+        // The provider's warnings stay on the step (and are published with its part).
+        this.add({ type: 'step-start', time: { start: Date.now() }, ...(event.warnings ? { warnings: event.warnings } : {}) })
+        break
+      case 'text-start':
+      case 'reasoning-start':
+        this.openText(event.type === 'text-start' ? 'text' : 'reasoning', event.id, event.providerMetadata)
+        break
+      case 'text-delta':
+      case 'reasoning-delta':
+        this.appendText(event.type === 'text-delta' ? 'text' : 'reasoning', event.id, event.delta, event.providerMetadata)
+        break
+      case 'text-end':
+      case 'reasoning-end':
+        this.closeText(event.type === 'text-end' ? 'text' : 'reasoning', event.id, event.providerMetadata)
+        break
+      case 'tool-input-start':
+        this.toolPending(event.id, event.toolName)
+        break
+      case 'tool-call':
+        if (event.error !== undefined) this.toolError(event.callId, event.toolName, event.input, event.error, event.providerMetadata)
+        else this.toolRunning(event.callId, event.toolName, event.input, event.providerMetadata)
+        break
+      case 'file':
+      case 'source': {
+        const { type, ...fields } = event
+        this.add({ type, ...fields } as DistributiveOmit<Part, 'id' | 'sessionId' | 'messageId' | 'step' | 'attempt'>)
+        break
+      }
+      case 'finish':
+        this.finish(event.finishReason, event.usage)
+        break
+      case 'error':
+        this.failure = event.error
+        break
+      case 'abort':
+        this.failure = idle.reason
+        break
+    }
+    return this.failure === undefined
+  }
+
+  /** The step's finish: its part, and its usage and cost added to the answer's. */
+  private finish(reason: string, usage: LanguageModelUsage): void {
+    const tokens = toTokens(usage)
+    const cost = stepCost(tokens, this.scope.config.pricing)
+    this.finishReason = reason
+    this.stepTokens = tokens
+    this.add({ type: 'step-finish', reason, tokens, cost, time: { start: Date.now() } })
+    this.finished = { tokens, cost }
+    const info = this.message.info
+    info.tokens = addTokens(info.tokens ?? toTokens(undefined), tokens)
+    info.cost = (info.cost ?? 0) + cost
+    info.finish = reason
+    this.scope.saveMessage(info)
+  }
 
   add(fields: DistributiveOmit<Part, 'id' | 'sessionId' | 'messageId' | 'step' | 'attempt'>): Part {
     const part = {
