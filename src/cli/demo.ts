@@ -17,6 +17,7 @@ import { agentTool } from '../tools/agent-tool'
 import type { Engine } from '../engine/engine'
 import type { EngineModel, EngineOptions } from '../config/options'
 import type { TurnchartEvent } from '../core/bus'
+import type { Part } from '../core/types'
 import { startScriptedServer, type ScriptedServer } from '../testing/scripted-server'
 import { parseArgs, UsageError } from './args'
 import { closeOnSignal, onTerminationSignals, waitForSignal } from './signals'
@@ -134,102 +135,129 @@ function words(text: string): string[] {
 }
 
 /** Prints the conversation as it streams and each transition as it is committed. */
-export function createPrinter(io: CliIO, c: Colors) {
-  let atLineStart = true
-  // Run trees: a child turn's lines are indented under its parent's, one level per generation.
-  const depths = new Map<string, number>()
-  let prefix = ''
-  const partTypes = new Map<string, string>()
-  const streamed = new Set<string>()
-  const summaries = new Set<string>()
-  let retryTimer: NodeJS.Timeout | undefined
-  const write = (text: string) => {
-    if (text.length === 0) return
-    io.stdout.write(text)
-    atLineStart = text.endsWith('\n')
-  }
-  const line = (text: string) => write(`${atLineStart ? '' : '\n'}${prefix}${text}\n`)
-  let retrying = false
-  const stopRetryLine = () => {
-    if (!retrying) return
-    retrying = false
-    clearInterval(retryTimer)
-    retryTimer = undefined
-    if (io.stdout.isTTY) {
-      io.stdout.write('\r\x1b[2K') // the countdown line is replaced
-      atLineStart = true
-    }
-    line(c.yellow('  … retrying now'))
-  }
-  const onEvent = (event: TurnchartEvent) => {
-    if (event.parentTurnId && event.turnId && !depths.has(event.turnId)) depths.set(event.turnId, (depths.get(event.parentTurnId) ?? 0) + 1)
-    const depth = event.turnId ? depths.get(event.turnId) ?? 0 : 0
-    prefix = depth ? c.dim('  │ '.repeat(depth)) : ''
+export function createPrinter(io: CliIO, c: Colors): DemoPrinter {
+  return new DemoPrinter(io, c)
+}
+
+/** The demo's terminal: the conversation as it streams, each transition, a retry's countdown; a child turn's lines indented under its parent's. */
+class DemoPrinter {
+  #atLineStart = true
+  /** Run trees: a child turn's lines are indented under its parent's, one level per generation. */
+  readonly #depths = new Map<string, number>()
+  #prefix = ''
+  readonly #partTypes = new Map<string, string>()
+  readonly #streamed = new Set<string>()
+  readonly #summaries = new Set<string>()
+  #retryTimer: NodeJS.Timeout | undefined
+  #retrying = false
+
+  constructor(
+    private readonly io: CliIO,
+    private readonly c: Colors,
+  ) {}
+
+  /** Prints what `event` says (a subscriber of the engine: bound). */
+  readonly onEvent = (event: TurnchartEvent): void => {
+    if (event.parentTurnId && event.turnId && !this.#depths.has(event.turnId)) this.#depths.set(event.turnId, (this.#depths.get(event.parentTurnId) ?? 0) + 1)
+    const depth = event.turnId ? (this.#depths.get(event.turnId) ?? 0) : 0
+    this.#prefix = depth ? this.c.dim('  │ '.repeat(depth)) : ''
     try {
-      switch (event.type) {
-        case 'part.delta': {
-          const type = partTypes.get(event.partId)
-          if (!streamed.has(event.partId)) {
-            streamed.add(event.partId)
-            write(`${atLineStart ? '' : '\n'}${prefix}${type === 'reasoning' ? c.dim('thinking ›') : c.green('assistant ›')} `)
-          }
-          write(type === 'reasoning' ? c.dim(event.delta) : event.delta)
-          break
-        }
-        case 'message.updated':
-          if (event.info.summary) summaries.add(event.info.id)
-          break
-        case 'part.updated': {
-          const part = event.part
-          partTypes.set(part.id, part.type)
-          const fromUser = part.step === undefined && !summaries.has(part.messageId)
-          if (fromUser) break
-          if ((part.type === 'text' || part.type === 'reasoning') && part.time.end !== undefined && !streamed.has(part.id) && part.text) {
-            // Not streamed (the compaction summary is produced in one piece): print it whole.
-            streamed.add(part.id)
-            line(`${summaries.has(part.messageId) ? c.magenta('summary ›') : c.green('assistant ›')} ${truncate(part.text, 400)}`)
-          } else if (part.type === 'tool' && part.state.status === 'running') {
-            line(c.yellow(`  ⚙ ${part.tool}(${json(part.state.input)})`))
-          } else if (part.type === 'tool' && part.state.status === 'completed') {
-            line(c.yellow(`  ✓ ${part.tool} → ${truncate(json(part.state.output), 100)}`))
-          } else if (part.type === 'tool' && part.state.status === 'error') {
-            line(c.red(`  ✗ ${part.tool}: ${part.state.error}`))
-          } else if (part.type === 'compaction') {
-            line(c.magenta('  (the context is full: summarising the history)'))
-          }
-          break
-        }
-        case 'turn.transition':
-          if (event.from === 'retry-waiting' || event.from === 'compaction-retry-waiting') stopRetryLine()
-          line(c.dim('  [') + formatTransition(event, c) + c.dim(']'))
-          break
-        case 'session.status':
-          if (event.status.type === 'retry') {
-            const { attempt, message, next } = event.status
-            // `attempt` is the attempt that failed, numbered as on parts (the first is 1).
-            const show = () => {
-              const left = Math.max(0, next - Date.now()) / 1000
-              const text = c.yellow(`  ⏳ attempt ${attempt} failed (${truncate(message, 60)}): attempt ${attempt + 1} in ${left.toFixed(1)} s`)
-              if (io.stdout.isTTY) write(`\r\x1b[2K${text}`)
-              else line(text)
-            }
-            if (!atLineStart) write('\n')
-            show()
-            clearInterval(retryTimer)
-            retrying = true
-            // A live countdown on a terminal; elsewhere (a log, a pipe) one line per attempt.
-            retryTimer = io.stdout.isTTY ? setInterval(show, 100) : undefined
-          } else stopRetryLine()
-          break
-        case 'session.error':
-          line(c.red(`  ! ${event.error.name}: ${event.error.message}`))
-          break
-      }
+      this.#print(event)
     } finally {
-      prefix = '' // the demo's own lines are not indented
+      this.#prefix = '' // the demo's own lines are not indented
     }
   }
-  return { onEvent, line, close: () => clearInterval(retryTimer) }
+
+  line(text: string): void {
+    this.#write(`${this.#atLineStart ? '' : '\n'}${this.#prefix}${text}\n`)
+  }
+
+  close(): void {
+    clearInterval(this.#retryTimer)
+  }
+
+  #print(event: TurnchartEvent): void {
+    const { c } = this
+    switch (event.type) {
+      case 'part.delta':
+        return this.#delta(event.partId, event.delta)
+      case 'message.updated':
+        if (event.info.summary) this.#summaries.add(event.info.id)
+        return
+      case 'part.updated':
+        return this.#part(event.part)
+      case 'turn.transition':
+        if (event.from === 'retry-waiting' || event.from === 'compaction-retry-waiting') this.#stopRetryLine()
+        return this.line(c.dim('  [') + formatTransition(event, c) + c.dim(']'))
+      case 'session.status':
+        return event.status.type === 'retry' ? this.#retry(event.status) : this.#stopRetryLine()
+      case 'session.error':
+        return this.line(c.red(`  ! ${event.error.name}: ${event.error.message}`))
+    }
+  }
+
+  #write(text: string): void {
+    if (text.length === 0) return
+    this.io.stdout.write(text)
+    this.#atLineStart = text.endsWith('\n')
+  }
+
+  #delta(partId: string, delta: string): void {
+    const { c } = this
+    const type = this.#partTypes.get(partId)
+    if (!this.#streamed.has(partId)) {
+      this.#streamed.add(partId)
+      this.#write(`${this.#atLineStart ? '' : '\n'}${this.#prefix}${type === 'reasoning' ? c.dim('thinking ›') : c.green('assistant ›')} `)
+    }
+    this.#write(type === 'reasoning' ? c.dim(delta) : delta)
+  }
+
+  #part(part: Part): void {
+    const { c } = this
+    this.#partTypes.set(part.id, part.type)
+    if (part.step === undefined && !this.#summaries.has(part.messageId)) return // the user's
+    if ((part.type === 'text' || part.type === 'reasoning') && part.time.end !== undefined && !this.#streamed.has(part.id) && part.text) {
+      // Not streamed (the compaction summary is produced in one piece): print it whole.
+      this.#streamed.add(part.id)
+      this.line(`${this.#summaries.has(part.messageId) ? c.magenta('summary ›') : c.green('assistant ›')} ${truncate(part.text, 400)}`)
+    } else if (part.type === 'tool' && part.state.status === 'running') {
+      this.line(c.yellow(`  ⚙ ${part.tool}(${json(part.state.input)})`))
+    } else if (part.type === 'tool' && part.state.status === 'completed') {
+      this.line(c.yellow(`  ✓ ${part.tool} → ${truncate(json(part.state.output), 100)}`))
+    } else if (part.type === 'tool' && part.state.status === 'error') {
+      this.line(c.red(`  ✗ ${part.tool}: ${part.state.error}`))
+    } else if (part.type === 'compaction') {
+      this.line(c.magenta('  (the context is full: summarising the history)'))
+    }
+  }
+
+  /** A retry's wait: a live countdown on a terminal; elsewhere (a log, a pipe) one line per attempt. */
+  #retry({ attempt, message, next }: { attempt: number; message: string; next: number }): void {
+    // `attempt` is the attempt that failed, numbered as on parts (the first is 1).
+    const show = () => {
+      const left = Math.max(0, next - Date.now()) / 1000
+      const text = this.c.yellow(`  ⏳ attempt ${attempt} failed (${truncate(message, 60)}): attempt ${attempt + 1} in ${left.toFixed(1)} s`)
+      if (this.io.stdout.isTTY) this.#write(`\r\x1b[2K${text}`)
+      else this.line(text)
+    }
+    if (!this.#atLineStart) this.#write('\n')
+    show()
+    clearInterval(this.#retryTimer)
+    this.#retrying = true
+    this.#retryTimer = this.io.stdout.isTTY ? setInterval(show, 100) : undefined
+  }
+
+  #stopRetryLine(): void {
+    if (!this.#retrying) return
+    this.#retrying = false
+    clearInterval(this.#retryTimer)
+    this.#retryTimer = undefined
+    if (this.io.stdout.isTTY) {
+      this.io.stdout.write('\r\x1b[2K') // the countdown line is replaced
+      this.#atLineStart = true
+    }
+    this.line(this.c.yellow('  … retrying now'))
+  }
 }
 
 /** Picks the inspector port: 8080 when free, else any free port. */
@@ -318,17 +346,7 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
   // As its backend shows it (a URL without its password).
   const shown = readOnlyLocation(database)?.label ?? database
   const real = io.env.TURNCHART_BASE_URL
-  let server: ScriptedServer | undefined
-  let model: EngineOptions['model']
-  const createOpenAICompatible = loadDemoProvider()
-  if (real) {
-    if (!io.env.TURNCHART_MODEL) throw new CliError('TURNCHART_BASE_URL is set: set TURNCHART_MODEL too (and TURNCHART_API_KEY if the server needs one)')
-    model = createOpenAICompatible({ name: 'turnchart-demo', baseURL: real, apiKey: io.env.TURNCHART_API_KEY, includeUsage: true })(io.env.TURNCHART_MODEL)
-  } else {
-    server = await startScriptedServer()
-    await queueDemoScript(server, process.cwd())
-    model = createOpenAICompatible({ name: 'scripted', baseURL: server.url, apiKey: 'demo', includeUsage: true })('scripted-demo')
-  }
+  const { model, server } = await demoModel(io)
   let inspector: Awaited<ReturnType<typeof startInspector>> | undefined
   let engine: Engine | undefined
   const printer = createPrinter(io, c)
@@ -340,66 +358,17 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     await inspector?.stop()
   }, (text) => io.stderr.write(text))
   try {
-    if (flags.has('inspect')) {
-      const port = values.has('inspect-port') ? Number(values.get('inspect-port')) : await freePort(8080)
-      if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new UsageError(`--inspect-port must be a port number, not ${values.get('inspect-port')}`)
-      inspector = await startInspector(port)
-      printer.line(c.bold(`Stately inspector: open ${inspector.url} in a browser (127.0.0.1 only)`))
-      printer.line(c.dim(`  online: that page embeds Stately's inspector UI from ${inspectorUiUrl}; the events stay on this machine (WebSocket ws://127.0.0.1:${inspector.port})`))
-      await waitForEnter(io, 'Press Enter to start the demo… ')
-    }
+    if (flags.has('inspect')) inspector = await openDemoInspector(io, printer, values.get('inspect-port'))
     printer.line(c.bold(real ? `turnchart demo against ${real} (model ${io.env.TURNCHART_MODEL})` : 'turnchart demo: a scripted OpenAI-compatible server on loopback (no API key needed)'))
     printer.line(c.dim(`database: ${shown}`))
-    engine = await createEngine({
-      database,
-      model,
-      system: 'You are a helpful agent. Use the list tool to look at folders, and the researcher for questions it can answer.',
-      tools: { list: listTool, researcher: researcherTool },
-      // Short delays keep the demo quick; a real endpoint gets the default policy.
-      retry: real ? {} : { initialDelayMs: 200, maxDelayMs: 1000, maxHeaderDelayMs: 5000, jitter: 0 },
-      compaction: { auto: true, maxPerTurn: 2 },
-      streamIdleTimeoutMs: real ? 60_000 : 5_000,
-      flushIntervalMs: 100,
-      inspect: inspector?.inspect,
-    })
+    engine = await demoEngine(database, model, real !== undefined, inspector)
     engine.subscribe(printer.onEvent)
     const session = await engine.createSession({ title: 'turnchart demo' })
     printer.line(c.dim(`session: ${session.id}`))
-    const turnIds: string[] = []
-
-    for (const [key, prompt] of Object.entries(demoPrompts)) {
-      printer.line('')
-      printer.line(`${c.bold('you ›')} ${prompt}`)
-      const turn = engine.prompt(session.id, prompt)
-      turnIds.push(turn.id)
-      let abortTimer: NodeJS.Timeout | undefined
-      let unsubscribe = () => {}
-      if (key === 'poem') {
-        // Abort once the answer is well under way (or after a while, for a slow real model).
-        let deltas = 0
-        const abort = () => {
-          printer.line(c.red('  (aborting the turn)'))
-          turn.abort('the demo aborts the third turn')
-        }
-        unsubscribe = engine.subscribe((event) => {
-          if (event.type === 'part.delta' && ++deltas === (real ? 60 : 14)) abort()
-        })
-        abortTimer = setTimeout(abort, real ? 20_000 : 4_000)
-      }
-      const result = await turn.done
-      clearTimeout(abortTimer)
-      unsubscribe()
-      printer.line(c.bold(`turn ${turn.id}: ${result.outcome}`) + (result.error ? c.dim(` (${result.error.name})`) : ''))
-    }
-
+    const turnIds = await runDemoTurns(engine, session.id, printer, c, real !== undefined)
     printer.line('')
     printer.line(c.bold(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Everything is stored in ${shown}`))
-    // With npx: in this repository (after npm install) and in an app that installed turnchart.
-    // A URL is quoted: its `?` and `&` mean something to the shell.
-    const argument = isUrl(database) ? `'${shown}'` : database
-    printer.line(`  npx turnchart sessions ${argument}`)
-    printer.line(`  npx turnchart show ${argument} ${session.id}`)
-    for (const id of turnIds) printer.line(`  npx turnchart replay ${argument} ${id}`)
+    printNextCommands(printer, database, shown, session.id, turnIds)
     if (inspector) {
       // Keep serving the inspector (with or without a terminal) until Ctrl-C or SIGTERM.
       signals.dispose()
@@ -414,4 +383,86 @@ export async function demoCommand(argv: string[], io: CliIO): Promise<number> {
     await server?.close()
     await inspector?.stop()
   }
+}
+
+/** The demo's model: the endpoint named by TURNCHART_BASE_URL and TURNCHART_MODEL, else a scripted server on loopback playing the demo's script. */
+async function demoModel(io: CliIO): Promise<{ model: EngineOptions['model']; server?: ScriptedServer }> {
+  const real = io.env.TURNCHART_BASE_URL
+  const createOpenAICompatible = loadDemoProvider()
+  if (real) {
+    if (!io.env.TURNCHART_MODEL) throw new CliError('TURNCHART_BASE_URL is set: set TURNCHART_MODEL too (and TURNCHART_API_KEY if the server needs one)')
+    return { model: createOpenAICompatible({ name: 'turnchart-demo', baseURL: real, apiKey: io.env.TURNCHART_API_KEY, includeUsage: true })(io.env.TURNCHART_MODEL) }
+  }
+  const server = await startScriptedServer()
+  await queueDemoScript(server, process.cwd())
+  return { model: createOpenAICompatible({ name: 'scripted', baseURL: server.url, apiKey: 'demo', includeUsage: true })('scripted-demo'), server }
+}
+
+/** `--inspect`: the Stately inspector's relay on loopback, started once the user pressed Enter. */
+async function openDemoInspector(io: CliIO, printer: DemoPrinter, portValue: string | undefined) {
+  const c = colors(io)
+  const port = portValue !== undefined ? Number(portValue) : await freePort(8080)
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new UsageError(`--inspect-port must be a port number, not ${portValue}`)
+  const inspector = await startInspector(port)
+  printer.line(c.bold(`Stately inspector: open ${inspector.url} in a browser (127.0.0.1 only)`))
+  printer.line(c.dim(`  online: that page embeds Stately's inspector UI from ${inspectorUiUrl}; the events stay on this machine (WebSocket ws://127.0.0.1:${inspector.port})`))
+  await waitForEnter(io, 'Press Enter to start the demo… ')
+  return inspector
+}
+
+function demoEngine(database: string, model: EngineOptions['model'], real: boolean, inspector: Awaited<ReturnType<typeof startInspector>> | undefined): Promise<Engine> {
+  return createEngine({
+    database,
+    model,
+    system: 'You are a helpful agent. Use the list tool to look at folders, and the researcher for questions it can answer.',
+    tools: { list: listTool, researcher: researcherTool },
+    // Short delays keep the demo quick; a real endpoint gets the default policy.
+    retry: real ? {} : { initialDelayMs: 200, maxDelayMs: 1000, maxHeaderDelayMs: 5000, jitter: 0 },
+    compaction: { auto: true, maxPerTurn: 2 },
+    streamIdleTimeoutMs: real ? 60_000 : 5_000,
+    flushIntervalMs: 100,
+    inspect: inspector?.inspect,
+  })
+}
+
+/** The demo's prompts, one turn each (the poem's aborted once under way); returns the turns' ids. */
+async function runDemoTurns(engine: Engine, sessionId: string, printer: DemoPrinter, c: Colors, real: boolean): Promise<string[]> {
+  const turnIds: string[] = []
+  for (const [key, prompt] of Object.entries(demoPrompts)) {
+    printer.line('')
+    printer.line(`${c.bold('you ›')} ${prompt}`)
+    const turn = engine.prompt(sessionId, prompt)
+    turnIds.push(turn.id)
+    const stopAborting = key === 'poem' ? abortUnderWay(engine, turn, printer, c, real) : () => undefined
+    const result = await turn.done
+    stopAborting()
+    printer.line(c.bold(`turn ${turn.id}: ${result.outcome}`) + (result.error ? c.dim(` (${result.error.name})`) : ''))
+  }
+  return turnIds
+}
+
+/** Aborts `turn` once its answer is well under way (or after a while, for a slow real model); returns the stop. */
+function abortUnderWay(engine: Engine, turn: { abort(reason?: string): void }, printer: DemoPrinter, c: Colors, real: boolean): () => void {
+  let deltas = 0
+  const abort = () => {
+    printer.line(c.red('  (aborting the turn)'))
+    turn.abort('the demo aborts the third turn')
+  }
+  const unsubscribe = engine.subscribe((event) => {
+    if (event.type === 'part.delta' && ++deltas === (real ? 60 : 14)) abort()
+  })
+  const timer = setTimeout(abort, real ? 20_000 : 4_000)
+  return () => {
+    clearTimeout(timer)
+    unsubscribe()
+  }
+}
+
+/** The commands that read what the demo stored. With npx: in this repository (after npm install) and in an app that installed turnchart. */
+function printNextCommands(printer: DemoPrinter, database: string, shown: string, sessionId: string, turnIds: string[]): void {
+  // A URL is quoted: its `?` and `&` mean something to the shell.
+  const argument = isUrl(database) ? `'${shown}'` : database
+  printer.line(`  npx turnchart sessions ${argument}`)
+  printer.line(`  npx turnchart show ${argument} ${sessionId}`)
+  for (const id of turnIds) printer.line(`  npx turnchart replay ${argument} ${id}`)
 }

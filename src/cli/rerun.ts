@@ -13,7 +13,7 @@ import type { EngineModel } from '../config/options'
 import { TurnNotFoundError } from '../core/errors'
 import type { Part } from '../core/types'
 import type { RecordingSource } from '../testing/recording-source'
-import { rerunTurn, type RerunResult, type RerunSide } from '../testing/rerun-turn'
+import { rerunTurn, type RerunOptions, type RerunResult, type RerunSide } from '../testing/rerun-turn'
 import { trajectoryOf } from '../testing/trajectory'
 import { diffTrajectories, formatTrajectoryDiff } from '../testing/trajectory-diff'
 import { parseArgs, UsageError } from './args'
@@ -30,52 +30,60 @@ export async function rerunCommand(argv: string[], io: CliIO): Promise<number> {
     positionals: ['db', 'turn'],
   })
   const [database, turnId] = positionals
-  const toolsMode = values.get('tools') ?? 'recorded'
-  if (toolsMode !== 'recorded' && toolsMode !== 'live') throw new UsageError(`--tools is recorded or live, not ${toolsMode}`)
-  if (toolsMode === 'live' && !values.has('tools-module')) throw new UsageError('--tools live needs --tools-module <file>: a module exporting your tools as `tools`')
-  if (toolsMode !== 'live' && values.has('tools-module')) throw new UsageError('--tools-module is read with --tools live only')
+  const modes = rerunModes(values)
+  const model = values.has('model') ? endpointModel(values.get('model')!, values.get('model-id') ?? io.env.TURNCHART_MODEL, io) : undefined
+  const tools = modes.tools === 'live' ? loadTools(values.get('tools-module')!) : undefined
+  const out = values.get('out')
+  if (out !== undefined && fs.existsSync(out)) throw new CliError(`--out ${out} exists: name a file that does not exist yet (the re-run's database is created there)`)
+  const result = await rerunStored(database, turnId, {
+    ...(model ? (modes.afterDivergence === 'live' ? { afterDivergence: 'live' as const, liveModel: model } : { model }) : {}),
+    ...(modes.toolDrift === 'continue' ? { toolDrift: 'continue' as const } : {}),
+    ...(tools ? { tools } : {}),
+    ...(values.has('system') ? { system: values.get('system') } : {}),
+    ...(out !== undefined ? { database: out } : {}),
+  })
+  const against = values.get('model') === undefined ? 'recorded' : modes.afterDivergence === 'live' ? `recorded, then ${values.get('model')}` : values.get('model')!
+  if (flags.has('json')) {
+    const index = result.firstDifference
+    const difference = index === -1 ? null : { index: index + 1, original: result.original.parts[index] ?? null, rerun: result.rerun.parts[index] ?? null }
+    const steps = diffTrajectories(trajectoryOf(result.original), trajectoryOf(result.rerun))
+    io.stdout.write(`${JSON.stringify({ turnId, against, tools: modes.tools, ...result, firstDifference: difference, trajectoryDiff: steps }, null, 2)}\n`)
+    return 0
+  }
+  print(result, { turnId, against, tools: modes.tools, out, steps: flags.has('steps') }, io)
+  return 0
+}
+
+/** `--tools`, `--after-divergence` and `--tool-drift`, checked together (each names what it needs). */
+function rerunModes(values: Map<string, string>): { tools: 'recorded' | 'live'; afterDivergence: 'stop' | 'live'; toolDrift: 'stop' | 'continue' } {
+  const tools = values.get('tools') ?? 'recorded'
+  if (tools !== 'recorded' && tools !== 'live') throw new UsageError(`--tools is recorded or live, not ${tools}`)
+  if (tools === 'live' && !values.has('tools-module')) throw new UsageError('--tools live needs --tools-module <file>: a module exporting your tools as `tools`')
+  if (tools !== 'live' && values.has('tools-module')) throw new UsageError('--tools-module is read with --tools live only')
   const afterDivergence = values.get('after-divergence') ?? 'stop'
   if (afterDivergence !== 'stop' && afterDivergence !== 'live') throw new UsageError(`--after-divergence is stop or live, not ${afterDivergence}`)
   if (afterDivergence === 'live' && !values.has('model')) throw new UsageError('--after-divergence live needs --model <url>: the model that goes on from the divergence')
   const toolDrift = values.get('tool-drift') ?? 'stop'
   if (toolDrift !== 'stop' && toolDrift !== 'continue') throw new UsageError(`--tool-drift is stop or continue, not ${toolDrift}`)
-  if (toolDrift === 'continue' && toolsMode !== 'live') throw new UsageError('--tool-drift continue needs --tools live: only live tools can drift')
-  const model = values.has('model') ? endpointModel(values.get('model')!, values.get('model-id') ?? io.env.TURNCHART_MODEL, io) : undefined
-  const tools = toolsMode === 'live' ? loadTools(values.get('tools-module')!) : undefined
+  if (toolDrift === 'continue' && tools !== 'live') throw new UsageError('--tool-drift continue needs --tools live: only live tools can drift')
+  return { tools, afterDivergence, toolDrift }
+}
 
-  const out = values.get('out')
-  if (out !== undefined && fs.existsSync(out)) throw new CliError(`--out ${out} exists: name a file that does not exist yet (the re-run's database is created there)`)
+/** Re-runs a turn of the database at `database`, read through a read-only store; a pruned log or an unknown turn is a `CliError`. */
+async function rerunStored(database: string, turnId: string, options: RerunOptions): Promise<RerunResult> {
   const store = await openForReading(database)
-  let result: RerunResult
   try {
     const turn = await store.read((s) => s.turns.get(turnId))
     if (turn?.outcome && (await store.read((s) => s.transitions.list(turnId))).length === 0) {
       throw new CliError(`the transition log of turn ${turnId} was pruned (turnchart prune): its model calls cannot be re-run; its messages and parts remain: turnchart show ${database} ${turn.sessionId}`)
     }
-    result = await rerunTurn(readOnlySource(store), turnId, {
-      ...(model ? (afterDivergence === 'live' ? { afterDivergence: 'live' as const, liveModel: model } : { model }) : {}),
-      ...(toolDrift === 'continue' ? { toolDrift: 'continue' as const } : {}),
-      ...(tools ? { tools } : {}),
-      ...(values.has('system') ? { system: values.get('system') } : {}),
-      ...(values.has('out') ? { database: values.get('out') } : {}),
-    })
+    return await rerunTurn(readOnlySource(store), turnId, options)
   } catch (error) {
     if (TurnNotFoundError.isInstance(error)) throw new CliError(`no turn ${turnId} in ${database}`)
     throw asFlagError(error, '--out')
   } finally {
     await store.close()
   }
-
-  const against = values.get('model') === undefined ? 'recorded' : afterDivergence === 'live' ? `recorded, then ${values.get('model')}` : values.get('model')!
-  if (flags.has('json')) {
-    const index = result.firstDifference
-    const difference = index === -1 ? null : { index: index + 1, original: result.original.parts[index] ?? null, rerun: result.rerun.parts[index] ?? null }
-    const steps = diffTrajectories(trajectoryOf(result.original), trajectoryOf(result.rerun))
-    io.stdout.write(`${JSON.stringify({ turnId, against, tools: toolsMode, ...result, firstDifference: difference, trajectoryDiff: steps }, null, 2)}\n`)
-    return 0
-  }
-  print(result, { turnId, against, tools: toolsMode, out: values.get('out'), steps: flags.has('steps') }, io)
-  return 0
 }
 
 /** The stored turn through the read-only store, one read-only transaction per read. */

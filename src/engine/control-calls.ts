@@ -6,7 +6,7 @@
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import { startControlPoller, type ControlPoller } from '../control/control-poller'
-import { requestAbort, requestDecision, type RemoteControlDeps } from '../control/remote-control'
+import { requestAbort, requestDecision, type Decision, type RemoteControlDeps } from '../control/remote-control'
 import { optionalString, requireId } from '../core/arguments'
 import type { Store } from '../store/store'
 import type { RunningTurns } from './running-turns'
@@ -95,17 +95,7 @@ export function engineControl(deps: {
     },
     async approve(turnId, callId, options) {
       requireOpen('approve a tool call')
-      if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
-        throw new InvalidArgumentError('options', options, 'an object like { input, by }')
-      }
-      const unknown = Object.keys(options ?? {}).find((key) => key !== 'input' && key !== 'by')
-      if (unknown) throw new InvalidArgumentError(`options.${unknown}`, (options as Record<string, unknown>)[unknown], 'input or by (the options of approve)')
-      const by = optionalString('options.by', options?.by)
-      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), {
-        kind: 'approve',
-        ...(options?.input !== undefined ? { input: options.input } : {}),
-        ...(by !== undefined ? { by } : {}),
-      })
+      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), approveDecision(options))
     },
     async resolveCall(turnId, callId, resolution) {
       requireOpen('resolve a tool call')
@@ -119,6 +109,18 @@ export function engineControl(deps: {
     },
   }
   return { calls, poller }
+}
+
+/** `approve`'s options checked (`{ input, by }`), as the decision stored. */
+function approveDecision(options: unknown): Extract<Decision, { kind: 'approve' }> {
+  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
+    throw new InvalidArgumentError('options', options, 'an object like { input, by }')
+  }
+  const given = (options ?? {}) as Record<string, unknown>
+  const unknown = Object.keys(given).find((key) => key !== 'input' && key !== 'by')
+  if (unknown) throw new InvalidArgumentError(`options.${unknown}`, given[unknown], 'input or by (the options of approve)')
+  const by = optionalString('options.by', given.by)
+  return { kind: 'approve', ...(given.input !== undefined ? { input: given.input } : {}), ...(by !== undefined ? { by } : {}) }
 }
 
 /** `deny`'s third argument checked: a reason, or `{ reason, by }`. */

@@ -287,12 +287,8 @@ class StreamParts {
         return part.type === 'text-delta' && part.delta.length === 0 && !part.providerMetadata ? true : this.onEvent(part) !== false
       case 'tool-input-start':
         return this.#toolInputStart(part)
-      case 'tool-input-delta': {
-        this.#output = true
-        const toolName = this.#streamingInputs.get(part.id)
-        if (toolName !== undefined) this.#hook(toolName, 'onInputDelta', { toolCallId: part.id, inputTextDelta: part.delta })
-        return true
-      }
+      case 'tool-input-delta':
+        return this.#toolInputDelta(part)
       case 'tool-call':
         this.#output = true
         return part.providerExecuted ? true : this.#toolCall(part)
@@ -302,11 +298,8 @@ class StreamParts {
       case 'error':
         this.onEvent({ type: 'error', error: namingContentType(part.error, this.headers) })
         return false // the reader cancels the rest of the response
-      case 'file': {
-        this.#output = true
-        const file = fileData(part.data)
-        return !file || this.onEvent({ type: 'file', mediaType: part.mediaType, ...file, ...metadataOf(part) }) !== false
-      }
+      case 'file':
+        return this.#file(part)
       case 'source':
         return this.#send(sourceEvent(part))
       case 'tool-input-end':
@@ -340,6 +333,19 @@ class StreamParts {
     this.#streamingInputs.set(part.id, part.toolName)
     this.#hook(part.toolName, 'onInputStart', { toolCallId: part.id })
     return this.onEvent({ type: 'tool-input-start', id: part.id, toolName: part.toolName }) !== false
+  }
+
+  #toolInputDelta(part: Extract<StreamPart, { type: 'tool-input-delta' }>): boolean {
+    this.#output = true
+    const toolName = this.#streamingInputs.get(part.id)
+    if (toolName !== undefined) this.#hook(toolName, 'onInputDelta', { toolCallId: part.id, inputTextDelta: part.delta })
+    return true
+  }
+
+  #file(part: Extract<StreamPart, { type: 'file' }>): boolean {
+    this.#output = true
+    const file = fileData(part.data)
+    return !file || this.onEvent({ type: 'file', mediaType: part.mediaType, ...file, ...metadataOf(part) }) !== false
   }
 
   async #toolCall(part: Extract<StreamPart, { type: 'tool-call' }>): Promise<boolean> {

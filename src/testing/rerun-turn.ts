@@ -18,6 +18,7 @@ import type { PromptInput } from '../conversation/user-input'
 import { InvalidArgumentError, type SerializedError } from '../core/errors'
 import type { MessageWithParts, Part, PromptOptions, StopCondition, TurnOutcome } from '../core/types'
 import { createEngine } from '../engine/create-engine'
+import type { Engine } from '../engine/engine'
 import { openStore } from '../engine/open-store'
 import { defaultFailurePolicies, type RetryPolicy } from '../policy/decide-failure'
 import { defaultRetryOptions, type RetryOptions } from '../policy/retry-delay'
@@ -99,76 +100,20 @@ const recordedRetryWaitMs = 10
  */
 export async function rerunTurn(source: RecordingSource, turnId: string, options: RerunOptions = {}): Promise<RerunResult> {
   const recording = await readRecordedTurn(source, turnId)
-  const prompt = recording.own.find((m) => m.info.role === 'user')
-  if (!prompt) throw new InvalidArgumentError('turnId', turnId, 'a turn whose prompt is stored')
-  if (recording.turn.outcome && recording.transitions.length === 0) {
-    throw new InvalidArgumentError('turnId', turnId, 'a turn whose transition log is stored (this one was pruned: its model calls cannot be replayed)')
-  }
+  const prompt = rerunnablePrompt(recording, turnId)
   const settings = rerunSettings(recording, recording.transitions, await readInput(source, turnId))
-  // Retry waits are cut short only when every answer comes from the recording.
-  const againstRecording = options.model === undefined && options.afterDivergence !== 'live'
   if (options.afterDivergence === 'live' && (!options.liveModel || options.model)) {
     throw new InvalidArgumentError('liveModel', options.liveModel, "a model to go on with past the divergence (afterDivergence: 'live'), and no `model` (the recorded one answers until then)")
   }
-  // Where the recording was cut off (an abort, a crash), the re-run is aborted too.
-  let abortRerun = () => {}
-  let diverged: Divergence | null = null
-  const toolDrift: ToolDrift[] = []
-  const recorded = () =>
-    recordedModelOf(recording, {
-      specificationVersion: options.specificationVersion ?? (options.liveModel ? versionOf(options.liveModel) : undefined),
-      onCutOff: () => abortRerun(),
-      ...(options.toolDrift === 'continue' ? { onToolDrift: (drift: ToolDrift) => toolDrift.push(drift) } : {}),
-    })
-  const model =
-    options.model ??
-    (options.afterDivergence === 'live'
-      ? liveAfterDivergence(recorded(), options.liveModel!, (divergence) => {
-          diverged = divergence
-        })
-      : recorded())
+  const answering = rerunModel(recording, options)
   const decisions = recordedDecisions(recording)
   const tools = options.tools ?? recordedTools(recording, new Set(decisions.keys()))
-  const name = recording.options?.model ?? 'default'
-  const retry: RetryOptions = { ...defaultRetryOptions, ...(settings.maxAttempts !== undefined ? { maxAttempts: settings.maxAttempts } : {}) }
-
-  const database = await scratchDatabase(options.database, recording)
-  const engine = await createEngine({
-    database,
-    model,
-    ...(name !== 'default' ? { models: { [name]: model } } : {}),
-    tools,
-    ...(settings.limits ? { limits: settings.limits } : {}),
-    compaction: { auto: settings.compaction.auto, ...(settings.compaction.maxPerTurn !== undefined ? { maxPerTurn: settings.compaction.maxPerTurn } : {}), ...(settings.limits ? { reserved: 0 } : {}) },
-    ...(settings.maxSteps !== undefined ? { maxSteps: settings.maxSteps } : {}),
-    ...(settings.stopAtBoundary !== undefined ? { stopWhen: stopAtBoundary(settings.stopAtBoundary) } : {}),
-    retry,
-    ...(againstRecording ? { retryPolicy: shortWaits(retry) } : {}),
-  } satisfies EngineOptions)
+  const engine = await rerunEngine(recording, options, settings, answering.model, tools)
   try {
-    let rerunId: string | undefined
-    // The recorded decisions, made again when the re-run asks; a call the recording never decided is denied.
-    const unsubscribe = engine.subscribe((event) => {
-      if (event.type !== 'approval.requested' || event.turnId !== rerunId) return
-      for (const call of event.calls) {
-        const decision = decisions.get(call.callId)
-        const by = decision?.by !== undefined ? { by: decision.by } : {}
-        const made = decision?.approved
-          ? engine.approve(event.turnId, call.callId, by)
-          : engine.deny(event.turnId, call.callId, { reason: decision?.reason ?? 'the recording has no decision for this call', ...by })
-        made.catch(() => {}) // the turn may have ended meanwhile; its outcome says so
-      }
-    })
-    const stored = recording.options
-    const promptOptions: PromptOptions = {
-      ...(stored?.settings ?? {}),
-      model: name,
-      ...(options.system !== undefined ? { system: options.system } : stored?.system !== undefined ? { system: stored.system } : {}),
-      ...(stored?.tools ? { tools: stored.tools } : {}),
-    }
-    const turn = engine.prompt(recording.turn.sessionId, promptInput(prompt), promptOptions)
-    rerunId = turn.id
-    abortRerun = () => turn.abort()
+    const turn = engine.prompt(recording.turn.sessionId, promptInput(prompt), rerunPromptOptions(recording, options))
+    // Where the recording was cut off (an abort, a crash), the re-run is aborted too.
+    answering.onCutOff(() => turn.abort())
+    const unsubscribe = decideAsRecorded(engine, turn.id, decisions)
     const result = await turn.done
     unsubscribe()
     const messages = (await engine.messages(recording.turn.sessionId)).filter((m) => m.info.turnId === turn.id)
@@ -180,30 +125,113 @@ export async function rerunTurn(source: RecordingSource, turnId: string, options
       states: (await engine.transitions(turn.id)).map((t) => t.to),
       parts: answerParts(messages),
     }
-    const original: RerunSide = {
-      turnId: recording.turn.id,
-      sessionId: recording.turn.sessionId,
-      outcome: recording.turn.outcome,
-      error: recording.turn.error,
-      states: recording.transitions.map((t) => t.to),
-      parts: answerParts(recording.own),
-    }
-    const [left, right] = [withoutAttempts(original.parts), withoutAttempts(rerun.parts)]
-    const difference = firstDifference(left, right)
-    const differences = [...Array(Math.max(left.length, right.length)).keys()].filter((i) => JSON.stringify(left[i]) !== JSON.stringify(right[i]))
-    return {
-      original,
-      rerun,
-      recordedCalls: recording.calls.length,
-      firstDifference: difference,
-      differences,
-      identical: difference === -1 && original.outcome === rerun.outcome,
-      notes: settings.notes,
-      diverged,
-      toolDrift,
-    }
+    return { ...compareRuns(recording, rerun), notes: settings.notes, diverged: answering.diverged(), toolDrift: answering.toolDrift }
   } finally {
     await engine.close()
+  }
+}
+
+/** The recorded turn's prompt, when the turn can be re-run (its prompt and its transition log are stored). */
+function rerunnablePrompt(recording: RecordedTurn, turnId: string): MessageWithParts {
+  const prompt = recording.own.find((m) => m.info.role === 'user')
+  if (!prompt) throw new InvalidArgumentError('turnId', turnId, 'a turn whose prompt is stored')
+  if (recording.turn.outcome && recording.transitions.length === 0) {
+    throw new InvalidArgumentError('turnId', turnId, 'a turn whose transition log is stored (this one was pruned: its model calls cannot be replayed)')
+  }
+  return prompt
+}
+
+/**
+ * The model the re-run calls: the app's, or the recording answered call by call (past a
+ * divergence, the live model when asked); where the recording was cut off it aborts the re-run.
+ */
+function rerunModel(recording: RecordedTurn, options: RerunOptions) {
+  let abortRerun = () => {}
+  let diverged: Divergence | null = null
+  const toolDrift: ToolDrift[] = []
+  const recorded = () =>
+    recordedModelOf(recording, {
+      specificationVersion: options.specificationVersion ?? (options.liveModel ? versionOf(options.liveModel) : undefined),
+      onCutOff: () => abortRerun(),
+      ...(options.toolDrift === 'continue' ? { onToolDrift: (drift: ToolDrift) => toolDrift.push(drift) } : {}),
+    })
+  const live = () => liveAfterDivergence(recorded(), options.liveModel!, (divergence) => void (diverged = divergence))
+  const model = options.model ?? (options.afterDivergence === 'live' ? live() : recorded())
+  return {
+    model,
+    toolDrift,
+    diverged: () => diverged,
+    onCutOff: (abort: () => void) => void (abortRerun = abort),
+  }
+}
+
+/** An engine on a scratch database holding the session's history, with the recorded turn's settings. */
+async function rerunEngine(recording: RecordedTurn, options: RerunOptions, settings: ReturnType<typeof rerunSettings>, model: EngineModel, tools: ToolSet) {
+  const name = recording.options?.model ?? 'default'
+  const retry: RetryOptions = { ...defaultRetryOptions, ...(settings.maxAttempts !== undefined ? { maxAttempts: settings.maxAttempts } : {}) }
+  // Retry waits are cut short only when every answer comes from the recording.
+  const againstRecording = options.model === undefined && options.afterDivergence !== 'live'
+  const { compaction, limits } = settings
+  return createEngine({
+    database: await scratchDatabase(options.database, recording),
+    model,
+    ...(name !== 'default' ? { models: { [name]: model } } : {}),
+    tools,
+    ...(limits ? { limits } : {}),
+    compaction: { auto: compaction.auto, ...(compaction.maxPerTurn !== undefined ? { maxPerTurn: compaction.maxPerTurn } : {}), ...(limits ? { reserved: 0 } : {}) },
+    ...(settings.maxSteps !== undefined ? { maxSteps: settings.maxSteps } : {}),
+    ...(settings.stopAtBoundary !== undefined ? { stopWhen: stopAtBoundary(settings.stopAtBoundary) } : {}),
+    retry,
+    ...(againstRecording ? { retryPolicy: shortWaits(retry) } : {}),
+  } satisfies EngineOptions)
+}
+
+/** The recorded turn's prompt options (its settings, model name, system prompt and tools), the re-run's system prompt over them. */
+function rerunPromptOptions(recording: RecordedTurn, options: RerunOptions): PromptOptions {
+  const stored = recording.options
+  return {
+    ...(stored?.settings ?? {}),
+    model: stored?.model ?? 'default',
+    ...(options.system !== undefined ? { system: options.system } : stored?.system !== undefined ? { system: stored.system } : {}),
+    ...(stored?.tools ? { tools: stored.tools } : {}),
+  }
+}
+
+/** The recorded decisions, made again when the re-run asks; a call the recording never decided is denied. Returns the unsubscribe. */
+function decideAsRecorded(engine: Engine, turnId: string, decisions: ReturnType<typeof recordedDecisions>): () => void {
+  return engine.subscribe((event) => {
+    if (event.type !== 'approval.requested' || event.turnId !== turnId) return
+    for (const call of event.calls) {
+      const decision = decisions.get(call.callId)
+      const by = decision?.by !== undefined ? { by: decision.by } : {}
+      const made = decision?.approved
+        ? engine.approve(event.turnId, call.callId, by)
+        : engine.deny(event.turnId, call.callId, { reason: decision?.reason ?? 'the recording has no decision for this call', ...by })
+      made.catch(() => {}) // the turn may have ended meanwhile; its outcome says so
+    }
+  })
+}
+
+/** The recorded run beside the re-run: where their parts first differ (attempts aside), and which differ. */
+function compareRuns(recording: RecordedTurn, rerun: RerunSide): Omit<RerunResult, 'notes' | 'diverged' | 'toolDrift'> {
+  const original: RerunSide = {
+    turnId: recording.turn.id,
+    sessionId: recording.turn.sessionId,
+    outcome: recording.turn.outcome,
+    error: recording.turn.error,
+    states: recording.transitions.map((t) => t.to),
+    parts: answerParts(recording.own),
+  }
+  const [left, right] = [withoutAttempts(original.parts), withoutAttempts(rerun.parts)]
+  const difference = firstDifference(left, right)
+  const differences = [...Array(Math.max(left.length, right.length)).keys()].filter((i) => JSON.stringify(left[i]) !== JSON.stringify(right[i]))
+  return {
+    original,
+    rerun,
+    recordedCalls: recording.calls.length,
+    firstDifference: difference,
+    differences,
+    identical: difference === -1 && original.outcome === rerun.outcome,
   }
 }
 

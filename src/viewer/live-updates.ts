@@ -38,108 +38,125 @@ export interface LiveUpdateOptions {
  * live.attach(response, 'ses_01…')
  */
 export function createLiveUpdates(store: ReadOnlyStore, options: LiveUpdateOptions): LiveUpdates {
-  const clients = new Set<Client>()
-  let timer: NodeJS.Timeout | undefined
-  let stamp: string | undefined
-  let refreshing: Promise<void> | undefined
-  let again = false
-  let closed = false
+  return new LivePages(store, options)
+}
 
-  const send = <K extends keyof LiveEvents>(client: Client, event: K, data: LiveEvents[K]) => {
-    const text = JSON.stringify(data)
-    if (client.sent.get(event) === text) return
-    // A page shows one session: a new one replaces a missing notice, and the other way round.
-    if (event === 'session') client.sent.delete('missing')
-    if (event === 'missing') client.sent.delete('session')
-    client.sent.set(event, text)
-    client.response.write(`event: ${event}\ndata: ${text}\n\n`)
+/** The open pages, the poll of the change stamp while any is open, and one read at a time. */
+class LivePages implements LiveUpdates {
+  readonly #clients = new Set<Client>()
+  #timer: NodeJS.Timeout | undefined
+  #stamp: string | undefined
+  #refreshing: Promise<void> | undefined
+  #again = false
+  #closed = false
+
+  constructor(
+    private readonly store: ReadOnlyStore,
+    private readonly options: LiveUpdateOptions,
+  ) {}
+
+  attach(response: http.ServerResponse, sessionId?: string): void {
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-frame-options': 'DENY',
+    })
+    // After a lost connection the browser reconnects after this long, and gets everything again.
+    response.write('retry: 1000\n\n')
+    const client: Client = { response, sessionId, sent: new Map() }
+    this.#clients.add(client)
+    response.on('close', () => this.#detach(client))
+    void this.#refresh()
+    this.#schedule()
   }
 
-  /** Reads what the open pages show, once per session, and sends each page what changed. */
-  const readAndSend = async () => {
-    const watchers = [...clients]
+  close(): void {
+    this.#closed = true
+    if (this.#timer) clearTimeout(this.#timer)
+    for (const client of this.#clients) client.response.end()
+    this.#clients.clear()
+  }
+
+  #detach(client: Client): void {
+    this.#clients.delete(client)
+    if (this.#clients.size > 0 || !this.#timer) return
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+    // The next page starts from a fresh stamp: nothing was watched in between.
+    this.#stamp = undefined
+  }
+
+  #schedule(): void {
+    if (!this.#closed && this.#clients.size > 0 && !this.#timer) this.#timer = setTimeout(() => void this.#poll(), this.options.pollMs).unref()
+  }
+
+  async #poll(): Promise<void> {
+    this.#timer = undefined
+    if (this.#closed || this.#clients.size === 0) return
     try {
-      const sessions = await store.read(summarizeSessions)
-      const pages = new Map<string, Awaited<ReturnType<typeof sessionPage>>>()
-      for (const id of new Set(watchers.map((c) => c.sessionId).filter((id): id is string => id !== undefined))) {
-        pages.set(id, await store.read((s) => sessionPage(s, id)))
-      }
-      for (const client of watchers) {
-        if (!clients.has(client)) continue
-        // After a failure the page gets everything again: that is how it knows the database answers.
-        if (client.sent.has('failure')) client.sent.clear()
-        send(client, 'sessions', sessions)
-        if (client.sessionId === undefined) continue
-        const page = pages.get(client.sessionId)
-        if (page) send(client, 'session', page)
-        else send(client, 'missing', { session: client.sessionId })
-      }
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error)
-      for (const client of watchers) if (clients.has(client)) send(client, 'failure', { message })
-    }
-  }
-
-  /** One read at a time; a change noticed during a read is read again after it. */
-  const refresh = (): Promise<void> => {
-    if (refreshing) {
-      again = true
-      return refreshing
-    }
-    refreshing = (async () => {
-      do {
-        again = false
-        await readAndSend()
-      } while (again && !closed)
-      refreshing = undefined
-    })()
-    return refreshing
-  }
-
-  const poll = async () => {
-    timer = undefined
-    if (closed || clients.size === 0) return
-    try {
-      const next = await store.changeStamp()
-      if (next !== stamp) {
-        stamp = next
-        await refresh()
+      const next = await this.store.changeStamp()
+      if (next !== this.#stamp) {
+        this.#stamp = next
+        await this.#refresh()
       }
     } catch {
       // The next poll tries again; a read that fails is reported to the pages by refresh().
     }
-    if (!closed && clients.size > 0 && !timer) timer = setTimeout(poll, options.pollMs).unref()
+    this.#schedule()
   }
 
-  return {
-    attach(response, sessionId) {
-      response.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        connection: 'keep-alive',
-        'x-frame-options': 'DENY',
-      })
-      // After a lost connection the browser reconnects after this long, and gets everything again.
-      response.write('retry: 1000\n\n')
-      const client: Client = { response, sessionId, sent: new Map() }
-      clients.add(client)
-      response.on('close', () => {
-        clients.delete(client)
-        if (clients.size === 0 && timer) {
-          clearTimeout(timer)
-          timer = undefined
-          // The next page starts from a fresh stamp: nothing was watched in between.
-          stamp = undefined
-        }
-      })
-      void refresh()
-      if (!timer) timer = setTimeout(poll, options.pollMs).unref()
-    },
-    close() {
-      closed = true
-      if (timer) clearTimeout(timer)
-      for (const client of clients) client.response.end()
-      clients.clear()
-    },
+  /** One read at a time; a change noticed during a read is read again after it. */
+  #refresh(): Promise<void> {
+    if (this.#refreshing) {
+      this.#again = true
+      return this.#refreshing
+    }
+    this.#refreshing = (async () => {
+      do {
+        this.#again = false
+        await this.#readAndSend()
+      } while (this.#again && !this.#closed)
+      this.#refreshing = undefined
+    })()
+    return this.#refreshing
   }
+
+  /** Reads what the open pages show, once per session, and sends each page what changed. */
+  async #readAndSend(): Promise<void> {
+    const watchers = [...this.#clients]
+    try {
+      const sessions = await this.store.read(summarizeSessions)
+      const pages = new Map<string, Awaited<ReturnType<typeof sessionPage>>>()
+      for (const id of new Set(watchers.map((c) => c.sessionId).filter((id): id is string => id !== undefined))) {
+        pages.set(id, await this.store.read((s) => sessionPage(s, id)))
+      }
+      for (const client of watchers) if (this.#clients.has(client)) sendViews(client, sessions, pages)
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error)
+      for (const client of watchers) if (this.#clients.has(client)) send(client, 'failure', { message })
+    }
+  }
+}
+
+/** What a page shows: the session list, and its session (or that it is missing). */
+function sendViews(client: Client, sessions: LiveEvents['sessions'], pages: Map<string, LiveEvents['session'] | undefined>): void {
+  // After a failure the page gets everything again: that is how it knows the database answers.
+  if (client.sent.has('failure')) client.sent.clear()
+  send(client, 'sessions', sessions)
+  if (client.sessionId === undefined) return
+  const page = pages.get(client.sessionId)
+  if (page) send(client, 'session', page)
+  else send(client, 'missing', { session: client.sessionId })
+}
+
+/** Sends `data` as `event` when it differs from what the page last received. */
+function send<K extends keyof LiveEvents>(client: Client, event: K, data: LiveEvents[K]): void {
+  const text = JSON.stringify(data)
+  if (client.sent.get(event) === text) return
+  // A page shows one session: a new one replaces a missing notice, and the other way round.
+  if (event === 'session') client.sent.delete('missing')
+  if (event === 'missing') client.sent.delete('session')
+  client.sent.set(event, text)
+  client.response.write(`event: ${event}\ndata: ${text}\n\n`)
 }
