@@ -102,7 +102,7 @@ export function recordedModelOf(recording: RecordedTurn, options: RecordedModelO
     provider: 'turnchart.recorded',
     modelId: recording.turn.id,
     supportedUrls: {},
-    calls: recording.calls.map(({ call, kind, step, attempt, outcome }) => ({ call, kind, step, attempt, outcome })),
+    calls: recording.calls.map(callSummary),
     get callsMade() {
       return made
     },
@@ -114,31 +114,37 @@ export function recordedModelOf(recording: RecordedTurn, options: RecordedModelO
       const call = recording.calls[index]
       if (!call) throw diverged(index + 1, nextCall(recording), `the recording has ${recording.calls.length} model calls: ${endOf(recording)}`)
       if (checkPrompts) {
-        let sent = (callOptions as { prompt?: unknown[] }).prompt ?? []
-        if (options.onToolDrift) {
-          const { prompt, drifts } = withRecordedToolResults(recording, expectedPrompt(recording, call, version), sent)
-          sent = prompt
-          for (const drift of drifts) {
-            if (reported.has(drift.callId)) continue
-            reported.add(drift.callId)
-            options.onToolDrift(drift)
-          }
-        }
-        const difference = requestDifference(recording, call, version, sent)
+        const sent = (callOptions as { prompt?: unknown[] }).prompt ?? []
+        const compared = options.onToolDrift ? reportDrift(recording, call, version, sent, reported, options.onToolDrift) : sent
+        const difference = requestDifference(recording, call, version, compared)
         if (difference) throw diverged(index + 1, call, difference)
       }
       const { parts, end } = answerOf(call, version)
-      if (end.type === 'hang' && options.onCutOff) {
-        const { call: number, kind, step, attempt, outcome } = call
-        const onCutOff = options.onCutOff
-        end.onHang = () => onCutOff({ call: number, kind, step, attempt, outcome })
-      }
+      // Where the recording was cut off (an abort, a crash), the caller is told when the answer hangs there.
+      const { onCutOff } = options
+      if (end.type === 'hang' && onCutOff) end.onHang = () => onCutOff(callSummary(call))
       return { stream: partStream(parts, end), request: {}, response: { headers: {} } }
     },
   }
   // One object answers as V3 or V4 (their stream parts agree on what it sends); its static type
   // is the installed ai major's model.
   return model as unknown as RecordedModel
+}
+
+/** The prompt sent, its drifted tool results replaced by the recorded ones, each drift reported once (by call id). */
+function reportDrift(recording: RecordedTurn, call: RecordedCall, version: SpecificationVersion, sent: unknown[], reported: Set<string>, report: (drift: ToolDrift) => void): unknown[] {
+  const { prompt, drifts } = withRecordedToolResults(recording, expectedPrompt(recording, call, version), sent)
+  for (const drift of drifts) {
+    if (reported.has(drift.callId)) continue
+    reported.add(drift.callId)
+    report(drift)
+  }
+  return prompt
+}
+
+/** A recorded call as the model lists it (and as `onCutOff` is told of it). */
+function callSummary({ call, kind, step, attempt, outcome }: RecordedCall) {
+  return { call, kind, step, attempt, outcome }
 }
 
 /** What differs between the call's recorded prompt and `sent`; a summary request's last message (the compaction prompt) is the engine's own. */

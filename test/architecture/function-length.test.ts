@@ -11,7 +11,7 @@ import ts from 'typescript'
 const root = path.resolve(__dirname, '../..')
 
 /** The most functions allowed over 100 lines, and of 50 lines or more (lowered as functions are split). */
-const limits = { over100: 0, atLeast50: 22 }
+const limits = { over100: 0, atLeast50: 20 }
 
 interface Measured {
   where: string

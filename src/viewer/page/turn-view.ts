@@ -98,12 +98,8 @@ function pathList(turn: TurnView): HTMLElement {
   )
 }
 
-/**
- * @example
- * main.append(renderTurn(turn, { drawing, sessionId, label: 'Turn 1', messages, open: true, depth: 0 }))
- */
-export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
-  const outcome = outcomeOf(turn)
+/** The turn's path: its states in a line, the chart with its edges numbered (zoomable), the list of transitions; or a note that its log was pruned. */
+function turnChart(turn: TurnView, context: TurnContext): HTMLElement {
   const figure = el('figure', { class: 'chart' }, drawChart(context.drawing, turn))
   const zoom = el('button', { type: 'button', class: 'zoom', 'aria-pressed': 'false' }, 'Full size')
   zoom.addEventListener('click', () => {
@@ -113,10 +109,8 @@ export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
   })
   const states = ['idle', ...turn.path.filter((s) => s.from !== s.to).map((s) => s.to)]
   // An ended turn without a log had it pruned (turnchart prune): its messages stay, no path to draw.
-  const pruned = turn.outcome !== null && turn.path.length === 0
-  const chart = pruned
-    ? el('p', { class: 'dim', 'data-pruned': '' }, 'Transition log pruned (turnchart prune): its messages remain, its path does not.')
-    : el(
+  if (turn.outcome !== null && turn.path.length === 0) return el('p', { class: 'dim', 'data-pruned': '' }, 'Transition log pruned (turnchart prune): its messages remain, its path does not.')
+  const chart = el(
     'details',
     { class: 'turn-chart', open: context.open },
     el('summary', {}, el('b', {}, 'Path'), ` (${turn.path.length} transitions): `, el('span', { class: 'mono' }, states.join(' → '))),
@@ -125,7 +119,17 @@ export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
     pathList(turn),
   )
   // A closed chart is not rendered: its texts are fitted when it opens.
-  if (chart instanceof HTMLDetailsElement) chart.addEventListener('toggle', () => chart.open && fitTexts(figure))
+  chart.addEventListener('toggle', () => chart.open && fitTexts(figure))
+  return chart
+}
+
+/**
+ * @example
+ * main.append(renderTurn(turn, { drawing, sessionId, label: 'Turn 1', messages, open: true, depth: 0 }))
+ */
+export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
+  const outcome = outcomeOf(turn)
+  const chart = turnChart(turn, context)
   const children = turn.children ?? []
   const messages = turn.messages ?? context.messages
   // A child is named by the call that started it: "research (call_1)".
