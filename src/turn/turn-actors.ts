@@ -2,15 +2,16 @@
  * The turn chart's four actors, each in the gated wrapper (gated-actor.ts): the step gate (its
  * rules, between two model calls), the step (one model call), the tools, the compaction. Each
  * one's failure event is the chart's failure edge for its state. Made for each turn, over that
- * turn's scope, run tree and log (`turnChart`): what an actor gets is its logic's turn and its
+ * turn's scope, run tree and log (`turnChart`): what an actor gets is its logic's turn (typed as
+ * the part of the scope it uses: `GateRun`, `StepRun`, `ToolsRun`, `CompactRun`) and its
  * invocation's input, nothing looked up.
  */
 import { turnMachine, type TurnMachine, type CompactInput, type RunToolsInput, type StepGateInput, type StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
 import { serializeError, StorageError, UnknownError } from '../core/errors'
-import { summarize } from '../compaction/summarize'
+import { summarize, type SummaryScope } from '../compaction/summarize'
 import { streamStep, type StepRun } from '../llm/stream-step'
-import { runTools } from '../tools/run-tools'
+import { runTools, type ToolRunScope } from '../tools/run-tools'
 import type { ChildTurnRunner } from '../tools/child-turns'
 import { gatedActor, type WriteAheadGate } from './gated-actor'
 import type { HandoffPoint } from './handoff-point'
@@ -30,11 +31,33 @@ export interface TurnRun {
   handoff?: HandoffPoint
 }
 
+/**
+ * What each actor gets of its turn: the part of the scope (and of the run tree) it uses, and no
+ * more. The scope is one object; these types are each actor's contract with it.
+ */
+type GateScope = Pick<TurnScope, 'turnId' | 'config' | 'stepResults' | 'takeSteered' | 'lastStepFinish' | 'lastStepAnswered' | 'assistantMessages' | 'askAgain' | 'output'>
+/** The step gate: its rules over the turn's steps, the budget it admits the next call with, a handoff it holds at. */
+interface GateRun {
+  scope: GateScope
+  tree: Pick<RunTree, 'admit'>
+  handoff?: HandoffPoint
+}
+/** The tools: the step's calls, the runner of child turns, the step's usage judged again for an overflow. */
+interface ToolsRun {
+  scope: ToolRunScope & Pick<TurnScope, 'lastStepFinish'> & { readonly config: Pick<TurnScope['config'], 'limits' | 'compaction'> }
+  children?: ChildTurnRunner
+}
+/** The compaction: the summary request over the history, a model call the budget counts. */
+interface CompactRun {
+  scope: SummaryScope & Pick<TurnScope, 'lastStepAnswered' | 'messages'>
+  tree: Pick<RunTree, 'called' | 'spend'>
+}
+
 /** The step gate acts on nothing the log must precede (effect-free): it waits for no commit. */
 const noCommitNeeded = { committed: async () => true }
 
 /** The turn as the step gate's rules read it. */
-function gateTurn({ scope, tree }: TurnRun, input: StepGateInput): GateTurn {
+function gateTurn({ scope, tree }: GateRun, input: StepGateInput): GateTurn {
   return {
     stepNumber: input.step,
     maxSteps: input.maxSteps,
@@ -57,7 +80,7 @@ function gateTurn({ scope, tree }: TurnRun, input: StepGateInput): GateTurn {
 
 /** The chart's actors over one turn: `log` is the write-ahead gate of the three that act outside the turn. */
 const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
-  stepGate: gatedActor<StepGateInput, TurnRun>({ gate: noCommitNeeded, turn: run }, {
+  stepGate: gatedActor<StepGateInput, GateRun>({ gate: noCommitNeeded, turn: run }, {
     run: async (turn, input) => {
       // A handoff was asked: the gate holds (nothing is in flight here) and the turn is detached.
       if (turn.handoff?.requested) return turn.handoff.hold()
@@ -75,7 +98,7 @@ const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
     // A defect, not the provider's answer: the step fails, without a retry.
     failure: (error): TurnEvent => ({ type: 'step.failed', error: serializeError(error), overflow: false, retryDelayMs: null }),
   }),
-  runTools: gatedActor<RunToolsInput, TurnRun>({ gate: log, turn: run }, {
+  runTools: gatedActor<RunToolsInput, ToolsRun>({ gate: log, turn: run }, {
     run: async ({ scope, children }, _input, signal) => {
       const waiting = await runTools(scope, signal, children)
       // Calls in doubt or deferred: the turn waits for them (the others have their results).
@@ -88,7 +111,7 @@ const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
     // A tool's own throw is its part; only a defect of the runner gets here: the turn fails.
     failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('running the tools', error) }),
   }),
-  compact: gatedActor<CompactInput, TurnRun>({ gate: log, turn: run }, {
+  compact: gatedActor<CompactInput, CompactRun>({ gate: log, turn: run }, {
     // Whether the summary follows a final answer is read before the summary replaces the history.
     run: async ({ scope, tree }, input, signal) => {
       // A summary is a model call the budget counts; the next step gate checks it.
