@@ -134,7 +134,16 @@ export type ToolState =
    * waits (state `awaiting-calls`) until every call of the step has its result; `deadline`
    * (epoch ms, stored) settles it as an error when it passes.
    */
-  | { status: 'deferred'; input: unknown; modelInput?: unknown; execution: number; deadline?: number; time: { start: number } }
+  | {
+      status: 'deferred'
+      input: unknown
+      modelInput?: unknown
+      execution: number
+      deadline?: number
+      /** What the call returns at its deadline (`defer({ onDeadline })`, a sleep's result); absent: the deadline is an error the model sees. */
+      onDeadline?: { output: unknown }
+      time: { start: number }
+    }
   | {
       status: 'completed'
       input: unknown

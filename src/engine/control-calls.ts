@@ -11,7 +11,7 @@ import { optionalString, requireId } from '../core/arguments'
 import type { Store } from '../store/store'
 import type { RunningTurns } from './running-turns'
 import type { StoreFeeds } from './store-feeds'
-import { ApprovalNotPendingError, InvalidArgumentError } from '../core/errors'
+import { ApprovalNotPendingError, InvalidArgumentError, NothingToWakeError } from '../core/errors'
 import type { ToolPart } from '../core/types'
 import { checkApprovalEdit } from '../tools/approval-edit'
 import { checkResolution, type CallResolution } from '../tools/resolve-call'
@@ -51,6 +51,13 @@ export interface ControlCalls {
    * resolution of another shape.
    */
   resolveCall(turnId: string, callId: string, resolution: CallResolution): Promise<void>
+  /**
+   * Brings forward the deadline of the turn's calls that settle themselves at one (a tool's
+   * `sleep()`, a `defer({ onDeadline })`): each is resolved now with its `onDeadline` output, from
+   * any engine (as `resolveCall`: a parked turn is taken), and the turn goes on when every call of
+   * its step has its result. Throws `NothingToWakeError` when none of its calls waits so.
+   */
+  wake(turnId: string): Promise<void>
   /** Aborts the session's running turn, if any, whichever engine runs it; resolves when it has ended. */
   abort(sessionId: string): Promise<void>
 }
@@ -87,28 +94,43 @@ export function engineControl(deps: {
     onError: () => undefined, // the database is unreachable: the next poll tries again
     ...(deps.feeds ? { feed: deps.feeds.controlRequests } : {}),
   })
+  const decide = (turnId: string, callId: string, decision: Decision) => requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), decision)
   const calls: EngineControl['calls'] = {
     async abort(sessionId) {
       requireOpen('abort a turn')
-      requireId('sessionId', sessionId)
-      await abortAnywhere(remote, running, sessionId)
+      await abortAnywhere(remote, running, requireId('sessionId', sessionId))
     },
     async approve(turnId, callId, options) {
       requireOpen('approve a tool call')
-      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), approveDecision(options))
+      await decide(turnId, callId, approveDecision(options))
     },
     async resolveCall(turnId, callId, resolution) {
       requireOpen('resolve a tool call')
-      const checked = checkResolution(resolution)
-      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'resolve', resolution: checked })
+      await decide(turnId, callId, { kind: 'resolve', resolution: checkResolution(resolution) })
+    },
+    async wake(turnId) {
+      requireOpen('wake a turn')
+      const calls = await callsWaitingForATime(deps.store, requireId('turnId', turnId))
+      for (const { callId, output } of calls) await decide(turnId, callId, { kind: 'resolve', resolution: { output } })
     },
     async deny(turnId, callId, reasonOrOptions) {
       requireOpen('deny a tool call')
       const { reason, by } = denyArguments(reasonOrOptions)
-      await requestDecision(remote, requireId('turnId', turnId), requireId('callId', callId), { kind: 'deny', reason, ...(by !== undefined ? { by } : {}) })
+      await decide(turnId, callId, { kind: 'deny', reason, ...(by !== undefined ? { by } : {}) })
     },
   }
   return { calls, poller }
+}
+
+/** The stored calls of an unfinished turn that settle themselves at their deadline, with what they then return. */
+async function callsWaitingForATime(store: Store, turnId: string): Promise<Array<{ callId: string; output: unknown }>> {
+  const turn = await store.turns.get(turnId)
+  if (!turn) throw new NothingToWakeError(turnId, 'no such turn')
+  if (turn.outcome) throw new NothingToWakeError(turnId, `the turn ended (${turn.outcome})`)
+  const parts = (await store.messages.list(turn.sessionId, { fromLatestSummary: true })).filter((m) => m.info.turnId === turnId).flatMap((m) => m.parts)
+  const calls = parts.flatMap((p) => (p.type === 'tool' && p.state.status === 'deferred' && p.state.onDeadline ? [{ callId: p.callId, output: p.state.onDeadline.output }] : []))
+  if (calls.length === 0) throw new NothingToWakeError(turnId, `the turn is in '${turn.state}'`)
+  return calls
 }
 
 /** `approve`'s options checked (`{ input, by }`), as the decision stored. */

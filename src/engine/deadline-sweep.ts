@@ -16,6 +16,7 @@
 import { waitOf } from '../../machines/turn.machine'
 import type { TurnchartEvent } from '../core/bus'
 import { parkedOwner } from '../core/parking'
+import { maxTimerMs } from '../core/timer-limit'
 import type { Store } from '../store/store'
 import type { ParkedTurns } from './parked-turns'
 import type { RunningTurns } from './running-turns'
@@ -56,17 +57,22 @@ export async function sweepDeadlines(deps: { store: Pick<Store, 'turns'>; runnin
 export function deadlineTimer(subscribe: (listener: (event: TurnchartEvent) => void) => () => void, sweep: () => void): () => void {
   let timer: NodeJS.Timeout | undefined
   let next = Infinity
+  // A deadline further than a Node timer can hold (a sleep of weeks) is reached in steps.
+  const arm = () => {
+    clearTimeout(timer)
+    timer = setTimeout(() => {
+      if (Date.now() < next) return arm()
+      next = Infinity
+      sweep()
+    }, Math.min(maxTimerMs, Math.max(0, next - Date.now()) + 5))
+    timer.unref()
+  }
   const unsubscribe = subscribe((event) => {
     if (event.type !== 'calls.waiting') return
     const deadline = Math.min(...event.calls.map((call) => call.deadline ?? Infinity))
     if (!Number.isFinite(deadline) || deadline >= next) return
     next = deadline
-    clearTimeout(timer)
-    timer = setTimeout(() => {
-      next = Infinity
-      sweep()
-    }, Math.max(0, deadline - Date.now()) + 5)
-    timer.unref()
+    arm()
   })
   return () => {
     clearTimeout(timer)

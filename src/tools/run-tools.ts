@@ -14,7 +14,7 @@ import { CallOutcomeUnknownError, safeMessage } from '../core/errors'
 import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
 import { isMcpTool, throwIfMcpError } from './mcp-result'
 import { idempotencyKeyOf, type CallInfo } from './call-info'
-import { isDeferral } from './defer'
+import { deadlineOf, isDeferral } from './defer'
 
 export type { TurnToolContext } from './call-info'
 
@@ -208,7 +208,7 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
     ).then(lastValue)
     const output = await Promise.race([run, stopped])
     if (turnSignal.aborted) return // the turn's end marks the part aborted
-    if (isDeferral(output)) return deferCall(part, output.timeoutMs !== undefined ? Date.now() + output.timeoutMs : undefined)
+    if (isDeferral(output)) return deferCall(part, deadlineOf(output, Date.now()), output.onDeadline && { output: boundedOutput(output.onDeadline.output, scope.config.toolExecution.maxOutputBytes) })
     if (isMcpTool(definition)) throwIfMcpError(part.tool, output) // an MCP result with isError is the call's failure
     const modelOutput = definition.toModelOutput ? await modelOutputOf(definition.toModelOutput, { toolCallId: part.callId, input, output }) : undefined
     completeCall(part, boundedOutput(output, scope.config.toolExecution.maxOutputBytes), Date.now(), modelOutput)

@@ -69,11 +69,12 @@ export function markReconciled(part: ToolPart): void {
   if (part.state.status === 'in-doubt') part.state = { ...part.state, reconciled: true }
 }
 
-/** The tool returned `defer()`: the call waits for its result, until `deadline` when there is one. */
-export function deferCall(part: ToolPart, deadline: number | undefined): void {
+/** The tool returned `defer()`: the call waits for its result, until `deadline` when there is one (then `onDeadline`'s output, else an error). */
+export function deferCall(part: ToolPart, deadline: number | undefined, onDeadline?: { output: unknown }): void {
   if (part.state.status !== 'running') return
   const { input, time } = part.state
-  part.state = { status: 'deferred', input, ...modelInputOf(part), execution: executionOf(part), ...(deadline !== undefined ? { deadline } : {}), time: { start: time.start } }
+  const until = deadline !== undefined ? { deadline, ...(onDeadline ? { onDeadline } : {}) } : {}
+  part.state = { status: 'deferred', input, ...modelInputOf(part), execution: executionOf(part), ...until, time: { start: time.start } }
 }
 
 /** The call runs again (reconcile's `done: false`, `resolveCall`'s retry): its next execution, with the same idempotency key. */
@@ -82,11 +83,17 @@ export function rerunCall(part: ToolPart, now: number): void {
   part.state = { status: 'running', input, ...modelInputOf(part), execution: executionOf(part) + 1, time: { start: now } }
 }
 
-/** A deferred call whose stored deadline passed by `now`: an error the model sees (`metadata.expired`). Returns whether it changed. */
+/**
+ * A deferred call whose stored deadline passed by `now`: its `onDeadline` output, or an error the
+ * model sees (`metadata.expired`). Returns whether it changed.
+ */
 export function expireDeferredCall(part: ToolPart, now: number): boolean {
   if (part.state.status !== 'deferred' || part.state.deadline === undefined || part.state.deadline > now) return false
-  const { input, deadline, time } = part.state
-  part.state = { status: 'error', input, ...modelInputOf(part), error: deadlineMessage(deadline), metadata: { expired: true }, time: { start: time.start, end: now } }
+  const { input, deadline, onDeadline, time } = part.state
+  const end = { time: { start: time.start, end: now } }
+  part.state = onDeadline
+    ? { status: 'completed', input, ...modelInputOf(part), output: onDeadline.output, ...end }
+    : { status: 'error', input, ...modelInputOf(part), error: deadlineMessage(deadline), metadata: { expired: true }, ...end }
   return true
 }
 

@@ -172,6 +172,44 @@ test('a deferred call whose stored deadline passes is an error the model sees', 
   expect(h.server.requests[1].body.messages.find((m: { role: string }) => m.role === 'tool').content).toContain('deadline')
 })
 
+test('a deferred call with onDeadline settles itself at its deadline: the model sees that output as the result', async () => {
+  const ci = tool({ description: 'Run CI', inputSchema: z.object({}), execute: async () => defer({ timeoutMs: 50, onDeadline: { output: { status: 'no news: assume green' } } }) })
+  h = await createHarness({ tools: { ci } })
+  h.server.tool('ci', {})
+  h.server.text('green, then')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'run ci')
+  await h.waitForEvent((e) => e.type === 'calls.waiting')
+  expect((await toolPart(session.id)).state).toMatchObject({ status: 'deferred', onDeadline: { output: { status: 'no news: assume green' } } })
+  expect((await turn.done).outcome).toBe('completed')
+  expect((await toolPart(session.id)).state).toMatchObject({ status: 'completed', output: { status: 'no news: assume green' } })
+  expect(h.server.requests[1].body.messages.find((m: { role: string }) => m.role === 'tool').content).toContain('assume green')
+})
+
+test('engine.wake brings such a deadline forward (days away, given as a time); a turn with nothing to wake is refused', async () => {
+  const inAWeek = new Date(Date.now() + 7 * 24 * 3600_000)
+  const ci = tool({ description: 'Check later', inputSchema: z.object({}), execute: async () => defer({ until: inAWeek, onDeadline: { output: 'checked again' } }) })
+  h = await createHarness({ tools: { ci } })
+  h.server.tool('ci', {})
+  h.server.text('done')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'check later')
+  await h.waitForEvent((e) => e.type === 'calls.waiting')
+  expect(await h.engine.getTurn(turn.id)).toMatchObject({ retryAt: inAWeek.getTime() })
+  await h.engine.wake(turn.id)
+  expect((await turn.done).outcome).toBe('completed')
+  expect((await toolPart(session.id)).state).toMatchObject({ status: 'completed', output: 'checked again' })
+  await expect(h.engine.wake(turn.id)).rejects.toMatchObject({ name: 'NothingToWakeError', turnId: turn.id, message: expect.stringContaining('ended (completed)') })
+  await expect(h.engine.wake('trn_nope')).rejects.toMatchObject({ name: 'NothingToWakeError' })
+})
+
+test('defer refuses a deadline it cannot keep, naming the option', () => {
+  expect(() => defer({ until: new Date('nope') })).toThrow(expect.objectContaining({ name: 'InvalidArgumentError', message: expect.stringContaining('until') }))
+  expect(() => defer({ until: Date.now() + 1000, timeoutMs: 5 })).toThrow(/until or timeoutMs, not both/)
+  expect(() => defer({ onDeadline: { output: 1 } })).toThrow(/onDeadline/)
+  expect(() => defer({ timeoutMs: 5, onDeadline: 1 as never })).toThrow(/\{ output \}/)
+})
+
 test('a call in doubt parks its turn (parkAfterMs: 0); resolveCall takes it and the turn completes', async () => {
   h = await createHarness({ tools: { charge: charge() }, parkAfterMs: 0 })
   h.server.tool('charge', { cents: 9 })

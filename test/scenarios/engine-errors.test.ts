@@ -51,6 +51,7 @@ const calls: Record<string, (engine: Engine) => unknown> = {
   upgradeCheck: (e) => e.upgradeCheck(),
   tenantUsage: (e) => e.tenantUsage('acme'),
   resolveCall: (e) => e.resolveCall('trn_x', 'call_x', { output: 1 }),
+  wake: (e) => e.wake('trn_x'),
 }
 
 /** Reads of what the engine holds, which a closed engine answers: it holds nothing. */

@@ -41,3 +41,14 @@ export class CallNotWaitingError extends TurnchartError {
   }
   static isInstance = isNamed<CallNotWaitingError>('CallNotWaitingError')
 }
+
+/** `engine.wake(turnId)`: none of the turn's calls waits for a time (a sleep, a `defer({ onDeadline })`), so there is nothing to bring forward. */
+export class NothingToWakeError extends TurnchartError {
+  readonly name = 'NothingToWakeError'
+  readonly turnId: string
+  constructor(turnId: string, why: string) {
+    super(`turn ${turnId} has no call that waits for a time: ${why}`)
+    this.turnId = turnId
+  }
+  static isInstance = isNamed<NothingToWakeError>('NothingToWakeError')
+}
