@@ -100,6 +100,8 @@ export const turnMachine = setup({
     allApprovalsDecided: ({ context }) => context.pendingApprovals.length === 0,
     isWaitingCall: ({ context, event }) => event.type === 'call.resolved' && (context.inDoubtCalls.includes(event.callId) || context.deferredCalls.includes(event.callId)),
     noCallInDoubt: ({ context }) => context.inDoubtCalls.length === 0,
+    /** Every call still waiting settles itself at its deadline (a tool's `sleep()`): nothing is asked of anyone. */
+    onlySleeping: ({ context }) => context.deferredCalls.length > 0 && context.deferredCalls.every((id) => context.sleepingCalls.includes(id)),
     /** Every waiting call has its result, or one runs again (`retry`): back to `tool-running`. */
     callsToRun: ({ context }) => context.callRetried || (context.inDoubtCalls.length === 0 && context.deferredCalls.length === 0),
     overflowed: ({ event }) => isOverflow(event),
@@ -127,19 +129,22 @@ export const turnMachine = setup({
           : context.pendingApprovals,
     }),
     rememberWaitingCalls: assign(({ event }) =>
-      event.type === 'tools.waiting' ? { inDoubtCalls: [...event.inDoubt], deferredCalls: [...event.deferred], callDeadline: event.deadline, callRetried: false } : {},
+      event.type === 'tools.waiting'
+        ? { inDoubtCalls: [...event.inDoubt], deferredCalls: [...event.deferred], sleepingCalls: [...(event.sleeping ?? [])], callDeadline: event.deadline, callRetried: false }
+        : {},
     ),
     settleCall: assign(({ context, event }) =>
       event.type === 'call.resolved'
         ? {
             inDoubtCalls: context.inDoubtCalls.filter((id) => id !== event.callId),
             deferredCalls: context.deferredCalls.filter((id) => id !== event.callId),
+            sleepingCalls: context.sleepingCalls.filter((id) => id !== event.callId),
             callDeadline: event.deadline,
             callRetried: event.how === 'retry',
           }
         : {},
     ),
-    forgetWaitingCalls: assign({ inDoubtCalls: [], deferredCalls: [], callDeadline: null, callRetried: false }),
+    forgetWaitingCalls: assign({ inDoubtCalls: [], deferredCalls: [], sleepingCalls: [], callDeadline: null, callRetried: false }),
     /** Why the step stopped: the doom loop the event carries, else the step limit. */
     rememberStop: assign({
       error: ({ context, event }): SerializedError =>
@@ -187,6 +192,7 @@ export const turnMachine = setup({
     pendingApprovals: [],
     inDoubtCalls: [],
     deferredCalls: [],
+    sleepingCalls: [],
     callDeadline: null,
     callRetried: false,
     maxSteps: input.maxSteps ?? null,
@@ -350,6 +356,24 @@ export const turnMachine = setup({
                   parks: true,
                   uiFinish: 'tool-calls',
                   label: 'the results of deferred calls',
+                } satisfies WaitMeaning,
+              },
+              always: { guard: 'onlySleeping', target: 'sleeping' },
+            },
+            /**
+             * The calls left settle themselves at their deadline (a tool returned `sleep()`: "check
+             * again in ten minutes"): the turn sleeps, parked, until the earliest one (the row's
+             * `retry_at`), when whichever engine sweeps settles them with their results and the
+             * model is called again; `engine.wake` ends the sleep sooner.
+             */
+            sleeping: {
+              meta: {
+                wait: {
+                  awaits: 'result',
+                  settledBy: ['call.resolved'],
+                  parks: true,
+                  uiFinish: 'tool-calls',
+                  label: 'the time its sleep ends (engine.wake ends it sooner)',
                 } satisfies WaitMeaning,
               },
             },

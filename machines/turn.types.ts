@@ -39,6 +39,8 @@ export interface TurnContext {
   inDoubtCalls: string[]
   /** Calls of the last step whose result arrives later (parts `deferred`): `awaiting-deferred` waits for `resolveCall`. */
   deferredCalls: string[]
+  /** Those of `deferredCalls` that settle themselves at their deadline (a tool's `sleep()`): with only these left, the turn is `sleeping`. */
+  sleepingCalls: string[]
   /** The earliest stored deadline of the waiting calls (epoch ms; the turn row's `retry_at`), or null. */
   callDeadline: number | null
   /** A call in doubt was resolved with `retry`: it runs again (`awaiting-calls` → `tool-running`). */
@@ -113,7 +115,7 @@ export type TurnEvent =
    * Some calls of the step wait (in doubt, deferred); the others have their results. `deadline`:
    * the earliest stored deadline among them (a deferred call's `timeoutMs`), or null.
    */
-  | { type: 'tools.waiting'; inDoubt: string[]; deferred: string[]; deadline: number | null }
+  | { type: 'tools.waiting'; inDoubt: string[]; deferred: string[]; deadline: number | null; sleeping?: string[] }
   /**
    * A waiting call was settled (`engine.resolveCall`, its deadline, a reconcile): `how` says
    * how (`retry`: it runs again, in `tool-running`, with the same key). `deadline`: the earliest
@@ -169,7 +171,7 @@ export type TurnStateName =
   | 'aborted'
 
 /** The states where a turn waits on a person or the world (each has a `WaitMeaning` as its `meta.wait`). */
-export type WaitingStateName = 'awaiting-approval' | 'call-in-doubt' | 'awaiting-deferred'
+export type WaitingStateName = 'awaiting-approval' | 'call-in-doubt' | 'awaiting-deferred' | 'sleeping'
 
 /**
  * What a waiting state means to the rest of the code, said once, on the state in the chart

@@ -35,6 +35,7 @@ export type { CallSettings, TurnSettings, PromptOptions, SessionDefaults, ToolCh
 export type { PromptInput } from './conversation/user-input'
 export { callInfo, turnOfTool, type CallInfo, type TurnToolContext } from './tools/call-info'
 export { defer, type DeferOptions } from './tools/defer'
+export { sleep, type SleepOptions } from './tools/sleep'
 export { childTurnsOf, type ChildTurnRunner, type ChildTurnCall, type ChildTurnResult } from './tools/child-turns'
 export type { TurnchartEvent, TurnchartEventType, Listener, ChildTurnFields, ChildProgress, PartOrigin, PartChange, MessageChange, ToolStage } from './core/bus'
 export * from './core/errors'

@@ -66,6 +66,8 @@ export async function runTools(scope: ToolRunScope, signal: AbortSignal, childre
 export interface WaitingCalls {
   inDoubt: string[]
   deferred: string[]
+  /** Those of `deferred` that settle themselves at their deadline (`sleep()`, `defer({ onDeadline })`). */
+  sleeping: string[]
   deadline: number | null
 }
 
@@ -74,20 +76,22 @@ export interface WaitingCalls {
  * row's `retry_at` holds in a waiting state, so that whichever engine sweeps finds it).
  *
  * @example
- * waitingCallsOf(scope.stepTools) // { inDoubt: ['call_1'], deferred: [], deadline: null }
+ * waitingCallsOf(scope.stepTools) // { inDoubt: ['call_1'], deferred: [], sleeping: [], deadline: null }
  */
 export function waitingCallsOf(parts: readonly ToolPart[]): WaitingCalls {
   const inDoubt: string[] = []
   const deferred: string[] = []
+  const sleeping: string[] = []
   let deadline: number | null = null
   for (const part of parts) {
     if (part.state.status === 'in-doubt') inDoubt.push(part.callId)
     else if (part.state.status === 'deferred') {
       deferred.push(part.callId)
+      if (part.state.onDeadline) sleeping.push(part.callId)
       if (part.state.deadline !== undefined) deadline = Math.min(deadline ?? Infinity, part.state.deadline)
     }
   }
-  return { inDoubt, deferred, deadline }
+  return { inDoubt, deferred, sleeping, deadline }
 }
 
 function definitionOf(scope: ToolRunScope, part: ToolPart): ToolSet[string] | undefined {

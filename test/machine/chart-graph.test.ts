@@ -31,7 +31,7 @@ test('the boxes nest as the chart does: running holds the step, the tools and th
         { step: ['initial:step', 'streaming', 'retry-waiting'] },
         'awaiting-approval',
         'tool-running',
-        { 'awaiting-calls': ['initial:awaiting-calls', 'call-in-doubt', 'awaiting-deferred'] },
+        { 'awaiting-calls': ['initial:awaiting-calls', 'call-in-doubt', 'awaiting-deferred', 'sleeping'] },
         { compaction: ['initial:compaction', 'compacting', 'compaction-retry-waiting'] },
       ],
     },

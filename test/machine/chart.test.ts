@@ -99,19 +99,20 @@ test('the stored state names are the leaves of the chart: unique, kebab-case, th
   walk(turnMachine.root as never)
   expect(new Set(leaves).size).toBe(leaves.length)
   expect(leaves.sort()).toEqual(
-    ['aborted', 'awaiting-approval', 'awaiting-deferred', 'call-in-doubt', 'compacting', 'compaction-retry-waiting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'step-gate', 'streaming', 'tool-running'].sort(),
+    ['aborted', 'awaiting-approval', 'awaiting-deferred', 'call-in-doubt', 'compacting', 'compaction-retry-waiting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'sleeping', 'step-gate', 'streaming', 'tool-running'].sort(),
   )
   for (const leaf of leaves) expect(leaf).toMatch(/^[a-z]+(-[a-z]+)*$/)
   expect([...retryWaitStates].sort()).toEqual(['compaction-retry-waiting', 'retry-waiting'])
   expect(chartEdges()).toContainEqual({ source: 'retry-waiting', event: 'xstate.after.retryDelay.turn.running.step.retry-waiting', guard: null, target: 'streaming' })
 })
 
-test('the diagram tells the behaviour in at most 39 edges (the root-level abort counted once); turn.fail and turn.crashed are written once for running', () => {
+test('the diagram tells the behaviour in at most 40 edges (the root-level abort counted once); turn.fail and turn.crashed are written once for running', () => {
   const edges = diagramEdges()
   const rootEdges = (turnMachine.root as unknown as { transitions: Map<string, unknown[]> }).transitions.size
   // (31 with the step gate, 33 with structured output's check, 37 with the waits on tool calls: tools.waiting, call.resolved,
-  // the way back to tool-running and the way from in doubt to deferred; docs/chart.md lists them and why each one added is there)
-  expect(edges.length + rootEdges).toBeLessThanOrEqual(39)
+  // the way back to tool-running and the way from in doubt to deferred; 40 with the sleep's way in from deferred;
+  // docs/chart.md lists them and why each one added is there)
+  expect(edges.length + rootEdges).toBeLessThanOrEqual(40)
   expect(edges.filter((e) => e.event === 'turn.crashed')).toEqual([{ source: 'running', event: 'turn.crashed', guard: null, target: 'interrupted' }])
   expect(edges.filter((e) => e.event === 'turn.fail').map((e) => e.source).sort()).toEqual(['idle', 'running'])
 })
@@ -251,7 +252,7 @@ test('calls in doubt and deferred wait in awaiting-calls: each resolution is a c
   ;({ states } = replay([...toolStep, waiting, resolved('c1', 'retry', 500), { type: 'tools.waiting', inDoubt: [], deferred: ['c2'], deadline: 500 }]))
   expect(states.at(-1)).toBe('awaiting-deferred')
   const resultWaits = [...waitingStates()].filter(([, wait]) => wait.awaits === 'result').map(([state]) => state)
-  expect(resultWaits.sort()).toEqual(['awaiting-deferred', 'call-in-doubt'])
+  expect(resultWaits.sort()).toEqual(['awaiting-deferred', 'call-in-doubt', 'sleeping'])
   expect(resultWaits.some((state) => interruptibleStates.has(state))).toBe(false)
 })
 
@@ -260,6 +261,7 @@ test('each waiting state says what it means on the state (meta.wait), and nothin
     'awaiting-approval': ['decision', ['tool.approved', 'tool.denied'], true, 'tool-calls'],
     'call-in-doubt': ['result', ['call.resolved'], true, 'tool-calls'],
     'awaiting-deferred': ['result', ['call.resolved'], true, 'tool-calls'],
+    sleeping: ['result', ['call.resolved'], true, 'tool-calls'],
   })
   for (const state of ['idle', 'step-gate', 'streaming', 'tool-running', 'retry-waiting', 'compacting', 'interrupted', 'completed']) expect(waitOf(state)).toBeUndefined()
   // A waiting state has nothing in flight: recovery resumes it as it is, it is never interrupted.
@@ -272,4 +274,24 @@ test('each waiting state says what it means on the state (meta.wait), and nothin
   for (const [state, wait] of waitingStates()) {
     for (const event of wait.settledBy) expect([state, event, accepts(find(turnMachine.root as unknown as Node, state), event)]).toEqual([state, event, true])
   }
+})
+
+test('a turn whose waiting calls all settle themselves at a time sleeps; a deferred call waiting for the world keeps it in awaiting-deferred until it is settled', () => {
+  const toolStep = [...started, { type: 'step.finished', finishReason: 'tool-calls', toolCalls: 2, overflow: false }]
+  const resolved = (callId: string, how: string) => ({ type: 'call.resolved', callId, how, deadline: null })
+  // only a sleep: straight to sleeping (one row), left when its call is settled (its deadline, or wake)
+  let { states, snapshot } = replay([...toolStep, { type: 'tools.waiting', inDoubt: [], deferred: ['s1'], sleeping: ['s1'], deadline: 9_000 }])
+  expect([states.at(-1), snapshot.context.sleepingCalls, snapshot.context.callDeadline]).toEqual(['sleeping', ['s1'], 9_000])
+  expect(waitOf('sleeping')).toMatchObject({ parks: true, settledBy: ['call.resolved'] })
+  ;({ states } = replay([...toolStep, { type: 'tools.waiting', inDoubt: [], deferred: ['s1'], sleeping: ['s1'], deadline: 9_000 }, resolved('s1', 'expired')]))
+  expect(states.slice(-2)).toEqual(['sleeping', 'tool-running'])
+  // a sleep beside a deferred call: the deferred one is awaited first, then the turn sleeps
+  const both = { type: 'tools.waiting', inDoubt: [], deferred: ['d1', 's1'], sleeping: ['s1'], deadline: 9_000 }
+  ;({ states } = replay([...toolStep, both]))
+  expect(states.at(-1)).toBe('awaiting-deferred')
+  ;({ states, snapshot } = replay([...toolStep, both, resolved('d1', 'output')]))
+  expect([states.at(-1), snapshot.context.deferredCalls]).toEqual(['sleeping', ['s1']])
+  // a log written before sleeps existed (no `sleeping` in the event) never sleeps
+  ;({ states } = replay([...toolStep, { type: 'tools.waiting', inDoubt: [], deferred: ['d1'], deadline: 9_000 }]))
+  expect(states.at(-1)).toBe('awaiting-deferred')
 })

@@ -121,7 +121,7 @@ interface EngineFacts {
   lastStep: { toolCalls: number; overflow: boolean; answered?: boolean } | null
   compactingAfterAnswer: boolean | null
   /** What the step's waiting call is (`tools.waiting`): only a call in doubt can be retried, only a deferred one's result handed in. */
-  waiting?: 'in-doubt' | 'deferred' | null
+  waiting?: 'in-doubt' | 'deferred' | 'sleeping' | null
 }
 const noFacts: EngineFacts = { lastStep: null, compactingAfterAnswer: null }
 
@@ -159,7 +159,7 @@ function nextFacts(facts: EngineFacts, event: ModelEvent, after: TurnSnapshot, b
       if (event.overflow !== (facts.lastStep?.overflow ?? false)) return null
       return { ...facts, compactingAfterAnswer: entersCompaction ? false : facts.compactingAfterAnswer }
     case 'tools.waiting':
-      return { ...facts, waiting: (event.inDoubt as string[]).length > 0 ? 'in-doubt' : 'deferred' }
+      return { ...facts, waiting: (event.inDoubt as string[]).length > 0 ? 'in-doubt' : ((event.sleeping as string[] | undefined) ?? []).length > 0 ? 'sleeping' : 'deferred' }
     case 'call.resolved':
       if ((event.how === 'retry') !== (facts.waiting === 'in-doubt')) return null
       return { ...facts, waiting: null }

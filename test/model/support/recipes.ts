@@ -157,7 +157,13 @@ const toolsDone: ModelEvent = { type: 'tools.finished', overflow: false }
 const toolsOverflowed: ModelEvent = { type: 'tools.finished', overflow: true }
 
 const compactDone = (completes: boolean): ModelEvent => ({ type: 'compaction.finished', completes })
-const waitingOn = (status: 'in-doubt' | 'deferred'): ModelEvent => ({ type: 'tools.waiting', inDoubt: status === 'in-doubt' ? ['call_w'] : [], deferred: status === 'deferred' ? ['call_w'] : [], deadline: null })
+const waitingOn = (status: 'in-doubt' | 'deferred' | 'sleeping'): ModelEvent => ({
+  type: 'tools.waiting',
+  inDoubt: status === 'in-doubt' ? ['call_w'] : [],
+  deferred: status === 'in-doubt' ? [] : ['call_w'],
+  ...(status === 'sleeping' ? { sleeping: ['call_w'] } : {}),
+  deadline: null,
+})
 const resolvedAs = (how: 'retry' | 'output'): ModelEvent => ({ type: 'call.resolved', callId: 'call_w', how, deadline: null })
 /** A final answer of a turn with structured output (the rig's `{ n: number }`). */
 const answered: ModelEvent = { ...finished(0, false), checksOutput: true }
@@ -497,9 +503,9 @@ export const recipes: Record<string, EdgeRecipe> = {
   },
   // calls in doubt or deferred: the `work` tool throws CallOutcomeUnknownError or returns defer()
   'tool-running --tools.waiting--> awaiting-calls': {
-    events: [waitingOn('in-doubt'), waitingOn('deferred')],
+    events: [waitingOn('in-doubt'), waitingOn('deferred'), waitingOn('sleeping')],
     arrange: ({ plan, event }) => {
-      plan.tools.push((event.inDoubt as string[]).length > 0 ? 'doubt' : 'defer')
+      plan.tools.push((event.inDoubt as string[]).length > 0 ? 'doubt' : event.sleeping ? 'sleep' : 'defer')
       // the step's call gets the id the path's events name (its resolution's row carries it)
       const reply = plan.replies.at(-1)
       if (reply?.type === 'stream') for (const chunk of reply.chunks) if ('tool' in chunk && chunk.tool) (chunk.tool as { id?: string }).id = 'call_w'
@@ -508,7 +514,7 @@ export const recipes: Record<string, EdgeRecipe> = {
       const waiting = walk.events.filter((e) => e.type === 'calls.waiting')
       expect(waiting.length).toBeGreaterThan(0)
       // the model was not called while the turn waited: every request came before or after the wait
-      expect(walk.events.some((e) => e.type === 'turn.transition' && (e.to === 'call-in-doubt' || e.to === 'awaiting-deferred'))).toBe(true)
+      expect(walk.events.some((e) => e.type === 'turn.transition' && (e.to === 'call-in-doubt' || e.to === 'awaiting-deferred' || e.to === 'sleeping'))).toBe(true)
     },
   },
   'call-in-doubt --always [noCallInDoubt]--> awaiting-deferred': {
@@ -533,6 +539,17 @@ export const recipes: Record<string, EdgeRecipe> = {
     arrange: () => {},
     check: (walk) => expect(walk.events.some((e) => e.type === 'turn.transition' && e.event === 'call.resolved' && e.to === 'tool-running')).toBe(true),
   },
+  'awaiting-deferred --always [onlySleeping]--> sleeping': {
+    events: [], // taken by tools.waiting with only sleeping calls, in the same transition
+    arrange: () => {},
+    // the turn said it sleeps, and until when: the call's stored deadline, an hour away
+    check: (walk) => {
+      expect(walk.events.some((e) => e.type === 'turn.transition' && e.to === 'sleeping')).toBe(true)
+      const told = walk.events.find((e) => e.type === 'calls.waiting')
+      expect(told?.type === 'calls.waiting' && told.calls[0].deadline).toBeGreaterThan(Date.now() + 50 * 60_000)
+    },
+  },
+  'sleeping --turn.abort--> aborted': abortWhileCallsWait,
   'call-in-doubt --turn.abort--> aborted': abortWhileCallsWait,
   'awaiting-deferred --turn.abort--> aborted': abortWhileCallsWait,
   'tool-running --turn.abort--> aborted': {

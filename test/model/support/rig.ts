@@ -12,7 +12,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { Output, tool } from 'ai'
 import { z } from 'zod'
-import { CallOutcomeUnknownError, callInfo, createEngine, defer, type Engine, type EngineOptions, type StepRule, type TurnchartEvent } from '../../../src'
+import { CallOutcomeUnknownError, callInfo, createEngine, defer, sleep as sleepUntil, type Engine, type EngineOptions, type StepRule, type TurnchartEvent } from '../../../src'
 import type { Part } from '../../../src/core/types'
 import type { TurnInput } from '../../../machines/turn.types'
 import { recordEvents } from '../../support/event-log'
@@ -31,6 +31,8 @@ export type ToolBehaviour =
   | 'doubt'
   /** Returns `defer()`: the part becomes `deferred`, the turn waits. */
   | 'defer'
+  /** Returns `sleep({ ms: 1 hour })`: the part is deferred until then, the turn sleeps. */
+  | 'sleep'
 
 /** What the rig's own step rule (`model-rule`) answers at a visit of the step gate. */
 export type GateBehaviour =
@@ -123,6 +125,7 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
       if (behaviour === 'block') await sleep(60_000, abortSignal!)
       if (behaviour === 'doubt') throw new CallOutcomeUnknownError({ callId: callInfo(options).callId, toolName: 'work', message: 'model test: the connection dropped' })
       if (behaviour === 'defer') return defer()
+      if (behaviour === 'sleep') return sleepUntil({ ms: 3_600_000, result: { woke: n } })
       return { done: n }
     },
   })
