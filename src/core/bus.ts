@@ -58,7 +58,8 @@ type TurnchartEventBody =
    */
   | { type: 'part.delta'; sessionId: string; turnId: string; messageId: string; partId: string; partType: 'text' | 'reasoning'; field: 'text'; delta: string }
   | { type: 'session.error'; sessionId: string; turnId: string; error: SerializedError }
-  | { type: 'approval.requested'; sessionId: string; turnId: string; calls: Array<{ callId: string; tool: string; input: unknown }> }
+  /** `expiresAt`: when the call's approval expires (`approvalTimeoutMs`), a denial the model sees. */
+  | { type: 'approval.requested'; sessionId: string; turnId: string; calls: Array<{ callId: string; tool: string; input: unknown; expiresAt?: number }> }
   /** The turn waits for these calls (in doubt, deferred): `engine.resolveCall` settles each. */
   | { type: 'calls.waiting'; sessionId: string; turnId: string; calls: WaitingCall[] }
   /** `output`: structured output's parsed object, on the step gate's `gate.complete` that ends a turn with `output` (as its log row stores it). */

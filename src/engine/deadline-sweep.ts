@@ -47,7 +47,8 @@ export async function sweepDeadlines(deps: { store: Pick<Store, 'turns'>; runnin
 }
 
 /**
- * A timer for the nearest deadline this engine's turns announced (`calls.waiting` events), so
+ * A timer for the nearest deadline this engine's turns announced (`calls.waiting` and
+ * `approval.requested` events: a deferred call's deadline, an approval's expiry), so
  * that a deadline is settled when it passes rather than at the next recovery interval; the
  * stored deadline stays the record (a lost timer costs one interval). Returns the stop.
  *
@@ -68,8 +69,12 @@ export function deadlineTimer(subscribe: (listener: (event: TurnchartEvent) => v
     timer.unref()
   }
   const unsubscribe = subscribe((event) => {
-    if (event.type !== 'calls.waiting') return
-    const deadline = Math.min(...event.calls.map((call) => call.deadline ?? Infinity))
+    const deadline =
+      event.type === 'calls.waiting'
+        ? Math.min(...event.calls.map((call) => call.deadline ?? Infinity))
+        : event.type === 'approval.requested'
+          ? Math.min(...event.calls.map((call) => call.expiresAt ?? Infinity))
+          : Infinity
     if (!Number.isFinite(deadline) || deadline >= next) return
     next = deadline
     arm()

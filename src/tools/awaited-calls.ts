@@ -13,6 +13,8 @@ export interface ApprovalCall {
   callId: string
   tool: string
   input: unknown
+  /** When its approval expires (`approvalTimeoutMs`): a denial the model sees. */
+  expiresAt?: number
 }
 
 /** What a waiting turn lists: the calls a person decides on, or the calls whose results it waits for. */
@@ -39,7 +41,9 @@ export function waitAnnouncement(awaits: WaitMeaning['awaits'], ids: { sessionId
 
 /** The calls among `parts` that wait for a decision (pending, approval required). */
 export function approvalsIn(parts: readonly ToolPart[]): ApprovalCall[] {
-  return parts.flatMap((p) => (p.state.status === 'pending' && p.state.approval === 'required' ? [{ callId: p.callId, tool: p.tool, input: p.state.input }] : []))
+  return parts.flatMap(({ callId, tool, state }) =>
+    state.status === 'pending' && state.approval === 'required' ? [{ callId, tool, input: state.input, ...(state.expiresAt !== undefined ? { expiresAt: state.expiresAt } : {}) }] : [],
+  )
 }
 
 /** The calls among `parts` that wait for `resolveCall`, as statuses and events show them. */

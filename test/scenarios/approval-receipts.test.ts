@@ -184,3 +184,27 @@ test.each([
   expect(await h.engine.approvalReceipts(session.id)).toEqual([{ ...part.receipt, turnId: turn.id, callId: 'call_late', tool: 'deploy' }])
 })
 
+
+test.each([
+  ['held by its engine', {}],
+  ['parked', { parkAfterMs: 0 }],
+])('an approval deadline is settled on time at the default recovery interval (%s): approvalTimeoutMs 300 expires within 1.5 s', async (_, parking) => {
+  const slow = configureTool(
+    tool({ description: 'Deploy', inputSchema: z.object({ env: z.string() }), needsApproval: true, execute: async ({ env }) => void runs.push(env) }),
+    { approvalTimeoutMs: 300 },
+  )
+  // (recovery.intervalMs left at its default, the lease's 30 s: the engine's deadline timer settles it)
+  h = await createHarness({ tools: { deploy: slow }, ...parking })
+  h.server.tool('deploy', { env: 'prod' }, { id: 'call_timed' })
+  h.server.text('not approved in time')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'ship it')
+  const requested = await h.waitForEvent((e) => e.type === 'approval.requested' && e.turnId === turn.id)
+  const expiresAt = (requested as { calls: Array<{ expiresAt?: number }> }).calls[0].expiresAt!
+  expect(expiresAt).toBeGreaterThan(Date.now())
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.event === 'tool.denied', 5_000)
+  expect(Date.now() - expiresAt).toBeLessThan(1_500)
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed', 5_000)
+  expect((await toolPart(h, session.id)).receipt).toMatchObject({ decision: 'expired' })
+  expect(runs).toEqual([])
+})
