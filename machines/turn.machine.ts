@@ -70,6 +70,9 @@ const isFailure = (event: TurnEvent): event is Extract<TurnEvent, { type: 'step.
 const isOverflow = (event: TurnEvent) =>
   (event.type === 'step.finished' || event.type === 'step.failed' || event.type === 'tools.finished') && event.overflow
 
+/** A wait on tool calls' results (`resolveCall`, a deadline, `engine.wake`): nothing in flight, so it parks; a UI stream ends there as at a tool step. */
+const resultWait = (label: string): WaitMeaning => ({ awaits: 'result', settledBy: ['call.resolved'], parks: true, uiFinish: 'tool-calls', label })
+
 export const turnMachine = setup({
   types: {
     context: {} as TurnContext,
@@ -332,15 +335,7 @@ export const turnMachine = setup({
              * deferred calls wait.
              */
             'call-in-doubt': {
-              meta: {
-                wait: {
-                  awaits: 'result',
-                  settledBy: ['call.resolved'],
-                  parks: true,
-                  uiFinish: 'tool-calls',
-                  label: 'a person to say what happened to a call in doubt',
-                } satisfies WaitMeaning,
-              },
+              meta: { wait: resultWait('a person to say what happened to a call in doubt') },
               always: { guard: 'noCallInDoubt', target: 'awaiting-deferred' },
             },
             /**
@@ -349,15 +344,7 @@ export const turnMachine = setup({
              * error by whichever engine sweeps past it.
              */
             'awaiting-deferred': {
-              meta: {
-                wait: {
-                  awaits: 'result',
-                  settledBy: ['call.resolved'],
-                  parks: true,
-                  uiFinish: 'tool-calls',
-                  label: 'the results of deferred calls',
-                } satisfies WaitMeaning,
-              },
+              meta: { wait: resultWait('the results of deferred calls') },
               always: { guard: 'onlySleeping', target: 'sleeping' },
             },
             /**
@@ -367,15 +354,7 @@ export const turnMachine = setup({
              * model is called again; `engine.wake` ends the sleep sooner.
              */
             sleeping: {
-              meta: {
-                wait: {
-                  awaits: 'result',
-                  settledBy: ['call.resolved'],
-                  parks: true,
-                  uiFinish: 'tool-calls',
-                  label: 'the time its sleep ends (engine.wake ends it sooner)',
-                } satisfies WaitMeaning,
-              },
+              meta: { wait: resultWait('the time its sleep ends (engine.wake ends it sooner)') },
             },
           },
         },

@@ -30,7 +30,7 @@ import { readRecordedTurn, type RecordedTurn } from './recorded-turn'
 import type { RecordingSource } from './recording-source'
 import { rerunSettings } from './rerun-settings'
 import type { SpecificationVersion } from './stored-stream'
-import { answerParts, type TrajectorySource } from './trajectory'
+import { answerParts, recordedSide, type TrajectorySource } from './trajectory'
 import { liveAfterDivergence, type Divergence } from './live-after-divergence'
 import type { ToolDrift } from './tool-drift'
 
@@ -214,14 +214,7 @@ function decideAsRecorded(engine: Engine, turnId: string, decisions: ReturnType<
 
 /** The recorded run beside the re-run: where their parts first differ (attempts aside), and which differ. */
 function compareRuns(recording: RecordedTurn, rerun: RerunSide): Omit<RerunResult, 'notes' | 'diverged' | 'toolDrift'> {
-  const original: RerunSide = {
-    turnId: recording.turn.id,
-    sessionId: recording.turn.sessionId,
-    outcome: recording.turn.outcome,
-    error: recording.turn.error,
-    states: recording.transitions.map((t) => t.to),
-    parts: answerParts(recording.own),
-  }
+  const original: RerunSide = recordedSide(recording)
   const [left, right] = [withoutAttempts(original.parts), withoutAttempts(rerun.parts)]
   const difference = firstDifference(left, right)
   const differences = [...Array(Math.max(left.length, right.length)).keys()].filter((i) => JSON.stringify(left[i]) !== JSON.stringify(right[i]))

@@ -10,7 +10,7 @@
  */
 import type { SerializedError } from '../core/errors'
 import type { MessageWithParts, Part, TextPart, ToolPart, TurnOutcome } from '../core/types'
-import { readRecordedTurn } from './recorded-turn'
+import { readRecordedTurn, type RecordedTurn } from './recorded-turn'
 import type { RecordingSource } from './recording-source'
 
 export interface TrajectoryToolCall {
@@ -107,15 +107,19 @@ export function trajectoryOf(side: TrajectorySource): Trajectory {
  * const before = await readTrajectory(engine, turnId)
  */
 export async function readTrajectory(source: RecordingSource, turnId: string): Promise<Trajectory> {
-  const recording = await readRecordedTurn(source, turnId)
-  return trajectoryOf({
+  return trajectoryOf(recordedSide(await readRecordedTurn(source, turnId)))
+}
+
+/** A stored turn as a run to compare: its outcome, its path through the chart, its answers' parts. */
+export function recordedSide(recording: RecordedTurn): TrajectorySource {
+  return {
     turnId: recording.turn.id,
     sessionId: recording.turn.sessionId,
     outcome: recording.turn.outcome,
     error: recording.turn.error,
     states: recording.transitions.map((t) => t.to),
     parts: answerParts(recording.own),
-  })
+  }
 }
 
 /** The parts a turn produced: its assistant messages', not its prompt's. */
