@@ -1,4 +1,5 @@
-/** `inspect`, `clock`, `onSubscriberError`, `telemetry`, `pricing` and `redact`: what watches, times, prices and cleans a turn. */
+/** `inspect`, `clock`, `onEvent`, `onSubscriberError`, `telemetry`, `pricing` and `redact`: what watches, times, prices and cleans a turn. */
+import type { TurnchartEvent } from '../core/bus'
 import { InvalidOptionError } from '../core/errors'
 import { minSecretLength } from '../core/secrets/redact-secrets'
 import type { Pricing } from '../llm/usage'
@@ -9,6 +10,7 @@ import { booleanOption, functionOption, optionGroup } from './option-values'
 export function resolveObservability(options: EngineOptions): {
   inspect: InspectOption | undefined
   clock: Clock | undefined
+  onEvent: ((event: TurnchartEvent) => void) | undefined
   onSubscriberError: (error: unknown) => void
   telemetry: TelemetryOptions
   pricing: Pricing | undefined
@@ -33,6 +35,7 @@ export function resolveObservability(options: EngineOptions): {
   return {
     inspect: options.inspect,
     clock: options.clock,
+    onEvent: functionOption('onEvent', options.onEvent),
     onSubscriberError: functionOption('onSubscriberError', options.onSubscriberError) ?? ((error) => console.error('turnchart: a subscriber threw', error)),
     telemetry: {
       ...(telemetry.tracer ? { tracer: telemetry.tracer as TelemetryOptions['tracer'] } : {}),

@@ -7,6 +7,7 @@ import type { McpOptions } from '../tools/mcp-options'
 import type { LanguageModel, ToolSet } from 'ai'
 import type { ActorOptions, AnyActorLogic, InspectionEvent, Observer } from 'xstate'
 import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
+import type { TurnchartEvent } from '../core/bus'
 import type { StepRule } from '../policy/step-gate'
 import type { Pricing } from '../llm/usage'
 import type { DoomLoopOptions } from '../policy/doom-loop'
@@ -151,6 +152,12 @@ export interface EngineOptions {
   clock?: Clock
   /** SQLite busy timeout in ms (file databases opened by turnchart). Default 5000. */
   busyTimeoutMs?: number
+  /**
+   * Hears every event of the engine from its first moment: the recovery at open included (a
+   * turn it resumes waiting for approval publishes `approval.requested` before `createEngine`
+   * resolves, so `engine.subscribe` would miss it). A throw goes to `onSubscriberError`.
+   */
+  onEvent?: (event: TurnchartEvent) => void
   /** Called once per subscriber that throws. Default: console.error. */
   onSubscriberError?: (error: unknown) => void
   /** Doom-loop detection: repeated identical tool calls and short cycles; see docs/tools.md. */

@@ -6,6 +6,7 @@
 import type { ConcurrencyLimits } from './concurrency'
 import type { ToolSet } from 'ai'
 import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
+import type { TurnchartEvent } from '../core/bus'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { Pricing } from '../llm/usage'
 import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
@@ -55,6 +56,8 @@ export interface ResolvedConfig {
   pricing: Pricing | undefined
   inspect: InspectOption | undefined
   clock: Clock | undefined
+  /** The app's listener of every event, from the engine's first moment (`onEvent`). */
+  onEvent: ((event: TurnchartEvent) => void) | undefined
   onSubscriberError: (error: unknown) => void
   recovery: { policy: 'resume' | 'abort'; onOpen: boolean; intervalMs: number }
   leaseMs: number

@@ -44,6 +44,7 @@ import { sessionStatuses } from './session-statuses'
 import { engineNotifications, storeFeeds, type StoreFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
 import { upgradeCalls } from './upgrade-check'
+import { waitingCalls } from './waiting-calls'
 
 /**
  * Creates an engine. Invalid options fail here with an `InvalidOptionError` naming the option.
@@ -60,6 +61,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const { store } = opened
   const feeds = opened.notifications && storeFeeds(opened.notifications)
   const bus = new Bus(reportHookError)
+  // The app's listener first: it hears the recovery at open too (a turn resumed waiting asks again).
+  if (config.onEvent) bus.subscribe(config.onEvent)
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
   bus.subscribe((event) => services.telemetry.observe(event))
   const statusOf = sessionStatuses(bus)
@@ -98,6 +101,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ...turnLogCalls({ store, requireOpen, call }),
     ...backupCalls({ opened, call }),
     ...upgradeCalls({ config, store, call }),
+    ...waitingCalls({ store, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
     subscribe(listener) {

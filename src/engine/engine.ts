@@ -2,6 +2,7 @@
  * The `Engine` interface: the calls on sessions, on stored turns, on running turns (control)
  * and prompts, each group declared in its own file, and the engine's own lifecycle.
  */
+import type { WaitingCalls } from './waiting-calls'
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { Listener } from '../core/bus'
 import type { Turn } from '../turn/turn-handle'
@@ -40,7 +41,7 @@ export interface EngineStats {
   sweeps: number
 }
 
-export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls {
+export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls, WaitingCalls {
   /** What the engine holds in memory now: its turns' actors, leases and timers, and the sweeps run. */
   stats(): EngineStats
   /** Receives every event; returns the function that unsubscribes. */

@@ -70,3 +70,34 @@ export function waitDeadline(parts: readonly ToolPart[]): number | null {
   }
   return earliest
 }
+
+/** What a waiting call waits for: a person's decision, a person's word on a call in doubt, a result from the world, or a time. */
+export type AwaitedKind = 'approval' | 'in-doubt' | 'deferred' | 'sleep'
+
+/** A call among `parts` that waits, with what it waits for, since when and until when. */
+export interface AwaitedCall {
+  callId: string
+  toolName: string
+  kind: AwaitedKind
+  input: unknown
+  /** When the call began to wait, when its part says (a call in doubt or deferred: when it ran). */
+  since?: number
+  /** When its wait ends by itself: an approval's expiry, a deferred call's deadline, a sleep's end. */
+  deadline?: number
+}
+
+/**
+ * Every call among `parts` that waits on a person or the world, whatever the wait.
+ *
+ * @example
+ * awaitedCallsIn(parts) // [{ callId: 'call_1', toolName: 'deploy', kind: 'approval', input: {}, deadline: 1733300000000 }]
+ */
+export function awaitedCallsIn(parts: readonly ToolPart[]): AwaitedCall[] {
+  return parts.flatMap(({ callId, tool, state }): AwaitedCall[] => {
+    const call = { callId, toolName: tool, input: state.input }
+    if (state.status === 'pending' && state.approval === 'required') return [{ ...call, kind: 'approval', ...(state.expiresAt !== undefined ? { deadline: state.expiresAt } : {}) }]
+    if (state.status === 'in-doubt') return [{ ...call, kind: 'in-doubt', since: state.time.start }]
+    if (state.status !== 'deferred') return []
+    return [{ ...call, kind: state.onDeadline ? 'sleep' : 'deferred', since: state.time.start, ...(state.deadline !== undefined ? { deadline: state.deadline } : {}) }]
+  })
+}

@@ -52,6 +52,7 @@ const calls: Record<string, (engine: Engine) => unknown> = {
   tenantUsage: (e) => e.tenantUsage('acme'),
   resolveCall: (e) => e.resolveCall('trn_x', 'call_x', { output: 1 }),
   wake: (e) => e.wake('trn_x'),
+  waiting: (e) => e.waiting(),
 }
 
 /** Reads of what the engine holds, which a closed engine answers: it holds nothing. */
@@ -116,6 +117,7 @@ test.each([
   ['database', { database: 'mysql://user:secret@127.0.0.1/app' }, /URL scheme mysql: is not supported/],
   ['database', { database: 'file:///tmp/app.db' }, /URL scheme file: is not supported/],
   ['model', { model: 'openai/gpt-4o' }, /model id string/],
+  ['onEvent', { onEvent: 'log' }, /function/],
 ])('createEngine refuses %s %#: InvalidOptionError naming the option', async (option, options, message) => {
   const error = await createEngine({ model: { specificationVersion: 'v3', provider: 'test', modelId: 'test', doStream: async () => ({}) } as never, ...(options as object) } as never).catch((e: unknown) => e)
   expect(InvalidOptionError.isInstance(error)).toBe(true)

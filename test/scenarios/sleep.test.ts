@@ -127,3 +127,19 @@ test('sleep refuses what it cannot keep, naming the option', () => {
   expect(() => sleep({ ms: -1 })).toThrow(expect.objectContaining({ name: 'InvalidArgumentError', message: expect.stringContaining('ms') }))
   expect(() => sleep({ until: new Date('never') })).toThrow(/until/)
 })
+
+test('engine.waiting lists a sleeping call with its deadline, by tenant; a malformed filter is refused', async () => {
+  h = await createHarness({ tools: { check: checkDeploy(3_600_000) } })
+  h.server.tool('check', { service: 'mail' }, { id: 'call_sleep' })
+  const session = await h.engine.createSession({ tenant: 'acme' })
+  const turn = h.engine.prompt(session.id, 'watch mail')
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'sleeping')
+  const [entry] = await h.engine.waiting({ tenant: 'acme' })
+  expect(entry).toMatchObject({ turnId: turn.id, sessionId: session.id, callId: 'call_sleep', toolName: 'check', kind: 'sleep', state: 'sleeping', parked: false, input: { service: 'mail' } })
+  expect(entry.deadline).toBeGreaterThan(Date.now() + 3_500_000)
+  expect(entry.since).toBeLessThanOrEqual(Date.now())
+  expect(await h.engine.waiting({ tenant: 'other' })).toEqual([])
+  await expect(h.engine.waiting({ tenant: 5 as never })).rejects.toMatchObject({ name: 'InvalidArgumentError' })
+  await h.engine.abort(session.id)
+  await turn.done
+})

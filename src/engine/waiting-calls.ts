@@ -1,0 +1,73 @@
+/**
+ * `engine.waiting()`: what waits on a person or the world, across sessions: each call of a turn
+ * in a waiting state (the chart's `meta.wait`), held by an engine or parked. What an app that
+ * restarts reads to find the approvals, calls in doubt, deferred calls and sleeps that wait for it.
+ */
+import { waitOf } from '../../machines/turn.machine'
+import { optionalString } from '../core/arguments'
+import { InvalidArgumentError } from '../core/errors'
+import { parkedOwner } from '../core/parking'
+import type { ToolPart, TurnRecord } from '../core/types'
+import type { Store } from '../store/store'
+import { awaitedCallsIn, type AwaitedCall } from '../tools/awaited-calls'
+import type { EngineCall } from './engine-calls'
+
+/** A call that waits, with its turn: what `approve`, `deny`, `resolveCall` or `wake` settles. */
+export interface WaitingEntry extends AwaitedCall {
+  turnId: string
+  sessionId: string
+  /** The turn's waiting state (`awaiting-approval`, `call-in-doubt`, `awaiting-deferred`, `sleeping`). */
+  state: string
+  /** No engine holds the turn: the call that settles it takes it. */
+  parked: boolean
+}
+
+export interface WaitingOptions {
+  /** Only this session's turns. */
+  sessionId?: string
+  /** Only the turns of this tenant's sessions (`createSession({ tenant })`). */
+  tenant?: string
+}
+
+export interface WaitingCalls {
+  /**
+   * What waits on a person or the world across sessions (approvals, calls in doubt, deferred
+   * calls, sleeps), oldest turn first, parked turns included; `{ sessionId }` or `{ tenant }`
+   * narrows it. `since` when the call's part says when it began to wait, `deadline` when its
+   * wait ends by itself.
+   */
+  waiting(options?: WaitingOptions): Promise<WaitingEntry[]>
+}
+
+/**
+ * @example
+ * const engine = { ...waitingCalls({ store, call }), ... }
+ */
+export function waitingCalls({ store, call }: { store: Store; call: EngineCall }): WaitingCalls {
+  return {
+    waiting: (options = {}) => call('list what waits', () => listWaiting(store, checkOptions(options))),
+  }
+}
+
+function checkOptions(options: WaitingOptions): WaitingOptions {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options', options, 'an object like { sessionId } or { tenant }')
+  const sessionId = optionalString('options.sessionId', options.sessionId)
+  const tenant = optionalString('options.tenant', options.tenant)
+  return { ...(sessionId !== undefined ? { sessionId } : {}), ...(tenant !== undefined ? { tenant } : {}) }
+}
+
+async function listWaiting(store: Store, options: WaitingOptions): Promise<WaitingEntry[]> {
+  const turns = (await store.turns.open()).filter((turn) => waitOf(turn.state) && (options.sessionId === undefined || turn.sessionId === options.sessionId))
+  const entries: WaitingEntry[] = []
+  for (const turn of turns) {
+    if (options.tenant !== undefined && (await store.sessions.get(turn.sessionId))?.tenant !== options.tenant) continue
+    for (const awaited of awaitedCallsIn(await toolPartsOf(store, turn))) entries.push({ turnId: turn.id, sessionId: turn.sessionId, state: turn.state, parked: turn.owner === parkedOwner, ...awaited })
+  }
+  return entries
+}
+
+/** The tool parts of a turn, as stored (since its session's latest summary). */
+async function toolPartsOf(store: Store, turn: TurnRecord): Promise<ToolPart[]> {
+  const messages = await store.messages.list(turn.sessionId, { fromLatestSummary: true })
+  return messages.filter((m) => m.info.turnId === turn.id).flatMap((m) => m.parts.filter((p): p is ToolPart => p.type === 'tool'))
+}
