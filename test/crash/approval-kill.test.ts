@@ -10,7 +10,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { forkNode } from '../support/compiled'
+import { runUntilKilled } from '../support/child-process'
 import { createEngine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { modelFor, tempDbPath } from '../support/harness'
@@ -37,18 +37,7 @@ afterEach(async () => {
 const charges = () => fs.readFileSync(sideEffects, 'utf8').split('\n').filter(Boolean).length
 
 function runChildUntilKilled(point: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = forkNode(path.join(__dirname, 'approval-kill-child.ts'), [dbPath, server.url, point], {
-      env: { ...process.env, TURNCHART_SIDE_EFFECTS: sideEffects },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    })
-    const timer = setTimeout(() => (child.kill('SIGKILL'), reject(new Error(`the child never reached '${point}'`))), 30_000)
-    child.once('exit', (_code, signal) => {
-      clearTimeout(timer)
-      if (signal === 'SIGKILL') resolve()
-      else reject(new Error(`the child exited without being killed at '${point}'`))
-    })
-  })
+  return runUntilKilled(path.join(__dirname, 'approval-kill-child.ts'), [dbPath, server.url, point], point, { ...process.env, TURNCHART_SIDE_EFFECTS: sideEffects })
 }
 
 test.each([

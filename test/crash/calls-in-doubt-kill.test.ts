@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { forkNode } from '../support/compiled'
+import { runUntilKilled } from '../support/child-process'
 import { createEngine, type Engine, type ToolPart } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
@@ -39,15 +39,7 @@ function database(dialect: 'sqlite' | 'postgres'): { url: string; drop(): Promis
 }
 
 function runChildUntilKilled(url: string, point: string, timeoutMs?: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = forkNode(path.join(__dirname, 'calls-in-doubt-child.ts'), [url, server.url, point, ...(timeoutMs ? [String(timeoutMs)] : [])], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    const timer = setTimeout(() => (child.kill('SIGKILL'), reject(new Error(`the child never reached '${point}'`))), 30_000)
-    child.once('exit', (_code, signal) => {
-      clearTimeout(timer)
-      if (signal === 'SIGKILL') resolve()
-      else reject(new Error(`the child exited without being killed at '${point}'`))
-    })
-  })
+  return runUntilKilled(path.join(__dirname, 'calls-in-doubt-child.ts'), [url, server.url, point, ...(timeoutMs ? [String(timeoutMs)] : [])], point)
 }
 
 async function open(url: string, ciTimeoutMs?: number): Promise<Engine> {

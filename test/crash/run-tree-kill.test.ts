@@ -10,7 +10,7 @@ import Database from 'better-sqlite3'
 import { InsertQueryNode, Kysely, SqliteDialect, TableNode, UpdateQueryNode, type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs } from 'kysely'
 import fs from 'node:fs'
 import path from 'node:path'
-import { forkNode } from '../support/compiled'
+import { runUntilKilled } from '../support/child-process'
 import { createEngine, type Engine, type ToolPart } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath, withParams } from '../support/harness'
@@ -67,15 +67,7 @@ function database(dialect: 'sqlite' | 'postgres'): { url: string; drop(): Promis
 }
 
 function runChildUntilKilled(url: string, point: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = forkNode(path.join(__dirname, 'run-tree-kill-child.ts'), [url, server.url, point], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    const timer = setTimeout(() => (child.kill('SIGKILL'), reject(new Error(`the child never reached '${point}'`))), 30_000)
-    child.once('exit', (_code, signal) => {
-      clearTimeout(timer)
-      if (signal === 'SIGKILL') resolve()
-      else reject(new Error(`the child exited without being killed at '${point}'`))
-    })
-  })
+  return runUntilKilled(path.join(__dirname, 'run-tree-kill-child.ts'), [url, server.url, point], point)
 }
 
 /** What the scripted provider answers, before the kill and after it, at each point. */

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { forkNode } from '../support/compiled'
+import { runUntilKilled } from '../support/child-process'
 import { createEngine, type TurnchartEvent } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { modelFor, tempDbPath } from '../support/harness'
@@ -27,15 +27,7 @@ afterEach(async () => {
 })
 
 function runChildUntilKilled(point: 'held' | 'parked'): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = forkNode(path.join(__dirname, 'waiting-restart-child.ts'), [dbPath, server.url, point], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    const timer = setTimeout(() => (child.kill('SIGKILL'), reject(new Error(`the child never reached '${point}'`))), 30_000)
-    child.once('exit', (_code, signal) => {
-      clearTimeout(timer)
-      if (signal === 'SIGKILL') resolve()
-      else reject(new Error(`the child exited without being killed at '${point}'`))
-    })
-  })
+  return runUntilKilled(path.join(__dirname, 'waiting-restart-child.ts'), [dbPath, server.url, point], point)
 }
 
 test.each([

@@ -4,7 +4,7 @@
  * one (past or future) a predicate accepts.
  */
 import { fork, type ChildProcess } from 'node:child_process'
-import { nodeEntry } from './compiled'
+import { forkNode, nodeEntry } from './compiled'
 
 export type ChildMessage = { type: string; to?: string; turnId?: string; sessionId?: string; outcome?: string; error?: string; delta?: string; env?: string }
 
@@ -43,4 +43,20 @@ export function forkChild(script: string, args: string[], env: NodeJS.ProcessEnv
       })
     },
   }
+}
+
+/**
+ * Runs `script` (a real engine in a child process) until it SIGKILLs itself at `point`; rejects
+ * when it exits otherwise, or never gets there within 30 s (it is then killed).
+ */
+export function runUntilKilled(script: string, args: string[], point: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = forkNode(script, args, { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    const timer = setTimeout(() => (child.kill('SIGKILL'), reject(new Error(`the child never reached '${point}'`))), 30_000)
+    child.once('exit', (_code, signal) => {
+      clearTimeout(timer)
+      if (signal === 'SIGKILL') resolve()
+      else reject(new Error(`the child exited without being killed at '${point}'`))
+    })
+  })
 }
