@@ -13,7 +13,7 @@
  * the recovery that ran just before; a turn another live engine runs is left to that engine's
  * sweep. No in-memory timer is the only record.
  */
-import { waitOf } from '../../machines/turn.machine'
+import { waitingStates, waitOf } from '../../machines/turn.machine'
 import type { TurnchartEvent } from '../core/bus'
 import { parkedOwner } from '../core/parking'
 import { maxTimerMs } from '../core/timer-limit'
@@ -46,41 +46,59 @@ export async function sweepDeadlines(deps: { store: Pick<Store, 'turns'>; runnin
   return settled
 }
 
+/** The engine's one timer for the nearest deadline: `arm` it for a deadline (the earliest wins); `stop` it at close. */
+export interface DeadlineTimer {
+  arm(deadline: number): void
+  stop(): void
+}
+
 /**
- * A timer for the nearest deadline this engine's turns announced (`calls.waiting` and
- * `approval.requested` events: a deferred call's deadline, an approval's expiry), so
- * that a deadline is settled when it passes rather than at the next recovery interval; the
- * stored deadline stays the record (a lost timer costs one interval). Returns the stop.
+ * The engine's one timer for the nearest deadline: those its turns announce (`calls.waiting` and
+ * `approval.requested` events: a deferred call's deadline, an approval's expiry, a sleep's end)
+ * and those it is armed for (the earliest stored deadline of the waiting turns, parked ones
+ * included, read after each sweep), so that a deadline is settled when it passes rather than at
+ * the next recovery interval. One timer, not one per turn: a parked turn holds none. The stored
+ * deadline stays the record (a lost timer costs one interval).
  *
  * @example
- * const stop = deadlineTimer((listener) => bus.subscribe(listener), () => void recover())
+ * const timer = deadlineTimer((listener) => bus.subscribe(listener), () => void recover())
  */
-export function deadlineTimer(subscribe: (listener: (event: TurnchartEvent) => void) => () => void, sweep: () => void): () => void {
+export function deadlineTimer(subscribe: (listener: (event: TurnchartEvent) => void) => () => void, sweep: () => void): DeadlineTimer {
   let timer: NodeJS.Timeout | undefined
   let next = Infinity
   // A deadline further than a Node timer can hold (a sleep of weeks) is reached in steps.
-  const arm = () => {
+  const start = () => {
     clearTimeout(timer)
     timer = setTimeout(() => {
-      if (Date.now() < next) return arm()
+      if (Date.now() < next) return start()
       next = Infinity
       sweep()
     }, Math.min(maxTimerMs, Math.max(0, next - Date.now()) + 5))
     timer.unref()
   }
-  const unsubscribe = subscribe((event) => {
-    const deadline =
-      event.type === 'calls.waiting'
-        ? Math.min(...event.calls.map((call) => call.deadline ?? Infinity))
-        : event.type === 'approval.requested'
-          ? Math.min(...event.calls.map((call) => call.expiresAt ?? Infinity))
-          : Infinity
+  const arm = (deadline: number) => {
     if (!Number.isFinite(deadline) || deadline >= next) return
     next = deadline
-    arm()
-  })
-  return () => {
-    clearTimeout(timer)
-    unsubscribe()
+    start()
   }
+  const unsubscribe = subscribe((event) => {
+    if (event.type === 'calls.waiting') arm(Math.min(...event.calls.map((call) => call.deadline ?? Infinity)))
+    else if (event.type === 'approval.requested') arm(Math.min(...event.calls.map((call) => call.expiresAt ?? Infinity)))
+  })
+  return {
+    arm,
+    stop() {
+      clearTimeout(timer)
+      unsubscribe()
+    },
+  }
+}
+
+/**
+ * The earliest stored deadline after `now` of the turns in a waiting state (the chart's
+ * `meta.wait`), parked or held, when the store can say (`nextDeadline`); undefined otherwise.
+ */
+export async function nextWaitDeadline(store: Pick<Store, 'turns'>, now: number): Promise<number | undefined> {
+  const next = await store.turns.nextDeadline?.([...waitingStates().keys()], now)
+  return next ?? undefined
 }

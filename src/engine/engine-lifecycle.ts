@@ -16,7 +16,7 @@ import type { ResolvedConfig } from '../config/resolved-config'
 import type { PromptQueue } from '../conversation/prompt-queue'
 import type { Store } from '../store/store'
 import type { RunningTurn } from '../turn/turn-handle'
-import { deadlineTimer } from './deadline-sweep'
+import { deadlineTimer, nextWaitDeadline, type DeadlineTimer } from './deadline-sweep'
 import type { CloseOptions, HandedOffReader } from './engine'
 import type { ParkedTurns } from './parked-turns'
 import { renewLeases, type RunningTurns } from './running-turns'
@@ -60,13 +60,17 @@ export class EngineLifecycle {
   /** Starts the background work with the engine's parts; resolves once the recovery at open ran (when asked). */
   async start(parts: LifecycleParts): Promise<void> {
     this.#parts = parts
-    this.#stopBackground = startBackground(parts, this.isClosed)
-    if (!parts.config.recovery.onOpen) return
-    await parts.recover().catch(async (error: unknown) => {
-      this.#stopBackground()
-      await parts.closeResources()
-      throw error
-    })
+    const background = startBackground(parts, this.isClosed)
+    this.#stopBackground = background.stop
+    if (parts.config.recovery.onOpen) {
+      await parts.recover().catch(async (error: unknown) => {
+        this.#stopBackground()
+        await parts.closeResources()
+        throw error
+      })
+    }
+    // The parked turns' deadlines too: one timer for the earliest (a parked turn holds none).
+    await armForStored(parts.store, background.timer).catch(() => undefined)
   }
 
   /**
@@ -126,9 +130,18 @@ export class EngineLifecycle {
 }
 
 /** The work that runs while the engine is open; returns what stops all of it. */
-function startBackground(parts: LifecycleParts, isClosed: () => boolean): () => void {
+function startBackground(parts: LifecycleParts, isClosed: () => boolean): { stop(): void; timer: DeadlineTimer } {
   const { config, store, bus, running, owner } = parts
-  const whileOpen = () => void (isClosed() ? undefined : parts.recover().catch(() => undefined))
+  // At a waiting turn's deadline: the sweep (src/engine/deadline-sweep.ts); after each sweep, the
+  // timer is armed for the earliest stored deadline of the waiting turns (parked ones included).
+  const timer = deadlineTimer((listener) => bus.subscribe(listener), () => whileOpen())
+  const whileOpen = () => {
+    if (isClosed()) return
+    parts
+      .recover()
+      .then(() => armForStored(store, timer))
+      .catch(() => undefined)
+  }
   // A turn another engine released (its handoff, its close): recovered at once, not at the next sweep.
   // (an engine that takes over no turns while it runs, `recovery.intervalMs: 0`, takes none of these either)
   const stopTakingReleased =
@@ -136,22 +149,27 @@ function startBackground(parts: LifecycleParts, isClosed: () => boolean): () => 
       ? takeReleasedTurns(parts.feeds.released, (ids) => (isClosed() ? Promise.resolve() : parts.takeOver(ids)))
       : () => undefined
   const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
-  // At a waiting call's deadline: the sweep (src/engine/deadline-sweep.ts).
-  const stopDeadlineTimer = deadlineTimer((listener) => bus.subscribe(listener), whileOpen)
   // Takes over the turns of workers that die while this engine runs, then settles the waits past their deadline.
   const sweep = config.recovery.intervalMs > 0 ? setInterval(whileOpen, config.recovery.intervalMs) : undefined
   sweep?.unref()
   let stopped = false
-  return () => {
+  const stop = () => {
     if (stopped) return
     stopped = true
     stopTakingReleased()
     parts.parked.close()
     stopRenewal()
-    stopDeadlineTimer()
+    timer.stop()
     clearInterval(sweep)
     parts.poller.stop()
   }
+  return { stop, timer }
+}
+
+/** Arms the engine's deadline timer for the earliest stored deadline of the waiting turns. */
+async function armForStored(store: Store, timer: DeadlineTimer): Promise<void> {
+  const next = await nextWaitDeadline(store, Date.now())
+  if (next !== undefined) timer.arm(next)
 }
 
 /** The default of `close({ handoffTimeoutMs })`: under the 30 s a container is usually given to stop. */

@@ -20,7 +20,8 @@ type Complete<Contract, Listed extends readonly unknown[]> = Exclude<keyof Contr
 const complete: [
   Complete<SessionStore, typeof sessions>,
   Complete<MessageStore, typeof messages>,
-  Complete<TurnStore, typeof turns>,
+  // (`nextDeadline` is a capability: without it, a parked turn's deadline waits for the next sweep)
+  Complete<Omit<TurnStore, 'nextDeadline'>, typeof turns>,
   Complete<TransitionStore, typeof transitions>,
   Complete<QueueStore, typeof queue>,
   Complete<ControlStore, typeof controls>,

@@ -180,6 +180,12 @@ export interface TurnStore {
    */
   due(now: number): Promise<TurnRecord[]>
   /**
+   * The earliest stored deadline after `after` of the unfinished turns in one of `states`, or
+   * null: what the engine's one deadline timer is armed for (a parked turn holds no timer of its
+   * own). Optional: without it, such a deadline waits for the next recovery sweep.
+   */
+  nextDeadline?(states: readonly string[], after: number): Promise<number | null>
+  /**
    * Compare-and-set of the owner: succeeds only while the turn is unfinished, owned by
    * `expected.owner` at `expected.epoch` (and, when `expected.leaseUntil` is given, with that
    * lease still: a claim decided on a lease read earlier fails if its owner renewed it since);

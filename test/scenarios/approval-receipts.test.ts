@@ -208,3 +208,27 @@ test.each([
   expect((await toolPart(h, session.id)).receipt).toMatchObject({ decision: 'expired' })
   expect(runs).toEqual([])
 })
+
+test('after a restart, a parked approval is settled at its deadline by the new engine (one timer armed for the earliest stored deadline, at the default recovery interval)', async () => {
+  const slow = () =>
+    configureTool(tool({ description: 'Deploy', inputSchema: z.object({ env: z.string() }), needsApproval: true, execute: async ({ env }) => void runs.push(env) }), { approvalTimeoutMs: 1_000 })
+  h = await createHarness({ tools: { deploy: slow() }, parkAfterMs: 0 })
+  h.server.tool('deploy', { env: 'prod' }, { id: 'call_restart' })
+  h.server.text('expired while we were away')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'ship it')
+  const requested = await h.waitForEvent((e) => e.type === 'approval.requested' && e.turnId === turn.id)
+  const expiresAt = (requested as { calls: Array<{ expiresAt?: number }> }).calls[0].expiresAt!
+  await turn.done.catch(() => undefined) // parked
+  await h.engine.close()
+  const next = await createEngine({ database: h.dbPath, model: modelFor(h.server), tools: { deploy: slow() }, limits: { context: 100_000, output: 10_000 } })
+  try {
+    await new Promise<void>((resolve) => next.subscribe((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed' && resolve()))
+    expect(Date.now() - expiresAt).toBeLessThan(1_500)
+    const part = (await assistantParts(next, session.id)).find((p): p is ToolPart => p.type === 'tool' && p.callId === 'call_restart')!
+    expect(part.receipt).toMatchObject({ decision: 'expired' })
+    expect(runs).toEqual([])
+  } finally {
+    await next.close()
+  }
+})

@@ -157,6 +157,18 @@ export class KyselyTurns implements TurnStore {
     return rows.map(turnFromRow)
   }
 
+  async nextDeadline(states: readonly string[], after: number): Promise<number | null> {
+    if (states.length === 0) return null
+    const row = await this.db
+      .selectFrom('turnchart_turns')
+      .select((eb) => eb.fn.min('retry_at').as('next'))
+      .where('outcome', 'is', null)
+      .where('state', 'in', [...states])
+      .where('retry_at', '>', after)
+      .executeTakeFirst()
+    return row?.next === null || row?.next === undefined ? null : Number(row.next)
+  }
+
   async claim(id: string, expected: ClaimExpectation, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
     let query = this.db
       .updateTable('turnchart_turns')

@@ -159,6 +159,13 @@ export class MemoryTurns implements TurnStore {
     return this.db.run((t) => openTurns(t).filter((row) => row.retryAt !== null && row.retryAt <= now).map(turnFromRow))
   }
 
+  nextDeadline(states: readonly string[], after: number): Promise<number | null> {
+    return this.db.run((t) => {
+      const deadlines = openTurns(t).flatMap((row) => (states.includes(row.state) && row.retryAt !== null && row.retryAt > after ? [row.retryAt] : []))
+      return deadlines.length ? Math.min(...deadlines) : null
+    })
+  }
+
   claim(id: string, expected: ClaimExpectation, owner: string, leaseUntil: number | null): Promise<TurnFence | null> {
     return this.db.run((t) => {
       const row = t.turns.get(id)

@@ -35,6 +35,7 @@ export const turnsFencingLeasesClaimsCases = defineCases('turns, fencing, leases
   fenceAndClaimCases(it)
   racingClaimAndOpenCases(it)
   dueAndLeaseCases(it)
+  nextDeadlineCases(it)
   releaseAndStoredCases(it)
 })
 
@@ -203,6 +204,25 @@ function racingClaimAndOpenCases(it: AddCase): void {
     ])
     await store.turns.update(older.id, update({ state: 'failed', outcome: 'failed' }), big)
     expect((await store.turns.open()).map((t) => t.id)).toEqual([newer.id])
+  })
+}
+
+function nextDeadlineCases(it: AddCase): void {
+  it('nextDeadline (a capability) is the earliest stored deadline after a time of the unfinished turns in the states asked; null when none', async (store) => {
+    if (!store.turns.nextDeadline) return // a store without it: parked deadlines wait for the sweep
+    const s1 = session()
+    await store.sessions.insert(s1)
+    const waits = ['awaiting-approval', 'sleeping']
+    const retrying = turn(s1.id, { state: 'retry-waiting', retryAt: 1_500 })
+    const past = turn(s1.id, { state: 'sleeping', retryAt: 900 })
+    const next = turn(s1.id, { state: 'awaiting-approval', retryAt: big + 2_000 })
+    const later = turn(s1.id, { state: 'sleeping', retryAt: big + 9_000 })
+    const ended = turn(s1.id, { state: 'completed', outcome: 'completed', retryAt: 1_200 })
+    for (const t of [later, ended, retrying, past, next]) await store.turns.insert(t, {})
+    expect(await store.turns.nextDeadline(waits, 1_000)).toBe(big + 2_000)
+    expect(await store.turns.nextDeadline(['retry-waiting'], 1_000)).toBe(1_500)
+    expect(await store.turns.nextDeadline(waits, big + 9_000)).toBeNull()
+    expect(await store.turns.nextDeadline([], 0)).toBeNull()
   })
 }
 
