@@ -3,9 +3,9 @@
  * any engine runs (a web server asking about a worker's turn).
  */
 import type { Store } from '../store/store'
-import type { SessionStatus, ToolPart } from '../core/types'
+import type { SessionStatus } from '../core/types'
 import { waitOf } from '../../machines/turn.machine'
-import { approvalsIn, waitStatus } from '../tools/awaited-calls'
+import { approvalsIn, storedToolParts, waitStatus } from '../tools/awaited-calls'
 
 /**
  * @example
@@ -28,15 +28,7 @@ export async function readStatus(store: Pick<Store, 'turns' | 'transitions' | 'm
   }
   const wait = waitOf(turn.state)
   if (!wait) return { type: 'busy', turnId: turn.id, state: turn.state }
-  return waitStatus(wait.awaits, turn.id, turn.state, await toolPartsOf(store, sessionId, turn.id))
-}
-
-/** The tool parts of a turn, as stored (since the session's latest summary). */
-async function toolPartsOf(store: Pick<Store, 'messages'>, sessionId: string, turnId: string): Promise<ToolPart[]> {
-  return (await store.messages.list(sessionId, { fromLatestSummary: true }))
-    .filter((m) => m.info.turnId === turnId)
-    .flatMap((m) => m.parts)
-    .filter((p): p is ToolPart => p.type === 'tool')
+  return waitStatus(wait.awaits, turn.id, turn.state, await storedToolParts(store, sessionId, turn.id))
 }
 
 /** The calls the unfinished descendants of a turn wait for a decision on, each with its turn's id. */
@@ -45,7 +37,7 @@ async function descendantApprovals(store: Pick<Store, 'turns' | 'messages'>, tur
   for (let level = [turnId]; level.length > 0; ) {
     const open = (await Promise.all(level.map((id) => store.turns.children(id)))).flat().filter((t) => t.outcome === null)
     for (const child of open) {
-      if (waitOf(child.state)?.awaits === 'decision') approvals.push(...approvalsIn(await toolPartsOf(store, child.sessionId, child.id)).map((call) => ({ ...call, turnId: child.id })))
+      if (waitOf(child.state)?.awaits === 'decision') approvals.push(...approvalsIn(await storedToolParts(store, child.sessionId, child.id)).map((call) => ({ ...call, turnId: child.id })))
     }
     level = open.filter((t) => t.state === 'tool-running').map((t) => t.id)
   }

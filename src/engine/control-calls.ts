@@ -15,6 +15,7 @@ import { ApprovalNotPendingError, InvalidArgumentError, NothingToWakeError } fro
 import type { ToolPart } from '../core/types'
 import { checkApprovalEdit } from '../tools/approval-edit'
 import { checkResolution, type CallResolution } from '../tools/resolve-call'
+import { storedToolParts } from '../tools/awaited-calls'
 import type { ApproveOptions, DenyOptions } from '../turn/turn-handle'
 
 export interface ControlCalls {
@@ -127,8 +128,8 @@ async function callsWaitingForATime(store: Store, turnId: string): Promise<Array
   const turn = await store.turns.get(turnId)
   if (!turn) throw new NothingToWakeError(turnId, 'no such turn')
   if (turn.outcome) throw new NothingToWakeError(turnId, `the turn ended (${turn.outcome})`)
-  const parts = (await store.messages.list(turn.sessionId, { fromLatestSummary: true })).filter((m) => m.info.turnId === turnId).flatMap((m) => m.parts)
-  const calls = parts.flatMap((p) => (p.type === 'tool' && p.state.status === 'deferred' && p.state.onDeadline ? [{ callId: p.callId, output: p.state.onDeadline.output }] : []))
+  const parts = await storedToolParts(store, turn.sessionId, turnId)
+  const calls = parts.flatMap((p) => (p.state.status === 'deferred' && p.state.onDeadline ? [{ callId: p.callId, output: p.state.onDeadline.output }] : []))
   if (calls.length === 0) throw new NothingToWakeError(turnId, `the turn is in '${turn.state}'`)
   return calls
 }
@@ -200,6 +201,5 @@ export async function abortAnywhere(remote: RemoteControlDeps, running: RunningT
 async function waitingCall(store: Store, turnId: string, callId: string): Promise<ToolPart | undefined> {
   const turn = await store.turns.get(turnId)
   if (!turn) return undefined
-  const parts = (await store.messages.list(turn.sessionId, { fromLatestSummary: true })).filter((m) => m.info.turnId === turnId).flatMap((m) => m.parts)
-  return parts.find((p): p is ToolPart => p.type === 'tool' && p.callId === callId && p.state.status === 'pending' && p.state.approval === 'required')
+  return (await storedToolParts(store, turn.sessionId, turnId)).find((p) => p.callId === callId && p.state.status === 'pending' && p.state.approval === 'required')
 }

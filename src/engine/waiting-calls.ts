@@ -7,9 +7,8 @@ import { waitOf } from '../../machines/turn.machine'
 import { optionalString } from '../core/arguments'
 import { InvalidArgumentError } from '../core/errors'
 import { parkedOwner } from '../core/parking'
-import type { ToolPart, TurnRecord } from '../core/types'
 import type { Store } from '../store/store'
-import { awaitedCallsIn, type AwaitedCall } from '../tools/awaited-calls'
+import { awaitedCallsIn, storedToolParts, type AwaitedCall } from '../tools/awaited-calls'
 import type { EngineCall } from './engine-calls'
 
 /** A call that waits, with its turn: what `approve`, `deny`, `resolveCall` or `wake` settles. */
@@ -61,13 +60,7 @@ async function listWaiting(store: Store, options: WaitingOptions): Promise<Waiti
   const entries: WaitingEntry[] = []
   for (const turn of turns) {
     if (options.tenant !== undefined && (await store.sessions.get(turn.sessionId))?.tenant !== options.tenant) continue
-    for (const awaited of awaitedCallsIn(await toolPartsOf(store, turn))) entries.push({ turnId: turn.id, sessionId: turn.sessionId, state: turn.state, parked: turn.owner === parkedOwner, ...awaited })
+    for (const awaited of awaitedCallsIn(await storedToolParts(store, turn.sessionId, turn.id))) entries.push({ turnId: turn.id, sessionId: turn.sessionId, state: turn.state, parked: turn.owner === parkedOwner, ...awaited })
   }
   return entries
-}
-
-/** The tool parts of a turn, as stored (since its session's latest summary). */
-async function toolPartsOf(store: Store, turn: TurnRecord): Promise<ToolPart[]> {
-  const messages = await store.messages.list(turn.sessionId, { fromLatestSummary: true })
-  return messages.filter((m) => m.info.turnId === turn.id).flatMap((m) => m.parts.filter((p): p is ToolPart => p.type === 'tool'))
 }

@@ -7,6 +7,7 @@
 import type { WaitMeaning } from '../../machines/turn.types'
 import type { TurnchartEvent } from '../core/bus'
 import type { SessionStatus, ToolPart, WaitingCall } from '../core/types'
+import type { Store } from '../store/store'
 
 /** A call waiting for `approve` / `deny`, as statuses and `approval.requested` list it. */
 export interface ApprovalCall {
@@ -56,19 +57,23 @@ export function waitingCallsIn(parts: readonly ToolPart[]): WaitingCall[] {
 }
 
 /**
- * The earliest deadline among the calls `parts` wait on: an approval's `expiresAt`, a deferred
- * call's deadline; null when none has one.
+ * The earliest deadline among the calls `parts` wait on (`awaitedCallsIn`: an approval's
+ * `expiresAt`, a deferred call's or a sleep's deadline); null when none has one.
  *
  * @example
  * waitDeadline(stepTools) // 1733300000000
  */
 export function waitDeadline(parts: readonly ToolPart[]): number | null {
-  let earliest: number | null = null
-  for (const { state } of parts) {
-    const deadline = state.status === 'pending' && state.approval === 'required' ? state.expiresAt : state.status === 'deferred' ? state.deadline : undefined
-    if (deadline !== undefined && (earliest === null || deadline < earliest)) earliest = deadline
-  }
-  return earliest
+  const deadlines = awaitedCallsIn(parts).flatMap((call) => (call.deadline !== undefined ? [call.deadline] : []))
+  return deadlines.length ? Math.min(...deadlines) : null
+}
+
+/** The tool parts of a stored turn (since its session's latest summary): what a turn another engine runs, or none, waits on. */
+export async function storedToolParts(store: Pick<Store, 'messages'>, sessionId: string, turnId: string): Promise<ToolPart[]> {
+  return (await store.messages.list(sessionId, { fromLatestSummary: true }))
+    .filter((m) => m.info.turnId === turnId)
+    .flatMap((m) => m.parts)
+    .filter((p): p is ToolPart => p.type === 'tool')
 }
 
 /** What a waiting call waits for: a person's decision, a person's word on a call in doubt, a result from the world, or a time. */

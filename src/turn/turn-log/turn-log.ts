@@ -326,7 +326,9 @@ export class TurnLog {
   #plan(pending: PendingRow[], time: number, parts: string[], error: SerializedError | null): RowPlan {
     const { scope } = this.#options
     const redact = (payload: Record<string, unknown>) => scope.config.redactor.value(payload)
-    return planRows({ turnId: this.#turnId, after: this.#committed, time, parts, waitDeadline: waitDeadline(scope.stepTools), error, redact }, pending)
+    // (the step's parts are read for a deadline only by a row into a waiting state)
+    const waiting = waitOf(pending.at(-1)!.to) ? { waitDeadline: waitDeadline(scope.stepTools) } : {}
+    return planRows({ turnId: this.#turnId, after: this.#committed, time, parts, error, redact, ...waiting }, pending)
   }
 
   /** Queues the write of transitions (held rows, then the one recorded); `#tail` settles when it did, its events follow its commit. */
