@@ -83,8 +83,6 @@ export class PromptQueue {
   /** Queued prompts running in this engine (their handle settles from their `done`). */
   private readonly runningHere = new Set<string>()
   private readonly draining = new Set<string>()
-  /** Fair dequeue: the tenant whose prompt started last here (`''`: sessions without one). */
-  private lastTenant: string | undefined
   private poll: NodeJS.Timeout | undefined
   /** The check running now, and whether another was asked for while it ran (it may have read too early). */
   private checking: Promise<void> | undefined
@@ -166,9 +164,10 @@ export class PromptQueue {
   /**
    * With `concurrency` limits: starts queued prompts of idle sessions while slots are free, one
    * tenant after another (round robin from the tenant after the one served last, not first come:
-   * a tenant with many queued prompts does not hold back one with a single prompt). The counts
-   * are read without the lock; each start checks again under it (a start another engine's
-   * beat stays queued, for the next pass).
+   * a tenant with many queued prompts does not hold back one with a single prompt). The tenant
+   * served last is the store's, which every engine's start writes, so the turns alternate
+   * whichever engine dequeues them. The counts are read without the lock; each start checks
+   * again under it (a start another engine's beat stays queued, for the next pass).
    */
   async drainFairly(): Promise<void> {
     const { store, config } = this.deps
@@ -186,13 +185,12 @@ export class PromptQueue {
         const tenant = session.tenant ?? ''
         byTenant.set(tenant, [...(byTenant.get(tenant) ?? []), sessionId])
       }
-      for (const [tenant, sessionId] of roundRobin(byTenant, this.lastTenant)) {
+      for (const [tenant, sessionId] of roundRobin(byTenant, await store.slots.servedLast())) {
         if (limits.total !== undefined && total >= limits.total) break
         if (limits.perTenant !== undefined && tenant !== '' && (running.get(tenant) ?? 0) >= limits.perTenant) continue
         if (!(await this.drain(sessionId))) continue
         total += 1
         running.set(tenant, (running.get(tenant) ?? 0) + 1)
-        this.lastTenant = tenant
       }
     } catch {
       // a read failed (database closing): the next turn's end or poll tries again

@@ -256,6 +256,14 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('turnchart_sessions').addColumn('forked_from', 'text').execute()
     },
   },
+  {
+    // Fair dequeue across engines: the tenant whose turn took a slot last, written by the start
+    // that takes it (under the starts' lock), read by every engine's round robin.
+    name: '0018_slots_last_tenant',
+    async up(db) {
+      await db.schema.alterTable('turnchart_slots').addColumn('last_tenant', 'text').execute()
+    },
+  },
 ]
 
 /**

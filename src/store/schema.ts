@@ -136,6 +136,8 @@ export interface TreeSpendingTable {
 export interface SlotsTable {
   id: number
   starts: number
+  /** The tenant of the turn that took a slot last (`''`: a session without one); null before any. */
+  last_tenant: string | null
 }
 
 export interface MigrationTable {

@@ -274,10 +274,16 @@ export interface SpendingStore {
  * checks them (one row's lock, held by the calling transaction until it ends).
  */
 export interface SlotStore {
-  /** Takes the starts' lock for the current transaction, then counts the running turns (but `exceptTurnId`), in all and of `tenant`. */
+  /**
+   * Takes the starts' lock for the current transaction, records `tenant` as the one served last
+   * (kept only if the transaction commits: a refused start serves no one), then counts the
+   * running turns (but `exceptTurnId`), in all and of `tenant`.
+   */
   running(tenant: string | null, exceptTurnId: string): Promise<{ total: number; tenant: number }>
   /** The running turns by tenant (`''`: sessions without one), read without the lock: what a queue's fair dequeue plans from. */
   byTenant(): Promise<Map<string, number>>
+  /** The tenant whose turn took a slot last, on any engine (`''`: a session without one; undefined: none yet): where every engine's round robin goes on from. */
+  servedLast(): Promise<string | undefined>
 }
 
 export interface Store {

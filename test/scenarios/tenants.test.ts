@@ -2,7 +2,7 @@
  * Tenants: a session's tenant is stored (read back, kept by a fork and by a run tree's child
  * sessions), and a tenant's usage is its sessions' run trees summed. `concurrency`: a tenant at
  * its limit queues its next prompt while another tenant's runs (two engines on PostgreSQL), and
- * queued prompts are taken round robin between tenants.
+ * queued prompts are taken round robin between tenants, whichever engine dequeues them.
  */
 import { tool } from 'ai'
 import { z } from 'zod'
@@ -118,6 +118,33 @@ sqliteOnly('queued prompts are taken fairly, tenant by tenant, not first come', 
   release()
   await holding.done
   const texts = (await Promise.all(queued.map((q) => q.done))).map((r) => r.text)
-  // One at a time (total: 1), round robin: a's first, then b's, then a's others.
-  expect(texts).toEqual(['answer 1', 'answer 3', 'answer 4', 'answer 2'])
+  // One at a time (total: 1), round robin: a was served last (the holding turn), so b's first, then a's.
+  expect(texts).toEqual(['answer 2', 'answer 3', 'answer 4', 'answer 1'])
+})
+
+postgresOnly("round robin holds across engines: the other tenant's prompt starts next", async () => {
+  const { hold, release, running } = holdTool()
+  const options = { tools: { hold }, concurrency: { perTenant: 1, total: 1 }, controlPollIntervalMs: 50 }
+  h = await createHarness(options)
+  b = await createEngine({ database: h.dbPath, model: modelFor(h.server), ...options })
+  const x = await h.engine.createSession({ tenant: 't1' })
+  h.server.tool('hold', {})
+  const holding = h.engine.prompt(x.id, 'hold')
+  await running
+  // t1's three prompts (two queued on A, one on B), then t2's one on B.
+  const queued = []
+  for (const [engine, tenant] of [[h.engine, 't1'], [h.engine, 't1'], [b, 't1'], [b, 't2']] as const) {
+    const session = await engine.createSession({ tenant })
+    const q = engine.prompt(session.id, 'go', { whenBusy: 'enqueue' })
+    await q.stored
+    queued.push(q)
+  }
+  h.server.text('x done')
+  for (const n of [1, 2, 3, 4]) h.server.text(`answer ${n}`)
+  release()
+  await holding.done
+  const texts = (await Promise.all(queued.map((q) => q.done))).map((r) => r.text)
+  expect(texts.slice().sort()).toEqual(['answer 1', 'answer 2', 'answer 3', 'answer 4'])
+  // t1 was served last (the holding turn, on A), so t2's prompt starts first, whichever engine takes it.
+  expect(texts[3]).toBe('answer 1')
 })

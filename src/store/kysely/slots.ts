@@ -8,7 +8,11 @@ export class KyselySlots implements SlotStore {
   constructor(private readonly db: Executor) {}
 
   async running(tenant: string | null, exceptTurnId: string): Promise<{ total: number; tenant: number }> {
-    await this.db.updateTable('turnchart_slots').set({ starts: sql`starts + 1` }).where('id', '=', 1).execute()
+    await this.db
+      .updateTable('turnchart_slots')
+      .set({ starts: sql`starts + 1`, last_tenant: tenant ?? '' })
+      .where('id', '=', 1)
+      .execute()
     const rows = await this.runningRows().where('turnchart_turns.id', '!=', exceptTurnId).execute()
     return { total: rows.length, tenant: tenant === null ? 0 : rows.filter((r) => r.tenant === tenant).length }
   }
@@ -18,6 +22,11 @@ export class KyselySlots implements SlotStore {
     const out = new Map<string, number>()
     for (const row of rows) out.set(row.tenant ?? '', (out.get(row.tenant ?? '') ?? 0) + 1)
     return out
+  }
+
+  async servedLast(): Promise<string | undefined> {
+    const row = await this.db.selectFrom('turnchart_slots').select('last_tenant').where('id', '=', 1).executeTakeFirst()
+    return row?.last_tenant ?? undefined
   }
 
   private runningRows() {

@@ -8,10 +8,15 @@ export class MemorySlots implements SlotStore {
 
   running(tenant: string | null, exceptTurnId: string): Promise<{ total: number; tenant: number }> {
     return this.db.run((t) => {
+      t.put('slots', '1', { lastTenant: tenant ?? '' })
       const running = [...t.turns.values()].filter((turn) => turn.outcome === null && turn.parentTurnId === null && turn.owner !== parkedOwner && turn.id !== exceptTurnId)
       const ofTenant = tenant === null ? 0 : running.filter((turn) => t.sessions.get(turn.sessionId)?.tenant === tenant).length
       return { total: running.length, tenant: ofTenant }
     })
+  }
+
+  servedLast(): Promise<string | undefined> {
+    return this.db.run((t) => t.slots.get('1')?.lastTenant)
   }
 
   byTenant(): Promise<Map<string, number>> {

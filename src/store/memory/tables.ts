@@ -117,6 +117,11 @@ export interface SpendingRow {
   updated: number
 }
 
+/** The one row of the starts' lock (key `'1'`): the tenant served last (`''`: a session without one). */
+export interface SlotRow {
+  lastTenant: string
+}
+
 export interface Rows {
   sessions: SessionRow
   messages: MessageRow
@@ -126,6 +131,7 @@ export interface Rows {
   controls: ControlRow
   queue: QueueRow
   spending: SpendingRow
+  slots: SlotRow
 }
 
 export type TableName = keyof Rows
@@ -157,6 +163,7 @@ export class Tables {
   readonly controls = new Map<string, ControlRow>()
   readonly queue = new Map<string, QueueRow>()
   readonly spending = new Map<string, SpendingRow>()
+  readonly slots = new Map<string, SlotRow>()
   /** Set while a call or transaction runs (the store's mutex makes it one at a time). */
   journal: Journal | undefined
 

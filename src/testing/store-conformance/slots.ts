@@ -31,4 +31,22 @@ export const slotsCases = defineCases('slots', (it) => {
     expect(await store.transaction((tx) => tx.slots!.running(null, 'trn_none'))).toEqual({ total: 4, tenant: 0 })
     expect(Object.fromEntries(await slots.byTenant())).toEqual({ acme: 2, globex: 1, '': 1 })
   })
+
+  it('the tenant served last is the one of the last start that committed', async (store: Store) => {
+    const slots = store.slots
+    if (!slots) return
+    expect(await slots.servedLast()).toBeUndefined()
+    await store.transaction((tx) => tx.slots!.running('acme', 'trn_a'))
+    expect(await slots.servedLast()).toBe('acme')
+    // A refused start (its transaction throws) serves no one.
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.slots!.running('globex', 'trn_b')
+        throw new Error('over the limit')
+      }),
+    ).rejects.toThrow('over the limit')
+    expect(await slots.servedLast()).toBe('acme')
+    await store.transaction((tx) => tx.slots!.running(null, 'trn_c'))
+    expect(await slots.servedLast()).toBe('')
+  })
 })
