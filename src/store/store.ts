@@ -263,8 +263,13 @@ export interface TreeSpent {
 export interface SpendingStore {
   /** What the tree of `rootTurnId` has spent; undefined when nothing was added yet. */
   get(rootTurnId: string): Promise<TreeSpent | undefined>
-  /** Adds `delta` to the tree's spending (the row is made by the first add; it goes with the root turn). */
-  add(rootTurnId: string, delta: TreeSpent, now: number): Promise<void>
+  /**
+   * Adds `delta` to the tree's spending (the row is made by the first add; it goes with the root
+   * turn). With `maxSteps`, only if the tree's steps stay within it, judged on the row as it is
+   * when the add takes its lock (a conditional write, not a read before it: two engines' adds at
+   * the same moment are judged one after the other); false when refused (nothing added).
+   */
+  add(rootTurnId: string, delta: TreeSpent, now: number, maxSteps?: number): Promise<boolean | void>
 }
 
 /**

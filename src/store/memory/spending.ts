@@ -13,10 +13,11 @@ export class MemorySpending implements SpendingStore {
     })
   }
 
-  add(rootTurnId: string, delta: TreeSpent, now: number): Promise<void> {
+  add(rootTurnId: string, delta: TreeSpent, now: number, maxSteps?: number): Promise<boolean> {
     return this.db.run((t) => {
       if (!t.turns.has(rootTurnId)) throw foreignKeyViolation('turnchart_tree_spending', 'root_turn_id', rootTurnId)
       const row = t.spending.get(rootTurnId)
+      if (maxSteps !== undefined && (row?.steps ?? 0) + delta.steps > maxSteps) return false
       t.put('spending', rootTurnId, {
         rootTurnId,
         input: (row?.input ?? 0) + delta.tokens.input,
@@ -25,6 +26,7 @@ export class MemorySpending implements SpendingStore {
         steps: (row?.steps ?? 0) + delta.steps,
         updated: now,
       })
+      return true
     })
   }
 }

@@ -1,7 +1,9 @@
 /**
  * Run trees' spending (the `spending` capability: one budget across engines): nothing before
  * the first add, adds summed (cost a fraction), a root turn required, undone with its
- * transaction, deleted with the root's session, and adds from concurrent transactions all kept.
+ * transaction, deleted with the root's session, adds from concurrent transactions all kept, and
+ * an add bounded by `maxSteps` refused when it would pass it, concurrent ones judged one after
+ * the other.
  * A store without the capability passes each case (each engine then counts its own).
  */
 import { rejection, sessionWithTurn } from './fixtures'
@@ -60,6 +62,32 @@ export const spendingCases = defineCases('spending', (it) => {
       const { turn } = await sessionWithTurn(store)
       await Promise.all(Array.from({ length: 8 }, (_, i) => store.transaction((tx) => tx.spending!.add(turn.id, spent(1, 2, 0.5, 1), i))))
       expect(await spending.get(turn.id)).toEqual(spent(8, 16, 4, 8))
+    }),
+  )
+
+  it(
+    'an add bounded by maxSteps is refused when the steps would pass it (nothing added), first add included',
+    withSpending(async (store, spending) => {
+      const { turn } = await sessionWithTurn(store)
+      expect(await spending.add(turn.id, spent(0, 0, 0, 3), 1, 2)).toBe(false)
+      expect(await spending.get(turn.id)).toBeUndefined()
+      expect(await spending.add(turn.id, spent(1, 1, 0, 2), 1, 2)).toBe(true)
+      expect(await spending.add(turn.id, spent(5, 5, 1, 1), 2, 2)).toBe(false)
+      expect(await spending.get(turn.id)).toEqual(spent(1, 1, 0, 2))
+      // Unbounded, an add (tokens after a call) is kept whatever the steps.
+      await spending.add(turn.id, spent(5, 5, 1, 0), 3)
+      expect(await spending.get(turn.id)).toEqual(spent(6, 6, 1, 2))
+    }),
+  )
+
+  it(
+    'bounded adds from concurrent transactions (two engines reserving at the same moment) pass the bound none',
+    withSpending(async (store, spending) => {
+      const { turn } = await sessionWithTurn(store)
+      await spending.add(turn.id, spent(0, 0, 0, 1), 1)
+      const added = await Promise.all(Array.from({ length: 8 }, (_, i) => store.transaction((tx) => tx.spending!.add(turn.id, spent(0, 0, 0, 1), i, 5))))
+      expect(added.filter((a) => a === true)).toHaveLength(4)
+      expect(await spending.get(turn.id)).toEqual(spent(0, 0, 0, 5))
     }),
   )
 })

@@ -62,6 +62,8 @@ export class RunTree {
   readonly #spent = { tokens: { input: 0, output: 0 }, cost: 0, steps: 0 }
   /** What this engine's turns spent that is not in the stored row yet (taken by the next row's transaction). */
   #unstored: TreeSpent = zero()
+  /** The turn of a call a gate admitted that `#unstored` holds: its write is conditional on the budget's `steps`. */
+  #unstoredAdmitted: string | undefined
   /** The stored row as last read (every engine's spending then); null before the first read. */
   #lastStored: TreeSpent | null = null
   /** The first refusal: every later check in the tree gives the same error (the limit, the figure, the turn that hit it). */
@@ -100,6 +102,7 @@ export class RunTree {
       return this.#breach
     }
     this.called() // reserved: written with the row into the state that makes the call, before it
+    this.#unstoredAdmitted = turnId
     return null
   }
 
@@ -120,16 +123,36 @@ export class RunTree {
   /**
    * What the next transaction of one of the tree's turns here adds to the tree's stored
    * spending (undefined when nothing is to be added); put back when that transaction rolls back.
+   * A call a gate admitted is written only if the tree's stored steps stay within the budget's
+   * (judged under the row's lock: two engines' gates that read the same figure cannot both
+   * pass); refused, the write throws the budget error and the transaction, with the row into
+   * the state that would make the call, rolls back.
    */
   rider(): RiddenWrite | undefined {
     const delta = this.#unstored
+    const admitted = this.#unstoredAdmitted
     if (delta.steps === 0 && delta.tokens.input === 0 && delta.tokens.output === 0 && delta.cost === 0) return undefined
     this.#unstored = zero()
+    this.#unstoredAdmitted = undefined
+    const maxSteps = admitted !== undefined ? (this.#options.budget?.() ?? this.#budget)?.steps : undefined
+    let refused = false
     return {
       write: async (tx) => {
-        await tx.spending?.add(this.rootTurnId, delta, (this.#options.now ?? Date.now)())
+        const added = await tx.spending?.add(this.rootTurnId, delta, (this.#options.now ?? Date.now)(), maxSteps)
+        if (added !== false) return
+        refused = true
+        throw (this.#breach ??= new BudgetExceededError({ limit: 'steps', max: maxSteps!, reached: maxSteps!, turnId: admitted! }))
       },
-      rolledBack: () => addTo(this.#unstored, delta),
+      rolledBack: () => {
+        addTo(this.#unstored, delta)
+        if (!refused) {
+          this.#unstoredAdmitted ??= admitted
+          return
+        }
+        // The admitted call will not be made: it is counted no more (the rest is written with a later row).
+        this.#unstored.steps -= 1
+        this.#spent.steps -= 1
+      },
     }
   }
 

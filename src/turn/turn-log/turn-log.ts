@@ -29,7 +29,7 @@ import { retryWaitStates, turnStateName, waitOf, type TurnMachine } from '../../
 import type { TurnContext } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
-import { MessageAbortedError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
+import { BudgetExceededError, MessageAbortedError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
 import type { Redactor } from '../../core/secrets/redact-secrets'
 import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../../core/types'
 import type { TurnFence } from '../../store/store'
@@ -375,12 +375,15 @@ export class TurnLog {
       return { rows: plan.rows, error }
     } catch (cause) {
       if (TurnOwnershipLostError.isInstance(cause)) throw cause
-      if (!final && this.#leavesForRecovery()) {
+      // (a budget spent is known, not a write in doubt: the turn fails, its parts written with the failure row)
+      if (!final && !BudgetExceededError.isInstance(cause) && this.#leavesForRecovery()) {
         this.#endUnwritten(new StorageError(`recording the transition to ${to}`, cause).toJSON())
         throw new Skipped()
       }
-      // Set before the write settles, so that `committed()` already sees it.
-      const failed = this.#fail(new StorageError(`recording the transition to ${to}`, cause).toJSON(), false)
+      // Set before the write settles, so that `committed()` already sees it. (A budget the
+      // transaction's reservation found spent is why the turn fails: the call was not made.)
+      const failure = BudgetExceededError.isInstance(cause) ? cause.toJSON() : new StorageError(`recording the transition to ${to}`, cause).toJSON()
+      const failed = this.#fail(failure, false)
       // A final row that failed (completed, aborted) is replaced by the failure's own row.
       if (final && failed && this.#failsFrom(this.#committed.state)) return this.#writeFailed(pending.at(-1)!, time, parts, failed)
       throw cause
