@@ -133,7 +133,7 @@ export class ParkedTurns {
     // meanwhile stays theirs). If the database is unreachable the row keeps this engine's lease,
     // which runs out: recovery resumes the turn.
     const parking = turn
-      .park(async (fence) => void (await this.#deps.store.turns.claim(turnId, fence, parkedOwner, null)))
+      .park(async (fence) => (await this.#deps.store.turns.claim(turnId, fence, parkedOwner, null)) !== null)
       .then(() => undefined)
       .catch(() => undefined)
       .finally(() => this.#parking.delete(turnId))

@@ -157,11 +157,11 @@ export interface RunningTurn extends Turn {
   handoff(timeoutMs: number): Promise<'gate' | 'waiting' | 'timeout' | 'ended'>
   /**
    * Parks the turn (it waits in a parkable state): like `detach`, its actor stops and its writes
-   * land, `handOver(fence)` gives its row away (to the parked owner), and it ends here `parked`
+   * land, `handOver(fence)` gives its row away (to the parked owner; true when it did), and it ends here `parked`
    * (`done` rejects with `TurnParkedError`). Resolves true when it was parked, false when it was
    * not waiting in a parkable state any more (it goes on).
    */
-  park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean>
+  park(handOver: (fence: TurnFence) => Promise<boolean>): Promise<boolean>
 }
 
 /**
@@ -347,7 +347,7 @@ export class TurnHandle implements RunningTurn {
     if (!this.#settled) this.#parts.log.lose(error)
   }
 
-  async park(handOver: (fence: TurnFence) => Promise<void>): Promise<boolean> {
+  async park(handOver: (fence: TurnFence) => Promise<boolean>): Promise<boolean> {
     const state = turnStateName(this.actor.getSnapshot())
     if (this.#settled || this.#parts.log.ending || !waitOf(state)?.parks) return false
     // Its entering row must be written first: what recovery resumes from is the waiting state.

@@ -6,7 +6,8 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
-import { createEngine, type Engine, type TurnchartEvent } from '../../src'
+import { createEngine, MemoryStore, type Engine, type TurnchartEvent } from '../../src'
+import { parkedOwner } from '../../src/core/parking'
 import { deployTool } from '../support/deploy-tool'
 import { createHarness, modelFor, type Harness } from '../support/harness'
 import { recoverCommand } from '../../src/cli/write-commands'
@@ -157,4 +158,47 @@ test('close() parks a turn waiting for an approval (not released for a sweep to 
   await other.approve(turn.id, 'call_prod', { by: 'ops' })
   await completed
   expect(deployed).toEqual(['prod'])
+})
+
+/**
+ * A memory store whose hand-over of a turn to the parked owner, once committed, waits for the
+ * engine's next lease renewal to be answered: the renewal then finds the row gone from the
+ * engine, as one that ran at that moment on a loaded machine did.
+ */
+class RenewalAfterParkingStore extends MemoryStore {
+  renewalsAfterParking = 0
+  constructor() {
+    super()
+    let nextRenewal: (() => void) | undefined
+    const renew = this.turns.renewLeases.bind(this.turns)
+    this.turns.renewLeases = async (...args) => {
+      const waiting = nextRenewal // (a renewal that began after the hand-over's claim committed)
+      const renewed = await renew(...args)
+      if (waiting) {
+        this.renewalsAfterParking++
+        // (the engine's own continuation, which hears the loss, runs before the hand-over's)
+        setImmediate(waiting)
+      }
+      return renewed
+    }
+    const claim = this.turns.claim.bind(this.turns)
+    this.turns.claim = async (id, expected, owner, leaseUntil) => {
+      const fence = await claim(id, expected, owner, leaseUntil)
+      if (owner === parkedOwner) await new Promise<void>((resolve) => (nextRenewal = resolve))
+      nextRenewal = undefined
+      return fence
+    }
+  }
+}
+
+test("a lease renewal that runs while the turn's row is handed to the parked owner does not call the parked turn lost", async () => {
+  const store = new RenewalAfterParkingStore()
+  h = await createHarness({ database: store, tools: { deploy }, parkAfterMs: 0, leaseMs: 300 })
+  h.server.tool('deploy', { env: 'prod' })
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'ship it')
+  await expect(turn.done).rejects.toMatchObject({ name: 'TurnParkedError' })
+  expect(store.renewalsAfterParking).toBe(1)
+  expect(await h.engine.getTurn(turn.id)).toMatchObject({ state: 'awaiting-approval', owner: parkedOwner, outcome: null })
+  expect(h.events.some((e) => e.type === 'turn.lost')).toBe(false)
 })

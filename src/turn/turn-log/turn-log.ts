@@ -134,6 +134,8 @@ export class TurnLog {
   readonly #sessionId: string
   readonly #failed = deferred<SerializedError>()
   readonly #ended = deferred<TurnEnd>()
+  /** A loss heard while the turn was leaving (detached): its end once the leaving is done, unless its row was handed over. */
+  #lostWhileLeaving: TurnOwnershipLostError | undefined
   /** Settles with the record of the first failed write: the turn must fail (its runner sends `turn.fail`). */
   readonly failed: Promise<SerializedError> = this.#failed.promise
   /** Settles once with the turn's end (see `TurnEnd`), whichever way it ends. */
@@ -447,7 +449,11 @@ export class TurnLog {
    * more; unless its final row is being written already (that write's fence decides).
    */
   lose(error: TurnOwnershipLostError): void {
-    if (!this.ending) this.end({ kind: 'lost', error })
+    // Leaving (detached, or parked: its row being handed over): the end is decided once the
+    // writes and the hand-over have landed. A lease renewal that raced the hand-over's claim
+    // fails because of it, and must not call a parked turn lost.
+    if (this.#state.kind === 'detached') this.#lostWhileLeaving ??= error
+    else if (!this.ending) this.end({ kind: 'lost', error })
   }
 
   /**
@@ -468,9 +474,10 @@ export class TurnLog {
    * its actors, the writes already queued land, then what streamed so far; the turn ends
    * `detached` and stays open in the database for the next engine to resume. Parking is the same
    * leaving with its own end (`{ kind: 'parked', state }`): the turn stays open, waiting;
-   * `handOver` (the row given to the parked owner) runs after the writes and before the end.
+   * `handOver` (the row given to the parked owner; true when it was) runs after the writes and
+   * before the end.
    */
-  async detach(stopEffects: () => void, end: Extract<TurnEnd, { kind: 'detached' | 'parked' }> = { kind: 'detached' }, handOver?: () => Promise<void>): Promise<void> {
+  async detach(stopEffects: () => void, end: Extract<TurnEnd, { kind: 'detached' | 'parked' }> = { kind: 'detached' }, handOver?: () => Promise<boolean>): Promise<void> {
     const state = this.#state
     if (state.kind === 'ended') return
     // (a final row in flight stays `ending`: it lands, and its end wins)
@@ -481,8 +488,10 @@ export class TurnLog {
     await this.#options.scope.writer.flush().catch(() => undefined)
     await this.#tail
     // (parking: the row goes to the parked owner before the end is reported)
-    if (handOver) await handOver().catch(() => undefined)
-    this.end(end)
+    const handedOver = handOver ? await handOver().catch(() => false) : false
+    // A loss heard meanwhile is the end, unless the row was handed over (then the loss was the hand-over's).
+    const lost = this.#lostWhileLeaving
+    this.end(lost && !handedOver ? { kind: 'lost', error: lost } : end)
   }
 
   /**
