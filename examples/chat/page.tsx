@@ -5,7 +5,9 @@
  * While a turn runs, the input stays open: what the user sends then steers the running turn
  * (the handler's `whenBusy: 'steer'`), which shows it where the model took it; one sent while
  * an approval waits is shown as waiting (read back from the engine's queue after a reload). An
- * approval's input can be edited before Approve (the engine's `editableApprovals`).
+ * approval's input can be edited before Approve (the engine's `editableApprovals`). A call whose
+ * result comes later (deferred) or whose outcome is unknown (in doubt, after a crash) is settled
+ * from the page: `POST /api/chat/<id>/calls`, then the turn's stream is resumed.
  */
 import { useChat } from '@ai-sdk/react'
 import { DefaultChatTransport, getToolName, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai'
@@ -13,13 +15,35 @@ import { useEffect, useRef, useState } from 'react'
 import { createRoot } from 'react-dom/client'
 
 interface TurnState {
+  turnId: string
   state: string
   attempt: number
   retryAt: number | null
   message?: string
 }
 
-const chartStates = ['streaming', 'tool-running', 'awaiting-approval', 'retry-waiting', 'compacting', 'completed', 'failed', 'aborted']
+const chartStates = ['streaming', 'tool-running', 'awaiting-approval', 'awaiting-deferred', 'call-in-doubt', 'retry-waiting', 'compacting', 'completed', 'failed', 'aborted']
+
+/** How a waiting call is settled: its result, an error, or (in doubt) run again. */
+type Settlement = { output: unknown } | { error: string } | { retry: true }
+
+/** The buttons that settle the calls a turn waits on, by the state it waits in (they become `engine.resolveCall`). */
+const settleButtons: Record<string, Array<{ label: string; testId: string; settlement: Settlement }>> = {
+  'awaiting-deferred': [
+    { label: 'The restaurant confirms', testId: 'settle-output', settlement: { output: 'confirmed: 8 pm' } },
+    { label: 'The restaurant is full', testId: 'settle-error', settlement: { error: 'the restaurant is full' } },
+  ],
+  'call-in-doubt': [
+    { label: 'It ran', testId: 'settle-output', settlement: { output: 'charged (checked with the bank)' } },
+    { label: 'It did not run', testId: 'settle-error', settlement: { error: 'not charged (checked with the bank)' } },
+    { label: 'Run it again', testId: 'settle-retry', settlement: { retry: true } },
+  ],
+}
+
+type OnSettle = (callId: string, settlement: Settlement) => void
+
+/** What the status line says while the turn waits. */
+const waitingLabel: Record<string, string> = { 'awaiting-approval': 'awaiting approval', 'awaiting-deferred': 'waiting for the restaurant', 'call-in-doubt': 'call in doubt: did it run?' }
 
 /** The chat id lives in the URL, so a reload reopens the same conversation. */
 function chatIdFromUrl(): string {
@@ -96,7 +120,8 @@ function ApprovalButtons({ approvalId, toolCallId, input, onApproval }: { approv
   )
 }
 
-function Message({ message, onApproval }: { message: UIMessage; onApproval: OnApproval }) {
+/** `waitingIn`: the state the turn waits in when this message's open calls wait for a result (deferred, in doubt). */
+function Message({ message, onApproval, waitingIn, onSettle }: { message: UIMessage; onApproval: OnApproval; waitingIn?: string; onSettle: OnSettle }) {
   // Why a call was denied (whoever denied it): the stream's data-denial parts, or the stored approval.
   const denials = new Map(
     message.parts.flatMap((p) => (p.type === 'data-denial' ? [[(p.data as { toolCallId: string }).toolCallId, (p.data as { reason?: string }).reason]] : [])),
@@ -129,6 +154,15 @@ function Message({ message, onApproval }: { message: UIMessage; onApproval: OnAp
                 <pre className="error" data-testid="denial">denied{(denials.get(part.toolCallId) ?? part.approval?.reason) ? `: ${denials.get(part.toolCallId) ?? part.approval?.reason}` : ''}</pre>
               )}
               {part.state === 'approval-requested' && <ApprovalButtons approvalId={part.approval.id} toolCallId={part.toolCallId} input={part.input} onApproval={onApproval} />}
+              {part.state === 'input-available' && waitingIn && settleButtons[waitingIn] && (
+                <span className="approval" data-testid="settle">
+                  {settleButtons[waitingIn].map((button) => (
+                    <button key={button.testId} data-testid={button.testId} onClick={() => onSettle(part.toolCallId, button.settlement)}>
+                      {button.label}
+                    </button>
+                  ))}
+                </span>
+              )}
             </div>
           )
         }
@@ -163,7 +197,7 @@ function Chat({ id, initial, initialQueued }: { id: string; initial: UIMessage[]
         },
       }),
   )
-  const { messages, setMessages, sendMessage, status, stop, error, addToolApprovalResponse } = useChat({
+  const { messages, setMessages, sendMessage, status, stop, error, addToolApprovalResponse, resumeStream } = useChat({
     id,
     messages: initial,
     resume: true,
@@ -177,8 +211,19 @@ function Chat({ id, initial, initialQueued }: { id: string; initial: UIMessage[]
   const last = [...messages].reverse().find((m) => m.role === 'assistant')
   const turn = last?.parts.find((p) => p.type === 'data-turn-state') as { data: TurnState } | undefined
   const busy = status === 'submitted' || status === 'streaming'
-  // A turn waiting for a decision has no open stream (useChat says 'ready'), but it runs: Stop ends it.
-  const awaiting = !busy && turn?.data.state === 'awaiting-approval'
+  // A turn waiting for a decision or a call's result has no open stream (useChat says 'ready'), but it runs: Stop ends it.
+  const awaiting = !busy && turn !== undefined && (turn.data.state === 'awaiting-approval' || turn.data.state in settleButtons)
+  /** Settles a waiting call, then follows the turn it lets go on (its stream, or its stored end when it ended first). */
+  const settle = async (callId: string, settlement: Settlement) => {
+    const response = await fetch(`/api/chat/${encodeURIComponent(id)}/calls`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ turnId: turn!.data.turnId, callId, ...settlement }),
+    })
+    if (!response.ok) return
+    await resumeStream()
+    setMessages((await (await fetch(`/api/chat/${encodeURIComponent(id)}/messages`)).json()) as UIMessage[])
+  }
   // A steer waits in the engine's queue until the turn's next step gate (after the approval): read again as the turn moves.
   const turnState = turn?.data.state
   useEffect(() => {
@@ -236,6 +281,8 @@ function Chat({ id, initial, initialQueued }: { id: string; initial: UIMessage[]
           <Message
             key={m.id}
             message={m}
+            waitingIn={m === last && awaiting ? turn?.data.state : undefined}
+            onSettle={(callId, settlement) => void settle(callId, settlement)}
             onApproval={(approvalId, approved, options = {}) => {
               if (approved && options.toolCallId) edits.current[options.toolCallId] = options.input
               void addToolApprovalResponse({ id: approvalId, approved, ...(approved ? {} : { reason: options.reason ?? 'denied from the page' }) })
@@ -247,7 +294,7 @@ function Chat({ id, initial, initialQueued }: { id: string; initial: UIMessage[]
         ))}
       </div>
       {error && <div className="failure" data-testid="error">{error.message}</div>}
-      <div className="status" data-testid="status">{awaiting ? 'awaiting approval' : status}</div>
+      <div className="status" data-testid="status">{awaiting ? waitingLabel[turn!.data.state] : status}</div>
       <form
         onSubmit={(e) => {
           e.preventDefault()

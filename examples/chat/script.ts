@@ -6,10 +6,12 @@ import type { ScriptedServer } from '../../src/testing'
 
 /** The prompts the page suggests; each shows one feature. */
 export const examplePrompts = {
-  folder: 'What is in this folder?',
+  folder: 'What is in this folder? (steer it while it retries)',
   deploy: 'Deploy the site to production',
   poem: 'Write a very long poem about state machines',
   story: 'Tell me a story about a statechart',
+  book: 'Book a table for two tonight',
+  charge: 'Charge my card 20 euros',
 }
 
 function words(text: string): string[] {
@@ -25,6 +27,23 @@ export const storyText =
 /** Queues the model's answer to an approval decision of the deploy call (call before it is applied). */
 export function queueApprovalReply(server: ScriptedServer, approved: boolean): void {
   const text = approved ? 'Done: the site is live in production.' : 'Understood: I did not deploy; production is unchanged.'
+  server.push({ type: 'stream', delayMs: 15, chunks: words(text).map((w) => ({ text: w })) })
+}
+
+/** How a waiting call was settled through `POST /api/chat/<id>/calls` (`engine.resolveCall`). */
+export type CallSettlement = { output: unknown } | { error: string } | { retry: true }
+
+/** Queues the model's answer once a waiting call (`book`, deferred; `charge`, in doubt) is settled (call before it is applied). */
+export function queueCallReply(server: ScriptedServer, tool: string, settlement: CallSettlement): void {
+  const ran = !('error' in settlement)
+  const text =
+    tool === 'book'
+      ? ran
+        ? 'The restaurant confirmed: a table for two at 8 pm.'
+        : 'The restaurant could not take the booking; shall I try another one?'
+      : ran
+        ? 'Your card was charged 20 euros.'
+        : 'Nothing was charged: the payment did not go through.'
   server.push({ type: 'stream', delayMs: 15, chunks: words(text).map((w) => ({ text: w })) })
 }
 
@@ -56,6 +75,12 @@ export function queueReplies(server: ScriptedServer, prompt: string, folderEntri
   } else if (text.includes('deploy')) {
     // The answer after the decision is queued when it arrives (queueApprovalReply).
     server.push({ type: 'stream', delayMs: 15, chunks: [...words('Deploying needs your approval.').map((w) => ({ text: w })), { tool: { name: 'deploy', input: { env: 'production' } } }] })
+  } else if (text.includes('book')) {
+    // The tool asks the restaurant and returns `defer()`: the call waits for the restaurant's answer.
+    server.push({ type: 'stream', delayMs: 15, chunks: [...words('I will ask the restaurant.').map((w) => ({ text: w })), { tool: { name: 'book', input: { guests: 2 } } }] })
+  } else if (text.includes('charge')) {
+    // A slow payment gateway: stop the server (kill -9) while it charges, start it again, and the call is in doubt.
+    server.push({ type: 'stream', delayMs: 15, chunks: [...words('Charging your card.').map((w) => ({ text: w })), { tool: { name: 'charge', input: { euros: 20 } } }] })
   } else if (text.includes('poem')) {
     const verse = 'In idle the actor waits, a prompt upon the stack; then streaming, token after token, it never looks back. '
     server.push({ type: 'stream', delayMs: 120, chunks: words(verse.repeat(20)).map((w) => ({ text: w })), end: 'hang' })

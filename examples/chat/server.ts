@@ -19,10 +19,10 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { tool, type LanguageModel } from 'ai'
 import { build, stop as stopEsbuild } from 'esbuild'
 import { z } from 'zod'
-import { createChatHandler, createEngine, defaultMaxBodyBytes, toNodeListener, type Engine } from '../../src'
+import { createChatHandler, createEngine, defaultMaxBodyBytes, defer, toNodeListener, type Engine } from '../../src'
 import { listFolder, listTool } from '../../src/cli/demo'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { examplePrompts, queueApprovalReply, queueReplies } from './script'
+import { examplePrompts, queueApprovalReply, queueCallReply, queueReplies, type CallSettlement } from './script'
 
 export interface ChatExample {
   url: string
@@ -38,6 +38,26 @@ const deployTool = tool({
   inputSchema: z.object({ env: z.string() }),
   needsApproval: true,
   execute: async ({ env }) => `deployed to ${env}`,
+})
+
+/** Its result comes later (the restaurant answers): the call is deferred, settled through `POST /api/chat/<id>/calls`. */
+const bookTool = tool({
+  description: 'Ask the restaurant for a table; it answers later',
+  inputSchema: z.object({ guests: z.number() }),
+  execute: async () => defer({ timeoutMs: 60 * 60_000 }),
+})
+
+/** Not idempotent (a second run charges twice), and slow: a process killed while it runs leaves the call in doubt. */
+const chargeTool = tool({
+  description: 'Charge the card (never run twice unasked)',
+  inputSchema: z.object({ euros: z.number() }),
+  execute: async ({ euros }, { abortSignal }) => {
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(resolve, 20_000)
+      abortSignal?.addEventListener('abort', () => (clearTimeout(timer), reject(abortSignal.reason)), { once: true })
+    })
+    return `charged ${euros} euros`
+  },
 })
 
 /** Bundles the page (React + useChat) into one script, in memory. */
@@ -81,7 +101,7 @@ export async function startChatExample(options: { port?: number; database?: stri
     database: options.database ?? path.join(dir!, 'chat.db'),
     model,
     limits: { context: 128_000, output: 8_192 },
-    tools: { list: listTool, deploy: deployTool },
+    tools: { list: listTool, deploy: deployTool, book: bookTool, charge: chargeTool },
     // The page may edit the deploy call's input before approving it.
     editableApprovals: ['deploy'],
   })
@@ -101,6 +121,13 @@ export async function startChatExample(options: { port?: number; database?: stri
       const decision = last?.role === 'assistant' ? last.parts.find((p) => p.state === 'approval-responded') : undefined
       const waiting = body?.id ? engine.status(body.id) : undefined
       if (decision && waiting?.type === 'busy' && waiting.state === 'awaiting-approval') queueApprovalReply(scripted, decision.approval?.approved === true)
+    }
+    // A waiting call settled (POST <api>/<id>/calls): the answer that fits it.
+    const calls = /^\/api\/chat\/([^/]+)\/calls$/.exec(new URL(request.url).pathname)
+    if (scripted && calls && request.method === 'POST' && length <= defaultMaxBodyBytes) {
+      const { callId, ...settlement } = ((await request.clone().json().catch(() => ({}))) ?? {}) as { callId?: string } & CallSettlement
+      const call = (await engine.waiting({ sessionId: decodeURIComponent(calls[1]) })).find((entry) => entry.callId === callId)
+      if (call) queueCallReply(scripted, call.toolName, settlement)
     }
     return handler(request)
   })

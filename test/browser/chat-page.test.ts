@@ -5,8 +5,8 @@
  * with an image and a text file attached; a message typed while a turn runs (it steers the
  * turn); a denial with the reason typed beside Deny; the retry countdown's first frame; and the
  * page at 360 px (nothing scrolls sideways, the buttons stay on screen), where a message sent
- * while an approval waits is kept across a reload, an approval's input is edited, and Stop ends a
- * turn that waits for approval.
+ * while an approval waits is kept across a reload, an approval's input is edited, a deferred call
+ * is settled from the page, and Stop ends a turn that waits for approval.
  * The last screenshot is kept under test/browser/out/ (git-ignored).
  */
 import fs from 'node:fs'
@@ -241,6 +241,18 @@ browserTest('at 360 px the page does not scroll sideways, and Send, Stop and an 
   expect(await page.getByTestId('queued-steer').count()).toBe(0)
   const deployed = (await app.engine.messages(chatId)).flatMap((m) => m.parts).filter((p) => p.type === 'tool' && p.tool === 'deploy').at(-1)
   expect(deployed).toMatchObject({ state: { status: 'completed', input: { env: 'staging' }, output: 'deployed to staging' } })
+
+  // A deferred call (the restaurant answers later): the turn waits; a button on the page settles it
+  // (POST <api>/<id>/calls, engine.resolveCall) and the page follows the turn to its answer.
+  await send(page, examplePrompts.book)
+  await page.getByTestId('settle-output').waitFor()
+  expect(await page.getByTestId('status').textContent()).toBe('waiting for the restaurant')
+  expect(await onScreen('settle-output')).toBe(true)
+  await page.getByTestId('settle-output').click()
+  await page.locator('[data-testid=tool-book][data-tool-state=output-available]').filter({ hasText: 'confirmed: 8 pm' }).waitFor()
+  await page.getByText('The restaurant confirmed: a table for two at 8 pm.').waitFor()
+  await ready(page)
+  expect(await page.getByTestId('settle').count()).toBe(0)
 
   // Stop while an approval waits: the turn ends aborted, and the page is ready again.
   await send(page, examplePrompts.deploy)

@@ -82,3 +82,53 @@ test('an argument other than --db is refused with the usage (exit 2)', async () 
   expect(code).toBe(2)
   expect(stderr).toContain('usage: npm run example:chat [-- --db <file>]')
 })
+
+/** The UI stream's chunks (`data: {...}` lines) read until `done` says what was wanted is there. */
+async function readChunks(response: Response, done: (chunks: Array<Record<string, unknown>>) => boolean): Promise<Array<Record<string, unknown>>> {
+  const chunks: Array<Record<string, unknown>> = []
+  const decoder = new TextDecoder()
+  let buffer = ''
+  for await (const bytes of response.body!) {
+    buffer += decoder.decode(bytes as Uint8Array, { stream: true })
+    const lines = buffer.split('\n')
+    buffer = lines.pop()!
+    for (const line of lines) if (line.startsWith('data: {')) chunks.push(JSON.parse(line.slice('data: '.length)))
+    if (done(chunks)) return chunks
+  }
+  return chunks
+}
+
+test('a charge killed mid-call is in doubt after a restart, and a person settles it through the page\'s route', async () => {
+  const file = path.join(dir, 'charge.db')
+  const first = await startExample(['--db', file])
+  const chatId = 'chat-charge'
+  const message = { id: 'msg-1', role: 'user', parts: [{ type: 'text', text: 'Charge my card 20 euros' }] }
+  const response = await fetch(new URL('api/chat', first.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: chatId, messages: [message] }) })
+  // The charge runs (20 s): the process dies under it.
+  const chunks = await readChunks(response, (seen) => seen.some((c) => c.type === 'data-turn-state' && (c.data as { state: string }).state === 'tool-running'))
+  const callId = chunks.find((c) => c.type === 'tool-input-available' && c.toolName === 'charge')!.toolCallId as string
+  const turnId = (chunks.find((c) => c.type === 'data-turn-state')!.data as { turnId: string }).turnId
+  first.child.kill('SIGKILL')
+  await new Promise((resolve) => first.child.on('exit', resolve))
+
+  const second = await startExample(['--db', file])
+  try {
+    const shown = await runCli(['show', file, chatId])
+    expect(shown.stdout).toContain('call-in-doubt')
+    // "It did not run" on the page: the model is told, and answers.
+    const settled = await fetch(new URL(`api/chat/${chatId}/calls`, second.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ turnId, callId, error: 'not charged (checked with the bank)' }),
+    })
+    expect(settled.status).toBe(204)
+    const stream = await fetch(new URL(`api/chat/${chatId}/stream`, second.url))
+    if (stream.status === 200) await readChunks(stream, () => false)
+    const stored = (await (await fetch(new URL(`api/chat/${chatId}/messages`, second.url))).json()) as Array<{ role: string; parts: Array<{ type: string; text?: string; state?: string; errorText?: string }> }>
+    const answer = stored.at(-1)!
+    expect(answer.parts.find((p) => p.type === 'tool-charge')).toMatchObject({ state: 'output-error', errorText: expect.stringContaining('not charged') })
+    expect(answer.parts.filter((p) => p.type === 'text').map((p) => p.text).join('')).toContain('Nothing was charged')
+  } finally {
+    expect(await stop(second.child)).toBe(0)
+  }
+})
