@@ -12,7 +12,7 @@ import { messagesAndPartsCases } from './messages-and-parts'
 import { queueCases } from './queue'
 import { runTreesCases } from './run-trees'
 import { sessionsCases } from './sessions'
-import { spendingCases } from './spending'
+import { boundedSpendingCases, spendingCases } from './spending'
 import { slotsCases } from './slots'
 import { transactionsCases } from './transactions'
 import { transitionsCases } from './transitions'
@@ -54,6 +54,7 @@ const groups: CaseGroup[] = [
   controlsCases,
   runTreesCases,
   spendingCases,
+  boundedSpendingCases,
   slotsCases,
   transactionsCases,
 ]

@@ -64,7 +64,10 @@ export const spendingCases = defineCases('spending', (it) => {
       expect(await spending.get(turn.id)).toEqual(spent(8, 16, 4, 8))
     }),
   )
+})
 
+/** Adds bounded by `maxSteps` (one budget's steps across engines): refused past the bound, concurrent ones judged one after the other. */
+export const boundedSpendingCases = defineCases('spending', (it) => {
   it(
     'an add bounded by maxSteps is refused when the steps would pass it (nothing added), first add included',
     withSpending(async (store, spending) => {
