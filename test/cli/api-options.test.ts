@@ -1,5 +1,5 @@
 /**
- * README's options table and the code's `EngineOptions` type agree, both ways. The keys are
+ * The options table of docs/api.md and the code's `EngineOptions` type agree, both ways. The keys are
  * read from the type itself with the TypeScript checker (not from a list that could drift).
  * A row `group.key` documents a property of a nested option group; when a group has such
  * rows, every property of the group needs one. A group documented as one row (`limits`,
@@ -13,9 +13,9 @@ const root = path.resolve(__dirname, '../..')
 
 /** First-column option names of the table under `### Options`. */
 function readmeOptions(): string[] {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8')
+  const readme = fs.readFileSync(path.join(root, 'docs/api.md'), 'utf8')
   const section = readme.split(/^### Options\s*$/m)[1]
-  if (!section) throw new Error('README has no "### Options" section')
+  if (!section) throw new Error('docs/api.md has no "### Options" section')
   const rows: string[] = []
   for (const line of section.split('\n').slice(1)) {
     if (/^#{1,3} /.test(line)) break
@@ -45,7 +45,7 @@ function codeOptions(): Map<string, string[]> {
   return options
 }
 
-test('every option in the README table exists in EngineOptions, and every option of EngineOptions is in the table', () => {
+test('every option in the table of docs/api.md exists in EngineOptions, and every option of EngineOptions is in the table', () => {
   const rows = readmeOptions()
   const code = codeOptions()
   expect(rows.length).toBeGreaterThan(10)
@@ -54,17 +54,17 @@ test('every option in the README table exists in EngineOptions, and every option
   const problems: string[] = []
   const seen = new Set<string>()
   for (const row of rows) {
-    if (seen.has(row)) problems.push(`README documents ${row} twice`)
+    if (seen.has(row)) problems.push(`docs/api.md documents ${row} twice`)
     seen.add(row)
     const [group, key, ...rest] = row.split('.')
-    if (!code.has(group)) problems.push(`README documents ${row}, but EngineOptions has no ${group}`)
-    else if (key !== undefined && (rest.length > 0 || !code.get(group)!.includes(key))) problems.push(`README documents ${row}, but ${group} has no ${row.slice(group.length + 1)}`)
+    if (!code.has(group)) problems.push(`docs/api.md documents ${row}, but EngineOptions has no ${group}`)
+    else if (key !== undefined && (rest.length > 0 || !code.get(group)!.includes(key))) problems.push(`docs/api.md documents ${row}, but ${group} has no ${row.slice(group.length + 1)}`)
   }
   for (const [name, nested] of code) {
     const subRows = rows.filter((row) => row.startsWith(`${name}.`))
-    if (!rows.includes(name) && subRows.length === 0) problems.push(`EngineOptions.${name} is not in the README table`)
+    if (!rows.includes(name) && subRows.length === 0) problems.push(`EngineOptions.${name} is not in the table of docs/api.md`)
     if (subRows.length > 0) {
-      for (const key of nested) if (!rows.includes(`${name}.${key}`)) problems.push(`EngineOptions.${name}.${key} is not in the README table`)
+      for (const key of nested) if (!rows.includes(`${name}.${key}`)) problems.push(`EngineOptions.${name}.${key} is not in the table of docs/api.md`)
     }
   }
   expect(problems).toEqual([])
