@@ -11,7 +11,7 @@ export function formatTable(result: SuiteResult): string {
   const widths = [6, Math.max(4, ...rows.map((r) => r[1].length))]
   const lines = [`${'result'.padEnd(widths[0])}  ${'case'.padEnd(widths[1])}  scores  why`, ...rows.map((r) => `${r[0].padEnd(widths[0])}  ${r[1].padEnd(widths[1])}  ${r[2].padEnd(6)}  ${r[3]}`)]
   lines.push('', `${result.suite}: ${result.passed} passed, ${result.failed} failed of ${result.cases.length}; score ${(result.score * 100).toFixed(0)}%; ${result.usage.inputTokens + result.usage.outputTokens} tokens`)
-  return `${lines.join('\n')}\n`
+  return `${lines.map((line) => line.trimEnd()).join('\n')}\n`
 }
 
 function failure(c: CaseResult): string {

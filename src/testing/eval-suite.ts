@@ -184,6 +184,12 @@ async function runCase(suite: EvalSuite, evalCase: EvalCase, name: string, sourc
     })
     const original = trajectoryOf(result.original)
     const rerun = trajectoryOf(result.rerun)
+    const compared = { original, rerun, diff: diffTrajectories(original, rerun), usage: rerun.usage }
+    // A re-run that left its recording (another system prompt, tool result, number of steps)
+    // says nothing about the model: reported as that, with its reason, not as scorers' misses.
+    if (rerun.error?.name === 'RecordingDivergedError') {
+      return { ...base, status: 'error', scores: [], error: `the re-run diverged from the recording: ${rerun.error.message}`, ...compared, durationMs: Date.now() - started }
+    }
     const input: ScorerInput = { original, rerun, case: evalCase }
     const scores: ScoreResult[] = []
     for (const scorer of [...(suite.scorers ?? []), ...(evalCase.scorers ?? [])]) {
@@ -195,10 +201,7 @@ async function runCase(suite: EvalSuite, evalCase: EvalCase, name: string, sourc
       ...base,
       status: scores.every((s) => s.pass) ? 'passed' : 'failed',
       scores,
-      original,
-      rerun,
-      diff: diffTrajectories(original, rerun),
-      usage: rerun.usage,
+      ...compared,
       durationMs: Date.now() - started,
     }
   } catch (error) {

@@ -10,7 +10,7 @@ import path from 'node:path'
 import { startScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, pgBaseUrl, withParams } from '../support/harness'
 import { itPostgres } from '../support/requires'
-import { runCli } from './run-cli'
+import { root, runCli } from './run-cli'
 
 let dir: string
 beforeAll(() => {
@@ -95,6 +95,26 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
     'retry-waiting → streaming',
     'streaming → completed',
   ])
+}, 60_000)
+
+test("the eval suite of docs/debugging-and-evals.md passes on the demo's database, and says a re-run with another system prompt diverged", async () => {
+  const db = path.join(dir, 'demo.db') // written by the test above
+  const turns = JSON.parse((await runCli(['show', db, (await runCli(['sessions', db, '--json'])).stdout.match(/ses_\w+/)![0], '--json'])).stdout).turns as Array<{ id: string }>
+  const page = fs.readFileSync(path.join(root, 'docs/debugging-and-evals.md'), 'utf8')
+  const section = page.slice(page.indexOf('## Eval suites'))
+  const suite = /```json\n([\s\S]*?)```/.exec(section)![1].replace("<the first turn's id>", turns[0].id).replace("<the third turn's id>", turns[2].id)
+  fs.writeFileSync(path.join(dir, 'demo-suite.json'), suite)
+  const passed = await runCli(['eval', path.join(dir, 'demo-suite.json')])
+  expect(passed.code).toBe(0)
+  const table = /and prints:\n\n```text\n([\s\S]*?)```/.exec(section)![1]
+  expect(passed.stdout.replace(/; \d+ tokens\n$/, '; <n> tokens\n')).toBe(table)
+
+  fs.writeFileSync(path.join(dir, 'demo-suite.json'), JSON.stringify({ ...JSON.parse(suite), system: 'Answer in French.' }))
+  const diverged = await runCli(['eval', path.join(dir, 'demo-suite.json')])
+  expect(diverged.code).toBe(1)
+  const rows = diverged.stdout.split('\n').filter((line) => /^(pass|failed|error) /.test(line))
+  expect(rows).toHaveLength(2)
+  for (const row of rows) expect(row).toMatch(/^error .*0\/0 +the re-run diverged from the recording: .*the system prompt differs/)
 }, 60_000)
 
 test('with TURNCHART_BASE_URL the same agent runs against that endpoint', async () => {
