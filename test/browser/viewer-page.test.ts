@@ -409,3 +409,23 @@ browserTest('keys: j / k between sessions, n / p between turns, the arrows in th
   expect(await page.locator('details#keys').getAttribute('open')).not.toBeNull()
   await page.close()
 })
+
+browserTest('before the viewer first answers, the list and the page say "Loading…", not "No sessions."', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+  page.on('pageerror', (error) => pageErrors.push(`loading: ${error.message}`))
+  let answer!: () => void
+  const held = new Promise<void>((resolve) => (answer = resolve))
+  // The live stream (the list's first answer) is held back until the page has been read.
+  await page.route('**/api/live**', async (route) => {
+    await held
+    await route.continue()
+  })
+  await page.goto(`${url}#/`)
+  await page.waitForSelector('nav.sessions [data-loading]')
+  expect({ nav: await page.locator('nav.sessions').textContent(), main: await page.locator('#main').textContent() }).toEqual({ nav: 'SessionsLoading…', main: 'Loading…' })
+  answer()
+  await page.waitForSelector('[data-notice="choose"]')
+  expect(await page.locator('nav.sessions a[data-session]').count()).toBeGreaterThan(0)
+  expect(await page.locator('nav.sessions [data-loading]').count()).toBe(0)
+  await page.close()
+})

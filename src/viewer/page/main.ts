@@ -102,7 +102,7 @@ function renderStatus() {
 
 function renderNav() {
   const focused = (document.activeElement as HTMLElement | null)?.dataset?.session
-  nav.replaceChildren(el('h2', { class: 'nav-title' }, 'Sessions'), sessionList(state.sessions, state.route.session))
+  nav.replaceChildren(el('h2', { class: 'nav-title' }, 'Sessions'), sessionList(state.sessions, state.route.session, state.listed))
   if (focused) nav.querySelector<HTMLElement>(`a[data-session="${CSS.escape(focused)}"]`)?.focus()
 }
 
@@ -130,7 +130,9 @@ function renderMain() {
   const notice = (key: string, node: () => HTMLElement, signature = key) => blocks.push({ key, signature, build: node })
   if (state.failure) notice('failure', () => readFailure(state.failure!), state.failure)
   let ready = state.listed
-  if (route.session === undefined) notice('choose', () => chooseSession(state.sessions.length), String(state.sessions.length))
+  // (before the list's first answer, "No sessions yet" would be a guess)
+  if (route.session === undefined && state.listed) notice('choose', () => chooseSession(state.sessions.length), String(state.sessions.length))
+  else if (route.session === undefined) notice('loading', () => el('p', { class: 'dim' }, 'Loading…'))
   else if (state.missing === route.session) notice('missing', () => missingSession(route.session!), route.session)
   else if (state.page && state.page.session.id === route.session) {
     const page = state.page

@@ -5,10 +5,13 @@ import { clock } from './format'
 import { sessionHref } from './session-view'
 
 /**
+ * `listed`: the server has answered with the list (until then an empty list is not known to be empty).
+ *
  * @example
- * nav.replaceChildren(sessionList(sessions, 'ses_…'))
+ * nav.replaceChildren(sessionList(sessions, 'ses_…', true))
  */
-export function sessionList(sessions: SessionSummary[], selected: string | undefined): HTMLElement {
+export function sessionList(sessions: SessionSummary[], selected: string | undefined, listed: boolean): HTMLElement {
+  if (!listed) return el('p', { class: 'dim empty', 'data-loading': '' }, 'Loading…')
   if (sessions.length === 0) return el('p', { class: 'dim empty' }, 'No sessions.')
   return el(
     'ul',
