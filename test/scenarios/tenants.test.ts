@@ -67,6 +67,18 @@ function holdTool() {
   return { hold, release, running }
 }
 
+/**
+ * Ends the holding turn and answers the queued prompts one by one: each text says the order its
+ * prompt's turn started in (`answer 1` first). Resolves with the queued prompts' texts.
+ */
+async function answeredInOrder(holding: { done: Promise<unknown> }, release: () => void, queued: Array<{ done: Promise<{ text: string }> }>): Promise<string[]> {
+  h.server.text('x done')
+  for (const n of [1, 2, 3, 4]) h.server.text(`answer ${n}`)
+  release()
+  await holding.done
+  return (await Promise.all(queued.map((q) => q.done))).map((r) => r.text)
+}
+
 postgresOnly("a tenant at its limit queues its next prompt while another tenant's runs, across two engines", async () => {
   const { hold, release, running } = holdTool()
   const options = { tools: { hold }, concurrency: { perTenant: 1 }, controlPollIntervalMs: 50 }
@@ -113,11 +125,7 @@ sqliteOnly('queued prompts are taken fairly, tenant by tenant, not first come', 
     await q.stored
     queued.push(q)
   }
-  h.server.text('x done')
-  for (const n of [1, 2, 3, 4]) h.server.text(`answer ${n}`)
-  release()
-  await holding.done
-  const texts = (await Promise.all(queued.map((q) => q.done))).map((r) => r.text)
+  const texts = await answeredInOrder(holding, release, queued)
   // One at a time (total: 1), round robin: a was served last (the holding turn), so b's first, then a's.
   expect(texts).toEqual(['answer 2', 'answer 3', 'answer 4', 'answer 1'])
 })
@@ -139,11 +147,7 @@ postgresOnly("round robin holds across engines: the other tenant's prompt starts
     await q.stored
     queued.push(q)
   }
-  h.server.text('x done')
-  for (const n of [1, 2, 3, 4]) h.server.text(`answer ${n}`)
-  release()
-  await holding.done
-  const texts = (await Promise.all(queued.map((q) => q.done))).map((r) => r.text)
+  const texts = await answeredInOrder(holding, release, queued)
   expect(texts.slice().sort()).toEqual(['answer 1', 'answer 2', 'answer 3', 'answer 4'])
   // t1 was served last (the holding turn, on A), so t2's prompt starts first, whichever engine takes it.
   expect(texts[3]).toBe('answer 1')
