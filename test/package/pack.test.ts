@@ -1,12 +1,14 @@
 /**
  * From a clean clone to an app: `git clone` the repository (its committed HEAD), `npm pack`
  * there (the `prepack` script builds dist/; made once per run, test/support/packed-package.ts),
- * and install the tarball into a fresh ES module
- * app and a fresh CommonJS app. Each type-checks under `moduleResolution` `node` (and the ES
- * module app under `bundler`), both entries type-check under `node16` in one strict program
- * without skipLibCheck, and each app runs a turn against the scripted server. The
- * tarball holds no sources and its source maps carry their sources; the clone's lockfile is
- * what `npm install` would write.
+ * and install the tarball into three fresh apps. The README app installs it with the README's
+ * own install lines (the tarball in place of `turnchart`, the rest as printed, so today's `ai`,
+ * provider, zod and @types/node) and its Example, copied from the README, passes `tsc --strict`
+ * without skipLibCheck or `--types` on TypeScript 5.9 and on the current major, then runs. An ES
+ * module app and a CommonJS app install it beside this repository's `ai` v6: each type-checks
+ * under `moduleResolution` `node` (and the ES module app under `bundler` and, strict, under
+ * node16) and runs a turn against the scripted server. The tarball holds no sources and its
+ * source maps carry their sources; the clone's lockfile is what `npm install` would write.
  *
  * To stay fast, the apps install with --ignore-scripts and reuse the better-sqlite3 native
  * binding compiled for this repository when the versions match (compiling it from source takes
@@ -14,7 +16,7 @@
  * the install scripts as a user's would. The clone borrows this repository's node_modules to
  * build (its own `npm ci` is what .ci/run already exercises).
  */
-import { execFile, execFileSync, spawn } from 'node:child_process'
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -27,7 +29,8 @@ let work: string
 let clone: string
 let tarball: string
 let files: string[]
-const apps = { esm: '', cjs: '' }
+const apps = { esm: '', cjs: '', readme: '' }
+const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8')
 
 function run(command: string, args: string[], cwd: string, timeout = 240_000): string {
   return execFileSync(command, args, { cwd, encoding: 'utf8', timeout, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
@@ -36,28 +39,52 @@ function run(command: string, args: string[], cwd: string, timeout = 240_000): s
 const runAsync = (command: string, args: string[], cwd: string, timeout = 600_000) =>
   promisify(execFile)(command, args, { cwd, encoding: 'utf8', timeout, env: cleanEnv() })
 
-async function makeApp(name: 'esm' | 'cjs'): Promise<string> {
+const installFlags = ['--prefer-offline', '--no-audit', '--no-fund']
+const fullInstall = process.env.TURNCHART_PACK_FULL_INSTALL === '1'
+
+/** The README's install lines (its "## Install" block), each as npm's arguments. */
+function readmeInstallLines(): string[][] {
+  const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(readme.indexOf('## Install')))![1]
+  return block.trim().split('\n').map((line) => line.trim().split(/\s+/))
+}
+
+/** Runs `npm install …` lines in `app`, the packed tarball in place of `turnchart`. */
+async function install(app: string, lines: string[][]): Promise<void> {
+  for (const [npm, ...args] of lines) {
+    expect([npm, args[0]]).toEqual(['npm', 'install'])
+    await runAsync('npm', [...args.map((arg) => (arg === 'turnchart' ? tarball : arg)), ...installFlags, ...(fullInstall ? [] : ['--ignore-scripts'])], app)
+  }
+}
+
+/** better-sqlite3's binding, copied from this repository when the versions match, else built. */
+async function provideBinding(app: string): Promise<void> {
+  const binding = 'build/Release/better_sqlite3.node'
+  const ours = path.join(root, 'node_modules/better-sqlite3')
+  const theirs = path.join(app, 'node_modules/better-sqlite3')
+  const version = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version
+  if (fs.existsSync(path.join(ours, binding)) && version(ours) === version(theirs)) {
+    fs.mkdirSync(path.dirname(path.join(theirs, binding)), { recursive: true })
+    fs.copyFileSync(path.join(ours, binding), path.join(theirs, binding))
+  } else {
+    await runAsync('npm', ['rebuild', 'better-sqlite3'], app)
+  }
+}
+
+async function makeApp(name: keyof typeof apps): Promise<string> {
   const app = path.join(work, `${name}-app`)
   fs.mkdirSync(app)
-  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: `${name}-app`, version: '1.0.0', private: true, type: name === 'esm' ? 'module' : 'commonjs' }))
-  const full = process.env.TURNCHART_PACK_FULL_INSTALL === '1'
-  // As an app does: turnchart, plus `ai` and a provider of the app's major (peers of turnchart).
-  const peers = ['ai', '@ai-sdk/openai-compatible'].map((name) => `${name}@${repoPackage.devDependencies[name]}`)
-  // Nothing else: the AI SDK's declarations import 'json-schema', whose types turnchart brings
-  // (a dependency), so `tsc` without skipLibCheck passes after the README's install line alone.
-  await runAsync('npm', ['install', tarball, ...peers, '--prefer-offline', '--no-audit', '--no-fund', ...(full ? [] : ['--ignore-scripts'])], app)
-  if (!full) {
-    const binding = 'build/Release/better_sqlite3.node'
-    const ours = path.join(root, 'node_modules/better-sqlite3')
-    const theirs = path.join(app, 'node_modules/better-sqlite3')
-    const version = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version
-    if (fs.existsSync(path.join(ours, binding)) && version(ours) === version(theirs)) {
-      fs.mkdirSync(path.dirname(path.join(theirs, binding)), { recursive: true })
-      fs.copyFileSync(path.join(ours, binding), path.join(theirs, binding))
-    } else {
-      await runAsync('npm', ['rebuild', 'better-sqlite3'], app)
-    }
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: `${name}-app`, version: '1.0.0', private: true, type: name === 'cjs' ? 'commonjs' : 'module' }))
+  if (name === 'readme') {
+    await install(app, readmeInstallLines())
+    // Two compilers side by side (npm aliases), as an app pinning either would have it.
+    await install(app, [['npm', 'install', '--save-dev', 'ts59@npm:typescript@5.9', 'ts-current@npm:typescript@latest']])
+  } else {
+    // turnchart beside this repository's `ai` and provider (peers of turnchart), and, in the ES
+    // module app, the README's second line, for its strict check.
+    const peers = ['ai', '@ai-sdk/openai-compatible'].map((peer) => `${peer}@${repoPackage.devDependencies[peer]}`)
+    await install(app, [['npm', 'install', 'turnchart', ...peers], ...(name === 'esm' ? readmeInstallLines().filter((line) => line.includes('@types/node')) : [])])
   }
+  if (!fullInstall) await provideBinding(app)
   return app
 }
 
@@ -66,7 +93,7 @@ beforeAll(async () => {
   const packed = await packedPackage()
   expect(packed.output).toContain('built dist/cjs and dist/esm')
   ;({ clone, tarball, files } = packed)
-  ;[apps.esm, apps.cjs] = await Promise.all([makeApp('esm'), makeApp('cjs')])
+  ;[apps.esm, apps.cjs, apps.readme] = await Promise.all([makeApp('esm'), makeApp('cjs'), makeApp('readme')])
   fs.copyFileSync(path.join(__dirname, 'esm-smoke.mjs'), path.join(apps.esm, 'smoke.js'))
   fs.copyFileSync(path.join(__dirname, 'cjs-smoke.cjs'), path.join(apps.cjs, 'smoke.js'))
 }, 900_000)
@@ -153,49 +180,93 @@ const typeCheck = [
   '',
 ].join('\n')
 
-/** Type-checks `file` (written with `typeCheck`) in an app; returns tsc's output, '' when clean. */
-function tsc(app: string, file: string, module: string, resolution: string): string {
-  fs.writeFileSync(path.join(app, file), typeCheck)
-  const bin = path.join(root, 'node_modules/typescript/bin/tsc')
-  const flags = ['--noEmit', '--strict', '--skipLibCheck', '--esModuleInterop', '--module', module, '--moduleResolution', resolution, '--types', 'node', '--typeRoots', path.join(root, 'node_modules/@types')]
+const repoTsc = path.join(root, 'node_modules/typescript/bin/tsc')
+
+/** Runs the TypeScript `compiler` in `app`; returns its output, '' when it passes. */
+function compile(app: string, compiler: string, args: string[]): string {
   try {
-    run(process.execPath, [bin, ...flags, file], app, 120_000)
+    run(process.execPath, [compiler, ...args], app, 120_000)
     return ''
   } catch (error) {
     return String((error as { stdout?: string }).stdout || error)
   }
 }
 
-/**
- * Type-checks `files` as an app compiled with `strict` and without `skipLibCheck` (tsc's
- * default) would: every declaration turnchart ships is checked, with @types/node as the only
- * global types (not this repository's @types/better-sqlite3 or @types/pg).
- */
-function tscStrict(app: string, files: string[], module: string, resolution: string): string {
-  for (const file of files) fs.writeFileSync(path.join(app, file), typeCheck)
-  const typeRoots = path.join(work, 'type-roots')
-  if (!fs.existsSync(typeRoots)) {
-    fs.mkdirSync(typeRoots)
-    fs.symlinkSync(path.join(root, 'node_modules/@types/node'), path.join(typeRoots, 'node'), 'dir')
-  }
-  const bin = path.join(root, 'node_modules/typescript/bin/tsc')
-  const flags = ['--noEmit', '--strict', '--target', 'ES2022', '--esModuleInterop', '--module', module, '--moduleResolution', resolution, '--types', 'node', '--typeRoots', typeRoots]
-  try {
-    run(process.execPath, [bin, ...flags, ...files], app, 120_000)
-    return ''
-  } catch (error) {
-    return String((error as { stdout?: string }).stdout || error)
-  }
+/** Type-checks `file` (written with `typeCheck`) in an ai v6 app, with skipLibCheck. */
+function tsc(app: string, file: string, module: string, resolution: string): string {
+  fs.writeFileSync(path.join(app, file), typeCheck)
+  return compile(app, repoTsc, ['--noEmit', '--strict', '--skipLibCheck', '--esModuleInterop', '--module', module, '--moduleResolution', resolution, '--types', 'node', '--typeRoots', path.join(root, 'node_modules/@types'), file])
 }
+
+const globalTypes = (app: string) => fs.readdirSync(path.join(app, 'node_modules/@types')).sort()
+const readmeExample = () => /```ts\n([\s\S]*?)```/.exec(readme.slice(readme.indexOf('## Example')))![1]
+
+/**
+ * A tsconfig.json for Node in `app`: with `strict` and without `skipLibCheck` (`base`: every
+ * declaration the app installed is checked, the global types as the compiler finds them by
+ * default), or `tsc --init`'s own file as that compiler writes it, set up for Node as its comments
+ * say (stricter checks of the app's code: `exactOptionalPropertyTypes`,
+ * `noUncheckedIndexedAccess`, `verbatimModuleSyntax`; it sets skipLibCheck, which xstate's and the
+ * AI SDK's declarations need under those flags). TypeScript 6 and later include no global types
+ * unless `types` names them, so both name "node" there, as docs/stores.md says.
+ */
+function writeTsconfig(app: string, compiler: string, kind: 'base' | 'init'): string {
+  const major = Number(/^Version (\d+)\./.exec(run(process.execPath, [compiler, '--version'], app))![1])
+  fs.rmSync(path.join(app, 'tsconfig.json'), { force: true })
+  if (kind === 'base') {
+    const types = major >= 6 ? { types: ['node'] } : {}
+    fs.writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'nodenext', ...types }, include: ['*.ts'] }, null, 2))
+  } else {
+    run(process.execPath, [compiler, '--init'], app)
+    const generated = fs.readFileSync(path.join(app, 'tsconfig.json'), 'utf8')
+    const forNode = generated.replace(/"types": \[\],\n/, '').replace(/\/\/ ("lib": \["esnext"\],)/, '$1').replace(/\/\/ ("types": \["node"\],)/, '$1')
+    expect(forNode).toMatch(/^\s*"types": \["node"\],$/m)
+    fs.writeFileSync(path.join(app, 'tsconfig.json'), forNode)
+  }
+  return fs.readFileSync(path.join(app, 'tsconfig.json'), 'utf8')
+}
+
+const compilers = [
+  ['5.9', 'ts59'],
+  ['the current major', 'ts-current'],
+] as const
+
+test.each(compilers)("the README's Example, in an app installed with the README's lines, passes tsc --strict without skipLibCheck on TypeScript %s", (_version, alias) => {
+  const app = apps.readme
+  const compiler = path.join(app, 'node_modules', alias, 'bin/tsc')
+  const version = run(process.execPath, [compiler, '--version'], app)
+  if (alias === 'ts59') expect(version).toMatch(/^Version 5\.9\./)
+  else expect(Number(/^Version (\d+)\./.exec(version)![1])).toBeGreaterThanOrEqual(7)
+  // What the README's lines brought: @types/node and the AI SDK's json-schema types, nothing of this repository's.
+  expect(globalTypes(app)).toEqual(['json-schema', 'node'])
+  fs.writeFileSync(path.join(app, 'example.ts'), readmeExample())
+  fs.writeFileSync(path.join(app, 'check.ts'), typeCheck)
+  expect(writeTsconfig(app, compiler, 'base')).not.toContain('skipLibCheck')
+  expect(compile(app, compiler, ['-p', 'tsconfig.json', '--noEmit'])).toBe('')
+  writeTsconfig(app, compiler, 'init')
+  expect(compile(app, compiler, ['-p', 'tsconfig.json', '--noEmit'])).toBe('')
+})
+
+test("the README's Example, compiled in that app, runs without a key and completes", () => {
+  const app = apps.readme
+  const compiler = path.join(app, 'node_modules/ts59/bin/tsc')
+  fs.writeFileSync(path.join(app, 'example.ts'), readmeExample())
+  writeTsconfig(app, compiler, 'base')
+  expect(compile(app, compiler, ['-p', 'tsconfig.json', '--outDir', 'out'])).toBe('')
+  const child = spawnSync(process.execPath, ['out/example.js'], { cwd: app, env: cleanEnv(), encoding: 'utf8', timeout: 60_000 })
+  expect(child.stderr).toMatch(/\ncompleted, \d+ tokens in, \d+ out\n$/)
+  expect(child.stdout).toBe('Let me look. The folder holds your project.')
+})
 
 // Under moduleResolution `node` (node10) the AI SDK's own declarations do not resolve without
 // skipLibCheck (`eventsource-parser/stream`), so these apps use the resolutions that do.
 // One program for both entries (an app's ES module and its CommonJS module: under node16 a
 // `.cts` file is CommonJS in any package), so the libraries' declarations are checked once (each
-// such check takes about 17 s). It covers the two apps' node16 checks with skipLibCheck below.
-test('both entries type-check under moduleResolution node16 with strict and without skipLibCheck (an ES module and a CommonJS file of one app), without @types/better-sqlite3 or @types/pg', () => {
+// such check takes about 17 s).
+test('on ai v6, both entries type-check under moduleResolution node16 with strict and without skipLibCheck (an ES module and a CommonJS file of one app), with the README\'s @types/node and without @types/better-sqlite3 or @types/pg', () => {
   for (const app of [apps.esm, apps.cjs]) for (const types of ['better-sqlite3', 'pg']) expect(fs.existsSync(path.join(app, 'node_modules/@types', types))).toBe(false)
-  expect(tscStrict(apps.esm, ['check-strict-esm.ts', 'check-strict-cjs.cts'], 'node16', 'node16')).toBe('')
+  for (const file of ['check-strict-esm.ts', 'check-strict-cjs.cts']) fs.writeFileSync(path.join(apps.esm, file), typeCheck)
+  expect(compile(apps.esm, repoTsc, ['--noEmit', '--strict', '--target', 'ES2022', '--module', 'node16', '--moduleResolution', 'node16', 'check-strict-esm.ts', 'check-strict-cjs.cts'])).toBe('')
 })
 
 test('the shipped declarations import only dependencies, the required peer `ai` and Node built-ins (never an optional package)', () => {
