@@ -187,8 +187,7 @@ function drawBadges(edge: DrawnEdge, steps: Array<{ step: PathStep; member: stri
 }
 
 /**
- * The turn on the chart, as an SVG element of the drawing's size (the page scales it down to
- * fit). Arrowheads are the page's shared markers (`#tc-arrow`, `#tc-arrow-taken`).
+ * The turn on the chart, as an SVG element of the drawing's size (chart-view.ts zooms it). Arrowheads are the page's shared markers (`#tc-arrow`, `#tc-arrow-taken`).
  *
  * @example
  * figure.append(drawChart(drawing, turn))
@@ -222,10 +221,6 @@ export function drawChart(drawing: ChartDrawing, turn: TurnView): SVGSVGElement 
     'aria-label': `The turn's path through the chart: ${['idle', ...turn.path.map((s) => s.to)].join(', then ')}`,
     'data-turn': turn.id,
   })
-  root.style.maxWidth = `${drawing.width}px`
-  // The page's wide layout keeps the chart at least at 80 % of its own size (labels readable),
-  // scrolling it inside its frame when the column is narrower than that (page.html).
-  root.style.setProperty('--own-width', `${drawing.width}px`)
   const compounds = drawing.boxes.filter((b) => b.kind === 'compound')
   const others = drawing.boxes.filter((b) => b.kind !== 'compound')
   const layer = (name: string) => svg('g', { class: name })

@@ -6,7 +6,7 @@
 import type { ChartDrawing } from '../chart-drawing'
 import type { LiveEvents, SessionPage, SessionSummary } from '../wire'
 import { reconcile, type Block } from './blocks'
-import { fitTexts } from './chart-svg'
+import { placeChart, restoreView, viewPlace } from './chart-view'
 import { el } from './dom'
 import { installKeys } from './keys'
 import { chooseSession, missingSession, missingTurn, readFailure } from './notices'
@@ -111,13 +111,8 @@ function carryOver(from: HTMLElement, to: HTMLElement) {
   const fromChart = from.querySelector('details.turn-chart') as HTMLDetailsElement | null
   const toChart = to.querySelector('details.turn-chart') as HTMLDetailsElement | null
   if (fromChart && toChart) toChart.open = fromChart.open
-  const zoomed = from.querySelector<HTMLElement>('figure.chart.zoomed')
-  if (zoomed) {
-    to.querySelector<HTMLButtonElement>('button.zoom')?.click()
-    const figure = to.querySelector<HTMLElement>('figure.chart')
-    // Once in the page, the new frame scrolls to where the reader had scrolled the old one.
-    if (figure) requestAnimationFrame(() => figure.scrollTo(zoomed.scrollLeft, zoomed.scrollTop))
-  }
+  const place = viewPlace(from)
+  if (place) restoreView(to, place)
 }
 
 /** The route the last arrival (scroll, focus) was made for: live updates do not move the reader. */
@@ -143,7 +138,7 @@ function renderMain() {
     notice('loading', () => el('p', { class: 'dim' }, 'Loading…'))
   }
   const built = reconcile(main, blocks, carryOver)
-  for (const node of built) fitTexts(node)
+  for (const node of built) placeChart(node)
   if (ready) arrive()
   document.body.dataset.ready = String(ready)
 }

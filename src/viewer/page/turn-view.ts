@@ -7,7 +7,7 @@
  */
 import type { ChartDrawing } from '../chart-drawing'
 import type { PageMessage, TurnView } from '../wire'
-import { drawChart, fitTexts } from './chart-svg'
+import { chartView, placeChart } from './chart-view'
 import { everyTick } from './clocks'
 import { el } from './dom'
 import { renderMessage } from './conversation'
@@ -98,15 +98,8 @@ function pathList(turn: TurnView): HTMLElement {
   )
 }
 
-/** The turn's path: its states in a line, the chart with its edges numbered (zoomable), the list of transitions; or a note that its log was pruned. */
+/** The turn's path: its states in a line, the chart with its edges numbered (zoom and pan), the list of transitions; or a note that its log was pruned. */
 function turnChart(turn: TurnView, context: TurnContext): HTMLElement {
-  const figure = el('figure', { class: 'chart' }, drawChart(context.drawing, turn))
-  const zoom = el('button', { type: 'button', class: 'zoom', 'aria-pressed': 'false' }, 'Full size')
-  zoom.addEventListener('click', () => {
-    const zoomed = figure.classList.toggle('zoomed')
-    zoom.setAttribute('aria-pressed', String(zoomed))
-    zoom.textContent = zoomed ? 'Fit to width' : 'Full size'
-  })
   const states = ['idle', ...turn.path.filter((s) => s.from !== s.to).map((s) => s.to)]
   // An ended turn without a log had it pruned (turnchart prune): its messages stay, no path to draw.
   if (turn.outcome !== null && turn.path.length === 0) return el('p', { class: 'dim', 'data-pruned': '' }, 'Transition log pruned (turnchart prune): its messages remain, its path does not.')
@@ -114,12 +107,10 @@ function turnChart(turn: TurnView, context: TurnContext): HTMLElement {
     'details',
     { class: 'turn-chart', open: context.open },
     el('summary', {}, el('b', {}, 'Path'), ` (${turn.path.length} transitions): `, el('span', { class: 'mono' }, states.join(' → '))),
-    el('div', { class: 'chart-tools' }, zoom, el('span', { class: 'dim' }, 'numbers on the edges: the order of the transitions (hover for times)')),
-    figure,
-    pathList(turn),
+    el('div', { class: 'path-body' }, chartView(context.drawing, turn), pathList(turn)),
   )
-  // A closed chart is not rendered: its texts are fitted when it opens.
-  chart.addEventListener('toggle', () => chart.open && fitTexts(figure))
+  // A closed chart is not rendered: it is fitted and placed when it opens.
+  chart.addEventListener('toggle', () => chart.open && placeChart(chart))
   return chart
 }
 
