@@ -1,6 +1,7 @@
 /**
- * `recovery`, `leaseMs`, `parkAfterMs`, `controlPollIntervalMs`, `notifications`, `flushIntervalMs` and
- * `busyTimeoutMs`: how turns survive a crash, reach the database, and hear from other engines.
+ * `recovery`, `leaseMs`, `parkAfterMs`, `controlPollIntervalMs`, `notifications`, `flushIntervalMs`,
+ * `busyTimeoutMs` and `storage`: how turns survive a crash and an outage, reach the database,
+ * and hear from other engines.
  */
 import { InvalidOptionError } from '../core/errors'
 import type { EngineOptions } from './options'
@@ -16,12 +17,14 @@ export function resolveDurability(options: EngineOptions): {
   notifications: boolean
   flushIntervalMs: number
   busyTimeoutMs: number
+  storage: { outageMs: number }
 } {
   const recovery = optionGroup('recovery', options.recovery, ['policy', 'onOpen', 'intervalMs'])
   if (recovery.policy !== undefined && recovery.policy !== 'resume' && recovery.policy !== 'abort') {
     throw new InvalidOptionError('recovery.policy', recovery.policy, "'resume' or 'abort'")
   }
   const leaseMs = timerMs('leaseMs', options.leaseMs, 30_000, 100)
+  const storage = optionGroup('storage', options.storage, ['outageMs'])
   return {
     recovery: {
       policy: (recovery.policy as 'resume' | 'abort' | undefined) ?? 'resume',
@@ -34,6 +37,7 @@ export function resolveDurability(options: EngineOptions): {
     notifications: notificationsOption(options.notifications),
     flushIntervalMs: timerMs('flushIntervalMs', options.flushIntervalMs, 250),
     busyTimeoutMs: timerMs('busyTimeoutMs', options.busyTimeoutMs, 5000),
+    storage: { outageMs: timerMs('storage.outageMs', storage.outageMs, leaseMs) },
   }
 }
 

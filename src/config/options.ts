@@ -166,6 +166,8 @@ export interface EngineOptions {
   recovery?: RecoveryOptions
   /** A running turn's lease; renewed every third of it. Another engine may take over a turn whose lease ran out. Default 30000. */
   leaseMs?: number
+  /** Riding out a database outage; see docs/durability.md. */
+  storage?: StorageOptions
   /**
    * How long a turn waiting on a person (awaiting approval) stays held by its engine before it is
    * parked: its actor, lease and timers let go, its row left waiting for whichever engine settles
@@ -211,6 +213,18 @@ export interface RedactOptions {
    * API key here, since turnchart cannot read it from the model. At least 6 characters each.
    */
   secrets?: string[]
+}
+
+export interface StorageOptions {
+  /**
+   * A turn's write that fails for a reason that passes (the connection lost or refused, the
+   * server restarting, SQLite busy or locked, a full disk) is tried again, the same transaction,
+   * with backoff, until it succeeds or the outage has lasted this long; then the failure is the
+   * turn's, as without it (`TurnOutcomeUnknownError` for its final row). `0`: no waiting.
+   * Default `leaseMs`: past its lease another engine may take the turn over, and then this
+   * engine's write would be refused by the fence anyway.
+   */
+  outageMs?: number
 }
 
 export interface RecoveryOptions {

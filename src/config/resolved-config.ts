@@ -69,5 +69,7 @@ export interface ResolvedConfig {
   /** Listen for PostgreSQL notifications where the database allows (`false`: poll only). */
   notifications: boolean
   busyTimeoutMs: number
+  /** How long a turn's write waits out a database outage (0: not at all). */
+  storage: { outageMs: number }
   telemetry: TelemetryOptions
 }

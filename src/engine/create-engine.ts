@@ -184,6 +184,7 @@ function turnDeps(deps: {
     owner: deps.owner,
     leaseMs: config.leaseMs,
     flushIntervalMs: config.flushIntervalMs,
+    outage: config.storage,
     chart: { autoCompact: config.compaction.auto, maxCompactions: config.compaction.maxPerTurn },
     ...(config.inspect ? { inspect: guardedInspector(config.inspect, reportHookError) } : {}),
     ...(config.clock ? { clock: config.clock } : {}),

@@ -11,6 +11,7 @@
 import type { MessageInfo, Part, TextPart } from '../core/types'
 import type { Store } from '../store/store'
 import { deferred } from '../core/deferred'
+import { OutageRetry, type OutagePolicy } from '../store/outage'
 import type { WriteQueue } from './write-queue'
 
 /** Who hears of the changes the writer takes: a part opened or changed, a delta, a message's info. */
@@ -32,6 +33,8 @@ export interface PartWriterOptions {
    * longer owns the turn (fencing), so nothing is written after a takeover.
    */
   fence?: (tx: Store) => Promise<void>
+  /** A write that fails for a reason that passes is tried again until the outage has lasted this long (store/outage.ts). */
+  outage?: OutagePolicy
 }
 
 export class PartWriter {
@@ -47,8 +50,11 @@ export class PartWriter {
   private timer: NodeJS.Timeout | undefined
   private flushQueued = false
   private sealed = false
+  readonly #outage: OutageRetry
 
-  constructor(private readonly options: PartWriterOptions) {}
+  constructor(private readonly options: PartWriterOptions) {
+    this.#outage = new OutageRetry(options.outage ?? { outageMs: 0 })
+  }
 
   /**
    * A new part: published now, written by the interval flush or with the next transition row.
@@ -116,23 +122,28 @@ export class PartWriter {
 
   /**
    * Writes what is dirty, and then `more` (the turn log's transition rows), in one transaction.
-   * If the transaction fails, what it took is dirty again, so the next write carries it:
+   * A failure that passes (the database restarting, busy, full) is waited out and the same
+   * transaction tried again (`more` runs again: it must tell a lost commit that committed). If
+   * the transaction fails for good, what it took is dirty again, so the next write carries it:
    * a rolled-back write loses nothing.
    *
-   * The fence runs first unless `more` fences the write itself (`fencedByMore`).
+   * The fence runs first unless `more` fences the write itself (`fencedByMore`). `operation`
+   * names the write for whoever hears that it waits.
    *
    * @example
-   * await writer.commit((tx) => writePlan(tx, fence, plan))
+   * await writer.commit((tx) => writePlan(tx, fence, plan), { operation: 'recording the transition to streaming' })
    */
-  async commit(more?: (tx: Store) => Promise<void>, options: { fencedByMore?: boolean } = {}): Promise<void> {
+  async commit(more?: (tx: Store) => Promise<void>, options: { fencedByMore?: boolean; operation?: string } = {}): Promise<void> {
     const { messages, parts } = this.takeDirty()
-    try {
-      await this.options.store.transaction(async (tx) => {
+    const transaction = () =>
+      this.options.store.transaction(async (tx) => {
         if (!options.fencedByMore) await this.options.fence?.(tx)
         for (const info of messages) await tx.messages.upsert(info)
         await tx.messages.upsertParts(parts, this.options.now())
         await more?.(tx)
       })
+    try {
+      await this.#outage.run(options.operation ?? 'writing parts', transaction)
     } catch (error) {
       for (const info of messages) if (!this.dirtyMessages.has(info.id)) this.dirtyMessages.set(info.id, info)
       for (const part of parts) if (!this.dirty.has(part.id)) this.dirty.set(part.id, part)

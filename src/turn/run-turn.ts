@@ -12,6 +12,7 @@ import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import type { Bus, TurnchartEvent } from '../core/bus'
 import type { Usage } from '../core/types'
 import type { Store } from '../store/store'
+import type { OutagePolicy } from '../store/outage'
 import type { ChildTurnRunner } from '../tools/child-turns'
 import { HandoffPoint } from './handoff-point'
 import { RunTree } from './run-tree/run-tree'
@@ -34,6 +35,8 @@ export interface TurnDeps {
   leaseMs: number
   /** Streamed text is written at most this often. */
   flushIntervalMs: number
+  /** How a turn's writes ride out a database outage. */
+  outage?: OutagePolicy
   /** The chart input every turn gets from the engine's options. */
   chart: Pick<TurnInput, 'autoCompact' | 'maxCompactions'>
   /** The app's inspector (Stately), given every inspection event of every turn. */

@@ -16,6 +16,7 @@ import { toModelMessages, TurnModelMessages } from '../llm/model-messages'
 import type { ProviderPromptCache } from '../llm/provider-prompt'
 import { PartWriter } from './part-writer'
 import type { Store, TurnFence } from '../store/store'
+import type { OutagePolicy } from '../store/outage'
 import type { TurnConfig } from './turn-config'
 import { TurnPartStream } from './turn-stream'
 import { WriteQueue } from './write-queue'
@@ -35,6 +36,8 @@ export interface TurnScopeOptions {
   fence: TurnFence
   /** Streamed text is written at most this often. */
   flushIntervalMs: number
+  /** How the turn's writes ride out a database outage. */
+  outage?: OutagePolicy
   /** Run trees: the parent turn of a child turn (its events carry both ids). */
   parentTurnId?: string
   /**
@@ -97,6 +100,7 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
       flushIntervalMs: options.flushIntervalMs,
       now: () => Date.now(),
       fence: (tx) => tx.turns.checkFence(turnId, fence),
+      ...(options.outage ? { outage: options.outage } : {}),
     })
   }
 

@@ -49,6 +49,7 @@ export function newScope(deps: TurnDeps, turnId: string, sessionId: string, fenc
     bus: deps.bus,
     fence,
     flushIntervalMs: deps.flushIntervalMs,
+    ...(deps.outage ? { outage: deps.outage } : {}),
     ...(parentTurnId ? { parentTurnId } : {}),
     ...(steers ? { steersStored: () => steers(sessionId) } : {}),
   })

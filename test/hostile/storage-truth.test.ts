@@ -3,13 +3,14 @@
  * prompt whose own transaction fails (PostgreSQL: its connection killed by the server; SQLite:
  * the disk full) rejects with a `StorageError` naming the operation, the driver's error as its
  * `cause`; a failed usage write does not make `done` report zero tokens; and, on PostgreSQL,
- * `done` never says `failed` for a turn that later runs: backends killed through a turn's final
- * write leave `done` either `failed` with the row final (nothing runs it again) or rejected
- * with `TurnOutcomeUnknownError`, and recovery then ends it once.
+ * backends killed through a turn's final write: the engine waits them out and writes the row
+ * once (issue 51, `storage.outageMs`); without waiting, `done` never says `failed` for a turn
+ * that later runs: it is `failed` with the row final (nothing runs it again) or rejected with
+ * `TurnOutcomeUnknownError`, and recovery then ends it once.
  */
 import Database from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
-import { createEngine, StorageError, TurnOutcomeUnknownError, type Engine } from '../../src'
+import { createEngine, StorageError, TurnOutcomeUnknownError, type Engine, type EngineOptions } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath } from '../support/harness'
 import { testOn } from '../support/requires'
@@ -109,7 +110,7 @@ afterEach(async () => {
   await server.close()
 })
 
-async function engineOn(database: Kysely<any> | string, options: { recovery?: { onOpen: boolean; intervalMs: number } } = {}): Promise<Engine> {
+async function engineOn(database: Kysely<any> | string, options: Partial<EngineOptions> = {}): Promise<Engine> {
   const engine = await createEngine({
     database,
     model: modelFor(server),
@@ -175,7 +176,35 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
 })
 
 describe('postgres: backends killed through turns\' final writes', () => {
-  testOn('postgres')('done never says failed for a turn that later runs: it is failed and final, or TurnOutcomeUnknownError and recovery ends it once', async () => {
+  testOn('postgres')('the engine rides the kills out (storage.outageMs): each turn completes, its final row written once, nothing left for recovery', async () => {
+    const cases = [1, 2, 1, 2]
+    let remaining = 0
+    const fault = new WriteFault((statement) => finalRow(statement) && remaining-- > 0)
+    fault.armed = true
+    const f = await fixture('postgres', fault)
+    cleanup.push(() => f.drop())
+    const engine = await engineOn(f.db, { storage: { outageMs: 10_000 } })
+    const turnIds: string[] = []
+    for (const kills of cases) {
+      const session = await engine.createSession()
+      server.text('the answer')
+      remaining = kills
+      const turn = engine.prompt(session.id, 'go')
+      expect((await turn.done).outcome).toBe('completed')
+      turnIds.push(turn.id)
+    }
+    expect(fault.hits).toBe(6)
+    for (const turnId of turnIds) {
+      const log = await engine.transitions(turnId)
+      expect(new Set(log.map((row) => row.seq)).size).toBe(log.length)
+      expect(log.filter((row) => row.to === 'completed')).toHaveLength(1)
+    }
+    await engine.close()
+    const other = await engineOn(f.url)
+    expect(await other.recover()).toEqual([])
+  })
+
+  testOn('postgres')('without waiting (storage.outageMs 0), done never says failed for a turn that later runs: it is failed and final, or TurnOutcomeUnknownError and recovery ends it once', async () => {
     // Every final row of a turn fails (its connection killed) for the first `kills` attempts:
     // 1: the completed row is lost, the failure's own row lands (`failed`, final);
     // 2: both are lost (the outcome is not known: recovery decides).
@@ -185,7 +214,7 @@ describe('postgres: backends killed through turns\' final writes', () => {
     fault.armed = true
     const f = await fixture('postgres', fault)
     cleanup.push(() => f.drop())
-    const engine = await engineOn(f.db)
+    const engine = await engineOn(f.db, { storage: { outageMs: 0 } })
     const reports: Array<{ turnId: string; said: string }> = []
     for (const kills of cases) {
       const session = await engine.createSession()

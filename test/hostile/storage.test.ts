@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect } from 'kysely'
-import { createEngine, TurnOutcomeUnknownError, type Engine, type TurnchartEvent } from '../../src'
+import { createEngine, TurnOutcomeUnknownError, type Engine, type EngineOptions, type TurnchartEvent } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { modelFor, tempDbPath } from '../support/harness'
 import { openParts } from './helpers'
@@ -32,7 +32,7 @@ afterEach(async () => {
   cleanup = []
 })
 
-async function open(database: string | Kysely<any>, options: { busyTimeoutMs?: number } = {}) {
+async function open(database: string | Kysely<any>, options: Partial<EngineOptions> = {}) {
   engine = await createEngine({
     database,
     model: modelFor(server),
@@ -127,10 +127,27 @@ function lockFromAnotherProcess(file: string, ms: number): Promise<{ released: P
   })
 }
 
-test('locked by another process longer than the busy timeout: done rejects (TurnOutcomeUnknownError, cause StorageError "database is locked"); published = stored; other sessions work after the lock goes', async () => {
+test('locked by another process longer than the busy timeout: the turn waits for the lock (storage.outageMs) and completes; published = stored, each row once', async () => {
   const file = tempDbPath()
   cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
-  await open(file, { busyTimeoutMs: 100 })
+  await open(file, { busyTimeoutMs: 100, storage: { outageMs: 10_000 } })
+  slowAnswer()
+  const session = await engine!.createSession()
+  const turn = engine!.prompt(session.id, 'write a lot')
+  await waitFor((e) => e.type === 'part.delta')
+  const { released } = await lockFromAnotherProcess(file, 1500)
+  expect((await turn.done).outcome).toBe('completed')
+  await released
+  const { published, rows } = expectPublishedMatchesStored(file, turn.id)
+  expect(rows.transitions).toEqual(published)
+  expect(rows.turn).toEqual({ state: 'completed', outcome: 'completed' })
+  expect(await openParts(engine!, session.id)).toEqual([])
+})
+
+test('locked by another process longer than storage.outageMs: done rejects (TurnOutcomeUnknownError, cause StorageError "database is locked"); published = stored; other sessions work after the lock goes', async () => {
+  const file = tempDbPath()
+  cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
+  await open(file, { busyTimeoutMs: 100, storage: { outageMs: 300 } })
   slowAnswer()
   const session = await engine!.createSession()
   const turn = engine!.prompt(session.id, 'write a lot')
@@ -157,7 +174,8 @@ test('locked by another process longer than the busy timeout: done rejects (Turn
   expect(await openParts(engine!, other.id)).toEqual([])
 })
 
-test('disk full (max_page_count) mid-turn: done rejects (TurnOutcomeUnknownError, cause StorageError "database or disk is full"); no partial rows; the engine serves other sessions when space is back', async () => {
+/** An engine on a SQLite file through a connection of the test's own (to set `max_page_count` on it). */
+async function openWithHandle(options: Partial<EngineOptions>) {
   const file = tempDbPath()
   cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
   const handle = new Database(file)
@@ -166,7 +184,27 @@ test('disk full (max_page_count) mid-turn: done rejects (TurnOutcomeUnknownError
   handle.pragma('foreign_keys = ON')
   const db = new Kysely<any>({ dialect: new SqliteDialect({ database: handle }) })
   cleanup.push(() => db.destroy())
-  await open(db)
+  await open(db, options)
+  return { file, handle }
+}
+
+test('disk full (max_page_count) mid-turn, space back 600 ms later: the turn waits (storage.outageMs) and completes; no row twice', async () => {
+  const { file, handle } = await openWithHandle({ storage: { outageMs: 10_000 } })
+  slowAnswer(30, 'y'.repeat(20_000))
+  const session = await engine!.createSession()
+  const turn = engine!.prompt(session.id, 'fill the disk')
+  await waitFor((e) => e.type === 'part.delta')
+  handle.pragma(`max_page_count = ${handle.pragma('page_count', { simple: true }) as number}`)
+  setTimeout(() => handle.pragma('max_page_count = 1073741823'), 600)
+  expect((await turn.done).outcome).toBe('completed')
+  const { published, rows } = expectPublishedMatchesStored(file, turn.id)
+  expect(rows.transitions).toEqual(published)
+  expect(handle.pragma('integrity_check', { simple: true })).toBe('ok')
+  expect(await openParts(engine!, session.id)).toEqual([])
+})
+
+test('disk full (max_page_count) mid-turn, without waiting (storage.outageMs 0): done rejects (TurnOutcomeUnknownError, cause StorageError "database or disk is full"); no partial rows; the engine serves other sessions when space is back', async () => {
+  const { file, handle } = await openWithHandle({ storage: { outageMs: 0 } })
   slowAnswer(30, 'y'.repeat(20_000))
   const session = await engine!.createSession()
   const turn = engine!.prompt(session.id, 'fill the disk')

@@ -63,7 +63,7 @@ export interface TurnLogScope {
   assistantMessages(): MessageWithParts[]
   readonly writer: {
     takeTouched(): string[]
-    commit(more: (tx: LogTx) => Promise<void>, options: { fencedByMore: boolean }): Promise<void>
+    commit(more: (tx: LogTx) => Promise<void>, options: { fencedByMore: boolean; operation: string }): Promise<void>
     flush(): Promise<void>
     changed(part: Part): void
     message(info: MessageInfo): void
@@ -417,8 +417,17 @@ export class TurnLog {
     }
     // (a failure's final row carries no spending: it must be writable when the spending's write is what failed)
     const ridden = error ? undefined : this.#options.rider?.()
+    const write = planWrite(fence, plan, ridden)
+    let tried = false
+    const once = async (tx: LogTx) => {
+      // Tried again after a failure that passes: the commit lost with its connection may have
+      // gone through, and then its rows are there (read once per outage, so the whole log will do).
+      if (tried && (await tx.transitions.list(plan.turnId)).some((row) => row.seq === last.seq)) return
+      tried = true
+      await write(tx)
+    }
     try {
-      await scope.writer.commit(planWrite(fence, plan, ridden), { fencedByMore: true })
+      await scope.writer.commit(once, { fencedByMore: true, operation: `recording the transition to ${last.to}` })
     } catch (cause) {
       ridden?.rolledBack()
       throw cause
