@@ -9,7 +9,9 @@
  * `TurnOutcomeUnknownError`, and recovery then ends it once.
  */
 import Database from 'better-sqlite3'
+import { tool } from 'ai'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import { z } from 'zod'
 import { createEngine, StorageError, TurnOutcomeUnknownError, type Engine, type EngineOptions } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath } from '../support/harness'
@@ -202,6 +204,29 @@ describe('postgres: backends killed through turns\' final writes', () => {
     await engine.close()
     const other = await engineOn(f.url)
     expect(await other.recover()).toEqual([])
+  })
+
+  testOn('postgres')("backends killed while a non-idempotent tool's result is written: the engine that holds the result writes it once the database answers; the tool ran once, nothing in doubt", async () => {
+    let remaining = 2
+    // Every write that carries the tool's result (a part flush, or the row that ends the tools).
+    const fault = new WriteFault(({ params }) => params.some((p) => typeof p === 'string' && p.includes('charged-once')) && remaining-- > 0)
+    const f = await fixture('postgres', fault)
+    cleanup.push(() => f.drop())
+    let runs = 0
+    const charge = tool({ description: 'charges a card (not idempotent)', inputSchema: z.object({ amount: z.number() }), execute: async () => (runs++, 'charged-once') })
+    const engine = await engineOn(f.db, { storage: { outageMs: 10_000 }, tools: { charge } })
+    const session = await engine.createSession()
+    server.tool('charge', { amount: 5 }).text('paid')
+    fault.armed = true
+    const turn = engine.prompt(session.id, 'pay')
+    expect((await turn.done).outcome).toBe('completed')
+    expect(fault.hits).toBe(2)
+    expect(runs).toBe(1)
+    const log = await engine.transitions(turn.id)
+    expect(log.map((row) => row.to)).not.toContain('call-in-doubt')
+    expect(new Set(log.map((row) => row.seq)).size).toBe(log.length)
+    const parts = (await engine.messages(session.id)).flatMap((m) => m.parts)
+    expect(parts.filter((p) => p.type === 'tool')).toMatchObject([{ tool: 'charge', state: { status: 'completed', output: 'charged-once' } }])
   })
 
   testOn('postgres')('without waiting (storage.outageMs 0), done never says failed for a turn that later runs: it is failed and final, or TurnOutcomeUnknownError and recovery ends it once', async () => {
