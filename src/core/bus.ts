@@ -73,6 +73,14 @@ type TurnchartEventBody =
    * such a call. The parent's UI message stream shows them in the call's tool part.
    */
   | { type: 'child.progress'; sessionId: string; turnId: string; callId: string; child: ChildProgress }
+  /**
+   * A write of the turn failed for a reason that passes (the database restarting, busy, full):
+   * the turn waits at it and tries it again (`storage.outageMs`); `operation` names the write,
+   * `since` when the wait began, `error` the failure.
+   */
+  | { type: 'storage.waiting'; sessionId: string; turnId: string; operation: string; since: number; error: SerializedError }
+  /** That write went through after `waitedMs`, or the turn gave up on it (`gaveUp`: the outage outlasted `storage.outageMs`). */
+  | { type: 'storage.resumed'; sessionId: string; turnId: string; operation: string; waitedMs: number; gaveUp: boolean }
   /** A prompt was queued (`whenBusy: 'enqueue'`) or a message steered (`kind: 'steer'`), and stored; `id` is its turn's to be. */
   | { type: 'prompt.queued'; sessionId: string; id: string; kind: 'prompt' | 'steer' }
 

@@ -315,6 +315,12 @@ export interface MessageWithParts {
 }
 
 /** What a session is doing now. */
+/** A turn's write waiting on the database: `operation` names it, `since` when the wait began. */
+export interface StorageWait {
+  operation: string
+  since: number
+}
+
 export type SessionStatus =
   | { type: 'idle' }
   /**
@@ -329,12 +335,14 @@ export type SessionStatus =
       approvals?: Array<{ callId: string; tool: string; input: unknown; turnId?: string }>
       /** In `call-in-doubt` / `awaiting-deferred`: the calls that wait for `engine.resolveCall`. */
       calls?: WaitingCall[]
+      /** The turn's write waits on the database (an outage, `storage.outageMs`): which write, since when. */
+      storage?: StorageWait
     }
   /**
    * Waiting to retry: `attempt` is the attempt that failed, numbered as on parts (the first
    * request of a step is attempt 1), so the next request is `attempt + 1`, at time `next`.
    */
-  | { type: 'retry'; turnId: string; attempt: number; message: string; next: number }
+  | { type: 'retry'; turnId: string; attempt: number; message: string; next: number; storage?: StorageWait }
 
 export type TurnOutcome = 'completed' | 'aborted' | 'failed'
 

@@ -41,6 +41,7 @@ import { ParkedTurns } from './parked-turns'
 import { RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
 import { sessionStatuses } from './session-statuses'
+import { StorageWaits } from '../store/outage'
 import { engineNotifications, storeFeeds, type StoreFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
 import { upgradeCalls } from './upgrade-check'
@@ -73,7 +74,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const running = new RunningTurns()
   // The steers being stored: the queue tells, a turn waits (at each step gate).
   const steers = new SteerWrites()
-  const turns = turnDeps({ config, services, store, bus, owner, running, isClosed, steers, reportHookError, ...(feeds ? { feeds } : {}) })
+  const storageWaits = new StorageWaits()
+  const turns = turnDeps({ config, services, store, bus, owner, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}) })
   const queue = new PromptQueue({
     store,
     bus,
@@ -109,7 +111,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       return bus.subscribe(requireFunction('listener', listener))
     },
     recover: recovery.recover,
-    stats: () => ({ actors: running.all().length, leases: running.begun().length, timers: parked.timers, sweeps: recovery.sweeps() }),
+    stats: () => ({ actors: running.all().length, leases: running.begun().length, timers: parked.timers, sweeps: recovery.sweeps(), storageWaits: storageWaits.now }),
     close: (closeOptions) => lifecycle.close(closeOptions),
     followHandedOff: () => lifecycle.follow({ getTurn: readCalls.getTurn, messages: readCalls.messages, transitions: readCalls.transitions }),
   }
@@ -176,6 +178,7 @@ function turnDeps(deps: {
   steers: SteerWrites
   feeds?: StoreFeeds
   reportHookError: (error: unknown) => void
+  storageWaits: StorageWaits
 }): TurnDeps {
   const { config, services, running, isClosed, steers, reportHookError, feeds } = deps
   return {
@@ -184,7 +187,7 @@ function turnDeps(deps: {
     owner: deps.owner,
     leaseMs: config.leaseMs,
     flushIntervalMs: config.flushIntervalMs,
-    outage: config.storage,
+    outage: { ...config.storage, watch: deps.storageWaits },
     chart: { autoCompact: config.compaction.auto, maxCompactions: config.compaction.maxPerTurn },
     ...(config.inspect ? { inspect: guardedInspector(config.inspect, reportHookError) } : {}),
     ...(config.clock ? { clock: config.clock } : {}),

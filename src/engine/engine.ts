@@ -39,6 +39,8 @@ export interface EngineStats {
   timers: number
   /** Recovery passes run since the engine opened: on open, each sweep (`recovery.intervalMs`), each `recover()`. */
   sweeps: number
+  /** Turns' writes waiting on the database now (an outage: `storage.outageMs`). */
+  storageWaits: number
 }
 
 export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls, WaitingCalls {

@@ -57,6 +57,17 @@ export interface OutageWatch {
   resumed(operation: string, outcome: { waitedMs: number; gaveUp: boolean }): void
 }
 
+/** Counts the writes waiting on the database now (`engine.stats().storageWaits`). */
+export class StorageWaits implements OutageWatch {
+  now = 0
+  waiting(): void {
+    this.now++
+  }
+  resumed(): void {
+    this.now--
+  }
+}
+
 export interface OutagePolicy {
   /** How long an outage is waited out, from its first failed write; 0: never. */
   outageMs: number

@@ -16,7 +16,7 @@ import { toModelMessages, TurnModelMessages } from '../llm/model-messages'
 import type { ProviderPromptCache } from '../llm/provider-prompt'
 import { PartWriter } from './part-writer'
 import type { Store, TurnFence } from '../store/store'
-import type { OutagePolicy } from '../store/outage'
+import type { OutagePolicy, OutageWatch } from '../store/outage'
 import type { TurnConfig } from './turn-config'
 import { TurnPartStream } from './turn-stream'
 import { WriteQueue } from './write-queue'
@@ -100,8 +100,24 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
       flushIntervalMs: options.flushIntervalMs,
       now: () => Date.now(),
       fence: (tx) => tx.turns.checkFence(turnId, fence),
-      ...(options.outage ? { outage: options.outage } : {}),
+      ...(options.outage ? { outage: { outageMs: options.outage.outageMs, watch: this.#outageWatch(options.outage.watch) } } : {}),
     })
+  }
+
+  /** The engine's watch of outages, and the turn's events that say its write waits and goes on. */
+  #outageWatch(engine: OutageWatch | undefined): OutageWatch {
+    const ids = { sessionId: this.sessionId, turnId: this.turnId }
+    return {
+      waiting: (operation, cause) => {
+        engine?.waiting(operation, cause)
+        const error = new StorageError(operation, cause).toJSON()
+        this.events.publish({ type: 'storage.waiting', ...ids, operation, since: Date.now(), error: this.ready ? this.config.redactor.value(error) : error })
+      },
+      resumed: (operation, outcome) => {
+        engine?.resumed(operation, outcome)
+        this.events.publish({ type: 'storage.resumed', ...ids, operation, ...outcome })
+      },
+    }
   }
 
   /** The turn's configuration: set when the scope is begun or restored (an actor runs only after that). */

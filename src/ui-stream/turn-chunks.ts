@@ -191,6 +191,11 @@ export class TurnChunks {
     else if (event.type === 'session.status' && event.status.type === 'retry' && event.status.turnId === this.turnId) {
       // The status counts retries (first retry: 1); the page shows the attempt it waits for.
       next = { ...current, state: 'retry-waiting', attempt: event.status.attempt + 1, retryAt: event.status.next, message: event.status.message }
+    } else if (event.type === 'storage.waiting' && event.turnId === this.turnId) {
+      next = { ...current, storage: { operation: event.operation, since: event.since } }
+    } else if (event.type === 'storage.resumed' && event.turnId === this.turnId && current.storage) {
+      const { storage: _, ...rest } = current
+      next = rest
     } else if (event.type === 'part.updated' && event.origin === 'answer' && event.part.type === 'step-start' && event.part.attempt !== undefined && event.part.attempt !== current.attempt) {
       next = { ...current, attempt: event.part.attempt }
     }

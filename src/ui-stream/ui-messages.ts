@@ -17,6 +17,8 @@ export interface TurnStateData {
   retryAt: number | null
   /** Why the step is retried, while in `retry-waiting`. */
   message?: string
+  /** While the turn's write waits on the database (an outage): which write, since when. */
+  storage?: { operation: string; since: number }
 }
 
 /** Message metadata: the turn, its usage and how it ended. */

@@ -86,6 +86,15 @@ async function outcomeUnknown(turn: { id: string; sessionId: string; done: Promi
   return error
 }
 
+/** Every chunk of a UI message stream response (server-sent events), once it ends. */
+async function readChunks(response: Response): Promise<Array<{ type: string; data?: { storage?: unknown } }>> {
+  const text = await response.text()
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
+    .map((line) => JSON.parse(line.slice('data: '.length)))
+}
+
 /** The rows of a turn read with a connection of our own: transitions and the turn row. */
 function stored(file: string, turnId: string) {
   const db = new Database(file, { readonly: true })
@@ -127,17 +136,33 @@ function lockFromAnotherProcess(file: string, ms: number): Promise<{ released: P
   })
 }
 
-test('locked by another process longer than the busy timeout: the turn waits for the lock (storage.outageMs) and completes; published = stored, each row once', async () => {
+test('locked by another process longer than the busy timeout: the turn waits for the lock (storage.outageMs), says so (events, status, stats, its UI stream), and completes; published = stored, each row once', async () => {
   const file = tempDbPath()
   cleanup.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }))
   await open(file, { busyTimeoutMs: 100, storage: { outageMs: 10_000 } })
   slowAnswer()
   const session = await engine!.createSession()
   const turn = engine!.prompt(session.id, 'write a lot')
+  const chunks = readChunks(turn.toUIMessageStreamResponse())
+  // What the engine says while the write waits, read as the wait is announced.
+  let whileWaiting: unknown
+  engine!.subscribe((e) => {
+    if (e.type === 'storage.waiting') whileWaiting = { waits: engine!.stats().storageWaits, status: engine!.status(session.id) }
+  })
   await waitFor((e) => e.type === 'part.delta')
   const { released } = await lockFromAnotherProcess(file, 1500)
   expect((await turn.done).outcome).toBe('completed')
   await released
+  const waited = events.filter((e) => e.type === 'storage.waiting' || e.type === 'storage.resumed')
+  expect(waited.length).toBeGreaterThanOrEqual(2)
+  expect(waited[0]).toMatchObject({ type: 'storage.waiting', turnId: turn.id, error: { name: 'StorageError', message: expect.stringContaining('database is locked') } })
+  expect(waited.at(-1)).toMatchObject({ type: 'storage.resumed', turnId: turn.id, gaveUp: false })
+  expect((waited.at(-1) as { waitedMs: number }).waitedMs).toBeGreaterThan(0)
+  expect(whileWaiting).toMatchObject({ waits: 1, status: { type: 'busy', turnId: turn.id, storage: { operation: expect.any(String), since: expect.any(Number) } } })
+  expect(engine!.stats().storageWaits).toBe(0)
+  const states = (await chunks).filter((c) => c.type === 'data-turn-state').map((c) => c.data!)
+  expect(states.some((data) => data.storage !== undefined)).toBe(true)
+  expect(states.at(-1)!.storage).toBeUndefined()
   const { published, rows } = expectPublishedMatchesStored(file, turn.id)
   expect(rows.transitions).toEqual(published)
   expect(rows.turn).toEqual({ state: 'completed', outcome: 'completed' })
@@ -197,6 +222,7 @@ test('disk full (max_page_count) mid-turn, space back 600 ms later: the turn wai
   handle.pragma(`max_page_count = ${handle.pragma('page_count', { simple: true }) as number}`)
   setTimeout(() => handle.pragma('max_page_count = 1073741823'), 600)
   expect((await turn.done).outcome).toBe('completed')
+  expect(events.filter((e) => e.type === 'storage.waiting' && e.turnId === turn.id).length).toBeGreaterThan(0)
   const { published, rows } = expectPublishedMatchesStored(file, turn.id)
   expect(rows.transitions).toEqual(published)
   expect(handle.pragma('integrity_check', { simple: true })).toBe('ok')
