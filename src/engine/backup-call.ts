@@ -35,7 +35,7 @@ export function backupCalls({ opened, call }: { opened: OpenedStore; call: Engin
         if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InvalidArgumentError('file', file, `a file path in an existing folder (${dir} does not exist)`)
         if (!opened.backup) throw new InvalidOptionError('database', opened.dialect, noBackup(opened.dialect))
         await opened.backup(file)
-      }),
+      }, { once: true }), // (a failed backup leaves its file: run again, it would find it there)
   }
 }
 

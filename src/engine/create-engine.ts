@@ -70,11 +70,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const owner = newOwnerId()
   const lifecycle = new EngineLifecycle()
   const { isClosed } = lifecycle
-  const { requireOpen, call } = engineCalls(isClosed)
+  const storageWaits = new StorageWaits()
+  const outage = { ...config.storage, watch: storageWaits }
+  const { requireOpen, call } = engineCalls(isClosed, outage)
   const running = new RunningTurns()
   // The steers being stored: the queue tells, a turn waits (at each step gate).
   const steers = new SteerWrites()
-  const storageWaits = new StorageWaits()
   const turns = turnDeps({ config, services, store, bus, owner, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}) })
   const queue = new PromptQueue({
     store,
@@ -94,7 +95,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.next(sessionId) })
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
   // The streams following turns this engine handed off read on until the database closes.
-  const reads = engineCalls(lifecycle.isStoreClosed)
+  const reads = engineCalls(lifecycle.isStoreClosed, outage)
   const readCalls = { ...sessionCalls({ config, store, history, requireOpen: reads.requireOpen, call: reads.call }), ...turnLogCalls({ store, requireOpen: reads.requireOpen, call: reads.call }) }
   const engine: Engine = {
     config,

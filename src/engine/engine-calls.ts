@@ -1,13 +1,19 @@
 /**
- * The wrapper every engine method's database work goes through: after `close()` it throws
- * `EngineClosedError` (instead of the driver's "destroyed" error), and any error that is not
- * already turnchart's becomes a `StorageError` naming the operation, with the driver's error as
- * its `cause`.
+ * The wrapper every engine method's database work goes through: a failure that passes (the
+ * database restarting, busy, full) is waited out and the call run again, up to
+ * `storage.outageMs`; after `close()` it throws `EngineClosedError` (instead of the driver's
+ * "destroyed" error), and any error that is not already turnchart's becomes a `StorageError`
+ * naming the operation, with the driver's error as its `cause`.
  */
 import { EngineClosedError, StorageError, TurnchartError } from '../core/errors'
+import { OutageRetry, type OutagePolicy } from '../store/outage'
 
-/** Runs one database call of an engine method, its errors as the engine reports them. */
-export type EngineCall = <T>(operation: string, run: () => Promise<T>) => Promise<T>
+/**
+ * Runs one database call of an engine method, its errors as the engine reports them. `once`:
+ * the call must not be run again after a failure (it awaits work started elsewhere, or writes a
+ * file), so an outage is not waited out.
+ */
+export type EngineCall = <T>(operation: string, run: () => Promise<T>, options?: { once?: boolean }) => Promise<T>
 
 /**
  * The two guards of the engine's calls: `requireOpen` for a synchronous call, `call` for one
@@ -17,14 +23,14 @@ export type EngineCall = <T>(operation: string, run: () => Promise<T>) => Promis
  * const { requireOpen, call } = engineCalls(() => closed)
  * const sessions = await call('list sessions', () => store.sessions.list())
  */
-export function engineCalls(isClosed: () => boolean): { requireOpen(operation: string): void; call: EngineCall } {
+export function engineCalls(isClosed: () => boolean, outage: OutagePolicy = { outageMs: 0 }): { requireOpen(operation: string): void; call: EngineCall } {
   const requireOpen = (operation: string) => {
     if (isClosed()) throw new EngineClosedError(operation)
   }
-  const call: EngineCall = async function call<T>(operation: string, run: () => Promise<T>): Promise<T> {
+  const call: EngineCall = async function call<T>(operation: string, run: () => Promise<T>, options: { once?: boolean } = {}): Promise<T> {
     if (isClosed()) throw new EngineClosedError(operation)
     try {
-      return await run()
+      return await new OutageRetry(options.once ? { outageMs: 0 } : outage).run(operation, run, () => !isClosed())
     } catch (error) {
       if (TurnchartError.isTurnchartError(error)) throw error
       // close() may have destroyed the connection while this call was waiting for it.

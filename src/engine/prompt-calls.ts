@@ -100,7 +100,7 @@ export function promptCalls(deps: PromptCallDeps): PromptCalls {
     async steer(sessionId, input) {
       requireOpen('steer a turn')
       const queued = queue.enqueue(requireId('sessionId', sessionId), userParts(input, deps.config.maxFileBytes), {}, 'steer')
-      await call('steer a turn', () => queued.stored)
+      await call('steer a turn', () => queued.stored, { once: true })
       return queued
     },
     queue: (sessionId) => call('list queued prompts', () => queue.list(requireId('sessionId', sessionId))),

@@ -109,7 +109,13 @@ export function sessionCalls({ config, store, history, requireOpen, call }: Sess
         ...(metadata !== undefined ? { metadata: jsonCopy(requireJsonObject('options.metadata', metadata)) } : {}),
         ...(tenant !== undefined ? { tenant: requireTenant(tenant) } : {}),
       }
-      await call('create a session', () => store.sessions.insert(session))
+      // (tried again through an outage: a first insert whose commit was lost with its connection may have landed)
+      let tried = false
+      await call('create a session', async () => {
+        if (tried && (await store.sessions.get(session.id))) return
+        tried = true
+        await store.sessions.insert(session)
+      })
       return session
     },
     updateSession(sessionId, changes) {

@@ -92,7 +92,8 @@ export class OutageRetry {
 
   constructor(private readonly policy: OutagePolicy) {}
 
-  async run<T>(operation: string, attempt: () => Promise<T>): Promise<T> {
+  /** `mayRetry`: asked after a failure that passes, whether this attempt may be run again (false: it had an effect that must not be repeated). */
+  async run<T>(operation: string, attempt: () => Promise<T>, mayRetry: () => boolean = () => true): Promise<T> {
     let waitedFrom: number | null = null
     for (let tries = 0; ; tries++) {
       try {
@@ -102,7 +103,7 @@ export class OutageRetry {
         return value
       } catch (error) {
         const now = Date.now()
-        const passing = isPassingFailure(error)
+        const passing = isPassingFailure(error) && mayRetry()
         if (passing) this.#since ??= now
         const left = this.#since === null ? 0 : this.#since + this.policy.outageMs - now
         if (!passing || left <= 0) {

@@ -16,7 +16,7 @@ import { toModelMessages, TurnModelMessages } from '../llm/model-messages'
 import type { ProviderPromptCache } from '../llm/provider-prompt'
 import { PartWriter } from './part-writer'
 import type { Store, TurnFence } from '../store/store'
-import type { OutagePolicy, OutageWatch } from '../store/outage'
+import { OutageRetry, type OutagePolicy, type OutageWatch } from '../store/outage'
 import type { TurnConfig } from './turn-config'
 import { TurnPartStream } from './turn-stream'
 import { WriteQueue } from './write-queue'
@@ -60,6 +60,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   readonly store: Store
   readonly fence: TurnFence
   readonly #steersStored: (() => Promise<void>) | undefined
+  /** How the turn's writes ride out a database outage (the prompt's, the part writer's). */
+  readonly #outage: OutagePolicy
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
   /** What the turn publishes, once: its part stream (to the engine's bus, its readers, a late reader's replay). */
@@ -90,6 +92,7 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     this.store = store
     this.fence = fence
     this.#steersStored = options.steersStored
+    this.#outage = { outageMs: options.outage?.outageMs ?? 0, watch: this.#outageWatch(options.outage?.watch) }
     const events = (this.events = new TurnPartStream(bus, { turnId, sessionId, ...(options.parentTurnId ? { parentTurnId: options.parentTurnId } : {}) }))
     this.writer = new PartWriter({
       store,
@@ -100,7 +103,7 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
       flushIntervalMs: options.flushIntervalMs,
       now: () => Date.now(),
       fence: (tx) => tx.turns.checkFence(turnId, fence),
-      ...(options.outage ? { outage: { outageMs: options.outage.outageMs, watch: this.#outageWatch(options.outage.watch) } } : {}),
+      outage: this.#outage,
     })
   }
 
@@ -141,15 +144,21 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     const now = Date.now()
     const { info, parts } = this.userMessage(typeof prompt === 'string' ? [{ type: 'text', text: prompt }] : prompt, now)
     const transaction: PromptTransaction = async (write) => {
-      await this.store
-        .transaction(async (tx) => {
+      // Tried again through an outage until the first row's write starts (it sends the turn its
+      // first event: what follows a failure there is the turn log's).
+      let writing = false
+      const store = () =>
+        this.store.transaction(async (tx) => {
           // (set here: the first row, written in this transaction, reads the redactor)
           this.#config = await prepare(tx)
           this.history = toModelMessages(await tx.messages.list(this.sessionId, { fromLatestSummary: true }))
           await tx.messages.upsert(info)
           await tx.messages.upsertParts(parts, now)
+          writing = write !== undefined
           await write?.(tx)
         })
+      await new OutageRetry(this.#outage)
+        .run('storing the prompt', store, () => !writing)
         .catch((error: unknown) => {
           // A driver's error (a killed connection, a full disk) named for what failed; the
           // engine's own refusals (a busy or unknown session) stay as they are.

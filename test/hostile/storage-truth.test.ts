@@ -28,7 +28,8 @@ interface Statement {
 /**
  * Makes the write statements `match` picks fail inside the engine's transaction, while armed:
  * on PostgreSQL the server ends the statement's own connection (the statement replaced by
- * `pg_terminate_backend(pg_backend_pid())`: the driver's error 57P01); on SQLite it throws.
+ * `pg_terminate_backend(pg_backend_pid())`: the driver's error 57P01); on SQLite it throws the
+ * driver's busy error (`SQLITE_BUSY`).
  */
 class WriteFault {
   armed = false
@@ -92,7 +93,8 @@ async function fixture(dialect: Dialect, fault: WriteFault): Promise<Fixture> {
         const value = Reflect.get(target, key, target) as unknown
         if (typeof value !== 'function') return value
         return (...args: unknown[]) => {
-          if ((key === 'run' || key === 'all') && fault.fails({ sql: text, params: args })) throw new Error('injected failure of the write')
+          // (as the driver says a lock held past the busy timeout: a failure that passes)
+          if ((key === 'run' || key === 'all') && fault.fails({ sql: text, params: args })) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })
           return (value as (...a: unknown[]) => unknown).apply(target, args)
         }
       },
@@ -128,12 +130,12 @@ async function engineOn(database: Kysely<any> | string, options: Partial<EngineO
 describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
   const it = testOn(dialect)
 
-  it('a prompt whose own transaction fails rejects with a StorageError naming it, the driver error as cause; nothing is stored; the next prompt runs', async () => {
+  it('a prompt whose own transaction fails past storage.outageMs rejects with a StorageError naming it, the driver error as cause; nothing is stored; the next prompt runs', async () => {
     // PostgreSQL: the server ends the connection of the prompt's transaction at its turn row.
     const fault = new WriteFault(turnInsert)
     const f = await fixture(dialect, fault)
     cleanup.push(() => f.drop())
-    const engine = await engineOn(f.db)
+    const engine = await engineOn(f.db, { storage: { outageMs: 300 } })
     const session = await engine.createSession()
     let turn
     if (dialect === 'postgres') {
@@ -159,6 +161,41 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
     f.handle?.pragma('max_page_count = 1073741823')
     server.text('fine')
     expect((await engine.prompt(session.id, 'again').done).outcome).toBe('completed')
+  })
+
+  it('a prompt whose own transaction fails twice for a reason that passes is stored on the third try (storage.outageMs): one prompt, one turn, completed', async () => {
+    let remaining = 2
+    const fault = new WriteFault((statement) => turnInsert(statement) && remaining-- > 0)
+    const f = await fixture(dialect, fault)
+    cleanup.push(() => f.drop())
+    const engine = await engineOn(f.db, { storage: { outageMs: 10_000 } })
+    const session = await engine.createSession()
+    server.text('stored at last')
+    fault.armed = true
+    const turn = engine.prompt(session.id, 'hello')
+    expect((await turn.done).outcome).toBe('completed')
+    expect(fault.hits).toBe(2)
+    const messages = await engine.messages(session.id)
+    expect(messages.map((m) => m.info.role)).toEqual(['user', 'assistant'])
+  })
+
+  it("the engine's own calls ride an outage out: createSession and a read through failures that pass; past storage.outageMs a StorageError naming the call", async () => {
+    let remaining = 2
+    const fault = new WriteFault(({ sql }) => /^(insert into "turnchart_sessions"|select .* from "turnchart_turns")/i.test(sql) && remaining-- > 0)
+    const f = await fixture(dialect, fault)
+    cleanup.push(() => f.drop())
+    const engine = await engineOn(f.db, { storage: { outageMs: 10_000 } })
+    fault.armed = true
+    const session = await engine.createSession({ title: 'through the outage' })
+    expect(fault.hits).toBe(2)
+    expect((await engine.listSessions()).map((s) => s.id)).toEqual([session.id])
+    remaining = 2
+    expect(await engine.getTurn('trn_none')).toBeUndefined()
+    expect(fault.hits).toBe(4)
+    remaining = Infinity
+    const short = await engineOn(f.db, { storage: { outageMs: 200 } })
+    const error = await short.createSession().catch((e: unknown) => e)
+    expect(error).toMatchObject({ name: 'StorageError', operation: 'create a session' })
   })
 
   it("a failed write of a turn's usage: done reports the usage all the same, engine.usage sums it from the messages", async () => {
