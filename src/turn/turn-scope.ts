@@ -62,6 +62,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   readonly #steersStored: (() => Promise<void>) | undefined
   /** How the turn's writes ride out a database outage (the prompt's, the part writer's). */
   readonly #outage: OutagePolicy
+  /** The outage clock of the turn's own reads and writes outside the part writer (steers, a run tree's spending). */
+  #retry: OutageRetry | undefined
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
   /** What the turn publishes, once: its part stream (to the engine's bus, its readers, a late reader's replay). */
@@ -176,6 +178,16 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   }
 
   /**
+   * Runs a read or a transaction of the turn outside its part writer (a steer's, the run tree's
+   * spending) through a database outage: run again while it fails for a reason that passes, up
+   * to `storage.outageMs`.
+   */
+  throughOutage<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    this.#retry ??= new OutageRetry(this.#outage)
+    return this.#retry.run(operation, run)
+  }
+
+  /**
    * Takes the messages steered into the session (`engine.steer`, from any engine) into this
    * turn, before a model call: each stored as a user message of this turn, in the same
    * transaction that takes it from the queue (fenced), in the order they were sent. The next
@@ -184,18 +196,22 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
    */
   async takeSteered(): Promise<MessageWithParts[]> {
     await this.#steersStored?.()
-    if (!(await this.store.queue.list(this.sessionId)).some((q) => q.kind === 'steer')) return []
+    if (!(await this.throughOutage('reading the steers', () => this.store.queue.list(this.sessionId))).some((q) => q.kind === 'steer')) return []
+    // (run again through an outage: a take whose commit was lost with its connection but landed
+    // leaves nothing to take, and its messages are in the database, not yet in this turn's memory)
     const taken = await this.queue.run(() =>
-      this.store.transaction(async (tx) => {
-        await tx.turns.checkFence(this.turnId, this.fence)
-        const now = Date.now()
-        const messages = (await tx.queue.takeSteers(this.sessionId)).map((steer) => this.userMessage(steer.input, Date.now()))
-        for (const message of messages) {
-          await tx.messages.upsert(message.info)
-          await tx.messages.upsertParts(message.parts, now)
-        }
-        return messages
-      }),
+      this.throughOutage('taking the steers', () =>
+        this.store.transaction(async (tx) => {
+          await tx.turns.checkFence(this.turnId, this.fence)
+          const now = Date.now()
+          const messages = (await tx.queue.takeSteers(this.sessionId)).map((steer) => this.userMessage(steer.input, Date.now()))
+          for (const message of messages) {
+            await tx.messages.upsert(message.info)
+            await tx.messages.upsertParts(message.parts, now)
+          }
+          return messages
+        }),
+      ),
     )
     if (taken.length === 0) return []
     this.dropEmptyAssistant()
@@ -216,11 +232,13 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   async askAgain(text: string): Promise<void> {
     const message = this.userMessage([{ type: 'text', text }], Date.now())
     await this.queue.run(() =>
-      this.store.transaction(async (tx) => {
-        await tx.turns.checkFence(this.turnId, this.fence)
-        await tx.messages.upsert(message.info)
-        await tx.messages.upsertParts(message.parts, message.info.time.created)
-      }),
+      this.throughOutage('asking the model again', () =>
+        this.store.transaction(async (tx) => {
+          await tx.turns.checkFence(this.turnId, this.fence)
+          await tx.messages.upsert(message.info)
+          await tx.messages.upsertParts(message.parts, message.info.time.created)
+        }),
+      ),
     )
     this.assistant = undefined
     this.messages.push(message)
