@@ -6,7 +6,9 @@
  * backends killed through a turn's final write: the engine waits them out and writes the row
  * once (issue 51, `storage.outageMs`); without waiting, `done` never says `failed` for a turn
  * that later runs: it is `failed` with the row final (nothing runs it again) or rejected with
- * `TurnOutcomeUnknownError`, and recovery then ends it once.
+ * `TurnOutcomeUnknownError`, and recovery then ends it once. Riding an outage out (issue 51): a
+ * streaming step's part writes and a prompt's transaction written again; a takeover during the
+ * outage wins and the waiting engine lets go.
  */
 import Database from 'better-sqlite3'
 import { tool } from 'ai'
@@ -15,6 +17,7 @@ import { z } from 'zod'
 import { createEngine, StorageError, TurnOutcomeUnknownError, type Engine, type EngineOptions } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { dropSchemas, freshSchemaName, modelFor, pgBaseUrl, tempDbPath } from '../support/harness'
+import { recordEvents } from '../support/event-log'
 import { testOn } from '../support/requires'
 
 type Dialect = 'sqlite' | 'postgres'
@@ -196,6 +199,67 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
     const short = await engineOn(f.db, { storage: { outageMs: 200 } })
     const error = await short.createSession().catch((e: unknown) => e)
     expect(error).toMatchObject({ name: 'StorageError', operation: 'create a session' })
+  })
+
+  it("a streaming step's part writes fail twice for a reason that passes (PostgreSQL: backends killed; SQLite: busy): the turn completes, the model asked once, its text whole", async () => {
+    let remaining = 2
+    const fault = new WriteFault(({ sql }) => /^insert into "turnchart_parts"/i.test(sql) && remaining-- > 0)
+    const f = await fixture(dialect, fault)
+    cleanup.push(() => f.drop())
+    const engine = await engineOn(f.db, { storage: { outageMs: 10_000 } })
+    const seen = recordEvents(engine)
+    const session = await engine.createSession()
+    const chunks = Array.from({ length: 10 }, (_, i) => `d${i} `)
+    server.push({ type: 'stream', delayMs: 20, chunks: chunks.map((text) => ({ text })) })
+    const turn = engine.prompt(session.id, 'go')
+    await seen.waitFor((e) => e.type === 'part.delta')
+    fault.armed = true
+    expect((await turn.done).outcome).toBe('completed')
+    expect(fault.hits).toBe(2)
+    expect(server.requests).toHaveLength(1)
+    const texts = (await engine.messages(session.id)).filter((m) => m.info.role === 'assistant').flatMap((m) => m.parts).filter((p) => p.type === 'text')
+    expect(texts.map((p) => (p as { text: string }).text)).toEqual([chunks.join('')])
+    const log = await engine.transitions(turn.id)
+    expect(new Set(log.map((row) => row.seq)).size).toBe(log.length)
+    expect(seen.events.filter((e) => e.type === 'storage.resumed')).toMatchObject([{ gaveUp: false }])
+  })
+
+  it('a takeover during the outage wins: the waiting engine\'s write is refused by the fence and it lets go; no row twice, the turn completed once', async () => {
+    // Engine A loses its database (every statement of its own connection fails for a reason that
+    // passes) mid-stream and waits; its lease runs out; engine B, on a connection of its own,
+    // takes the turn over and completes it. When A's database answers again, A's retried write
+    // meets the fence: A lets go, writing nothing.
+    const fault = new WriteFault(() => true)
+    const f = await fixture(dialect, fault)
+    cleanup.push(() => f.drop())
+    const waiting = await engineOn(f.db, { leaseMs: 600, storage: { outageMs: 60_000 } })
+    const seenByA = recordEvents(waiting)
+    const session = await waiting.createSession()
+    server.push({ type: 'stream', delayMs: 20, chunks: Array.from({ length: 10 }, (_, i) => ({ text: `a${i} ` })) })
+    server.text('taken over')
+    const turn = waiting.prompt(session.id, 'go')
+    const outcomeOfA = turn.done.then(
+      (r) => r.outcome,
+      (e: unknown) => e,
+    )
+    await seenByA.waitFor((e) => e.type === 'part.delta')
+    fault.armed = true
+    await seenByA.waitFor((e) => e.type === 'storage.waiting')
+
+    const other = await engineOn(f.url, { leaseMs: 600, recovery: { onOpen: false, intervalMs: 100 } })
+    const seenByB = recordEvents(other)
+    await seenByB.waitFor((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed')
+    fault.armed = false
+    expect(await outcomeOfA).toMatchObject({ name: 'TurnOwnershipLostError', turnId: turn.id })
+    expect(seenByA.events.filter((e) => e.type === 'storage.resumed')).toMatchObject([{ gaveUp: true }])
+
+    const log = await other.transitions(turn.id)
+    expect(new Set(log.map((row) => row.seq)).size).toBe(log.length)
+    expect(log.filter((row) => row.to === 'completed')).toHaveLength(1)
+    expect(await other.getTurn(turn.id)).toMatchObject({ outcome: 'completed' })
+    const answers = (await other.messages(session.id)).filter((m) => m.info.role === 'assistant')
+    expect(answers.flatMap((m) => m.parts).filter((p) => p.type === 'text').map((p) => (p as { text: string }).text)).toEqual(['taken over'])
+    expect(server.requests).toHaveLength(2)
   })
 
   it("a failed write of a turn's usage: done reports the usage all the same, engine.usage sums it from the messages", async () => {
