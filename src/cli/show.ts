@@ -20,6 +20,9 @@ function turnLines(turn: TurnTree | undefined, id: string, c: Colors, indent: st
   const lines = [indent + c.cyan(`${name}: ${turn?.outcome ?? `unfinished (${turn?.state ?? '?'})`}`) + c.dim(`  ${pathOf(turn)}`)]
   if (turn?.error) lines.push(c.red(printable(`${indent}  ${turn.error.name}: ${turn.error.message}`)))
   if (turn && 'output' in turn) lines.push(printable(`${indent}  output ${JSON.stringify(turn.output)}`))
+  for (const row of turn?.transitions ?? []) {
+    for (const wait of row.storageWaits ?? []) lines.push(c.yellow(printable(`${indent}  waited ${(wait.waitedMs / 1000).toFixed(2)} s for the database (${wait.operation}) before #${row.seq} → ${row.to}`)))
+  }
   return lines
 }
 

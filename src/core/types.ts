@@ -314,13 +314,19 @@ export interface MessageWithParts {
   parts: Part[]
 }
 
-/** What a session is doing now. */
 /** A turn's write waiting on the database: `operation` names it, `since` when the wait began. */
 export interface StorageWait {
   operation: string
   since: number
 }
 
+/** A database outage a turn's write waited out (`storage.outageMs`): which write, for how long. */
+export interface StorageWaited {
+  operation: string
+  waitedMs: number
+}
+
+/** What a session is doing now. */
 export type SessionStatus =
   | { type: 'idle' }
   /**
@@ -358,6 +364,11 @@ export interface TransitionRecord {
   time: number
   /** Ids of the parts written with this transition (changed since the previous one). */
   parts?: string[]
+  /**
+   * The database outages the turn's writes waited out since the previous row, this row's own
+   * write included (its wait measured to the attempt that went through).
+   */
+  storageWaits?: StorageWaited[]
 }
 
 /** The persisted record of a turn. */

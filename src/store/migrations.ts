@@ -264,6 +264,13 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('turnchart_slots').addColumn('last_tenant', 'text').execute()
     },
   },
+  {
+    // The outages a turn's writes waited out, on the row written after them (turnchart show, the viewer).
+    name: '0019_transition_storage_waits',
+    async up(db) {
+      await db.schema.alterTable('turnchart_transitions').addColumn('storage_waits', 'text').execute()
+    },
+  },
 ]
 
 /**

@@ -89,6 +89,8 @@ export interface TransitionTable {
   at: Millis
   /** JSON array of the ids of the parts written with this transition. */
   parts: string | null
+  /** JSON array of the database outages waited out before this row was written (`TransitionRecord.storageWaits`). */
+  storage_waits: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 /** Requests to a turn from any engine (approve, deny, abort), applied by the engine that runs it. */

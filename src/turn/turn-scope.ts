@@ -20,6 +20,7 @@ import { OutageRetry, type OutagePolicy, type OutageWatch } from '../store/outag
 import type { TurnConfig } from './turn-config'
 import { TurnPartStream } from './turn-stream'
 import { WriteQueue } from './write-queue'
+import { StorageWaitLog } from './turn-log/storage-wait-log'
 import type { MessageInfo, MessageWithParts, Part, StepFinishPart, StopConditionStep, ToolPart, UserPartDraft } from '../core/types'
 import { stepResults } from './step-results'
 import type { StepScope } from '../llm/stream-step'
@@ -66,6 +67,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   #retry: OutageRetry | undefined
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
+  /** The outages the turn waited out, until a transition row records them. */
+  readonly storageWaits = new StorageWaitLog()
   /** What the turn publishes, once: its part stream (to the engine's bus, its readers, a late reader's replay). */
   readonly events: TurnPartStream
   /** This turn's messages, in order: the user prompt, assistant messages, summaries. */
@@ -115,11 +118,14 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     return {
       waiting: (operation, cause) => {
         engine?.waiting(operation, cause)
+        const since = Date.now()
+        this.storageWaits.waiting(operation, since)
         const error = new StorageError(operation, cause).toJSON()
-        this.events.publish({ type: 'storage.waiting', ...ids, operation, since: Date.now(), error: this.ready ? this.config.redactor.value(error) : error })
+        this.events.publish({ type: 'storage.waiting', ...ids, operation, since, error: this.ready ? this.config.redactor.value(error) : error })
       },
       resumed: (operation, outcome) => {
         engine?.resumed(operation, outcome)
+        this.storageWaits.resumed(operation, outcome)
         this.events.publish({ type: 'storage.resumed', ...ids, operation, ...outcome })
       },
     }

@@ -36,6 +36,7 @@ export function turnPath(input: TurnInput | undefined, transitions: TransitionRe
     event: row.event,
     time: row.time,
     edges: edgesTaken(row, selected.get(row.seq)),
+    ...(row.storageWaits ? { storageWaits: row.storageWaits } : {}),
   }))
   return mismatch === undefined ? { steps } : { steps, mismatch }
 }

@@ -2,7 +2,7 @@
  * What the viewer's server sends its page (JSON, over the live event stream and the API):
  * shared by the server's views and the page's script, so it holds types only.
  */
-import type { MessageInfo, Part, SessionInfo, TurnRecord } from '../core/types'
+import type { MessageInfo, Part, SessionInfo, StorageWaited, TurnRecord } from '../core/types'
 
 export interface SessionSummary extends SessionInfo {
   messages: number
@@ -17,6 +17,8 @@ export interface PathStep {
   event: string
   time: number
   edges: string[]
+  /** The database outages the turn waited out before this row was written (its own write included). */
+  storageWaits?: StorageWaited[]
 }
 
 export interface TurnView extends TurnRecord {

@@ -221,7 +221,12 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
     expect(texts.map((p) => (p as { text: string }).text)).toEqual([chunks.join('')])
     const log = await engine.transitions(turn.id)
     expect(new Set(log.map((row) => row.seq)).size).toBe(log.length)
-    expect(seen.events.filter((e) => e.type === 'storage.resumed')).toMatchObject([{ gaveUp: false }])
+    const [resumed] = seen.events.filter((e) => e.type === 'storage.resumed')
+    expect(resumed).toMatchObject({ gaveUp: false, waitedMs: expect.any(Number) })
+    // The wait is in the log, on the row written after it (turnchart show and the viewer read it there).
+    const waited = log.filter((row) => row.storageWaits)
+    expect(waited).toHaveLength(1)
+    expect(waited[0]!.storageWaits).toEqual([{ operation: (resumed as { operation: string }).operation, waitedMs: (resumed as { waitedMs: number }).waitedMs }])
   })
 
   it('a takeover during the outage wins: the waiting engine\'s write is refused by the fence and it lets go; no row twice, the turn completed once', async () => {

@@ -14,6 +14,10 @@ import { createEngine, TurnOutcomeUnknownError, type Engine, type EngineOptions,
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { modelFor, tempDbPath } from '../support/harness'
 import { openParts } from './helpers'
+import { PassThrough } from 'node:stream'
+import { showCommand } from '../../src/cli/show'
+import { openReadOnlyStore } from '../../src/store/backends/read-only-store'
+import { sessionPage } from '../../src/viewer/page-views'
 
 let server: ScriptedServer
 let engine: Engine | undefined
@@ -167,6 +171,22 @@ test('locked by another process longer than the busy timeout: the turn waits for
   expect(rows.transitions).toEqual(published)
   expect(rows.turn).toEqual({ state: 'completed', outcome: 'completed' })
   expect(await openParts(engine!, session.id)).toEqual([])
+  // Afterwards the log says where the turn stood still: turnchart show and the viewer's page.
+  const resumed = waited.filter((e) => e.type === 'storage.resumed') as Array<{ operation: string; waitedMs: number }>
+  const logged = (await engine!.transitions(turn.id)).flatMap((row) => (row.storageWaits ?? []).map((wait) => ({ ...wait, seq: row.seq })))
+  expect(logged.map(({ operation }) => operation)).toEqual(resumed.map(({ operation }) => operation))
+  const out = new PassThrough()
+  let shown = ''
+  out.on('data', (chunk) => (shown += chunk))
+  expect(await showCommand([file, session.id], { stdout: out, stderr: new PassThrough(), env: { NO_COLOR: '1' } })).toBe(0)
+  for (const wait of logged) expect(shown).toContain(`waited ${(wait.waitedMs / 1000).toFixed(2)} s for the database (${wait.operation}) before #${wait.seq}`)
+  const store = await openReadOnlyStore(file)
+  try {
+    const page = await store.read((s) => sessionPage(s, session.id))
+    expect(page!.turns[0]!.path.flatMap((step) => step.storageWaits ?? [])).toEqual(logged.map(({ operation, waitedMs }) => ({ operation, waitedMs })))
+  } finally {
+    await store.close()
+  }
 })
 
 test('locked by another process longer than storage.outageMs: done rejects (TurnOutcomeUnknownError, cause StorageError "database is locked"); published = stored; other sessions work after the lock goes', async () => {

@@ -3,6 +3,7 @@
  * with XState's pure `transition()`, a fake writer whose transactions commit all or nothing
  * (a test holds or fails them), and a bus that records what was published. No database.
  */
+import { StorageWaitLog } from '../../src/turn/turn-log/storage-wait-log'
 import { createMachine, initialTransition, transition, type AnyEventObject, type SnapshotFrom } from 'xstate'
 import { turnMachine, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
@@ -54,6 +55,7 @@ function fakeTurn() {
     queue: new WriteQueue(),
     config: { redactor: { value: (v) => v, text: (t) => t } },
     stepTools: [call],
+    storageWaits: new StorageWaitLog(),
     assistantMessage: () => assistant,
     assistantMessages: () => [assistant],
     writer: {

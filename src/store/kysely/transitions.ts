@@ -1,6 +1,6 @@
 /** The transition log on Kysely: appended one row per transition (precompiled), read in seq order, pruned. */
 import type { Kysely } from 'kysely'
-import type { TransitionRecord } from '../../core/types'
+import type { StorageWaited, TransitionRecord } from '../../core/types'
 import { precompiledQuery } from '../precompiled-query'
 import type { TurnchartDatabase } from '../schema'
 import type { TransitionStore } from '../store'
@@ -19,6 +19,7 @@ export class KyselyTransitions implements TransitionStore {
       to_state: record.to,
       at: record.time,
       parts: record.parts && record.parts.length > 0 ? JSON.stringify(record.parts) : null,
+      storage_waits: record.storageWaits && record.storageWaits.length > 0 ? JSON.stringify(record.storageWaits) : null,
     })
   }
 
@@ -33,6 +34,7 @@ export class KyselyTransitions implements TransitionStore {
       payload: JSON.parse(row.payload) as Record<string, unknown>,
       time: num(row.at),
       ...(row.parts ? { parts: JSON.parse(row.parts) as string[] } : {}),
+      ...(row.storage_waits ? { storageWaits: JSON.parse(row.storage_waits) as StorageWaited[] } : {}),
     }))
   }
 
@@ -51,6 +53,6 @@ export class KyselyTransitions implements TransitionStore {
 }
 
 const appendTransitionQuery = precompiledQuery(
-  ['turn_id', 'seq', 'from_state', 'event_type', 'payload', 'to_state', 'at', 'parts'],
+  ['turn_id', 'seq', 'from_state', 'event_type', 'payload', 'to_state', 'at', 'parts', 'storage_waits'],
   (db, v) => db.insertInto('turnchart_transitions').values(v as never),
 )

@@ -87,6 +87,8 @@ export interface TransitionRow {
   at: number
   /** JSON text of the part ids, or null when there were none. */
   parts: string | null
+  /** JSON text of the outages waited out, or null. */
+  storageWaits: string | null
 }
 
 export interface ControlRow extends Omit<ControlRequest, 'input' | 'by'> {

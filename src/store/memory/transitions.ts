@@ -1,5 +1,5 @@
 /** The transition log in memory: one row per (turn, seq) as the SQL primary key has it, read in seq order, pruned. */
-import type { TransitionRecord } from '../../core/types'
+import type { StorageWaited, TransitionRecord } from '../../core/types'
 import type { TransitionStore } from '../store'
 import type { Access } from './access'
 import { foreignKeyViolation, toJson, transitionKey, uniqueViolation } from './tables'
@@ -21,6 +21,7 @@ export class MemoryTransitions implements TransitionStore {
         to: record.to,
         at: record.time,
         parts: record.parts && record.parts.length > 0 ? toJson(record.parts) : null,
+        storageWaits: record.storageWaits && record.storageWaits.length > 0 ? toJson(record.storageWaits) : null,
       })
     })
   }
@@ -39,6 +40,7 @@ export class MemoryTransitions implements TransitionStore {
           payload: JSON.parse(row.payload) as Record<string, unknown>,
           time: row.at,
           ...(row.parts ? { parts: JSON.parse(row.parts) as string[] } : {}),
+          ...(row.storageWaits ? { storageWaits: JSON.parse(row.storageWaits) as StorageWaited[] } : {}),
         })),
     )
   }

@@ -9,6 +9,7 @@ import { expect } from './expect'
 
 export const transitionsCases = defineCases('transitions', (it) => {
   logCases(it)
+  storageWaitCases(it)
   integrityCases(it)
 })
 
@@ -53,6 +54,22 @@ function logCases(it: AddCase): void {
     const error = await rejection(store.transitions.append(transition(t.id, 2, { payload: { second: true } })))
     expect(error.message).toMatch(/unique|duplicate/i)
     expect(await store.transitions.list(t.id)).toEqual(before)
+  })
+}
+
+/** The outages a turn waited out, carried by the row written after them (`TransitionRecord.storageWaits`). */
+function storageWaitCases(it: AddCase): void {
+  it('the outages waited out before a row round-trip with it, in order; none: no field', async (store) => {
+    const { turn: t } = await sessionWithTurn(store)
+    const storageWaits = [
+      { operation: 'writing parts', waitedMs: 1250 },
+      { operation: `recording the transition to ${awkwardStrings[0]}`, waitedMs: big },
+    ]
+    await store.transitions.append(transition(t.id, 1, { storageWaits }))
+    await store.transitions.append(transition(t.id, 2, { storageWaits: [] }))
+    const [waited, plain] = await store.transitions.list(t.id)
+    expect(waited.storageWaits).toEqual(storageWaits)
+    expect(plain).not.toHaveProperty('storageWaits')
   })
 }
 

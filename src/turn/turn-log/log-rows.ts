@@ -6,7 +6,7 @@
  * turn and by recovery for a turn it claimed. Inserts, claims, leases and pruning stay with
  * their owners.
  */
-import type { TurnUsage } from '../../core/types'
+import type { StorageWaited, TurnUsage } from '../../core/types'
 import type { Store, TurnFence } from '../../store/store'
 import type { RowPlan } from './row-plan'
 
@@ -45,6 +45,14 @@ export function planWrite(fence: TurnFence, plan: RowPlan, rider?: RowRider): (t
     await writePlan(tx, fence, plan)
     await rider?.write(tx)
   }
+}
+
+/** The plan with `waits` (the outages waited out before it was written) on its last row. */
+export function withStorageWaits(plan: RowPlan, waits: StorageWaited[]): RowPlan {
+  if (waits.length === 0) return plan
+  const rows = [...plan.rows]
+  rows[rows.length - 1] = { ...rows[rows.length - 1]!, storageWaits: waits }
+  return { ...plan, rows }
 }
 
 /** Writes a finished turn's usage on its row (reverting its messages later does not lose it). */

@@ -35,7 +35,8 @@ import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, Tran
 import type { TurnFence } from '../../store/store'
 import type { ToolSet } from 'ai'
 import { isIdempotent } from '../../tools/tool-options'
-import { planWrite, writePlan, type LogTx } from './log-rows'
+import { planWrite, withStorageWaits, writePlan, type LogTx } from './log-rows'
+import type { StorageWaitLog, WaitsToWrite } from './storage-wait-log'
 import { isFinalState, planRows, type RowPlan } from './row-plan'
 import type { RiddenWrite } from '../run-tree/run-tree'
 import { closeTurn, type TurnEnd } from './turn-end'
@@ -59,6 +60,8 @@ export interface TurnLogScope {
   readonly config: { readonly redactor: Pick<Redactor, 'value' | 'text'>; readonly tools?: ToolSet }
   /** The tool parts of the last step (an approval request names them). */
   readonly stepTools: readonly ToolPart[]
+  /** The outages waited out, carried by the next row written. */
+  readonly storageWaits: Pick<StorageWaitLog, 'toWrite'>
   assistantMessage(): MessageWithParts
   assistantMessages(): MessageWithParts[]
   readonly writer: {
@@ -417,14 +420,15 @@ export class TurnLog {
     }
     // (a failure's final row carries no spending: it must be writable when the spending's write is what failed)
     const ridden = error ? undefined : this.#options.rider?.()
-    const write = planWrite(fence, plan, ridden)
     let tried = false
+    let waits: WaitsToWrite | undefined
     const once = async (tx: LogTx) => {
       // Tried again after a failure that passes: the commit lost with its connection may have
       // gone through, and then its rows are there (read once per outage, so the whole log will do).
       if (tried && (await tx.transitions.list(plan.turnId)).some((row) => row.seq === last.seq)) return
       tried = true
-      await write(tx)
+      waits = scope.storageWaits.toWrite(Date.now())
+      await planWrite(fence, withStorageWaits(plan, waits.waits), ridden)(tx)
     }
     try {
       await scope.writer.commit(once, { fencedByMore: true, operation: `recording the transition to ${last.to}` })
@@ -432,6 +436,7 @@ export class TurnLog {
       ridden?.rolledBack()
       throw cause
     }
+    waits?.written()
     this.#committed = { state: last.to, seq: last.seq }
   }
 

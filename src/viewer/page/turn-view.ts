@@ -7,6 +7,7 @@
  */
 import type { ChartDrawing } from '../chart-drawing'
 import type { PageMessage, TurnView } from '../wire'
+import type { StorageWaited } from '../../core/types'
 import { chartView, placeChart } from './chart-view'
 import { everyTick } from './clocks'
 import { el } from './dom'
@@ -80,7 +81,7 @@ function pathList(turn: TurnView): HTMLElement {
     else everyTick(span, () => (span.textContent = `${duration(Date.now() - visit.start)} in ${visit.state} so far`))
     return span
   }
-  const item = (seq: number, at: number, move: string, event: string | null) =>
+  const item = (seq: number, at: number, move: string, event: string | null, waits: StorageWaited[] = []) =>
     el(
       'li',
       { 'data-seq': seq },
@@ -89,12 +90,13 @@ function pathList(turn: TurnView): HTMLElement {
       el('span', { class: 'move mono' }, move),
       event ? el('span', { class: 'event mono' }, event) : null,
       stayed(seq),
+      ...waits.map((wait) => el('span', { class: 'storage-wait', 'data-storage-wait': '' }, `waited ${duration(wait.waitedMs)} for the database (${wait.operation})`)),
     )
   return el(
     'ol',
     { class: 'path', 'aria-label': 'The transitions of the turn, numbered as on the chart' },
     item(0, start, 'start in idle', null),
-    ...turn.path.map((step) => item(step.seq, step.time, `${step.from} → ${step.to}`, readableEvent(step.event))),
+    ...turn.path.map((step) => item(step.seq, step.time, `${step.from} → ${step.to}`, readableEvent(step.event), step.storageWaits)),
   )
 }
 
