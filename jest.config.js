@@ -20,7 +20,8 @@ const common = {
   transformIgnorePatterns: ['/node_modules/(?!@statelyai/inspect/)'],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json', 'node'],
   // test/compat-v7 is an app of its own (ai v7, Node 22), run by `npm run test:compat`.
-  modulePathIgnorePatterns: ['<rootDir>/test/compat-v7/'],
+  // test/restate/node_modules holds restate-server and Node 22 (test/support/restate.ts), no modules of the tests.
+  modulePathIgnorePatterns: ['<rootDir>/test/compat-v7/', '<rootDir>/test/restate/node_modules/'],
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/compat-v7/'],
 }
 

@@ -17,7 +17,7 @@ const require = createRequire(import.meta.url)
 const { buildViewerPage } = require(path.join(root, 'dist/cjs/src/viewer/build-page.js'))
 fs.writeFileSync(path.join(root, 'dist/cjs/src/viewer/viewer-page.html'), await buildViewerPage(path.join(root, 'src/viewer/page')))
 
-const entries = { index: 'dist/cjs/src/index.js', testing: 'dist/cjs/src/testing/index.js' }
+const entries = { index: 'dist/cjs/src/index.js', testing: 'dist/cjs/src/testing/index.js', restate: 'dist/cjs/src/restate/index.js' }
 fs.mkdirSync(path.join(root, 'dist/esm'), { recursive: true })
 for (const [name, file] of Object.entries(entries)) {
   const names = Object.keys(require(path.join(root, file))).filter((key) => key !== 'default' && key !== '__esModule')

@@ -94,6 +94,17 @@ export function startControlPoller(options: {
   }
 }
 
+/**
+ * Applies the requests stored for `turn` and not yet handled (a turn just taken: those stored
+ * while it was parked), each marked handled as the poller marks it.
+ *
+ * @example
+ * await applyPending(store.controls, turn)
+ */
+export async function applyPending(requests: Pick<ControlStore, 'pending' | 'handled'>, turn: ControlTarget): Promise<void> {
+  for (const request of await requests.pending([turn.id])) await requests.handled(request.id, await apply(turn, request), Date.now())
+}
+
 /** Applies one request; returns null when applied, or why it could not be. */
 async function apply(turn: ControlTarget, request: ControlRequest): Promise<string | null> {
   try {

@@ -15,6 +15,9 @@ import type { CallResolution } from '../tools/resolve-call'
 import { newId } from '../core/ids'
 import { parkedOwner } from '../core/parking'
 import type { Store } from '../store/store'
+import type { ToolPart } from '../core/types'
+import { storedToolParts } from '../tools/awaited-calls'
+import { isWaitingCall } from '../tools/tool-part'
 import type { ControlTarget } from './control-poller'
 
 /** What the store pushes about a stored request's outcome (PostgreSQL notifications), when the engine listens. */
@@ -28,7 +31,7 @@ export interface ControlOutcomeFeed {
 }
 
 export interface RemoteControlDeps {
-  store: Pick<Store, 'turns' | 'controls'>
+  store: Pick<Store, 'turns' | 'controls' | 'messages'>
   /** The turn if this engine runs it. */
   localTurn(turnId: string): ControlTarget | undefined
   /** Takes over the turns of engines that are gone (recovery). */
@@ -91,9 +94,6 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
     if (decision.kind === 'deny') return turn.deny(callId, { ...(decision.reason !== undefined ? { reason: decision.reason } : {}), ...by })
     await turn.approve(callId, { ...(decision.input === undefined ? {} : { input: decision.input }), ...by })
   }
-  // A resolution is for a call in doubt or deferred; a decision for one awaiting approval.
-  const notWaiting = (why: string) => (decision.kind === 'resolve' ? new CallNotWaitingError(turnId, callId, why) : new ApprovalNotPendingError(turnId, callId, why))
-  const waits = (state: string) => waitOf(state)?.settledBy.includes(settlingEvent[decision.kind]) === true
   await deps.parkingOf?.(turnId)
   let turn = deps.localTurn(turnId)
   // A parked turn: nobody runs it; this engine takes it and decides here.
@@ -103,20 +103,10 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
     turn = deps.localTurn(turnId)
   }
   if (turn) return apply(turn)
-  const record = await deps.store.turns.get(turnId)
-  if (!record) throw notWaiting('no such turn')
-  if (record.outcome) throw notWaiting(`the turn ended (${record.outcome})`)
-  if (!waits(record.state)) throw notWaiting(`the turn is in '${record.state}'`)
-  const edited =
-    decision.kind === 'approve' && decision.input !== undefined
-      ? { input: await deps.checkEdit(turnId, callId, decision.input) }
-      : decision.kind === 'resolve'
-        ? { input: decision.resolution }
-        : {}
   const id = newId('ctl')
   const { bell, stop } = outcomeBell(deps.outcomes, (change) => 'handled' in change && change.handled === id)
   try {
-    await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited, ...(decision.kind !== 'resolve' && decision.by !== undefined ? { by: decision.by } : {}) })
+    await storeDecision(deps, id, turnId, callId, decision)
     const deadline = Date.now() + deps.waitMs
     while (Date.now() < deadline) {
       await bell.wait(deps.checkEveryMs)
@@ -126,12 +116,50 @@ export async function requestDecision(deps: RemoteControlDeps, turnId: string, c
         await takeIfParked(deps, turnId)
         continue
       }
-      if (outcome.result) throw notWaiting(outcome.result)
+      if (outcome.result) throw notWaitingError(decision, turnId, callId, outcome.result)
       return
     }
   } finally {
     stop()
   }
+}
+
+/**
+ * Stores `decision` as the control request `id` for whichever engine runs the turn, or takes it
+ * (a parked turn's taker applies its pending requests), to apply. Throws
+ * `ApprovalNotPendingError` (a resolution: `CallNotWaitingError`) when the turn does not wait for
+ * it; an edited input is checked first.
+ *
+ * @example
+ * await storeDecision(deps, newId('ctl'), turnId, 'call_1', { kind: 'approve' })
+ */
+export async function storeDecision(deps: { store: Pick<Store, 'turns' | 'controls' | 'messages'>; checkEdit: RemoteControlDeps['checkEdit'] }, id: string, turnId: string, callId: string, decision: Decision): Promise<void> {
+  const notWaiting = (why: string) => notWaitingError(decision, turnId, callId, why)
+  const record = await deps.store.turns.get(turnId)
+  if (!record) throw notWaiting('no such turn')
+  if (record.outcome) throw notWaiting(`the turn ended (${record.outcome})`)
+  if (waitOf(record.state)?.settledBy.includes(settlingEvent[decision.kind]) !== true) throw notWaiting(`the turn is in '${record.state}'`)
+  const call = (await storedToolParts(deps.store, record.sessionId, turnId)).find((part) => part.callId === callId)
+  if (!call || !waitsFor(call, decision)) throw notWaiting(call ? `the call is ${call.state.status}` : 'the turn has no such call')
+  const edited =
+    decision.kind === 'approve' && decision.input !== undefined
+      ? { input: await deps.checkEdit(turnId, callId, decision.input) }
+      : decision.kind === 'resolve'
+        ? { input: decision.resolution }
+        : {}
+  const by = decision.kind !== 'resolve' && decision.by !== undefined ? { by: decision.by } : {}
+  await deps.store.controls.add({ id, turnId, kind: decision.kind, callId, reason: (decision.kind === 'deny' ? decision.reason : undefined) ?? null, createdAt: Date.now(), ...edited, ...by })
+}
+
+/** Whether `call` waits for `decision`: approval for approve and deny, a resolution (in doubt, deferred) for resolve. */
+function waitsFor(call: ToolPart, decision: Decision): boolean {
+  if (decision.kind === 'resolve') return isWaitingCall(call)
+  return call.state.status === 'pending' && call.state.approval === 'required'
+}
+
+/** Why `decision` cannot be applied: a resolution is for a call in doubt or deferred, a decision for one awaiting approval. */
+function notWaitingError(decision: Decision, turnId: string, callId: string, why: string): ApprovalNotPendingError | CallNotWaitingError {
+  return decision.kind === 'resolve' ? new CallNotWaitingError(turnId, callId, why) : new ApprovalNotPendingError(turnId, callId, why)
 }
 
 /** A turn parked while a request to it was stored: taken into this engine (whose poller then applies the request). */

@@ -135,7 +135,7 @@ async function callsWaitingForATime(store: Store, turnId: string): Promise<Array
 }
 
 /** `approve`'s options checked (`{ input, by }`), as the decision stored. */
-function approveDecision(options: unknown): Extract<Decision, { kind: 'approve' }> {
+export function approveDecision(options: unknown): Extract<Decision, { kind: 'approve' }> {
   if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
     throw new InvalidArgumentError('options', options, 'an object like { input, by }')
   }
@@ -147,7 +147,7 @@ function approveDecision(options: unknown): Extract<Decision, { kind: 'approve' 
 }
 
 /** `deny`'s third argument checked: a reason, or `{ reason, by }`. */
-function denyArguments(value: unknown): { reason: string | undefined; by: string | undefined } {
+export function denyArguments(value: unknown): { reason: string | undefined; by: string | undefined } {
   if (value === undefined || typeof value === 'string') return { reason: value, by: undefined }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError('reason', value, 'a string, or an object like { reason, by }')
   const unknown = Object.keys(value).find((key) => key !== 'reason' && key !== 'by')

@@ -58,6 +58,38 @@ import { waitingCalls } from './waiting-calls'
  * console.log(await turn.done) // { outcome: 'completed', ... }
  */
 export async function createEngine(options: EngineOptions): Promise<Engine> {
+  return (await assembleEngine(options, { owner: newOwnerId(), leases: true })).engine
+}
+
+/**
+ * Who runs an engine's turns. turnchart's own engines (`createEngine`): an owner id of their
+ * own, leases renewed while a turn runs, the recovery sweep taking over the turns of engines that
+ * are gone and starting the queued prompts they left. A host that serializes a session's turns
+ * and retries them itself (Restate, `turnchart/restate`): its owner, no lease, no sweep, no prompt
+ * started by the queue; the fence alone keeps an older attempt from writing.
+ */
+export interface EngineHosting {
+  owner: string
+  leases: boolean
+}
+
+/** What a host of turns (`turnchart/restate`) drives beside the engine's calls. */
+export interface EngineParts {
+  config: ResolvedConfig
+  services: EngineServices
+  turns: TurnDeps
+  running: RunningTurns
+  parked: ParkedTurns
+  store: Store
+}
+
+/**
+ * The engine and its parts, hosted as `hosting` says (see `createEngine`).
+ *
+ * @example
+ * const { engine, parts } = await assembleEngine(options, { owner: restateOwner, leases: false })
+ */
+export async function assembleEngine(options: EngineOptions, hosting: EngineHosting): Promise<{ engine: Engine; parts: EngineParts }> {
   const { config, services, opened, mcp, reportHookError } = await openEngineResources(options)
   const { store } = opened
   const feeds = opened.notifications && storeFeeds(opened.notifications)
@@ -67,7 +99,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
   bus.subscribe((event) => services.telemetry.observe(event))
   const statusOf = sessionStatuses(bus)
-  const owner = newOwnerId()
+  const { owner } = hosting
   const lifecycle = new EngineLifecycle()
   const { isClosed } = lifecycle
   const storageWaits = new StorageWaits()
@@ -76,7 +108,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const running = new RunningTurns()
   // The steers being stored: the queue tells, a turn waits (at each step gate).
   const steers = new SteerWrites()
-  const turns = turnDeps({ config, services, store, bus, owner, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}) })
+  const leaseMs = hosting.leases ? config.leaseMs : null
+  const turns = turnDeps({ config, services, store, bus, owner, leaseMs, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}) })
   const queue = new PromptQueue({
     store,
     bus,
@@ -89,10 +122,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   })
   // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
   const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
-  const recovery = engineRecovery({ config, services, turns, running, parked, queue, requireOpen })
+  const swept = engineRecovery({ config, services, turns, running, parked, queue, requireOpen })
+  // A host that retries its turns itself is their only recovery: no sweep here.
+  const recovery = hosting.leases ? swept : { recover: async () => [], sweeps: () => 0 }
   // Approve, deny and abort from any engine (src/control/).
   const control = engineControl({ store, config, running, recover: recovery.recover, requireOpen, ...(feeds ? { feeds } : {}), settleParked: (turnId, apply) => parked.settle(turnId, apply), parkingOf: (turnId) => parked.parking(turnId) })
-  running.watch({ busy: (busy) => control.poller.keepAlive(busy), ended: (sessionId) => void queue.next(sessionId) })
+  running.watch({ busy: (busy) => control.poller.keepAlive(busy), ...(hosting.leases ? { ended: (sessionId: string) => void queue.next(sessionId) } : {}) })
   const history: HistoryDeps = { store, runningHere: (sessionId) => running.ofSession(sessionId)?.id }
   // The streams following turns this engine handed off read on until the database closes.
   const reads = engineCalls(lifecycle.isStoreClosed, outage)
@@ -121,6 +156,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     store,
     bus,
     owner,
+    leases: hosting.leases,
     running,
     queue,
     parked,
@@ -133,7 +169,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await mcp?.close()
     },
   })
-  return engine
+  return { engine, parts: { config, services, turns, running, parked, store } }
 }
 
 /** What the engine opens before its parts: its options resolved, its services, its MCP servers and its database. */
@@ -174,6 +210,7 @@ function turnDeps(deps: {
   store: Store
   bus: Bus
   owner: string
+  leaseMs: number | null
   running: RunningTurns
   isClosed: () => boolean
   steers: SteerWrites
@@ -186,7 +223,7 @@ function turnDeps(deps: {
     store: deps.store,
     bus: deps.bus,
     owner: deps.owner,
-    leaseMs: config.leaseMs,
+    leaseMs: deps.leaseMs,
     flushIntervalMs: config.flushIntervalMs,
     outage: { ...config.storage, watch: deps.storageWaits },
     chart: { autoCompact: config.compaction.auto, maxCompactions: config.compaction.maxPerTurn },

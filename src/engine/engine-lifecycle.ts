@@ -29,6 +29,8 @@ export interface LifecycleParts {
   store: Store
   bus: Pick<Bus, 'subscribe'>
   owner: string
+  /** False: the turns run without leases (their host serializes and retries them): none is renewed. */
+  leases: boolean
   running: RunningTurns
   queue: Pick<PromptQueue, 'close'>
   parked: Pick<ParkedTurns, 'parkAll' | 'close'>
@@ -148,7 +150,7 @@ function startBackground(parts: LifecycleParts, isClosed: () => boolean): { stop
     parts.feeds && config.recovery.intervalMs > 0
       ? takeReleasedTurns(parts.feeds.released, (ids) => (isClosed() ? Promise.resolve() : parts.takeOver(ids)))
       : () => undefined
-  const stopRenewal = renewLeases(store.turns, running, owner, config.leaseMs)
+  const stopRenewal = parts.leases ? renewLeases(store.turns, running, owner, config.leaseMs) : () => undefined
   // Takes over the turns of workers that die while this engine runs, then settles the waits past their deadline.
   const sweep = config.recovery.intervalMs > 0 ? setInterval(whileOpen, config.recovery.intervalMs) : undefined
   sweep?.unref()

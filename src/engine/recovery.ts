@@ -6,7 +6,7 @@
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import { turnConfig } from '../conversation/resolve-turn-options'
-import { recoverWith, resumeParked, type RecoveryPorts } from '../turn/recovery/recover-turns'
+import { recoverWith, resumeHeld, resumeParked, type RecoveryPorts } from '../turn/recovery/recover-turns'
 import type { TurnDeps } from '../turn/run-turn'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
@@ -39,8 +39,27 @@ export function recoverTurns(
  * @example
  * const turn = await takeParkedTurn({ config, services, turns, running }, turnId)
  */
-export async function takeParkedTurn(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }, turnId: string): Promise<RunningTurn | undefined> {
-  const resumed = await resumeParked(recoveryPorts(engine), turnId)
+export function takeParkedTurn(engine: TakingEngine, turnId: string): Promise<RunningTurn | undefined> {
+  return takeTurn(engine, turnId, resumeParked)
+}
+
+/**
+ * Takes an unfinished turn into this engine from whoever holds it (Restate's next attempt of the
+ * invocation that runs it) and tracks it here; resolves with it once its resumption is in its
+ * log, or undefined when it ended or another claim came first.
+ *
+ * @example
+ * const turn = await takeHeldTurn({ config, services, turns, running }, turnId)
+ */
+export function takeHeldTurn(engine: TakingEngine, turnId: string): Promise<RunningTurn | undefined> {
+  return takeTurn(engine, turnId, resumeHeld)
+}
+
+type TakingEngine = { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }
+
+/** `resume`'s turn tracked here once its resumption is in its log. */
+async function takeTurn(engine: TakingEngine, turnId: string, resume: typeof resumeHeld): Promise<RunningTurn | undefined> {
+  const resumed = await resume(recoveryPorts(engine), turnId)
   if (!resumed) return undefined
   engine.running.track(resumed)
   await resumed.recorded()
@@ -53,7 +72,7 @@ function recoveryPorts(engine: { config: ResolvedConfig; services: TurnServices;
   return {
     store: turns.store,
     owner: turns.owner,
-    leaseMs: config.leaseMs,
+    leaseMs: turns.leaseMs,
     policy: config.recovery.policy,
     publish: (event) => turns.bus.publish(event),
     // The turn's own options, stored with it (its headers, never stored, are not restored).

@@ -241,7 +241,7 @@ export interface ControlStore {
   add(request: ControlRequest): Promise<void>
   /** Requests not yet handled for these turns, oldest first. */
   pending(turnIds: string[]): Promise<ControlRequest[]>
-  /** Marks a request handled: applied (`result` null) or refused with the reason. */
+  /** Marks a request handled: applied (`result` null) or refused with the reason. The first mark stands (two appliers of one request: the second's refusal does not undo it). */
   handled(id: string, result: string | null, now: number): Promise<void>
   /** Whether a request was handled yet, and how; undefined for an unknown request. */
   outcome(id: string): Promise<{ handled: boolean; result: string | null } | undefined>

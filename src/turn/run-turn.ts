@@ -29,10 +29,10 @@ export type TurnClock = NonNullable<Parameters<typeof createActor>[1]>['clock']
 export interface TurnDeps {
   store: Store
   bus: Pick<Bus, 'publish'>
-  /** This engine's owner id (`host:pid:random`), written on the turns it runs. */
+  /** This engine's owner id (`host:pid:random`, or `restateOwner`), written on the turns it runs. */
   owner: string
-  /** How long a claim on a turn holds (the lease written with its row). */
-  leaseMs: number
+  /** How long a claim on a turn holds (the lease written with its row); null: no lease (Restate serializes the session's turns). */
+  leaseMs: number | null
   /** Streamed text is written at most this often. */
   flushIntervalMs: number
   /** How a turn's writes ride out a database outage. */

@@ -10,6 +10,7 @@ import { turnStateName, waitOf } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import { SessionBusyError, SessionNotFoundError } from '../core/errors'
 import { newId } from '../core/ids'
+import { leaseEnd } from '../core/parking'
 import type { UserPartDraft } from '../core/types'
 import type { Store } from '../store/store'
 import { waitAnnouncement, waitStatus } from '../tools/awaited-calls'
@@ -95,7 +96,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
             error: null,
             time: { created: now, updated: now },
             owner: deps.owner,
-            leaseUntil: now + deps.leaseMs,
+            leaseUntil: leaseEnd(deps.leaseMs, now),
             ...(child ? { parentTurnId: child.parentTurnId, parentCallId: child.parentCallId, rootTurnId: child.tree.rootTurnId } : {}),
           },
           input,

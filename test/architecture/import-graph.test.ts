@@ -26,7 +26,7 @@ const layers: string[][] = [
   // ui-stream maps a turn's events to the AI SDK's UI chunks: above turn/, which knows nothing of it.
   ['control', 'conversation', 'ui-stream'],
   ['engine'],
-  ['ui', 'viewer', 'testing'],
+  ['ui', 'viewer', 'testing', 'restate'],
   ['cli'],
 ]
 const layerOf = new Map(layers.flatMap((names, rank) => names.map((name) => [name, rank] as const)))

@@ -22,6 +22,7 @@ const entries = [
     .readdirSync(path.join(root, 'test/crash'))
     .filter((name) => name.endsWith('-child.ts') || name === 'pg-worker.ts')
     .map((name) => `test/crash/${name}`),
+  'test/restate/service-child.ts',
 ]
 
 /** How each entry is bundled: for Node, CommonJS, its packages loaded from node_modules. */

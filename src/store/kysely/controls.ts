@@ -39,7 +39,7 @@ export class KyselyControls implements ControlStore {
   }
 
   async handled(id: string, result: string | null, now: number): Promise<void> {
-    await this.db.updateTable('turnchart_controls').set({ handled_at: now, result }).where('id', '=', id).execute()
+    await this.db.updateTable('turnchart_controls').set({ handled_at: now, result }).where('id', '=', id).where('handled_at', 'is', null).execute()
   }
 
   async outcome(id: string): Promise<{ handled: boolean; result: string | null } | undefined> {

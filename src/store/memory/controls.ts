@@ -47,7 +47,7 @@ export class MemoryControls implements ControlStore {
   handled(id: string, result: string | null, now: number): Promise<void> {
     return this.db.run((t) => {
       const row = t.controls.get(id)
-      if (row) t.put('controls', id, { ...row, handledAt: now, result })
+      if (row && row.handledAt === null) t.put('controls', id, { ...row, handledAt: now, result })
     })
   }
 

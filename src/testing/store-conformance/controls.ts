@@ -8,6 +8,7 @@ import { expect } from './expect'
 
 export const controlsCases = defineCases('controls', (it) => {
   pendingCases(it)
+  firstMarkCases(it)
   duplicateCases(it)
 })
 
@@ -50,6 +51,17 @@ function pendingCases(it: AddCase): void {
     expect(await store.controls.outcome('ctl_unknown')).toBeUndefined()
     await store.controls.handled('ctl_unknown', null, big) // no row, nothing to do
     expect(await store.controls.outcome('ctl_unknown')).toBeUndefined()
+  })
+}
+
+function firstMarkCases(it: AddCase): void {
+  it('the first mark of a request stands: a second applier\'s refusal does not undo its application', async (store) => {
+    const { turn: t } = await sessionWithTurn(store)
+    const request = control(t.id)
+    await store.controls.add(request)
+    await store.controls.handled(request.id, null, big + 1)
+    await store.controls.handled(request.id, 'the call is no longer pending', big + 2)
+    expect(await store.controls.outcome(request.id)).toEqual({ handled: true, result: null })
   })
 }
 

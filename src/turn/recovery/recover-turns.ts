@@ -11,7 +11,7 @@ import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
 import { serializeError, StorageError, TurnchartError, UnknownError } from '../../core/errors'
-import { parkedOwner } from '../../core/parking'
+import { leaseEnd, parkedOwner, restateOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
 import { doubtCall, isWaitingCall, rerunCall } from '../../tools/tool-part'
@@ -44,6 +44,8 @@ function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: stri
   if (!turn.owner) return true
   // A parked turn waits for its control (approve, deny, abort, a deadline), not for an engine.
   if (turn.owner === parkedOwner) return false
+  // A turn run on Restate is retried by Restate, never taken over here.
+  if (turn.owner === restateOwner) return false
   if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
   if (turn.owner === owner) return false
   const [host, pid] = turn.owner.split(':')
@@ -79,7 +81,8 @@ export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
   store: RecoveryStore
   /** This engine's owner id, written on the turns it claims, and how long its claim holds. */
   owner: string
-  leaseMs: number
+  /** null: no lease (the host serializes the session's turns: Restate). */
+  leaseMs: number | null
   policy: 'resume' | 'abort'
   publish(event: TurnchartEvent): void
   turnConfig(turnId: string): Promise<C>
@@ -128,7 +131,7 @@ async function recoverIfClaimed<C extends { tools: ToolSet }, T>(ports: Recovery
   // The lease as read goes with the claim: the row may have been read a while ago (a sweep of
   // many turns), and an owner that renewed its lease since is alive and keeps its turn.
   const expected = { owner: record.owner ?? null, epoch: record.epoch ?? 0, leaseUntil: record.leaseUntil ?? null }
-  const fence = await store.turns.claim(record.id, expected, owner, Date.now() + ports.leaseMs).catch(async () => {
+  const fence = await store.turns.claim(record.id, expected, owner, leaseEnd(ports.leaseMs, Date.now())).catch(async () => {
     // Whether the claim landed is unknown (its connection lost): let go of it, in case it did.
     await store.turns.release(owner, [record.id]).catch(() => undefined)
     return null
@@ -160,17 +163,39 @@ async function recoverIfClaimed<C extends { tools: ToolSet }, T>(ports: Recovery
  * const turn = await resumeParked(ports, turnId) // then approve, deny or abort it here
  */
 export async function resumeParked<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, turnId: string): Promise<T | undefined> {
-  const { store } = ports
-  const record = await store.turns.get(turnId)
+  const record = await ports.store.turns.get(turnId)
   if (!record || record.outcome || record.owner !== parkedOwner) return undefined
-  const fence = await store.turns.claim(turnId, { owner: parkedOwner, epoch: record.epoch ?? 0 }, ports.owner, Date.now() + ports.leaseMs)
+  return claimAndResume(ports, record, true)
+}
+
+/**
+ * Takes an unfinished turn into this engine from whoever holds it now: Restate's next attempt
+ * of the invocation that runs it (the attempt before it died, or is fenced off). Its row is
+ * claimed as read, its epoch bumped, so an older attempt still running cannot write; then it is
+ * resumed as recovery resumes a turn (a parked one quietly: the control that settles it follows).
+ * Resolves undefined when the turn ended, or another claim came first.
+ *
+ * @example
+ * const turn = await resumeHeld(ports, turnId)
+ */
+export async function resumeHeld<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, turnId: string): Promise<T | undefined> {
+  const record = await ports.store.turns.get(turnId)
+  if (!record || record.outcome) return undefined
+  return claimAndResume(ports, record, record.owner === parkedOwner)
+}
+
+/** Claims `record` from its owner as read and resumes it; a parked turn's claim goes back to the parked owner when the database fails. */
+async function claimAndResume<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord, quiet: boolean): Promise<T | undefined> {
+  const { store } = ports
+  const expected = { owner: record.owner ?? null, epoch: record.epoch ?? 0 }
+  const fence = await store.turns.claim(record.id, expected, ports.owner, leaseEnd(ports.leaseMs, Date.now()))
   if (!fence) return undefined
   try {
-    return await recoverOne(ports, record, (await store.turns.input(turnId)) as TurnInput, fence, true)
+    return await recoverOne(ports, record, (await store.turns.input(record.id)) as TurnInput, fence, quiet)
   } catch (error) {
     if (isStorageFault(error)) {
-      // The database failed, not the turn: it goes back to waiting parked, and the control fails with the fault.
-      await store.turns.claim(turnId, fence, parkedOwner, null).catch(() => undefined)
+      // The database failed, not the turn: it goes back to its holder (a parked turn to waiting parked), and the caller fails with the fault.
+      await store.turns.claim(record.id, fence, expected.owner ?? ports.owner, null).catch(() => undefined)
       throw error
     }
     await endUnrecoverable(ports, record, error, fence)

@@ -1,0 +1,154 @@
+/**
+ * The turns of one Restate service process: an engine hosted by Restate (owner `restateOwner`,
+ * no lease, no sweep: Restate runs one invocation at a time per session and retries it after a
+ * crash) and what the service's handlers ask of it. A turn runs in the engine as any turn does
+ * (the same chart, actors, policies and store) until it ends or waits; a waiting turn is parked at
+ * once (`parkAfterMs: 0`: no process holds it while Restate waits for its control), and the next
+ * attempt of the invocation takes it from whoever holds it, its fence bumped.
+ */
+import { waitOf } from '../../machines/turn.machine'
+import { applyPending } from '../control/control-poller'
+import { storeDecision, type Decision } from '../control/remote-control'
+import { SessionNotFoundError, TurnParkedError, serializeError, type SerializedError } from '../core/errors'
+import { newId } from '../core/ids'
+import { parkedOwner, restateOwner } from '../core/parking'
+import type { PromptOptions } from '../core/types'
+import type { EngineOptions } from '../config/options'
+import { turnRequest } from '../conversation/turn-options'
+import { userParts, type PromptInput } from '../conversation/user-input'
+import { remoteControl } from '../engine/control-calls'
+import { assembleEngine, type EngineParts } from '../engine/create-engine'
+import type { Engine } from '../engine/engine'
+import { takeHeldTurn } from '../engine/recovery'
+import { finalTextOf } from '../turn/turn-result'
+import type { RunningTurn } from '../turn/turn-handle'
+import { startTurn } from '../turn/turn-starts'
+
+/** How a Restate-run turn ended, as `prompt` returns it (JSON: it is journaled). */
+export interface RestateTurnResult {
+  turnId: string
+  outcome: 'completed' | 'failed' | 'aborted'
+  /** The text of its last step. */
+  text: string
+  /** Why it failed or was aborted. */
+  error?: SerializedError
+}
+
+/** Where a turn stopped running: it ended, or it waits (parked) for a control or its deadline. */
+export type TurnPause = { kind: 'ended'; result: RestateTurnResult } | { kind: 'waiting'; state: string }
+
+/** A session's turn as `status` reports it, read from the store. */
+export type RestateSessionStatus = { type: 'idle' } | { type: 'busy'; turnId: string; state: string; awaits?: string }
+
+export class HostedTurns {
+  readonly engine: Engine
+  readonly #parts: EngineParts
+
+  private constructor(engine: Engine, parts: EngineParts) {
+    this.engine = engine
+    this.#parts = parts
+  }
+
+  /** Opens the engine that runs this process's turns: `options` as `createEngine` takes them, hosted by Restate. */
+  static async open(options: EngineOptions): Promise<HostedTurns> {
+    const hosted: EngineOptions = { ...options, parkAfterMs: 0, recovery: { ...options.recovery, onOpen: false, intervalMs: 0 } }
+    const { engine, parts } = await assembleEngine(hosted, { owner: restateOwner, leases: false })
+    return new HostedTurns(engine, parts)
+  }
+
+  /** The session `sessionId`, made with that id when the store does not hold it yet. */
+  async ensureSession(sessionId: string): Promise<void> {
+    if (!(await this.engine.getSession(sessionId))) await this.engine.createSession({ id: sessionId })
+  }
+
+  /**
+   * Runs the turn `turnId` of `sessionId` until it ends or waits parked: started from `prompt`
+   * when it has no row yet, awaited when it runs here, otherwise taken from whoever holds it (the
+   * attempt before, which died; a parked turn, whose pending controls are applied first).
+   */
+  async runUntilPause(sessionId: string, turnId: string, prompt: { input: PromptInput; options?: PromptOptions }): Promise<TurnPause> {
+    const turn = this.#parts.running.find(turnId) ?? (await this.#startOrTake(sessionId, turnId, prompt))
+    if (!turn) return { kind: 'ended', result: await this.#storedResult(turnId) }
+    try {
+      const done = await turn.done
+      return { kind: 'ended', result: { turnId, outcome: done.outcome, text: done.text, ...(done.error ? { error: serializeError(done.error) } : {}) } }
+    } catch (error) {
+      if (TurnParkedError.isInstance(error)) return { kind: 'waiting', state: error.state }
+      throw error
+    }
+  }
+
+  /** True when a control is stored for the turn and not yet applied (it came before its wait was announced). */
+  async hasPendingControl(turnId: string): Promise<boolean> {
+    return (await this.#parts.store.controls.pending([turnId])).length > 0
+  }
+
+  /**
+   * Stores a decision on a waiting call of the session's turn (`turnId`, or its open turn), for the
+   * invocation that runs it to apply. Throws `ApprovalNotPendingError` (a resolution:
+   * `CallNotWaitingError`) when the call does not wait for it.
+   */
+  async decide(sessionId: string, turnId: string | undefined, callId: string, decision: Decision): Promise<void> {
+    const id = turnId ?? (await this.#openTurn(sessionId))?.id ?? 'none'
+    const remote = remoteControl({ store: this.#parts.store, config: this.#parts.config, running: this.#parts.running, recover: async () => [] })
+    await storeDecision(remote, newId('ctl'), id, callId, decision)
+  }
+
+  /** Aborts the session's open turn: at once when it runs here, else by a stored request (its runner applies it; a parked one's next attempt does). */
+  async abort(sessionId: string, reason: string): Promise<void> {
+    const here = this.#parts.running.ofSession(sessionId)
+    if (here) return here.abort(reason)
+    const open = await this.#openTurn(sessionId)
+    if (open) await this.#parts.store.controls.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
+  }
+
+  /** The session's turn, from the store: the one open, or idle. */
+  async status(sessionId: string): Promise<RestateSessionStatus> {
+    const openTurn = await this.#openTurn(sessionId)
+    const open = openTurn && (await this.#parts.store.turns.get(openTurn.id))
+    if (!open) return { type: 'idle' }
+    const awaits = waitOf(open.state)?.awaits
+    return { type: 'busy', turnId: open.id, state: open.state, ...(awaits ? { awaits } : {}) }
+  }
+
+  close(): Promise<void> {
+    return this.engine.close()
+  }
+
+  async #startOrTake(sessionId: string, turnId: string, prompt: { input: PromptInput; options?: PromptOptions }): Promise<RunningTurn | undefined> {
+    const { config, services, turns, running, store, parked } = this.#parts
+    const row = await store.turns.get(turnId)
+    if (!row) {
+      const request = turnRequest(config, services, sessionId, prompt.options)
+      return running.track(startTurn(turns, sessionId, userParts(prompt.input, config.maxFileBytes), { ...request, turnId }))
+    }
+    if (row.outcome) return undefined
+    if (row.owner === parkedOwner) {
+      // Taken, its pending controls applied (parked again at once if it still waits).
+      await parked.settle(turnId, (turn) => applyPending(store.controls, turn))
+      return running.find(turnId) ?? (await this.#stillOpen(turnId))
+    }
+    return (await takeHeldTurn(this.#parts, turnId)) ?? (await this.#stillOpen(turnId))
+  }
+
+  /** A turn another claim took first: an error Restate retries (the next attempt takes it), unless it ended. */
+  async #stillOpen(turnId: string): Promise<undefined> {
+    const row = await this.#parts.store.turns.get(turnId)
+    if (row && !row.outcome && row.owner === parkedOwner) throw new Error(`turn ${turnId} is parked again: run it once more`)
+    if (row && !row.outcome && row.owner !== restateOwner) throw new Error(`turn ${turnId} is held by ${row.owner ?? 'nobody'}: run it once more`)
+    return undefined
+  }
+
+  async #storedResult(turnId: string): Promise<RestateTurnResult> {
+    const { store } = this.#parts
+    const row = await store.turns.get(turnId)
+    if (!row) throw new SessionNotFoundError(turnId)
+    const messages = (await store.messages.list(row.sessionId)).filter((m) => m.info.turnId === turnId)
+    const outcome = row.outcome === 'completed' || row.outcome === 'aborted' ? row.outcome : 'failed'
+    return { turnId, outcome, text: finalTextOf(messages), ...(row.error ? { error: row.error } : {}) }
+  }
+
+  async #openTurn(sessionId: string) {
+    return this.#parts.store.turns.openOfSession(sessionId)
+  }
+}

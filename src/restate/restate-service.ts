@@ -1,0 +1,148 @@
+/**
+ * `createRestateService`: turnchart's turns on Restate. A virtual object keyed by session id:
+ * `prompt` (exclusive: one turn of a session at a time, Restate queues the next prompt) runs the
+ * turn in this process's engine until it ends or waits, as one journaled step; a wait is an
+ * awakeable that the shared control handlers (`approve`, `deny`, `resolveCall`, `abort`) resolve
+ * once their decision is stored; `steer` and `status` are shared too (an exclusive handler would
+ * wait behind the running turn).
+ *
+ * Why the journal holds the turn's pauses and not each model call: the store is the turn's
+ * write-ahead log already (every transition, every part, a tool's start before its effect), and
+ * the next attempt resumes from it. A finished step's request is not sent again and a tool does
+ * not run again because their rows say they finished; a tool whose start is stored without its
+ * result is a call in doubt, as after any crash, never run again silently. Journaling each
+ * streamed step in Restate as well would store it twice, and a stream cannot be replayed from a
+ * journal entry.
+ */
+import * as restate from '@restatedev/restate-sdk'
+import type { EngineOptions } from '../config/options'
+import type { PromptOptions } from '../core/types'
+import type { PromptInput } from '../conversation/user-input'
+import type { Decision } from '../control/remote-control'
+import { approveDecision, denyArguments } from '../engine/control-calls'
+import { checkResolution } from '../tools/resolve-call'
+import { terminalErrors } from './terminal-errors'
+import { HostedTurns, type RestateSessionStatus, type RestateTurnResult } from './hosted-turns'
+import { newId } from '../core/ids'
+
+/** `createRestateService`'s options: the engine's (`createEngine`'s), and the object's name. */
+export type RestateServiceOptions = EngineOptions & {
+  /** The virtual object's name in Restate (its ingress path: `/<name>/<sessionId>/prompt`). Default `turnchart`. */
+  name?: string
+}
+
+/** `prompt`'s input: the prompt's text or content, or `{ input, options }` (the turn's options as `engine.prompt` takes them). */
+export type RestatePrompt = PromptInput | { input: PromptInput; options?: PromptOptions }
+
+/** Which turn a control is for: `turnId` defaults to the session's open turn. */
+type OfTurn = { turnId?: string; callId: string }
+
+/** The object's handlers, as Restate's typed clients see them. */
+export interface RestateTurnHandlers {
+  prompt(ctx: restate.ObjectContext, request: RestatePrompt): Promise<RestateTurnResult>
+  approve(ctx: restate.ObjectSharedContext, request: OfTurn & { input?: unknown; by?: string }): Promise<void>
+  deny(ctx: restate.ObjectSharedContext, request: OfTurn & { reason?: string; by?: string }): Promise<void>
+  resolveCall(ctx: restate.ObjectSharedContext, request: OfTurn & { resolution: unknown }): Promise<void>
+  abort(ctx: restate.ObjectSharedContext, request?: { reason?: string }): Promise<void>
+  status(ctx: restate.ObjectSharedContext): Promise<RestateSessionStatus>
+}
+
+/** The object state key holding the awakeable a waiting turn's invocation waits on. */
+const wakeKey = 'wake'
+type Wake = { turnId: string; awakeableId: string }
+
+/**
+ * A Restate virtual object running turnchart turns, one object per session (its key is the
+ * session id). Bind it to the app's Restate endpoint beside its own services; its engine opens
+ * on the first call. Needs Node 22 (the Restate SDK does).
+ *
+ * @example
+ * import * as restate from '@restatedev/restate-sdk'
+ * import { createRestateService } from 'turnchart/restate'
+ * restate.serve({ services: [createRestateService({ database: './agent.db', model, tools })], port: 9080 })
+ */
+export function createRestateService(options: RestateServiceOptions): restate.VirtualObjectDefinition<string, RestateTurnHandlers> & { close(): Promise<void> } {
+  const { name = 'turnchart', ...engineOptions } = options
+  let opened: Promise<HostedTurns> | undefined
+  // (a failed open is not kept: the next call opens again)
+  const hosted = () => (opened ??= HostedTurns.open(engineOptions).catch((error: unknown) => ((opened = undefined), Promise.reject(error))))
+  const shared = restate.handlers.object.shared
+  // Lazy state: a control handler reads the wake its turn's invocation set after the handler began.
+  const sharedOptions = { enableLazyState: true }
+  const definition = restate.object({
+    name,
+    handlers: {
+      prompt: async (ctx: restate.ObjectContext, request: RestatePrompt) => runTurn(ctx, await hosted(), promptOf(request)),
+      approve: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { input?: unknown; by?: string }) => {
+        await decide(ctx, await hosted(), request, () => approveDecision(withoutCall(request, ['input', 'by'])))
+      }),
+      deny: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { reason?: string; by?: string }) => {
+        await decide(ctx, await hosted(), request, () => ({ kind: 'deny', ...present(denyArguments(withoutCall(request, ['reason', 'by']))) }))
+      }),
+      resolveCall: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { resolution: unknown }) => {
+        await decide(ctx, await hosted(), request, () => ({ kind: 'resolve', resolution: checkResolution(request.resolution) }))
+      }),
+      abort: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request?: { reason?: string }) => {
+        const turns = await hosted()
+        await ctx.run('store the abort', () => terminalErrors(() => turns.abort(ctx.key, request?.reason ?? 'aborted through Restate')))
+        await wakeTurn(ctx)
+      }),
+      status: shared(sharedOptions, async (ctx: restate.ObjectSharedContext) => {
+        const turns = await hosted()
+        return ctx.run('read the status', () => terminalErrors(() => turns.status(ctx.key)))
+      }),
+    },
+  })
+  return Object.assign(definition, { close: async () => (opened ? (await opened).close() : undefined) }) as restate.VirtualObjectDefinition<string, RestateTurnHandlers> & { close(): Promise<void> }
+}
+
+/**
+ * The turn of one prompt: its id journaled first (a retry runs the same turn), then run until it
+ * ends or waits; a wait is an awakeable a control handler resolves once its decision is stored,
+ * after which the next step applies it and runs on.
+ */
+async function runTurn(ctx: restate.ObjectContext, turns: HostedTurns, prompt: { input: PromptInput; options?: PromptOptions }): Promise<RestateTurnResult> {
+  const turnId = await ctx.run('new turn', () => terminalErrors(async () => (await turns.ensureSession(ctx.key), newId('trn'))))
+  for (;;) {
+    const pause = await ctx.run('run the turn', () => terminalErrors(() => turns.runUntilPause(ctx.key, turnId, prompt)))
+    if (pause.kind === 'ended') {
+      ctx.clear(wakeKey)
+      return pause.result
+    }
+    const wake = ctx.awakeable<void>()
+    ctx.set<Wake>(wakeKey, { turnId, awakeableId: wake.id })
+    // The wake is in the object's state once an entry after it is acknowledged: a control stored
+    // after this point finds it; one stored before is pending in the store, found next.
+    await ctx.run('wake set', () => true)
+    if (!(await ctx.run('look for a control', () => turns.hasPendingControl(turnId)))) await wake.promise
+    ctx.clear(wakeKey)
+  }
+}
+
+/** A decision on a call stored (journaled: once), then the turn's invocation woken. */
+async function decide(ctx: restate.ObjectSharedContext, turns: HostedTurns, request: OfTurn, decision: () => Decision): Promise<void> {
+  await ctx.run('store the decision', () => terminalErrors(() => turns.decide(ctx.key, request?.turnId, request?.callId, decision())))
+  await wakeTurn(ctx)
+}
+
+/** Resolves the awakeable the session's waiting invocation waits on, if it waits. */
+async function wakeTurn(ctx: restate.ObjectSharedContext): Promise<void> {
+  const wake = await ctx.get<Wake>(wakeKey)
+  if (wake) ctx.resolveAwakeable(wake.awakeableId)
+}
+
+/** `prompt`'s input as the engine takes it. */
+function promptOf(request: RestatePrompt): { input: PromptInput; options?: PromptOptions } {
+  if (typeof request === 'object' && request !== null && !Array.isArray(request) && 'input' in request) return request
+  return { input: request as PromptInput }
+}
+
+/** A control's own options: the request without the call it names. */
+function withoutCall(request: OfTurn & Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((key) => request?.[key] !== undefined).map((key) => [key, request[key]]))
+}
+
+/** The fields of `value` that are set. */
+function present<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>
+}

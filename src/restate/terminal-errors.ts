@@ -1,0 +1,38 @@
+/**
+ * Which of turnchart's errors end a Restate handler and which Restate retries. Restate retries
+ * every error but a `TerminalError`: a refused call (a bad argument, a call that does not wait,
+ * an unknown session) would be retried forever, so it becomes a TerminalError with the HTTP
+ * status the ingress answers and the error's name in its metadata; anything else (the database
+ * unreachable past `storage.outageMs`, a turn another attempt holds) is retried.
+ */
+import * as restate from '@restatedev/restate-sdk'
+import { TurnchartError } from '../core/errors'
+
+/** The caller's errors, by name, with the status the ingress answers them with. */
+const refusals: Record<string, number> = {
+  InvalidArgumentError: 400,
+  InvalidOptionError: 400,
+  FileTooLargeError: 413,
+  SessionNotFoundError: 404,
+  TurnNotFoundError: 404,
+  ApprovalNotPendingError: 409,
+  CallNotWaitingError: 409,
+  NothingToWakeError: 409,
+}
+
+/**
+ * Runs `action`; a refusal it throws becomes a `TerminalError` (message kept, `metadata.name` the
+ * turnchart error's name), any other error is thrown as it is.
+ *
+ * @example
+ * await ctx.run('store the decision', () => terminalErrors(() => turns.decide(...)))
+ */
+export async function terminalErrors<T>(action: () => Promise<T> | T): Promise<T> {
+  try {
+    return await action()
+  } catch (error) {
+    const status = TurnchartError.isTurnchartError(error) ? refusals[error.name] : undefined
+    if (status === undefined) throw error
+    throw new restate.TerminalError((error as Error).message, { errorCode: status, metadata: { name: (error as Error).name } })
+  }
+}

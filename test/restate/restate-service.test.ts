@@ -1,0 +1,136 @@
+/**
+ * Turns on a real Restate: restate-server from npm on ports and data of its own, turnchart's
+ * service (`createRestateService`) in a child process on Node 22, the model a scripted server.
+ * Each process is SIGKILLed where a crash costs most, and what a user would see is checked: the
+ * turn's result through Restate's ingress, the requests the provider saw, the tools' side
+ * effects, and the turn's rows in the store (the same log an engine writes).
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createEngine, type Engine } from '../../src'
+import { startScriptedServer, type ScriptedServer } from '../../src/testing'
+import { testNeeding } from '../support/requires'
+import { freePort, restate, startRestateServer, startService, until, type RestateServer, type ServiceProcess } from '../support/restate'
+import { modelFor } from '../support/harness'
+
+jest.setTimeout(120_000)
+const it = testNeeding(restate)
+
+let dir: string
+let model: ScriptedServer
+let server: RestateServer | undefined
+let service: ServiceProcess | undefined
+let port: number
+let ledger: string
+let readEngine: Engine | undefined
+
+beforeEach(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-restate-test-'))
+  ledger = path.join(dir, 'side-effects.log')
+  fs.writeFileSync(ledger, '')
+  model = await startScriptedServer()
+  port = await freePort()
+})
+afterEach(async () => {
+  await service?.kill()
+  await server?.stop()
+  await readEngine?.close()
+  await model.close()
+  service = server = readEngine = undefined
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const database = () => path.join(dir, 'agent.db')
+const sideEffects = () => fs.readFileSync(ledger, 'utf8').split('\n').filter(Boolean)
+
+async function startAll(env: NodeJS.ProcessEnv = {}): Promise<RestateServer> {
+  server = await startRestateServer()
+  service = await startService(path.join(__dirname, 'service-child.ts'), [database(), model.url], port, { ...process.env, TURNCHART_SIDE_EFFECTS: ledger, ...env })
+  await server.register(service.url)
+  return server
+}
+
+/** The service's process SIGKILLed and started again on the same port (Restate retries the invocation on it). */
+async function restartService(env: NodeJS.ProcessEnv = {}): Promise<void> {
+  await service!.kill()
+  service = await startService(path.join(__dirname, 'service-child.ts'), [database(), model.url], port, { ...process.env, TURNCHART_SIDE_EFFECTS: ledger, ...env })
+}
+
+/** The session's status through the ingress, once it is `state`. */
+function statusIs(restateServer: RestateServer, sessionId: string, state: string) {
+  return until(`session ${sessionId} in '${state}'`, async () => {
+    const status = (await restateServer.call('turnchart', sessionId, 'status')) as { state?: string; turnId?: string }
+    return status.state === state ? status : undefined
+  })
+}
+
+/** The turn's rows, read with an engine of turnchart's own on the same file (as `turnchart show` would). */
+async function storedStates(turnId: string): Promise<string[]> {
+  readEngine ??= await createEngine({ database: database(), model: modelFor(model), recovery: { onOpen: false, intervalMs: 0 } })
+  return (await readEngine.transitions(turnId)).map((t) => t.to)
+}
+
+it('a turn with an approval: the approval sent through the ingress after restate-server itself was SIGKILLed and started again; the card charged once', async () => {
+  model.tool('charge', { amount: 5 }, { id: 'call_charge' })
+  model.text('charged, done')
+  const restateServer = await startAll()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'charge 5')
+  const { turnId } = await statusIs(restateServer, 's1', 'awaiting-approval')
+
+  await restateServer.restart()
+  await restateServer.call('turnchart', 's1', 'approve', { callId: 'call_charge', by: 'ops' })
+
+  expect(await restateServer.attach(invocation)).toEqual({ turnId, outcome: 'completed', text: 'charged, done' })
+  expect(sideEffects()).toEqual(['charged 5'])
+  expect(model.calls).toBe(2)
+  expect(await storedStates(turnId!)).toEqual(expect.arrayContaining(['awaiting-approval', 'tool-running', 'completed']))
+  expect(await restateServer.call('turnchart', 's1', 'status')).toEqual({ type: 'idle' })
+})
+
+it('an approval of a call that does not wait is refused with 409 and the error named; nothing is stored', async () => {
+  model.tool('charge', { amount: 5 }, { id: 'call_charge' })
+  model.text('done')
+  const restateServer = await startAll()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'charge 5')
+  await statusIs(restateServer, 's1', 'awaiting-approval')
+  await expect(restateServer.call('turnchart', 's1', 'approve', { callId: 'call_other' })).rejects.toMatchObject({ status: 409, body: expect.stringContaining('call_other') })
+  await restateServer.call('turnchart', 's1', 'deny', { callId: 'call_charge', reason: 'not today' })
+  expect(await restateServer.attach(invocation)).toMatchObject({ outcome: 'completed', text: 'done' })
+  expect(sideEffects()).toEqual([])
+})
+
+it('the service SIGKILLed mid-stream: Restate runs the invocation again on the restarted process, the finished step is not asked again, the turn completes', async () => {
+  model.tool('send', { to: 'ana' }, { id: 'call_send' })
+  model.push({ type: 'stream', chunks: [{ text: 'half of ' }, { text: 'it' }], end: 'hang' })
+  model.text('all of it')
+  const restateServer = await startAll()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'send ana a note')
+  await service!.waitFor((m) => m.type === 'delta')
+
+  await restartService()
+
+  const result = (await restateServer.attach(invocation)) as { turnId: string }
+  expect(result).toMatchObject({ outcome: 'completed', text: 'all of it' })
+  // The first step (the tool call) was asked once; the step killed mid-stream was asked again.
+  expect(model.requests.length).toBe(3)
+  expect(sideEffects()).toEqual(['sent to ana'])
+  expect(await storedStates(result.turnId)).toEqual(expect.arrayContaining(['interrupted', 'completed']))
+})
+
+it('the service SIGKILLed inside a non-idempotent tool: the call is in doubt after the restart, never run again; resolveCall through the ingress settles it', async () => {
+  model.tool('send', { to: 'ana' }, { id: 'call_send' })
+  model.text('sent, as the ledger says')
+  const restateServer = await startAll({ TURNCHART_HANG_IN_TOOL: '1' })
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'send ana a note')
+  await service!.waitFor((m) => m.type === 'in-tool')
+
+  await restartService()
+
+  const { turnId } = await statusIs(restateServer, 's1', 'call-in-doubt')
+  expect(model.calls).toBe(1)
+  await restateServer.call('turnchart', 's1', 'resolveCall', { callId: 'call_send', resolution: { output: 'sent to ana (seen in the ledger)' } })
+  expect(await restateServer.attach(invocation)).toEqual({ turnId, outcome: 'completed', text: 'sent, as the ledger says' })
+  expect(sideEffects()).toEqual(['sent to ana'])
+  expect(model.calls).toBe(2)
+})

