@@ -34,8 +34,12 @@ export interface RestateTurnResult {
   error?: SerializedError
 }
 
-/** Where a turn stopped running: it ended, or it waits (parked) for a control or its deadline. */
-export type TurnPause = { kind: 'ended'; result: RestateTurnResult } | { kind: 'waiting'; state: string }
+/**
+ * Where a turn stopped running: it ended, or it waits (parked) for a control, or for its
+ * `deadline` (the earliest of what it waits on: an approval's expiry, a deferred call's timeout,
+ * a sleep's end), when it has one.
+ */
+export type TurnPause = { kind: 'ended'; result: RestateTurnResult } | { kind: 'waiting'; state: string; deadline?: number }
 
 /** A session's turn as `status` reports it, read from the store. */
 export type RestateSessionStatus = { type: 'idle' } | { type: 'busy'; turnId: string; state: string; awaits?: string }
@@ -73,8 +77,9 @@ export class HostedTurns {
       const done = await turn.done
       return { kind: 'ended', result: { turnId, outcome: done.outcome, text: done.text, ...(done.error ? { error: serializeError(done.error) } : {}) } }
     } catch (error) {
-      if (TurnParkedError.isInstance(error)) return { kind: 'waiting', state: error.state }
-      throw error
+      if (!TurnParkedError.isInstance(error)) throw error
+      const deadline = (await this.#parts.store.turns.get(turnId))?.retryAt ?? undefined
+      return { kind: 'waiting', state: error.state, ...(deadline !== undefined ? { deadline } : {}) }
     }
   }
 
@@ -124,8 +129,12 @@ export class HostedTurns {
     }
     if (row.outcome) return undefined
     if (row.owner === parkedOwner) {
-      // Taken, its pending controls applied (parked again at once if it still waits).
-      await parked.settle(turnId, (turn) => applyPending(store.controls, turn))
+      // Taken, its pending controls applied and its waits past their deadline settled (parked
+      // again at once if it still waits).
+      await parked.settle(turnId, async (turn) => {
+        await applyPending(store.controls, turn)
+        if (row.retryAt !== null && row.retryAt !== undefined && row.retryAt <= Date.now()) await turn.expire(Date.now())
+      })
       return running.find(turnId) ?? (await this.#stillOpen(turnId))
     }
     return (await takeHeldTurn(this.#parts, turnId)) ?? (await this.#stillOpen(turnId))

@@ -98,8 +98,9 @@ export function createRestateService(options: RestateServiceOptions): restate.Vi
 
 /**
  * The turn of one prompt: its id journaled first (a retry runs the same turn), then run until it
- * ends or waits; a wait is an awakeable a control handler resolves once its decision is stored,
- * after which the next step applies it and runs on.
+ * ends or waits; a wait is an awakeable a control handler resolves once its decision is stored
+ * (raced with a durable timer at the wait's deadline), after which the next step applies the
+ * decision, or settles what is past its deadline, and runs on.
  */
 async function runTurn(ctx: restate.ObjectContext, turns: HostedTurns, prompt: { input: PromptInput; options?: PromptOptions }): Promise<RestateTurnResult> {
   const turnId = await ctx.run('new turn', () => terminalErrors(async () => (await turns.ensureSession(ctx.key), newId('trn'))))
@@ -114,9 +115,16 @@ async function runTurn(ctx: restate.ObjectContext, turns: HostedTurns, prompt: {
     // The wake is in the object's state once an entry after it is acknowledged: a control stored
     // after this point finds it; one stored before is pending in the store, found next.
     await ctx.run('wake set', () => true)
-    if (!(await ctx.run('look for a control', () => turns.hasPendingControl(turnId)))) await wake.promise
+    if (!(await ctx.run('look for a control', () => turns.hasPendingControl(turnId)))) await wakeOrDeadline(ctx, wake.promise, pause.deadline)
     ctx.clear(wakeKey)
   }
+}
+
+/** Waits for `wake`, or until `deadline` on a durable timer (it outlives a restart of the service and of Restate). */
+async function wakeOrDeadline(ctx: restate.ObjectContext, wake: restate.RestatePromise<void>, deadline: number | undefined): Promise<void> {
+  if (deadline === undefined) return wake
+  const now = await ctx.date.now()
+  await restate.RestatePromise.race([wake, ctx.sleep(Math.max(0, deadline - now), 'deadline')])
 }
 
 /** A decision on a call stored (journaled: once), then the turn's invocation woken. */

@@ -134,3 +134,23 @@ it('the service SIGKILLed inside a non-idempotent tool: the call is in doubt aft
   expect(sideEffects()).toEqual(['sent to ana'])
   expect(model.calls).toBe(2)
 })
+
+it('a tool\'s sleep outlives a restart of the service and of restate-server: Restate\'s timer wakes the turn at its deadline, not before', async () => {
+  model.tool('nap', { ms: 2500 }, { id: 'call_nap' })
+  model.text('rested')
+  const restateServer = await startAll()
+  const started = Date.now()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'rest a while')
+  const { turnId } = await statusIs(restateServer, 's1', 'sleeping')
+  const askedAgain = model.waitForCall(2, 60_000).then(() => Date.now())
+
+  await service!.kill()
+  await restateServer.restart()
+  await restartService()
+
+  expect(await restateServer.attach(invocation)).toEqual({ turnId, outcome: 'completed', text: 'rested' })
+  expect(model.calls).toBe(2)
+  // The model was asked again once the nap's 2.5 s had passed (counted from before the prompt).
+  expect((await askedAgain) - started).toBeGreaterThanOrEqual(2500)
+  expect(await storedStates(turnId!)).toEqual(expect.arrayContaining(['sleeping', 'completed']))
+})
