@@ -9,7 +9,7 @@
 import { waitOf } from '../../machines/turn.machine'
 import { applyPending } from '../control/control-poller'
 import { storeDecision, type Decision } from '../control/remote-control'
-import { SessionNotFoundError, TurnParkedError, serializeError, type SerializedError } from '../core/errors'
+import { QueuedPromptCancelledError, SessionNotFoundError, TurnParkedError, serializeError, type SerializedError } from '../core/errors'
 import { newId } from '../core/ids'
 import { parkedOwner, restateOwner } from '../core/parking'
 import type { PromptOptions } from '../core/types'
@@ -19,6 +19,7 @@ import { userParts, type PromptInput } from '../conversation/user-input'
 import { remoteControl } from '../engine/control-calls'
 import { assembleEngine, type EngineParts } from '../engine/create-engine'
 import type { Engine } from '../engine/engine'
+import { startQueuedTurn } from '../engine/prompt-calls'
 import { takeHeldTurn } from '../engine/recovery'
 import { finalTextOf } from '../turn/turn-result'
 import type { RunningTurn } from '../turn/turn-handle'
@@ -40,6 +41,9 @@ export interface RestateTurnResult {
  * a sleep's end), when it has one.
  */
 export type TurnPause = { kind: 'ended'; result: RestateTurnResult } | { kind: 'waiting'; state: string; deadline?: number }
+
+/** What a `prompt` runs: a prompt with its options, or a queued steer (its queue row's id, the turn's). */
+export type HostedPrompt = { input: PromptInput; options?: PromptOptions } | { queued: string }
 
 /** A session's turn as `status` reports it, read from the store. */
 export type RestateSessionStatus = { type: 'idle' } | { type: 'busy'; turnId: string; state: string; awaits?: string }
@@ -70,7 +74,7 @@ export class HostedTurns {
    * when it has no row yet, awaited when it runs here, otherwise taken from whoever holds it (the
    * attempt before, which died; a parked turn, whose pending controls are applied first).
    */
-  async runUntilPause(sessionId: string, turnId: string, prompt: { input: PromptInput; options?: PromptOptions }): Promise<TurnPause> {
+  async runUntilPause(sessionId: string, turnId: string, prompt: HostedPrompt): Promise<TurnPause> {
     const turn = this.#parts.running.find(turnId) ?? (await this.#startOrTake(sessionId, turnId, prompt))
     if (!turn) return { kind: 'ended', result: await this.#storedResult(turnId) }
     try {
@@ -99,6 +103,27 @@ export class HostedTurns {
     await storeDecision(remote, newId('ctl'), id, callId, decision)
   }
 
+  /**
+   * Stores a steer for the session (the running turn takes it at its next model call, from any
+   * process); resolves with its id and whether a turn was open after it was stored (if not, no
+   * turn will take it: it is started as a turn of its own).
+   */
+  async steer(sessionId: string, input: PromptInput): Promise<{ id: string; open: boolean }> {
+    const { store, config } = this.#parts
+    const id = newId('trn')
+    const now = Date.now()
+    await store.transaction(async (tx) => {
+      if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
+      await tx.queue.insert({ id, sessionId, input: userParts(input, config.maxFileBytes), options: {}, time: { created: now }, kind: 'steer' })
+    })
+    return { id, open: (await this.#openTurn(sessionId)) !== undefined }
+  }
+
+  /** The ids of the session's steers no turn took (its turn ended before another model call): each becomes a turn of its own. */
+  async steersLeft(sessionId: string): Promise<string[]> {
+    return (await this.#parts.store.queue.list(sessionId)).map((record) => record.id)
+  }
+
   /** Aborts the session's open turn: at once when it runs here, else by a stored request (its runner applies it; a parked one's next attempt does). */
   async abort(sessionId: string, reason: string): Promise<void> {
     const here = this.#parts.running.ofSession(sessionId)
@@ -120,14 +145,20 @@ export class HostedTurns {
     return this.engine.close()
   }
 
-  async #startOrTake(sessionId: string, turnId: string, prompt: { input: PromptInput; options?: PromptOptions }): Promise<RunningTurn | undefined> {
+  async #startOrTake(sessionId: string, turnId: string, prompt: HostedPrompt): Promise<RunningTurn | undefined> {
     const { config, services, turns, running, store, parked } = this.#parts
     const row = await store.turns.get(turnId)
-    if (!row) {
+    if (!row && 'queued' in prompt) {
+      // A steer no turn took: started from its queue row, taken in the turn's insert (once).
+      const record = await store.queue.get(prompt.queued)
+      if (!record) throw new QueuedPromptCancelledError(sessionId, prompt.queued)
+      return running.track(startQueuedTurn({ config, services, turns }, record, {}))
+    }
+    if (!row && 'input' in prompt) {
       const request = turnRequest(config, services, sessionId, prompt.options)
       return running.track(startTurn(turns, sessionId, userParts(prompt.input, config.maxFileBytes), { ...request, turnId }))
     }
-    if (row.outcome) return undefined
+    if (!row || row.outcome) return undefined
     if (row.owner === parkedOwner) {
       // Taken, its pending controls applied and its waits past their deadline settled (parked
       // again at once if it still waits).

@@ -3,7 +3,8 @@
  * `prompt` (exclusive: one turn of a session at a time, Restate queues the next prompt) runs the
  * turn in this process's engine until it ends or waits, as one journaled step; a wait is an
  * awakeable that the shared control handlers (`approve`, `deny`, `resolveCall`, `abort`) resolve
- * once their decision is stored; `steer` and `status` are shared too (an exclusive handler would
+ * once their decision is stored; `steer` (stored for the running turn's next model call, or a
+ * turn of its own) and `status` are shared too (an exclusive handler would
  * wait behind the running turn).
  *
  * Why the journal holds the turn's pauses and not each model call: the store is the turn's
@@ -22,7 +23,7 @@ import type { Decision } from '../control/remote-control'
 import { approveDecision, denyArguments } from '../engine/control-calls'
 import { checkResolution } from '../tools/resolve-call'
 import { terminalErrors } from './terminal-errors'
-import { HostedTurns, type RestateSessionStatus, type RestateTurnResult } from './hosted-turns'
+import { HostedTurns, type HostedPrompt, type RestateSessionStatus, type RestateTurnResult } from './hosted-turns'
 import { newId } from '../core/ids'
 
 /** `createRestateService`'s options: the engine's (`createEngine`'s), and the object's name. */
@@ -31,8 +32,11 @@ export type RestateServiceOptions = EngineOptions & {
   name?: string
 }
 
-/** `prompt`'s input: the prompt's text or content, or `{ input, options }` (the turn's options as `engine.prompt` takes them). */
-export type RestatePrompt = PromptInput | { input: PromptInput; options?: PromptOptions }
+/**
+ * `prompt`'s input: the prompt's text or content, or `{ input, options }` (the turn's options as
+ * `engine.prompt` takes them), or `{ queued }`: a steer no turn took, by id (`steer` sends these).
+ */
+export type RestatePrompt = PromptInput | { input: PromptInput; options?: PromptOptions } | { queued: string }
 
 /** Which turn a control is for: `turnId` defaults to the session's open turn. */
 type OfTurn = { turnId?: string; callId: string }
@@ -44,6 +48,7 @@ export interface RestateTurnHandlers {
   deny(ctx: restate.ObjectSharedContext, request: OfTurn & { reason?: string; by?: string }): Promise<void>
   resolveCall(ctx: restate.ObjectSharedContext, request: OfTurn & { resolution: unknown }): Promise<void>
   abort(ctx: restate.ObjectSharedContext, request?: { reason?: string }): Promise<void>
+  steer(ctx: restate.ObjectSharedContext, request: PromptInput | { input: PromptInput }): Promise<{ id: string }>
   status(ctx: restate.ObjectSharedContext): Promise<RestateSessionStatus>
 }
 
@@ -72,7 +77,7 @@ export function createRestateService(options: RestateServiceOptions): restate.Vi
   const definition = restate.object({
     name,
     handlers: {
-      prompt: async (ctx: restate.ObjectContext, request: RestatePrompt) => runTurn(ctx, await hosted(), promptOf(request)),
+      prompt: async (ctx: restate.ObjectContext, request: RestatePrompt) => runTurn(ctx, name, await hosted(), promptOf(request)),
       approve: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { input?: unknown; by?: string }) => {
         await decide(ctx, await hosted(), request, () => approveDecision(withoutCall(request, ['input', 'by'])))
       }),
@@ -86,6 +91,14 @@ export function createRestateService(options: RestateServiceOptions): restate.Vi
         const turns = await hosted()
         await ctx.run('store the abort', () => terminalErrors(() => turns.abort(ctx.key, request?.reason ?? 'aborted through Restate')))
         await wakeTurn(ctx)
+      }),
+      steer: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: PromptInput | { input: PromptInput }) => {
+        const turns = await hosted()
+        const input = typeof request === 'object' && request !== null && !Array.isArray(request) && 'input' in request ? request.input : request
+        const { id, open } = await ctx.run('store the steer', () => terminalErrors(() => turns.steer(ctx.key, input)))
+        // No turn is open to take it: it becomes the session's next turn (once: its queue row is taken with the turn's insert).
+        if (!open) ctx.objectSendClient<RestateTurnHandlers>({ name }, ctx.key).prompt({ queued: id })
+        return { id }
       }),
       status: shared(sharedOptions, async (ctx: restate.ObjectSharedContext) => {
         const turns = await hosted()
@@ -102,12 +115,14 @@ export function createRestateService(options: RestateServiceOptions): restate.Vi
  * (raced with a durable timer at the wait's deadline), after which the next step applies the
  * decision, or settles what is past its deadline, and runs on.
  */
-async function runTurn(ctx: restate.ObjectContext, turns: HostedTurns, prompt: { input: PromptInput; options?: PromptOptions }): Promise<RestateTurnResult> {
-  const turnId = await ctx.run('new turn', () => terminalErrors(async () => (await turns.ensureSession(ctx.key), newId('trn'))))
+async function runTurn(ctx: restate.ObjectContext, name: string, turns: HostedTurns, prompt: HostedPrompt): Promise<RestateTurnResult> {
+  const turnId = 'queued' in prompt ? prompt.queued : await ctx.run('new turn', () => terminalErrors(async () => (await turns.ensureSession(ctx.key), newId('trn'))))
   for (;;) {
     const pause = await ctx.run('run the turn', () => terminalErrors(() => turns.runUntilPause(ctx.key, turnId, prompt)))
     if (pause.kind === 'ended') {
       ctx.clear(wakeKey)
+      // Steers the turn did not take (it ended before another model call): each a turn of its own, after this one.
+      for (const id of await ctx.run('steers left', () => turns.steersLeft(ctx.key))) ctx.objectSendClient<RestateTurnHandlers>({ name }, ctx.key).prompt({ queued: id })
       return pause.result
     }
     const wake = ctx.awakeable<void>()
@@ -140,8 +155,8 @@ async function wakeTurn(ctx: restate.ObjectSharedContext): Promise<void> {
 }
 
 /** `prompt`'s input as the engine takes it. */
-function promptOf(request: RestatePrompt): { input: PromptInput; options?: PromptOptions } {
-  if (typeof request === 'object' && request !== null && !Array.isArray(request) && 'input' in request) return request
+function promptOf(request: RestatePrompt): HostedPrompt {
+  if (typeof request === 'object' && request !== null && !Array.isArray(request) && ('input' in request || 'queued' in request)) return request
   return { input: request as PromptInput }
 }
 

@@ -18,6 +18,7 @@ const refusals: Record<string, number> = {
   ApprovalNotPendingError: 409,
   CallNotWaitingError: 409,
   NothingToWakeError: 409,
+  QueuedPromptCancelledError: 409,
 }
 
 /**

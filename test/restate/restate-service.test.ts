@@ -154,3 +154,23 @@ it('a tool\'s sleep outlives a restart of the service and of restate-server: Res
   expect((await askedAgain) - started).toBeGreaterThanOrEqual(2500)
   expect(await storedStates(turnId!)).toEqual(expect.arrayContaining(['sleeping', 'completed']))
 })
+
+it('steer: taken by the waiting turn at its next model call; with no turn open, a turn of its own', async () => {
+  model.tool('charge', { amount: 5 }, { id: 'call_charge' })
+  model.text('charged, and hello')
+  model.text('hello again')
+  const restateServer = await startAll()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'charge 5')
+  const { turnId } = await statusIs(restateServer, 's1', 'awaiting-approval')
+  await restateServer.call('turnchart', 's1', 'steer', 'and say hello')
+  await restateServer.call('turnchart', 's1', 'approve', { callId: 'call_charge' })
+  expect(await restateServer.attach(invocation)).toEqual({ turnId, outcome: 'completed', text: 'charged, and hello' })
+  expect(JSON.stringify(model.requests[1].body.messages)).toContain('and say hello')
+
+  const { id } = (await restateServer.call('turnchart', 's1', 'steer', { input: 'hello once more' })) as { id: string }
+  await model.waitForCall(3, 30_000)
+  expect(JSON.stringify(model.requests[2].body.messages)).toContain('hello once more')
+  await until('the steer\'s turn to end', async () => ((await restateServer.call('turnchart', 's1', 'status')) as { type: string }).type === 'idle' || undefined)
+  expect(await storedStates(id)).toEqual(expect.arrayContaining(['completed']))
+  expect(model.calls).toBe(3)
+})
