@@ -174,3 +174,15 @@ it('steer: taken by the waiting turn at its next model call; with no turn open, 
   expect(await storedStates(id)).toEqual(expect.arrayContaining(['completed']))
   expect(model.calls).toBe(3)
 })
+
+it('abort through the ingress ends a turn that waits parked: aborted, its tool never run', async () => {
+  model.tool('charge', { amount: 5 }, { id: 'call_charge' })
+  const restateServer = await startAll()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'charge 5')
+  const { turnId } = await statusIs(restateServer, 's1', 'awaiting-approval')
+  await restateServer.call('turnchart', 's1', 'abort', { reason: 'changed my mind' })
+  expect(await restateServer.attach(invocation)).toMatchObject({ turnId, outcome: 'aborted' })
+  expect(sideEffects()).toEqual([])
+  expect(model.calls).toBe(1)
+  expect(await restateServer.call('turnchart', 's1', 'status')).toEqual({ type: 'idle' })
+})
