@@ -16,9 +16,10 @@ export interface TestChild {
   exited: Promise<number | null>
 }
 
-export function forkChild(script: string, args: string[], env: NodeJS.ProcessEnv = process.env): TestChild {
+/** `execPath`: the Node that runs it (default this one's; the Restate tests' service runs on Node 22). */
+export function forkChild(script: string, args: string[], env: NodeJS.ProcessEnv = process.env, execPath?: string): TestChild {
   const entry = nodeEntry(script)
-  const child = fork(entry.file, args, { execArgv: entry.execArgv, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child = fork(entry.file, args, { execArgv: entry.execArgv, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], ...(execPath ? { execPath } : {}) })
   const messages: ChildMessage[] = []
   const waiters: Array<{ predicate: (m: ChildMessage) => boolean; resolve: (m: ChildMessage) => void }> = []
   child.on('message', (message: ChildMessage) => {

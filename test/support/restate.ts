@@ -4,13 +4,12 @@
  * in a child process on Node 22 (the Restate SDK needs it), both killable with SIGKILL and
  * started again on the same ports and data. `restate.available` says whether they are here.
  */
-import { spawn, fork, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import type { ChildMessage } from './child-process'
-import { nodeEntry } from './compiled'
+import { forkChild, type TestChild } from './child-process'
 import type { Requirement } from './requires'
 
 const folder = path.resolve(__dirname, '../restate')
@@ -122,43 +121,20 @@ export async function startRestateServer(): Promise<RestateServer> {
   }
 }
 
-export interface ServiceProcess {
+export interface ServiceProcess extends Pick<TestChild, 'messages' | 'waitFor'> {
   url: string
-  messages: ChildMessage[]
-  /** Resolves with the first message (past or future) `predicate` accepts. */
-  waitFor(predicate: (m: ChildMessage) => boolean, timeoutMs?: number): Promise<ChildMessage>
   kill(): Promise<void>
 }
 
 /** Starts `script` (a Restate service of the test's) on Node 22 on `port`; resolves once it listens. */
 export async function startService(script: string, args: string[], port: number, env: NodeJS.ProcessEnv = process.env): Promise<ServiceProcess> {
-  const entry = nodeEntry(script)
   // (the SDK's log: errors only; Node's warning that node:sqlite is experimental kept quiet)
   const quiet = { RESTATE_LOGGING: 'ERROR', NODE_NO_WARNINGS: '1' }
-  const child = fork(entry.file, [...args, String(port)], { execPath: node22, execArgv: entry.execArgv, env: { ...quiet, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  const messages: ChildMessage[] = []
-  const waiters: Array<{ predicate: (m: ChildMessage) => boolean; resolve: (m: ChildMessage) => void }> = []
-  child.on('message', (message: ChildMessage) => {
-    messages.push(message)
-    for (const w of [...waiters]) if (w.predicate(message)) waiters.splice(waiters.indexOf(w), 1), w.resolve(message)
-  })
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const service: ServiceProcess = {
-    url: `http://127.0.0.1:${port}`,
-    messages,
-    waitFor(predicate, timeoutMs = 30_000) {
-      const found = messages.find(predicate)
-      if (found) return Promise.resolve(found)
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`the service never sent the awaited message; got ${JSON.stringify(messages.slice(-5))}`)), timeoutMs)
-        waiters.push({ predicate, resolve: (m) => (clearTimeout(timer), resolve(m)) })
-      })
-    },
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-      await exited
-    },
+  const child = forkChild(script, [...args, String(port)], { ...quiet, ...env }, node22)
+  const kill = async () => {
+    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL')
+    await child.exited
   }
-  await Promise.race([service.waitFor((m) => m.type === 'listening'), exited.then(() => Promise.reject(new Error('the service exited before it listened')))])
-  return service
+  await Promise.race([child.waitFor((m) => m.type === 'listening', 30_000), child.exited.then(() => Promise.reject(new Error('the service exited before it listened')))])
+  return { url: `http://127.0.0.1:${port}`, messages: child.messages, waitFor: child.waitFor, kill }
 }
