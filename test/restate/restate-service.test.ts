@@ -8,7 +8,8 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { createEngine, type Engine } from '../../src'
+import { createEngine, pollTurnStream, type Engine } from '../../src'
+import type { TurnChunk } from '../../src/ui-stream/turn-chunks'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { testNeeding } from '../support/requires'
 import { freePort, restate, startRestateServer, startService, until, type RestateServer, type ServiceProcess } from '../support/restate'
@@ -186,3 +187,46 @@ it('abort through the ingress ends a turn that waits parked: aborted, its tool n
   expect(model.calls).toBe(1)
   expect(await restateServer.call('turnchart', 's1', 'status')).toEqual({ type: 'idle' })
 })
+
+it('a page follows a Restate-run turn from another process by its rows, across a SIGKILL of the service: every chunk once, the stream ends with the turn', async () => {
+  model.push({ type: 'stream', chunks: [{ text: 'half of ' }, { text: 'it' }], end: 'hang' })
+  model.text('all of it')
+  const restateServer = await startAll()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'say it')
+  const { turnId } = await statusIs(restateServer, 's1', 'streaming')
+  readEngine ??= await createEngine({ database: database(), model: modelFor(model), recovery: { onOpen: false, intervalMs: 0 } })
+  const chunks: TurnChunk[] = []
+  const sawText = new Promise<void>((resolve) => {
+    void (async () => {
+      for await (const chunk of pollTurnStream(readEngine!, { id: turnId!, sessionId: 's1' }, { intervalMs: 25 }) as unknown as AsyncIterable<TurnChunk>) {
+        chunks.push(chunk)
+        if (chunk.type === 'text-delta') resolve()
+      }
+    })()
+  })
+  // The interrupted step's text reached the rows and the page before the crash.
+  await sawText
+  await restartService()
+
+  expect(await restateServer.attach(invocation)).toMatchObject({ turnId, outcome: 'completed', text: 'all of it' })
+  await until('the page\'s stream to end', async () => chunks.some((c) => c.type === 'finish') || undefined)
+  const texts = textsOf(chunks)
+  expect(texts.at(-1)).toBe('all of it')
+  // Each text part opened once and closed once; no delta sent twice (a part's text is the rows' text).
+  const starts = chunks.filter((c) => c.type === 'text-start').map((c) => (c as { id: string }).id)
+  expect(new Set(starts).size).toBe(starts.length)
+  expect(chunks.filter((c) => c.type === 'text-end')).toHaveLength(starts.length)
+  expect(texts.filter((t) => t === 'all of it')).toHaveLength(1)
+  expect(chunks.filter((c) => c.type === 'finish')).toHaveLength(1)
+  expect(chunks.at(-1)).toMatchObject({ type: 'finish' })
+})
+
+/** The text of each text part of a UI message stream, in order (its deltas joined). */
+function textsOf(chunks: TurnChunk[]): string[] {
+  const texts = new Map<string, string>()
+  for (const chunk of chunks) {
+    if (chunk.type === 'text-start') texts.set(chunk.id, '')
+    if (chunk.type === 'text-delta') texts.set(chunk.id, texts.get(chunk.id)! + chunk.delta)
+  }
+  return [...texts.values()]
+}
