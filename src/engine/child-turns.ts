@@ -9,7 +9,7 @@
  * tool is idempotent) finds the child it started and waits for it, whichever engine resumes it.
  */
 import { createHash } from 'node:crypto'
-import { EngineClosedError, TurnOwnershipLostError } from '../core/errors'
+import { EngineClosedError, TurnOwnershipLostError, TurnParkedError } from '../core/errors'
 import type { ResolvedConfig } from '../config/resolved-config'
 import { turnRequest } from '../conversation/turn-options'
 import { turnUsages } from '../conversation/history'
@@ -35,6 +35,18 @@ export interface ChildTurnDeps {
   isClosed(): boolean
   /** PostgreSQL notifications: an abort stored for another engine is known handled at once. */
   feeds?: Pick<StoreFeeds, 'controlOutcomes'>
+  /** A host that runs each child turn as a call of its own (Restate): told of each child a parent waits on. */
+  childHost?: ChildHost
+}
+
+/**
+ * A host of turns that runs each child turn as a call of its own (`turnchart/restate`: a call to
+ * the child session's object), so that the child's waits, crashes and retries are the host's
+ * like any turn's. Its children park as any turn does; the parent waits for their rows.
+ */
+export interface ChildHost {
+  /** The turn `parentTurnId` waits on `child`, which has not ended: the host drives it. */
+  waitsOn(parentTurnId: string, child: { sessionId: string; turnId: string }): void
 }
 
 /** What a parent turn's child runner works with: the engine's parts, the parent's turn deps, and what they make. */
@@ -96,6 +108,7 @@ async function runChild(deps: ChildRunDeps, parent: ParentTurn, call: ChildTurnC
   const sessionId = existing?.sessionId ?? childSessionId(parent.turnId, call.callId)
   if (!existing) await ensureChildSession(store, sessionId, parent.sessionId)
   let childId = existing?.id ?? startChild(deps, parent, call, sessionId).id
+  if (!existing?.outcome) deps.childHost?.waitsOn(parent.turnId, { sessionId, turnId: childId })
   // An abort of the call (the parent aborted, the call timed out) aborts the child, wherever it
   // runs; a parent leaving this engine without ending (close, lost) leaves its child running.
   const onAbort = () => {
@@ -155,8 +168,8 @@ async function waitForChild(deps: ChildRunDeps, parent: ParentTurn, callId: stri
         const result = await here.done
         return { turnId: childId, sessionId, outcome: result.outcome, text: result.text, ...(result.error ? { error: result.error.toJSON() } : {}) }
       } catch (error) {
-        // Lost to another engine: it goes on there, and its row will say how it ended.
-        if (!TurnOwnershipLostError.isInstance(error)) throw error
+        // Lost to another engine, or parked (its host takes it again): it goes on, and its row will say how it ended.
+        if (!TurnOwnershipLostError.isInstance(error) && !TurnParkedError.isInstance(error)) throw error
       } finally {
         stopRelay()
       }

@@ -27,7 +27,7 @@ import { RunTrees } from '../turn/run-tree/run-trees'
 import type { TurnDeps } from '../turn/run-turn'
 import { InvalidOptionError } from '../core/errors'
 import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
-import { childTurns } from './child-turns'
+import { childTurns, type ChildHost } from './child-turns'
 import { engineControl } from './control-calls'
 import { backupCalls } from './backup-call'
 import { engineCalls } from './engine-calls'
@@ -71,6 +71,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 export interface EngineHosting {
   owner: string
   leases: boolean
+  /** The host runs each child turn as a call of its own (see `ChildHost`); its children park as any turn does. */
+  children?: ChildHost
 }
 
 /** What a host of turns (`turnchart/restate`) drives beside the engine's calls. */
@@ -109,7 +111,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   // The steers being stored: the queue tells, a turn waits (at each step gate).
   const steers = new SteerWrites()
   const leaseMs = hosting.leases ? config.leaseMs : null
-  const turns = turnDeps({ config, services, store, bus, owner, leaseMs, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}) })
+  const turns = turnDeps({ config, services, store, bus, owner, leaseMs, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}), ...(hosting.children ? { childHost: hosting.children } : {}) })
   const queue = new PromptQueue({
     store,
     bus,
@@ -121,7 +123,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
     steers,
   })
   // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
-  const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
+  const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, parksChildren: hosting.children !== undefined, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
   const swept = engineRecovery({ config, services, turns, running, parked, queue, requireOpen })
   // A host that retries its turns itself is their only recovery: no sweep here.
   const recovery = hosting.leases ? swept : { recover: async () => [], sweeps: () => 0 }
@@ -217,8 +219,9 @@ function turnDeps(deps: {
   feeds?: StoreFeeds
   reportHookError: (error: unknown) => void
   storageWaits: StorageWaits
+  childHost?: ChildHost
 }): TurnDeps {
-  const { config, services, running, isClosed, steers, reportHookError, feeds } = deps
+  const { config, services, running, isClosed, steers, reportHookError, feeds, childHost } = deps
   return {
     store: deps.store,
     bus: deps.bus,
@@ -233,7 +236,7 @@ function turnDeps(deps: {
     onSettled: (turn) => running.untrack(turn),
     trees: new RunTrees(),
     // Run trees: a tool's child turn aborted on another engine goes through the stored controls.
-    children: childTurns({ config, services, running, isClosed, ...(feeds ? { feeds } : {}) }),
+    children: childTurns({ config, services, running, isClosed, ...(feeds ? { feeds } : {}), ...(childHost ? { childHost } : {}) }),
     steersStored: (sessionId) => steers.stored(sessionId),
     uiMessageStream: uiMessageStreamOfTurn,
   }

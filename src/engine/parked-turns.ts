@@ -12,7 +12,8 @@
  * sweep leaves it alone. The control that settles it takes it (`settle`): claimed from the
  * parked owner, resumed from its rows in the state it waits in, then told the decision.
  *
- * Child turns of a run tree are not parked: their parent, running here, waits on their `done`.
+ * Child turns of a run tree are not parked: their parent, running here, waits on their `done`;
+ * unless a host runs each child as a call of its own (`parksChildren`: Restate), which waits for it.
  */
 import { turnStateName, waitOf } from '../../machines/turn.machine'
 import type { Bus, TurnchartEvent } from '../core/bus'
@@ -27,6 +28,8 @@ export interface ParkedTurnsDeps {
   running: RunningTurns
   /** How long a turn waits here before it is parked; 0 parks at once. */
   parkAfterMs: number
+  /** Child turns park too (their host, not their parent, waits for them). */
+  parksChildren?: boolean
   /** Takes a parked turn into this engine (claimed and resumed, tracked); undefined when it is not parked. */
   take(turnId: string): Promise<RunningTurn | undefined>
 }
@@ -105,7 +108,7 @@ export class ParkedTurns {
       for (const [turnId, armed] of this.#timers) if (armed.sessionId === event.sessionId) this.#disarm(turnId)
       return
     }
-    if (status.type === 'busy' && waitOf(status.state)?.parks && event.parentTurnId === undefined) this.#arm(status.turnId, event.sessionId)
+    if (status.type === 'busy' && waitOf(status.state)?.parks && (event.parentTurnId === undefined || this.#deps.parksChildren)) this.#arm(status.turnId, event.sessionId)
     else this.#disarm(status.turnId)
   }
 

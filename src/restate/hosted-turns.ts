@@ -9,10 +9,10 @@
 import { waitOf } from '../../machines/turn.machine'
 import { applyPending } from '../control/control-poller'
 import { storeDecision, type Decision } from '../control/remote-control'
-import { QueuedPromptCancelledError, SessionNotFoundError, TurnParkedError, serializeError, type SerializedError } from '../core/errors'
+import { QueuedPromptCancelledError, SessionNotFoundError, TurnNotFoundError, TurnParkedError, serializeError, type SerializedError } from '../core/errors'
 import { newId } from '../core/ids'
 import { parkedOwner, restateOwner } from '../core/parking'
-import type { PromptOptions } from '../core/types'
+import type { PromptOptions, TurnRecord } from '../core/types'
 import type { EngineOptions } from '../config/options'
 import { turnRequest } from '../conversation/turn-options'
 import { userParts, type PromptInput } from '../conversation/user-input'
@@ -24,6 +24,7 @@ import { takeHeldTurn } from '../engine/recovery'
 import { finalTextOf } from '../turn/turn-result'
 import type { RunningTurn } from '../turn/turn-handle'
 import { startTurn } from '../turn/turn-starts'
+import { ChildWaits, type ChildCall } from './child-waits'
 
 /** How a Restate-run turn ended, as `prompt` returns it (JSON: it is journaled). */
 export interface RestateTurnResult {
@@ -40,28 +41,46 @@ export interface RestateTurnResult {
  * `deadline` (the earliest of what it waits on: an approval's expiry, a deferred call's timeout,
  * a sleep's end), when it has one.
  */
-export type TurnPause = { kind: 'ended'; result: RestateTurnResult } | { kind: 'waiting'; state: string; deadline?: number }
+export type TurnPause = { kind: 'ended'; result: RestateTurnResult } | { kind: 'waiting'; state: string; deadline?: number } | { kind: 'children'; children: ChildCall[] }
 
-/** What a `prompt` runs: a prompt with its options, or a queued steer (its queue row's id, the turn's). */
-export type HostedPrompt = { input: PromptInput; options?: PromptOptions } | { queued: string }
+/**
+ * What a `prompt` runs: a prompt with its options, a queued steer (its queue row's id, the
+ * turn's), or a child turn its parent's `agentTool` call started (`turn`: its id).
+ */
+export type HostedPrompt = { input: PromptInput; options?: PromptOptions } | { queued: string } | { turn: string }
 
-/** A session's turn as `status` reports it, read from the store. */
-export type RestateSessionStatus = { type: 'idle' } | { type: 'busy'; turnId: string; state: string; awaits?: string }
+/** A turn as `status` reports it. */
+export interface RestateTurnStatus {
+  sessionId: string
+  turnId: string
+  state: string
+  /** What it waits for, when it waits (the chart's `meta.wait.awaits`: a `decision` or a call's `result`). */
+  awaits?: string
+}
+
+/**
+ * A session's turn as `status` reports it, read from the store: idle, or busy with its open turn
+ * and the open turns below it in its run tree (`children`: where to send their approvals).
+ */
+export type RestateSessionStatus = { type: 'idle' } | ({ type: 'busy'; children?: RestateTurnStatus[] } & Omit<RestateTurnStatus, 'sessionId'>)
 
 export class HostedTurns {
   readonly engine: Engine
   readonly #parts: EngineParts
+  readonly #children: ChildWaits
 
-  private constructor(engine: Engine, parts: EngineParts) {
+  private constructor(engine: Engine, parts: EngineParts, children: ChildWaits) {
     this.engine = engine
     this.#parts = parts
+    this.#children = children
   }
 
   /** Opens the engine that runs this process's turns: `options` as `createEngine` takes them, hosted by Restate. */
   static async open(options: EngineOptions): Promise<HostedTurns> {
     const hosted: EngineOptions = { ...options, parkAfterMs: 0, recovery: { ...options.recovery, onOpen: false, intervalMs: 0 } }
-    const { engine, parts } = await assembleEngine(hosted, { owner: restateOwner, leases: false })
-    return new HostedTurns(engine, parts)
+    const children = new ChildWaits()
+    const { engine, parts } = await assembleEngine(hosted, { owner: restateOwner, leases: false, children })
+    return new HostedTurns(engine, parts, children)
   }
 
   /** The session `sessionId`, made with that id when the store does not hold it yet. */
@@ -70,19 +89,31 @@ export class HostedTurns {
   }
 
   /**
-   * Runs the turn `turnId` of `sessionId` until it ends or waits parked: started from `prompt`
-   * when it has no row yet, awaited when it runs here, otherwise taken from whoever holds it (the
-   * attempt before, which died; a parked turn, whose pending controls are applied first).
+   * Runs the turn `turnId` of `sessionId` until it ends, waits parked, or waits on child turns
+   * (an `agentTool` call's, for the invocation to call): started from `prompt` when it has no row
+   * yet, awaited when it runs here, otherwise taken from whoever holds it (the attempt before,
+   * which died; a parked turn, whose pending controls are applied first).
    */
   async runUntilPause(sessionId: string, turnId: string, prompt: HostedPrompt): Promise<TurnPause> {
     const turn = this.#parts.running.find(turnId) ?? (await this.#startOrTake(sessionId, turnId, prompt))
     if (!turn) return { kind: 'ended', result: await this.#storedResult(turnId) }
+    const children = this.#children.next(turnId)
+    try {
+      return await Promise.race([this.#endOf(turn), children.children.then((calls): TurnPause => ({ kind: 'children', children: calls }))])
+    } finally {
+      children.stop()
+    }
+  }
+
+  /** Where the running turn stops here: its end, or its wait, parked. */
+  async #endOf(turn: RunningTurn): Promise<TurnPause> {
     try {
       const done = await turn.done
-      return { kind: 'ended', result: { turnId, outcome: done.outcome, text: done.text, ...(done.error ? { error: serializeError(done.error) } : {}) } }
+      this.#children.forget(turn.id)
+      return { kind: 'ended', result: { turnId: turn.id, outcome: done.outcome, text: done.text, ...(done.error ? { error: serializeError(done.error) } : {}) } }
     } catch (error) {
       if (!TurnParkedError.isInstance(error)) throw error
-      const deadline = (await this.#parts.store.turns.get(turnId))?.retryAt ?? undefined
+      const deadline = (await this.#parts.store.turns.get(turn.id))?.retryAt ?? undefined
       return { kind: 'waiting', state: error.state, ...(deadline !== undefined ? { deadline } : {}) }
     }
   }
@@ -124,21 +155,28 @@ export class HostedTurns {
     return (await this.#parts.store.queue.list(sessionId)).map((record) => record.id)
   }
 
-  /** Aborts the session's open turn: at once when it runs here, else by a stored request (its runner applies it; a parked one's next attempt does). */
-  async abort(sessionId: string, reason: string): Promise<void> {
-    const here = this.#parts.running.ofSession(sessionId)
-    if (here) return here.abort(reason)
+  /**
+   * Aborts the session's open turn: at once when it runs here, else by a stored request (its
+   * runner applies it; a parked one's next attempt does). Resolves with the sessions of the open
+   * turns below it in its run tree, whose objects are told too (their invocations may wait parked).
+   */
+  async abort(sessionId: string, reason: string): Promise<string[]> {
     const open = await this.#openTurn(sessionId)
-    if (open) await this.#parts.store.controls.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
+    const below = open ? await this.#openBelow(open.id) : []
+    const here = this.#parts.running.ofSession(sessionId)
+    if (here) here.abort(reason)
+    else if (open) await this.#parts.store.controls.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
+    return below.map((turn) => turn.sessionId)
   }
 
-  /** The session's turn, from the store: the one open, or idle. */
+  /** The session's turn, from the store: the one open (with the open turns below it), or idle. */
   async status(sessionId: string): Promise<RestateSessionStatus> {
     const openTurn = await this.#openTurn(sessionId)
     const open = openTurn && (await this.#parts.store.turns.get(openTurn.id))
     if (!open) return { type: 'idle' }
-    const awaits = waitOf(open.state)?.awaits
-    return { type: 'busy', turnId: open.id, state: open.state, ...(awaits ? { awaits } : {}) }
+    const { sessionId: _session, ...turn } = turnStatus(open)
+    const children = (await this.#openBelow(open.id)).map(turnStatus)
+    return { type: 'busy', ...turn, ...(children.length > 0 ? { children } : {}) }
   }
 
   close(): Promise<void> {
@@ -158,6 +196,7 @@ export class HostedTurns {
       const request = turnRequest(config, services, sessionId, prompt.options)
       return running.track(startTurn(turns, sessionId, userParts(prompt.input, config.maxFileBytes), { ...request, turnId }))
     }
+    if (!row && 'turn' in prompt) throw new TurnNotFoundError(prompt.turn)
     if (!row || row.outcome) return undefined
     if (row.owner === parkedOwner) {
       // Taken, its pending controls applied and its waits past their deadline settled (parked
@@ -191,4 +230,20 @@ export class HostedTurns {
   async #openTurn(sessionId: string) {
     return this.#parts.store.turns.openOfSession(sessionId)
   }
+
+  /** The open turns below `turnId` in its run tree (an ended turn's children ended with it), nearest first. */
+  async #openBelow(turnId: string): Promise<TurnRecord[]> {
+    const open: TurnRecord[] = []
+    for (let level = [turnId]; level.length > 0; ) {
+      const children = (await Promise.all(level.map((id) => this.#parts.store.turns.children(id)))).flat().filter((turn) => !turn.outcome)
+      open.push(...children)
+      level = children.map((turn) => turn.id)
+    }
+    return open
+  }
+}
+
+function turnStatus(turn: TurnRecord): RestateTurnStatus {
+  const awaits = waitOf(turn.state)?.awaits
+  return { sessionId: turn.sessionId, turnId: turn.id, state: turn.state, ...(awaits ? { awaits } : {}) }
 }

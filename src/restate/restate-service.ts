@@ -34,9 +34,10 @@ export type RestateServiceOptions = EngineOptions & {
 
 /**
  * `prompt`'s input: the prompt's text or content, or `{ input, options }` (the turn's options as
- * `engine.prompt` takes them), or `{ queued }`: a steer no turn took, by id (`steer` sends these).
+ * `engine.prompt` takes them); or, sent by the object itself, `{ queued }`: a steer no turn took,
+ * by id (`steer` sends these), and `{ turn }`: a child turn its parent's `agentTool` call started.
  */
-export type RestatePrompt = PromptInput | { input: PromptInput; options?: PromptOptions } | { queued: string }
+export type RestatePrompt = PromptInput | { input: PromptInput; options?: PromptOptions } | { queued: string } | { turn: string }
 
 /** Which turn a control is for: `turnId` defaults to the session's open turn. */
 type OfTurn = { turnId?: string; callId: string }
@@ -89,8 +90,11 @@ export function createRestateService(options: RestateServiceOptions): restate.Vi
       }),
       abort: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request?: { reason?: string }) => {
         const turns = await hosted()
-        await ctx.run('store the abort', () => terminalErrors(() => turns.abort(ctx.key, request?.reason ?? 'aborted through Restate')))
+        const reason = request?.reason ?? 'aborted through Restate'
+        const below = await ctx.run('store the abort', () => terminalErrors(() => turns.abort(ctx.key, reason)))
         await wakeTurn(ctx)
+        // The turns below it, each waiting in its own session's object: aborted there too.
+        for (const sessionId of below) ctx.objectSendClient<RestateTurnHandlers>({ name }, sessionId).abort({ reason: 'the parent turn was aborted' })
       }),
       steer: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: PromptInput | { input: PromptInput }) => {
         const turns = await hosted()
@@ -116,9 +120,16 @@ export function createRestateService(options: RestateServiceOptions): restate.Vi
  * decision, or settles what is past its deadline, and runs on.
  */
 async function runTurn(ctx: restate.ObjectContext, name: string, turns: HostedTurns, prompt: HostedPrompt): Promise<RestateTurnResult> {
-  const turnId = 'queued' in prompt ? prompt.queued : await ctx.run('new turn', () => terminalErrors(async () => (await turns.ensureSession(ctx.key), newId('trn'))))
+  const turnId = namedTurn(prompt) ?? (await ctx.run('new turn', () => terminalErrors(async () => (await turns.ensureSession(ctx.key), newId('trn')))))
   for (;;) {
     const pause = await ctx.run('run the turn', () => terminalErrors(() => turns.runUntilPause(ctx.key, turnId, prompt)))
+    if (pause.kind === 'children') {
+      // Run trees: each child turn a call to its session's object (its waits, crashes and retries
+      // Restate's, as any turn's); the parent, running here, reads how it ended from its row.
+      // A child's refusal is the child's: the parent's call reads its row either way.
+      await restate.RestatePromise.allSettled(pause.children.map((child) => ctx.objectClient<RestateTurnHandlers>({ name }, child.sessionId).prompt({ turn: child.turnId })))
+      continue
+    }
     if (pause.kind === 'ended') {
       ctx.clear(wakeKey)
       // Steers the turn did not take (it ended before another model call): each a turn of its own, after this one.
@@ -154,9 +165,14 @@ async function wakeTurn(ctx: restate.ObjectSharedContext): Promise<void> {
   if (wake) ctx.resolveAwakeable(wake.awakeableId)
 }
 
+/** The id of the turn a prompt runs when it names one (a queued steer's, a child turn's). */
+function namedTurn(prompt: HostedPrompt): string | undefined {
+  return 'queued' in prompt ? prompt.queued : 'turn' in prompt ? prompt.turn : undefined
+}
+
 /** `prompt`'s input as the engine takes it. */
 function promptOf(request: RestatePrompt): HostedPrompt {
-  if (typeof request === 'object' && request !== null && !Array.isArray(request) && ('input' in request || 'queued' in request)) return request
+  if (typeof request === 'object' && request !== null && !Array.isArray(request) && ('input' in request || 'queued' in request || 'turn' in request)) return request
   return { input: request as PromptInput }
 }
 

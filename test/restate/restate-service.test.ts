@@ -230,3 +230,66 @@ function textsOf(chunks: TurnChunk[]): string[] {
   }
   return [...texts.values()]
 }
+
+/** The open turn below the session's, once it waits for approval (as `status` reports it). */
+async function childAwaitingApproval(restateServer: RestateServer, sessionId: string) {
+  return until(`a child of ${sessionId}'s turn to wait for approval`, async () => {
+    const status = (await restateServer.call('turnchart', sessionId, 'status')) as { turnId?: string; children?: Array<{ sessionId: string; turnId: string; state: string }> }
+    const child = status.children?.find((c) => c.state === 'awaiting-approval')
+    return child ? { parentTurnId: status.turnId!, child } : undefined
+  })
+}
+
+it('run trees: an agentTool\'s child turn is a call to its session\'s object; its approval, sent there after a SIGKILL of the service, completes the child and then the parent', async () => {
+  model.tool('errand', { task: 'charge 5' }, { id: 'call_errand' })
+  model.tool('charge', { amount: 5 }, { id: 'call_charge' })
+  model.text('charged')
+  model.text('the errand is done')
+  const restateServer = await startAll()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'run the errand')
+  const { parentTurnId, child } = await childAwaitingApproval(restateServer, 's1')
+  expect(await restateServer.call('turnchart', child.sessionId, 'status')).toMatchObject({ type: 'busy', turnId: child.turnId, state: 'awaiting-approval' })
+
+  await restartService()
+  await restateServer.call('turnchart', child.sessionId, 'approve', { callId: 'call_charge' })
+
+  expect(await restateServer.attach(invocation)).toEqual({ turnId: parentTurnId, outcome: 'completed', text: 'the errand is done' })
+  expect(sideEffects()).toEqual(['charged 5'])
+  // Each step asked once: the parent's two, the child's two.
+  expect(model.calls).toBe(4)
+  expect(await storedStates(child.turnId)).toEqual(expect.arrayContaining(['awaiting-approval', 'completed']))
+  const parentTools = (await readEngine!.messages('s1')).flatMap((m) => m.parts).filter((p) => p.type === 'tool')
+  expect(parentTools).toMatchObject([{ callId: 'call_errand', state: { status: 'completed', output: 'charged' } }])
+  expect(await restateServer.call('turnchart', child.sessionId, 'status')).toEqual({ type: 'idle' })
+})
+
+it('run trees: an abort of the parent through the ingress cascades to its child waiting in its own object; both aborted, nothing charged', async () => {
+  model.tool('errand', { task: 'charge 5' }, { id: 'call_errand' })
+  model.tool('charge', { amount: 5 }, { id: 'call_charge' })
+  const restateServer = await startAll()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', 'run the errand')
+  const { parentTurnId, child } = await childAwaitingApproval(restateServer, 's1')
+
+  await restateServer.call('turnchart', 's1', 'abort', { reason: 'never mind' })
+
+  expect(await restateServer.attach(invocation)).toMatchObject({ turnId: parentTurnId, outcome: 'aborted' })
+  await until('the child to end', async () => ((await restateServer.call('turnchart', child.sessionId, 'status')) as { type: string }).type === 'idle' || undefined)
+  expect(await storedStates(child.turnId)).toEqual(expect.arrayContaining(['aborted']))
+  expect(sideEffects()).toEqual([])
+  expect(model.calls).toBe(2)
+})
+
+it('run trees: the prompt\'s budget holds over the tree, the child\'s object asking for no model call past it', async () => {
+  model.tool('errand', { task: 'charge 5' }, { id: 'call_errand' })
+  model.tool('charge', { amount: 5 }, { id: 'call_charge' })
+  model.text('never asked')
+  const restateServer = await startAll()
+  const invocation = await restateServer.send('turnchart', 's1', 'prompt', { input: 'run the errand', options: { budget: { steps: 2 } } })
+  const { parentTurnId, child } = await childAwaitingApproval(restateServer, 's1')
+  await restateServer.call('turnchart', child.sessionId, 'approve', { callId: 'call_charge' })
+
+  expect(await restateServer.attach(invocation)).toMatchObject({ turnId: parentTurnId, outcome: 'failed', error: { name: 'BudgetExceededError' } })
+  // The parent's step and the child's: the child's next model call, and the parent's, would pass the budget.
+  expect(model.calls).toBe(2)
+  expect(sideEffects()).toEqual(['charged 5'])
+})

@@ -3,7 +3,8 @@
  * object bound to the SDK's endpoint on 127.0.0.1:<port>, its turns on a SQLite file (Node's
  * built-in driver: better-sqlite3 in node_modules is built for the Node of the tests), its model
  * the test's scripted server. Its tools leave their side effects as lines in TURNCHART_SIDE_EFFECTS:
- * `charge` (needs approval) and `send`, neither idempotent, and `nap` (a tool's `sleep()`); `send` hangs on its first run when
+ * `charge` (needs approval) and `send`, neither idempotent, `nap` (a tool's `sleep()`), and
+ * `errand`, a sub-agent (`agentTool`) that may charge; `send` hangs on its first run when
  * TURNCHART_HANG_IN_TOOL is set, so the test can kill the process inside it. The engine's events
  * the test waits on are sent over IPC.
  * Usage: node service-child.ts <db file> <model baseURL> <port>
@@ -14,7 +15,7 @@ import * as restate from '@restatedev/restate-sdk'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { tool } from 'ai'
 import { z } from 'zod'
-import { sleep } from '../../src'
+import { agentTool, sleep } from '../../src'
 import { createRestateService } from '../../src/restate'
 
 const ledger = () => process.env.TURNCHART_SIDE_EFFECTS!
@@ -47,6 +48,13 @@ const tools = {
     description: 'Rest for a while (a durable sleep: the turn waits parked)',
     inputSchema: z.object({ ms: z.number() }),
     execute: async ({ ms }) => sleep({ ms }),
+  }),
+  // A sub-agent (run trees): its turn a child turn in a session of its own, which may charge.
+  errand: agentTool({
+    description: 'Do an errand',
+    inputSchema: z.object({ task: z.string() }),
+    tools: ['charge'],
+    toPrompt: ({ task }) => task,
   }),
 }
 
