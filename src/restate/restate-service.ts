@@ -22,7 +22,7 @@ import type { PromptInput } from '../conversation/user-input'
 import type { Decision } from '../control/remote-control'
 import { approveDecision, denyArguments } from '../engine/control-calls'
 import { checkResolution } from '../tools/resolve-call'
-import { terminalErrors } from './terminal-errors'
+import { terminalErrors, type Refusals } from './terminal-errors'
 import { HostedTurns, type HostedPrompt, type RestateSessionStatus, type RestateTurnResult } from './hosted-turns'
 import { newId } from '../core/ids'
 
@@ -57,6 +57,25 @@ export interface RestateTurnHandlers {
 const wakeKey = 'wake'
 type Wake = { turnId: string; awakeableId: string }
 
+/** The service as its object is made: `createRestateService`'s own value. */
+export type RestateService = restate.VirtualObjectDefinition<string, RestateTurnHandlers> & { close(): Promise<void> }
+
+/**
+ * The parts of the Restate SDK the object is made with. The SDK ships a CommonJS and an ES module
+ * build, and its endpoint knows only its own build's handlers and `TerminalError`: the object must
+ * be made with the build the app serves it with (`turnchart/restate`'s `import` passes the ES
+ * module, its `require` the CommonJS one).
+ */
+export type RestateSdk = Pick<typeof restate, 'object' | 'handlers' | 'RestatePromise' | 'TerminalError'>
+
+/** What the handlers share: the object's name, its SDK, this process's turns, refusals made terminal. */
+interface Service {
+  name: string
+  sdk: RestateSdk
+  hosted(): Promise<HostedTurns>
+  refused: Refusals
+}
+
 /**
  * A Restate virtual object running turnchart turns, one object per session (its key is the
  * session id). Bind it to the app's Restate endpoint beside its own services; its engine opens
@@ -67,50 +86,63 @@ type Wake = { turnId: string; awakeableId: string }
  * import { createRestateService } from 'turnchart/restate'
  * restate.serve({ services: [createRestateService({ database: './agent.db', model, tools })], port: 9080 })
  */
-export function createRestateService(options: RestateServiceOptions): restate.VirtualObjectDefinition<string, RestateTurnHandlers> & { close(): Promise<void> } {
+export function createRestateService(options: RestateServiceOptions): RestateService {
+  return createRestateServiceWith(restate, options)
+}
+
+/**
+ * `createRestateService` with the Restate SDK given: the build of `@restatedev/restate-sdk` the
+ * app's endpoint is (its ES module when the app imports it; `turnchart/restate`'s ES module entry
+ * passes that one).
+ */
+export function createRestateServiceWith(sdk: RestateSdk, options: RestateServiceOptions): RestateService {
   const { name = 'turnchart', ...engineOptions } = options
   let opened: Promise<HostedTurns> | undefined
   // (a failed open is not kept: the next call opens again)
   const hosted = () => (opened ??= HostedTurns.open(engineOptions).catch((error: unknown) => ((opened = undefined), Promise.reject(error))))
-  const shared = restate.handlers.object.shared
+  const service: Service = { name, sdk, hosted, refused: terminalErrors(sdk) }
+  const definition = sdk.object({ name, handlers: objectHandlers(service) })
+  return Object.assign(definition, { close: async () => (opened ? (await opened).close() : undefined) }) as RestateService
+}
+
+/** The object's handlers: `prompt` exclusive, the others shared. */
+function objectHandlers(service: Service) {
+  const { name, hosted, refused } = service
+  const shared = service.sdk.handlers.object.shared
   // Lazy state: a control handler reads the wake its turn's invocation set after the handler began.
   const sharedOptions = { enableLazyState: true }
-  const definition = restate.object({
-    name,
-    handlers: {
-      prompt: async (ctx: restate.ObjectContext, request: RestatePrompt) => runTurn(ctx, name, await hosted(), promptOf(request)),
-      approve: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { input?: unknown; by?: string }) => {
-        await decide(ctx, await hosted(), request, () => approveDecision(withoutCall(request, ['input', 'by'])))
-      }),
-      deny: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { reason?: string; by?: string }) => {
-        await decide(ctx, await hosted(), request, () => ({ kind: 'deny', ...present(denyArguments(withoutCall(request, ['reason', 'by']))) }))
-      }),
-      resolveCall: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { resolution: unknown }) => {
-        await decide(ctx, await hosted(), request, () => ({ kind: 'resolve', resolution: checkResolution(request.resolution) }))
-      }),
-      abort: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request?: { reason?: string }) => {
-        const turns = await hosted()
-        const reason = request?.reason ?? 'aborted through Restate'
-        const below = await ctx.run('store the abort', () => terminalErrors(() => turns.abort(ctx.key, reason)))
-        await wakeTurn(ctx)
-        // The turns below it, each waiting in its own session's object: aborted there too.
-        for (const sessionId of below) ctx.objectSendClient<RestateTurnHandlers>({ name }, sessionId).abort({ reason: 'the parent turn was aborted' })
-      }),
-      steer: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: PromptInput | { input: PromptInput }) => {
-        const turns = await hosted()
-        const input = typeof request === 'object' && request !== null && !Array.isArray(request) && 'input' in request ? request.input : request
-        const { id, open } = await ctx.run('store the steer', () => terminalErrors(() => turns.steer(ctx.key, input)))
-        // No turn is open to take it: it becomes the session's next turn (once: its queue row is taken with the turn's insert).
-        if (!open) ctx.objectSendClient<RestateTurnHandlers>({ name }, ctx.key).prompt({ queued: id })
-        return { id }
-      }),
-      status: shared(sharedOptions, async (ctx: restate.ObjectSharedContext) => {
-        const turns = await hosted()
-        return ctx.run('read the status', () => terminalErrors(() => turns.status(ctx.key)))
-      }),
-    },
-  })
-  return Object.assign(definition, { close: async () => (opened ? (await opened).close() : undefined) }) as restate.VirtualObjectDefinition<string, RestateTurnHandlers> & { close(): Promise<void> }
+  return {
+    prompt: async (ctx: restate.ObjectContext, request: RestatePrompt) => runTurn(ctx, service, await hosted(), promptOf(request)),
+    approve: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { input?: unknown; by?: string }) => {
+      await decide(ctx, service, request, () => approveDecision(withoutCall(request, ['input', 'by'])))
+    }),
+    deny: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { reason?: string; by?: string }) => {
+      await decide(ctx, service, request, () => ({ kind: 'deny', ...present(denyArguments(withoutCall(request, ['reason', 'by']))) }))
+    }),
+    resolveCall: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { resolution: unknown }) => {
+      await decide(ctx, service, request, () => ({ kind: 'resolve', resolution: checkResolution(request.resolution) }))
+    }),
+    abort: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request?: { reason?: string }) => {
+      const turns = await hosted()
+      const reason = request?.reason ?? 'aborted through Restate'
+      const below = await ctx.run('store the abort', () => refused(() => turns.abort(ctx.key, reason)))
+      await wakeTurn(ctx)
+      // The turns below it, each waiting in its own session's object: aborted there too.
+      for (const sessionId of below) ctx.objectSendClient<RestateTurnHandlers>({ name }, sessionId).abort({ reason: 'the parent turn was aborted' })
+    }),
+    steer: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: PromptInput | { input: PromptInput }) => {
+      const turns = await hosted()
+      const input = typeof request === 'object' && request !== null && !Array.isArray(request) && 'input' in request ? request.input : request
+      const { id, open } = await ctx.run('store the steer', () => refused(() => turns.steer(ctx.key, input)))
+      // No turn is open to take it: it becomes the session's next turn (once: its queue row is taken with the turn's insert).
+      if (!open) ctx.objectSendClient<RestateTurnHandlers>({ name }, ctx.key).prompt({ queued: id })
+      return { id }
+    }),
+    status: shared(sharedOptions, async (ctx: restate.ObjectSharedContext) => {
+      const turns = await hosted()
+      return ctx.run('read the status', () => refused(() => turns.status(ctx.key)))
+    }),
+  }
 }
 
 /**
@@ -119,15 +151,16 @@ export function createRestateService(options: RestateServiceOptions): restate.Vi
  * (raced with a durable timer at the wait's deadline), after which the next step applies the
  * decision, or settles what is past its deadline, and runs on.
  */
-async function runTurn(ctx: restate.ObjectContext, name: string, turns: HostedTurns, prompt: HostedPrompt): Promise<RestateTurnResult> {
-  const turnId = namedTurn(prompt) ?? (await ctx.run('new turn', () => terminalErrors(async () => (await turns.ensureSession(ctx.key), newId('trn')))))
+async function runTurn(ctx: restate.ObjectContext, service: Service, turns: HostedTurns, prompt: HostedPrompt): Promise<RestateTurnResult> {
+  const { name, sdk, refused } = service
+  const turnId = namedTurn(prompt) ?? (await ctx.run('new turn', () => refused(async () => (await turns.ensureSession(ctx.key), newId('trn')))))
   for (;;) {
-    const pause = await ctx.run('run the turn', () => terminalErrors(() => turns.runUntilPause(ctx.key, turnId, prompt)))
+    const pause = await ctx.run('run the turn', () => refused(() => turns.runUntilPause(ctx.key, turnId, prompt)))
     if (pause.kind === 'children') {
       // Run trees: each child turn a call to its session's object (its waits, crashes and retries
       // Restate's, as any turn's); the parent, running here, reads how it ended from its row.
       // A child's refusal is the child's: the parent's call reads its row either way.
-      await restate.RestatePromise.allSettled(pause.children.map((child) => ctx.objectClient<RestateTurnHandlers>({ name }, child.sessionId).prompt({ turn: child.turnId })))
+      await sdk.RestatePromise.allSettled(pause.children.map((child) => ctx.objectClient<RestateTurnHandlers>({ name }, child.sessionId).prompt({ turn: child.turnId })))
       continue
     }
     if (pause.kind === 'ended') {
@@ -141,21 +174,22 @@ async function runTurn(ctx: restate.ObjectContext, name: string, turns: HostedTu
     // The wake is in the object's state once an entry after it is acknowledged: a control stored
     // after this point finds it; one stored before is pending in the store, found next.
     await ctx.run('wake set', () => true)
-    if (!(await ctx.run('look for a control', () => turns.hasPendingControl(turnId)))) await wakeOrDeadline(ctx, wake.promise, pause.deadline)
+    if (!(await ctx.run('look for a control', () => turns.hasPendingControl(turnId)))) await wakeOrDeadline(ctx, sdk, wake.promise, pause.deadline)
     ctx.clear(wakeKey)
   }
 }
 
 /** Waits for `wake`, or until `deadline` on a durable timer (it outlives a restart of the service and of Restate). */
-async function wakeOrDeadline(ctx: restate.ObjectContext, wake: restate.RestatePromise<void>, deadline: number | undefined): Promise<void> {
+async function wakeOrDeadline(ctx: restate.ObjectContext, sdk: RestateSdk, wake: restate.RestatePromise<void>, deadline: number | undefined): Promise<void> {
   if (deadline === undefined) return wake
   const now = await ctx.date.now()
-  await restate.RestatePromise.race([wake, ctx.sleep(Math.max(0, deadline - now), 'deadline')])
+  await sdk.RestatePromise.race([wake, ctx.sleep(Math.max(0, deadline - now), 'deadline')])
 }
 
 /** A decision on a call stored (journaled: once), then the turn's invocation woken. */
-async function decide(ctx: restate.ObjectSharedContext, turns: HostedTurns, request: OfTurn, decision: () => Decision): Promise<void> {
-  await ctx.run('store the decision', () => terminalErrors(() => turns.decide(ctx.key, request?.turnId, request?.callId, decision())))
+async function decide(ctx: restate.ObjectSharedContext, service: Service, request: OfTurn, decision: () => Decision): Promise<void> {
+  const turns = await service.hosted()
+  await ctx.run('store the decision', () => service.refused(() => turns.decide(ctx.key, request?.turnId, request?.callId, decision())))
   await wakeTurn(ctx)
 }
 

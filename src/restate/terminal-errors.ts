@@ -5,7 +5,7 @@
  * status the ingress answers and the error's name in its metadata; anything else (the database
  * unreachable past `storage.outageMs`, a turn another attempt holds) is retried.
  */
-import * as restate from '@restatedev/restate-sdk'
+import type * as restate from '@restatedev/restate-sdk'
 import { TurnchartError } from '../core/errors'
 
 /** The caller's errors, by name, with the status the ingress answers them with. */
@@ -21,19 +21,25 @@ const refusals: Record<string, number> = {
   QueuedPromptCancelledError: 409,
 }
 
+/** Runs an action; a refusal it throws becomes a `TerminalError`, any other error is thrown as it is. */
+export type Refusals = <T>(action: () => Promise<T> | T) => Promise<T>
+
 /**
- * Runs `action`; a refusal it throws becomes a `TerminalError` (message kept, `metadata.name` the
- * turnchart error's name), any other error is thrown as it is.
+ * `Refusals` with the SDK's `TerminalError` (the build the app's endpoint is: it knows no other's):
+ * the message kept, `metadata.name` the turnchart error's name.
  *
  * @example
- * await ctx.run('store the decision', () => terminalErrors(() => turns.decide(...)))
+ * const refused = terminalErrors(restate)
+ * await ctx.run('store the decision', () => refused(() => turns.decide(...)))
  */
-export async function terminalErrors<T>(action: () => Promise<T> | T): Promise<T> {
-  try {
-    return await action()
-  } catch (error) {
-    const status = TurnchartError.isTurnchartError(error) ? refusals[error.name] : undefined
-    if (status === undefined) throw error
-    throw new restate.TerminalError((error as Error).message, { errorCode: status, metadata: { name: (error as Error).name } })
+export function terminalErrors(sdk: Pick<typeof restate, 'TerminalError'>): Refusals {
+  return async (action) => {
+    try {
+      return await action()
+    } catch (error) {
+      const status = TurnchartError.isTurnchartError(error) ? refusals[error.name] : undefined
+      if (status === undefined) throw error
+      throw new sdk.TerminalError((error as Error).message, { errorCode: status, metadata: { name: (error as Error).name } })
+    }
   }
 }

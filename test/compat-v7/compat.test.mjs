@@ -167,6 +167,19 @@ test('the CommonJS entry (require) runs a turn too, with the ES-module-only ai v
   }
 })
 
+// The Restate SDK ships a CommonJS and an ES module build, and each build's endpoint knows only its
+// own handlers: turnchart/restate's object must be made with the build the app serves it with.
+test('turnchart/restate, imported and required: its object is served by the Restate SDK endpoint of the same module system', async () => {
+  const esm = { turnchart: await import('turnchart/restate'), sdk: await import('@restatedev/restate-sdk') }
+  const require = createRequire(import.meta.url)
+  const cjs = { turnchart: require('turnchart/restate'), sdk: require('@restatedev/restate-sdk') }
+  for (const [system, { turnchart, sdk }] of Object.entries({ esm, cjs })) {
+    const service = turnchart.createRestateService({ database: ':memory:', model: model() })
+    assert.doesNotThrow(() => sdk.createEndpointHandler({ services: [service] }), `${system}: the endpoint refused the object`)
+    await service.close()
+  }
+})
+
 // The v7 providers of the other protocols: a two-step tool turn whose second request carries
 // the first step's signatures or item references, and a retried provider error.
 const protocols = [
