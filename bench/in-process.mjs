@@ -13,7 +13,9 @@
 //   BENCH_DISTS=A=/tmp/a/dist,B=dist node bench/in-process.mjs [rounds]
 //       an A/B: the turnchart systems of each build, interleaved round by round in this one
 //       process (each dist/ is its own copy of the code); prints each build's extra per step
-//       and per delta and the ratio B/A. BENCH_SHAPES=step,delta,http picks the parts.
+//       and per delta, its CPU and allocation per step (profiled turn by turn, interleaved), the
+//       ratio to A, and the load average at the run's start and end. BENCH_SHAPES=step,delta,http,profile
+//       picks the parts.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -186,7 +188,7 @@ export async function inProcess({ server, dir, rounds = 30, log = () => {}, dist
       }
     }
   }
-  if (parts.includes('profile')) result.profile = await profileSteps(builds.at(-1), tools, log)
+  if (parts.includes('profile')) result.profile = await profileSteps(builds, tools, log)
   return result
 }
 
@@ -198,45 +200,93 @@ function httpBare(model) {
 
 /**
  * CPU and allocation profiles of turnchart's steps (10 steps × 10 deltas, `:memory:`, in
- * process), by module: node:inspector's sampling profiler and sampling heap profiler over
- * `turns` turns after a warm-up. Per step: divided by the steps profiled.
+ * process), by module, for each build and for the bare loop: node:inspector's sampling profiler,
+ * then its sampling heap profiler, each started and stopped around every turn, the systems
+ * interleaved turn by turn (order rotated each round), so each build's figures come from the same
+ * stretch of the run. Per step: divided by the steps profiled.
  */
-async function profileSteps(build, tools, log, turns = 200) {
+async function profileSteps(builds, tools, log, turns = 200) {
   const shape = SHAPES.step
   const model = memoryModel(shape)
-  const system = await turnchartSystem(build, { database: ':memory:', model, tools })
-  const bare = bareLoop(model)
+  const systems = { bare: bareLoop(model) }
+  for (const build of builds) systems[`memory${build.label}`] = await turnchartSystem(build, { database: ':memory:', model, tools })
+  const ids = Object.keys(systems)
   const session = new Session()
   session.connect()
   const count = shape.steps * shape.deltas
-  // Two passes of `turns` turns: the CPU profile, then the allocation profile (the heap sampler
-  // reporting collected objects costs CPU that would otherwise show in the first).
-  const profileOf = async (s) => {
-    for (let i = 0; i < 20; i++) await timeTurn(s, `warm-up ${i}`, count)
-    await session.post('Profiler.enable')
-    await session.post('Profiler.setSamplingInterval', { interval: 100 })
-    await session.post('Profiler.start')
-    const c0 = process.cpuUsage()
-    for (let i = 0; i < turns; i++) await timeTurn(s, `turn ${i}`, count)
-    const c = process.cpuUsage(c0)
-    const { profile } = await session.post('Profiler.stop')
-    await session.post('HeapProfiler.enable')
-    await session.post('HeapProfiler.startSampling', { samplingInterval: 512, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
-    for (let i = 0; i < turns; i++) await timeTurn(s, `turn ${i}`, count)
-    const { profile: heap } = await session.post('HeapProfiler.stopSampling')
-    const cpu = summarizeProfile(profile)
-    const steps = turns * shape.steps
-    return { steps, cpuMsPerStep: (c.user + c.system) / 1000 / steps, cpu: { ...cpu, functions: cpu.functions.slice(0, 30) }, alloc: summarizeHeap(heap) }
+  const steps = turns * shape.steps
+  const profiled = Object.fromEntries(ids.map((id) => [id, { cpuUs: 0, cpu: undefined, alloc: undefined }]))
+  // Each system's turns, interleaved: `around` profiles one turn and folds its summary in.
+  const pass = async (around) => {
+    for (let round = 0; round < turns; round++) {
+      for (const id of ids.slice(round % ids.length).concat(ids.slice(0, round % ids.length))) await around(id, () => timeTurn(systems[id], `turn ${round}`, count))
+    }
   }
   try {
-    const tc = await profileOf(system)
-    const base = await profileOf(bare)
-    log(`in-process profile: turnchart ${(tc.cpuMsPerStep * 1000).toFixed(0)} µs CPU per step, bare ${(base.cpuMsPerStep * 1000).toFixed(0)} µs; turnchart allocates ${(tc.alloc.bytes / tc.steps / 1024).toFixed(0)} KB per step`)
-    return { shape, turns, turnchart: tc, bare: base }
+    for (const id of ids) for (let i = 0; i < 20; i++) await timeTurn(systems[id], `warm-up ${i}`, count)
+    await session.post('Profiler.enable')
+    await session.post('Profiler.setSamplingInterval', { interval: 100 })
+    await session.post('HeapProfiler.enable')
+    // The CPU pass, then the allocation pass (the heap sampler reporting collected objects costs
+    // CPU that would otherwise show in the first).
+    await pass(async (id, turn) => {
+      await session.post('Profiler.start')
+      const c0 = process.cpuUsage()
+      await turn()
+      const c = process.cpuUsage(c0)
+      const { profile } = await session.post('Profiler.stop')
+      profiled[id].cpuUs += c.user + c.system
+      profiled[id].cpu = mergeCpu(profiled[id].cpu, summarizeProfile(profile))
+    })
+    await pass(async (id, turn) => {
+      await session.post('HeapProfiler.startSampling', { samplingInterval: 512, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
+      await turn()
+      const { profile: heap } = await session.post('HeapProfiler.stopSampling')
+      profiled[id].alloc = mergeAlloc(profiled[id].alloc, summarizeHeap(heap))
+    })
+    const summary = (id) => {
+      const { cpuUs, cpu, alloc } = profiled[id]
+      return { steps, cpuMsPerStep: cpuUs / 1000 / steps, cpu: { ...cpu, functions: cpu.functions.slice(0, 30) }, alloc: { ...alloc, functions: alloc.functions.slice(0, 30) } }
+    }
+    const perBuild = Object.fromEntries(builds.map((build) => [build.label, summary(`memory${build.label}`)]))
+    const bare = summary('bare')
+    for (const [label, tc] of Object.entries(perBuild)) {
+      log(`in-process profile${label ? ` ${label}` : ''}: turnchart ${(tc.cpuMsPerStep * 1000).toFixed(0)} µs CPU and ${(tc.alloc.bytes / steps / 1024).toFixed(1)} KB per step; bare ${(bare.cpuMsPerStep * 1000).toFixed(0)} µs, ${(bare.alloc.bytes / steps / 1024).toFixed(1)} KB`)
+    }
+    // `turnchart`: the last build's, as the page shows one build.
+    return { shape, turns, builds: perBuild, turnchart: perBuild[builds.at(-1).label], bare }
   } finally {
     session.disconnect()
-    await system.close()
+    for (const system of Object.values(systems)) await system.close()
   }
+}
+
+/** Two CPU summaries (bench/profile-summary.mjs's) as one: times added, by category and by function. */
+function mergeCpu(a, b) {
+  if (!a) return b
+  return { busyUs: a.busyUs + b.busyUs, idleUs: a.idleUs + b.idleUs, categories: addUp(a.categories, b.categories), functions: mergeFunctions(a.functions, b.functions, 'us') }
+}
+
+/** Two allocation summaries (`summarizeHeap`'s) as one. */
+function mergeAlloc(a, b) {
+  if (!a) return b
+  return { bytes: a.bytes + b.bytes, categories: addUp(a.categories, b.categories), functions: mergeFunctions(a.functions, b.functions, 'bytes') }
+}
+
+function addUp(a, b) {
+  const sum = { ...a }
+  for (const [key, value] of Object.entries(b)) sum[key] = (sum[key] ?? 0) + value
+  return sum
+}
+
+function mergeFunctions(a, b, field) {
+  const byKey = new Map(a.map((f) => [`${f.name} ${f.where}`, { ...f }]))
+  for (const f of b) {
+    const known = byKey.get(`${f.name} ${f.where}`)
+    if (known) known[field] += f[field]
+    else byKey.set(`${f.name} ${f.where}`, { ...f })
+  }
+  return [...byKey.values()].sort((x, y) => y[field] - x[field])
 }
 
 /** A sampling heap profile's allocated bytes by category (bench/profile-summary.mjs's) and by function (self). */
@@ -260,7 +310,7 @@ function summarizeHeap(profile) {
     for (const child of node.children ?? []) walk(child, c)
   }
   walk(profile.head, 'other')
-  return { bytes, categories, functions: [...functions.values()].sort((a, b) => b.bytes - a.bytes).slice(0, 30) }
+  return { bytes, categories, functions: [...functions.values()].sort((a, b) => b.bytes - a.bytes) }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -380,6 +430,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const needsServer = (process.env.BENCH_SHAPES ?? 'step,delta,http,profile').includes('http')
   const server = needsServer ? await startServer() : undefined
   const log = (...a) => console.error(...a)
+  // The run's load: above the cores, other processes took CPU from the turns (say it with the figures).
+  const loadAtStart = os.loadavg()[0]
   try {
     const result = await inProcess({ server, dir, rounds, log })
     if (result.builds.length > 1 || result.builds[0]) {
@@ -398,6 +450,14 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
           console.log(`${key.padEnd(10)} ${kind.padEnd(6)} bare ${med(times.bare).toFixed(2)} ms  ${result.builds.map((l) => `${l} ${med(times[`${kind}${l}`]).toFixed(2)} ms (×${(med(times[`${kind}${l}`]) / first).toFixed(3)}), CPU ${med(cpu[`${kind}${l}`]).toFixed(2)} ms (×${(med(cpu[`${kind}${l}`]) / firstCpu).toFixed(3)})`).join('  ')}`)
         }
       }
+      if (result.profile) {
+        // CPU and allocation per step of each build, profiled turn by turn interleaved (:memory:, 10 × 10).
+        const per = (tc) => ({ cpuUs: tc.cpuMsPerStep * 1000, kb: tc.alloc.bytes / tc.steps / 1024 })
+        const first = per(result.profile.builds[result.builds[0]])
+        const bare = per(result.profile.bare)
+        console.log(`profile    memory bare ${bare.cpuUs.toFixed(0)} µs, ${bare.kb.toFixed(1)} KB per step  ${result.builds.map((l) => { const f = per(result.profile.builds[l]); return `${l} ${f.cpuUs.toFixed(0)} µs (×${(f.cpuUs / first.cpuUs).toFixed(3)}), ${f.kb.toFixed(1)} KB (×${(f.kb / first.kb).toFixed(3)}) per step` }).join('  ')}`)
+      }
+      console.log(`load average ${loadAtStart.toFixed(2)} at the start, ${os.loadavg()[0].toFixed(2)} at the end (${os.cpus().length} cores)`)
     } else {
       console.log(renderInProcess(result))
       fs.mkdirSync(path.join(here, 'results'), { recursive: true })
