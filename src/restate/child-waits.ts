@@ -33,15 +33,19 @@ export class ChildWaits implements ChildHost {
   next(parentTurnId: string): { children: Promise<ChildCall[]>; stop(): void } {
     let stop = () => {}
     const children = new Promise<ChildCall[]>((resolve) => {
+      let stopped = false
       const handOver = () => {
         this.#waiting.delete(parentTurnId)
         setImmediate(() => {
+          // Stopped meanwhile (the turn paused otherwise): the children stay for the next wait.
+          if (stopped) return
           const pending = this.#pending.get(parentTurnId) ?? []
           this.#pending.delete(parentTurnId)
           resolve(pending)
         })
       }
       stop = () => {
+        stopped = true
         if (this.#waiting.get(parentTurnId) === handOver) this.#waiting.delete(parentTurnId)
       }
       if (this.#pending.has(parentTurnId)) handOver()
