@@ -200,8 +200,9 @@ function httpBare(model) {
 
 /**
  * CPU and allocation profiles of turnchart's steps (10 steps × 10 deltas, `:memory:`, in
- * process), by module, for each build and for the bare loop: node:inspector's sampling profiler,
- * then its sampling heap profiler, each started and stopped around every turn, the systems
+ * process), by module, for each build and for the bare loop: the process's CPU per turn with
+ * nothing profiling, then node:inspector's sampling profiler, then its sampling heap profiler,
+ * each started and stopped around every turn, the systems
  * interleaved turn by turn (order rotated each round), so each build's figures come from the same
  * stretch of the run. Per step: divided by the steps profiled.
  */
@@ -227,16 +228,24 @@ async function profileSteps(builds, tools, log, turns = 200) {
     await session.post('Profiler.enable')
     await session.post('Profiler.setSamplingInterval', { interval: 100 })
     await session.post('HeapProfiler.enable')
-    // The CPU pass, then the allocation pass (the heap sampler reporting collected objects costs
-    // CPU that would otherwise show in the first).
+    // The CPU pass with no profiler running (the sampler's own thread would be counted in the
+    // process's CPU), then the profile's pass (where the time goes, as shares of it), then the
+    // allocation pass (the heap sampler reporting collected objects costs CPU that would
+    // otherwise show in the profile).
     await pass(async (id, turn) => {
-      await session.post('Profiler.start')
       const c0 = process.cpuUsage()
       await turn()
       const c = process.cpuUsage(c0)
-      const { profile } = await session.post('Profiler.stop')
       profiled[id].cpuUs += c.user + c.system
-      profiled[id].cpu = mergeCpu(profiled[id].cpu, summarizeProfile(profile))
+    })
+    await pass(async (id, turn) => {
+      await session.post('Profiler.start')
+      await turn()
+      const { profile } = await session.post('Profiler.stop')
+      // The first sample carries the time from Profiler.start to the sampler's first tick
+      // (milliseconds, in the inspector's dispatch), not the turn's: it is left out.
+      const window = [profile.startTime + (profile.timeDeltas[0] ?? 0) + 1, profile.endTime]
+      profiled[id].cpu = mergeCpu(profiled[id].cpu, summarizeProfile(profile, { window }))
     })
     await pass(async (id, turn) => {
       await session.post('HeapProfiler.startSampling', { samplingInterval: 512, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
