@@ -9,7 +9,7 @@ import type { StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
 import { DoomLoopError, HookError, StreamIdleTimeoutError, serializeError, type SerializedError } from '../core/errors'
 import { canonicalJson } from '../core/input-digest'
-import { detectDoomLoop } from '../policy/doom-loop'
+import { detectDoomLoop, doomLoopWindow, type ToolCallSignature } from '../policy/doom-loop'
 import { newId } from '../core/ids'
 import { decideFailure } from '../policy/decide-failure'
 import { isUsageOverflow } from '../policy/overflow'
@@ -202,12 +202,7 @@ async function finishedEvent(scope: StepScope, state: StepState, meter: StepMete
 async function reviewToolCalls(scope: StepScope, stepTools: ToolPart[]): Promise<{ approvals: string[]; doomLoop: SerializedError | null }> {
   const runnable = stepTools.filter((p) => p.state.status === 'running')
   if (runnable.length === 0) return { approvals: [], doomLoop: null }
-  const history = scope
-    .assistantMessages()
-    .flatMap((m) => m.parts)
-    .filter((p): p is ToolPart => p.type === 'tool' && !(p.state.status === 'error' && p.state.metadata?.interrupted))
-    .map((p) => ({ tool: p.tool, input: p.state.input }))
-  const loop = detectDoomLoop(history, scope.config.doomLoop)
+  const loop = detectDoomLoop(recentCalls(scope.assistantMessages(), doomLoopWindow(scope.config.doomLoop)), scope.config.doomLoop)
   if (loop && scope.config.doomLoop.policy === 'stop') return { approvals: [], doomLoop: new DoomLoopError(loop).toJSON() }
   const looping = new Set(loop ? loop.calls.map((c) => `${c.tool}\u0000${canonicalJson(c.input)}`) : [])
   const approvals: string[] = []
@@ -235,6 +230,19 @@ async function reviewToolCalls(scope: StepScope, stepTools: ToolPart[]): Promise
     }
   }
   return { approvals, doomLoop: null }
+}
+
+/** The turn's last `count` tool calls, oldest first (a call an interruption closed is none), read from the end: a step's check does not grow with the turn. */
+function recentCalls(messages: MessageWithParts[], count: number): ToolCallSignature[] {
+  const calls: ToolCallSignature[] = []
+  for (let m = messages.length - 1; m >= 0 && calls.length < count; m--) {
+    const { parts } = messages[m]
+    for (let i = parts.length - 1; i >= 0 && calls.length < count; i--) {
+      const part = parts[i]
+      if (part.type === 'tool' && !(part.state.status === 'error' && part.state.metadata?.interrupted)) calls.push({ tool: part.tool, input: part.state.input })
+    }
+  }
+  return calls.reverse()
 }
 
 function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): TurnEvent {

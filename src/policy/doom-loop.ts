@@ -44,8 +44,10 @@ export interface DoomLoop {
  * detectDoomLoop([a, a, a], defaultDoomLoopOptions) // { kind: 'repeat', calls: [a], length: 3 }
  * detectDoomLoop([a, b, a, b], defaultDoomLoopOptions) // { kind: 'cycle', calls: [a, b], length: 4 }
  */
-export function detectDoomLoop(calls: ToolCallSignature[], options: DoomLoopOptions): DoomLoop | null {
+export function detectDoomLoop(given: ToolCallSignature[], options: DoomLoopOptions): DoomLoop | null {
   if (options.policy === 'off') return null
+  // Only the last calls can make a loop: a turn's check costs the same at its 100th step as at its 2nd.
+  const calls = given.length > doomLoopWindow(options) ? given.slice(-doomLoopWindow(options)) : given
   const keys = calls.map((c) => `${c.tool}\u0000${canonicalJson(c.input)}`)
   for (let period = 1; period <= options.maxCycleLength; period++) {
     const times = period === 1 ? options.repeats : options.cycleRepeats
@@ -60,4 +62,15 @@ export function detectDoomLoop(calls: ToolCallSignature[], options: DoomLoopOpti
     }
   }
   return null
+}
+
+/**
+ * How many of the most recent calls a loop can span under `options` (the longest repeat or
+ * cycle looked for): older calls never change the verdict, so a caller may pass only these.
+ *
+ * @example
+ * doomLoopWindow(defaultDoomLoopOptions) // 8 (a cycle of 4 calls, twice)
+ */
+export function doomLoopWindow(options: DoomLoopOptions): number {
+  return Math.max(options.repeats, options.maxCycleLength * options.cycleRepeats)
 }

@@ -1,5 +1,5 @@
 import { canonicalJson } from '../../src/core/input-digest'
-import { defaultDoomLoopOptions as options, detectDoomLoop } from '../../src/policy/doom-loop'
+import { defaultDoomLoopOptions as options, detectDoomLoop, doomLoopWindow } from '../../src/policy/doom-loop'
 
 const a = { tool: 'read', input: { path: 'a' } }
 const b = { tool: 'read', input: { path: 'b' } }
@@ -28,6 +28,19 @@ test('thresholds are configurable, and off is off', () => {
   expect(detectDoomLoop([a, a], { ...options, repeats: 2 })).toMatchObject({ kind: 'repeat' })
   expect(detectDoomLoop([a, b, a, b], { ...options, cycleRepeats: 3 })).toBeNull()
   expect(detectDoomLoop([a, a, a], { ...options, policy: 'off' })).toBeNull()
+})
+
+test('only the last calls a loop can span are read: a long history gives the verdict of its tail, without reading the rest', () => {
+  expect(doomLoopWindow(options)).toBe(8)
+  expect(doomLoopWindow({ ...options, repeats: 12 })).toBe(12)
+  // Older calls whose input cannot even be read (a getter that throws) are never looked at.
+  const unreadable = { tool: 'read', get input(): unknown { throw new Error('read an old call') } }
+  const older = Array.from({ length: 500 }, () => unreadable)
+  const d = { tool: 'grep', input: { q: 'y' } }
+  expect(detectDoomLoop([...older, d, c, d, c, a, b, a, b], options)).toEqual({ kind: 'cycle', calls: [a, b], length: 4 })
+  expect(detectDoomLoop([...older, a, b, c, a, b, c, a, b], options)).toEqual({ kind: 'cycle', calls: [c, a, b], length: 6 })
+  expect(detectDoomLoop([...older, d, a, b, c, d, a, b, c], options)).toEqual({ kind: 'cycle', calls: [d, a, b, c], length: 8 })
+  expect(detectDoomLoop([...older, d, a, b, c, a, d, b, c], options)).toBeNull()
 })
 
 test('canonical JSON sorts keys at every depth', () => {
