@@ -9,13 +9,24 @@ const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 let lastTime = -1
 let lastRandom: number[] = []
 
+const alphabetCodes = Array.from(alphabet, (character) => character.charCodeAt(0))
+/** Scratch space for one id's characters: each id is made as one string, not character by character. */
+const codes: number[] = new Array<number>(16)
+
 function encodeTime(ms: number): string {
-  let out = ''
-  for (let i = 0; i < 10; i++) {
-    out = alphabet[ms % 32] + out
+  for (let i = 9; i >= 0; i--) {
+    codes[i] = alphabetCodes[ms % 32]
     ms = Math.floor(ms / 32)
   }
-  return out
+  return String.fromCharCode.apply(null, codes.slice(0, 10))
+}
+
+/** The time part of the ids of the last millisecond (most ids of a step share it). */
+let lastTimeText = ''
+
+function encodeRandom(digits: number[]): string {
+  for (let i = 0; i < 16; i++) codes[i] = alphabetCodes[digits[i]]
+  return String.fromCharCode.apply(null, codes)
 }
 
 // Random bytes drawn from the system 4 KB at a time: one call per 256 ids, not one per id.
@@ -56,9 +67,8 @@ export function newId(prefix: 'ses' | 'msg' | 'prt' | 'trn' | 'ctl', now = Date.
     lastRandom = increment(lastRandom)
   } else {
     lastTime = now
+    lastTimeText = encodeTime(now)
     lastRandom = freshRandom()
   }
-  let random = ''
-  for (const digit of lastRandom) random += alphabet[digit]
-  return `${prefix}_${encodeTime(lastTime)}${random}`
+  return `${prefix}_${lastTimeText}${encodeRandom(lastRandom)}`
 }
