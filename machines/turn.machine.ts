@@ -11,8 +11,11 @@
  * events and never rejects (the runner's gated wrapper turns a throw into the actor's failure
  * event), so the chart has no `xstate.error.actor.*` edges.
  *
- * Between two model calls the turn is in `step-gate` (tagged `effect-free`: its row commits with
- * the next one), where the step gate's rules (src/policy/step-gate.ts) send one verdict.
+ * Before the first model call, after a compaction and after a restart the turn is in `step-gate`
+ * (tagged `effect-free`: its row commits with the next one), where the step gate's rules
+ * (src/policy/step-gate.ts) send one verdict. After a step's tools the tool actor asks the same
+ * rules once the results are in and `tool-running` takes the verdict itself: a tool step is two
+ * transitions (`streaming → tool-running → streaming`), each a macrostep with its actor and row.
  *
  * Hierarchy: `running` holds every state in which the turn works, so `turn.fail` and
  * `turn.crashed` are written once; the step (`streaming`, `retry-waiting`) and the compaction
@@ -46,10 +49,8 @@ export interface StepGateInput {
   /** Structured output: answers already sent back for not matching the schema. */
   outputRetries: number
 }
-export interface RunToolsInput {
-  turnId: string
-  step: number
-}
+/** The tools' input: the step whose calls run, and what the step gate decides with once they have (`StepGateInput`). */
+export type RunToolsInput = StepGateInput
 export interface CompactInput {
   turnId: string
   step: number
@@ -71,6 +72,20 @@ const isOverflow = (event: TurnEvent) =>
   (event.type === 'step.finished' || event.type === 'step.failed' || event.type === 'tools.finished') && event.overflow
 
 /** A wait on tool calls' results (`resolveCall`, a deadline, `engine.wake`): nothing in flight, so it parks; a UI stream ends there as at a tool step. */
+/**
+ * Where the step gate's verdicts lead, from `step-gate` and from `tool-running` (whose actor
+ * decides the gate once the tools are done, `before` the verdict's own actions). Targets are
+ * written from `running`'s children.
+ */
+const gateVerdicts = <const A extends readonly string[]>(before: A) =>
+  ({
+    'gate.continue': { target: 'step', actions: [...before, 'startNextStep'] },
+    'gate.complete': { target: '#turn.completed', actions: [...before] },
+    'gate.fail': { target: '#turn.failed', actions: [...before, 'rememberFailure'] },
+    // The run tree's budget is spent: no call is made.
+    'budget.exceeded': { target: '#turn.failed', actions: [...before, 'rememberFailure'] },
+  }) as const
+
 const resultWait = (label: string): WaitMeaning => ({ awaits: 'result', settledBy: ['call.resolved'], parks: true, uiFinish: 'tool-calls', label })
 
 export const turnMachine = setup({
@@ -85,7 +100,7 @@ export const turnMachine = setup({
     streamStep: fromCallback<TurnEvent, StreamStepInput>(() => notProvided('streamStep')),
     /** The step gate's rules (src/policy/step-gate.ts); sends their verdict: `gate.*`, `budget.exceeded` or `turn.steered`. */
     stepGate: fromCallback<TurnEvent, StepGateInput>(() => notProvided('stepGate')),
-    /** Runs the finished step's tool calls; sends `tools.finished` (or `turn.fail` on a defect). */
+    /** Runs the finished step's tool calls, then the step gate; sends its verdict, `tools.finished` (an overflow, a handoff) or `tools.waiting` (or `turn.fail` on a defect). */
     runTools: fromCallback<TurnEvent, RunToolsInput>(() => notProvided('runTools')),
     /** Summarises the history into a summary message; sends `compaction.finished` or `compaction.failed`. */
     compact: fromCallback<TurnEvent, CompactInput>(() => notProvided('compact')),
@@ -236,13 +251,9 @@ export const turnMachine = setup({
             input: ({ context }) => ({ turnId: context.turnId, step: context.step, maxSteps: context.maxSteps, outputRetries: context.outputRetries }),
           },
           on: {
-            'gate.continue': { target: 'step', actions: 'startNextStep' },
+            ...gateVerdicts([]),
             // Structured output: the answer did not match its schema; the model answers again, told why.
             'output.retry': { target: 'step', actions: ['countOutputRetry', 'startNextStep'] },
-            'gate.complete': { target: '#turn.completed' },
-            'gate.fail': { target: '#turn.failed', actions: 'rememberFailure' },
-            // The run tree's budget is spent: no call is made.
-            'budget.exceeded': { target: '#turn.failed', actions: 'rememberFailure' },
             // Steered messages joined the history: the gate decides again, with them.
             'turn.steered': { target: 'step-gate', reenter: true, actions: 'countSteered' },
           },
@@ -301,11 +312,22 @@ export const turnMachine = setup({
           },
           always: { guard: 'allApprovalsDecided', target: 'tool-running' },
         },
-        /** The step's calls run; then the step gate, or a compaction first when the step filled the context. */
+        /**
+         * The step's calls run; then the step gate's verdict, decided by the tools' actor once
+         * their results are in (one transition to the next step, not two), or a compaction first
+         * when the step filled the context. `tools.finished` (no verdict) leaves for `step-gate`:
+         * a handoff holds the turn there; steered messages are decided on there again.
+         */
         'tool-running': {
           tags: ['interruptible'],
-          invoke: { id: 'runTools', src: 'runTools', input: ({ context }) => ({ turnId: context.turnId, step: context.step }) },
+          invoke: {
+            id: 'runTools',
+            src: 'runTools',
+            input: ({ context }) => ({ turnId: context.turnId, step: context.step, maxSteps: context.maxSteps, outputRetries: context.outputRetries }),
+          },
           on: {
+            ...gateVerdicts(['forgetWaitingCalls']),
+            'turn.steered': { target: 'step-gate', actions: ['forgetWaitingCalls', 'countSteered'] },
             'tools.finished': [
               { guard: and(['overflowed', 'mayCompact']), target: 'compaction', actions: ['forgetWaitingCalls', 'countCompaction'] },
               { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },

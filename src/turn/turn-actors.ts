@@ -42,9 +42,9 @@ interface GateRun {
   tree: Pick<RunTree, 'admit'>
   handoff?: HandoffPoint
 }
-/** The tools: the step's calls, the runner of child turns, the step's usage judged again for an overflow. */
-interface ToolsRun {
-  scope: ToolRunScope & Pick<TurnScope, 'lastStepFinish'> & { readonly config: Pick<TurnScope['config'], 'limits' | 'compaction'> }
+/** The tools: the step's calls, the runner of child turns, the step's usage judged again for an overflow, then the step gate. */
+interface ToolsRun extends GateRun {
+  scope: ToolRunScope & GateScope & Pick<TurnScope, 'lastStepFinish'>
   children?: ChildTurnRunner
 }
 /** The compaction: the summary request over the history, a model call the budget counts. */
@@ -84,13 +84,9 @@ const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
     run: async (turn, input) => {
       // A handoff was asked: the gate holds (nothing is in flight here) and the turn is detached.
       if (turn.handoff?.requested) return turn.handoff.hold()
-      const verdict = await decideStep(gateTurn(turn, input))
-      // The parsed object is `turn.done`'s `output` (and rides in the verdict's log row).
-      if (verdict.type === 'gate.complete' && verdict.rule === 'output') turn.scope.output = { value: verdict.output }
-      return verdict
+      return gateVerdict(turn, input)
     },
-    // A rule that throws (a stopWhen condition, an app's rule) fails the turn, naming it.
-    failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('the step gate', error) }),
+    failure: gateFailure,
   }),
   // (the step counts its calls on the run tree itself: nothing stands between the actor and the step)
   streamStep: gatedActor<StreamStepInput, StepRun>({ gate: log, turn: { scope: run.scope, meter: run.tree } }, {
@@ -99,15 +95,7 @@ const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
     failure: (error): TurnEvent => ({ type: 'step.failed', error: serializeError(error), overflow: false, retryDelayMs: null }),
   }),
   runTools: gatedActor<RunToolsInput, ToolsRun>({ gate: log, turn: run }, {
-    run: async ({ scope, children }, _input, signal) => {
-      const waiting = await runTools(scope, signal, children)
-      // Calls in doubt or deferred: the turn waits for them (the others have their results).
-      if (waiting.inDoubt.length > 0 || waiting.deferred.length > 0) return { type: 'tools.waiting', ...waiting }
-      // The step's usage judged again by the rule the step applied: a full context is compacted before the gate.
-      const finish = scope.lastStepFinish()
-      const { limits, compaction } = scope.config
-      return { type: 'tools.finished', overflow: limits !== undefined && finish !== undefined && isUsageOverflow(finish.tokens, limits, compaction.reserved) }
-    },
+    run: runToolsThenGate,
     // A tool's own throw is its part; only a defect of the runner gets here: the turn fails.
     failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('running the tools', error) }),
   }),
@@ -137,6 +125,40 @@ const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
 export function turnChart(run: TurnRun, log: WriteAheadGate): TurnMachine {
   return turnMachine.provide({ actors: actorsOf(run, log) })
 }
+
+/**
+ * The step's calls, then the step gate, decided here once their results are in (one transition
+ * to the next step, not two): nothing outside the turn is acted on before the verdict's row, the
+ * next step's, is committed. Calls that wait, an overflow (compacted before the gate) and a
+ * handoff (held in `step-gate`, as the gate holds it) leave without a verdict.
+ */
+async function runToolsThenGate(turn: ToolsRun, input: RunToolsInput, signal: AbortSignal): Promise<TurnEvent> {
+  const { scope, children } = turn
+  const waiting = await runTools(scope, signal, children)
+  // Calls in doubt or deferred: the turn waits for them (the others have their results).
+  if (waiting.inDoubt.length > 0 || waiting.deferred.length > 0) return { type: 'tools.waiting', ...waiting }
+  // The step's usage judged again by the rule the step applied: a full context is compacted before the gate.
+  const finish = scope.lastStepFinish()
+  const { limits, compaction } = scope.config
+  const overflow = limits !== undefined && finish !== undefined && isUsageOverflow(finish.tokens, limits, compaction.reserved)
+  if (overflow || turn.handoff?.requested) return { type: 'tools.finished', overflow }
+  try {
+    return await gateVerdict(turn, input)
+  } catch (error) {
+    return gateFailure(error)
+  }
+}
+
+/** The step gate's verdict over the turn. */
+async function gateVerdict(turn: GateRun, input: StepGateInput): Promise<TurnEvent> {
+  const verdict = await decideStep(gateTurn(turn, input))
+  // The parsed object is `turn.done`'s `output` (and rides in the verdict's log row).
+  if (verdict.type === 'gate.complete' && verdict.rule === 'output') turn.scope.output = { value: verdict.output }
+  return verdict
+}
+
+/** A rule that throws (a stopWhen condition, an app's rule) fails the turn, naming the gate. */
+const gateFailure = (error: unknown): TurnEvent => ({ type: 'turn.fail', error: failureOf('the step gate', error) })
 
 /** A defect's record: turnchart's own errors as they are, anything else named for what failed. */
 function failureOf(operation: string, error: unknown) {

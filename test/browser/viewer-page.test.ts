@@ -251,12 +251,12 @@ browserTest("the demo's turns on the laid-out chart: nested boxes that never ove
     const { facts, rows } = await expectDrawnPath(page, turn)
 
     if (index === 0) {
-      // Turn 1 enters streaming three times (the first step and the step after the tools, each through the step gate, and the retry): every visit is shown.
+      // Turn 1 enters streaming three times (the first step through the step gate, the step after the tools, and the retry): every visit is shown.
       const entered = turn.transitions.filter((t) => t.to === 'streaming').map((t) => t.seq)
-      expect(entered).toEqual([2, 5, 7])
+      expect(entered).toEqual([2, 4, 6])
       const streaming = facts.states.streaming
-      expect(streaming.visits).toBe('2 5 7')
-      expect(streaming.info).toMatch(/^3×: #2 #5 #7 · \d/)
+      expect(streaming.visits).toBe('2 4 6')
+      expect(streaming.info).toMatch(/^3×: #2 #4 #6 · \d/)
       for (const seq of entered) expect(streaming.title).toMatch(new RegExp(`#${seq} at \\+[\\d.]+ m?s for [\\d.]+ m?s`))
       for (const seq of entered) expect(rows[seq]).toMatch(/[\d.]+ m?s in streaming/)
       expect(facts.states.completed.classes).toContain('ended')
@@ -279,7 +279,7 @@ browserTest("run trees: the demo's sub-agent under the turn that called it, name
   await article.locator('> details.turn-chart > summary').click()
   await page.waitForSelector(`article[data-turn="${child.id}"] > details.turn-chart[open] svg.chart`)
   await expectDrawnPath(page, child)
-  expect((await article.locator('> details ol.path li .move').allTextContents()).slice(1)).toEqual(['idle → step-gate', 'step-gate → streaming', 'streaming → tool-running', 'tool-running → step-gate', 'step-gate → streaming', 'streaming → completed'])
+  expect((await article.locator('> details ol.path li .move').allTextContents()).slice(1)).toEqual(['idle → step-gate', 'step-gate → streaming', 'streaming → tool-running', 'tool-running → streaming', 'streaming → completed'])
   await shoot(page, `article[data-turn="${parent.id}"] > .turn-children`, 'viewer-run-tree.png')
   await page.close()
 })

@@ -62,14 +62,14 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
 
   const show = await runCli(['show', db, sessionId])
   expect(show.code).toBe(0)
-  expect(show.stdout).toContain('idle → step-gate → streaming → tool-running → step-gate → streaming → retry-waiting → streaming → completed')
+  expect(show.stdout).toContain('idle → step-gate → streaming → tool-running → streaming → retry-waiting → streaming → completed')
   expect(show.stdout).toContain('idle → step-gate → streaming → compacting → step-gate → streaming → completed')
   expect(show.stdout).toContain('idle → step-gate → streaming → aborted')
   expect(show.stdout).toMatch(/tool list\(\{"path":"\."\}\) completed/)
   expect(show.stdout).toContain('compaction (automatic)')
   expect(show.stdout).toContain('error MessageAbortedError')
   // the run tree: the child turn under its parent, named by its call, with its path and messages
-  expect(show.stdout).toMatch(/^ {2}└ child turn trn_\S+ \(researcher, call \S+\): completed {2}idle → step-gate → streaming → tool-running → step-gate → streaming → completed$/m)
+  expect(show.stdout).toMatch(/^ {2}└ child turn trn_\S+ \(researcher, call \S+\): completed {2}idle → step-gate → streaming → tool-running → streaming → completed$/m)
   expect(show.stdout).toMatch(/^ {4}user msg_\S+\n {6}Which entries of the current folder are folders\?$/m)
   const childShown = JSON.parse((await runCli(['show', db, sessionId, '--json'])).stdout)
   const parentTurn = childShown.turns[2]
@@ -89,8 +89,7 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
     'idle → step-gate',
     'step-gate → streaming',
     'streaming → tool-running',
-    'tool-running → step-gate',
-    'step-gate → streaming',
+    'tool-running → streaming',
     'streaming → retry-waiting',
     'retry-waiting → streaming',
     'streaming → completed',

@@ -77,7 +77,7 @@ test('an unchanged turn re-runs against its recorded responses with no differenc
   expect(stderr).toBe('')
   expect(code).toBe(0)
   expect(stdout).toContain(`re-run of turn ${turnId} against its recorded responses (5 model calls), tools: recorded results`)
-  expect(stdout).toContain('idle → step-gate → streaming → tool-running → step-gate → streaming → retry-waiting → streaming → tool-running → compacting → step-gate → streaming → completed')
+  expect(stdout).toContain('idle → step-gate → streaming → tool-running → streaming → retry-waiting → streaming → tool-running → compacting → step-gate → streaming → completed')
   const table = rows(stdout)
   expect(table.length).toBe(14)
   expect(table.every((row) => row.mark === ' ' && row.original === row.rerun)).toBe(true)

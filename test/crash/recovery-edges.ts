@@ -14,3 +14,12 @@ export const recoveryEdges = [
   'interrupted --turn.recover--> running.history',
   'interrupted --turn.abort--> aborted',
 ]
+
+export const handoffTestFile = 'test/crash/handoff.test.ts'
+
+/**
+ * The chart edges that only a handoff (`close({ handoff: true })`) takes: the tools' actor
+ * leaves the step gate undecided and the turn holds at `step-gate`. test/crash/handoff.test.ts
+ * walks it with a real child process and fails when its persisted log lacks the row.
+ */
+export const handoffEdges = ['tool-running --tools.finished--> step-gate']

@@ -193,7 +193,7 @@ test('killed while a tool runs: the call is in doubt, the model is not called un
   expect(openParts(parts)).toEqual([])
   const sent = server.requests[1].body.messages
   expect(sent.find((m: { role: string }) => m.role === 'tool')).toMatchObject({ content: 'deployed to prod (checked by hand)' })
-  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'interrupted', 'tool-running', 'call-in-doubt', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect((await engine.transitions(run.turnId)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'interrupted', 'tool-running', 'call-in-doubt', 'tool-running', 'streaming', 'completed'])
 })
 
 test('killed while an idempotent tool runs: recovery runs it again', async () => {

@@ -44,7 +44,7 @@ test('the README example runs as printed, without a key: the answer on stdout, t
   expect(stdout).toBe('Let me look. The folder holds your project.')
   expect(stderr).toContain('The list shows the files.')
   expect(stderr).toContain('[list({"path":"."})]')
-  expect(stderr).toContain('[tool-running → step-gate]')
+  expect(stderr).toContain('[tool-running → streaming]')
   expect(stderr).toMatch(/\ncompleted, \d+ tokens in, \d+ out\n$/)
   expect(fs.existsSync(path.join(dir, 'agent.db'))).toBe(true)
   // What the README shows it printing (both streams, as a terminal shows them) is what it prints.

@@ -69,7 +69,7 @@ test('an unknown outcome without reconcile is in doubt: the turn waits, the mode
   expect((await turn.done).outcome).toBe('completed')
   expect(executions).toHaveLength(1)
   expect((await toolPart(session.id)).state).toMatchObject({ status: 'completed', output: { charged: 500, note: 'seen in the ledger' } })
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'call-in-doubt', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'call-in-doubt', 'tool-running', 'streaming', 'completed'])
   await expect(h.engine.resolveCall(turn.id, callId, { output: 1 })).rejects.toBeInstanceOf(CallNotWaitingError)
 })
 

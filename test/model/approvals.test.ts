@@ -32,8 +32,7 @@ test('doom loop, policy ask: the looping calls wait for approval; approved, they
     'awaiting-approval --tool.approved--> awaiting-approval',
     'awaiting-approval --tool.denied--> awaiting-approval',
     'awaiting-approval --tool.approved--> tool-running',
-    'tool-running --tools.finished--> step-gate',
-    'step-gate --gate.continue--> streaming',
+    'tool-running --gate.continue--> streaming',
     'streaming --step.finished--> completed',
   ])
   expect(rows[2].payload).toMatchObject({ approvals: ['call_loop_0', 'call_loop_1', 'call_loop_2'] })

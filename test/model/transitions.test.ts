@@ -6,7 +6,7 @@
  */
 import { allEdgeKeys, shortestPathsByEdge, type ModelEvent } from './support/chart-model'
 import { CoverageRecorder } from './support/coverage'
-import { recoveryEdges, recoveryTestFile } from '../crash/recovery-edges'
+import { handoffEdges, handoffTestFile, recoveryEdges, recoveryTestFile } from '../crash/recovery-edges'
 import { recipes } from './support/recipes'
 import { rigDefaults, startRig, type Rig } from './support/rig'
 import { completePath, walk } from './support/walk'
@@ -55,6 +55,11 @@ describe.each(edges)('%s', (edge) => {
       // Taken only by a crash: walked with a real child process in test/crash, which fails
       // when one of these edges does not show in its persisted logs.
       coverage.record(`${recoveryTestFile} (a SIGKILLed child process and a recovering engine)`, [edge])
+      return
+    }
+    if (handoffEdges.includes(edge)) {
+      // Taken only by a handoff: walked with a real child process SIGTERMed in test/crash.
+      coverage.record(`${handoffTestFile} (a SIGTERMed child process handing its turn over)`, [edge])
       return
     }
     if (!recipes[edge]) {

@@ -60,7 +60,7 @@ test('a tool call: tool_use streamed as input_json_delta, the result sent back a
   h.server.text('done')
   const { result, parts, states } = await run('use echo')
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'completed'])
   const call = parts.find((p): p is ToolPart => p.type === 'tool')!
   expect(call).toMatchObject({ callId: 'toolu_01', tool: 'echo', state: { status: 'completed', input: { text: 'ping' }, output: { echoed: 'ping' } } })
   const first = h.server.requests[0].body

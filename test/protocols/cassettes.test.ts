@@ -55,7 +55,7 @@ test.each([
   const file = path.join(dir, 'cassette.json')
   const original = await run(recordCassette(modelFor(server), { file }))
   expect(original.result.outcome).toBe('completed')
-  expect(original.transitions.map((t) => t[2])).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'retry-waiting', 'streaming', 'completed'])
+  expect(original.transitions.map((t) => t[2])).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'retry-waiting', 'streaming', 'completed'])
   expect(server.calls).toBe(3)
 
   const replay = cassetteModel(file)

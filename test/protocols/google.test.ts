@@ -66,7 +66,7 @@ test('a function call with a thought signature: the result goes back as function
   h.server.text('done')
   const { result, parts, states } = await run('use echo')
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'completed'])
   const call = parts.find((p): p is ToolPart => p.type === 'tool')!
   expect(call).toMatchObject({ callId: 'fc_1', state: { status: 'completed', output: { echoed: 'ping' } }, providerMetadata: { google: { thoughtSignature: 'CiQB0e2Kb7call' } } })
   expect(parts.find((p) => p.type === 'reasoning')).toMatchObject({ providerMetadata: { google: { thoughtSignature: 'CiQB0e2Kb7thought' } } })

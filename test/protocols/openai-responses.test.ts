@@ -52,7 +52,7 @@ test('reasoning summary, text and a function call: item ids stored, referred to 
   h.server.text('done')
   const { result, parts, states } = await run('use echo')
   expect(result.outcome).toBe('completed')
-  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'completed'])
   const first = parts.filter((p) => p.step === 1)
   const reasoning = first.find((p) => p.type === 'reasoning')!
   const text = first.find((p) => p.type === 'text')!

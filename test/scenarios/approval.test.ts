@@ -52,7 +52,7 @@ test('a call that needs approval waits in awaiting-approval, persisted, until ap
   expect((await turn.done).outcome).toBe('completed')
   expect(runs).toEqual(['prod'])
   expect((await toolParts(h, session.id))[0].state).toMatchObject({ status: 'completed', output: 'deployed to prod' })
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'awaiting-approval', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'awaiting-approval', 'tool-running', 'streaming', 'completed'])
 })
 
 test('needsApproval as a function of the input: a call it lets through runs at once', async () => {
@@ -134,7 +134,7 @@ test('a pending approval survives the engine: a new engine on the same file appr
     expect(await next.getTurn(turn.id)).toMatchObject({ outcome: 'completed' })
     expect(runs).toEqual(['prod'])
     const log = await next.transitions(turn.id)
-    expect(log.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'awaiting-approval', 'tool-running', 'step-gate', 'streaming', 'completed'])
+    expect(log.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'awaiting-approval', 'tool-running', 'streaming', 'completed'])
   } finally {
     await next.close()
   }

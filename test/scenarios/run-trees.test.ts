@@ -210,9 +210,9 @@ test('a budget of N output tokens over a tree stops it before the first model ca
     const row = (await h.engine.getTurn(id))!
     expect(row).toMatchObject({ outcome: 'failed' })
     expect(row.error).toMatchObject({ name: 'BudgetExceededError', limit: 'tokens.output', reached: 15, turnId: child.id })
-    // The chart shows it: the budget's own edge from the step gate, the error in the row's payload
-    // (the parent's own gate refuses the step after the child's failed call).
-    expect((await h.engine.transitions(id)).at(-1)).toMatchObject({ from: 'step-gate', event: 'budget.exceeded', to: 'failed', payload: { error: { name: 'BudgetExceededError' } } })
+    // The chart shows it: the budget's own edge, decided by the step gate after the tools, the error
+    // in the row's payload (the parent's own gate refuses the step after the child's failed call).
+    expect((await h.engine.transitions(id)).at(-1)).toMatchObject({ from: 'tool-running', event: 'budget.exceeded', to: 'failed', payload: { error: { name: 'BudgetExceededError' } } })
   }
   expect((await h.engine.getTurn(grandchild.id))!.outcome).toBe('completed')
   expect((await toolPartsOf(session.id))[0].state).toMatchObject({ status: 'error', error: expect.stringContaining('BudgetExceededError') })

@@ -58,7 +58,7 @@ test('a sleeping turn parks and goes on by itself at its time: the model sees th
   expect((await toolPart(h.engine, session.id)).state).toMatchObject({ status: 'completed', output: '300 ms passed: check api again' })
   expect(h.server.requests[1].body.messages.find((m: { role: string }) => m.role === 'tool').content).toContain('check api again')
   expect(checks).toEqual(['api'])
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'sleeping', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'sleeping', 'tool-running', 'streaming', 'completed'])
 })
 
 test('a sleep of days (past what a Node timer holds) is ended early by engine.wake on another engine, which takes the parked turn', async () => {

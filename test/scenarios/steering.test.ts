@@ -90,13 +90,12 @@ test('a steer while a tool runs: stored at once, the next model call sees it aft
   expect(roles(second).slice(-2)).toEqual(['tool', 'user'])
   expect(h.server.calls).toBe(2)
   const log = await h.engine.transitions(turn.id)
-  // At the step gate: after the tools' end, before the next model call; the gate then decides again.
+  // Taken by the step gate once the tools are done (their actor decides it), before the next model call; the gate then decides again in its state.
   expect(log.map((t) => `${t.from} -${t.event}-> ${t.to}`)).toEqual([
     'idle -turn.start-> step-gate',
     'step-gate -gate.continue-> streaming',
     'streaming -step.finished-> tool-running',
-    'tool-running -tools.finished-> step-gate',
-    'step-gate -turn.steered-> step-gate',
+    'tool-running -turn.steered-> step-gate',
     'step-gate -gate.continue-> streaming',
     'streaming -step.finished-> completed',
   ])

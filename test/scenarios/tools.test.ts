@@ -25,7 +25,7 @@ test('a tool result goes back to the model and the turn ends when a step has no 
   const session = await h.engine.createSession()
   const turn = h.engine.prompt(session.id, 'use echo')
   expect((await turn.done).outcome).toBe('completed')
-  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect((await h.engine.transitions(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'completed'])
   const call = (await assistantParts(h.engine, session.id)).find((p): p is ToolPart => p.type === 'tool')!
   expect(call.state).toMatchObject({ status: 'completed', input: { text: 'ping' }, output: { echoed: 'ping' } })
   const second = h.server.requests[1].body.messages

@@ -63,7 +63,7 @@ test('an engine runs a tool turn on a foreign store (a wrapper over the memory s
   // What the engine wrote is in the memory store under the wrapper, read without any engine.
   const [, assistant] = await memory.messages.list(session.id)
   expect(assistant.parts.find((p) => p.type === 'tool')).toMatchObject({ tool: 'add', callId: 'call_add', state: { status: 'completed', output: 5 } })
-  expect((await memory.transitions.list(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect((await memory.transitions.list(turn.id)).map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'completed'])
   expect(await memory.turns.get(turn.id)).toMatchObject({ outcome: 'completed', step: 2 })
   expect(calls).toEqual(expect.arrayContaining(['transaction', 'sessions.insert', 'turns.insert', 'transitions.append', 'messages.upsertParts']))
 

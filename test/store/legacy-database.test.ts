@@ -159,7 +159,7 @@ sqliteOnly('a database of 0.1 with turns open after a crash migrates on open and
     const call = parts.find((p): p is ToolPart => p.type === 'tool')!
     expect(call).toMatchObject({ callId: 'call_lookup', tool: 'lookup' })
     expect(call.state).toMatchObject({ status: 'completed', input: { orderId: 'A-1001' }, output: 'order A-1001: shipped' })
-    expect((await engine.transitions(fixture.toolRunning.turnId)).map((t) => t.to)).toEqual(['streaming', 'tool-running', 'interrupted', 'tool-running', 'step-gate', 'streaming', 'completed'])
+    expect((await engine.transitions(fixture.toolRunning.turnId)).map((t) => t.to)).toEqual(['streaming', 'tool-running', 'interrupted', 'tool-running', 'streaming', 'completed'])
     const request = server.requests.find((r) => requestText(r.body).includes('Look up order A-1001.'))!
     expect(requestText(request.body)).toContain('order A-1001: shipped')
   }
@@ -192,8 +192,7 @@ sqliteOnly('a database of 0.1 with turns open after a crash migrates on open and
       'idle --turn.start--> streaming',
       'streaming --step.finished--> awaiting-approval',
       'awaiting-approval --tool.approved--> tool-running',
-      'tool-running --tools.finished--> step-gate',
-      'step-gate --gate.continue--> streaming',
+      'tool-running --gate.continue--> streaming',
       'streaming --step.finished--> completed',
     ])
   }

@@ -52,7 +52,7 @@ test('a tool turn: one turn span; state visits, model calls and the tool run are
   const rootId = root.spanContext().spanId
 
   const states = named('turnchart.state').sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1])
-  expect(states.map((s) => s.attributes['turnchart.state'])).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming'])
+  expect(states.map((s) => s.attributes['turnchart.state'])).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming'])
   for (const span of states) expect(parentOf(span)).toBe(rootId)
 
   const calls = named('chat ')

@@ -74,7 +74,7 @@ test('a cassette recorded from a real HTTP provider replays identically in a fre
   const recording = recordCassette(httpModel(), { file, secrets: [apiKey] })
   const original = await run(await engineWith(recording), 'Add 1+2, then 3+4.', { headers: { authorization: `Bearer ${apiKey}`, 'x-trace': 'trace-1' } })
   expect(original.result.outcome).toBe('completed')
-  expect(original.states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'step-gate', 'streaming', 'completed'])
+  expect(original.states).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'step-gate', 'streaming', 'completed'])
   expect(server.calls).toBe(5)
 
   const text = fs.readFileSync(file, 'utf8')

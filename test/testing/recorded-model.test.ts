@@ -74,7 +74,7 @@ test('a multi-step turn (tools, reasoning, a 429 retried, a compaction) re-runs 
   const original = await runPrompt(h.engine, 'Add 1+2, then 3+4.')
   expect(original.result.outcome).toBe('completed')
   const states = original.transitions.map((t) => t.to)
-  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'step-gate', 'streaming', 'completed'])
+  expect(states).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'retry-waiting', 'streaming', 'tool-running', 'compacting', 'step-gate', 'streaming', 'completed'])
   expect(h.server.calls).toBe(5)
 
   const model = await recordedModel(h.engine, original.turn.id)
@@ -148,7 +148,7 @@ test('a run whose tool returns another result fails at the next step with Record
   expect(error.reason).toBe('message 3 (tool) differs: the result of tool call call_1 (add) differs: recorded {"sum":3}, now {"sum":103}')
   expect(error?.message).toContain(`the run left the recording of turn ${original.turn.id} at step 2, model call 2`)
   // Not retried: the recording cannot answer it however often it is asked.
-  expect(rerun.transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'failed'])
+  expect(rerun.transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'failed'])
 })
 
 test('a run that takes more steps than the recording fails at the first step the recording does not have', async () => {
@@ -229,7 +229,7 @@ test('a run that compacts where the recording went on with a step fails at that 
   h.server.tool('add', { a: 1, b: 2 }, { id: 'call_1', usage: { input: 400, output: 10 } })
   h.server.text('3')
   const original = await runPrompt(h.engine, 'Add 1+2.')
-  expect(original.transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'])
+  expect(original.transitions.map((t) => t.to)).toEqual(['step-gate', 'streaming', 'tool-running', 'streaming', 'completed'])
 
   const model = await recordedModel(h.engine, original.turn.id)
   // A smaller context window: the first step's usage fills it, so the run compacts after its tools.

@@ -90,7 +90,7 @@ function trajectory(overrides: Partial<Trajectory> = {}): Trajectory {
     sessionId: 'ses_a',
     outcome: 'completed',
     error: null,
-    states: ['step-gate', 'streaming', 'tool-running', 'step-gate', 'streaming', 'completed'],
+    states: ['step-gate', 'streaming', 'tool-running', 'streaming', 'completed'],
     steps: [
       { index: 1, text: '', reasoning: '', toolCalls: [{ toolName: 'search', input: { q: 'x' }, output: ['r'], status: 'completed', callId: 'c1' }], usage: { inputTokens: 5, outputTokens: 2 }, finish: 'tool-calls', attempts: 1 },
       { index: 2, text: 'Found r.', reasoning: '', toolCalls: [], usage: { inputTokens: 9, outputTokens: 3 }, finish: 'stop', attempts: 1 },

@@ -42,18 +42,16 @@ test('the gate adds no commit: a turn of two tool steps and an answer commits th
   const before = commits()
   const result = await h.engine.prompt(session.id, 'look twice').done
   expect(result.outcome).toBe('completed')
-  // 1 the prompt (with idle → step-gate → streaming), per tool step 2 (→ tool-running, → step-gate → streaming), 1 the answer (→ completed).
+  // 1 the prompt (with idle → step-gate → streaming), per tool step 2 (→ tool-running, → streaming: the tool actor decides the gate), 1 the answer (→ completed).
   // Before the gate: 1 (idle → streaming), per tool step 2 (→ tool-running, → streaming), 1: the same 6.
   expect(commits() - before).toBe(6)
   expect(await log(result.turnId)).toEqual([
     'idle --turn.start--> step-gate',
     'step-gate --gate.continue--> streaming',
     'streaming --step.finished--> tool-running',
-    'tool-running --tools.finished--> step-gate',
-    'step-gate --gate.continue--> streaming',
+    'tool-running --gate.continue--> streaming',
     'streaming --step.finished--> tool-running',
-    'tool-running --tools.finished--> step-gate',
-    'step-gate --gate.continue--> streaming',
+    'tool-running --gate.continue--> streaming',
     'streaming --step.finished--> completed',
   ])
 })
@@ -79,7 +77,8 @@ test("an app's rule is asked at every gate, before the first call too, and its `
     [1, 1],
   ])
   expect(asked[1].steps[0].toolResults).toMatchObject([{ toolName: 'lookup', output: 'found a' }])
-  expect((await h.engine.transitions(result.turnId)).at(-1)).toMatchObject({ from: 'step-gate', event: 'gate.complete', to: 'completed', payload: { rule: 'enough-lookups' } })
+  // (after a step's tools the tool actor decides the gate: the verdict leaves tool-running)
+  expect((await h.engine.transitions(result.turnId)).at(-1)).toMatchObject({ from: 'tool-running', event: 'gate.complete', to: 'completed', payload: { rule: 'enough-lookups' } })
 })
 
 test("an app's rule that fails the turn: `step-gate --gate.fail--> failed` with its error and its name; before the first call, no request is made", async () => {
@@ -107,7 +106,7 @@ test('a rule that throws fails the turn, naming it', async () => {
   expect(h.server.calls).toBe(0)
 })
 
-test('the budget has its own edge: `step-gate --budget.exceeded--> failed`, BudgetExceededError, the next call not made', async () => {
+test('the budget has its own edge: `tool-running --budget.exceeded--> failed` after the tools (as `step-gate --budget.exceeded--> failed`), BudgetExceededError, the next call not made', async () => {
   h = await createHarness({ tools: { lookup }, budget: { steps: 1 } })
   h.server.tool('lookup', { q: 'a' })
   h.server.text('never asked for')
@@ -115,7 +114,7 @@ test('the budget has its own edge: `step-gate --budget.exceeded--> failed`, Budg
   const result = await h.engine.prompt(session.id, 'look').done
   expect(result).toMatchObject({ outcome: 'failed', error: { name: 'BudgetExceededError', limit: 'steps', max: 1 } })
   expect(h.server.calls).toBe(1)
-  expect((await log(result.turnId)).slice(-2)).toEqual(['tool-running --tools.finished--> step-gate', 'step-gate --budget.exceeded--> failed'])
+  expect((await log(result.turnId)).slice(-2)).toEqual(['streaming --step.finished--> tool-running', 'tool-running --budget.exceeded--> failed'])
 })
 
 test('stepRules that are not { name, decide } with unique names are refused, naming the option', async () => {

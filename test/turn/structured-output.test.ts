@@ -46,8 +46,7 @@ test('a tool call, then a final answer that matches: done.output is the typed ob
     'idle --turn.start--> step-gate',
     'step-gate --gate.continue--> streaming',
     'streaming --step.finished--> tool-running',
-    'tool-running --tools.finished--> step-gate',
-    'step-gate --gate.continue--> streaming',
+    'tool-running --gate.continue--> streaming',
     'streaming --step.finished--> step-gate',
     'step-gate --gate.complete--> completed',
   ])

@@ -150,10 +150,10 @@ test('stopWhen with the AI SDK\'s stepCountIs: the turn completes once step 2\'s
   expect(h.server.calls).toBe(2)
   const tools = (await h.engine.messages(session.id)).flatMap((m) => m.parts).filter((p) => p.type === 'tool')
   expect(tools.map((p) => p.type === 'tool' && p.state.status)).toEqual(['completed', 'completed'])
-  // decided at the step gate, after step 2's tools
+  // decided by the step gate's rules once step 2's tools are done (the tool actor asks them)
   expect((await h.engine.transitions(result.turnId)).slice(-2)).toMatchObject([
-    { from: 'tool-running', event: 'tools.finished', to: 'step-gate' },
-    { from: 'step-gate', event: 'gate.complete', to: 'completed', payload: { rule: 'stopWhen' } },
+    { from: 'streaming', event: 'step.finished', to: 'tool-running' },
+    { from: 'tool-running', event: 'gate.complete', to: 'completed', payload: { rule: 'stopWhen' } },
   ])
 })
 

@@ -118,8 +118,7 @@ test("a session's page: the conversation (a file's bytes left out) and each turn
     ['idle', 'step-gate', ['idle>turn.start>running']],
     ['step-gate', 'streaming', ['step-gate>gate.continue>step']],
     ['streaming', 'tool-running', ['streaming>step.finished[hasToolCalls]>tool-running']],
-    ['tool-running', 'step-gate', ['tool-running>tools.finished>step-gate']],
-    ['step-gate', 'streaming', ['step-gate>gate.continue>step']],
+    ['tool-running', 'streaming', ['tool-running>gate.continue>step']],
     ['streaming', 'completed', ['streaming>step.finished>completed']],
   ])
 })

@@ -153,7 +153,6 @@ const doomLoop: ModelEvent = { ...finished(3, false), doomLoop: { name: 'DoomLoo
 const approved = ['call_ask_1', 'call_ask_2'].map((callId): ModelEvent => ({ type: 'tool.approved', callId }))
 // one denial with a reason, one without
 const denied: ModelEvent[] = [{ type: 'tool.denied', callId: 'call_ask_1', reason: 'not now' }, { type: 'tool.denied', callId: 'call_ask_2' }]
-const toolsDone: ModelEvent = { type: 'tools.finished', overflow: false }
 const toolsOverflowed: ModelEvent = { type: 'tools.finished', overflow: true }
 
 const compactDone = (completes: boolean): ModelEvent => ({ type: 'compaction.finished', completes })
@@ -430,7 +429,7 @@ export const recipes: Record<string, EdgeRecipe> = {
     end: (steps) => {
       const decisions = steps.filter((step) => step.event.type === 'tool.approved' || step.event.type === 'tool.denied')
       const allDenied = decisions.every((step) => step.event.type === 'tool.denied')
-      return steps.at(-1)!.to === 'tool-running' && allDenied ? [toolsDone, { type: 'gate.continue' }, finished(0, false)] : [abort]
+      return steps.at(-1)!.to === 'tool-running' && allDenied ? [{ type: 'gate.continue' }, finished(0, false)] : [abort]
     },
     check: (walk) => {
       expectDecisions(walk)
@@ -490,15 +489,73 @@ export const recipes: Record<string, EdgeRecipe> = {
     arrange: ({ plan }) => plan.tools.push('ok'),
     check: expectCompactionRefused,
   },
-  'tool-running --tools.finished--> step-gate': {
-    events: [toolsDone],
-    arrange: ({ plan }) => plan.tools.push('throw'), // a throwing tool is a result, not a failure
+  // the tools done, their actor decides the step gate: the rig's step rule answers that visit too
+  'tool-running --gate.continue--> step': {
+    events: [{ type: 'gate.continue' }],
+    arrange: ({ plan }) => {
+      plan.tools.push('throw') // a throwing tool is a result, not a failure
+      plan.gate.push('continue')
+    },
     check: (walk) => {
       // (a step whose only call was denied runs nothing: the denial is its result)
       const tool = toolParts(walk).find((p) => !(p.state.status === 'error' && p.state.metadata?.denied))
       // (a deferred call's result handed in is the step's result: nothing else runs)
       if (walk.plan.resolutions.some((r) => r.how === 'output')) return
       if (tool || !walk.plan.decisions.length) expect(tool?.state).toMatchObject({ status: 'error', error: expect.stringMatching(/failed/) })
+      // one transition from the tools to the next step: no row enters the gate after them
+      expect(walk.events.some((e) => e.type === 'turn.transition' && e.from === 'tool-running' && e.to === 'step-gate')).toBe(false)
+    },
+  },
+  'tool-running --gate.complete--> completed': {
+    events: [{ type: 'gate.complete', rule: 'model-rule' }],
+    arrange: ({ plan }) => {
+      plan.tools.push('ok')
+      plan.gate.push('complete')
+    },
+    check: (walk) => {
+      expectOutcome(walk, 'completed')
+      expect(walk.events.filter((e) => e.type === 'turn.transition').at(-1)).toMatchObject({ from: 'tool-running', event: 'gate.complete', to: 'completed' })
+      expect(toolParts(walk).at(-1)?.state.status).toBe('completed')
+    },
+  },
+  'tool-running --gate.fail--> failed': {
+    events: [{ type: 'gate.fail', rule: 'model-rule', error: { name: 'UnknownError', message: gateFailureMessage } }],
+    arrange: ({ plan }) => {
+      plan.tools.push('ok')
+      plan.gate.push('fail')
+    },
+    check: (walk) => {
+      expectOutcome(walk, 'failed')
+      expect(walk.result.error?.message).toContain(gateFailureMessage)
+    },
+  },
+  'tool-running --budget.exceeded--> failed': {
+    events: [{ type: 'budget.exceeded', error: { name: 'BudgetExceededError', message: 'budget' } }],
+    arrange: ({ plan, index, steps }) => {
+      plan.tools.push('ok')
+      plan.gate.push('continue')
+      plan.budgetSteps = steps.slice(0, index).filter((s) => s.to === 'streaming' || s.to === 'compacting').length
+    },
+    check: (walk) => {
+      expectOutcome(walk, 'failed', 'BudgetExceededError')
+      expect(walk.result.error).toMatchObject({ limit: 'steps', max: walk.plan.budgetSteps })
+    },
+  },
+  // a message steered in while the tools ran joins the history once they are done; the gate decides again in its state
+  'tool-running --turn.steered--> step-gate': {
+    events: [{ type: 'turn.steered', messages: 1 }],
+    arrange: ({ plan, index, steps }) => {
+      plan.tools.push('ok')
+      plan.gate.push('continue')
+      const state = steps[index].from
+      const entry = steps.slice(0, index).filter((s) => s.to === state).length
+      plan.steers.push({ state, entry, text: `steered in at ${index}` })
+    },
+    check: (walk) => {
+      for (const steer of walk.plan.steers) {
+        const user = walk.messages.filter((m) => m.info.role === 'user').flatMap((m) => m.parts)
+        expect(user.some((p) => p.type === 'text' && p.text === steer.text)).toBe(true)
+      }
     },
   },
   // calls in doubt or deferred: the `work` tool throws CallOutcomeUnknownError or returns defer()
@@ -525,7 +582,7 @@ export const recipes: Record<string, EdgeRecipe> = {
     events: [resolvedAs('retry'), resolvedAs('output')],
     arrange: ({ plan, index, event }) => plan.resolutions.push({ at: index, how: event.how as 'retry' | 'output' }),
     // back in tool-running: a retried call runs (the next `work` behaviour), then the model answers
-    end: [toolsDone, { type: 'gate.continue' }, finished(0, false)],
+    end: [{ type: 'gate.continue' }, finished(0, false)],
     check: (walk) => {
       const work = toolParts(walk).filter((p) => p.tool === 'work')
       for (const r of walk.plan.resolutions) {
