@@ -227,6 +227,47 @@ const abortWhileCallsWait: EdgeRecipe = {
   },
 }
 
+// the budget's own edge: a prompt budget of exactly the model calls made so far
+const budgetExceeded: EdgeRecipe = {
+  events: [{ type: 'budget.exceeded', error: { name: 'BudgetExceededError', message: 'budget' } }],
+  arrange: ({ plan, index, steps }) => {
+    plan.gate.push('continue')
+    plan.budgetSteps = steps.slice(0, index).filter((s) => s.to === 'streaming' || s.to === 'compacting').length
+  },
+  check: (walk) => {
+    expectOutcome(walk, 'failed', 'BudgetExceededError')
+    expect(walk.result.error).toMatchObject({ limit: 'steps', max: walk.plan.budgetSteps })
+  },
+}
+
+// a message steered into the turn joins its history at the gate; the gate decides again
+const steered: EdgeRecipe = {
+  events: [{ type: 'turn.steered', messages: 1 }],
+  arrange: ({ plan, index, steps }) => {
+    plan.gate.push('continue')
+    const state = steps[index].from
+    const entry = steps.slice(0, index).filter((s) => s.to === state).length
+    plan.steers.push({ state, entry, text: `steered in at ${index}` })
+  },
+  check: (walk) => {
+    for (const steer of walk.plan.steers) {
+      const user = walk.messages.filter((m) => m.info.role === 'user').flatMap((m) => m.parts)
+      expect(user.some((p) => p.type === 'text' && p.text === steer.text)).toBe(true)
+      // the model call after the steer sends it (when the turn made one)
+      if (walk.result.outcome === 'completed') expect(walk.requests.some((body) => JSON.stringify(body).includes(steer.text))).toBe(true)
+    }
+  },
+}
+
+/** A verdict of the step gate decided by the tools' actor once the step's tools ran (`ok`): the same recipe from `tool-running`. */
+const afterTools = (recipe: EdgeRecipe): EdgeRecipe => ({
+  ...recipe,
+  arrange: (ctx) => {
+    ctx.plan.tools.push('ok')
+    recipe.arrange(ctx)
+  },
+})
+
 export const recipes: Record<string, EdgeRecipe> = {
   'idle --turn.start--> running': {
     events: [{ type: 'turn.start' }],
@@ -255,18 +296,7 @@ export const recipes: Record<string, EdgeRecipe> = {
       expect(walk.result.error?.message).toContain(gateFailureMessage)
     },
   },
-  // the budget's own edge: a prompt budget of exactly the model calls made so far
-  'step-gate --budget.exceeded--> failed': {
-    events: [{ type: 'budget.exceeded', error: { name: 'BudgetExceededError', message: 'budget' } }],
-    arrange: ({ plan, index, steps }) => {
-      plan.gate.push('continue')
-      plan.budgetSteps = steps.slice(0, index).filter((s) => s.to === 'streaming' || s.to === 'compacting').length
-    },
-    check: (walk) => {
-      expectOutcome(walk, 'failed', 'BudgetExceededError')
-      expect(walk.result.error).toMatchObject({ limit: 'steps', max: walk.plan.budgetSteps })
-    },
-  },
+  'step-gate --budget.exceeded--> failed': budgetExceeded,
   // structured output: the answer did not match; the model is told why and answers again
   'step-gate --output.retry--> step': {
     events: [{ type: 'output.retry', reason: 'n: Invalid input' }],
@@ -283,24 +313,7 @@ export const recipes: Record<string, EdgeRecipe> = {
     arrange: ({ plan }) => plan.gate.push('abort'),
     check: (walk) => expectOutcome(walk, 'aborted', 'MessageAbortedError'),
   },
-  // a message steered into the turn joins its history at the gate; the gate decides again
-  'step-gate --turn.steered--> step-gate': {
-    events: [{ type: 'turn.steered', messages: 1 }],
-    arrange: ({ plan, index, steps }) => {
-      plan.gate.push('continue')
-      const state = steps[index].from
-      const entry = steps.slice(0, index).filter((s) => s.to === state).length
-      plan.steers.push({ state, entry, text: `steered in at ${index}` })
-    },
-    check: (walk) => {
-      for (const steer of walk.plan.steers) {
-        const user = walk.messages.filter((m) => m.info.role === 'user').flatMap((m) => m.parts)
-        expect(user.some((p) => p.type === 'text' && p.text === steer.text)).toBe(true)
-        // the model call after the steer sends it (when the turn made one)
-        if (walk.result.outcome === 'completed') expect(walk.requests.some((body) => JSON.stringify(body).includes(steer.text))).toBe(true)
-      }
-    },
-  },
+  'step-gate --turn.steered--> step-gate': steered,
   'idle --turn.fail--> failed': {
     events: [fail],
     // the row that would enter streaming fails: no model call is made
@@ -529,35 +542,9 @@ export const recipes: Record<string, EdgeRecipe> = {
       expect(walk.result.error?.message).toContain(gateFailureMessage)
     },
   },
-  'tool-running --budget.exceeded--> failed': {
-    events: [{ type: 'budget.exceeded', error: { name: 'BudgetExceededError', message: 'budget' } }],
-    arrange: ({ plan, index, steps }) => {
-      plan.tools.push('ok')
-      plan.gate.push('continue')
-      plan.budgetSteps = steps.slice(0, index).filter((s) => s.to === 'streaming' || s.to === 'compacting').length
-    },
-    check: (walk) => {
-      expectOutcome(walk, 'failed', 'BudgetExceededError')
-      expect(walk.result.error).toMatchObject({ limit: 'steps', max: walk.plan.budgetSteps })
-    },
-  },
+  'tool-running --budget.exceeded--> failed': afterTools(budgetExceeded),
   // a message steered in while the tools ran joins the history once they are done; the gate decides again in its state
-  'tool-running --turn.steered--> step-gate': {
-    events: [{ type: 'turn.steered', messages: 1 }],
-    arrange: ({ plan, index, steps }) => {
-      plan.tools.push('ok')
-      plan.gate.push('continue')
-      const state = steps[index].from
-      const entry = steps.slice(0, index).filter((s) => s.to === state).length
-      plan.steers.push({ state, entry, text: `steered in at ${index}` })
-    },
-    check: (walk) => {
-      for (const steer of walk.plan.steers) {
-        const user = walk.messages.filter((m) => m.info.role === 'user').flatMap((m) => m.parts)
-        expect(user.some((p) => p.type === 'text' && p.text === steer.text)).toBe(true)
-      }
-    },
-  },
+  'tool-running --turn.steered--> step-gate': afterTools(steered),
   // calls in doubt or deferred: the `work` tool throws CallOutcomeUnknownError or returns defer()
   'tool-running --tools.waiting--> awaiting-calls': {
     events: [waitingOn('in-doubt'), waitingOn('deferred'), waitingOn('sleeping')],
