@@ -71,7 +71,6 @@ const isFailure = (event: TurnEvent): event is Extract<TurnEvent, { type: 'step.
 const isOverflow = (event: TurnEvent) =>
   (event.type === 'step.finished' || event.type === 'step.failed' || event.type === 'tools.finished') && event.overflow
 
-/** A wait on tool calls' results (`resolveCall`, a deadline, `engine.wake`): nothing in flight, so it parks; a UI stream ends there as at a tool step. */
 /**
  * Where the step gate's verdicts lead, from `step-gate` and from `tool-running` (whose actor
  * decides the gate once the tools are done, `before` the verdict's own actions). Targets are
@@ -86,6 +85,7 @@ const gateVerdicts = <const A extends readonly string[]>(before: A) =>
     'budget.exceeded': { target: '#turn.failed', actions: [...before, 'rememberFailure'] },
   }) as const
 
+/** A wait on tool calls' results (`resolveCall`, a deadline, `engine.wake`): nothing in flight, so it parks; a UI stream ends there as at a tool step. */
 const resultWait = (label: string): WaitMeaning => ({ awaits: 'result', settledBy: ['call.resolved'], parks: true, uiFinish: 'tool-calls', label })
 
 export const turnMachine = setup({

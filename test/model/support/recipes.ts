@@ -227,6 +227,16 @@ const abortWhileCallsWait: EdgeRecipe = {
   },
 }
 
+// the rig's step rule fails the turn
+const gateFails: EdgeRecipe = {
+  events: [{ type: 'gate.fail', rule: 'model-rule', error: { name: 'UnknownError', message: gateFailureMessage } }],
+  arrange: ({ plan }) => plan.gate.push('fail'),
+  check: (walk) => {
+    expectOutcome(walk, 'failed')
+    expect(walk.result.error?.message).toContain(gateFailureMessage)
+  },
+}
+
 // the budget's own edge: a prompt budget of exactly the model calls made so far
 const budgetExceeded: EdgeRecipe = {
   events: [{ type: 'budget.exceeded', error: { name: 'BudgetExceededError', message: 'budget' } }],
@@ -288,14 +298,7 @@ export const recipes: Record<string, EdgeRecipe> = {
       expect(walk.events.filter((e) => e.type === 'turn.transition').at(-1)).toMatchObject({ from: 'step-gate', event: 'gate.complete', to: 'completed' })
     },
   },
-  'step-gate --gate.fail--> failed': {
-    events: [{ type: 'gate.fail', rule: 'model-rule', error: { name: 'UnknownError', message: gateFailureMessage } }],
-    arrange: ({ plan }) => plan.gate.push('fail'),
-    check: (walk) => {
-      expectOutcome(walk, 'failed')
-      expect(walk.result.error?.message).toContain(gateFailureMessage)
-    },
-  },
+  'step-gate --gate.fail--> failed': gateFails,
   'step-gate --budget.exceeded--> failed': budgetExceeded,
   // structured output: the answer did not match; the model is told why and answers again
   'step-gate --output.retry--> step': {
@@ -531,17 +534,7 @@ export const recipes: Record<string, EdgeRecipe> = {
       expect(toolParts(walk).at(-1)?.state.status).toBe('completed')
     },
   },
-  'tool-running --gate.fail--> failed': {
-    events: [{ type: 'gate.fail', rule: 'model-rule', error: { name: 'UnknownError', message: gateFailureMessage } }],
-    arrange: ({ plan }) => {
-      plan.tools.push('ok')
-      plan.gate.push('fail')
-    },
-    check: (walk) => {
-      expectOutcome(walk, 'failed')
-      expect(walk.result.error?.message).toContain(gateFailureMessage)
-    },
-  },
+  'tool-running --gate.fail--> failed': afterTools(gateFails),
   'tool-running --budget.exceeded--> failed': afterTools(budgetExceeded),
   // a message steered in while the tools ran joins the history once they are done; the gate decides again in its state
   'tool-running --turn.steered--> step-gate': afterTools(steered),
