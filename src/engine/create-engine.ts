@@ -24,6 +24,7 @@ import { toolFingerprint, type ToolFingerprint } from '../tools/tool-fingerprint
 import { openMcpServers } from '../tools/mcp-servers'
 import { newOwnerId } from '../turn/recovery/recover-turns'
 import { RunTrees } from '../turn/run-tree/run-trees'
+import { EngineChart } from '../turn/turn-actors'
 import type { TurnDeps } from '../turn/run-turn'
 import { InvalidOptionError } from '../core/errors'
 import { uiMessageStreamOfTurn } from '../ui-stream/to-ui-message-stream'
@@ -230,6 +231,7 @@ function turnDeps(deps: {
     flushIntervalMs: config.flushIntervalMs,
     outage: { ...config.storage, watch: deps.storageWaits },
     chart: { autoCompact: config.compaction.auto, maxCompactions: config.compaction.maxPerTurn },
+    engineChart: new EngineChart(),
     ...(config.inspect ? { inspect: guardedInspector(config.inspect, reportHookError) } : {}),
     ...(config.clock ? { clock: config.clock } : {}),
     onActorError: reportHookError,

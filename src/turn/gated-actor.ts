@@ -33,24 +33,32 @@ export interface ActorWork<I, T> {
   failure(error: unknown, input: I): TurnEvent
 }
 
+/** What an actor acts for: its turn's write-ahead gate and the part of the turn its work uses. */
+export interface BoundTurn<T> {
+  gate: WriteAheadGate
+  turn: T
+}
+
 /**
- * The actor's logic, made for one turn (turn-actors.ts `turnChart`): `bound` is the turn it runs
- * for (its write-ahead gate and its data); each invocation gets its `input` from the chart.
+ * The actor's logic, made once per engine (turn-actors.ts `EngineChart`): `bound` finds the turn
+ * the invocation's `input` names (`input.turnId`) among the turns the engine runs; undefined
+ * when it runs none of that id (a defect: the invocation fails without acting).
  *
  * @example
- * const streamStep = gatedActor({ gate: log, turn: { scope, tree } }, { run: streamStep, failure: (e) => stepFailed(e) })
+ * const streamStep = gatedActor((input) => turns.bound(input.turnId), { run: streamStep, failure: (e) => stepFailed(e) })
  */
-export function gatedActor<I, T>(bound: { gate: WriteAheadGate; turn: T }, work: ActorWork<I, T>): CallbackActorLogic<TurnEvent, I> {
+export function gatedActor<I extends { turnId: string }, T>(bound: (input: I) => BoundTurn<T> | undefined, work: ActorWork<I, T>): CallbackActorLogic<TurnEvent, I> {
   return fromCallback<TurnEvent, I>(({ input, sendBack }) => {
-    const { gate, turn } = bound
+    const found = bound(input)
     const controller = new AbortController()
     let settled = false
     void (async () => {
       let event: TurnEvent
       try {
-        if (!(await gate.committed())) return
+        if (!found) throw new Error(`no turn '${input.turnId}' runs in this engine: its actor has nothing to act for`)
+        if (!(await found.gate.committed())) return
         if (controller.signal.aborted) return
-        event = await work.run(turn, input, controller.signal, (early) => {
+        event = await work.run(found.turn, input, controller.signal, (early) => {
           if (!controller.signal.aborted) sendBack(early)
         })
       } catch (error) {

@@ -18,7 +18,7 @@ import { HandoffPoint } from './handoff-point'
 import { RunTree } from './run-tree/run-tree'
 import type { RunTrees } from './run-tree/run-trees'
 import { TurnLog, transitionsTo, type FirstRowWriter } from './turn-log/turn-log'
-import { turnChart } from './turn-actors'
+import type { EngineChart } from './turn-actors'
 import { TurnHandle, type RunningTurn, type UIMessageStreamOfTurn } from './turn-handle'
 import type { TurnScope } from './turn-scope'
 
@@ -39,6 +39,8 @@ export interface TurnDeps {
   outage?: OutagePolicy
   /** The chart input every turn gets from the engine's options. */
   chart: Pick<TurnInput, 'autoCompact' | 'maxCompactions'>
+  /** The turn chart with this engine's actors, and the turns they act for. */
+  engineChart: EngineChart
   /** The app's inspector (Stately), given every inspection event of every turn. */
   inspect?: (event: InspectionEvent) => void
   clock?: TurnClock
@@ -124,7 +126,9 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const record = transitionsTo(log)
   const appInspector = deps.inspect ? tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) : undefined
   const handoff = new HandoffPoint()
-  const actor = createActor(turnChart({ scope, tree, handoff, ...(children ? { children } : {}) }, log), {
+  // Bound before the actor exists (a restored one invokes at once), released once it stopped.
+  const release = deps.engineChart.bind({ scope, tree, handoff, ...(children ? { children } : {}) }, log)
+  const actor = createActor(deps.engineChart.machine, {
     input: start.input,
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),
     ...(deps.clock ? { clock: deps.clock } : {}),
@@ -146,6 +150,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     log,
     handoff,
     onSettled: (turn) => {
+      release()
       tree.inspection.delete(turn.id)
       deps.trees?.leave(tree)
       deps.onSettled(turn)

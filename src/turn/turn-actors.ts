@@ -1,10 +1,10 @@
 /**
  * The turn chart's four actors, each in the gated wrapper (gated-actor.ts): the step gate (its
  * rules, between two model calls), the step (one model call), the tools, the compaction. Each
- * one's failure event is the chart's failure edge for its state. Made for each turn, over that
- * turn's scope, run tree and log (`turnChart`): what an actor gets is its logic's turn (typed as
- * the part of the scope it uses: `GateRun`, `StepRun`, `ToolsRun`, `CompactRun`) and its
- * invocation's input, nothing looked up.
+ * one's failure event is the chart's failure edge for its state. Made once per engine
+ * (`EngineChart`): what an invocation gets is its `input` and the turn that input names, bound
+ * with its scope, run tree and log (typed as the part of the turn each actor uses: `GateRun`,
+ * `StepRun`, `ToolsRun`, `CompactRun`).
  */
 import { turnMachine, type TurnMachine, type CompactInput, type RunToolsInput, type StepGateInput, type StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
@@ -13,7 +13,7 @@ import { summarize, type SummaryScope } from '../compaction/summarize'
 import { streamStep, type StepRun } from '../llm/stream-step'
 import { runTools, type ToolRunScope } from '../tools/run-tools'
 import type { ChildTurnRunner } from '../tools/child-turns'
-import { gatedActor, type WriteAheadGate } from './gated-actor'
+import { gatedActor, type BoundTurn, type WriteAheadGate } from './gated-actor'
 import type { HandoffPoint } from './handoff-point'
 import type { RunTree } from './run-tree/run-tree'
 import { decideStep, type GateTurn } from '../policy/step-gate'
@@ -78,9 +78,29 @@ function gateTurn({ scope, tree }: GateRun, input: StepGateInput): GateTurn {
   }
 }
 
-/** The chart's actors over one turn: `log` is the write-ahead gate of the three that act outside the turn. */
-const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
-  stepGate: gatedActor<StepGateInput, GateRun>({ gate: noCommitNeeded, turn: run }, {
+/** What each of the chart's actors acts for, in one turn: its write-ahead gate and its part of the turn. */
+interface TurnBindings {
+  stepGate: BoundTurn<GateRun>
+  streamStep: BoundTurn<StepRun>
+  runTools: BoundTurn<ToolsRun>
+  compact: BoundTurn<CompactRun>
+}
+
+/** One turn's bindings: `log` is the write-ahead gate of the three actors that act outside the turn. */
+const bindingsOf = (run: TurnRun, log: WriteAheadGate): TurnBindings => ({
+  stepGate: { gate: noCommitNeeded, turn: run },
+  // (the step counts its calls on the run tree itself: nothing stands between the actor and the step)
+  streamStep: { gate: log, turn: { scope: run.scope, meter: run.tree } },
+  runTools: { gate: log, turn: run },
+  compact: { gate: log, turn: run },
+})
+
+/** Finds, for an actor of the chart, what it acts for in the turn its input names. */
+type Binder = <K extends keyof TurnBindings>(actor: K) => (input: { turnId: string }) => TurnBindings[K] | undefined
+
+/** The chart's actors: `bound` finds each invocation's turn. */
+const actorsOf = (bound: Binder) => ({
+  stepGate: gatedActor<StepGateInput, GateRun>(bound('stepGate'), {
     run: async (turn, input) => {
       // A handoff was asked: the gate holds (nothing is in flight here) and the turn is detached.
       if (turn.handoff?.requested) return turn.handoff.hold()
@@ -88,18 +108,17 @@ const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
     },
     failure: gateFailure,
   }),
-  // (the step counts its calls on the run tree itself: nothing stands between the actor and the step)
-  streamStep: gatedActor<StreamStepInput, StepRun>({ gate: log, turn: { scope: run.scope, meter: run.tree } }, {
+  streamStep: gatedActor<StreamStepInput, StepRun>(bound('streamStep'), {
     run: streamStep,
     // A defect, not the provider's answer: the step fails, without a retry.
     failure: (error): TurnEvent => ({ type: 'step.failed', error: serializeError(error), overflow: false, retryDelayMs: null }),
   }),
-  runTools: gatedActor<RunToolsInput, ToolsRun>({ gate: log, turn: run }, {
+  runTools: gatedActor<RunToolsInput, ToolsRun>(bound('runTools'), {
     run: runToolsThenGate,
     // A tool's own throw is its part; only a defect of the runner gets here: the turn fails.
     failure: (error): TurnEvent => ({ type: 'turn.fail', error: failureOf('running the tools', error) }),
   }),
-  compact: gatedActor<CompactInput, CompactRun>({ gate: log, turn: run }, {
+  compact: gatedActor<CompactInput, CompactRun>(bound('compact'), {
     // Whether the summary follows a final answer is read before the summary replaces the history.
     run: async ({ scope, tree }, input, signal) => {
       // A summary is a model call the budget counts; the next step gate checks it.
@@ -114,16 +133,44 @@ const actorsOf = (run: TurnRun, log: WriteAheadGate) => ({
 })
 
 /**
- * The turn chart with the actors of one turn. `provide` builds the chart's nodes again for each
- * turn (0.2–0.4 ms, measured against 0.0005 ms for the chart built once and its actors found
- * through their actor system); the price of actors whose only inputs are their logic's turn and
- * their invocation's `input`.
+ * The turn chart as one engine runs it: provided once with the engine's actors, each of which
+ * acts for the turn its invocation's `input` names (`turnId`), among the turns bound here.
+ *
+ * Why once, not per turn: XState's `provide` builds the chart's nodes again (0.25–0.3 ms a
+ * turn), and each new chart's nodes compute their transitions again and make XState's code
+ * polymorphic; measured on a turn of 10 steps, a chart per turn cost 10 % more CPU and 6 % more
+ * allocation per step than this one (docs/benchmarks.md, issue 54). The actor's contract stays
+ * its input and the turn it names; the turn is found by that name in this table, which runTurn
+ * fills before the turn's actor exists and empties once it has stopped, never through XState's
+ * actor system.
  *
  * @example
- * const actor = createActor(turnChart({ scope, tree }, log), { input })
+ * const chart = new EngineChart()
+ * const release = chart.bind({ scope, tree }, log)
+ * const actor = createActor(chart.machine, { input })
  */
-export function turnChart(run: TurnRun, log: WriteAheadGate): TurnMachine {
-  return turnMachine.provide({ actors: actorsOf(run, log) })
+export class EngineChart {
+  /** The chart with this engine's actors. */
+  readonly machine: TurnMachine
+  readonly #turns = new Map<string, TurnBindings>()
+
+  constructor() {
+    this.machine = turnMachine.provide({ actors: actorsOf((actor) => (input) => this.#turns.get(input.turnId)?.[actor]) })
+  }
+
+  /**
+   * Binds a turn (`run.scope.turnId`) for the chart's actors, `log` its write-ahead gate, until
+   * the returned release runs (once the turn's actor has stopped). A turn bound again (run anew
+   * by this engine) replaces the binding; the old one's release then leaves the new one be.
+   */
+  bind(run: TurnRun, log: WriteAheadGate): () => void {
+    const { turnId } = run.scope
+    const bindings = bindingsOf(run, log)
+    this.#turns.set(turnId, bindings)
+    return () => {
+      if (this.#turns.get(turnId) === bindings) this.#turns.delete(turnId)
+    }
+  }
 }
 
 /**

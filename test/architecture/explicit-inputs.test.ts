@@ -1,6 +1,7 @@
 /**
- * Explicit inputs (issue 34): the chart's actors get their turn from their logic (made per turn)
- * and their input, not from a map keyed by their actor system; what an engine hands the code above it (the web edge, the tests)
+ * Explicit inputs (issue 34): the chart's actors get their turn from their input (its `turnId`,
+ * among the turns their engine's chart binds: turn-actors.ts `EngineChart`, provided once per
+ * engine since issue 54), not from a map keyed by their actor system; what an engine hands the code above it (the web edge, the tests)
  * is a member of the engine (`engine.notifications`), never a module-level WeakMap keyed by the
  * engine object, which no reader of the `Engine` type can see.
  */
@@ -34,13 +35,18 @@ test('no module-level WeakMap keyed by the engine', () => {
   expect(byEngine).toEqual([])
 })
 
-test("no actor finds its turn through a map keyed by its actor system: an actor's input and its logic's turn are its whole contract", () => {
+test("no actor finds its turn through a map keyed by its actor system: an actor's input, and the turn it names, are its whole contract", () => {
   // `turns.set(actor.system, …)` / `turns.get(system)`: a WeakMap keyed by XState's actor system
   const bySystem = /\.(?:set|get|has)\(\s*(?:\w+\.)?system\b/
   expect(sources.filter((s) => bySystem.test(s.text)).map((s) => s.file)).toEqual([])
   // The pattern finds what it is for.
   expect(bySystem.test('turns.set(actor.system, { gate, turn })')).toBe(true)
-  // The chart's actors are made for their turn (turn-actors.ts `turnChart`), not bound after the actor exists.
+  // The chart is provided once per engine (a chart per turn cost 10 % of a step's CPU): only the
+  // engine's chart provides it, and its actors find their turn by their input's `turnId`.
+  const provides = sources.filter((s) => /\bturnMachine\.provide\(/.test(s.text)).map((s) => s.file)
+  expect(provides).toEqual([path.join('src', 'turn', 'turn-actors.ts')])
+  const actors = sources.find((s) => s.file === path.join('src', 'turn', 'turn-actors.ts'))!.text
+  expect(actors).toMatch(/class EngineChart\b[\s\S]*this\.#turns\.get\(input\.turnId\)/)
   expect(sources.filter((s) => /\bbindTurn\b|\bturnOf\(/.test(s.text)).map((s) => s.file)).toEqual([])
 })
 

@@ -297,7 +297,7 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
 
 /**
  * A snapshot's history with its state nodes named by id, as XState persists it: the turn's
- * actor runs the chart with its real actors (`turnMachine.provide()`, new state nodes), and
+ * actor runs the chart with its real actors (the engine's `EngineChart`: other state nodes), and
  * restoring the snapshot finds these ids in that machine.
  */
 function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): SnapshotFrom<TurnMachine>['historyValue'] {

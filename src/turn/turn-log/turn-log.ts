@@ -290,7 +290,7 @@ export class TurnLog {
    * whose state and context did not change writes nothing.
    *
    * @example
-   * createActor(turnChart, { inspect: transitionsTo(log) }) // every transition of the root actor is recorded
+   * createActor(chart.machine, { inspect: transitionsTo(log) }) // every transition of the root actor is recorded
    */
   record(event: AnyEventObject, snapshot: TurnSnapshot): void {
     const state = this.#state
@@ -568,7 +568,7 @@ export class TurnLog {
  * recorded and written.
  *
  * @example
- * const actor = createActor(turnChart, { input, inspect: transitionsTo(log) }) // every transition of the root actor is recorded
+ * const actor = createActor(chart.machine, { input, inspect: transitionsTo(log) }) // every transition of the root actor is recorded
  */
 export function transitionsTo(log: Pick<TurnLog, 'record'>): (event: InspectionEvent) => void {
   return (inspection) => {
