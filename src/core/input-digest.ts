@@ -4,7 +4,7 @@
  * that are the same JSON value have the same digest whatever the order of their keys, so the
  * digest the approver's input had is the one the input the tool runs with must have.
  */
-import { createHash } from 'node:crypto'
+import * as crypto from 'node:crypto'
 
 /**
  * The canonical JSON text of `value`: as `JSON.stringify`, with every object's keys sorted
@@ -38,5 +38,16 @@ function sortedKeys(value: unknown): unknown {
  * inputDigest({ env: 'prod' }) === inputDigest(JSON.parse('{"env":"prod"}')) // true
  */
 export function inputDigest(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex')
+  return sha256Hex(canonicalJson(value))
+}
+
+/**
+ * The hex SHA-256 of `text` (UTF-8): Node's one-shot `crypto.hash` where it has it (20.12 and
+ * later: no Hash object made, about half the CPU of `createHash` for a short text), else `createHash`.
+ *
+ * @example
+ * sha256Hex('abc') // 'ba7816bf…'
+ */
+export function sha256Hex(text: string): string {
+  return typeof crypto.hash === 'function' ? crypto.hash('sha256', text, 'hex') : crypto.createHash('sha256').update(text).digest('hex')
 }

@@ -3,7 +3,7 @@
  * idempotency key and which execution of the stored call this is. Handed to `execute` as the AI
  * SDK's `experimental_context` (and as fields of its options) and read back with `callInfo`.
  */
-import { createHash } from 'node:crypto'
+import { sha256Hex } from '../core/input-digest'
 import type { ChildTurnRunner } from './child-turns'
 
 /**
@@ -38,7 +38,7 @@ export interface CallInfo extends TurnToolContext {
  * part under a new id, so its calls get new keys).
  */
 export function idempotencyKeyOf(turnId: string, partId: string): string {
-  return `idk_${createHash('sha256').update(`turnchart-call\0${turnId}\0${partId}`).digest('hex').slice(0, 40)}`
+  return `idk_${sha256Hex(`turnchart-call\0${turnId}\0${partId}`).slice(0, 40)}`
 }
 
 /**

@@ -10,9 +10,8 @@
  * Digests are hex SHA-256 of canonical JSON (object keys sorted), so a schema rebuilt with its
  * keys in another order is the same schema.
  */
-import { createHash } from 'node:crypto'
 import { asSchema, type ToolSet } from 'ai'
-import { canonicalJson } from '../core/input-digest'
+import { canonicalJson, sha256Hex } from '../core/input-digest'
 
 /** Tool name → hex SHA-256 of its input schema's canonical JSON. */
 export type ToolFingerprint = Record<string, string>
@@ -27,7 +26,7 @@ export interface ToolDifference {
 
 /** Hex SHA-256 of `value`'s canonical JSON. */
 export function digestJson(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value ?? null)).digest('hex')
+  return sha256Hex(canonicalJson(value ?? null))
 }
 
 /**
