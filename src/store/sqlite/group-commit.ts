@@ -10,7 +10,7 @@
  * others commit. A work's promise settles after the commit that made it durable (write-ahead
  * gates wait on it).
  */
-import { CompiledQuery, type ControlledTransaction, type Kysely, type Transaction } from 'kysely'
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely'
 
 interface Pending<DB> {
   work: (trx: Transaction<DB>) => Promise<unknown>
@@ -31,15 +31,46 @@ const savepointQueries = {
 /** Works per shared transaction: bounds how long one commit keeps the others waiting. */
 const maxBatch = 128
 
+/**
+ * The transaction a batch runs in: Kysely's transaction for the works, and where its own
+ * statements (savepoints, commit, rollback) run.
+ */
+export interface BatchTransaction<DB> {
+  trx: Transaction<DB>
+  execute(query: CompiledQuery): Promise<unknown>
+  commit(): Promise<void>
+  rollback(): Promise<void>
+}
+
+/** Begins a transaction, runs `run` in it while it holds the connection, and lets the connection go. */
+export type BatchOpener<DB> = <T>(run: (batch: BatchTransaction<DB>) => Promise<T>) => Promise<T>
+
+/** Kysely's controlled transaction (a caller's Kysely instance: its driver is not turnchart's). */
+export function kyselyBatches<DB>(db: Kysely<DB>): BatchOpener<DB> {
+  return async (run) => {
+    const trx = await db.startTransaction().execute()
+    return run({
+      trx,
+      execute: (query) => trx.executeQuery(query),
+      commit: () => trx.commit().execute(),
+      rollback: () => trx.rollback().execute(),
+    })
+  }
+}
+
 export class GroupCommit<DB> {
-  readonly #db: Kysely<DB>
+  readonly #open: BatchOpener<DB>
   readonly #verify: (() => void) | undefined
   #pending: Pending<DB>[] = []
   #draining = false
 
-  /** @param verify run before each shared transaction; throws when writing is no longer safe. */
-  constructor(db: Kysely<DB>, verify?: () => void) {
-    this.#db = db
+  /**
+   * @param open begins each shared transaction (`kyselyBatches(db)`, or on turnchart's own
+   *   connection `directBatches`: sqlite/direct-statements.ts).
+   * @param verify run before each shared transaction; throws when writing is no longer safe.
+   */
+  constructor(open: BatchOpener<DB>, verify?: () => void) {
+    this.#open = open
     this.#verify = verify
   }
 
@@ -81,16 +112,18 @@ export class GroupCommit<DB> {
 
   /** Runs one batch; returns the works it did not get to (the transaction broke before them). */
   async #runBatch(batch: Pending<DB>[]): Promise<Pending<DB>[]> {
-    let trx: ControlledTransaction<DB>
     try {
       this.#verify?.()
-      trx = await this.#db.startTransaction().execute()
+      // (everything after the begin settles the works itself: what rejects here is the begin)
+      return await this.#open((transaction) => (batch.length === 1 ? this.#runAlone(transaction, batch[0]) : this.#runShared(transaction, batch)))
     } catch (error) {
       for (const item of batch) item.reject(error)
       return []
     }
-    if (batch.length === 1) return this.#runAlone(trx, batch[0])
+  }
 
+  /** Each work in its own savepoint of the one transaction, then its commit. */
+  async #runShared(transaction: BatchTransaction<DB>, batch: Pending<DB>[]): Promise<Pending<DB>[]> {
     const done: Array<{ item: Pending<DB>; value: unknown }> = []
     const failed: Array<{ item: Pending<DB>; error: unknown }> = []
     let broken: unknown
@@ -98,20 +131,20 @@ export class GroupCommit<DB> {
     for (; index < batch.length && broken === undefined; index++) {
       const item = batch[index]
       try {
-        await trx.executeQuery(savepointQueries.begin)
+        await transaction.execute(savepointQueries.begin)
       } catch (error) {
         broken = error
         break // this work was not attempted: it is retried in the next transaction
       }
       try {
-        done.push({ item, value: await item.work(trx) })
-        await trx.executeQuery(savepointQueries.release)
+        done.push({ item, value: await item.work(transaction.trx) })
+        await transaction.execute(savepointQueries.release)
       } catch (error) {
         if (done.at(-1)?.item === item) done.pop()
         failed.push({ item, error })
         try {
-          await trx.executeQuery(savepointQueries.rollback)
-          await trx.executeQuery(savepointQueries.release)
+          await transaction.execute(savepointQueries.rollback)
+          await transaction.execute(savepointQueries.release)
         } catch (cause) {
           // SQLite ended the whole transaction itself (disk full, I/O error): nothing in it stays.
           broken = cause
@@ -121,10 +154,10 @@ export class GroupCommit<DB> {
     const notRun = batch.slice(index)
     try {
       if (broken !== undefined) throw broken
-      await trx.commit().execute()
+      await transaction.commit()
       for (const { item, value } of done) item.resolve(value)
     } catch (error) {
-      await trx.rollback().execute().catch(() => undefined)
+      await transaction.rollback().catch(() => undefined)
       for (const { item } of done) item.reject(error)
     }
     for (const { item, error } of failed) item.reject(error)
@@ -132,15 +165,15 @@ export class GroupCommit<DB> {
   }
 
   /** A batch of one: no savepoint, as a plain transaction. */
-  async #runAlone(trx: ControlledTransaction<DB>, item: Pending<DB>): Promise<Pending<DB>[]> {
+  async #runAlone(transaction: BatchTransaction<DB>, item: Pending<DB>): Promise<Pending<DB>[]> {
     let value: unknown
     try {
-      value = await item.work(trx)
-      await trx.commit().execute()
+      value = await item.work(transaction.trx)
+      await transaction.commit()
     } catch (error) {
-      // A controlled transaction, so that a failing ROLLBACK cannot hide the error that caused it
-      // (SQLite rolls back by itself on SQLITE_FULL or an I/O error).
-      await trx.rollback().execute().catch(() => undefined)
+      // A failing ROLLBACK must not hide the error that caused it (SQLite rolls back by itself
+      // on SQLITE_FULL or an I/O error, and the ROLLBACK then finds no transaction).
+      await transaction.rollback().catch(() => undefined)
       item.reject(error)
       return []
     }

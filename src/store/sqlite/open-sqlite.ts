@@ -17,7 +17,7 @@ import { sqliteDialect } from './sqlite-dialect'
 import type { SqliteConnection, SqliteDriver, SqliteOpenOptions } from './sqlite-driver'
 import { removeWalFilesOfReading, walFiles } from './wal-files'
 import { cachingStatements } from './statement-cache'
-import { directSqliteDialect } from './direct-statements'
+import { directBatches, directSqliteDialect } from './direct-statements'
 
 /** `better-sqlite3`, loaded only when a SQLite database is opened. Exported for tests. */
 export const sqliteLoader = {
@@ -80,14 +80,16 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
   handle.pragma('journal_mode = WAL')
   handle.pragma('foreign_keys = ON')
   handle.pragma('synchronous = NORMAL')
-  const db = new Kysely<TurnchartDatabase>({ dialect: directSqliteDialect(cachingStatements(handle)) })
+  const statements = cachingStatements(handle)
+  const dialect = directSqliteDialect(statements)
+  const db = new Kysely<TurnchartDatabase>({ dialect })
   const verify = value === ':memory:' ? undefined : fileGuard(value)
   return {
     db,
     sql: sqliteDialect,
     ...(verify ? { verify } : {}),
     // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
-    groupCommit: () => new GroupCommit(db, verify),
+    groupCommit: () => new GroupCommit(directBatches(db, dialect, statements), verify),
     ...backupOf(handle),
     close: async () => {
       if (value !== ':memory:') checkpointAtClose(handle)

@@ -8,7 +8,7 @@ import fs from 'node:fs'
 import type { StoreBackend } from '../backend'
 import { isKyselyOn } from '../kysely/kysely-instance'
 import type { TurnchartDatabase } from '../schema'
-import { GroupCommit } from './group-commit'
+import { GroupCommit, kyselyBatches } from './group-commit'
 import { openSqlite, openSqliteReadOnly } from './open-sqlite'
 import { sqliteDialect } from './sqlite-dialect'
 import { isSqliteFileOption, isSqlitePath } from './sqlite-file-option'
@@ -21,7 +21,7 @@ export const sqliteBackend: StoreBackend = {
     if (isKyselyOn(database, 'sqlite')) {
       // The caller's: it stays open. One connection too (Kysely's SqliteDialect), so commits are shared.
       const db = database as Kysely<TurnchartDatabase>
-      return { db, sql: sqliteDialect, groupCommit: () => new GroupCommit(db), close: async () => {} }
+      return { db, sql: sqliteDialect, groupCommit: () => new GroupCommit(kyselyBatches(db)), close: async () => {} }
     }
     if (typeof database === 'string') return openSqlite(database, { busyTimeoutMs: settings.busyTimeoutMs })
     const option = database as { file: string; shared?: boolean }
