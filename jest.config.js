@@ -110,6 +110,8 @@ module.exports = async () => {
     testTimeout: 20000,
     // Both cores: most suites wait on sockets, child processes and the database, not the CPU.
     maxWorkers: 2,
+    // The longest suites first, so none runs alone at the end (test/support/slow-first-sequencer.js).
+    testSequencer: '<rootDir>/test/support/slow-first-sequencer.js',
     // The children tests fork (the CLI, the crash tests' engines) bundled once per run.
     globalSetup: '<rootDir>/test/support/global-setup.js',
     globalTeardown: '<rootDir>/test/support/global-teardown.js',
