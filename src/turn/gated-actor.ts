@@ -45,7 +45,7 @@ export interface BoundTurn<T> {
  * when it runs none of that id (a defect: the invocation fails without acting).
  *
  * @example
- * const streamStep = gatedActor((input) => turns.bound(input.turnId), { run: streamStep, failure: (e) => stepFailed(e) })
+ * const streamStep = gatedActor((input) => turns.get(input.turnId)?.streamStep, { run: streamStep, failure: (e) => stepFailed(e) })
  */
 export function gatedActor<I extends { turnId: string }, T>(bound: (input: I) => BoundTurn<T> | undefined, work: ActorWork<I, T>): CallbackActorLogic<TurnEvent, I> {
   return fromCallback<TurnEvent, I>(({ input, sendBack }) => {

@@ -138,8 +138,8 @@ const actorsOf = (bound: Binder) => ({
  *
  * Why once, not per turn: XState's `provide` builds the chart's nodes again (0.25–0.3 ms a
  * turn), and each new chart's nodes compute their transitions again and make XState's code
- * polymorphic; measured on a turn of 10 steps, a chart per turn cost 10 % more CPU and 6 % more
- * allocation per step than this one (docs/benchmarks.md, issue 54). The actor's contract stays
+ * polymorphic; measured on a turn of 10 steps, each build in its own processes, a chart per turn
+ * cost ~9 % more CPU and ~5.5 % more allocation per step than this one (bench/NOTES.md, issue 54). The actor's contract stays
  * its input and the turn it names; the turn is found by that name in this table, which runTurn
  * fills before the turn's actor exists and empties once it has stopped, never through XState's
  * actor system.

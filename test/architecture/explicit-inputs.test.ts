@@ -41,7 +41,7 @@ test("no actor finds its turn through a map keyed by its actor system: an actor'
   expect(sources.filter((s) => bySystem.test(s.text)).map((s) => s.file)).toEqual([])
   // The pattern finds what it is for.
   expect(bySystem.test('turns.set(actor.system, { gate, turn })')).toBe(true)
-  // The chart is provided once per engine (a chart per turn cost 10 % of a step's CPU): only the
+  // The chart is provided once per engine (a chart per turn cost ~9 % of a step's CPU): only the
   // engine's chart provides it, and its actors find their turn by their input's `turnId`.
   const provides = sources.filter((s) => /\bturnMachine\.provide\(/.test(s.text)).map((s) => s.file)
   expect(provides).toEqual([path.join('src', 'turn', 'turn-actors.ts')])

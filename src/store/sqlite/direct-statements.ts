@@ -6,6 +6,7 @@
  * it (no other query runs until it ends), so a precompiled query (precompiled-query.ts) can run
  * its statement on the handle at once, as Kysely's own SQLite connection would, with the same
  * result. Outside a transaction, and for every query built by Kysely's builder, nothing changes.
+ * Group commit's own transactions (`directBatches`) begin and commit on the handle the same way.
  */
 import { CompiledQuery, SqliteAdapter, SqliteDialect, Transaction, type Kysely, type QueryResult } from 'kysely'
 import type { DirectAdapter } from '../precompiled-query'
@@ -49,12 +50,12 @@ const transactionQueries = { begin: CompiledQuery.raw('begin'), commit: Compiled
 export function directBatches<DB>(db: Kysely<DB>, dialect: SqliteDialect, handle: SqliteHandle): BatchOpener<DB> {
   // A transaction's driver is never called (it begins no transaction and destroys nothing).
   const driver = dialect.createDriver()
-  const run = async (query: CompiledQuery) => runOn(handle, query)
+  const execute = async (query: CompiledQuery): Promise<void> => void runOn(handle, query)
   return (work) =>
     db.connection().execute(async (connection) => {
       runOn(handle, transactionQueries.begin)
       const trx = new Transaction<DB>({ config: { dialect }, dialect, driver, executor: connection.getExecutor() })
-      return work({ trx, execute: run, commit: async () => void runOn(handle, transactionQueries.commit), rollback: async () => void runOn(handle, transactionQueries.rollback) })
+      return work({ trx, execute, commit: () => execute(transactionQueries.commit), rollback: () => execute(transactionQueries.rollback) })
     })
 }
 
