@@ -10,7 +10,7 @@
  * can run a statement directly (turnchart's own SQLite connection, sqlite/direct-statements.ts),
  * the statement skips Kysely's executor: the transaction holds the connection already.
  */
-import { CompiledQuery, type Compilable, type Kysely, type QueryResult } from 'kysely'
+import { createQueryId, RawNode, type Compilable, type CompiledQuery, type Kysely, type QueryResult } from 'kysely'
 import type { TurnchartDatabase } from './schema'
 
 type Values<K extends string> = Record<K, unknown>
@@ -19,16 +19,24 @@ interface Template {
   sql: string
   /** For each parameter: the value's name, or a constant the builder put there itself. */
   slots: Array<{ name: string } | { constant: unknown }>
+  /** The query's node and id, made once: a run's compiled query shares them (no plugin reads either: a database with plugins never gets here). */
+  node: RawNode
+  queryId: CompiledQuery['queryId']
+  /** The statement run directly, on an adapter that can (prepared once). */
+  direct: DirectStatement | undefined
 }
 
 const marker = '\u0000turnchart-value:'
 
-/** An adapter that runs a compiled query on its connection now (synchronously, as SQLite does). */
+/** A statement that runs on its connection now (synchronously, as SQLite does), with the given parameters. */
+export type DirectStatement = (parameters: readonly unknown[]) => QueryResult<unknown>
+
+/** An adapter that runs a query on its connection now: `directStatement(sql)` prepares it once, its runs reuse it. */
 export interface DirectAdapter {
-  runDirect(query: CompiledQuery): QueryResult<unknown>
+  directStatement(sql: string): DirectStatement
 }
 
-const isDirect = (adapter: object): adapter is DirectAdapter => typeof (adapter as Partial<DirectAdapter>).runDirect === 'function'
+const isDirect = (adapter: object): adapter is DirectAdapter => typeof (adapter as Partial<DirectAdapter>).directStatement === 'function'
 
 /**
  * A query of fixed shape with named values.
@@ -49,24 +57,29 @@ export function precompiledQuery<K extends string>(
       if (executor.plugins.length > 0) return db.executeQuery(build(db, values).compile())
       let template = templates.get(executor.adapter)
       if (!template) {
-        template = compileTemplate(db, names, build)
+        template = compileTemplate(db, names, build, isDirect(executor.adapter) ? executor.adapter : undefined)
         templates.set(executor.adapter, template)
       }
       const parameters = template.slots.map((slot) => ('name' in slot ? values[slot.name as K] : slot.constant))
-      const query = CompiledQuery.raw(template.sql, parameters)
-      if (db.isTransaction && isDirect(executor.adapter)) {
+      if (db.isTransaction && template.direct) {
         try {
-          return Promise.resolve(executor.adapter.runDirect(query))
+          return Promise.resolve(template.direct(parameters))
         } catch (error) {
           return Promise.reject(error)
         }
       }
+      const query: CompiledQuery = { sql: template.sql, query: template.node, parameters, queryId: template.queryId }
       return db.executeQuery(query)
     },
   }
 }
 
-function compileTemplate<K extends string>(db: Kysely<TurnchartDatabase>, names: readonly K[], build: (db: Kysely<TurnchartDatabase>, values: Values<K>) => Compilable): Template {
+function compileTemplate<K extends string>(
+  db: Kysely<TurnchartDatabase>,
+  names: readonly K[],
+  build: (db: Kysely<TurnchartDatabase>, values: Values<K>) => Compilable,
+  direct: DirectAdapter | undefined,
+): Template {
   const placeholders = Object.fromEntries(names.map((name) => [name, marker + name])) as Values<K>
   const compiled = build(db, placeholders).compile()
   const slots = compiled.parameters.map((parameter) =>
@@ -76,5 +89,5 @@ function compileTemplate<K extends string>(db: Kysely<TurnchartDatabase>, names:
   const used = new Set(slots.flatMap((slot) => ('name' in slot ? [slot.name] : [])))
   const missing = names.filter((name) => !used.has(name))
   if (missing.length > 0) throw new Error(`precompiled query: the values ${missing.join(', ')} are not among its parameters`)
-  return { sql: compiled.sql, slots }
+  return { sql: compiled.sql, slots, node: RawNode.createWithSql(compiled.sql), queryId: createQueryId(), direct: direct?.directStatement(compiled.sql) }
 }

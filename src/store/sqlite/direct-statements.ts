@@ -5,18 +5,27 @@
  * a turn runs ~14 of them per step. Inside a transaction Kysely holds the one connection for
  * it (no other query runs until it ends), so a precompiled query (precompiled-query.ts) can run
  * its statement on the handle at once, as Kysely's own SQLite connection would, with the same
- * result. Outside a transaction, and for every query built by Kysely's builder, nothing changes.
+ * result; each such statement is prepared once and held by its query (not looked up in the
+ * statement cache at each run). Outside a transaction, and for every query built by Kysely's
+ * builder, nothing changes.
  * Group commit's own transactions (`directBatches`) begin and commit on the handle the same way.
  */
 import { CompiledQuery, SqliteAdapter, SqliteDialect, Transaction, type Kysely, type QueryResult } from 'kysely'
-import type { DirectAdapter } from '../precompiled-query'
+import type { DirectAdapter, DirectStatement } from '../precompiled-query'
 import type { BatchOpener } from './group-commit'
+import type { SqliteDriverStatement } from './sqlite-driver'
 import type { SqliteHandle } from './statement-cache'
 
-/** Kysely's SqliteAdapter, plus `runDirect`: a compiled query run on the connection now (see the module's comment). */
+/** Kysely's SqliteAdapter, plus `directStatement`: a query prepared once and run on the connection now (see the module's comment). */
 class DirectSqliteAdapter extends SqliteAdapter implements DirectAdapter {
-  constructor(readonly runDirect: (query: CompiledQuery) => QueryResult<unknown>) {
+  constructor(private readonly handle: SqliteHandle) {
     super()
+  }
+
+  directStatement(sql: string): DirectStatement {
+    const prepared = this.handle.prepare(sql)
+    // (a statement still iterating, which these never are, would be prepared anew for the run)
+    return (parameters) => resultOf(prepared.busy ? this.handle.prepare(sql) : prepared, parameters)
   }
 }
 
@@ -28,7 +37,7 @@ class DirectSqliteAdapter extends SqliteAdapter implements DirectAdapter {
  * const db = new Kysely({ dialect: directSqliteDialect(cachingStatements(handle)) })
  */
 export function directSqliteDialect(handle: SqliteHandle): SqliteDialect {
-  const adapter = new DirectSqliteAdapter((query) => runOn(handle, query))
+  const adapter = new DirectSqliteAdapter(handle)
   return new (class extends SqliteDialect {
     override createAdapter(): SqliteAdapter {
       return adapter
@@ -61,7 +70,10 @@ export function directBatches<DB>(db: Kysely<DB>, dialect: SqliteDialect, handle
 
 /** What Kysely's SqliteConnection.executeQuery does, without its promise. */
 function runOn(handle: SqliteHandle, { sql, parameters }: CompiledQuery): QueryResult<unknown> {
-  const statement = handle.prepare(sql)
+  return resultOf(handle.prepare(sql), parameters)
+}
+
+function resultOf(statement: SqliteDriverStatement, parameters: readonly unknown[]): QueryResult<unknown> {
   if (statement.reader) return { rows: statement.all(parameters) }
   const { changes, lastInsertRowid } = statement.run(parameters)
   return {
