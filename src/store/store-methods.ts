@@ -23,7 +23,8 @@ const complete: [
   // (`nextDeadline` is a capability: without it, a parked turn's deadline waits for the next sweep)
   Complete<Omit<TurnStore, 'nextDeadline'>, typeof turns>,
   Complete<TransitionStore, typeof transitions>,
-  Complete<QueueStore, typeof queue>,
+  // (`changeMark` is a capability: without it, the steers are read before every model call)
+  Complete<Omit<QueueStore, 'changeMark'>, typeof queue>,
   Complete<ControlStore, typeof controls>,
   // (`spending` is a capability: a store without it is taken, each engine counting budgets itself)
   Complete<Omit<Store, 'transaction' | 'spending' | 'slots'>, Array<keyof typeof storeMethods>>,

@@ -235,6 +235,13 @@ export interface QueueStore {
   takeSteers(sessionId: string): Promise<QueuedPromptRecord[]>
   /** Sessions with queued prompts and no unfinished turn: their queue should be moving. */
   idleSessions(): Promise<string[]>
+  /**
+   * Capability: a mark that changes whenever a prompt or a steer may have been queued (through
+   * this store, or by another connection where the store can tell): a caller that read a
+   * session's queue at one mark need not read it again while the mark is the same. Absent when
+   * the store cannot tell (another process may write unseen): read every time.
+   */
+  changeMark?(): string | number
 }
 
 export interface ControlStore {

@@ -65,6 +65,8 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   readonly #outage: OutagePolicy
   /** The outage clock of the turn's own reads and writes outside the part writer (steers, a run tree's spending). */
   #retry: OutageRetry | undefined
+  /** The queue's change mark when a read last found no steer (`QueueStore.changeMark`): while it holds, there is none to read. */
+  #noSteersAt: string | number | undefined
   readonly queue = new WriteQueue()
   readonly writer: PartWriter
   /** The outages the turn waited out, until a transition row records them. */
@@ -198,11 +200,18 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
    * turn, before a model call: each stored as a user message of this turn, in the same
    * transaction that takes it from the queue (fenced), in the order they were sent. The next
    * parts go to a new assistant message after them. Returns the messages taken (none: nothing
-   * was written; the check is one read).
+   * was written; the check is one read, none while the store's queue mark says nothing was
+   * queued since the last read found none).
    */
   async takeSteered(): Promise<MessageWithParts[]> {
     await this.#steersStored?.()
-    if (!(await this.throughOutage('reading the steers', () => this.store.queue.list(this.sessionId))).some((q) => q.kind === 'steer')) return []
+    const mark = this.store.queue.changeMark?.()
+    if (mark !== undefined && mark === this.#noSteersAt) return []
+    if (!(await this.throughOutage('reading the steers', () => this.store.queue.list(this.sessionId))).some((q) => q.kind === 'steer')) {
+      this.#noSteersAt = mark
+      return []
+    }
+    this.#noSteersAt = undefined
     // (run again through an outage: a take whose commit was lost with its connection but landed
     // leaves nothing to take, and its messages are in the database, not yet in this turn's memory)
     const taken = await this.queue.run(() =>

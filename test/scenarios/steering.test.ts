@@ -13,7 +13,9 @@ import { deferred } from '../../src/core/deferred'
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely'
 import { startScriptedServer } from '../../src/testing'
 import { kyselyWith } from '../support/failing-writes'
-import { createHarness, freshDatabase, modelFor, type Harness } from '../support/harness'
+import Database from 'better-sqlite3'
+import { newId } from '../../src/core/ids'
+import { createHarness, freshDatabase, modelFor, sqliteOnly, type Harness } from '../support/harness'
 
 let h: Harness
 let other: Engine | undefined
@@ -234,6 +236,33 @@ test('another engine on the database steers a turn this one runs', async () => {
   checks.release()
   await turn.done
   expect(userTexts(h.server.requests[1].body as Body)).toEqual(['run the checks', 'from the other engine'])
+})
+
+// The gate skips its read of the queue while the store's change mark stays (nothing queued
+// since a read found no steer); a row another connection commits to the file moves the mark.
+sqliteOnly('a steer another process stores in the SQLite file joins the next model call, after a gate that found none', async () => {
+  const checks = gatedTool()
+  h = await createHarness({ tools: { checks: checks.gated } })
+  h.server.tool('checks', {}, { id: 'call_1' })
+  h.server.tool('checks', {}, { id: 'call_2' })
+  h.server.text('All done.')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'run the checks twice')
+  await checks.started()
+  checks.release() // the gate before the second call reads the queue and finds nothing
+  await checks.started()
+  const elsewhere = new Database(h.dbPath)
+  try {
+    elsewhere
+      .prepare("insert into turnchart_queue (id, session_id, input, options, created_at, kind) values (?, ?, ?, '{}', ?, 'steer')")
+      .run(newId('trn'), session.id, JSON.stringify([{ type: 'text', text: 'from another process' }]), Date.now())
+  } finally {
+    elsewhere.close()
+  }
+  checks.release()
+  await turn.done
+  expect(userTexts(h.server.requests[1].body as Body)).toEqual(['run the checks twice'])
+  expect(userTexts(h.server.requests[2].body as Body)).toEqual(['run the checks twice', 'from another process'])
 })
 
 test('approve with an edited input: checked against the schema (a bad one leaves the call pending), run with the edit, shown to the model; the part keeps both inputs', async () => {

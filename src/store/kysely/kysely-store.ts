@@ -5,6 +5,7 @@
  */
 import type { Kysely } from 'kysely'
 import type { GroupCommitter } from '../backend'
+import type { QueueChanges } from '../queue-changes'
 import type { TurnchartDatabase } from '../schema'
 import type { Store } from '../store'
 import { KyselyControls } from './controls'
@@ -30,17 +31,19 @@ export class KyselyStore implements Store {
   /**
    * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
    * @param group the backend's group commit (SQLite): transactions asked for together share one commit.
+   * @param queueChanges the backend's queue changes (SQLite): the queue's `changeMark`.
    */
   constructor(
     private readonly db: Executor,
     private readonly verify?: () => void,
     private readonly group?: GroupCommitter,
+    private readonly queueChanges?: QueueChanges,
   ) {
     this.sessions = new KyselySessions(db)
     this.messages = new KyselyMessages(db)
     this.turns = new KyselyTurns(db)
     this.transitions = new KyselyTransitions(db)
-    this.queue = new KyselyQueue(db)
+    this.queue = new KyselyQueue(db, queueChanges)
     this.controls = new KyselyControls(db)
     this.spending = new KyselySpending(db)
     this.slots = new KyselySlots(db)
@@ -48,14 +51,14 @@ export class KyselyStore implements Store {
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.db.isTransaction) return fn(this)
-    if (this.group) return this.group.run((trx) => fn(new KyselyStore(trx)))
+    if (this.group) return this.group.run((trx) => fn(new KyselyStore(trx, undefined, undefined, this.queueChanges)))
     this.verify?.()
     // A controlled transaction, so that a failing ROLLBACK cannot hide the error that caused it:
     // SQLite rolls back by itself on SQLITE_FULL or an I/O error, and the ROLLBACK that follows
     // then fails with "cannot rollback - no transaction is active".
     const trx = await (this.db as Kysely<TurnchartDatabase>).startTransaction().execute()
     try {
-      const result = await fn(new KyselyStore(trx))
+      const result = await fn(new KyselyStore(trx, undefined, undefined, this.queueChanges))
       await trx.commit().execute()
       return result
     } catch (error) {

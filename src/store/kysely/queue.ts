@@ -2,6 +2,7 @@
 import type { Kysely } from 'kysely'
 import { precompiledQuery } from '../precompiled-query'
 import type { TurnchartDatabase } from '../schema'
+import type { QueueChanges } from '../queue-changes'
 import type { QueueStore, QueuedPromptRecord } from '../store'
 import { num, type Executor } from './rows'
 
@@ -19,9 +20,18 @@ function fromRow(row: Row): QueuedPromptRecord {
 }
 
 export class KyselyQueue implements QueueStore {
-  constructor(private readonly db: Executor) {}
+  /** @param changes the database's queue changes, when turnchart's own connection is the only writer it cannot see (SQLite). */
+  constructor(
+    private readonly db: Executor,
+    private readonly changes?: QueueChanges,
+  ) {
+    if (changes) this.changeMark = () => changes.mark()
+  }
+
+  readonly changeMark?: () => string | number
 
   async insert(record: QueuedPromptRecord): Promise<void> {
+    this.changes?.storing()
     await this.db
       .insertInto('turnchart_queue')
       .values({

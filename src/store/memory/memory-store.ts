@@ -20,6 +20,7 @@ import { autocommit, inTransaction, type Access } from './access'
 import { MemoryControls } from './controls'
 import { MemoryMessages } from './messages'
 import { Mutex } from './mutex'
+import { QueueChanges } from '../queue-changes'
 import { MemoryQueue } from './queue'
 import { MemorySessions } from './sessions'
 import { MemorySpending } from './spending'
@@ -39,12 +40,12 @@ abstract class MemoryAggregates implements Store {
   readonly spending: MemorySpending
   readonly slots: MemorySlots
 
-  constructor(access: Access) {
+  constructor(access: Access, queueChanges: QueueChanges) {
     this.sessions = new MemorySessions(access)
     this.messages = new MemoryMessages(access)
     this.turns = new MemoryTurns(access)
     this.transitions = new MemoryTransitions(access)
-    this.queue = new MemoryQueue(access)
+    this.queue = new MemoryQueue(access, queueChanges)
     this.controls = new MemoryControls(access)
     this.spending = new MemorySpending(access)
     this.slots = new MemorySlots(access)
@@ -56,20 +57,24 @@ abstract class MemoryAggregates implements Store {
 export class MemoryStore extends MemoryAggregates {
   readonly #tables: Tables
   readonly #mutex: Mutex
+  /** Only this object writes its tables: the queue's inserts through it and its transactions are all there is to count. */
+  readonly #queueChanges: QueueChanges
 
   constructor() {
     const tables = new Tables()
     const mutex = new Mutex()
-    super(autocommit(tables, mutex))
+    const queueChanges = new QueueChanges()
+    super(autocommit(tables, mutex), queueChanges)
     this.#tables = tables
     this.#mutex = mutex
+    this.#queueChanges = queueChanges
   }
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     const release = await this.#mutex.lock()
     const journal = new Journal()
     this.#tables.journal = journal
-    const tx = new MemoryTransaction(this.#tables, journal)
+    const tx = new MemoryTransaction(this.#tables, journal, this.#queueChanges)
     try {
       return await fn(tx)
     } catch (error) {
@@ -85,8 +90,13 @@ export class MemoryStore extends MemoryAggregates {
 
 /** The store bound to one transaction: its calls run at once (the transaction holds the mutex); unusable once it ended. */
 class MemoryTransaction extends MemoryAggregates {
-  constructor(tables: Tables, journal: Journal, private readonly state = { open: true }) {
-    super(inTransaction(tables, journal, () => state.open))
+  constructor(
+    tables: Tables,
+    journal: Journal,
+    queueChanges: QueueChanges,
+    private readonly state = { open: true },
+  ) {
+    super(inTransaction(tables, journal, () => state.open), queueChanges)
   }
 
   /** Joins this transaction. */

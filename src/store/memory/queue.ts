@@ -1,5 +1,6 @@
 /** Queued prompts in memory: stored, listed in order, taken (once) by the transaction that starts their turn. */
 import type { QueueStore, QueuedPromptRecord } from '../store'
+import type { QueueChanges } from '../queue-changes'
 import type { Access } from './access'
 import { compareIds, foreignKeyViolation, toJson, uniqueViolation, type QueueRow, type Tables } from './tables'
 
@@ -20,9 +21,17 @@ function ofSession(t: Tables, sessionId: string): QueueRow[] {
 }
 
 export class MemoryQueue implements QueueStore {
-  constructor(private readonly db: Access) {}
+  constructor(
+    private readonly db: Access,
+    private readonly changes: QueueChanges,
+  ) {}
+
+  changeMark(): string | number {
+    return this.changes.mark()
+  }
 
   insert(record: QueuedPromptRecord): Promise<void> {
+    this.changes.storing()
     return this.db.run((t) => {
       if (t.queue.has(record.id)) throw uniqueViolation('turnchart_queue', 'id')
       if (!t.sessions.has(record.sessionId)) throw foreignKeyViolation('turnchart_queue', 'session_id', record.sessionId)

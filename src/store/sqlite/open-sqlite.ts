@@ -11,6 +11,7 @@ import { InvalidOptionError } from '../../core/errors'
 import { refuseAnotherAppsFile } from './database-tables'
 import type { OpenedDatabase } from '../backend'
 import type { TurnchartDatabase } from '../schema'
+import { QueueChanges } from '../queue-changes'
 import { GroupCommit } from './group-commit'
 import { shareConnection } from './shared-connections'
 import { sqliteDialect } from './sqlite-dialect'
@@ -84,10 +85,13 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
   const dialect = directSqliteDialect(statements)
   const db = new Kysely<TurnchartDatabase>({ dialect })
   const verify = value === ':memory:' ? undefined : fileGuard(value)
+  // Another connection's commit to the file (another engine, the app's own) changes `data_version`.
+  const dataVersion = handle.prepare('pragma data_version')
   return {
     db,
     sql: sqliteDialect,
     ...(verify ? { verify } : {}),
+    queueChanges: new QueueChanges(value === ':memory:' ? undefined : () => (dataVersion.all([])[0] as { data_version: number }).data_version),
     // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
     groupCommit: () => new GroupCommit(directBatches(db, dialect, statements), verify),
     ...backupOf(handle),

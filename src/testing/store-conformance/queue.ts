@@ -1,6 +1,7 @@
 /**
  * Queued prompts (QueueStore): round trips, the order of a session's queue, a
- * prompt taken once, and which sessions' queues should be moving.
+ * prompt taken once, which sessions' queues should be moving, and the queue's change mark (a
+ * capability: a store without it passes that case, and its queue is read every time).
  */
 import { awkwardStrings, big, newId, queued, rejection, session, turn } from './fixtures'
 import { defineCases, type AddCase } from './cases'
@@ -53,6 +54,21 @@ function queuedPromptCases(it: AddCase): void {
     expect(await store.queue.get(a.id)).toBeUndefined()
     expect(await store.queue.list(s.id)).toEqual([b])
     expect(await store.queue.take('trn_unknown')).toBe(false)
+  })
+
+  it('the change mark moves with each prompt or steer stored, directly or in a transaction; reads leave it as it is', async (store) => {
+    const mark = store.queue.changeMark?.bind(store.queue)
+    if (!mark) return
+    const [s] = await sessions(store, 1)
+    const before = mark()
+    await store.queue.list(s.id)
+    await store.queue.get('trn_unknown')
+    expect(mark()).toBe(before)
+    await store.queue.insert(queued(s.id, { kind: 'steer' }))
+    const afterSteer = mark()
+    expect(afterSteer === before).toBe(false)
+    await store.transaction((tx) => tx.queue.insert(queued(s.id)))
+    expect(mark() === afterSteer).toBe(false)
   })
 
   it('two takes of one prompt at once: exactly one gets it', async (store) => {
