@@ -10,7 +10,7 @@
  * builder, nothing changes.
  * Group commit's own transactions (`directBatches`) begin and commit on the handle the same way.
  */
-import { CompiledQuery, SqliteAdapter, SqliteDialect, Transaction, type Kysely, type QueryResult } from 'kysely'
+import { CompiledQuery, SqliteAdapter, SqliteDialect, Transaction, type DatabaseConnection, type Driver, type Kysely, type QueryResult } from 'kysely'
 import type { DirectAdapter, DirectStatement } from '../precompiled-query'
 import type { BatchOpener } from './group-commit'
 import type { SqliteDriverStatement } from './sqlite-driver'
@@ -37,35 +37,67 @@ class DirectSqliteAdapter extends SqliteAdapter implements DirectAdapter {
  * const db = new Kysely({ dialect: directSqliteDialect(cachingStatements(handle)) })
  */
 export function directSqliteDialect(handle: SqliteHandle): SqliteDialect {
-  const adapter = new DirectSqliteAdapter(handle)
-  return new (class extends SqliteDialect {
-    override createAdapter(): SqliteAdapter {
-      return adapter
-    }
-  })({ database: handle })
+  return new DirectSqliteDialect(handle)
+}
+
+/** The dialect with the direct adapter; its one driver is the one Kysely runs (group commit waits on its connection too). */
+class DirectSqliteDialect extends SqliteDialect {
+  readonly #adapter: DirectSqliteAdapter
+  #driver: Driver | undefined
+
+  constructor(handle: SqliteHandle) {
+    super({ database: handle })
+    this.#adapter = new DirectSqliteAdapter(handle)
+  }
+
+  override createAdapter(): SqliteAdapter {
+    return this.#adapter
+  }
+
+  override createDriver(): Driver {
+    return (this.#driver ??= super.createDriver())
+  }
 }
 
 const transactionQueries = { begin: CompiledQuery.raw('begin'), commit: CompiledQuery.raw('commit'), rollback: CompiledQuery.raw('rollback') }
 
 /**
- * Group commit's transactions on turnchart's own connection: Kysely's connection is held for
- * the batch (no other query runs on it meanwhile, as in Kysely's own transaction), and begin,
+ * Group commit's transactions on turnchart's own connection: the connection is held for the
+ * batch (no other query runs on it meanwhile, as in Kysely's own transaction), and begin,
  * savepoints, commit and rollback run on the handle directly. Kysely's controlled transaction
  * costs 11–16 µs of CPU a transaction, this 3 µs (measured alone); a step commits two.
+ *
+ * The connection is taken from the dialect's driver, the one Kysely runs (`directSqliteDialect`
+ * makes one): its lock is the one every query of Kysely's waits for. Not through
+ * `db.connection()`, whose builder, provider and executor cost ~4 KB a batch; SQLite has one
+ * connection, so the batches' `Transaction` over it is made once.
  *
  * @example
  * new GroupCommit(directBatches(db, dialect, handle), verify)
  */
 export function directBatches<DB>(db: Kysely<DB>, dialect: SqliteDialect, handle: SqliteHandle): BatchOpener<DB> {
-  // A transaction's driver is never called (it begins no transaction and destroys nothing).
   const driver = dialect.createDriver()
   const execute = async (query: CompiledQuery): Promise<void> => void runOn(handle, query)
-  return (work) =>
-    db.connection().execute(async (connection) => {
+  const batch = { execute, commit: () => execute(transactionQueries.commit), rollback: () => execute(transactionQueries.rollback) }
+  let held: { connection: DatabaseConnection; trx: Transaction<DB> } | undefined
+  const transactionOn = (connection: DatabaseConnection): Transaction<DB> => {
+    if (held?.connection !== connection) {
+      // Builder queries in the batch run on the held connection; the transaction's driver is never called (it begins and destroys nothing).
+      const executor = db.getExecutor().withConnectionProvider({ provideConnection: (consume) => consume(connection) })
+      held = { connection, trx: new Transaction<DB>({ config: { dialect }, dialect, driver, executor }) }
+    }
+    return held.trx
+  }
+  return async (work) => {
+    const connection = await driver.acquireConnection()
+    try {
+      if (!connection) throw new Error('the SQLite connection is not open yet: the store is used before it was migrated')
       runOn(handle, transactionQueries.begin)
-      const trx = new Transaction<DB>({ config: { dialect }, dialect, driver, executor: connection.getExecutor() })
-      return work({ trx, execute, commit: () => execute(transactionQueries.commit), rollback: () => execute(transactionQueries.rollback) })
-    })
+      return await work({ trx: transactionOn(connection), ...batch })
+    } finally {
+      await driver.releaseConnection(connection)
+    }
+  }
 }
 
 /** What Kysely's SqliteConnection.executeQuery does, without its promise. */
