@@ -117,7 +117,7 @@ test('a parked turn keeps its chart state and parts: approved, denied, aborted o
 
 test('a turn waiting on a deferred call parks too: resolveCall takes it, and a deadline that passes is settled by the sweep', async () => {
   const { defer } = await import('../../src')
-  const ci = tool({ description: 'Run CI', inputSchema: z.object({ slow: z.boolean() }), execute: async ({ slow }) => defer(slow ? {} : { timeoutMs: 30 }) })
+  const ci = tool({ description: 'Run CI', inputSchema: z.object({ slow: z.boolean() }), execute: async ({ slow }) => defer(slow ? {} : { timeoutMs: 400 }) })
   h = await createHarness({ tools: { ci }, parkAfterMs: 0, recovery: { intervalMs: 20 } })
   h.server.tool('ci', { slow: true }, { id: 'call_ci' })
   h.server.text('CI passed')
@@ -130,6 +130,7 @@ test('a turn waiting on a deferred call parks too: resolveCall takes it, and a d
   await ended
   await h.engine.activeTurn(session.id)?.done
 
+  // (a deadline far enough off that the turn parks before it passes, even on a loaded machine: at 30 ms it did not always)
   h.server.tool('ci', { slow: false }, { id: 'call_late' })
   h.server.text('CI timed out')
   const second = h.engine.prompt(session.id, 'run ci again')
