@@ -36,12 +36,15 @@ class DirectSqliteAdapter extends SqliteAdapter implements DirectAdapter {
  * @example
  * const db = new Kysely({ dialect: directSqliteDialect(cachingStatements(handle)) })
  */
-export function directSqliteDialect(handle: SqliteHandle): SqliteDialect {
+export function directSqliteDialect(handle: SqliteHandle): DirectSqliteDialect {
   return new DirectSqliteDialect(handle)
 }
 
-/** The dialect with the direct adapter; its one driver is the one Kysely runs (group commit waits on its connection too). */
-class DirectSqliteDialect extends SqliteDialect {
+/**
+ * The dialect with the direct adapter. Its one driver is the one Kysely runs, so `directBatches`
+ * waits on that driver's lock (a plain `SqliteDialect` would make a new driver with a lock of its own).
+ */
+export class DirectSqliteDialect extends SqliteDialect {
   readonly #adapter: DirectSqliteAdapter
   #driver: Driver | undefined
 
@@ -75,7 +78,7 @@ const transactionQueries = { begin: CompiledQuery.raw('begin'), commit: Compiled
  * @example
  * new GroupCommit(directBatches(db, dialect, handle), verify)
  */
-export function directBatches<DB>(db: Kysely<DB>, dialect: SqliteDialect, handle: SqliteHandle): BatchOpener<DB> {
+export function directBatches<DB>(db: Kysely<DB>, dialect: DirectSqliteDialect, handle: SqliteHandle): BatchOpener<DB> {
   const driver = dialect.createDriver()
   const execute = async (query: CompiledQuery): Promise<void> => void runOn(handle, query)
   const batch = { execute, commit: () => execute(transactionQueries.commit), rollback: () => execute(transactionQueries.rollback) }
