@@ -73,17 +73,15 @@ const isOverflow = (event: TurnEvent) =>
 
 /**
  * Where the step gate's verdicts lead, from `step-gate` and from `tool-running` (whose actor
- * decides the gate once the tools are done, `before` the verdict's own actions). Targets are
- * written from `running`'s children.
+ * decides the gate once the tools are done). Targets are written from `running`'s children.
  */
-const gateVerdicts = <const A extends readonly string[]>(before: A) =>
-  ({
-    'gate.continue': { target: 'step', actions: [...before, 'startNextStep'] },
-    'gate.complete': { target: '#turn.completed', actions: [...before] },
-    'gate.fail': { target: '#turn.failed', actions: [...before, 'rememberFailure'] },
-    // The run tree's budget is spent: no call is made.
-    'budget.exceeded': { target: '#turn.failed', actions: [...before, 'rememberFailure'] },
-  }) as const
+const gateVerdicts = {
+  'gate.continue': { target: 'step', actions: 'startNextStep' },
+  'gate.complete': { target: '#turn.completed' },
+  'gate.fail': { target: '#turn.failed', actions: 'rememberFailure' },
+  // The run tree's budget is spent: no call is made.
+  'budget.exceeded': { target: '#turn.failed', actions: 'rememberFailure' },
+} as const
 
 /** A wait on tool calls' results (`resolveCall`, a deadline, `engine.wake`): nothing in flight, so it parks; a UI stream ends there as at a tool step. */
 const resultWait = (label: string): WaitMeaning => ({ awaits: 'result', settledBy: ['call.resolved'], parks: true, uiFinish: 'tool-calls', label })
@@ -251,7 +249,7 @@ export const turnMachine = setup({
             input: ({ context }) => ({ turnId: context.turnId, step: context.step, maxSteps: context.maxSteps, outputRetries: context.outputRetries }),
           },
           on: {
-            ...gateVerdicts([]),
+            ...gateVerdicts,
             // Structured output: the answer did not match its schema; the model answers again, told why.
             'output.retry': { target: 'step', actions: ['countOutputRetry', 'startNextStep'] },
             // Steered messages joined the history: the gate decides again, with them.
@@ -326,12 +324,12 @@ export const turnMachine = setup({
             input: ({ context }) => ({ turnId: context.turnId, step: context.step, maxSteps: context.maxSteps, outputRetries: context.outputRetries }),
           },
           on: {
-            ...gateVerdicts(['forgetWaitingCalls']),
-            'turn.steered': { target: 'step-gate', actions: ['forgetWaitingCalls', 'countSteered'] },
+            ...gateVerdicts,
+            'turn.steered': { target: 'step-gate', actions: 'countSteered' },
             'tools.finished': [
-              { guard: and(['overflowed', 'mayCompact']), target: 'compaction', actions: ['forgetWaitingCalls', 'countCompaction'] },
+              { guard: and(['overflowed', 'mayCompact']), target: 'compaction', actions: 'countCompaction' },
               { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },
-              { target: 'step-gate', actions: 'forgetWaitingCalls' },
+              { target: 'step-gate' },
             ],
             // Some calls wait (the others have their results): in doubt first, a person must say what happened.
             'tools.waiting': { target: 'awaiting-calls', actions: 'rememberWaitingCalls' },
@@ -345,6 +343,9 @@ export const turnMachine = setup({
          */
         'awaiting-calls': {
           initial: 'call-in-doubt',
+          // The waiting calls are read only here: forgotten on the way out, so a step that waited
+          // on none (most steps) assigns nothing for them.
+          exit: 'forgetWaitingCalls',
           on: {
             'call.resolved': { guard: 'isWaitingCall', actions: 'settleCall' },
           },
