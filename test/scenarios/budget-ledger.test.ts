@@ -55,13 +55,15 @@ async function runTurn(budget: { steps: number } | undefined, store: CountingSto
 
 test('a budgeted tree spends in the transactions the turn writes anyway: reserved before each call, settled after', async () => {
   const plain = new CountingStore()
-  await runTurn(undefined, plain)
+  const unbudgeted = await runTurn(undefined, plain)
   const budgeted = new CountingStore()
   const { result, turnId } = await runTurn({ steps: 10 }, budgeted)
   expect(result.outcome).toBe('completed')
   expect(budgeted.transactions).toBe(plain.transactions)
   expect(budgeted.addsOutsideTransactions).toBe(0)
   expect(await budgeted.spending.get(turnId)).toEqual({ tokens: { input: 24, output: 10 }, cost: 0, steps: 2 })
+  // Without a budget no check reads the tree's spending: none is written.
+  expect(await plain.spending.get(unbudgeted.turnId)).toBeUndefined()
 })
 
 test('a reserve that cannot be written fails closed: the turn fails and the model is not called', async () => {

@@ -6,7 +6,8 @@
  * check.
  *
  * One budget across engines: with a store that keeps trees' spending (`Store.spending`), what
- * this engine's turns spend is also added to the tree's stored row, in the transactions that
+ * this engine's turns spend is also added to the tree's stored row (a tree with a budget: no
+ * other reads it), in the transactions that
  * write their rows (`rider()`: a model call is reserved in the transaction of the row into the
  * state that makes it, before the call, whose write-ahead gate waits for that commit; its
  * tokens and cost ride with the row that follows it). The check before each model call then
@@ -132,9 +133,14 @@ export class RunTree {
     const delta = this.#unstored
     const admitted = this.#unstoredAdmitted
     if (delta.steps === 0 && delta.tokens.input === 0 && delta.tokens.output === 0 && delta.cost === 0) return undefined
+    // A tree without a budget: its stored spending is read by no check, so it is not written
+    // (two statements a step saved). What it spent stays in `#unstored`, written by the first
+    // row once a budget is known (a tree joined late learns it at its first gate).
+    const budget = this.#options.budget?.() ?? this.#budget
+    if (!budget) return undefined
     this.#unstored = zero()
     this.#unstoredAdmitted = undefined
-    const maxSteps = admitted !== undefined ? (this.#options.budget?.() ?? this.#budget)?.steps : undefined
+    const maxSteps = admitted !== undefined ? budget.steps : undefined
     let refused = false
     return {
       write: async (tx) => {
