@@ -105,10 +105,10 @@ export async function decideStep(turn: GateTurn): Promise<StepVerdict> {
   const answer = stepNumber > 0 && turn.checkOutput ? await turn.checkOutput() : null
   if (answer) return decideOutput(turn, answer)
   if (maxSteps !== null && stepNumber >= maxSteps) return { type: 'gate.fail', rule: 'maxSteps', error: new StepLimitError(maxSteps).toJSON() }
-  const steps = stepNumber > 0 ? turn.steps() : []
-  if (stepNumber > 0 && turn.stopWhen.length > 0 && (await anyHolds(turn.stopWhen, steps))) return { type: 'gate.complete', rule: 'stopWhen' }
+  // (the finished steps are read only for a rule that reads them: a turn with none reads no step)
+  if (stepNumber > 0 && turn.stopWhen.length > 0 && (await anyHolds(turn.stopWhen, turn.steps()))) return { type: 'gate.complete', rule: 'stopWhen' }
   for (const rule of turn.rules) {
-    const decision = await decideBy(rule, { stepNumber, steps })
+    const decision = await decideBy(rule, { stepNumber, steps: stepNumber > 0 ? turn.steps() : [] })
     if (decision?.verdict === 'complete') return { type: 'gate.complete', rule: rule.name }
     if (decision?.verdict === 'fail') return { type: 'gate.fail', rule: rule.name, error: serializeError(decision.error) }
   }

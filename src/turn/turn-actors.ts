@@ -185,8 +185,8 @@ async function runToolsThenGate(turn: ToolsRun, input: RunToolsInput, signal: Ab
   // Calls in doubt or deferred: the turn waits for them (the others have their results).
   if (waiting.inDoubt.length > 0 || waiting.deferred.length > 0) return { type: 'tools.waiting', ...waiting }
   // The step's usage judged again by the rule the step applied: a full context is compacted before the gate.
-  const finish = scope.lastStepFinish()
   const { limits, compaction } = scope.config
+  const finish = limits !== undefined ? scope.lastStepFinish() : undefined
   const overflow = limits !== undefined && finish !== undefined && isUsageOverflow(finish.tokens, limits, compaction.reserved)
   if (overflow || turn.handoff?.requested) return { type: 'tools.finished', overflow }
   try {

@@ -293,10 +293,21 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
 
   /** The step-finish part of the last step's last attempt, if that attempt finished. */
   lastStepFinish(): StepFinishPart | undefined {
-    const parts = this.assistant?.parts ?? []
-    const step = Math.max(0, ...parts.map((p) => p.step ?? 0))
-    const attempt = Math.max(0, ...parts.filter((p) => p.step === step).map((p) => p.attempt ?? 0))
-    return parts.find((p): p is StepFinishPart => p.type === 'step-finish' && p.step === step && p.attempt === attempt)
+    // One pass, no arrays: the finish of the last step's last attempt, if it has one.
+    let step = 0
+    let attempt = 0
+    let finish: StepFinishPart | undefined
+    for (const part of this.assistant?.parts ?? []) {
+      const partStep = part.step ?? 0
+      const partAttempt = part.attempt ?? 0
+      if (partStep > step || (partStep === step && partAttempt > attempt)) {
+        step = partStep
+        attempt = partAttempt
+        finish = undefined
+      }
+      if (part.type === 'step-finish' && partStep === step && partAttempt === attempt) finish ??= part
+    }
+    return finish
   }
 
   /**
