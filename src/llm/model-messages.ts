@@ -153,19 +153,19 @@ function toolInput(part: ToolPart): unknown {
 }
 
 function toolResult(part: ToolPart): ToolResultPart {
-  const base = { type: 'tool-result' as const, toolCallId: part.callId, toolName: part.tool }
-  const state = part.state
+  return { type: 'tool-result', toolCallId: part.callId, toolName: part.tool, output: toolOutput(part.state) }
+}
+
+/** What the model is sent of a call's result. */
+function toolOutput(state: ToolPart['state']): ToolResultPart['output'] {
   if (state.status === 'completed') {
     // The tool's toModelOutput, made when it completed: the model sees that, the part keeps the raw result.
-    if (state.modelOutput !== undefined) return { ...base, output: state.modelOutput as ToolResultPart['output'] }
+    if (state.modelOutput !== undefined) return state.modelOutput as ToolResultPart['output']
     const output = state.output
-    return {
-      ...base,
-      output: typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: (output ?? null) as never },
-    }
+    return typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: (output ?? null) as never }
   }
-  if (state.status === 'error') return { ...base, output: { type: 'error-text', value: state.error } }
-  return { ...base, output: { type: 'error-text', value: 'The tool did not run: the step was interrupted' } }
+  if (state.status === 'error') return { type: 'error-text', value: state.error }
+  return { type: 'error-text', value: 'The tool did not run: the step was interrupted' }
 }
 
 /**

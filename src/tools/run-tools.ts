@@ -104,8 +104,8 @@ function reconcileOf(scope: ToolRunScope, part: ToolPart): ToolOptions['reconcil
 }
 
 /** What one execution of a call gets as its context: the turn, the call, its key and its execution. */
-function callContext(scope: ToolRunScope, part: ToolPart, children: ChildTurnRunner | undefined): CallInfo & { experimental_context: CallInfo } {
-  const context: CallInfo = {
+function callContext(scope: ToolRunScope, part: ToolPart, children: ChildTurnRunner | undefined): CallInfo {
+  return {
     sessionId: scope.sessionId,
     turnId: scope.turnId,
     callId: part.callId,
@@ -113,7 +113,6 @@ function callContext(scope: ToolRunScope, part: ToolPart, children: ChildTurnRun
     attempt: executionOf(part),
     ...(children ? { childTurns: children } : {}),
   }
-  return { ...context, experimental_context: context }
 }
 
 /**
@@ -153,8 +152,7 @@ async function reconcileCall(scope: ToolRunScope, part: ToolPart, turnSignal: Ab
   })
   let verdict: ReconcileResult
   try {
-    const { experimental_context: info } = callContext(scope, part, children)
-    verdict = await Promise.race([Promise.resolve(hook(part.state.input, info)), giveUp])
+    verdict = await Promise.race([Promise.resolve(hook(part.state.input, callContext(scope, part, children))), giveUp])
   } catch {
     verdict = undefined
   } finally {
@@ -201,13 +199,15 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
     // An approved call runs only with the input its receipt's digest names (what the approver saw).
     if (!matchesApproval(part, input)) throw new Error(`not run: the input differs from the approved one (its SHA-256 is not the receipt's ${part.receipt?.inputDigest})`)
+    const context = callContext(scope, part, children)
     const run = Promise.resolve(
       definition.execute(input as never, {
         toolCallId: part.callId,
         messages,
         abortSignal: controller.signal,
         // Which session, turn and call this is, its key and its execution: as fields, and as the AI SDK's context.
-        ...callContext(scope, part, children),
+        ...context,
+        experimental_context: context,
       } as never),
     ).then(lastValue)
     const output = await Promise.race([run, stopped])
