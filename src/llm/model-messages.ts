@@ -59,16 +59,24 @@ function latestSummaryIndex(messages: MessageWithParts[]): number {
 export class TurnModelMessages {
   /** Per assistant message: its steps up to `step` (the parts before `end`) converted. */
   readonly #frozen = new WeakMap<MessageWithParts, { step: number; end: number; out: ModelMessage[] }>()
+  /** User messages and summaries, converted once: a stored one does not change. */
+  readonly #whole = new WeakMap<MessageWithParts, ModelMessage[]>()
 
   convert(messages: MessageWithParts[]): ModelMessage[] {
     const start = latestSummaryIndex(messages)
     const out: ModelMessage[] = []
     for (let i = start; i < messages.length; i++) {
       const message = messages[i]
-      if (message.info.summary || message.info.role === 'user') out.push(...toModelMessages([message]))
+      if (message.info.summary || message.info.role === 'user') out.push(...this.#wholeOf(message))
       else this.#assistant(out, message)
     }
     return out
+  }
+
+  #wholeOf(message: MessageWithParts): ModelMessage[] {
+    let converted = this.#whole.get(message)
+    if (!converted) this.#whole.set(message, (converted = toModelMessages([message])))
+    return converted
   }
 
   #assistant(out: ModelMessage[], message: MessageWithParts): void {
@@ -94,7 +102,10 @@ export class TurnModelMessages {
       // Steps below the last one are final: converted once, kept.
       const more: ModelMessage[] = []
       appendAssistant(more, finishedAttempts(parts.slice(frozen.end, lastStart)))
-      frozen = { step: last - 1, end: lastStart, out: [...frozen.out, ...more] }
+      // (appended in place: the frozen list is this converter's own, and copying it would grow with the steps)
+      frozen.out.push(...more)
+      frozen.step = last - 1
+      frozen.end = lastStart
       this.#frozen.set(message, frozen)
     }
     out.push(...frozen.out)

@@ -70,8 +70,9 @@ function gateTurn({ scope, tree }: GateRun, input: StepGateInput): GateTurn {
     outputRetries: input.outputRetries,
     checkOutput: async () => {
       const { output } = scope.config
+      if (!output) return null
       const finish = scope.lastStepFinish()
-      if (!output || !finish || !scope.lastStepAnswered()) return null
+      if (!finish || !scope.lastStepAnswered()) return null
       return checkOutput(output, finalTextOf(scope.assistantMessages()), finish.reason)
     },
     askAgain: (reasons) => scope.askAgain(askAgainText(reasons)),
