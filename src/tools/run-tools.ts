@@ -275,7 +275,8 @@ function boundedOutput(value: unknown, maxBytes: number): unknown {
   } catch {
     return truncate(`[output not JSON-serialisable: ${safeMessage(value)}]`, maxBytes)
   }
-  if (Buffer.byteLength(json) <= maxBytes) return JSON.parse(json)
+  // (a string is its own JSON copy: not parsed back, which would copy it)
+  if (Buffer.byteLength(json) <= maxBytes) return typeof value === 'string' ? value : JSON.parse(json)
   return truncate(typeof value === 'string' ? value : json, maxBytes)
 }
 

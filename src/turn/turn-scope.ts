@@ -336,7 +336,7 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
   modelMessages(): ModelMessage[] {
     const fromSummary = this.messages.some((m) => m.info.summary)
     const current = this.#converted.convert(this.messages)
-    return fromSummary ? current : [...this.history, ...current]
+    return fromSummary || this.history.length === 0 ? current : [...this.history, ...current]
   }
 
   /** The assistant message new parts go to; opened on first use (and after a summary). */

@@ -49,9 +49,12 @@ export class KyselyStore implements Store {
     this.slots = new KyselySlots(db)
   }
 
+  /** The stores of the group commit's transactions: SQLite's batches reuse one transaction object, so its store is made once. */
+  readonly #batchStores = new WeakMap<Executor, KyselyStore>()
+
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     if (this.db.isTransaction) return fn(this)
-    if (this.group) return this.group.run((trx) => fn(new KyselyStore(trx, undefined, undefined, this.queueChanges)))
+    if (this.group) return this.group.run((trx) => fn(this.#batchStore(trx)))
     this.verify?.()
     // A controlled transaction, so that a failing ROLLBACK cannot hide the error that caused it:
     // SQLite rolls back by itself on SQLITE_FULL or an I/O error, and the ROLLBACK that follows
@@ -65,5 +68,11 @@ export class KyselyStore implements Store {
       await trx.rollback().execute().catch(() => undefined)
       throw error
     }
+  }
+
+  #batchStore(trx: Executor): KyselyStore {
+    let store = this.#batchStores.get(trx)
+    if (!store) this.#batchStores.set(trx, (store = new KyselyStore(trx, undefined, undefined, this.queueChanges)))
+    return store
   }
 }
