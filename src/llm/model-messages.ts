@@ -113,9 +113,13 @@ export class TurnModelMessages {
   }
 }
 
+/** A part's step and attempt as one number (no string per part): an attempt is far below 2^21. */
+const attemptOf = (part: Part): number => (part.step ?? 0) * 2 ** 21 + (part.attempt ?? 0)
+
 function finishedAttempts(parts: Part[]): Part[] {
-  const finished = new Set(parts.filter((p) => p.type === 'step-finish').map((p) => `${p.step ?? 0}:${p.attempt ?? 0}`))
-  return parts.filter((p) => finished.has(`${p.step ?? 0}:${p.attempt ?? 0}`))
+  const finished = new Set<number>()
+  for (const part of parts) if (part.type === 'step-finish') finished.add(attemptOf(part))
+  return finished.size === 0 ? [] : parts.filter((part) => finished.has(attemptOf(part)))
 }
 
 function appendAssistant(out: ModelMessage[], parts: Part[]): void {
