@@ -15,6 +15,7 @@ import { turnRequest } from '../conversation/turn-options'
 import { turnUsages } from '../conversation/history'
 import type { ChildProgress } from '../core/bus'
 import type { TurnRecord, Usage } from '../core/types'
+import { untilAborted } from '../core/until-aborted'
 import type { Store } from '../store/store'
 import type { ChildTurnCall, ChildTurnResult } from '../tools/child-turns'
 import type { ParentTurn, TurnChildren, TurnDeps } from '../turn/run-turn'
@@ -215,15 +216,6 @@ function relayProgress(child: RunningTurn, parent: ParentTurn, callId: string): 
 async function resultOfRow(store: Store, row: TurnRecord): Promise<ChildTurnResult> {
   const messages = (await store.messages.list(row.sessionId)).filter((m) => m.info.turnId === row.id)
   return { turnId: row.id, sessionId: row.sessionId, outcome: row.outcome!, text: finalTextOf(messages), ...(row.error ? { error: row.error } : {}) }
-}
-
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  work.catch(() => undefined)
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason ?? new EngineClosedError('the call was aborted'))
-    signal.addEventListener('abort', onAbort, { once: true })
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
-  })
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -40,28 +40,3 @@ export function startIdleTimer(outer: AbortSignal, idleMs: number): IdleTimer {
     },
   }
 }
-
-/**
- * `promise`, or a rejection with the signal's reason as soon as it aborts: for a call (such as
- * a provider's `doStream`) that may ignore its signal and never settle.
- *
- * @example
- * const { stream } = await untilAborted(model.doStream(options), idle.signal)
- */
-export function untilAborted<T>(promise: PromiseLike<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason)
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    Promise.resolve(promise).then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
-}

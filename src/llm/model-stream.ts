@@ -11,7 +11,7 @@
 import { callHook } from '../core/hooks'
 import { EmptyModelStreamError } from '../core/errors'
 import { checkInput, type CheckableSchema } from '../tools/validate-tool-input'
-import { untilAborted } from './idle-timer'
+import { untilAborted } from '../core/until-aborted'
 import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { ProviderLanguageModel } from './language-model'
 import { toProviderPrompt, type ProviderPromptCache } from './provider-prompt'

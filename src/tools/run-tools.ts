@@ -11,6 +11,7 @@ import type { ChildTurnRunner } from './child-turns'
 import { toolOptions, type ReconcileResult, type ToolOptions } from './tool-options'
 import { completeCall, deferCall, doubtCall, executionOf, failCall, markReconciled, matchesApproval, rerunCall } from './tool-part'
 import { CallOutcomeUnknownError, safeMessage } from '../core/errors'
+import { untilAborted } from '../core/until-aborted'
 import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
 import { isMcpTool, throwIfMcpError } from './mcp-result'
 import { idempotencyKeyOf, type CallInfo } from './call-info'
@@ -180,16 +181,8 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
   const controller = new AbortController()
   const onTurnAbort = () => controller.abort(turnSignal.reason)
   turnSignal.addEventListener('abort', onTurnAbort, { once: true })
-  let timer: NodeJS.Timeout | undefined
-  const stopped = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new Error(`tool '${part.tool}' timed out after ${timeoutMs} ms`)
-      controller.abort(error)
-      reject(error)
-    }, timeoutMs)
-    controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true })
-  })
-  stopped.catch(() => undefined)
+  // (a tool that ignores its signal is not waited for past its timeout or the turn's abort: untilAborted below)
+  const timer = setTimeout(() => controller.abort(new Error(`tool '${part.tool}' timed out after ${timeoutMs} ms`)), timeoutMs)
   const span = scope.config.telemetry.toolCall({ turnId: scope.turnId, sessionId: scope.sessionId, tool: part.tool, callId: part.callId, input })
   try {
     // A tool the turn was started with that is gone or changed (a deploy, an MCP server's new tools): not run, named.
@@ -210,7 +203,7 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
         experimental_context: context,
       } as never),
     ).then(lastValue)
-    const output = await Promise.race([run, stopped])
+    const output = await untilAborted(run, controller.signal)
     if (turnSignal.aborted) return // the turn's end marks the part aborted
     if (isDeferral(output)) return deferCall(part, deadlineOf(output, Date.now()), output.onDeadline && { output: boundedOutput(output.onDeadline.output, scope.config.toolExecution.maxOutputBytes) })
     if (isMcpTool(definition)) throwIfMcpError(part.tool, output) // an MCP result with isError is the call's failure
@@ -222,7 +215,7 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
     if (CallOutcomeUnknownError.isInstance(error)) doubtCall(part, scope.config.redactor.text(error.message))
     else failCall(part, errorMessage(error, scope.config.redactor.text), Date.now())
   } finally {
-    if (timer) clearTimeout(timer)
+    clearTimeout(timer)
     turnSignal.removeEventListener('abort', onTurnAbort)
     const state = part.state as ToolState // changed by completeCall / failCall above
     span?.end(
