@@ -10,6 +10,7 @@ import { Kysely, SqliteDialect, sql } from 'kysely'
 import { GroupCommit, kyselyBatches, type BatchOpener } from '../../src/store/sqlite/group-commit'
 import { directBatches, directSqliteDialect } from '../../src/store/sqlite/direct-statements'
 import { cachingStatements } from '../../src/store/sqlite/statement-cache'
+import type { SqliteDriverStatement } from '../../src/store/sqlite/sqlite-driver'
 import { committedIds } from '../support/committed-ids'
 import { sqliteOnly } from '../support/harness'
 
@@ -36,14 +37,25 @@ async function open(opener: 'kysely' | 'direct') {
     batches = () => kyselyBatches(db)
   } else {
     const cached = cachingStatements(handle)
-    // Every statement, Kysely's and the direct ones, is prepared here (the cache below keeps them).
-    const logged = { prepare: (text: string) => (statements.push(text), cached.prepare(text)), close: () => cached.close() }
+    // Every statement, Kysely's and the direct ones, is prepared here (the cache below keeps
+    // them, and the direct ones are prepared once): each run of one is logged.
+    const logged = { prepare: (text: string) => loggedRuns(text, cached.prepare(text)), close: () => cached.close() }
     const dialect = directSqliteDialect(logged)
     db = new Kysely<DB>({ dialect })
     batches = () => directBatches(db, dialect, logged)
   }
   await sql`create table items (id text primary key)`.execute(db)
   statements = []
+}
+
+/** `statement`, with each of its runs logged in `statements`. */
+function loggedRuns(text: string, statement: SqliteDriverStatement): SqliteDriverStatement {
+  const logged = <A extends unknown[], R>(run: (...args: A) => R) => (...args: A): R => (statements.push(text), run(...args))
+  return Object.assign(Object.create(statement) as SqliteDriverStatement, {
+    run: logged(statement.run.bind(statement)),
+    all: logged(statement.all.bind(statement)),
+    iterate: logged(statement.iterate.bind(statement)),
+  })
 }
 
 describe.each(['kysely', 'direct'] as const)('group commit, transactions begun by %s', (opener) => {

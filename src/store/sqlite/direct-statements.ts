@@ -10,7 +10,7 @@
  * builder, nothing changes.
  * Group commit's own transactions (`directBatches`) begin and commit on the handle the same way.
  */
-import { CompiledQuery, SqliteAdapter, SqliteDialect, Transaction, type DatabaseConnection, type Driver, type Kysely, type QueryResult } from 'kysely'
+import { SqliteAdapter, SqliteDialect, Transaction, type CompiledQuery, type DatabaseConnection, type Driver, type Kysely, type QueryResult } from 'kysely'
 import type { DirectAdapter, DirectStatement } from '../precompiled-query'
 import type { BatchOpener } from './group-commit'
 import type { SqliteDriverStatement } from './sqlite-driver'
@@ -23,9 +23,16 @@ class DirectSqliteAdapter extends SqliteAdapter implements DirectAdapter {
   }
 
   directStatement(sql: string): DirectStatement {
-    const prepared = this.handle.prepare(sql)
-    // (a statement still iterating, which these never are, would be prepared anew for the run)
-    return (parameters) => resultOf(prepared.busy ? this.handle.prepare(sql) : prepared, parameters)
+    return statementOn(this.handle, sql)
+  }
+}
+
+/** `sql` prepared on `handle` at its first run and reused (a statement still iterating, which these never are, is prepared anew for the run). */
+function statementOn(handle: SqliteHandle, sql: string): DirectStatement {
+  let prepared: SqliteDriverStatement | undefined
+  return (parameters) => {
+    prepared ??= handle.prepare(sql)
+    return resultOf(prepared.busy ? handle.prepare(sql) : prepared, parameters)
   }
 }
 
@@ -62,7 +69,6 @@ export class DirectSqliteDialect extends SqliteDialect {
   }
 }
 
-const transactionQueries = { begin: CompiledQuery.raw('begin'), commit: CompiledQuery.raw('commit'), rollback: CompiledQuery.raw('rollback') }
 
 /**
  * Group commit's transactions on turnchart's own connection: the connection is held for the
@@ -80,8 +86,14 @@ const transactionQueries = { begin: CompiledQuery.raw('begin'), commit: Compiled
  */
 export function directBatches<DB>(db: Kysely<DB>, dialect: DirectSqliteDialect, handle: SqliteHandle): BatchOpener<DB> {
   const driver = dialect.createDriver()
-  const execute = async (query: CompiledQuery): Promise<void> => void runOn(handle, query)
-  const batch = { execute, commit: () => execute(transactionQueries.commit), rollback: () => execute(transactionQueries.rollback) }
+  const begin = statementOn(handle, 'begin')
+  const commit = statementOn(handle, 'commit')
+  const rollback = statementOn(handle, 'rollback')
+  const batch = {
+    execute: async (query: CompiledQuery): Promise<void> => void runOn(handle, query),
+    commit: async () => void commit([]),
+    rollback: async () => void rollback([]),
+  }
   let held: { connection: DatabaseConnection; trx: Transaction<DB> } | undefined
   const transactionOn = (connection: DatabaseConnection): Transaction<DB> => {
     if (held?.connection !== connection) {
@@ -95,7 +107,7 @@ export function directBatches<DB>(db: Kysely<DB>, dialect: DirectSqliteDialect, 
     const connection = await driver.acquireConnection()
     try {
       if (!connection) throw new Error('the SQLite connection is not open yet: the store is used before it was migrated')
-      runOn(handle, transactionQueries.begin)
+      begin([])
       return await work({ trx: transactionOn(connection), ...batch })
     } finally {
       await driver.releaseConnection(connection)
