@@ -9,7 +9,7 @@
  * tool is idempotent) finds the child it started and waits for it, whichever engine resumes it.
  */
 import { createHash } from 'node:crypto'
-import { EngineClosedError, TurnOwnershipLostError, TurnParkedError } from '../core/errors'
+import { TurnOwnershipLostError, TurnParkedError } from '../core/errors'
 import type { ResolvedConfig } from '../config/resolved-config'
 import { turnRequest } from '../conversation/turn-options'
 import { turnUsages } from '../conversation/history'

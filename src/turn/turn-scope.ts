@@ -283,8 +283,7 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     const last = own.at(-1)
     this.assistant = last && last.info.role === 'assistant' && !last.info.summary ? last : undefined
     if (this.assistant) {
-      const step = Math.max(0, ...this.assistant.parts.map((p) => p.step ?? 0))
-      const attempt = Math.max(0, ...this.assistant.parts.filter((p) => (p.step ?? 0) === step).map((p) => p.attempt ?? 0))
+      const { step, attempt } = lastAttemptOf(this.assistant.parts)
       this.stepTools = this.assistant.parts.filter(
         (p): p is ToolPart => p.type === 'tool' && (p.step ?? 0) === step && (p.attempt ?? 0) === attempt,
       )
@@ -293,21 +292,9 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
 
   /** The step-finish part of the last step's last attempt, if that attempt finished. */
   lastStepFinish(): StepFinishPart | undefined {
-    // One pass, no arrays: the finish of the last step's last attempt, if it has one.
-    let step = 0
-    let attempt = 0
-    let finish: StepFinishPart | undefined
-    for (const part of this.assistant?.parts ?? []) {
-      const partStep = part.step ?? 0
-      const partAttempt = part.attempt ?? 0
-      if (partStep > step || (partStep === step && partAttempt > attempt)) {
-        step = partStep
-        attempt = partAttempt
-        finish = undefined
-      }
-      if (part.type === 'step-finish' && partStep === step && partAttempt === attempt) finish ??= part
-    }
-    return finish
+    const parts = this.assistant?.parts ?? []
+    const { step, attempt } = lastAttemptOf(parts)
+    return parts.find((p): p is StepFinishPart => p.type === 'step-finish' && (p.step ?? 0) === step && (p.attempt ?? 0) === attempt)
   }
 
   /**
@@ -414,6 +401,19 @@ export class TurnScope implements StepScope, SummaryScope, ToolRunScope, TurnLog
     this.messages.splice(this.messages.indexOf(open), 1)
     this.assistant = undefined
   }
+}
+
+/** The last step of `parts` and that step's last attempt (a part without a step counts as step 0): one pass, no arrays. */
+function lastAttemptOf(parts: readonly Part[]): { step: number; attempt: number } {
+  let step = 0
+  let attempt = 0
+  for (const part of parts) {
+    const partStep = part.step ?? 0
+    const partAttempt = part.attempt ?? 0
+    if (partStep > step) [step, attempt] = [partStep, partAttempt]
+    else if (partStep === step && partAttempt > attempt) attempt = partAttempt
+  }
+  return { step, attempt }
 }
 
 /** A session's messages split at a turn's first one: the history before it, and the turn's own. */

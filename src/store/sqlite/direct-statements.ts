@@ -69,7 +69,6 @@ export class DirectSqliteDialect extends SqliteDialect {
   }
 }
 
-
 /**
  * Group commit's transactions on turnchart's own connection: the connection is held for the
  * batch (no other query runs on it meanwhile, as in Kysely's own transaction), and begin,

@@ -6,12 +6,12 @@
  * check.
  *
  * One budget across engines: with a store that keeps trees' spending (`Store.spending`), what
- * this engine's turns spend is also added to the tree's stored row (a tree with a budget: no
- * other reads it), in the transactions that
- * write their rows (`rider()`: a model call is reserved in the transaction of the row into the
- * state that makes it, before the call, whose write-ahead gate waits for that commit; its
- * tokens and cost ride with the row that follows it). The check before each model call then
- * reads the stored row (every engine's spending) plus what this engine has not written yet.
+ * this engine's turns spend is also added to the tree's stored row (for a tree with a budget:
+ * nothing else reads that row), in the transactions that write their rows (`rider()`: a model
+ * call is reserved in the transaction of the row into the state that makes it, before the call,
+ * whose write-ahead gate waits for that commit; its tokens and cost ride with the row that
+ * follows it). The check before each model call then reads the stored row (every engine's
+ * spending) plus what this engine has not written yet.
  */
 import { BudgetExceededError } from '../../core/errors'
 import type { Budget, Usage } from '../../core/types'
