@@ -34,11 +34,16 @@ export function freePort(): Promise<number> {
   })
 }
 
-/** Resolves once `check` returns something other than undefined, looking every 50 ms; rejects after `timeoutMs` with `what`. */
-export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+/**
+ * Resolves once `check` returns something other than undefined, looking every 50 ms; rejects after
+ * `timeoutMs` with `what`, or at once with the error `gone` returns (what it waits for is gone).
+ */
+export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000, gone: () => Error | undefined = () => undefined): Promise<T> {
   const deadline = Date.now() + timeoutMs
   let last: unknown
   while (Date.now() < deadline) {
+    const reason = gone()
+    if (reason) throw reason
     try {
       const value = await check()
       if (value !== undefined) return value
@@ -66,8 +71,27 @@ export interface RestateServer {
   stop(): Promise<void>
 }
 
-/** Starts restate-server on free ports of 127.0.0.1 with a fresh data directory. */
+/** restate-server exited while it was starting (its own last words in `message`). */
+class ServerExitedError extends Error {
+  override name = 'ServerExitedError'
+}
+
+/**
+ * Starts restate-server on free ports of 127.0.0.1 with a fresh data directory. A port that
+ * `freePort` saw free can be taken before the server binds it (by any process's outgoing
+ * connection): a server that exits while it starts is started again on other ports, twice.
+ */
 export async function startRestateServer(): Promise<RestateServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePorts()
+    } catch (error) {
+      if (!(error instanceof ServerExitedError) || attempt === 3) throw error
+    }
+  }
+}
+
+async function startOnFreePorts(): Promise<RestateServer> {
   const [ingressPort, adminPort, nodePort] = [await freePort(), await freePort(), await freePort()]
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-restate-'))
   const ingress = `http://127.0.0.1:${ingressPort}`
@@ -76,10 +100,21 @@ export async function startRestateServer(): Promise<RestateServer> {
   const start = async () => {
     child = spawn(serverBin, ['--base-dir', base, '--bind-address', `127.0.0.1:${nodePort}`], {
       env: { ...process.env, RESTATE_INGRESS__BIND_ADDRESS: `127.0.0.1:${ingressPort}`, RESTATE_ADMIN__BIND_ADDRESS: `127.0.0.1:${adminPort}`, RESTATE_LOG_FILTER: 'error' },
-      stdio: ['ignore', 'ignore', 'ignore'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     })
-    await until('restate-server to answer', async () => ((await fetch(`${admin}/health`).catch(() => undefined))?.ok ? true : undefined))
-    await until('the ingress to answer', async () => ((await fetch(`${ingress}/restate/health`).catch(() => undefined))?.ok ? true : undefined))
+    let said = ''
+    const keep = (chunk: Buffer) => (said = (said + chunk.toString()).slice(-2000))
+    child.stdout!.on('data', keep)
+    child.stderr!.on('data', keep)
+    const gone = () => (child.exitCode !== null || child.signalCode !== null ? new ServerExitedError(`restate-server exited (${child.signalCode ?? child.exitCode}) while it started: ${said.trim()}`) : undefined)
+    const answers = (url: string) => async () => ((await fetch(url).catch(() => undefined))?.ok ? true : undefined)
+    try {
+      await until('restate-server to answer', answers(`${admin}/health`), 30_000, gone)
+      await until('the ingress to answer', answers(`${ingress}/restate/health`), 30_000, gone)
+    } catch (error) {
+      if (error instanceof ServerExitedError) throw error
+      throw new Error(`${(error as Error).message} (restate-server said: ${said.trim() || 'nothing'})`)
+    }
   }
   const kill = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return
@@ -93,7 +128,13 @@ export async function startRestateServer(): Promise<RestateServer> {
     if (!response.ok) throw Object.assign(new Error(`${response.status} ${text}`), { status: response.status, body: text })
     return text ? (JSON.parse(text) as unknown) : undefined
   }
-  await start()
+  try {
+    await start()
+  } catch (error) {
+    await kill()
+    fs.rmSync(base, { recursive: true, force: true })
+    throw error
+  }
   return {
     ingress,
     admin,
