@@ -188,10 +188,11 @@ export class PromptQueue {
       for (const [tenant, sessionId] of roundRobin(byTenant, await store.slots.servedLast())) {
         if (limits.total !== undefined && total >= limits.total) break
         if (limits.perTenant !== undefined && tenant !== '' && (running.get(tenant) ?? 0) >= limits.perTenant) continue
-        // A start of that session already in flight here (another pass's) takes the slot, or is
-        // refused and the next pass tries again: not a reason to start the next tenant's now,
-        // whose start could take the lock first.
-        if (!this.draining.has(sessionId) && !(await this.drain(sessionId))) continue
+        // A turn of that session here (another pass's start, its transaction still in flight)
+        // takes the slot, or is refused and the next pass tries again: not a reason to start the
+        // next tenant's now, whose start could take the lock first.
+        const startingHere = this.draining.has(sessionId) || this.deps.activeTurn(sessionId) !== undefined
+        if (!startingHere && !(await this.drain(sessionId))) continue
         total += 1
         running.set(tenant, (running.get(tenant) ?? 0) + 1)
       }
