@@ -7,6 +7,7 @@ import type { CompactInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
 import { CompactionFailedError, ContextOverflowError, serializeError } from '../core/errors'
 import { startIdleTimer } from '../llm/idle-timer'
+import type { StateExit } from '../core/state-exit'
 import { modelStream } from '../llm/model-stream'
 import { stepCost, toTokens, type Pricing } from '../llm/usage'
 import type { TurnSettings } from '../core/types'
@@ -50,14 +51,14 @@ export interface SummaryScope {
  * `lastError` a `RetriesExhaustedError` when the policy gave up). It never rejects.
  *
  * @example
- * const event = await summarize(scope, { attempt: 1, waitedMs: 0, completes: false }, signal)
+ * const event = await summarize(scope, { attempt: 1, waitedMs: 0, completes: false }, exit)
  */
-export async function summarize(scope: SummaryScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'> & { completes: boolean }, signal: AbortSignal): Promise<CompactionEvent> {
+export async function summarize(scope: SummaryScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'> & { completes: boolean }, exit: StateExit): Promise<CompactionEvent> {
   let failure: unknown
   let text = ''
   let tokens: Tokens | undefined
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
-  const idle = startIdleTimer(signal, scope.config.streamIdleTimeoutMs)
+  const idle = startIdleTimer(exit, scope.config.streamIdleTimeoutMs)
   const { model, telemetry } = scope.config
   const span = telemetry.modelCall({ turnId: scope.turnId, sessionId: scope.sessionId, provider: model.provider, model: model.modelId, attempt: input.attempt })
   try {
@@ -82,10 +83,10 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
   } finally {
     idle.stop()
   }
-  if (idle.signal.aborted && !signal.aborted) failure = idle.signal.reason
-  span?.end(signal.aborted ? { error: signal.reason } : failure !== undefined ? { error: failure } : { finishReason: 'stop', output: telemetry.recordOutputs ? text : undefined })
+  if (idle.signal.aborted && !exit.left) failure = idle.signal.reason
+  span?.end(exit.left ? { error: exit.reason } : failure !== undefined ? { error: failure } : { finishReason: 'stop', output: telemetry.recordOutputs ? text : undefined })
   // The chart left `compacting` (abort or stop): nothing is stored, the event is not read.
-  if (signal.aborted) return { type: 'compaction.failed', error: serializeError(signal.reason), retryDelayMs: null }
+  if (exit.left) return { type: 'compaction.failed', error: serializeError(exit.reason), retryDelayMs: null }
   if (failure !== undefined) {
     const decision = decideFailure(failure, input, scope.config.failure)
     if (decision.kind === 'overflow') {

@@ -26,6 +26,7 @@ import type { MessageInfo, MessageWithParts, Part, PartProviderMetadata, TextPar
 import { failCall, requireApproval, runCall, stopCall } from '../tools/tool-part'
 import { toolOptions } from '../tools/tool-options'
 import { startIdleTimer } from './idle-timer'
+import type { StateExit } from '../core/state-exit'
 import { modelStream, type ModelStreamEvent, type ModelStreamRequest } from './model-stream'
 import type { ProviderPromptCache } from './provider-prompt'
 import { addTokens, stepCost, toTokens } from './usage'
@@ -95,13 +96,13 @@ export interface StepRun {
  * Runs one step and reports its outcome as a chart event.
  *
  * @example
- * const event = await streamStep({ scope, meter: tree }, { turnId, step: 1, attempt: 1, waitedMs: 0 }, signal)
+ * const event = await streamStep({ scope, meter: tree }, { turnId, step: 1, attempt: 1, waitedMs: 0 }, exit)
  */
-export async function streamStep({ scope, meter }: StepRun, input: StreamStepInput, signal: AbortSignal): Promise<TurnEvent> {
+export async function streamStep({ scope, meter }: StepRun, input: StreamStepInput, exit: StateExit): Promise<TurnEvent> {
   // (the step gate admitted the step's first call; a retry's attempt is one more call the budget counts)
   if (input.attempt > 1) meter?.called()
   const state = new StepState(scope, scope.assistantMessage(), input)
-  const idle = startIdleTimer(signal, scope.config.streamIdleTimeoutMs)
+  const idle = startIdleTimer(exit, scope.config.streamIdleTimeoutMs)
   const messages = scope.modelMessages()
   const span = modelCallSpan(scope, input, messages)
   try {
@@ -112,11 +113,11 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
     idle.stop()
   }
   if (state.failure === undefined && idle.signal.aborted) state.failure = idle.signal.reason
-  span?.end(spanEnd(scope, state, signal))
-  if (signal.aborted) {
+  span?.end(spanEnd(scope, state, exit))
+  if (exit.left) {
     // The chart left `streaming` (abort or stop): the turn's end closes what is open.
     state.closeOpenText()
-    return { type: 'step.failed', error: scope.config.redactor.value(serializeError(signal.reason)), overflow: false, retryDelayMs: null }
+    return { type: 'step.failed', error: scope.config.redactor.value(serializeError(exit.reason)), overflow: false, retryDelayMs: null }
   }
   if (state.failure !== undefined) {
     // A failed attempt: its text stays, closed; its tool calls never run.
@@ -161,8 +162,8 @@ function modelCallSpan(scope: StepScope, input: StreamStepInput, messages: Model
 }
 
 /** How the model call's span ends: its error, or its finish, usage and (when recorded) output. */
-function spanEnd(scope: StepScope, state: StepState, signal: AbortSignal) {
-  if (state.failure !== undefined || signal.aborted) return { error: signal.aborted ? signal.reason : state.failure }
+function spanEnd(scope: StepScope, state: StepState, exit: StateExit) {
+  if (state.failure !== undefined || exit.left) return { error: exit.left ? exit.reason : state.failure }
   const tokens = state.stepTokens
   return {
     finishReason: state.finishReason,

@@ -12,6 +12,7 @@ import { toolOptions, type ReconcileResult, type ToolOptions } from './tool-opti
 import { completeCall, deferCall, doubtCall, executionOf, failCall, markReconciled, matchesApproval, rerunCall } from './tool-part'
 import { CallOutcomeUnknownError, safeMessage } from '../core/errors'
 import { untilAborted } from '../core/until-aborted'
+import type { StateExit } from '../core/state-exit'
 import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
 import { isMcpTool, throwIfMcpError } from './mcp-result'
 import { idempotencyKeyOf, type CallInfo } from './call-info'
@@ -44,17 +45,17 @@ export interface ToolRunScope {
  * call's context.
  *
  * @example
- * const waiting = await runTools(scope, signal)
+ * const waiting = await runTools(scope, exit)
  */
-export async function runTools(scope: ToolRunScope, signal: AbortSignal, children?: ChildTurnRunner): Promise<WaitingCalls> {
+export async function runTools(scope: ToolRunScope, exit: StateExit, children?: ChildTurnRunner): Promise<WaitingCalls> {
   const calls = scope.stepTools.filter((part) => part.state.status === 'running' || (part.state.status === 'in-doubt' && !part.state.reconciled && reconcileOf(scope, part) !== undefined))
   if (calls.length > 0) {
     const messages = scope.modelMessages()
     let next = 0
     const worker = async () => {
-      while (next < calls.length && !signal.aborted) {
+      while (next < calls.length && !exit.left) {
         const part = calls[next++]
-        await runOne(scope, part, messages, signal, children)
+        await runOne(scope, part, messages, exit, children)
       }
     }
     const workers = Array.from({ length: Math.min(scope.config.toolExecution.concurrency, calls.length) }, worker)
@@ -120,20 +121,20 @@ function callContext(scope: ToolRunScope, part: ToolPart, children: ChildTurnRun
  * One call: a call in doubt is reconciled first (and runs again when its hook says it did not
  * happen); a running call executes, and if its outcome turns out unknown its hook is asked once.
  */
-async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal, children: ChildTurnRunner | undefined): Promise<void> {
+async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], exit: StateExit, children: ChildTurnRunner | undefined): Promise<void> {
   let mayReconcile = true
   if (part.state.status === 'in-doubt') {
-    await reconcileCall(scope, part, turnSignal, children)
+    await reconcileCall(scope, part, exit, children)
     mayReconcile = false
   }
   if (part.state.status === 'running') {
-    await executeCall(scope, part, messages, turnSignal, children)
-    if (mayReconcile && !turnSignal.aborted && (part.state as ToolState).status === 'in-doubt' && reconcileOf(scope, part)) {
-      await reconcileCall(scope, part, turnSignal, children)
-      if ((part.state as ToolState).status === 'running') await executeCall(scope, part, messages, turnSignal, children)
+    await executeCall(scope, part, messages, exit, children)
+    if (mayReconcile && !exit.left && (part.state as ToolState).status === 'in-doubt' && reconcileOf(scope, part)) {
+      await reconcileCall(scope, part, exit, children)
+      if ((part.state as ToolState).status === 'running') await executeCall(scope, part, messages, exit, children)
     }
   }
-  if (!turnSignal.aborted) scope.writer.changed(part)
+  if (!exit.left) scope.writer.changed(part)
 }
 
 /**
@@ -141,15 +142,16 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
  * completes the call), not done (the call runs again, same key), or cannot tell (a throw or a
  * timeout too: the call stays in doubt, not asked again for this execution).
  */
-async function reconcileCall(scope: ToolRunScope, part: ToolPart, turnSignal: AbortSignal, children: ChildTurnRunner | undefined): Promise<void> {
+async function reconcileCall(scope: ToolRunScope, part: ToolPart, exit: StateExit, children: ChildTurnRunner | undefined): Promise<void> {
   const hook = reconcileOf(scope, part)
   if (!hook || part.state.status !== 'in-doubt') return
   const definition = definitionOf(scope, part)
   const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
   let timer: NodeJS.Timeout | undefined
+  let stopListening = () => {}
   const giveUp = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), timeoutMs)
-    turnSignal.addEventListener('abort', () => resolve(undefined), { once: true })
+    stopListening = exit.onLeave(() => resolve(undefined))
   })
   let verdict: ReconcileResult
   try {
@@ -158,8 +160,9 @@ async function reconcileCall(scope: ToolRunScope, part: ToolPart, turnSignal: Ab
     verdict = undefined
   } finally {
     clearTimeout(timer)
+    stopListening()
   }
-  if (turnSignal.aborted) return
+  if (exit.left) return
   const now = Date.now()
   if (verdict && verdict.done === true) {
     const { input } = part.state
@@ -173,14 +176,13 @@ async function reconcileCall(scope: ToolRunScope, part: ToolPart, turnSignal: Ab
   else markReconciled(part)
 }
 
-async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], turnSignal: AbortSignal, children: ChildTurnRunner | undefined): Promise<void> {
+async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], exit: StateExit, children: ChildTurnRunner | undefined): Promise<void> {
   if (part.state.status !== 'running') return
   const { input } = part.state
   const definition = definitionOf(scope, part)
   const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
   const controller = new AbortController()
-  const onTurnAbort = () => controller.abort(turnSignal.reason)
-  turnSignal.addEventListener('abort', onTurnAbort, { once: true })
+  const stopListening = exit.onLeave((reason) => controller.abort(reason))
   // (a tool that ignores its signal is not waited for past its timeout or the turn's abort: untilAborted below)
   const timer = setTimeout(() => controller.abort(new Error(`tool '${part.tool}' timed out after ${timeoutMs} ms`)), timeoutMs)
   const span = scope.config.telemetry.toolCall({ turnId: scope.turnId, sessionId: scope.sessionId, tool: part.tool, callId: part.callId, input })
@@ -204,22 +206,22 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
       } as never),
     ).then(lastValue)
     const output = await untilAborted(run, controller.signal)
-    if (turnSignal.aborted) return // the turn's end marks the part aborted
+    if (exit.left) return // the turn's end marks the part aborted
     if (isDeferral(output)) return deferCall(part, deadlineOf(output, Date.now()), output.onDeadline && { output: boundedOutput(output.onDeadline.output, scope.config.toolExecution.maxOutputBytes) })
     if (isMcpTool(definition)) throwIfMcpError(part.tool, output) // an MCP result with isError is the call's failure
     const modelOutput = definition.toModelOutput ? await modelOutputOf(definition.toModelOutput, { toolCallId: part.callId, input, output }) : undefined
     completeCall(part, boundedOutput(output, scope.config.toolExecution.maxOutputBytes), Date.now(), modelOutput)
   } catch (error) {
-    if (turnSignal.aborted) return
+    if (exit.left) return
     // The tool says its effect may have happened: not an error the model sees, a call in doubt.
     if (CallOutcomeUnknownError.isInstance(error)) doubtCall(part, scope.config.redactor.text(error.message))
     else failCall(part, errorMessage(error, scope.config.redactor.text), Date.now())
   } finally {
     clearTimeout(timer)
-    turnSignal.removeEventListener('abort', onTurnAbort)
+    stopListening()
     const state = part.state as ToolState // changed by completeCall / failCall above
     span?.end(
-      turnSignal.aborted
+      exit.left
         ? { error: 'the turn was aborted while the tool ran' }
         : state.status === 'completed'
           ? { output: state.output }

@@ -21,6 +21,7 @@ import { askAgainText, checkOutput } from '../llm/structured-output'
 import { finalTextOf } from './turn-result'
 import { isUsageOverflow } from '../policy/overflow'
 import type { TurnScope } from './turn-scope'
+import type { StateExit } from '../core/state-exit'
 
 /** What a turn's actors work with: its scope, its run tree (the budget) and its child turn runner. */
 export interface TurnRun {
@@ -121,10 +122,10 @@ const actorsOf = (bound: Binder) => ({
   }),
   compact: gatedActor<CompactInput, CompactRun>(bound('compact'), {
     // Whether the summary follows a final answer is read before the summary replaces the history.
-    run: async ({ scope, tree }, input, signal) => {
+    run: async ({ scope, tree }, input, exit) => {
       // A summary is a model call the budget counts; the next step gate checks it.
       tree.called()
-      const event = await summarize(scope, { ...input, completes: scope.lastStepAnswered() }, signal)
+      const event = await summarize(scope, { ...input, completes: scope.lastStepAnswered() }, exit)
       const summary = scope.messages.at(-1)?.info
       if (event.type === 'compaction.finished' && summary?.summary && summary.tokens) tree.spend({ tokens: summary.tokens, cost: summary.cost ?? 0 })
       return event
@@ -180,9 +181,9 @@ export class EngineChart {
  * next step's, is committed. Calls that wait, an overflow (compacted before the gate) and a
  * handoff (held in `step-gate`, as the gate holds it) leave without a verdict.
  */
-async function runToolsThenGate(turn: ToolsRun, input: RunToolsInput, signal: AbortSignal): Promise<TurnEvent> {
+async function runToolsThenGate(turn: ToolsRun, input: RunToolsInput, exit: StateExit): Promise<TurnEvent> {
   const { scope, children } = turn
-  const waiting = await runTools(scope, signal, children)
+  const waiting = await runTools(scope, exit, children)
   // Calls in doubt or deferred: the turn waits for them (the others have their results).
   if (waiting.inDoubt.length > 0 || waiting.deferred.length > 0) return { type: 'tools.waiting', ...waiting }
   // The step's usage judged again by the rule the step applied: a full context is compacted before the gate.

@@ -10,6 +10,7 @@ import { defaultRetryOptions } from '../../src/policy/retry-delay'
 import { errorFromRecord } from '../../src/core/errors/restore'
 import type { MessageInfo, MessageWithParts } from '../../src/core/types'
 import { fakeModel, finish, text, type FakeModel } from '../support/fake-model'
+import { StateExit } from '../../src/core/state-exit'
 
 function fakeScope(model: FakeModel) {
   const summaries: Array<{ text: string; auto: boolean }> = []
@@ -42,7 +43,7 @@ function fakeScope(model: FakeModel) {
 }
 
 const at = { attempt: 1, waitedMs: 0, completes: false }
-const signal = () => new AbortController().signal
+const exit = () => new StateExit()
 const apiError = (statusCode: number, responseBody = '{}', responseHeaders: Record<string, string> = {}) =>
   new APICallError({ message: `HTTP ${statusCode}`, url: 'http://127.0.0.1/v1', requestBodyValues: {}, statusCode, responseHeaders, responseBody })
 
@@ -50,7 +51,7 @@ test('a summary: the history and the prompt are sent without tools; the text is 
   const model = fakeModel([...text('t', '  The user said hi', '.  '), finish('stop', 40, 8)])
   const { scope, summaries, saved } = fakeScope(model)
 
-  await expect(summarize(scope, at, signal())).resolves.toEqual({ type: 'compaction.finished', completes: false })
+  await expect(summarize(scope, at, exit())).resolves.toEqual({ type: 'compaction.finished', completes: false })
 
   expect(summaries).toEqual([{ text: 'The user said hi.', auto: true }])
   expect(saved).toEqual([expect.objectContaining({ id: 'msg_s', tokens: expect.objectContaining({ input: 40, output: 8 }) })])
@@ -64,7 +65,7 @@ test('a summary: the history and the prompt are sent without tools; the text is 
 test('an answer with no text stores nothing: CompactionFailedError carrying EmptySummaryError, not retried', async () => {
   const { scope, summaries } = fakeScope(fakeModel([...text('t', '   '), finish()]))
 
-  const event = await summarize(scope, at, signal())
+  const event = await summarize(scope, at, exit())
 
   expect(event).toEqual({
     type: 'compaction.failed',
@@ -79,14 +80,14 @@ test('an answer with no text stores nothing: CompactionFailedError carrying Empt
 test('a retryable failure is reported like a step: the retry policy gives the delay; the last attempt gives up', async () => {
   const overloaded = () => fakeModel([{ type: 'error', error: apiError(429, '{}', { 'retry-after': '3' }) }])
 
-  const first = await summarize(fakeScope(overloaded()).scope, at, signal())
+  const first = await summarize(fakeScope(overloaded()).scope, at, exit())
   expect(first).toMatchObject({
     type: 'compaction.failed',
     error: { name: 'CompactionFailedError', lastError: { name: 'APIError', statusCode: 429 } },
     retryDelayMs: 3000,
   })
 
-  const last = await summarize(fakeScope(overloaded()).scope, { attempt: 2, waitedMs: 3000, completes: false }, signal())
+  const last = await summarize(fakeScope(overloaded()).scope, { attempt: 2, waitedMs: 3000, completes: false }, exit())
   expect(last).toMatchObject({
     type: 'compaction.failed',
     error: { name: 'CompactionFailedError', lastError: { name: 'RetriesExhaustedError', attempts: 2 } },
@@ -96,7 +97,7 @@ test('a retryable failure is reported like a step: the retry policy gives the de
 
 test('a summary request that itself overflows is a ContextOverflowError (no compaction loop)', async () => {
   const model = fakeModel([], { rejectWith: apiError(400, '{"error":{"code":"context_length_exceeded","message":"too long"}}') })
-  await expect(summarize(fakeScope(model).scope, at, signal())).resolves.toMatchObject({
+  await expect(summarize(fakeScope(model).scope, at, exit())).resolves.toMatchObject({
     type: 'compaction.failed',
     error: { name: 'ContextOverflowError', reason: 'summary-overflow' },
     retryDelayMs: null,
@@ -104,12 +105,12 @@ test('a summary request that itself overflows is a ContextOverflowError (no comp
 })
 
 test('an abort stores nothing and is never retried', async () => {
-  const controller = new AbortController()
+  const left = new StateExit()
   const model = fakeModel([{ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: 'half a summ' }, { stall: true }])
   const { scope, summaries } = fakeScope(model)
 
-  const pending = summarize(scope, at, controller.signal)
-  controller.abort(new MessageAbortedError())
+  const pending = summarize(scope, at, left)
+  left.leave(new MessageAbortedError())
 
   await expect(pending).resolves.toEqual({ type: 'compaction.failed', error: new MessageAbortedError().toJSON(), retryDelayMs: null })
   expect(summaries).toEqual([])

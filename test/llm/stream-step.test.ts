@@ -13,6 +13,7 @@ import { defaultDoomLoopOptions } from '../../src/policy/doom-loop'
 import { defaultRetryOptions } from '../../src/policy/retry-delay'
 import type { MessageInfo, MessageWithParts, Part, TextPart, ToolPart } from '../../src/core/types'
 import { fakeModel, finish, text, type FakeModel, type ScriptItem } from '../support/fake-model'
+import { StateExit } from '../../src/core/state-exit'
 
 const policies = defaultFailurePolicies({ ...defaultRetryOptions, jitter: 0, maxAttempts: 3 })
 
@@ -75,7 +76,7 @@ function fakeScope(model: FakeModel, options: { tools?: ToolSet; failure?: Failu
 }
 
 const input = { turnId: 'trn_1', step: 1, attempt: 1, waitedMs: 0 }
-const run = (scope: StepScope, signal = new AbortController().signal): Promise<TurnEvent> => streamStep({ scope }, input, signal)
+const run = (scope: StepScope, exit = new StateExit()): Promise<TurnEvent> => streamStep({ scope }, input, exit)
 const apiError = (statusCode: number, responseBody = '{}', responseHeaders: Record<string, string> = {}) =>
   new APICallError({ message: `HTTP ${statusCode}`, url: 'http://127.0.0.1/v1', requestBodyValues: {}, statusCode, responseHeaders, responseBody })
 const types = (parts: Part[]) => parts.map((p) => p.type)
@@ -170,7 +171,7 @@ test('a stream that throws mid-way fails the attempt with the replaced policies 
   const model = fakeModel([...text('t', 'one'), { type: 'text-start', id: 'u' }, { type: 'text-delta', id: 'u', delta: 'two' }, { throw: new Error('socket hang up') }])
   const { scope, recorded } = fakeScope(model, { failure })
 
-  await expect(streamStep({ scope }, { ...input, attempt: 2, waitedMs: 40 }, new AbortController().signal)).resolves.toEqual({
+  await expect(streamStep({ scope }, { ...input, attempt: 2, waitedMs: 40 }, new StateExit())).resolves.toEqual({
     type: 'step.failed',
     error: { name: 'BrokenPipe', message: 'socket hang up' },
     overflow: false,
@@ -218,13 +219,13 @@ test('a silent stream times out with StreamIdleTimeoutError, retryable', async (
   expect(recorded.added.find((p) => p.type === 'text')).toMatchObject({ text: 'hel', time: { end: expect.any(Number) } })
 })
 
-test('an abort through the signal stops the stream: step.failed with the abort, no retry, the open text closed', async () => {
-  const controller = new AbortController()
+test('the chart leaving the state stops the stream: step.failed with the abort, no retry, the open text closed', async () => {
+  const exit = new StateExit()
   const model = fakeModel([{ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: 'so far' }, { stall: true }])
-  // Abort when the first delta arrives (the stream then stalls: only the abort can end it).
-  const { scope, recorded } = fakeScope(model, { onAppend: () => controller.abort(new MessageAbortedError()) })
+  // Leave when the first delta arrives (the stream then stalls: only the abort can end it).
+  const { scope, recorded } = fakeScope(model, { onAppend: () => exit.leave(new MessageAbortedError()) })
 
-  const event = await run(scope, controller.signal)
+  const event = await run(scope, exit)
 
   expect(event).toEqual({ type: 'step.failed', error: new MessageAbortedError().toJSON(), overflow: false, retryDelayMs: null })
   expect(model.calls[0].abortSignal?.aborted).toBe(true)

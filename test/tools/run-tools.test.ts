@@ -6,6 +6,7 @@ import { tool } from 'ai'
 import { z } from 'zod'
 import { runTools, type ToolRunScope } from '../../src/tools/run-tools'
 import type { Part, ToolPart } from '../../src/core/types'
+import { StateExit } from '../../src/core/state-exit'
 
 function fakeScope(tools: ToolRunScope['config']['tools'], calls: Array<{ tool: string; input: unknown }>) {
   const changed: Part[] = []
@@ -58,7 +59,7 @@ test('each running call becomes completed or error, in call order; the writer is
     { tool: 'boom', input: {} },
     { tool: 'missing', input: {} },
   ])
-  await runTools(scope, new AbortController().signal)
+  await runTools(scope, new StateExit())
   expect(stepTools.map((p) => p.state.status)).toEqual(['completed', 'error', 'error'])
   expect(stepTools[0].state).toMatchObject({ output: 'hi', time: { start: 1 } })
   expect(stepTools[1].state).toMatchObject({ error: 'it broke' })
@@ -68,11 +69,11 @@ test('each running call becomes completed or error, in call order; the writer is
 })
 
 test('an aborted turn leaves its calls to the turn\'s end (nothing written here)', async () => {
-  const controller = new AbortController()
+  const exit = new StateExit()
   const tools = { wait: tool({ description: 'Waits', inputSchema: z.object({}), execute: () => new Promise<string>(() => {}) }) }
   const { scope, stepTools, changed } = fakeScope(tools, [{ tool: 'wait', input: {} }])
-  const running = runTools(scope, controller.signal)
-  controller.abort(new Error('stop'))
+  const running = runTools(scope, exit)
+  exit.leave(new Error('stop'))
   await running
   expect(stepTools[0].state.status).toBe('running')
   expect(changed).toEqual([])
