@@ -105,15 +105,39 @@ function reconcileOf(scope: ToolRunScope, part: ToolPart): ToolOptions['reconcil
   return toolOptions(definitionOf(scope, part)).reconcile
 }
 
-/** What one execution of a call gets as its context: the turn, the call, its key and its execution. */
+/**
+ * What one execution of a call gets as its context: the turn, the call, its key and its
+ * execution. The key is a SHA-256, made when first read (most tools never read it).
+ */
 function callContext(scope: ToolRunScope, part: ToolPart, children: ChildTurnRunner | undefined): CallInfo {
+  let key: string | undefined
   return {
     sessionId: scope.sessionId,
     turnId: scope.turnId,
     callId: part.callId,
-    idempotencyKey: idempotencyKeyOf(scope.turnId, part.id),
+    get idempotencyKey() {
+      return (key ??= idempotencyKeyOf(scope.turnId, part.id))
+    },
     attempt: executionOf(part),
     ...(children ? { childTurns: children } : {}),
+  }
+}
+
+/** The options a tool's `execute` gets: the AI SDK's, and the call's context as fields (its key read through, when read) and as `experimental_context`. */
+function executeOptions(context: CallInfo, messages: ModelMessage[], abortSignal: AbortSignal) {
+  return {
+    toolCallId: context.callId,
+    messages,
+    abortSignal,
+    sessionId: context.sessionId,
+    turnId: context.turnId,
+    callId: context.callId,
+    get idempotencyKey() {
+      return context.idempotencyKey
+    },
+    attempt: context.attempt,
+    ...(context.childTurns ? { childTurns: context.childTurns } : {}),
+    experimental_context: context,
   }
 }
 
@@ -194,17 +218,7 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
     // An approved call runs only with the input its receipt's digest names (what the approver saw).
     if (!matchesApproval(part, input)) throw new Error(`not run: the input differs from the approved one (its SHA-256 is not the receipt's ${part.receipt?.inputDigest})`)
-    const context = callContext(scope, part, children)
-    const run = Promise.resolve(
-      definition.execute(input as never, {
-        toolCallId: part.callId,
-        messages,
-        abortSignal: controller.signal,
-        // Which session, turn and call this is, its key and its execution: as fields, and as the AI SDK's context.
-        ...context,
-        experimental_context: context,
-      } as never),
-    ).then(lastValue)
+    const run = Promise.resolve(definition.execute(input as never, executeOptions(callContext(scope, part, children), messages, controller.signal) as never)).then(lastValue)
     const output = await untilAborted(run, controller.signal)
     if (exit.left) return // the turn's end marks the part aborted
     if (isDeferral(output)) return deferCall(part, deadlineOf(output, Date.now()), output.onDeadline && { output: boundedOutput(output.onDeadline.output, scope.config.toolExecution.maxOutputBytes) })

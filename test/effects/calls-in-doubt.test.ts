@@ -30,6 +30,8 @@ const charge = (reconcile?: Parameters<typeof configureTool>[1]['reconcile']) =>
       inputSchema: z.object({ cents: z.number() }),
       execute: async ({ cents }, options) => {
         const { callId, idempotencyKey, attempt } = callInfo(options)
+        // (the key is also a field of the options, and made once per execution: read twice, the same)
+        expect((options as unknown as { idempotencyKey: string }).idempotencyKey).toBe(idempotencyKey)
         executions.push({ key: idempotencyKey, attempt })
         if (attempt === 1) throw new CallOutcomeUnknownError({ callId, toolName: 'charge', cause: new Error('socket hang up') })
         return { charged: cents }
