@@ -76,6 +76,14 @@ const keyPatterns: readonly RegExp[] = [
   /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, // JWTs
 ]
 
+/**
+ * What every pattern here needs somewhere in the text (a name's `:` or `=`, a URL's `@`, a scheme,
+ * a key's prefix): one test first, so that text with none of it (most of what a turn stores:
+ * finish reasons, ids, plain prose) skips the nineteen replaces. A new pattern adds its mark here,
+ * and its example to test/security/redact-secrets.test.ts, which has one for each.
+ */
+const mayHoldCredential = /[:=@]|Bearer|Basic|sk-|AIza|gsk_|xai-|pplx-|hf_|r8_|fw_|gh[pousr]_|github_pat_|xox[abprs]-|A[KS]IA|eyJ/
+
 // A value runs until whitespace, a quote, a backslash (an escaped quote in JSON inside a
 // string), or a separator of headers, JSON or queries.
 const valueChars = `[^\\s"'\\\\,;&#<>{}\\[\\]]+`
@@ -107,6 +115,7 @@ export function createRedactor(secrets: readonly string[] = []): Redactor {
   const text = (input: string): string => {
     let out = input
     for (const secret of exact) if (out.includes(secret)) out = out.split(secret).join(REDACTED)
+    if (!mayHoldCredential.test(out)) return out
     out = out.replace(namedValue, (_match, prefix: string) => `${prefix}${REDACTED}`)
     out = out.replace(schemeValue, (_match, scheme: string) => `${scheme} ${REDACTED}`)
     out = out.replace(queryValue, (_match, prefix: string) => `${prefix}${REDACTED}`)
