@@ -17,8 +17,10 @@ type Values<K extends string> = Record<K, unknown>
 
 interface Template {
   sql: string
-  /** For each parameter: the value's name, or a constant the builder put there itself. */
-  slots: Array<{ name: string } | { constant: unknown }>
+  /** For each parameter: the value's name (and its place among the names), or a constant the builder put there itself. */
+  slots: Array<{ name: string; index: number } | { constant: unknown }>
+  /** The parameters are the values, all of them, in the names' order (a list of values in that order is the parameters as it is). */
+  inOrder: boolean
   /** The query's node and id, made once: a run's compiled query shares them (no plugin reads either: a database with plugins never gets here). */
   node: RawNode
   queryId: CompiledQuery['queryId']
@@ -48,30 +50,47 @@ const isDirect = (adapter: object): adapter is DirectAdapter => typeof (adapter 
 export function precompiledQuery<K extends string>(
   names: readonly K[],
   build: (db: Kysely<TurnchartDatabase>, values: Values<K>) => Compilable,
-): { execute(db: Kysely<TurnchartDatabase>, values: Values<K>): Promise<QueryResult<unknown>> } {
+): {
+  execute(db: Kysely<TurnchartDatabase>, values: Values<K>): Promise<QueryResult<unknown>>
+  /** The same with the values listed in the order of `names`: no object keyed by name (a statement of many rows has many names). */
+  executeInOrder(db: Kysely<TurnchartDatabase>, values: readonly unknown[]): Promise<QueryResult<unknown>>
+} {
   // One template per adapter: each Kysely instance (and its transactions) has its own.
   const templates = new WeakMap<object, Template>()
+  const templateOf = (db: Kysely<TurnchartDatabase>) => {
+    const executor = db.getExecutor()
+    let template = templates.get(executor.adapter)
+    if (!template) {
+      template = compileTemplate(db, names, build, isDirect(executor.adapter) ? executor.adapter : undefined)
+      templates.set(executor.adapter, template)
+    }
+    return template
+  }
   return {
     execute(db, values) {
-      const executor = db.getExecutor()
-      if (executor.plugins.length > 0) return db.executeQuery(build(db, values).compile())
-      let template = templates.get(executor.adapter)
-      if (!template) {
-        template = compileTemplate(db, names, build, isDirect(executor.adapter) ? executor.adapter : undefined)
-        templates.set(executor.adapter, template)
-      }
-      const parameters = template.slots.map((slot) => ('name' in slot ? values[slot.name as K] : slot.constant))
-      if (db.isTransaction && template.direct) {
-        try {
-          return Promise.resolve(template.direct(parameters))
-        } catch (error) {
-          return Promise.reject(error)
-        }
-      }
-      const query: CompiledQuery = { sql: template.sql, query: template.node, parameters, queryId: template.queryId }
-      return db.executeQuery(query)
+      if (db.getExecutor().plugins.length > 0) return db.executeQuery(build(db, values).compile())
+      const template = templateOf(db)
+      return run(db, template, template.slots.map((slot) => ('name' in slot ? values[slot.name as K] : slot.constant)))
+    },
+    executeInOrder(db, values) {
+      if (db.getExecutor().plugins.length > 0) return db.executeQuery(build(db, Object.fromEntries(names.map((name, i) => [name, values[i]])) as Values<K>).compile())
+      const template = templateOf(db)
+      return run(db, template, template.inOrder ? values : template.slots.map((slot) => ('index' in slot ? values[slot.index] : slot.constant)))
     },
   }
+}
+
+/** Runs the template with its parameters: directly inside a transaction on an adapter that can, else through Kysely's executor. */
+function run(db: Kysely<TurnchartDatabase>, template: Template, parameters: readonly unknown[]): Promise<QueryResult<unknown>> {
+  if (db.isTransaction && template.direct) {
+    try {
+      return Promise.resolve(template.direct(parameters))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+  const query: CompiledQuery = { sql: template.sql, query: template.node, parameters, queryId: template.queryId }
+  return db.executeQuery(query)
 }
 
 function compileTemplate<K extends string>(
@@ -82,12 +101,15 @@ function compileTemplate<K extends string>(
 ): Template {
   const placeholders = Object.fromEntries(names.map((name) => [name, marker + name])) as Values<K>
   const compiled = build(db, placeholders).compile()
-  const slots = compiled.parameters.map((parameter) =>
-    typeof parameter === 'string' && parameter.startsWith(marker) ? { name: parameter.slice(marker.length) } : { constant: parameter },
-  )
+  const indexOf = new Map(names.map((name, index) => [name as string, index]))
+  const slots = compiled.parameters.map((parameter) => {
+    const name = typeof parameter === 'string' && parameter.startsWith(marker) ? parameter.slice(marker.length) : undefined
+    return name !== undefined && indexOf.has(name) ? { name, index: indexOf.get(name)! } : { constant: parameter }
+  })
   // A placeholder the builder transformed or dropped would leave a value out: refuse.
   const used = new Set(slots.flatMap((slot) => ('name' in slot ? [slot.name] : [])))
   const missing = names.filter((name) => !used.has(name))
   if (missing.length > 0) throw new Error(`precompiled query: the values ${missing.join(', ')} are not among its parameters`)
-  return { sql: compiled.sql, slots, node: RawNode.createWithSql(compiled.sql), queryId: createQueryId(), direct: direct?.directStatement(compiled.sql) }
+  const inOrder = slots.length === names.length && slots.every((slot, i) => 'index' in slot && slot.index === i)
+  return { sql: compiled.sql, slots, inOrder, node: RawNode.createWithSql(compiled.sql), queryId: createQueryId(), direct: direct?.directStatement(compiled.sql) }
 }

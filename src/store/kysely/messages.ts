@@ -53,17 +53,14 @@ export class KyselyMessages implements MessageStore {
     // cannot affect row a second time"); SQLite keeps the last. One row per id: the last, on both.
     const parts = given.length > 1 ? [...new Map(given.map((part) => [part.id, part])).values()] : given
     for (let start = 0; start < parts.length; start += maxPartsPerStatement) {
-      const chunk = parts.slice(start, start + maxPartsPerStatement)
-      const values: Record<string, unknown> = {}
-      chunk.forEach((part, i) => {
-        values[`id${i}`] = part.id
-        values[`session${i}`] = part.sessionId
-        values[`message${i}`] = part.messageId
-        values[`type${i}`] = part.type
-        values[`data${i}`] = partData(part)
-        values[`at${i}`] = now
-      })
-      await upsertPartsQuery(chunk.length).execute(this.db as Kysely<TurnchartDatabase>, values)
+      const end = Math.min(parts.length, start + maxPartsPerStatement)
+      // In the order of the query's names: each row's columns, row by row.
+      const values: unknown[] = []
+      for (let i = start; i < end; i++) {
+        const part = parts[i]
+        values.push(part.id, part.sessionId, part.messageId, part.type, partData(part), now)
+      }
+      await upsertPartsQuery(end - start).executeInOrder(this.db as Kysely<TurnchartDatabase>, values)
     }
   }
 
@@ -132,6 +129,7 @@ function upsertPartsQuery(rows: number): ReturnType<typeof buildUpsertParts> {
 }
 
 function buildUpsertParts(rows: number) {
+  // (upsertParts lists the values in this order)
   const columns = ['id', 'session', 'message', 'type', 'data', 'at'] as const
   const names = Array.from({ length: rows }, (_, i) => columns.map((c) => `${c}${i}`)).flat()
   return precompiledQuery(names, (db, v) =>
