@@ -48,7 +48,7 @@ export function detectDoomLoop(given: ToolCallSignature[], options: DoomLoopOpti
   if (options.policy === 'off') return null
   // Only the last calls can make a loop: a turn's check costs the same at its 100th step as at its 2nd.
   const calls = given.length > doomLoopWindow(options) ? given.slice(-doomLoopWindow(options)) : given
-  const keys = calls.map((c) => `${c.tool}\u0000${canonicalJson(c.input)}`)
+  const keys = calls.map(callKey)
   for (let period = 1; period <= options.maxCycleLength; period++) {
     const times = period === 1 ? options.repeats : options.cycleRepeats
     const length = period * times
@@ -62,6 +62,23 @@ export function detectDoomLoop(given: ToolCallSignature[], options: DoomLoopOpti
     }
   }
   return null
+}
+
+/**
+ * A call's tool and the canonical JSON of its input, made once per input object (an input is
+ * one call's): every step's check reads the turn's last calls again, and a stored call's input
+ * is not changed (an approval's edit replaces it).
+ */
+const callKeys = new WeakMap<object, { tool: string; key: string }>()
+
+function callKey({ tool, input }: ToolCallSignature): string {
+  if (typeof input !== 'object' || input === null) return `${tool}\u0000${canonicalJson(input)}`
+  const known = callKeys.get(input)
+  if (known?.tool === tool) return known.key
+  const key = `${tool}\u0000${canonicalJson(input)}`
+  // (one object given as the input of calls of two tools: each call's key is its own)
+  if (!known) callKeys.set(input, { tool, key })
+  return key
 }
 
 /**

@@ -46,3 +46,13 @@ test('only the last calls a loop can span are read: a long history gives the ver
 test('canonical JSON sorts keys at every depth', () => {
   expect(canonicalJson({ b: [1, { d: 1, c: 2 }], a: null })).toBe('{"a":null,"b":[1,{"c":2,"d":1}]}')
 })
+
+test('calls of two tools with one input object are different calls; the same calls checked again give the same verdict', () => {
+  const shared = { path: 'a' }
+  const read = { tool: 'read', input: shared }
+  const write = { tool: 'write', input: shared }
+  expect(detectDoomLoop([read, write, read], options)).toBeNull()
+  expect(detectDoomLoop([write, read, write], options)).toBeNull()
+  expect(detectDoomLoop([read, read, read], options)).toMatchObject({ kind: 'repeat', calls: [read] })
+  expect(detectDoomLoop([write, write, write], options)).toMatchObject({ kind: 'repeat', calls: [write] })
+})
