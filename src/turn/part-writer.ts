@@ -109,10 +109,10 @@ export class PartWriter {
 
   /**
    * Removes and returns what is dirty, for a caller that writes it inside its own transaction
-   * (the turn log). Cancels the pending interval flush.
+   * (the turn log). The interval flush stays armed: it writes what is dirty when it fires, or
+   * nothing (a timer cleared and made again at every transition cost more than the flush it saved).
    */
   takeDirty(): { messages: MessageInfo[]; parts: Part[] } {
-    this.clearTimer()
     const messages = [...this.dirtyMessages.values()]
     const parts = [...this.dirty.values()]
     this.dirtyMessages.clear()
@@ -183,7 +183,7 @@ export class PartWriter {
     if (this.timer) return
     this.timer = setTimeout(() => {
       this.timer = undefined
-      this.flushSoon()
+      if (this.dirty.size > 0 || this.dirtyMessages.size > 0) this.flushSoon()
     }, this.options.flushIntervalMs)
     this.timer.unref?.()
   }
