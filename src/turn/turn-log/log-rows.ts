@@ -27,26 +27,6 @@ export async function writePlan(tx: LogTx, fence: TurnFence, plan: RowPlan): Pro
   for (const row of plan.rows) await tx.transitions.append(row)
 }
 
-/** A write that rides in a log row's transaction, after its rows (a run tree's spending). */
-export interface RowRider {
-  write(tx: LogTx): Promise<void>
-}
-
-/**
- * The write of a plan and of what rides with it, as the part writer's `commit` runs it in its
- * transaction (after the dirty parts). Made here, not in the turn log, so that a row's write is
- * one call from the transaction to the statements.
- *
- * @example
- * await scope.writer.commit(planWrite(fence, plan, rider), { fencedByMore: true })
- */
-export function planWrite(fence: TurnFence, plan: RowPlan, rider?: RowRider): (tx: LogTx) => Promise<void> {
-  return async (tx) => {
-    await writePlan(tx, fence, plan)
-    await rider?.write(tx)
-  }
-}
-
 /** The plan with `waits` (the outages waited out before it was written) on its last row. */
 export function withStorageWaits(plan: RowPlan, waits: StorageWaited[]): RowPlan {
   if (waits.length === 0) return plan

@@ -39,6 +39,8 @@ export class StorageWaitLog {
 
   /** The waits a row written at `now` carries: those that ended, and those still waiting (the row's own), measured to `now`. */
   toWrite(now: number): WaitsToWrite {
+    // (most rows carry none: every transition asks)
+    if (this.#ended.length === 0 && this.#ongoing.length === 0) return noWaits
     const ended = this.#ended.length
     const ongoing = [...this.#ongoing]
     const waits = [...this.#ended, ...ongoing.map((wait) => ({ operation: wait.operation, waitedMs: now - wait.since }))]
@@ -51,3 +53,6 @@ export class StorageWaitLog {
     }
   }
 }
+
+/** What a row carries when nothing was waited out (shared: its list is empty and stays so). */
+const noWaits: WaitsToWrite = { waits: [], written: () => undefined }

@@ -35,7 +35,7 @@ import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, Tran
 import type { TurnFence } from '../../store/store'
 import type { ToolSet } from 'ai'
 import { isIdempotent } from '../../tools/tool-options'
-import { planWrite, withStorageWaits, writePlan, type LogTx } from './log-rows'
+import { withStorageWaits, writePlan, type LogTx } from './log-rows'
 import type { StorageWaitLog, WaitsToWrite } from './storage-wait-log'
 import { isFinalState, planRows, type RowPlan } from './row-plan'
 import type { RiddenWrite } from '../run-tree/run-tree'
@@ -428,7 +428,8 @@ export class TurnLog {
       if (tried && (await tx.transitions.list(plan.turnId)).some((row) => row.seq === last.seq)) return
       tried = true
       waits = scope.storageWaits.toWrite(Date.now())
-      await planWrite(fence, withStorageWaits(plan, waits.waits), ridden)(tx)
+      await writePlan(tx, fence, withStorageWaits(plan, waits.waits))
+      await ridden?.write(tx)
     }
     try {
       await scope.writer.commit(once, { fencedByMore: true, operation: `recording the transition to ${last.to}` })
