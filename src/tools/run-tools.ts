@@ -278,6 +278,8 @@ async function lastValue(value: unknown): Promise<unknown> {
  */
 function boundedOutput(value: unknown, maxBytes: number): unknown {
   if (value === undefined) return null
+  // A string whose JSON fits even if every byte were escaped (six bytes at most, and its quotes) is kept without making that JSON.
+  if (typeof value === 'string' && Buffer.byteLength(value) * 6 + 2 <= maxBytes) return value
   let json: string
   try {
     json = JSON.stringify(value) ?? 'null'

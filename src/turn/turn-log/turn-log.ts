@@ -312,7 +312,7 @@ export class TurnLog {
       this.#held.push(row)
       return
     }
-    const pending = [...this.#held.splice(0), row]
+    const pending = this.#held.length === 0 ? [row] : [...this.#held.splice(0), row]
     const first = this.#first
     if (first?.sending && !final && this.#committed.seq === 0 && !first.pending) {
       // The first rows, written in the prompt's transaction; the actors wait for its commit.
