@@ -349,7 +349,8 @@ function savedRuns() {
   if (!fs.existsSync(results)) return []
   return fs
     .readdirSync(results)
-    .filter((f) => f.endsWith('.json'))
+    // (this script's runs only: bench/results also keeps other benches' files, named by their bench)
+    .filter((f) => /^\d{4}-.*\.json$/.test(f))
     .sort()
     .map((f) => JSON.parse(fs.readFileSync(path.join(results, f), 'utf8')))
 }
