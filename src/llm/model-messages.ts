@@ -81,7 +81,7 @@ export class TurnModelMessages {
 
   #assistant(out: ModelMessage[], message: MessageWithParts): void {
     const { parts } = message
-    let frozen = this.#frozen.get(message) ?? { step: -1, end: 0, out: [] }
+    const frozen = this.#frozen.get(message) ?? { step: -1, end: 0, out: [] }
     // Parts come in step order; the new ones start after the frozen steps. Otherwise (rows not
     // written by a running turn) the message is converted whole, as before.
     let last = frozen.step
