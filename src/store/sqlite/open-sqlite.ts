@@ -76,8 +76,10 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
       throw error
     }
   }
-  // Larger pages pack parts (a few KB of text each) with less slack; it applies to a new file only.
-  handle.pragma('page_size = 8192')
+  // Every commit writes each page it touched whole into the WAL (~7 pages a commit, two commits a
+  // step): 4 KB pages cost 0.9x the CPU per step of 8 KB ones on a file, for ~1.2x the file's
+  // bytes (multi-KB parts leave more slack). It applies to a new file only.
+  handle.pragma('page_size = 4096')
   handle.pragma('journal_mode = WAL')
   handle.pragma('foreign_keys = ON')
   handle.pragma('synchronous = NORMAL')
