@@ -11,8 +11,8 @@ import type { ChildTurnRunner } from './child-turns'
 import { toolOptions, type ReconcileResult, type ToolOptions } from './tool-options'
 import { completeCall, deferCall, doubtCall, executionOf, failCall, markReconciled, matchesApproval, rerunCall } from './tool-part'
 import { CallOutcomeUnknownError, safeMessage } from '../core/errors'
-import { untilAborted } from '../core/until-aborted'
-import type { StateExit } from '../core/state-exit'
+import { untilLeft } from '../core/until-aborted'
+import { StateExit } from '../core/state-exit'
 import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
 import { isMcpTool, throwIfMcpError } from './mcp-result'
 import { idempotencyKeyOf, type CallInfo } from './call-info'
@@ -123,12 +123,14 @@ function callContext(scope: ToolRunScope, part: ToolPart, children: ChildTurnRun
   }
 }
 
-/** The options a tool's `execute` gets: the AI SDK's, and the call's context as fields (its key read through, when read) and as `experimental_context`. */
-function executeOptions(context: CallInfo, messages: ModelMessage[], abortSignal: AbortSignal) {
+/** The options a tool's `execute` gets: the AI SDK's (its `abortSignal` made when read), and the call's context as fields (its key read through, when read) and as `experimental_context`. */
+function executeOptions(context: CallInfo, messages: ModelMessage[], callExit: StateExit) {
   return {
     toolCallId: context.callId,
     messages,
-    abortSignal,
+    get abortSignal() {
+      return callExit.signal
+    },
     sessionId: context.sessionId,
     turnId: context.turnId,
     callId: context.callId,
@@ -205,10 +207,11 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
   const { input } = part.state
   const definition = definitionOf(scope, part)
   const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
-  const controller = new AbortController()
-  const stopListening = exit.onLeave((reason) => controller.abort(reason))
-  // (a tool that ignores its signal is not waited for past its timeout or the turn's abort: untilAborted below)
-  const timer = setTimeout(() => controller.abort(new Error(`tool '${part.tool}' timed out after ${timeoutMs} ms`)), timeoutMs)
+  // The call's own exit: the state's, or its timeout. Its AbortSignal is made only for a tool
+  // that reads `abortSignal`; one that ignores it is not waited for past either (untilLeft below).
+  const callExit = new StateExit()
+  const stopListening = exit.onLeave((reason) => callExit.leave(reason))
+  const timer = setTimeout(() => callExit.leave(new Error(`tool '${part.tool}' timed out after ${timeoutMs} ms`)), timeoutMs)
   const span = scope.config.telemetry.toolCall({ turnId: scope.turnId, sessionId: scope.sessionId, tool: part.tool, callId: part.callId, input })
   try {
     // A tool the turn was started with that is gone or changed (a deploy, an MCP server's new tools): not run, named.
@@ -218,8 +221,8 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
     // An approved call runs only with the input its receipt's digest names (what the approver saw).
     if (!matchesApproval(part, input)) throw new Error(`not run: the input differs from the approved one (its SHA-256 is not the receipt's ${part.receipt?.inputDigest})`)
-    const run = Promise.resolve(definition.execute(input as never, executeOptions(callContext(scope, part, children), messages, controller.signal) as never)).then(lastValue)
-    const output = await untilAborted(run, controller.signal)
+    const run = Promise.resolve(definition.execute(input as never, executeOptions(callContext(scope, part, children), messages, callExit) as never)).then(lastValue)
+    const output = await untilLeft(run, callExit)
     if (exit.left) return // the turn's end marks the part aborted
     if (isDeferral(output)) return deferCall(part, deadlineOf(output, Date.now()), output.onDeadline && { output: boundedOutput(output.onDeadline.output, scope.config.toolExecution.maxOutputBytes) })
     if (isMcpTool(definition)) throwIfMcpError(part.tool, output) // an MCP result with isError is the call's failure
