@@ -30,6 +30,16 @@ import { summarizeProfile, categoryOf, orderedCategories, isTurnchart } from './
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, '..')
 
+/**
+ * Warm-up turns before a per-step figure is taken, enough for V8 to be done optimizing. Code
+ * that runs once a turn (a session, an actor, a turn's first row) reaches TurboFan only after
+ * hundreds of turns, on V8's background threads, whose CPU process.cpuUsage() counts: after 30
+ * warm-up turns, 206 TurboFan compiles (1.16 s of compile time) fell in the next 150 turns of
+ * the `step` shape, about half the CPU measured per step, and the figure swung ±20 % from one
+ * process to the next. After 400 there are ~30 left (~0.06 s).
+ */
+export const STEADY_WARMUP = 400
+
 /** The turns measured: the issue's table (10 steps of 10 deltas, 9 tool calls of 1 KB), workload 1's shape, and one step of 2,000 and 20,000 deltas for the slope. */
 export const SHAPES = {
   step: { steps: 10, deltas: 10 },
@@ -224,7 +234,7 @@ async function profileSteps(builds, tools, log, turns = 200) {
     }
   }
   try {
-    for (const id of ids) for (let i = 0; i < 20; i++) await timeTurn(systems[id], `warm-up ${i}`, count)
+    for (const id of ids) for (let i = 0; i < STEADY_WARMUP; i++) await timeTurn(systems[id], `warm-up ${i}`, count)
     await session.post('Profiler.enable')
     await session.post('Profiler.setSamplingInterval', { interval: 100 })
     await session.post('HeapProfiler.enable')
@@ -263,7 +273,7 @@ async function profileSteps(builds, tools, log, turns = 200) {
       log(`in-process profile${label ? ` ${label}` : ''}: turnchart ${(tc.cpuMsPerStep * 1000).toFixed(0)} µs CPU and ${(tc.alloc.bytes / steps / 1024).toFixed(1)} KB per step; bare ${(bare.cpuMsPerStep * 1000).toFixed(0)} µs, ${(bare.alloc.bytes / steps / 1024).toFixed(1)} KB`)
     }
     // `turnchart`: the last build's, as the page shows one build.
-    return { shape, turns, builds: perBuild, turnchart: perBuild[builds.at(-1).label], bare }
+    return { shape, turns, warmup: STEADY_WARMUP, builds: perBuild, turnchart: perBuild[builds.at(-1).label], bare }
   } finally {
     session.disconnect()
     for (const system of Object.values(systems)) await system.close()
@@ -409,7 +419,7 @@ function renderStepProfile(p, prof) {
   const us = (s, v) => ((v / s.cpu.busyUs) * s.cpuMsPerStep * 1000).toFixed(1)
   p('### One step, profiled (CPU and allocation, by module)')
   p()
-  p(`${prof.turns} turns of ${prof.shape.steps} steps × ${prof.shape.deltas} deltas in process on \`:memory:\` after 20 warm-up turns, under node:inspector's sampling profiler (100 µs) and sampling heap profiler (512 B), then the bare loop the same way. µs per step: the process's CPU per step (user + system) times the category's share of the busy samples; allocation: the sampled bytes allocated (self) per step. turnchart ${(tc.cpuMsPerStep * 1000).toFixed(0)} µs CPU and ${(tc.alloc.bytes / tc.steps / 1024).toFixed(1)} KB per step, the bare loop ${(bare.cpuMsPerStep * 1000).toFixed(0)} µs and ${(bare.alloc.bytes / bare.steps / 1024).toFixed(1)} KB.`)
+  p(`${prof.turns} turns of ${prof.shape.steps} steps × ${prof.shape.deltas} deltas in process on \`:memory:\` after ${prof.warmup ?? 20} warm-up turns, under node:inspector's sampling profiler (100 µs) and sampling heap profiler (512 B), then the bare loop the same way. µs per step: the process's CPU per step (user + system) times the category's share of the busy samples; allocation: the sampled bytes allocated (self) per step. turnchart ${(tc.cpuMsPerStep * 1000).toFixed(0)} µs CPU and ${(tc.alloc.bytes / tc.steps / 1024).toFixed(1)} KB per step, the bare loop ${(bare.cpuMsPerStep * 1000).toFixed(0)} µs and ${(bare.alloc.bytes / bare.steps / 1024).toFixed(1)} KB.`)
   p()
   p('| where (self) | turnchart µs/step | share | KB allocated/step | bare loop µs/step | bare KB/step |')
   p('|---|---:|---:|---:|---:|---:|')

@@ -9,6 +9,7 @@
 // alternate (the order rotated each round), so both builds meet the same stretch of the machine.
 //
 //   BENCH_DISTS=A=/tmp/start/dist,B=dist node bench/step-ab.mjs [rounds=5] [turns=150]
+//   (BENCH_STEP_WARMUP=<turns> changes the warm-up: 30 was this script's until issue 54's end)
 //
 // Prints, per build and database, the median over its processes of the CPU per step (user +
 // system, no profiler running) and of the bytes allocated per step (the sampling heap profiler,
@@ -22,11 +23,12 @@ import { fileURLToPath } from 'node:url'
 import { Session } from 'node:inspector/promises'
 import { aiSdkTools, turnchartCalls } from './systems.mjs'
 import { memoryModel } from './memory-model.mjs'
-import { SHAPES } from './in-process.mjs'
+import { SHAPES, STEADY_WARMUP } from './in-process.mjs'
 import { stats } from './lib.mjs'
 
 const here = fileURLToPath(import.meta.url)
-const WARMUP = 30
+// Warm-up turns: enough for V8 to be done optimizing (in-process.mjs says why).
+const WARMUP = Number(process.env.BENCH_STEP_WARMUP ?? STEADY_WARMUP)
 
 /** One process, one build: `{ cpuUsPerStep, kbPerStep }` of `turns` turns after the warm-up. */
 async function measureOne(dist, database, turns) {
