@@ -44,6 +44,13 @@ export interface SqlDialect {
   createNotifyTriggers?(db: Kysely<any>): Promise<void>
   /** Migration 0013: the turn trigger also notifies a turn released by its owner (a handoff). */
   notifyReleasedTurns?(db: Kysely<any>): Promise<void>
+  /**
+   * Migration 0020: the transition log stored once, in the order of its key `(turn_id, seq)`
+   * (SQLite: `WITHOUT ROWID`; a rowid table kept every row twice, in the table and in its
+   * key's index, and a commit wrote a page of each). Absent: the table stays as it is
+   * (PostgreSQL keeps a table and its key's index apart anyway).
+   */
+  transitionsByKey?(db: Kysely<any>): Promise<void>
   /** The names of the tables the connection sees (its schema's, on PostgreSQL). */
   tableNames(db: Kysely<any>, label: string): Promise<string[]>
   /**

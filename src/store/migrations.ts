@@ -271,6 +271,13 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('turnchart_transitions').addColumn('storage_waits', 'text').execute()
     },
   },
+  {
+    // The log stored once, by its key: a commit writes one page of it, not two (SqlDialect.transitionsByKey).
+    name: '0020_transitions_by_key',
+    async up(db, dialect) {
+      await dialect.transitionsByKey?.(db)
+    },
+  },
 ]
 
 /**

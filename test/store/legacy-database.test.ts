@@ -113,13 +113,24 @@ sqliteOnly('a database of 0.1 with turns open after a crash migrates on open and
   engine = await createEngine({ database, model: modelFor(server), tools, retry: { jitter: 0 } })
   log = recordEvents(engine)
 
-  // The migration ran: every migration of this version is recorded in the file.
+  // The migration ran: every migration of this version is recorded in the file, and 0.1's
+  // transition log (a rowid table) was rebuilt as one stored by its key, its rows kept.
   {
     const Database = require('better-sqlite3')
     const raw = new Database(database, { readonly: true })
     const applied = (raw.prepare('select name from turnchart_migrations order by name').all() as Array<{ name: string }>).map((r) => r.name)
+    const table = raw.prepare("select sql from sqlite_master where name = 'turnchart_transitions'").get() as { sql: string }
+    const logOf = (db: { prepare(sql: string): { all(): unknown[] } }) => db.prepare('select turn_id, seq, from_state, event_type, payload, to_state, at from turnchart_transitions order by turn_id, seq').all() as Array<{ turn_id: string; seq: number }>
+    const logged = logOf(raw)
     raw.close()
+    const original = new Database(fixtureFile, { readonly: true })
+    const written = logOf(original)
+    original.close()
     expect(applied).toEqual(migrations.map((m) => m.name))
+    expect(table.sql).toMatch(/without rowid$/i)
+    // (recovery has appended the resumed turns' rows since: 0.1's rows are there as written)
+    expect(written).toHaveLength(7)
+    expect(logged.filter((row) => written.some((w) => w.turn_id === row.turn_id && w.seq === row.seq))).toEqual(written)
   }
 
   // Every open turn was taken over by this engine on open.

@@ -1,7 +1,8 @@
 /**
  * turnchart's SQL specifics on SQLite (backend.ts's `SqlDialect`), for every SQLite driver
  * (better-sqlite3 here, node:sqlite in node-sqlite/): ids are plain text (SQLite compares
- * text by bytes), migrations take the write lock first, and polling reads `data_version`.
+ * text by bytes), migrations take the write lock first, the transition log is stored by its
+ * key (`WITHOUT ROWID`), and polling reads `data_version`.
  */
 import { sql } from 'kysely'
 import { NotATurnchartDatabaseError } from '../../core/errors'
@@ -22,6 +23,28 @@ export const sqliteDialect: SqlDialect = {
         throw error
       }
     })
+  },
+  async transitionsByKey(db) {
+    // SQLite cannot change a table to WITHOUT ROWID: a new one, the rows copied, the old dropped.
+    // Nothing references the log, so the rename leaves no dangling foreign key.
+    await db.schema
+      .createTable('turnchart_transitions_by_key')
+      .addColumn('turn_id', 'text', (c) => c.notNull().references('turnchart_turns.id').onDelete('cascade'))
+      .addColumn('seq', 'integer', (c) => c.notNull())
+      .addColumn('from_state', 'text', (c) => c.notNull())
+      .addColumn('event_type', 'text', (c) => c.notNull())
+      .addColumn('payload', 'text', (c) => c.notNull())
+      .addColumn('to_state', 'text', (c) => c.notNull())
+      .addColumn('at', 'bigint', (c) => c.notNull())
+      .addColumn('parts', 'text')
+      .addColumn('storage_waits', 'text')
+      .addPrimaryKeyConstraint('turnchart_transitions_pk', ['turn_id', 'seq'])
+      .modifyEnd(sql`without rowid`)
+      .execute()
+    const columns = sql.raw('turn_id, seq, from_state, event_type, payload, to_state, at, parts, storage_waits')
+    await sql`insert into turnchart_transitions_by_key (${columns}) select ${columns} from turnchart_transitions`.execute(db)
+    await db.schema.dropTable('turnchart_transitions').execute()
+    await db.schema.alterTable('turnchart_transitions_by_key').renameTo('turnchart_transitions').execute()
   },
   async tableNames(db, label) {
     try {
