@@ -28,12 +28,15 @@
  * Waiting states (the turn waits on a person or the world) say what they mean on the state, as
  * `meta: { wait }` (a `WaitMeaning`: what settles them, whether they park, how a UI stream ends
  * there); the rest of the code reads it through `waitOf(state)` and names no waiting state.
+ * States where the turn works say what bounds their work, as `meta: { work }` (a `WorkMeaning`:
+ * the model's idle timeout, the tools' timeouts, a retry's delay, the storage outage), read
+ * through `workOf(state)` by the stall watch (src/turn/stall-watch.ts).
  *
  * Load it in the Stately inspector or in `@xstate/graph` as it is.
  */
 import { and, assign, fromCallback, setup, type StateValue } from 'xstate'
 import { ContextOverflowError, MessageAbortedError, StepLimitError, type SerializedError } from '../src/core/errors'
-import type { TurnContext, TurnEvent, TurnInput, TurnOutput, TurnStateName, WaitMeaning } from './turn.types'
+import type { TurnContext, TurnEvent, TurnInput, TurnOutput, TurnStateName, WaitMeaning, WorkMeaning } from './turn.types'
 
 export interface StreamStepInput {
   turnId: string
@@ -243,6 +246,7 @@ export const turnMachine = setup({
          */
         'step-gate': {
           tags: ['effect-free', 'interruptible'],
+          meta: { work: { boundBy: 'storage', label: 'the step gate (its reads of the database)' } satisfies WorkMeaning },
           invoke: {
             id: 'stepGate',
             src: 'stepGate',
@@ -262,6 +266,7 @@ export const turnMachine = setup({
           states: {
             streaming: {
               tags: ['interruptible'],
+              meta: { work: { boundBy: 'model', label: 'the model stream' } satisfies WorkMeaning },
               invoke: {
                 id: 'streamStep',
                 src: 'streamStep',
@@ -289,6 +294,7 @@ export const turnMachine = setup({
             },
             'retry-waiting': {
               tags: ['interruptible', 'retry-wait'],
+              meta: { work: { boundBy: 'retry-delay', label: "a retry's delay" } satisfies WorkMeaning },
               after: { retryDelay: { target: 'streaming', actions: 'startNextAttempt' } },
             },
           },
@@ -318,6 +324,7 @@ export const turnMachine = setup({
          */
         'tool-running': {
           tags: ['interruptible'],
+          meta: { work: { boundBy: 'tools', label: 'its tool calls' } satisfies WorkMeaning },
           invoke: {
             id: 'runTools',
             src: 'runTools',
@@ -387,6 +394,7 @@ export const turnMachine = setup({
           states: {
             compacting: {
               tags: ['interruptible'],
+              meta: { work: { boundBy: 'model', label: 'the summary request' } satisfies WorkMeaning },
               invoke: {
                 id: 'compact',
                 src: 'compact',
@@ -405,6 +413,7 @@ export const turnMachine = setup({
             },
             'compaction-retry-waiting': {
               tags: ['interruptible', 'retry-wait'],
+              meta: { work: { boundBy: 'retry-delay', label: "the summary request's retry delay" } satisfies WorkMeaning },
               after: { retryDelay: { target: 'compacting', actions: 'startNextAttempt' } },
             },
           },
@@ -456,7 +465,7 @@ export function turnStateName(snapshot: { value: StateValue }): TurnStateName {
 interface NodeLike {
   key: string
   tags: readonly string[]
-  meta?: { wait?: WaitMeaning }
+  meta?: { wait?: WaitMeaning; work?: WorkMeaning }
   states: Record<string, NodeLike>
 }
 const allNodes = (node: NodeLike): NodeLike[] => [node, ...Object.values(node.states).flatMap(allNodes)]
@@ -481,6 +490,23 @@ const waits: ReadonlyMap<string, WaitMeaning> = new Map(
  */
 export function waitOf(state: string): WaitMeaning | undefined {
   return waits.get(state)
+}
+
+/** The working states by stored name, each with what bounds its work (its `meta.work`). */
+const works: ReadonlyMap<string, WorkMeaning> = new Map(
+  allNodes(turnMachine.root as unknown as NodeLike).flatMap((node) => (node.meta?.work ? [[node.key, node.meta.work] as const] : [])),
+)
+
+/**
+ * What bounds the work of the state stored as `state`, when the turn works there (its
+ * `meta.work` in the chart); undefined for a waiting state (a person or the world sets its
+ * pace), `idle`, `interrupted` and the final states.
+ *
+ * @example
+ * workOf('tool-running')?.boundBy // 'tools'
+ */
+export function workOf(state: string): WorkMeaning | undefined {
+  return works.get(state)
 }
 
 /** Every waiting state's stored name with its meaning (the chart's docs and the architecture test list them). */

@@ -54,6 +54,21 @@ export interface TurnContext {
 }
 
 /**
+ * A turn its engine found stalled: alive, but not moving, its work (`waitingOn`, in `state`)
+ * silent since `since` past its bound (`boundMs`) and a margin.
+ */
+export interface TurnStall {
+  /** The chart's state it stalled in. */
+  state: string
+  /** What it waited on, in words (a write, or its state's work: `WorkMeaning.label`). */
+  waitingOn: string
+  /** Since when (epoch ms) it had not moved: the write's start, or its last event. */
+  since: number
+  /** The bound its work outlived (ms), before the margin. */
+  boundMs: number
+}
+
+/**
  * Events the runtime and its actors send to the chart. Payloads are control data only; a
  * decision that needs a clock, headers, limits or configuration is made by the actor with the
  * pure policies and carried here, so that the logged events replay to the same states.
@@ -63,8 +78,11 @@ export type TurnEvent =
   | { type: 'turn.abort'; reason?: string }
   /** Something outside the step failed the turn: a database write, or a defect in an actor. */
   | { type: 'turn.fail'; error: SerializedError }
-  /** Written by recovery: the process running the turn died in this state. */
-  | { type: 'turn.crashed' }
+  /**
+   * Written by recovery: the process running the turn died in this state; or, with `stalled`,
+   * its engine found it stalled there (alive, not moving: src/turn/stall-watch.ts) and let it go.
+   */
+  | { type: 'turn.crashed'; stalled?: TurnStall }
   /**
    * Recovery resumes the interrupted turn. `restartStep`: the crash interrupted a model call,
    * so a new step starts; otherwise the turn goes back into the state it was in (the deep
@@ -196,5 +214,24 @@ export interface WaitMeaning {
   /** A UI message stream of the turn ends at this wait, with this finish reason (the page settles the wait, then follows the turn again). */
   uiFinish: 'tool-calls' | 'stop'
   /** What the turn waits for, as the viewer and the CLI say it. */
+  label: string
+}
+
+/**
+ * What bounds the work of a state where the turn works (not waits), said on the state in the
+ * chart (`meta: { work }`) and read through `workOf`: the engine renews a turn's lease only while
+ * the turn moves or its work is within this bound (plus a margin), and otherwise declares it
+ * stalled (`turn.stalled`) and lets it go for recovery (docs/durability.md, "Stalled turns").
+ */
+export interface WorkMeaning {
+  /**
+   * What bounds the work, and so the longest a turn may go without moving there: `model`, the
+   * model stream's idle timeout (`streamIdleTimeoutMs`: a request that stays silent fails);
+   * `tools`, the longest timeout of the step's calls (each tool's `timeoutMs`, else
+   * `toolExecution.timeoutMs`); `retry-delay`, the wait's own delay; `storage`, the state only
+   * reads and writes the database, bounded by `storage.outageMs`.
+   */
+  boundBy: 'model' | 'tools' | 'retry-delay' | 'storage'
+  /** What the turn waits on there, in words (`turn.stalled`'s `waitingOn`). */
   label: string
 }

@@ -5,6 +5,7 @@
  */
 import type { MessageWithParts } from '../core/types'
 import { viewSession, type ChildTurnTree, type TurnTree } from '../viewer/read-views'
+import { stallOf, stallText } from '../chart/readable-event'
 import { parseArgs } from './args'
 import { CliError, colors, formatPart, openForReading, printable, type CliIO } from './io'
 
@@ -22,6 +23,8 @@ function turnLines(turn: TurnTree | undefined, id: string, c: Colors, indent: st
   if (turn && 'output' in turn) lines.push(printable(`${indent}  output ${JSON.stringify(turn.output)}`))
   for (const row of turn?.transitions ?? []) {
     for (const wait of row.storageWaits ?? []) lines.push(c.yellow(printable(`${indent}  waited ${(wait.waitedMs / 1000).toFixed(2)} s for the database (${wait.operation}) before #${row.seq} → ${row.to}`)))
+    const stall = stallOf(row)
+    if (stall) lines.push(c.yellow(printable(`${indent}  #${row.seq} ${stallText(stall, row.time)}`)))
   }
   return lines
 }

@@ -67,6 +67,13 @@ type TurnchartEventBody =
   /** This engine lost the turn to another engine (fencing): it stopped here; the other engine goes on. */
   | { type: 'turn.lost'; sessionId: string; turnId: string; error: SerializedError }
   /**
+   * The turn stalled here: alive but not moving, its work (`waitingOn`, in `state`) silent since
+   * `since` past its bound (`boundMs`: a model stream's idle timeout, its tools' timeouts, a
+   * retry's delay, `storage.outageMs`) and a margin. This engine stopped it and let its lease go:
+   * recovery (here or on another engine) resumes it from its rows. Not a failure.
+   */
+  | { type: 'turn.stalled'; sessionId: string; turnId: string; state: string; waitingOn: string; since: number; boundMs: number }
+  /**
    * Run trees: a child turn of `turnId` (started by its call `callId`, running in this engine)
    * moved. `child.state`: its chart's state; `text`: a text part it finished; `approvals`: calls
    * it (or a turn below it) waits on a decision for, each with that turn's id; `part`: the end of

@@ -37,7 +37,7 @@ import { EngineLifecycle } from './engine-lifecycle'
 import { createEngineServices, type EngineServices } from './engine-services'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
-import { engineRecovery, takeOverTurns, takeParkedTurn } from './recovery'
+import { engineRecovery, letStalledGo, takeOverTurns, takeParkedTurn } from './recovery'
 import { ParkedTurns } from './parked-turns'
 import { RunningTurns } from './running-turns'
 import { sessionCalls } from './session-calls'
@@ -150,7 +150,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
       return bus.subscribe(requireFunction('listener', listener))
     },
     recover: recovery.recover,
-    stats: () => ({ actors: running.all().length, leases: running.begun().length, timers: parked.timers, sweeps: recovery.sweeps(), storageWaits: storageWaits.now }),
+    stats: () => ({ actors: running.all().length, leases: running.begun().length, timers: parked.timers, sweeps: recovery.sweeps(), storageWaits: storageWaits.now, stalled: running.stalled }),
     close: (closeOptions) => lifecycle.close(closeOptions),
     followHandedOff: () => lifecycle.follow({ getTurn: readCalls.getTurn, messages: readCalls.messages, transitions: readCalls.transitions }),
   }
@@ -167,6 +167,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
     ...(feeds ? { feeds } : {}),
     recover: recovery.recover,
     takeOver: (ids: string[]) => takeOverTurns({ config, services, turns, running }, ids),
+    letStalledGo: (turnId, fence, stall) => letStalledGo({ config, services, turns }, turnId, fence, stall),
     closeResources: async () => {
       await opened.close()
       await mcp?.close()

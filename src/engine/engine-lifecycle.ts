@@ -19,7 +19,7 @@ import type { RunningTurn } from '../turn/turn-handle'
 import { deadlineTimer, nextWaitDeadline, type DeadlineTimer } from './deadline-sweep'
 import type { CloseOptions, HandedOffReader } from './engine'
 import type { ParkedTurns } from './parked-turns'
-import { renewLeases, type RunningTurns } from './running-turns'
+import { keepLeases, type LetStalledGo, type RunningTurns } from './running-turns'
 import type { StoreFeeds } from './store-feeds'
 import type { Bus } from '../core/bus'
 
@@ -40,6 +40,8 @@ export interface LifecycleParts {
   recover(): Promise<unknown>
   /** Takes over the turns another engine released (by id). */
   takeOver(ids: string[]): Promise<unknown>
+  /** Lets go of a turn stopped here as stalled, for recovery to resume it. */
+  letStalledGo: LetStalledGo
   /** Closes what the engine opened: its database (and listening connection), its MCP servers. */
   closeResources(): Promise<void>
 }
@@ -150,7 +152,10 @@ function startBackground(parts: LifecycleParts, isClosed: () => boolean): { stop
     parts.feeds && config.recovery.intervalMs > 0
       ? takeReleasedTurns(parts.feeds.released, (ids) => (isClosed() ? Promise.resolve() : parts.takeOver(ids)))
       : () => undefined
-  const stopRenewal = parts.leases ? renewLeases(store.turns, running, owner, config.leaseMs) : () => undefined
+  // A turn's work may outlive its bound by a lease before it is stalled: a write may wait that long on another
+  // engine's transaction (PostgreSQL ends one left idle past a lease). (SQLite's busy wait blocks the process
+  // itself: no renewal runs meanwhile, and the write has failed or gone through when the next one does.)
+  const stopRenewal = parts.leases ? keepLeases(store.turns, running, owner, { leaseMs: config.leaseMs, stallMarginMs: config.leaseMs }, parts.letStalledGo) : () => undefined
   // Takes over the turns of workers that die while this engine runs, then settles the waits past their deadline.
   const sweep = config.recovery.intervalMs > 0 ? setInterval(whileOpen, config.recovery.intervalMs) : undefined
   sweep?.unref()

@@ -41,6 +41,8 @@ export interface EngineStats {
   sweeps: number
   /** Turns' writes waiting on the database now (an outage: `storage.outageMs`). */
   storageWaits: number
+  /** Turns this engine found stalled since it opened (`turn.stalled`: stopped here and left for recovery; docs/durability.md). */
+  stalled: number
 }
 
 export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls, WaitingCalls {

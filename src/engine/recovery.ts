@@ -6,10 +6,12 @@
  */
 import type { ResolvedConfig } from '../config/resolved-config'
 import { turnConfig } from '../conversation/resolve-turn-options'
-import { recoverWith, resumeHeld, resumeParked, type RecoveryPorts } from '../turn/recovery/recover-turns'
+import { letStalledTurnGo, recoverWith, resumeHeld, resumeParked, type RecoveryPorts } from '../turn/recovery/recover-turns'
 import type { TurnDeps } from '../turn/run-turn'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
+import type { TurnFence } from '../store/store'
+import type { TurnStall } from '../../machines/turn.types'
 import { newScope, resumeTurn, startTurnFromIdle } from '../turn/turn-starts'
 import type { PromptQueue } from '../conversation/prompt-queue'
 import { sweepDeadlines } from './deadline-sweep'
@@ -64,6 +66,17 @@ async function takeTurn(engine: TakingEngine, turnId: string, resume: typeof res
   engine.running.track(resumed)
   await resumed.recorded()
   return resumed
+}
+
+/**
+ * Lets go of a turn this engine stopped as stalled: its stall logged as the interruption of its
+ * work, its row released for recovery (this engine's or another's) to resume it.
+ *
+ * @example
+ * await letStalledGo({ config, services, turns }, turn.id, turn.fence, stall)
+ */
+export function letStalledGo(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps }, turnId: string, fence: TurnFence, stall: TurnStall): Promise<void> {
+  return letStalledTurnGo(recoveryPorts(engine), turnId, fence, stall)
 }
 
 /** Recovery's ports met by this engine. */

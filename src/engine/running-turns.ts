@@ -1,11 +1,13 @@
 /**
  * The turns one engine runs, one per session: tracked from their start until they settle,
- * and their leases renewed while they run, so that no other engine takes them over. A turn
- * whose lease could not be renewed belongs to another engine now: it stops here.
+ * and their leases renewed while they move, so that no other engine takes them over. A turn
+ * whose lease could not be renewed belongs to another engine now: it stops here. A turn that
+ * stopped moving is stalled: it stops here too, and its lease is let go for recovery.
  */
 import { TurnOwnershipLostError } from '../core/errors'
-import type { TurnStore } from '../store/store'
+import type { TurnFence, TurnStore } from '../store/store'
 import type { RunningTurn } from '../turn/turn-handle'
+import type { Stall } from '../turn/stall-watch'
 
 /** Who follows the running turns: the control poller (polls only while some run), the queue (starts the next prompt). */
 export interface RunningTurnsWatcher {
@@ -18,6 +20,8 @@ export interface RunningTurnsWatcher {
 export class RunningTurns {
   readonly #bySession = new Map<string, RunningTurn>()
   readonly #watchers: RunningTurnsWatcher[] = []
+  /** Turns found stalled here since the engine opened (`engine.stats().stalled`). */
+  stalled = 0
 
   /** Adds a watcher (the parts that follow the turns are made after this registry). */
   watch(watcher: RunningTurnsWatcher): void {
@@ -60,16 +64,38 @@ export class RunningTurns {
   }
 }
 
+/** How the engine keeps its turns' leases: their length, and the margin a turn's work may outlive its bound by before it is stalled. */
+export interface LeaseTerms {
+  leaseMs: number
+  /** Past its work's bound by more than this, a turn that does not move is stalled (stall-watch.ts). */
+  stallMarginMs: number
+}
+
+/** Lets go of a turn stopped here as stalled, for recovery to resume (recover-turns.ts `letStalledTurnGo`). */
+export type LetStalledGo = (turnId: string, fence: TurnFence, stall: Stall) => Promise<void>
+
 /**
- * Renews the leases of the turns this engine runs every third of a lease. Returns the stop.
+ * Every third of a lease: the turns this engine runs that stopped moving are stalled (stopped
+ * here, and let go), and the leases of the others renewed. A lease follows progress: a turn is
+ * renewed only while it moves or its work is within its bound (stall-watch.ts). Returns the stop.
  *
  * @example
- * const stop = renewLeases(store.turns, turns, owner, config.leaseMs)
+ * const stop = keepLeases(store.turns, turns, owner, { leaseMs: 30_000, stallMarginMs: 30_000 }, letGo)
  */
-export function renewLeases(turnStore: Pick<TurnStore, 'renewLeases'>, turns: RunningTurns, owner: string, leaseMs: number): () => void {
+export function keepLeases(turnStore: Pick<TurnStore, 'renewLeases'>, turns: RunningTurns, owner: string, terms: LeaseTerms, letGo: LetStalledGo): () => void {
+  const { leaseMs, stallMarginMs } = terms
   const renewal = setInterval(() => {
+    const now = Date.now()
+    for (const turn of turns.all()) {
+      const stall = turn.stalled(now, stallMarginMs)
+      if (!stall) continue
+      const { fence } = turn
+      turns.stalled++
+      turn.stall(stall)
+      void letGo(turn.id, fence, stall).catch(() => undefined) // (unanswered: its lease runs out, nothing renews it)
+    }
     const begun = turns.begun()
-    turnStore.renewLeases(begun.map((t) => ({ id: t.id, epoch: t.fence.epoch })), owner, Date.now() + leaseMs).then(
+    turnStore.renewLeases(begun.map((t) => ({ id: t.id, epoch: t.fence.epoch })), owner, now + leaseMs).then(
       (renewed) => {
         for (const turn of begun) if (!renewed.has(turn.id) && turn.begun) turn.lose(new TurnOwnershipLostError(turn.id, owner, 'its lease could not be renewed'))
       },

@@ -83,9 +83,19 @@ export class HostedTurns {
     return new HostedTurns(engine, parts, children)
   }
 
-  /** The session `sessionId`, made with that id when the store does not hold it yet. */
-  async ensureSession(sessionId: string): Promise<void> {
+  /**
+   * A new turn's id for `prompt` in `sessionId`, the session made with that id when the store does
+   * not hold it yet. The prompt is checked first (its input and options, as the turn's start
+   * checks them): a refused one stores nothing, not even its session.
+   */
+  async newTurn(sessionId: string, prompt: HostedPrompt): Promise<string> {
+    if ('input' in prompt) {
+      const { config, services } = this.#parts
+      userParts(prompt.input, config.maxFileBytes)
+      turnRequest(config, services, sessionId, prompt.options)
+    }
     if (!(await this.engine.getSession(sessionId))) await this.engine.createSession({ id: sessionId })
+    return newId('trn')
   }
 
   /**
@@ -141,11 +151,12 @@ export class HostedTurns {
    */
   async steer(sessionId: string, input: PromptInput): Promise<{ id: string; open: boolean }> {
     const { store, config } = this.#parts
+    const parts = userParts(input, config.maxFileBytes) // (refused before anything is written)
     const id = newId('trn')
     const now = Date.now()
     await store.transaction(async (tx) => {
       if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
-      await tx.queue.insert({ id, sessionId, input: userParts(input, config.maxFileBytes), options: {}, time: { created: now }, kind: 'steer' })
+      await tx.queue.insert({ id, sessionId, input: parts, options: {}, time: { created: now }, kind: 'steer' })
     })
     return { id, open: (await this.#openTurn(sessionId)) !== undefined }
   }

@@ -24,7 +24,6 @@ import { approveDecision, denyArguments } from '../engine/control-calls'
 import { checkResolution } from '../tools/resolve-call'
 import { terminalErrors, type Refusals } from './terminal-errors'
 import { HostedTurns, type HostedPrompt, type RestateSessionStatus, type RestateTurnResult } from './hosted-turns'
-import { newId } from '../core/ids'
 
 /** `createRestateService`'s options: the engine's (`createEngine`'s), and the object's name. */
 export type RestateServiceOptions = EngineOptions & {
@@ -153,7 +152,7 @@ function objectHandlers(service: Service) {
  */
 async function runTurn(ctx: restate.ObjectContext, service: Service, turns: HostedTurns, prompt: HostedPrompt): Promise<RestateTurnResult> {
   const { name, sdk, refused } = service
-  const turnId = namedTurn(prompt) ?? (await ctx.run('new turn', () => refused(async () => (await turns.ensureSession(ctx.key), newId('trn')))))
+  const turnId = namedTurn(prompt) ?? (await ctx.run('new turn', () => refused(() => turns.newTurn(ctx.key, prompt))))
   for (;;) {
     const pause = await ctx.run('run the turn', () => refused(() => turns.runUntilPause(ctx.key, turnId, prompt)))
     if (pause.kind === 'children') {

@@ -8,7 +8,7 @@ import type { Part, ToolPart, ToolState } from '../core/types'
 import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../core/secrets/redact-secrets'
 import type { ChildTurnRunner } from './child-turns'
-import { toolOptions, type ReconcileResult, type ToolOptions } from './tool-options'
+import { callTimeoutMs, toolOptions, type ReconcileResult, type ToolOptions } from './tool-options'
 import { completeCall, deferCall, doubtCall, executionOf, failCall, markReconciled, matchesApproval, rerunCall } from './tool-part'
 import { CallOutcomeUnknownError, safeMessage } from '../core/errors'
 import { untilLeft } from '../core/until-aborted'
@@ -172,7 +172,7 @@ async function reconcileCall(scope: ToolRunScope, part: ToolPart, exit: StateExi
   const hook = reconcileOf(scope, part)
   if (!hook || part.state.status !== 'in-doubt') return
   const definition = definitionOf(scope, part)
-  const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
+  const timeoutMs = callTimeoutMs(definition, scope.config.toolExecution.timeoutMs)
   let timer: NodeJS.Timeout | undefined
   let stopListening = () => {}
   const giveUp = new Promise<undefined>((resolve) => {
@@ -206,7 +206,7 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
   if (part.state.status !== 'running') return
   const { input } = part.state
   const definition = definitionOf(scope, part)
-  const timeoutMs = toolOptions(definition).timeoutMs ?? scope.config.toolExecution.timeoutMs
+  const timeoutMs = callTimeoutMs(definition, scope.config.toolExecution.timeoutMs)
   // The call's own exit: the state's, or its timeout. Its AbortSignal is made only for a tool
   // that reads `abortSignal`; one that ignores it is not waited for past either (untilLeft below).
   const callExit = new StateExit()

@@ -72,3 +72,14 @@ export function toolOptions(tool: unknown): ToolOptions {
 export function isIdempotent(tool: unknown): boolean {
   return toolOptions(tool).idempotent === true
 }
+
+/**
+ * How long a call of `tool` may run before it times out: its own `timeoutMs`, else `defaultMs`
+ * (the engine's `toolExecution.timeoutMs`).
+ *
+ * @example
+ * callTimeoutMs(tools.build, config.toolExecution.timeoutMs) // 600_000 for a tool configured so
+ */
+export function callTimeoutMs(tool: unknown, defaultMs: number): number {
+  return toolOptions(tool).timeoutMs ?? defaultMs
+}

@@ -157,6 +157,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
     },
     ...(children ? { descendantUsages: () => children.descendantUsages() } : {}),
     ...(deps.uiMessageStream ? { uiMessageStream: deps.uiMessageStream } : {}),
+    outageMs: deps.outage?.outageMs ?? 0,
   })
 
   void log.failed.then((error) => actor.send({ type: 'turn.fail', error }))

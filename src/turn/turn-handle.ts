@@ -6,16 +6,18 @@
  */
 import type { Actor } from 'xstate'
 import { retryWaitStates, turnStateName, waitOf, type TurnMachine } from '../../machines/turn.machine'
-import { ApprovalNotPendingError, CallNotWaitingError, EngineClosedError, TurnOutcomeUnknownError, TurnParkedError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
+import { ApprovalNotPendingError, CallNotWaitingError, EngineClosedError, TurnOutcomeUnknownError, TurnParkedError, TurnStalledError, type SerializedError, type TurnchartError, type TurnOwnershipLostError } from '../core/errors'
 import { errorFromRecord } from '../core/errors/restore'
 import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { checkApprovalEdit } from '../tools/approval-edit'
+import { callTimeoutMs } from '../tools/tool-options'
 import { approveCall, denyCall, expireCall, expireDeferredCall, isWaitingCall } from '../tools/tool-part'
 import { settleWaitingCall, type CallResolution } from '../tools/resolve-call'
 import { waitingCallsOf } from '../tools/run-tools'
 import type { HandoffPoint } from './handoff-point'
+import { StallWatch, type Stall } from './stall-watch'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
 import { recordTurnResult } from './turn-result'
@@ -139,6 +141,14 @@ export interface RunningTurn extends Turn {
   readonly begun: boolean
   /** Another engine owns the turn (a lease renewal found it so): stop here, writing nothing. */
   lose(error: TurnOwnershipLostError): void
+  /**
+   * The turn's stall at `now` (stall-watch.ts): its write or its state's work past its bound
+   * plus `marginMs` without the turn moving. Undefined while it moves or may still, and for a
+   * turn that has not begun or has settled. Asked at each lease renewal.
+   */
+  stalled(now: number, marginMs: number): Stall | undefined
+  /** Stops the turn here as stalled: nothing more is written by it, `turn.stalled` is published, `done` rejects with `TurnStalledError`. */
+  stall(stall: Stall): void
   /** Settles when every transition recorded so far has been written (or failed to be). */
   recorded(): Promise<void>
   /**
@@ -182,6 +192,8 @@ export interface TurnHandleParts {
   descendantUsages?(): Promise<Usage[] | undefined>
   /** What `toUIMessageStreamResponse()` answers with (absent: it throws, as a turn run without an engine has no UI stream). */
   uiMessageStream?: UIMessageStreamOfTurn
+  /** How long a write of the turn waits out a database outage (`storage.outageMs`): the bound of a write the stall watch allows. */
+  outageMs: number
 }
 
 export class TurnHandle implements RunningTurn {
@@ -198,6 +210,7 @@ export class TurnHandle implements RunningTurn {
   #settled = false
   /** Detached by a handoff (`handoff`): `done`'s EngineClosedError says so. */
   #handedOff = false
+  readonly #watch: StallWatch
 
   constructor(parts: TurnHandleParts) {
     this.#parts = parts
@@ -211,6 +224,27 @@ export class TurnHandle implements RunningTurn {
     // A caller that never awaits `done` must not get an unhandled rejection.
     this.done.catch(() => undefined)
     this.#reported = parts.log.ended.then((end) => this.#report(end))
+    this.#watch = this.#stallWatch(parts)
+  }
+
+  /** The watch of whether the turn moves, over its state, its events, its write queue and its configured bounds. */
+  #stallWatch({ scope, outageMs }: TurnHandleParts): StallWatch {
+    const now = () => {
+      const snapshot = this.actor.getSnapshot()
+      return { state: turnStateName(snapshot), retryDelayMs: snapshot.context.retryDelayMs }
+    }
+    const bounds = {
+      outageMs,
+      get streamIdleTimeoutMs() {
+        return scope.config.streamIdleTimeoutMs
+      },
+      toolsTimeoutMs: () => {
+        const { tools, toolExecution } = scope.config
+        const of = (name: string) => callTimeoutMs(Object.hasOwn(tools, name) ? tools[name] : undefined, toolExecution.timeoutMs)
+        return scope.stepTools.length === 0 ? toolExecution.timeoutMs : Math.max(...scope.stepTools.map((part) => of(part.tool)))
+      },
+    }
+    return new StallWatch({ now, events: scope.events, queue: scope.queue, bounds }, Date.now())
   }
 
   get fullStream(): AsyncIterableStream<TurnStreamPart> {
@@ -347,6 +381,14 @@ export class TurnHandle implements RunningTurn {
     if (!this.#settled) this.#parts.log.lose(error)
   }
 
+  stalled(now: number, marginMs: number): Stall | undefined {
+    return this.#started && !this.#settled ? this.#watch.check(now, marginMs) : undefined
+  }
+
+  stall(stall: Stall): void {
+    if (!this.#settled) this.#parts.log.stall(stall)
+  }
+
   async park(handOver: (fence: TurnFence) => Promise<boolean>): Promise<boolean> {
     const state = turnStateName(this.actor.getSnapshot())
     if (this.#settled || this.#parts.log.ending || !waitOf(state)?.parks) return false
@@ -393,6 +435,12 @@ export class TurnHandle implements RunningTurn {
         return this.#reject(new TurnOutcomeUnknownError({ turnId: this.id, sessionId: this.sessionId, cause: end.error }))
       case 'lost':
         return this.#reject(end.error)
+      case 'stalled': {
+        const { kind: _kind, ...stall } = end
+        const stalled = new TurnStalledError({ turnId: this.id, sessionId: this.sessionId, ...stall })
+        events.close(stalled.toJSON())
+        return this.#reject(stalled)
+      }
       case 'detached': {
         const closed = this.#handedOff
           ? new EngineClosedError(`run turn ${this.id}: the engine closed and handed the turn over; another engine resumes it`, { handedOff: true })

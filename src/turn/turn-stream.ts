@@ -89,6 +89,8 @@ export class TurnPartStream implements TurnEventSubscription {
   /** Why the turn left this engine without an end of its own (detached, could not start). */
   #closedWith: SerializedError | undefined
   #ended = false
+  /** Events told so far: the turn moved when this changed (the stall watch reads it). */
+  #emitted = 0
   /** A child turn's ids, stamped on each event it publishes (run trees); undefined for a root turn. */
   readonly #child: { turnId: string; parentTurnId: string } | undefined
 
@@ -106,6 +108,11 @@ export class TurnPartStream implements TurnEventSubscription {
 
   get sessionId(): string {
     return this.#sessionId
+  }
+
+  /** How many events the turn has told so far (it moves while this grows). */
+  get emitted(): number {
+    return this.#emitted
   }
 
   /** True once the turn ended (or left this engine): readers that start now get the replay, then their end. */
@@ -259,6 +266,7 @@ export class TurnPartStream implements TurnEventSubscription {
   }
 
   #emit(event: TurnchartEvent): void {
+    this.#emitted++
     this.#bus.publish(event)
     for (const listener of this.#listeners) listener(event)
   }

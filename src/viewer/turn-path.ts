@@ -8,6 +8,7 @@
 import type { TurnInput } from '../../machines/turn.types'
 import { turnMachine } from '../../machines/turn.machine'
 import { edgesTaken } from '../chart/chart-graph'
+import { stallOf } from '../chart/readable-event'
 import type { TransitionRecord } from '../core/types'
 import { replayTransitions } from '../turn/replay'
 import type { PathStep } from './wire'
@@ -29,14 +30,18 @@ export function turnPath(input: TurnInput | undefined, transitions: TransitionRe
       mismatch = error instanceof Error ? error.message : String(error)
     }
   }
-  const steps = transitions.map((row) => ({
-    seq: row.seq,
-    from: row.from,
-    to: row.to,
-    event: row.event,
-    time: row.time,
-    edges: edgesTaken(row, selected.get(row.seq)),
-    ...(row.storageWaits ? { storageWaits: row.storageWaits } : {}),
-  }))
+  const steps = transitions.map((row) => {
+    const stalled = stallOf(row)
+    return {
+      seq: row.seq,
+      from: row.from,
+      to: row.to,
+      event: row.event,
+      time: row.time,
+      edges: edgesTaken(row, selected.get(row.seq)),
+      ...(row.storageWaits ? { storageWaits: row.storageWaits } : {}),
+      ...(stalled ? { stalled } : {}),
+    }
+  })
   return mismatch === undefined ? { steps } : { steps, mismatch }
 }

@@ -3,6 +3,7 @@
  * shared by the server's views and the page's script, so it holds types only.
  */
 import type { MessageInfo, Part, SessionInfo, StorageWaited, TurnRecord } from '../core/types'
+import type { TurnStall } from '../../machines/turn.types'
 
 export interface SessionSummary extends SessionInfo {
   messages: number
@@ -19,6 +20,8 @@ export interface PathStep {
   edges: string[]
   /** The database outages the turn waited out before this row was written (its own write included). */
   storageWaits?: StorageWaited[]
+  /** The stall this row logged (`turn.crashed { stalled }`): its engine found the turn stalled and let it go for recovery. */
+  stalled?: TurnStall
 }
 
 export interface TurnView extends TurnRecord {

@@ -101,6 +101,17 @@ it('an approval of a call that does not wait is refused with 409 and the error n
   expect(sideEffects()).toEqual([])
 })
 
+it('a refused request stores nothing: an empty prompt to a session never seen is refused with 400 and leaves no session; so is an empty steer', async () => {
+  const restateServer = await startAll()
+  await expect(restateServer.call('turnchart', 'never-seen', 'prompt', '   ')).rejects.toMatchObject({ status: 400, body: expect.stringContaining('input') })
+  await expect(restateServer.call('turnchart', 'never-seen', 'prompt', { input: 'hello', options: { maxSteps: -1 } })).rejects.toMatchObject({ status: 400 })
+  await expect(restateServer.call('turnchart', 'never-seen', 'steer', '')).rejects.toMatchObject({ status: 400 })
+  readEngine ??= await createEngine({ database: database(), model: modelFor(model), recovery: { onOpen: false, intervalMs: 0 } })
+  expect(await readEngine.getSession('never-seen')).toBeUndefined()
+  expect(await readEngine.listSessions()).toEqual([])
+  expect(model.calls).toBe(0)
+})
+
 it('the service SIGKILLed mid-stream: Restate runs the invocation again on the restarted process, the finished step is not asked again, the turn completes', async () => {
   model.tool('send', { to: 'ana' }, { id: 'call_send' })
   model.push({ type: 'stream', chunks: [{ text: 'half of ' }, { text: 'it' }], end: 'hang' })

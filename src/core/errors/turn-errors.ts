@@ -108,6 +108,38 @@ export class TurnOutcomeUnknownError extends TurnchartError {
   static isInstance = isNamed<TurnOutcomeUnknownError>('TurnOutcomeUnknownError')
 }
 
+/**
+ * What `turn.done` rejects with when this engine found the turn stalled: alive, but not moving,
+ * its work (`waitingOn`, since `since`) past its bound (`boundMs`: a model stream's idle timeout,
+ * its tools' timeouts, a retry's delay, `storage.outageMs` for a write) and a margin. The engine
+ * stopped it here (nothing more is written by it) and let its lease go: recovery, this engine's
+ * or another's, resumes it from its rows. A stalled turn is not failed; read its outcome once
+ * it ended (`engine.getTurn(turnId)`). docs/durability.md, "Stalled turns".
+ */
+export class TurnStalledError extends TurnchartError {
+  readonly name = 'TurnStalledError'
+  readonly turnId: string
+  readonly sessionId: string
+  /** The chart's state the turn stalled in. */
+  readonly state: string
+  /** What it was waiting on, in words. */
+  readonly waitingOn: string
+  /** Since when (epoch ms) it had not moved. */
+  readonly since: number
+  /** The bound its work outlived (ms). */
+  readonly boundMs: number
+  constructor(input: { turnId: string; sessionId: string; state: string; waitingOn: string; since: number; boundMs: number }) {
+    super(`turn ${input.turnId} stalled in '${input.state}': ${input.waitingOn} did not move for longer than its bound (${input.boundMs} ms) and a margin; it was stopped here and is left for recovery`)
+    this.turnId = input.turnId
+    this.sessionId = input.sessionId
+    this.state = input.state
+    this.waitingOn = input.waitingOn
+    this.since = input.since
+    this.boundMs = input.boundMs
+  }
+  static isInstance = isNamed<TurnStalledError>('TurnStalledError')
+}
+
 /** A log row the machine would not have taken: the log is corrupted or was edited. */
 export class ReplayMismatchError extends TurnchartError {
   readonly name = 'ReplayMismatchError'

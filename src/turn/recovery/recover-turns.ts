@@ -8,7 +8,7 @@ import os from 'node:os'
 import { transition, type SnapshotFrom } from 'xstate'
 import { interruptibleStates, turnMachine, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
 import type { ToolSet } from 'ai'
-import type { TurnEvent, TurnInput } from '../../../machines/turn.types'
+import type { TurnEvent, TurnInput, TurnStall } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
 import { serializeError, StorageError, TurnchartError, UnknownError } from '../../core/errors'
 import { leaseEnd, parkedOwner, restateOwner } from '../../core/parking'
@@ -270,18 +270,8 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   let seq = rows.length
   let interrupted = snapshot
   if (interruptibleStates.has(state)) {
-    const now = Date.now()
-    const assistant = turnAssistants(messages, record.id).at(-1)
-    const changed = closeInterruptedWork(assistant, record.sessionId, state, config.tools, now, (config as { pinnedTools?: PinnedTools }).pinnedTools)
-    ;[interrupted] = transition(turnMachine, snapshot, { type: 'turn.crashed' })
+    interrupted = await logCrash(ports, turn, { snapshot, state, seq })
     seq += 1
-    // (the retry wait's deadline is kept: the resumed wait ends there)
-    const facts = { turnId: record.id, after: { state, seq: rows.length }, time: now, parts: changed.map((p) => p.id), storedDeadline: record.retryAt }
-    const plan = planRows(facts, [{ event: { type: 'turn.crashed' }, to: 'interrupted', context: { step: record.step, attempt: record.attempt, retryDelayMs: 0 } }])
-    await store.transaction(async (tx) => {
-      await tx.messages.upsertParts(changed, now)
-      await writePlan(tx, fence, plan)
-    })
   } else if (state !== 'interrupted') {
     throw new UnknownError(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
   }
@@ -290,9 +280,74 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   // The deep history of `running` (where the crash was) goes with it: `turn.recover` resumes there.
   const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context, historyValue: historyByIds(interrupted.historyValue) })
   // A model call that was in flight is not resumed: its step was closed above, a new one starts.
+  // (a turn left in `interrupted`, its crash logged by a run that went no further: where it was is the crash row's `from`)
+  const crashedIn = state === 'interrupted' ? rows.at(-1)?.from : state
   const recover: TurnEvent =
-    ports.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs, ...(state === 'streaming' ? { restartStep: true } : {}) }
+    ports.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs, ...(crashedIn === 'streaming' ? { restartStep: true } : {}) }
   return ports.resume({ ...turn, from: { snapshot: restored, seq, recover } })
+}
+
+/**
+ * Logs that the turn's work in `at.state` was interrupted: its open work closed (streamed text
+ * ends where the last flush left it, a running call runs again or is in doubt), and its row
+ * into `interrupted` (`turn.crashed`, with the stall when its engine found it stalled). Returns
+ * the interrupted snapshot.
+ */
+async function logCrash(
+  ports: { store: RecoveryStore },
+  turn: { record: TurnRecord; fence: TurnFence; config: { tools: ToolSet }; messages: MessageWithParts[] },
+  at: { snapshot: TurnSnapshot; state: string; seq: number },
+  stalled?: TurnStall,
+): Promise<TurnSnapshot> {
+  const { record, config, messages, fence } = turn
+  const now = Date.now()
+  const assistant = turnAssistants(messages, record.id).at(-1)
+  const changed = closeInterruptedWork(assistant, record.sessionId, at.state, config.tools, now, (config as { pinnedTools?: PinnedTools }).pinnedTools)
+  const crashed: TurnEvent = { type: 'turn.crashed', ...(stalled ? { stalled } : {}) }
+  const [interrupted] = transition(turnMachine, at.snapshot, crashed)
+  // (the retry wait's deadline is kept: the resumed wait ends there)
+  const facts = { turnId: record.id, after: { state: at.state, seq: at.seq }, time: now, parts: changed.map((p) => p.id), storedDeadline: record.retryAt }
+  const plan = planRows(facts, [{ event: crashed, to: 'interrupted', context: { step: record.step, attempt: record.attempt, retryDelayMs: 0 } }])
+  await ports.store.transaction(async (tx) => {
+    await tx.messages.upsertParts(changed, now)
+    await writePlan(tx, fence, plan)
+  })
+  return interrupted
+}
+
+/**
+ * Lets go of a turn this engine runs and found stalled (src/turn/stall-watch.ts), its run
+ * stopped already: claimed again from that run (its epoch bumped, so a write of the stalled run
+ * that lands late is refused), its stall logged as the interruption of its work (`turn.crashed
+ * { stalled }`: the CLI and the viewer show it), then released, so that recovery (this
+ * engine's, or another's at once on PostgreSQL) resumes it from `interrupted`. A turn stalled
+ * in a state where nothing was in flight (a wait, on a write) is released as it is. If the
+ * database does not answer, its lease runs out instead (nothing renews it).
+ *
+ * @example
+ * await letStalledTurnGo(ports, turn.id, turn.fence, stall)
+ */
+export async function letStalledTurnGo<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, turnId: string, held: TurnFence, stall: TurnStall): Promise<void> {
+  const { store, owner } = ports
+  // (a lease that holds while this runs: this engine's own sweep must not take the turn meanwhile)
+  const fence = await store.turns.claim(turnId, held, owner, leaseEnd(ports.leaseMs, Date.now()))
+  if (!fence) return
+  try {
+    const record = await store.turns.get(turnId)
+    if (!record || record.outcome !== null) return
+    const [input, rows, config, messages] = await Promise.all([
+      store.turns.input(turnId),
+      store.transitions.list(turnId),
+      ports.turnConfig(turnId),
+      store.messages.list(record.sessionId, { fromLatestSummary: true }),
+    ])
+    const { snapshot } = replayTransitions(input as TurnInput, rows)
+    const state = turnStateName(snapshot)
+    if (state !== record.state || !interruptibleStates.has(state)) return
+    await logCrash(ports, { record, fence, config, messages }, { snapshot, state, seq: rows.length }, stall)
+  } finally {
+    await store.turns.release(owner, [turnId])
+  }
 }
 
 /**

@@ -182,14 +182,21 @@ export class RunTree {
   #load(): Promise<void> {
     const load = this.#options.load
     if (!load) return Promise.resolve()
-    this.#loaded ??= load().then((loaded) => {
-      this.#budget = loaded.budget
-      this.#startedAt = loaded.startedAt
-      this.#spent.tokens.input += loaded.spent.tokens.input
-      this.#spent.tokens.output += loaded.spent.tokens.output
-      this.#spent.cost += loaded.spent.cost
-      this.#spent.steps += loaded.spent.steps
-    })
+    // (a load that failed, the database out, is tried again at the next gate instead of failing every one)
+    this.#loaded ??= load().then(
+      (loaded) => {
+        this.#budget = loaded.budget
+        this.#startedAt = loaded.startedAt
+        this.#spent.tokens.input += loaded.spent.tokens.input
+        this.#spent.tokens.output += loaded.spent.tokens.output
+        this.#spent.cost += loaded.spent.cost
+        this.#spent.steps += loaded.spent.steps
+      },
+      (error: unknown) => {
+        this.#loaded = undefined
+        throw error
+      },
+    )
     return this.#loaded
   }
 }

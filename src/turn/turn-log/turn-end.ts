@@ -6,11 +6,13 @@ import type { SerializedError, TurnOwnershipLostError } from '../../core/errors'
 import type { MessageInfo, MessageWithParts, Part, TurnOutcome } from '../../core/types'
 import type { NotRunReason } from '../../tools/tool-part'
 import { closeOpenWork } from './close-open-work'
+import type { TurnStall } from '../../../machines/turn.types'
 
 /**
  * A turn's end, once: `finished` (its final row is written: the outcome is final), `unwritten`
  * (its final row could not be written: the turn's row stays open, and recovery ends or resumes
- * it; the outcome is not known), `lost` (another engine owns the turn), `detached` (the engine
+ * it; the outcome is not known), `lost` (another engine owns the turn), `stalled` (it stopped
+ * moving here: its engine stopped it and let it go, for recovery to resume), `detached` (the engine
  * closed; the turn stays open for the next engine), `parked` (it waits in a parkable state and
  * this engine lets go of it: the control that settles the wait resumes it), `not-started`
  * (nothing was written).
@@ -19,6 +21,8 @@ export type TurnEnd =
   | { kind: 'finished'; outcome: TurnOutcome; error?: SerializedError }
   | { kind: 'unwritten'; error: SerializedError }
   | { kind: 'lost'; error: TurnOwnershipLostError }
+  /** Its engine found it stalled (stall-watch.ts): stopped here, left open for recovery. */
+  | ({ kind: 'stalled' } & TurnStall)
   | { kind: 'detached' }
   | { kind: 'parked'; state: string }
   | { kind: 'not-started'; error: unknown }

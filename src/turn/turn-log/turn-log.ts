@@ -26,7 +26,7 @@
  */
 import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
 import { retryWaitStates, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
-import type { TurnContext } from '../../../machines/turn.types'
+import type { TurnContext, TurnStall } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
 import { BudgetExceededError, MessageAbortedError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
@@ -169,10 +169,10 @@ export class TurnLog {
     return this.#state.kind === 'ending' || this.#state.kind === 'ended'
   }
 
-  /** True once the turn leaves this engine without an end: detached (close) or lost to another engine. */
+  /** True once the turn leaves this engine without an end: detached (close), lost to another engine, or stalled. */
   get leaving(): boolean {
     const state = this.#state
-    return state.kind === 'detached' || (state.kind === 'ended' && (state.end.kind === 'lost' || state.end.kind === 'detached' || state.end.kind === 'parked'))
+    return state.kind === 'detached' || (state.kind === 'ended' && (state.end.kind === 'lost' || state.end.kind === 'stalled' || state.end.kind === 'detached' || state.end.kind === 'parked'))
   }
 
   /**
@@ -460,6 +460,15 @@ export class TurnLog {
   }
 
   /**
+   * Its engine found the turn stalled (stall-watch.ts): it ends here, writing nothing more (a
+   * write that hangs may still land; the claim that lets the turn go fences any later one out).
+   * A final row in flight is what stalled too: its end is the stall's, as the row's fate is unknown.
+   */
+  stall(stall: TurnStall): void {
+    if (this.#state.kind !== 'ended') this.end({ kind: 'stalled', ...stall })
+  }
+
+  /**
    * A lease renewal found the turn owned by another engine: the turn ends here, writing nothing
    * more; unless its final row is being written already (that write's fence decides).
    */
@@ -527,6 +536,9 @@ export class TurnLog {
       bus.publish({ type: 'session.status', sessionId: this.#sessionId, status: { type: 'idle' } })
     } else if (end.kind === 'lost') {
       bus.publish({ type: 'turn.lost', ...ids, error: end.error.toJSON() })
+    } else if (end.kind === 'stalled') {
+      const { kind: _kind, ...stall } = end
+      bus.publish({ type: 'turn.stalled', ...ids, ...stall })
     }
     this.#ended.resolve(end)
   }

@@ -15,7 +15,8 @@ import { renderMessage } from './conversation'
 import { clock, duration, offset } from './format'
 import { visitsOf } from './visits'
 import { turnActivity } from './turn-activity'
-import { readableEvent } from '../../chart/readable-event'
+import { readableEvent, stallText } from '../../chart/readable-event'
+import type { TurnStall } from '../../../machines/turn.types'
 
 export interface TurnContext {
   drawing: ChartDrawing
@@ -81,7 +82,7 @@ function pathList(turn: TurnView): HTMLElement {
     else everyTick(span, () => (span.textContent = `${duration(Date.now() - visit.start)} in ${visit.state} so far`))
     return span
   }
-  const item = (seq: number, at: number, move: string, event: string | null, waits: StorageWaited[] = []) =>
+  const item = (seq: number, at: number, move: string, event: string | null, waits: StorageWaited[] = [], stalled?: TurnStall) =>
     el(
       'li',
       { 'data-seq': seq },
@@ -91,12 +92,13 @@ function pathList(turn: TurnView): HTMLElement {
       event ? el('span', { class: 'event mono' }, event) : null,
       stayed(seq),
       ...waits.map((wait) => el('span', { class: 'storage-wait', 'data-storage-wait': '' }, `waited ${duration(wait.waitedMs)} for the database (${wait.operation})`)),
+      stalled ? el('span', { class: 'stalled', 'data-stalled': '' }, stallText(stalled, at)) : null,
     )
   return el(
     'ol',
     { class: 'path', 'aria-label': 'The transitions of the turn, numbered as on the chart' },
     item(0, start, 'start in idle', null),
-    ...turn.path.map((step) => item(step.seq, step.time, `${step.from} → ${step.to}`, readableEvent(step.event), step.storageWaits)),
+    ...turn.path.map((step) => item(step.seq, step.time, `${step.from} → ${step.to}`, readableEvent(step.event), step.storageWaits, step.stalled)),
   )
 }
 
