@@ -167,7 +167,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
     ...(feeds ? { feeds } : {}),
     recover: recovery.recover,
     takeOver: (ids: string[]) => takeOverTurns({ config, services, turns, running }, ids),
-    letStalledGo: (turnId, fence, stall) => letStalledGo({ config, services, turns }, turnId, fence, stall),
+    letStalledGo: (turnId, fence, stall) => letStalledGo({ config, services, turns, running }, turnId, fence, stall),
     closeResources: async () => {
       await opened.close()
       await mcp?.close()

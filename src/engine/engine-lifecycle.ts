@@ -139,12 +139,22 @@ function startBackground(parts: LifecycleParts, isClosed: () => boolean): { stop
   // At a waiting turn's deadline: the sweep (src/engine/deadline-sweep.ts); after each sweep, the
   // timer is armed for the earliest stored deadline of the waiting turns (parked ones included).
   const timer = deadlineTimer((listener) => bus.subscribe(listener), () => whileOpen())
-  const whileOpen = () => {
+  // One sweep at a time: a sweep slowed by the database (an outage) is not joined by the next
+  // ones; one asked for meanwhile (a deadline, the interval) runs once it is done.
+  let sweeping: 'no' | 'yes' | 'again' = 'no'
+  const whileOpen = (): void => {
     if (isClosed()) return
+    if (sweeping !== 'no') return void (sweeping = 'again')
+    sweeping = 'yes'
     parts
       .recover()
       .then(() => armForStored(store, timer))
       .catch(() => undefined)
+      .finally(() => {
+        const again = sweeping === 'again'
+        sweeping = 'no'
+        if (again) whileOpen()
+      })
   }
   // A turn another engine released (its handoff, its close): recovered at once, not at the next sweep.
   // (an engine that takes over no turns while it runs, `recovery.intervalMs: 0`, takes none of these either)

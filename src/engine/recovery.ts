@@ -20,21 +20,6 @@ import { treeOf } from './resumed-trees'
 import type { RunningTurns } from './running-turns'
 
 /**
- * Recovers every claimable unfinished turn: claimed, its crash logged, then resumed in this
- * engine (or ended, per `recovery.policy`). Returns the turns it resumed (or is ending).
- *
- * @example
- * const turns = await recoverTurns({ config, services, turns: deps }, (id) => running.has(id))
- */
-export function recoverTurns(
-  engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps },
-  isRunningHere: (turnId: string) => boolean,
-  only?: readonly string[],
-): Promise<RunningTurn[]> {
-  return recoverWith(recoveryPorts(engine), isRunningHere, only)
-}
-
-/**
  * Takes a parked turn into this engine and tracks it here; resolves with it once its resumption
  * is in its log, or undefined when it is not parked (any more) or another engine took it.
  *
@@ -59,13 +44,11 @@ export function takeHeldTurn(engine: TakingEngine, turnId: string): Promise<Runn
 
 type TakingEngine = { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }
 
-/** `resume`'s turn tracked here once its resumption is in its log. */
+/** `resume`'s turn (tracked here as it resumed), once its resumption is in its log. */
 async function takeTurn(engine: TakingEngine, turnId: string, resume: typeof resumeHeld): Promise<RunningTurn | undefined> {
   const resumed = await resume(recoveryPorts(engine), turnId)
-  if (!resumed) return undefined
-  engine.running.track(resumed)
-  await resumed.recorded()
-  return resumed
+  await resumed?.recorded()
+  return resumed ?? undefined
 }
 
 /**
@@ -75,13 +58,20 @@ async function takeTurn(engine: TakingEngine, turnId: string, resume: typeof res
  * @example
  * await letStalledGo({ config, services, turns }, turn.id, turn.fence, stall)
  */
-export function letStalledGo(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps }, turnId: string, fence: TurnFence, stall: TurnStall): Promise<void> {
+export function letStalledGo(engine: TakingEngine, turnId: string, fence: TurnFence, stall: TurnStall): Promise<void> {
   return letStalledTurnGo(recoveryPorts(engine), turnId, fence, stall)
 }
 
-/** Recovery's ports met by this engine. */
-function recoveryPorts(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps }): RecoveryPorts<TurnConfig, RunningTurn> {
-  const { config, services, turns } = engine
+/**
+ * Recovery's ports met by this engine. A resumed turn is tracked here as it resumes (its lease
+ * renewed from then on), not once the whole pass is done: a pass that takes longer than a lease
+ * must not let the turn's lease run out while it runs here, for another pass to take it again.
+ * And an engine runs one life of a turn at a time: a turn found running here when it would
+ * resume (another pass of this engine took it first) is not run again (its stale claim fences
+ * that life out at its next write; recovery takes the turn then).
+ */
+function recoveryPorts(engine: TakingEngine): RecoveryPorts<TurnConfig, RunningTurn | undefined> {
+  const { config, services, turns, running } = engine
   return {
     store: turns.store,
     owner: turns.owner,
@@ -91,11 +81,12 @@ function recoveryPorts(engine: { config: ResolvedConfig; services: TurnServices;
     // The turn's own options, stored with it (its headers, never stored, are not restored).
     turnConfig: async (turnId) => turnConfig(config, services, await turns.store.turns.options(turnId)),
     resume: ({ record, input, fence, config: resumedConfig, messages, from }) => {
+      if (running.find(record.id)) return undefined
       const scope = newScope(turns, record.id, record.sessionId, fence, record.parentTurnId)
       scope.restore(messages, resumedConfig)
       // Run trees: the turn joins its tree (its root, resumed first here, or one loaded from the rows).
       const tree = treeOf(turns, record)
-      return from ? resumeTurn(turns, { scope, input, ...from, tree }) : startTurnFromIdle(turns, { scope, input, tree })
+      return running.track(from ? resumeTurn(turns, { scope, input, ...from, tree }) : startTurnFromIdle(turns, { scope, input, tree }))
     },
   }
 }
@@ -108,9 +99,8 @@ function recoveryPorts(engine: { config: ResolvedConfig; services: TurnServices;
  * @example
  * const resumed = await takeOverTurns({ config, services, turns, running })
  */
-export async function takeOverTurns(engine: { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }, only?: readonly string[]): Promise<RunningTurn[]> {
-  const here = new Set(engine.running.all().map((t) => t.id))
-  const recovered = (await recoverTurns(engine, (id) => here.has(id), only)).map((turn) => engine.running.track(turn))
+export async function takeOverTurns(engine: TakingEngine, only?: readonly string[]): Promise<RunningTurn[]> {
+  const recovered = (await recoverWith(recoveryPorts(engine), engine.running, only)).filter((turn) => turn !== undefined)
   await Promise.all(recovered.map((turn) => turn.recorded()))
   return recovered
 }

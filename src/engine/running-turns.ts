@@ -8,6 +8,7 @@ import { TurnOwnershipLostError } from '../core/errors'
 import type { TurnFence, TurnStore } from '../store/store'
 import type { RunningTurn } from '../turn/turn-handle'
 import type { Stall } from '../turn/stall-watch'
+import type { TurnsHere } from '../turn/recovery/recover-turns'
 
 /** Who follows the running turns: the control poller (polls only while some run), the queue (starts the next prompt). */
 export interface RunningTurnsWatcher {
@@ -17,11 +18,13 @@ export interface RunningTurnsWatcher {
   ended?(sessionId: string): void
 }
 
-export class RunningTurns {
+export class RunningTurns implements TurnsHere {
   readonly #bySession = new Map<string, RunningTurn>()
   readonly #watchers: RunningTurnsWatcher[] = []
   /** Turns found stalled here since the engine opened (`engine.stats().stalled`). */
   stalled = 0
+  /** Turns a recovery pass of this engine is taking (claimed, not resumed yet). */
+  readonly #recovering = new Set<string>()
 
   /** Adds a watcher (the parts that follow the turns are made after this registry). */
   watch(watcher: RunningTurnsWatcher): void {
@@ -56,6 +59,21 @@ export class RunningTurns {
 
   all(): RunningTurn[] {
     return [...this.#bySession.values()]
+  }
+
+  /**
+   * Runs `recover` for `turnId` unless the turn runs here, or another recovery pass of this
+   * engine is taking it (then undefined): one life of a turn at a time in an engine, however
+   * long a pass takes (a pass slowed by the database may outlast the lease of its claim).
+   */
+  async recoverOnce<R>(turnId: string, recover: () => Promise<R | undefined>): Promise<R | undefined> {
+    if (this.#recovering.has(turnId) || this.find(turnId)) return undefined
+    this.#recovering.add(turnId)
+    try {
+      return await recover()
+    } finally {
+      this.#recovering.delete(turnId)
+    }
   }
 
   /** The turns whose row exists and whose final row is not being written: what leases and control cover. */

@@ -122,6 +122,68 @@ describe('a write that never settles', () => {
   })
 })
 
+/** The store with one session's messages read slowly, once: `delayMs` before the first `messages.list` of `sessionId` answers. */
+function slowFirstRead(inner: Store, slow: { sessionId?: string; delayMs: number }): Store {
+  const messages = new Proxy(inner.messages, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target) as unknown
+      if (key !== 'list' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value
+      return async (sessionId: string, ...rest: unknown[]) => {
+        if (sessionId === slow.sessionId) {
+          slow.sessionId = undefined
+          await new Promise((resolve) => setTimeout(resolve, slow.delayMs))
+        }
+        return (value as (...a: unknown[]) => unknown).call(target, sessionId, ...rest)
+      }
+    },
+  })
+  return new Proxy(inner, {
+    get(target, key) {
+      if (key === 'messages') return messages
+      const value = Reflect.get(target, key, target) as unknown
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
+}
+
+test('a recovery pass slower than a lease: a turn it resumed is renewed from its resumption, never taken again by this engine (one run of a turn at a time)', async () => {
+  const server = await startScriptedServer()
+  cleanup.push(() => server.close())
+  const file = tempDbPath()
+  // Two turns left open in `streaming` by an engine that closed (released: claimable at once).
+  const first = await createEngine({ database: file, model: modelFor(server), recovery: { onOpen: false, intervalMs: 0 } })
+  const sessions = [await first.createSession(), await first.createSession()]
+  server.hang().hang()
+  const left = sessions.map((session) => first.prompt(session.id, 'go'))
+  await server.waitForCall(2)
+  await first.close()
+  await Promise.allSettled(left.map((turn) => turn.done))
+
+  // The engine that takes them: the second turn's history is read slowly (3 leases), so the pass
+  // that resumes the first turn lasts that long; the first turn's answer streams for 2 leases.
+  const slow = { sessionId: sessions[1].id, delayMs: 3000 }
+  const { store, close } = await openStore(file)
+  cleanup.push(close)
+  const chunks = Array.from({ length: 20 }, (_, i) => ({ text: `w${i} ` }))
+  server.push({ type: 'stream', chunks, delayMs: 100 }, { type: 'stream', chunks, delayMs: 100 })
+  const engine = await createEngine({ database: slowFirstRead(store, slow), model: modelFor(server), leaseMs: 1000, recovery: { onOpen: false, intervalMs: 0 } })
+  cleanup.push(() => engine.close())
+  const seen = recordEvents(engine)
+  const pass = engine.recover()
+  // Passes of the same engine meanwhile (a sweep, a release heard) find the first turn running here.
+  await seen.waitFor((e) => e.type === 'turn.transition' && e.turnId === left[0].id && e.to === 'streaming')
+  for (let i = 0; i < 5; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    await engine.recover()
+  }
+  expect((await pass).map((turn) => turn.id).sort()).toEqual(left.map((turn) => turn.id).sort())
+  for (const turn of left) await seen.waitFor((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'completed', 15_000)
+  expect(seen.events.filter((e) => e.type === 'turn.lost' || e.type === 'turn.stalled')).toEqual([])
+  // Each turn's step asked once more (two hung calls, then one each).
+  expect(server.calls).toBe(4)
+  for (const turn of left) expect((await engine.transitions(turn.id)).filter((row) => row.event === 'turn.crashed')).toHaveLength(1)
+})
+
 /** Ends every backend of connections named `application` every `everyMs`, for `forMs`. */
 async function terminateBackends(application: string, everyMs: number, forMs: number): Promise<void> {
   const pg = await import('pg')

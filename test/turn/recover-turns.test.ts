@@ -108,7 +108,8 @@ async function seededStore(
 /** A part of the assistant message, as stored. */
 const partOf = <P extends Part>(stored: { parts: Part[] }, id: string) => stored.parts.find((p) => p.id === id) as P
 
-const recover = (ports: RecoveryPorts<{ tools: ToolSet }, string>, runningHere: string[] = []) => recoverWith(ports, (id) => runningHere.includes(id))
+const recover = (ports: RecoveryPorts<{ tools: ToolSet }, string>, runningHere: string[] = []) =>
+  recoverWith(ports, { recoverOnce: async (id, run) => (runningHere.includes(id) ? undefined : run()) })
 const path = (rows: TransitionRecord[]) => rows.map((r) => `${r.seq} ${r.from} --${r.event}--> ${r.to}`)
 /** Where the handed snapshot goes on the event recovery sends it. */
 const resumesIn = (request: ResumeRequest<unknown>) => {

@@ -90,20 +90,31 @@ export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
 }
 
 /**
+ * The turns an engine holds, as recovery asks: it recovers a turn only through `recoverOnce`,
+ * which runs nothing for a turn that runs here or that another pass of the engine is recovering
+ * (claimed, not resumed yet): an engine runs one life of a turn at a time.
+ */
+export interface TurnsHere {
+  recoverOnce<R>(turnId: string, recover: () => Promise<R | undefined>): Promise<R | undefined>
+}
+
+/**
  * Recovery through its ports: claims each unfinished turn (one engine wins), writes the crash
  * with its parts closed, and hands the turn to `resume`; a turn whose log cannot be resumed is
  * ended as failed.
  */
-export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, isRunningHere: (turnId: string) => boolean, only?: readonly string[]): Promise<T[]> {
+export async function recoverWith<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, here: TurnsHere, only?: readonly string[]): Promise<T[]> {
   // Several turns at once (a handoff releases a whole engine's turns together): each waits on its
   // own reads and writes, not on the turns before it (a released turn's row is read on its own,
   // so the first is claimed before the last is read).
   const recovered = only
-    ? await eachConcurrently(only, recoveryConcurrency, async (id) => {
-        const record = isRunningHere(id) ? undefined : await openTurnOf(ports.store, id)
-        return record && recoverIfClaimed(ports, record)
-      })
-    : await eachConcurrently(await ports.store.turns.open(), recoveryConcurrency, async (record) => (isRunningHere(record.id) ? undefined : recoverIfClaimed(ports, record)))
+    ? await eachConcurrently(only, recoveryConcurrency, (id) =>
+        here.recoverOnce(id, async () => {
+          const record = await openTurnOf(ports.store, id)
+          return record && recoverIfClaimed(ports, record)
+        }),
+      )
+    : await eachConcurrently(await ports.store.turns.open(), recoveryConcurrency, (record) => here.recoverOnce(record.id, () => recoverIfClaimed(ports, record)))
   return recovered.filter((turn): turn is Awaited<T> => turn !== undefined)
 }
 
