@@ -4,7 +4,8 @@
  * open parts at the end (must be 0) and the heap used after a full collection at every tenth
  * of the run (growth from the middle to the end must stay under 10%); RSS is printed as
  * information only (it moves with the allocator and the OS: +29% in one run, -14% in the next
- * on the same commit). Exits 1 when a check fails.
+ * on the same commit), and the turns found stalled (must be 0: issue 69's watch, with a 2 s lease,
+ * must not stop a turn that moves). Exits 1 when a check fails.
  *
  *   npm run soak                       # 5000 turns
  *   SOAK_TURNS=200 SOAK_SEED=7 npm run soak
@@ -103,10 +104,15 @@ async function main() {
     retry: { initialDelayMs: 1, maxDelayMs: 5, jitter: 0, maxAttempts: 3 },
     streamIdleTimeoutMs: 150,
     flushIntervalMs: 50,
+    // A short lease, so that the stall watch's margin is short too: a turn it would find stalled
+    // (a false positive: every turn here moves or is within its bound) is found within the run.
+    leaseMs: Number(process.env.SOAK_LEASE_MS ?? 2000),
   })
   let subscriberErrors = 0
+  let stalled = 0
   engine.subscribe((event) => {
     if (event.type === 'part.delta' && event.delta.length < 0) subscriberErrors++
+    if (event.type === 'turn.stalled') stalled++
   })
 
   const rss = () => Math.round(process.memoryUsage().rss / 1024 / 1024)
@@ -209,10 +215,10 @@ async function main() {
   console.log(`soak: ${TURNS} turns in ${seconds.toFixed(1)} s = ${(TURNS / seconds).toFixed(1)} turns/s (seed ${initialSeed}, ${CONCURRENCY} at once, ${allSessions.length} sessions, node ${process.version})`)
   console.log(`outcomes: ${JSON.stringify(outcomes)}`)
   console.log(`by fault: ${JSON.stringify(byFault)}`)
-  console.log(`open parts at the end: ${open}; sessions still busy: ${busy}; subscriber errors: ${subscriberErrors}`)
+  console.log(`open parts at the end: ${open}; sessions still busy: ${busy}; subscriber errors: ${subscriberErrors}; turns found stalled: ${stalled}`)
   console.log(`heap MB after a full GC, by turns done: ${heapSamples.map((sample) => `${sample.turns}: ${sample.mb}`).join(', ')}; end ${heapEnd} (middle → end ${(growth * 100).toFixed(1)}%)`)
   console.log(`RSS MB (information): start ${rssStart}, middle ${rssMiddle}, end ${rssEnd} (middle → end ${(rssGrowth * 100).toFixed(1)}%)`)
-  const ok = open === 0 && busy === 0 && growth < 0.1
+  const ok = open === 0 && busy === 0 && stalled === 0 && growth < 0.1
   console.log(ok ? 'soak: OK' : 'soak: FAILED')
   process.exit(ok ? 0 : 1)
 }

@@ -8,8 +8,11 @@
  * write its queue runs within `storage.outageMs`. A turn past a bound plus a margin is stalled:
  * its engine stops it and lets it go for recovery (src/engine/running-turns.ts).
  */
-import { workOf } from '../../machines/turn.machine'
+import type { Actor } from 'xstate'
+import { turnStateName, workOf, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnStall, WorkMeaning } from '../../machines/turn.types'
+import { callTimeoutMs } from '../tools/tool-options'
+import type { TurnScope } from './turn-scope'
 
 /** A turn found stalled: where, on what, since when it had not moved, and the bound that ran out. */
 export type Stall = TurnStall
@@ -36,12 +39,13 @@ const aWrite = 'a write to the database'
 
 export class StallWatch {
   readonly #ports: StallWatchPorts
-  /** The event count last seen, and when it was seen to change. */
-  #seen = -1
+  /** The event count last seen, and when it was seen to change (or the watch began). */
+  #seen: number
   #movedAt: number
 
   constructor(ports: StallWatchPorts, now: number) {
     this.#ports = ports
+    this.#seen = ports.events.emitted
     this.#movedAt = now
   }
 
@@ -84,4 +88,30 @@ export class StallWatch {
         return bounds.outageMs
     }
   }
+}
+
+/**
+ * The watch of a running turn: its actor's state, its events, its write queue, and the bounds
+ * of its configuration (read once the turn began: a turn is watched only from then).
+ *
+ * @example
+ * const watch = watchTurn(actor, scope, config.storage.outageMs)
+ */
+export function watchTurn(actor: Actor<TurnMachine>, scope: Pick<TurnScope, 'events' | 'queue' | 'config' | 'stepTools'>, outageMs: number): StallWatch {
+  const now = () => {
+    const snapshot = actor.getSnapshot()
+    return { state: turnStateName(snapshot), retryDelayMs: snapshot.context.retryDelayMs }
+  }
+  const bounds = {
+    outageMs,
+    get streamIdleTimeoutMs() {
+      return scope.config.streamIdleTimeoutMs
+    },
+    toolsTimeoutMs: () => {
+      const { tools, toolExecution } = scope.config
+      const of = (name: string) => callTimeoutMs(Object.hasOwn(tools, name) ? tools[name] : undefined, toolExecution.timeoutMs)
+      return scope.stepTools.length === 0 ? toolExecution.timeoutMs : Math.max(...scope.stepTools.map((part) => of(part.tool)))
+    },
+  }
+  return new StallWatch({ now, events: scope.events, queue: scope.queue, bounds }, Date.now())
 }

@@ -12,12 +12,11 @@ import type { ToolPart, TurnOutcome, TurnUsage, Usage } from '../core/types'
 import { withDescendants } from '../core/usage'
 import type { TurnFence } from '../store/store'
 import { checkApprovalEdit } from '../tools/approval-edit'
-import { callTimeoutMs } from '../tools/tool-options'
 import { approveCall, denyCall, expireCall, expireDeferredCall, isWaitingCall } from '../tools/tool-part'
 import { settleWaitingCall, type CallResolution } from '../tools/resolve-call'
 import { waitingCallsOf } from '../tools/run-tools'
 import type { HandoffPoint } from './handoff-point'
-import { StallWatch, type Stall } from './stall-watch'
+import { watchTurn, type Stall, type StallWatch } from './stall-watch'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
 import { recordTurnResult } from './turn-result'
@@ -224,27 +223,7 @@ export class TurnHandle implements RunningTurn {
     // A caller that never awaits `done` must not get an unhandled rejection.
     this.done.catch(() => undefined)
     this.#reported = parts.log.ended.then((end) => this.#report(end))
-    this.#watch = this.#stallWatch(parts)
-  }
-
-  /** The watch of whether the turn moves, over its state, its events, its write queue and its configured bounds. */
-  #stallWatch({ scope, outageMs }: TurnHandleParts): StallWatch {
-    const now = () => {
-      const snapshot = this.actor.getSnapshot()
-      return { state: turnStateName(snapshot), retryDelayMs: snapshot.context.retryDelayMs }
-    }
-    const bounds = {
-      outageMs,
-      get streamIdleTimeoutMs() {
-        return scope.config.streamIdleTimeoutMs
-      },
-      toolsTimeoutMs: () => {
-        const { tools, toolExecution } = scope.config
-        const of = (name: string) => callTimeoutMs(Object.hasOwn(tools, name) ? tools[name] : undefined, toolExecution.timeoutMs)
-        return scope.stepTools.length === 0 ? toolExecution.timeoutMs : Math.max(...scope.stepTools.map((part) => of(part.tool)))
-      },
-    }
-    return new StallWatch({ now, events: scope.events, queue: scope.queue, bounds }, Date.now())
+    this.#watch = watchTurn(this.actor, parts.scope, parts.outageMs)
   }
 
   get fullStream(): AsyncIterableStream<TurnStreamPart> {
