@@ -8,7 +8,7 @@
  * until the turn waits, the approval, the turn's result. The model is turnchart's scripted
  * server unless TURNCHART_BASE_URL (and TURNCHART_MODEL, TURNCHART_API_KEY) name a provider.
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import http2 from 'node:http2'
 import net from 'node:net'
@@ -67,7 +67,8 @@ async function main() {
   } finally {
     await agent.close()
     endpoint.close()
-    server.kill('SIGTERM')
+    // (its folder is removed once it has exited: it writes there until then)
+    await stop(server)
     await scripted?.close()
     fs.rmSync(dir, { recursive: true, force: true })
   }
@@ -87,6 +88,19 @@ async function until<T>(check: () => Promise<T | undefined | false>): Promise<T>
     if (value) return value
   }
   throw new Error('timed out waiting for Restate')
+}
+
+/** Stops restate-server (SIGTERM, SIGKILL after 10 s) and resolves once it has exited. */
+function stop(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => server.kill('SIGKILL'), 10_000)
+    server.once('exit', () => {
+      clearTimeout(kill)
+      resolve()
+    })
+    server.kill('SIGTERM')
+  })
 }
 
 function freePort(): Promise<number> {
