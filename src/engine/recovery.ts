@@ -48,7 +48,7 @@ type TakingEngine = { config: ResolvedConfig; services: TurnServices; turns: Tur
 async function takeTurn(engine: TakingEngine, turnId: string, resume: typeof resumeHeld): Promise<RunningTurn | undefined> {
   const resumed = await resume(recoveryPorts(engine), turnId)
   await resumed?.recorded()
-  return resumed ?? undefined
+  return resumed
 }
 
 /**
@@ -56,7 +56,7 @@ async function takeTurn(engine: TakingEngine, turnId: string, resume: typeof res
  * work, its row released for recovery (this engine's or another's) to resume it.
  *
  * @example
- * await letStalledGo({ config, services, turns }, turn.id, turn.fence, stall)
+ * await letStalledGo({ config, services, turns, running }, turn.id, turn.fence, stall)
  */
 export function letStalledGo(engine: TakingEngine, turnId: string, fence: TurnFence, stall: TurnStall): Promise<void> {
   return letStalledTurnGo(recoveryPorts(engine), turnId, fence, stall)
