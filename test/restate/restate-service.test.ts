@@ -13,6 +13,7 @@ import type { TurnChunk } from '../../src/ui-stream/turn-chunks'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { testNeeding } from '../support/requires'
 import { freePort, restate, startRestateServer, startService, until, type RestateServer, type ServiceProcess } from '../support/restate'
+import { startSwitchProxy, type SwitchProxy } from '../support/switch-proxy'
 import { modelFor } from '../support/harness'
 
 jest.setTimeout(120_000)
@@ -25,6 +26,8 @@ let service: ServiceProcess | undefined
 let port: number
 let ledger: string
 let readEngine: Engine | undefined
+let paused: ServiceProcess | undefined
+let proxy: SwitchProxy | undefined
 
 beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnchart-restate-test-'))
@@ -34,20 +37,24 @@ beforeEach(async () => {
   port = await freePort()
 })
 afterEach(async () => {
+  await paused?.kill()
+  await proxy?.close()
   await service?.kill()
   await server?.stop()
   await readEngine?.close()
   await model.close()
-  service = server = readEngine = undefined
+  service = server = readEngine = paused = proxy = undefined
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
 const database = () => path.join(dir, 'agent.db')
 const sideEffects = () => fs.readFileSync(ledger, 'utf8').split('\n').filter(Boolean)
 
+const serviceOn = (onPort: number, env: NodeJS.ProcessEnv = {}) => startService(path.join(__dirname, 'service-child.ts'), [database(), model.url], onPort, { ...process.env, TURNCHART_SIDE_EFFECTS: ledger, ...env })
+
 async function startAll(env: NodeJS.ProcessEnv = {}): Promise<RestateServer> {
   server = await startRestateServer()
-  service = await startService(path.join(__dirname, 'service-child.ts'), [database(), model.url], port, { ...process.env, TURNCHART_SIDE_EFFECTS: ledger, ...env })
+  service = await serviceOn(port, env)
   await server.register(service.url)
   return server
 }
@@ -55,7 +62,7 @@ async function startAll(env: NodeJS.ProcessEnv = {}): Promise<RestateServer> {
 /** The service's process SIGKILLed and started again on the same port (Restate retries the invocation on it). */
 async function restartService(env: NodeJS.ProcessEnv = {}): Promise<void> {
   await service!.kill()
-  service = await startService(path.join(__dirname, 'service-child.ts'), [database(), model.url], port, { ...process.env, TURNCHART_SIDE_EFFECTS: ledger, ...env })
+  service = await serviceOn(port, env)
 }
 
 /** The session's status through the ingress, once it is `state`. */
@@ -146,6 +153,51 @@ it('the service SIGKILLed inside a non-idempotent tool: the call is in doubt aft
   expect(sideEffects()).toEqual(['sent to ana'])
   expect(model.calls).toBe(2)
 })
+
+it('a stale attempt is fenced: the service paused (SIGSTOP) mid-stream while Restate retries on another process, which claims the turn (epoch + 1); resumed while the new attempt streams, the old process\'s next write is refused, nothing of it stored, its tool never run', async () => {
+  // Two service processes behind one address (a balancer): the deployment is the proxy. The
+  // proxy cuts Restate's connection when it switches, so Restate retries the invocation on the
+  // second process at once, while the first lives on, paused, inside its model call.
+  const [oldStream, newStream] = [gate(), gate()]
+  model.push({ type: 'stream', chunks: [{ text: 'sending to ' }, { tool: { name: 'send', input: { to: 'old' }, id: 'call_old' } }], holdBefore: { chunk: 1, until: oldStream.opened } })
+  model.push({ type: 'stream', chunks: [{ text: 'sending to ' }, { tool: { name: 'send', input: { to: 'new' }, id: 'call_new' } }], holdBefore: { chunk: 1, until: newStream.opened } })
+  model.text('sent to new')
+  server = await startRestateServer()
+  paused = await serviceOn(port)
+  service = await serviceOn(await freePort())
+  proxy = await startSwitchProxy(port)
+  await server.register(`http://127.0.0.1:${proxy.port}`)
+  const invocation = await server.send('turnchart', 's1', 'prompt', 'send a note')
+  const { turnId } = (await paused.waitFor((m) => m.type === 'delta')) as { turnId: string }
+  readEngine = await createEngine({ database: database(), model: modelFor(model), recovery: { onOpen: false, intervalMs: 0 } })
+  const before = (await readEngine.getTurn(turnId))!.epoch!
+
+  paused.pause()
+  proxy.switchTo(Number(new URL(service.url).port))
+  await service.waitFor((m) => m.type === 'delta' && m.turnId === turnId)
+  expect((await readEngine.getTurn(turnId))!.epoch).toBeGreaterThan(before)
+  const transitions = await readEngine.transitions(turnId)
+
+  // While the new attempt streams its step, the old one wakes inside its model call and its held
+  // stream goes on: its step ends with a call of `send`, whose rows it must write before the tool runs.
+  paused.resume()
+  oldStream.open()
+  expect(await paused.waitFor((m) => m.type === 'lost' && m.turnId === turnId)).toMatchObject({ error: 'TurnOwnershipLostError' })
+  expect(await readEngine.transitions(turnId)).toEqual(transitions)
+
+  newStream.open()
+  expect(await server.attach(invocation)).toEqual({ turnId, outcome: 'completed', text: 'sent to new' })
+  expect(JSON.stringify(await readEngine.messages('s1'))).not.toContain('call_old')
+  expect(sideEffects()).toEqual(['sent to new'])
+  expect(model.calls).toBe(3)
+})
+
+/** A promise the test opens when it chooses. */
+function gate(): { opened: Promise<void>; open(): void } {
+  let open!: () => void
+  const opened = new Promise<void>((resolve) => (open = resolve))
+  return { opened, open }
+}
 
 it('a tool\'s sleep outlives a restart of the service and of restate-server: Restate\'s timer wakes the turn at its deadline, not before', async () => {
   model.tool('nap', { ms: 2500 }, { id: 'call_nap' })

@@ -6,7 +6,7 @@
  * `charge` (needs approval) and `send`, neither idempotent, `nap` (a tool's `sleep()`), and
  * `errand`, a sub-agent (`agentTool`) that may charge; `send` hangs on its first run when
  * TURNCHART_HANG_IN_TOOL is set, so the test can kill the process inside it. The engine's events
- * the test waits on are sent over IPC.
+ * the test waits on are sent over IPC (a turn this process lost to another's claim: `lost`).
  * Usage: node service-child.ts <db file> <model baseURL> <port>
  */
 import fs from 'node:fs'
@@ -68,6 +68,7 @@ async function main() {
     onEvent(event) {
       if (event.type === 'part.delta') send({ type: 'delta', turnId: event.turnId, delta: event.delta })
       if (event.type === 'turn.transition') send({ type: 'transition', turnId: event.turnId, to: event.to })
+      if (event.type === 'turn.lost') send({ type: 'lost', turnId: event.turnId, error: event.error.name })
     },
   })
   const server = http2.createServer(restate.createEndpointHandler({ services: [service] }))

@@ -165,6 +165,10 @@ async function startOnFreePorts(): Promise<RestateServer> {
 export interface ServiceProcess extends Pick<TestChild, 'messages' | 'waitFor'> {
   url: string
   kill(): Promise<void>
+  /** SIGSTOP: the process stays alive, holding what it held, and runs nothing until `resume`. */
+  pause(): void
+  /** SIGCONT. */
+  resume(): void
 }
 
 /** Starts `script` (a Restate service of the test's) on Node 22 on `port`; resolves once it listens. */
@@ -177,5 +181,6 @@ export async function startService(script: string, args: string[], port: number,
     await child.exited
   }
   await Promise.race([child.waitFor((m) => m.type === 'listening', 30_000), child.exited.then(() => Promise.reject(new Error('the service exited before it listened')))])
-  return { url: `http://127.0.0.1:${port}`, messages: child.messages, waitFor: child.waitFor, kill }
+  const signal = (name: NodeJS.Signals) => () => void child.process.kill(name)
+  return { url: `http://127.0.0.1:${port}`, messages: child.messages, waitFor: child.waitFor, kill, pause: signal('SIGSTOP'), resume: signal('SIGCONT') }
 }
