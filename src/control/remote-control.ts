@@ -16,7 +16,7 @@ import { newId } from '../core/ids'
 import { parkedOwner } from '../core/parking'
 import type { Store } from '../store/store'
 import type { ToolPart } from '../core/types'
-import { storedToolParts } from '../tools/awaited-calls'
+import { storedToolParts } from './stored-turns'
 import { isWaitingCall } from '../tools/tool-part'
 import type { ControlTarget } from './control-poller'
 

@@ -15,7 +15,7 @@ import { ApprovalNotPendingError, InvalidArgumentError, NothingToWakeError } fro
 import type { ToolPart } from '../core/types'
 import { checkApprovalEdit } from '../tools/approval-edit'
 import { checkResolution, type CallResolution } from '../tools/resolve-call'
-import { storedToolParts } from '../tools/awaited-calls'
+import { storedToolParts } from '../control/stored-turns'
 import type { ApproveOptions, DenyOptions } from '../turn/turn-handle'
 
 export interface ControlCalls {

@@ -8,7 +8,8 @@ import { optionalString } from '../core/arguments'
 import { InvalidArgumentError } from '../core/errors'
 import { parkedOwner } from '../core/parking'
 import type { Store } from '../store/store'
-import { awaitedCallsIn, storedToolParts, type AwaitedCall } from '../tools/awaited-calls'
+import { awaitedCallsIn, type AwaitedCall } from '../chart/awaited-calls'
+import { storedToolParts } from '../control/stored-turns'
 import type { EngineCall } from './engine-calls'
 
 /** A call that waits, with its turn: what `approve`, `deny`, `resolveCall` or `wake` settles. */

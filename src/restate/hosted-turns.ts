@@ -8,11 +8,13 @@
  */
 import { waitOf } from '../../machines/turn.machine'
 import { applyPending } from '../control/control-poller'
+import { readStatus } from '../control/read-status'
+import { openTurnsBelow } from '../control/stored-turns'
 import { storeDecision, type Decision } from '../control/remote-control'
 import { QueuedPromptCancelledError, SessionNotFoundError, TurnNotFoundError, TurnParkedError, serializeError, type SerializedError } from '../core/errors'
 import { newId } from '../core/ids'
 import { parkedOwner, restateOwner } from '../core/parking'
-import type { PromptOptions, TurnRecord } from '../core/types'
+import type { PromptOptions, SessionStatus, TurnRecord } from '../core/types'
 import type { EngineOptions } from '../config/options'
 import { turnRequest } from '../conversation/turn-options'
 import { userParts, type PromptInput } from '../conversation/user-input'
@@ -59,10 +61,10 @@ export interface RestateTurnStatus {
 }
 
 /**
- * A session's turn as `status` reports it, read from the store: idle, or busy with its open turn
- * and the open turns below it in its run tree (`children`: where to send their approvals).
+ * A session's status as `status` reports it, read from the store: `engine.readStatus`'s, and
+ * with a turn open, the open turns below it in its run tree (`children`: where to send their approvals).
  */
-export type RestateSessionStatus = { type: 'idle' } | ({ type: 'busy'; children?: RestateTurnStatus[] } & Omit<RestateTurnStatus, 'sessionId'>)
+export type RestateSessionStatus = { type: 'idle' } | (Exclude<SessionStatus, { type: 'idle' }> & { children?: RestateTurnStatus[] })
 
 export class HostedTurns {
   readonly engine: Engine
@@ -173,21 +175,19 @@ export class HostedTurns {
    */
   async abort(sessionId: string, reason: string): Promise<string[]> {
     const open = await this.#openTurn(sessionId)
-    const below = open ? await this.#openBelow(open.id) : []
+    const below = open ? await openTurnsBelow(this.#parts.store, open.id) : []
     const here = this.#parts.running.ofSession(sessionId)
     if (here) here.abort(reason)
     else if (open) await this.#parts.store.controls.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
     return below.map((turn) => turn.sessionId)
   }
 
-  /** The session's turn, from the store: the one open (with the open turns below it), or idle. */
+  /** The session's status, from the store (as `engine.readStatus` reads it), with the open turns below its turn. */
   async status(sessionId: string): Promise<RestateSessionStatus> {
-    const openTurn = await this.#openTurn(sessionId)
-    const open = openTurn && (await this.#parts.store.turns.get(openTurn.id))
-    if (!open) return { type: 'idle' }
-    const { sessionId: _session, ...turn } = turnStatus(open)
-    const children = (await this.#openBelow(open.id)).map(turnStatus)
-    return { type: 'busy', ...turn, ...(children.length > 0 ? { children } : {}) }
+    const status = await readStatus(this.#parts.store, sessionId)
+    if (status.type === 'idle') return status
+    const children = (await openTurnsBelow(this.#parts.store, status.turnId)).map(turnStatus)
+    return { ...status, ...(children.length > 0 ? { children } : {}) }
   }
 
   close(): Promise<void> {
@@ -240,17 +240,6 @@ export class HostedTurns {
 
   async #openTurn(sessionId: string) {
     return this.#parts.store.turns.openOfSession(sessionId)
-  }
-
-  /** The open turns below `turnId` in its run tree (an ended turn's children ended with it), nearest first. */
-  async #openBelow(turnId: string): Promise<TurnRecord[]> {
-    const open: TurnRecord[] = []
-    for (let level = [turnId]; level.length > 0; ) {
-      const children = (await Promise.all(level.map((id) => this.#parts.store.turns.children(id)))).flat().filter((turn) => !turn.outcome)
-      open.push(...children)
-      level = children.map((turn) => turn.id)
-    }
-    return open
   }
 }
 

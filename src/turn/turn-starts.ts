@@ -13,7 +13,8 @@ import { newId } from '../core/ids'
 import { leaseEnd } from '../core/parking'
 import type { UserPartDraft } from '../core/types'
 import type { Store } from '../store/store'
-import { waitAnnouncement, waitStatus } from '../tools/awaited-calls'
+import { waitAnnouncement } from '../chart/awaited-calls'
+import { sessionStatus } from '../chart/session-status'
 import type { RunTree } from './run-tree/run-tree'
 import { runTurn, type TurnDeps } from './run-turn'
 import type { TurnConfig } from './turn-config'
@@ -129,7 +130,7 @@ export function resumeTurn(
       if (wait && !restored.quiet) {
         // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
         const { sessionId, turnId, stepTools } = scope
-        scope.events.publish({ type: 'session.status', sessionId, status: waitStatus(wait.awaits, turnId, state, stepTools) })
+        scope.events.publish({ type: 'session.status', sessionId, status: sessionStatus(turnId, state, { toolParts: stepTools }) })
         scope.events.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, stepTools))
       }
       return restored.recover

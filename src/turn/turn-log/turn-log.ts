@@ -25,7 +25,7 @@
  * `ended` settles with it, once, and the handle reports it.
  */
 import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
-import { retryWaitStates, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
+import { turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
 import type { TurnContext, TurnStall } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
@@ -40,7 +40,8 @@ import type { StorageWaitLog, WaitsToWrite } from './storage-wait-log'
 import { isFinalState, planRows, type RowPlan } from './row-plan'
 import type { RiddenWrite } from '../run-tree/run-tree'
 import { closeTurn, type TurnEnd } from './turn-end'
-import { waitAnnouncement, waitDeadline, waitStatus } from '../../tools/awaited-calls'
+import { waitAnnouncement, waitDeadline } from '../../chart/awaited-calls'
+import { sessionStatus } from '../../chart/session-status'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -559,12 +560,8 @@ export class TurnLog {
       bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time, ...output })
       if (isFinalState(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
       const wait = waitOf(row.to)
-      const status: SessionStatus = retryWaitStates.has(row.to)
-        ? { type: 'retry', turnId, attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
-        : wait
-          ? waitStatus(wait.awaits, turnId, row.to, scope.stepTools)
-          : { type: 'busy', turnId, state: row.to }
-      bus.publish({ type: 'session.status', sessionId, status })
+      const retry = { attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
+      bus.publish({ type: 'session.status', sessionId, status: sessionStatus(turnId, row.to, { retry, toolParts: scope.stepTools }) })
       // (entering the wait: a settling row that stays in it announces nothing new)
       if (wait && row.from !== row.to) bus.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, scope.stepTools))
     }

@@ -6,8 +6,7 @@
  */
 import type { WaitMeaning } from '../../machines/turn.types'
 import type { TurnchartEvent } from '../core/bus'
-import type { SessionStatus, ToolPart, WaitingCall } from '../core/types'
-import type { Store } from '../store/store'
+import type { ToolPart, WaitingCall } from '../core/types'
 
 /** A call waiting for `approve` / `deny`, as statuses and `approval.requested` list it. */
 export interface ApprovalCall {
@@ -27,11 +26,6 @@ export type AwaitedCalls = { approvals: ApprovalCall[] } | { calls: WaitingCall[
  */
 export function awaitedCalls(awaits: WaitMeaning['awaits'], parts: readonly ToolPart[]): AwaitedCalls {
   return awaits === 'decision' ? { approvals: approvalsIn(parts) } : { calls: waitingCallsIn(parts) }
-}
-
-/** The status of a session whose turn waits in `state`: busy, with what it waits on. */
-export function waitStatus(awaits: WaitMeaning['awaits'], turnId: string, state: string, parts: readonly ToolPart[]): SessionStatus {
-  return { type: 'busy', turnId, state, ...awaitedCalls(awaits, parts) }
 }
 
 /** The event that tells callers what a turn waits on (on entry to the wait, and again where another engine resumes it). */
@@ -66,14 +60,6 @@ export function waitingCallsIn(parts: readonly ToolPart[]): WaitingCall[] {
 export function waitDeadline(parts: readonly ToolPart[]): number | null {
   const deadlines = awaitedCallsIn(parts).flatMap((call) => (call.deadline !== undefined ? [call.deadline] : []))
   return deadlines.length ? Math.min(...deadlines) : null
-}
-
-/** The tool parts of a stored turn (since its session's latest summary): what a turn another engine runs, or none, waits on. */
-export async function storedToolParts(store: Pick<Store, 'messages'>, sessionId: string, turnId: string): Promise<ToolPart[]> {
-  return (await store.messages.list(sessionId, { fromLatestSummary: true }))
-    .filter((m) => m.info.turnId === turnId)
-    .flatMap((m) => m.parts)
-    .filter((p): p is ToolPart => p.type === 'tool')
 }
 
 /** What a waiting call waits for: a person's decision, a person's word on a call in doubt, a result from the world, or a time. */
