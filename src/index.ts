@@ -52,7 +52,7 @@ export { configureTool, idempotent, type ToolOptions, type ReconcileResult } fro
 export type { CallResolution } from './tools/resolve-call'
 export type { UpgradeBreak, UpgradeChange } from './engine/upgrade-check'
 export type { WaitingEntry, WaitingOptions } from './engine/waiting-calls'
-export type { AwaitedKind } from './chart/awaited-calls'
+export type { AwaitedKind } from './core/call-wait'
 export type { TenantUsage } from './engine/session-calls'
 export { agentTool, type AgentToolOptions } from './tools/agent-tool'
 export { mergeBudgets, budgetBreach, type BudgetBreach, type TreeSpending } from './policy/budget'

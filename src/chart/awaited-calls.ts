@@ -6,6 +6,7 @@
  */
 import type { WaitMeaning } from '../../machines/turn.types'
 import type { TurnchartEvent } from '../core/bus'
+import { callWait, type AwaitedKind } from '../core/call-wait'
 import type { ToolPart, WaitingCall } from '../core/types'
 
 /** A call waiting for `approve` / `deny`, as statuses and `approval.requested` list it. */
@@ -36,16 +37,18 @@ export function waitAnnouncement(awaits: WaitMeaning['awaits'], ids: { sessionId
 
 /** The calls among `parts` that wait for a decision (pending, approval required). */
 export function approvalsIn(parts: readonly ToolPart[]): ApprovalCall[] {
-  return parts.flatMap(({ callId, tool, state }) =>
-    state.status === 'pending' && state.approval === 'required' ? [{ callId, tool, input: state.input, ...(state.expiresAt !== undefined ? { expiresAt: state.expiresAt } : {}) }] : [],
-  )
+  return parts.flatMap(({ callId, tool, state }) => {
+    const wait = callWait(state)
+    return wait?.kind === 'approval' ? [{ callId, tool, input: state.input, ...(wait.deadline !== undefined ? { expiresAt: wait.deadline } : {}) }] : []
+  })
 }
 
-/** The calls among `parts` that wait for `resolveCall`, as statuses and events show them. */
+/** The calls among `parts` that wait for `resolveCall`, as statuses and events show them (a sleep as the deferred call it is). */
 export function waitingCallsIn(parts: readonly ToolPart[]): WaitingCall[] {
-  return parts.flatMap((p): WaitingCall[] => {
-    if (p.state.status === 'in-doubt') return [{ callId: p.callId, tool: p.tool, input: p.state.input, status: 'in-doubt', reason: p.state.reason }]
-    if (p.state.status === 'deferred') return [{ callId: p.callId, tool: p.tool, input: p.state.input, status: 'deferred', ...(p.state.deadline !== undefined ? { deadline: p.state.deadline } : {}) }]
+  return parts.flatMap(({ callId, tool, state }): WaitingCall[] => {
+    const wait = callWait(state)
+    if (wait?.kind === 'in-doubt') return [{ callId, tool, input: state.input, status: 'in-doubt', reason: wait.reason }]
+    if (wait?.kind === 'deferred' || wait?.kind === 'sleep') return [{ callId, tool, input: state.input, status: 'deferred', ...(wait.deadline !== undefined ? { deadline: wait.deadline } : {}) }]
     return []
   })
 }
@@ -61,9 +64,6 @@ export function waitDeadline(parts: readonly ToolPart[]): number | null {
   const deadlines = awaitedCallsIn(parts).flatMap((call) => (call.deadline !== undefined ? [call.deadline] : []))
   return deadlines.length ? Math.min(...deadlines) : null
 }
-
-/** What a waiting call waits for: a person's decision, a person's word on a call in doubt, a result from the world, or a time. */
-export type AwaitedKind = 'approval' | 'in-doubt' | 'deferred' | 'sleep'
 
 /** A call among `parts` that waits, with what it waits for, since when and until when. */
 export interface AwaitedCall {
@@ -85,10 +85,10 @@ export interface AwaitedCall {
  */
 export function awaitedCallsIn(parts: readonly ToolPart[]): AwaitedCall[] {
   return parts.flatMap(({ callId, tool, state }): AwaitedCall[] => {
-    const call = { callId, toolName: tool, input: state.input }
-    if (state.status === 'pending' && state.approval === 'required') return [{ ...call, kind: 'approval', ...(state.expiresAt !== undefined ? { deadline: state.expiresAt } : {}) }]
-    if (state.status === 'in-doubt') return [{ ...call, kind: 'in-doubt', since: state.time.start }]
-    if (state.status !== 'deferred') return []
-    return [{ ...call, kind: state.onDeadline ? 'sleep' : 'deferred', since: state.time.start, ...(state.deadline !== undefined ? { deadline: state.deadline } : {}) }]
+    const wait = callWait(state)
+    if (!wait) return []
+    const since = wait.kind !== 'approval' ? { since: wait.since } : {}
+    const deadline = wait.kind !== 'in-doubt' && wait.deadline !== undefined ? { deadline: wait.deadline } : {}
+    return [{ callId, toolName: tool, kind: wait.kind, input: state.input, ...since, ...deadline }]
   })
 }

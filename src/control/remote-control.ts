@@ -19,6 +19,7 @@ import type { ToolPart } from '../core/types'
 import { storedToolParts } from './stored-turns'
 import { isWaitingCall } from '../tools/tool-part'
 import type { ControlTarget } from './control-poller'
+import { callWait } from '../core/call-wait'
 
 /** What the store pushes about a stored request's outcome (PostgreSQL notifications), when the engine listens. */
 export interface ControlOutcomeFeed {
@@ -154,7 +155,7 @@ export async function storeDecision(deps: { store: Pick<Store, 'turns' | 'contro
 /** Whether `call` waits for `decision`: approval for approve and deny, a resolution (in doubt, deferred) for resolve. */
 function waitsFor(call: ToolPart, decision: Decision): boolean {
   if (decision.kind === 'resolve') return isWaitingCall(call)
-  return call.state.status === 'pending' && call.state.approval === 'required'
+  return callWait(call.state)?.kind === 'approval'
 }
 
 /** Why `decision` cannot be applied: a resolution is for a call in doubt or deferred, a decision for one awaiting approval. */

@@ -17,6 +17,7 @@ import { checkApprovalEdit } from '../tools/approval-edit'
 import { checkResolution, type CallResolution } from '../tools/resolve-call'
 import { storedToolParts } from '../control/stored-turns'
 import type { ApproveOptions, DenyOptions } from '../turn/turn-handle'
+import { callWait } from '../core/call-wait'
 
 export interface ControlCalls {
   /**
@@ -129,7 +130,10 @@ async function callsWaitingForATime(store: Store, turnId: string): Promise<Array
   if (!turn) throw new NothingToWakeError(turnId, 'no such turn')
   if (turn.outcome) throw new NothingToWakeError(turnId, `the turn ended (${turn.outcome})`)
   const parts = await storedToolParts(store, turn.sessionId, turnId)
-  const calls = parts.flatMap((p) => (p.state.status === 'deferred' && p.state.onDeadline ? [{ callId: p.callId, output: p.state.onDeadline.output }] : []))
+  const calls = parts.flatMap((p) => {
+    const wait = callWait(p.state)
+    return wait?.kind === 'sleep' ? [{ callId: p.callId, output: wait.output }] : []
+  })
   if (calls.length === 0) throw new NothingToWakeError(turnId, `the turn is in '${turn.state}'`)
   return calls
 }
@@ -201,5 +205,5 @@ export async function abortAnywhere(remote: RemoteControlDeps, running: RunningT
 async function waitingCall(store: Store, turnId: string, callId: string): Promise<ToolPart | undefined> {
   const turn = await store.turns.get(turnId)
   if (!turn) return undefined
-  return (await storedToolParts(store, turn.sessionId, turnId)).find((p) => p.callId === callId && p.state.status === 'pending' && p.state.approval === 'required')
+  return (await storedToolParts(store, turn.sessionId, turnId)).find((p) => p.callId === callId && callWait(p.state)?.kind === 'approval')
 }

@@ -11,6 +11,7 @@ import type { MessageWithParts, ToolPart, TurnRecord } from '../core/types'
 import type { Store } from '../store/store'
 import { fingerprintChanges, toolFingerprint, type ToolChange, type ToolFingerprint } from '../tools/tool-fingerprint'
 import type { EngineCall } from './engine-calls'
+import { callWait } from '../core/call-wait'
 
 /**
  * How the engine's configuration breaks an open turn:
@@ -112,5 +113,5 @@ const awaitsDecision = (state: string) => waitOf(state)?.awaits === 'decision'
 function waitingCalls(turn: Pick<TurnRecord, 'id' | 'state'>, messages: MessageWithParts[]): ToolPart[] {
   if (!awaitsDecision(turn.state)) return []
   const assistant = messages.filter((m) => m.info.turnId === turn.id && m.info.role === 'assistant').at(-1)
-  return (assistant?.parts ?? []).filter((p): p is ToolPart => p.type === 'tool' && p.state.status === 'pending' && p.state.approval === 'required')
+  return (assistant?.parts ?? []).filter((p): p is ToolPart => p.type === 'tool' && callWait(p.state)?.kind === 'approval')
 }

@@ -17,6 +17,7 @@ import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fin
 import { isMcpTool, throwIfMcpError } from './mcp-result'
 import { idempotencyKeyOf, type CallInfo } from './call-info'
 import { deadlineOf, isDeferral } from './defer'
+import { callWait } from '../core/call-wait'
 
 export type { TurnToolContext } from './call-info'
 
@@ -86,11 +87,12 @@ export function waitingCallsOf(parts: readonly ToolPart[]): WaitingCalls {
   const sleeping: string[] = []
   let deadline: number | null = null
   for (const part of parts) {
-    if (part.state.status === 'in-doubt') inDoubt.push(part.callId)
-    else if (part.state.status === 'deferred') {
+    const wait = callWait(part.state)
+    if (wait?.kind === 'in-doubt') inDoubt.push(part.callId)
+    else if (wait?.kind === 'deferred' || wait?.kind === 'sleep') {
       deferred.push(part.callId)
-      if (part.state.onDeadline) sleeping.push(part.callId)
-      if (part.state.deadline !== undefined) deadline = Math.min(deadline ?? Infinity, part.state.deadline)
+      if (wait.kind === 'sleep') sleeping.push(part.callId)
+      if (wait.deadline !== undefined) deadline = Math.min(deadline ?? Infinity, wait.deadline)
     }
   }
   return { inDoubt, deferred, sleeping, deadline }

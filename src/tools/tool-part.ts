@@ -10,6 +10,7 @@
  */
 import { inputDigest } from '../core/input-digest'
 import type { ApprovalReceipt, ToolPart } from '../core/types'
+import { callWait, settledBy } from '../core/call-wait'
 
 /** Why a call did not run, or stopped before it finished. */
 export type NotRunReason =
@@ -50,7 +51,8 @@ export function executionOf(part: ToolPart): number {
 
 /** The call waits for its outcome (`in-doubt`) or its result (`deferred`): `engine.resolveCall` settles it. */
 export function isWaitingCall(part: ToolPart): boolean {
-  return part.state.status === 'in-doubt' || part.state.status === 'deferred'
+  const wait = callWait(part.state)
+  return wait !== undefined && settledBy(wait.kind) === 'result'
 }
 
 /**

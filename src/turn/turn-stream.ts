@@ -21,6 +21,7 @@ import type { Bus, PartChange, PartOrigin, ToolStage, TurnchartEvent } from '../
 import { MessageAbortedError, type SerializedError } from '../core/errors'
 import { jsonCopy } from '../core/json-copy'
 import { emptyTokens, type MessageInfo, type MessageWithParts, type Part, type TextPart, type Tokens, type ToolPart } from '../core/types'
+import { callWait } from '../core/call-wait'
 
 /** A `ReadableStream` that is also an `AsyncIterable` (as the AI SDK's streams are). */
 export type AsyncIterableStream<T> = ReadableStream<T> & AsyncIterable<T>
@@ -289,7 +290,7 @@ export function stageOf(part: Part): string {
 
 export function toolStage(part: ToolPart): ToolStage {
   const { state } = part
-  return state.status === 'pending' ? (state.approval === 'required' ? 'approval' : 'pending') : state.status
+  return callWait(state)?.kind === 'approval' ? 'approval' : state.status
 }
 
 /** A part as an event carries it: a copy (the writer goes on changing its own), a text's string shared (strings do not change). */

@@ -5,6 +5,7 @@
 import type { UIMessage } from 'ai'
 import type { SerializedError } from '../core/errors'
 import type { MessageInfo, MessageWithParts, Part, Tokens, ToolPart } from '../core/types'
+import { callWait } from '../core/call-wait'
 
 /** The chart's state as the page sees it (the `data-turn-state` part). */
 export interface TurnStateData {
@@ -84,7 +85,7 @@ function toolUIPart(part: ToolPart): UIPart {
   const state = part.state
   switch (state.status) {
     case 'pending':
-      if (state.approval === 'required') return { ...base, state: 'approval-requested', input: state.input, approval: { id: part.callId } } as UIPart
+      if (callWait(state)?.kind === 'approval') return { ...base, state: 'approval-requested', input: state.input, approval: { id: part.callId } } as UIPart
       return { ...base, state: 'input-available', input: state.input } as UIPart
     case 'running':
     // (in doubt or deferred: the call waits; the turn's state, `data-turn-state`, says for what)
