@@ -17,7 +17,7 @@ const require = createRequire(import.meta.url)
 const { buildViewerPage } = require(path.join(root, 'dist/cjs/src/viewer/build-page.js'))
 fs.writeFileSync(path.join(root, 'dist/cjs/src/viewer/viewer-page.html'), await buildViewerPage(path.join(root, 'src/viewer/page')))
 
-const entries = { index: 'dist/cjs/src/index.js', testing: 'dist/cjs/src/testing/index.js', restate: 'dist/cjs/src/restate/index.js' }
+const entries = { index: 'dist/cjs/src/index.js', testing: 'dist/cjs/src/testing/index.js', host: 'dist/cjs/src/host/index.js', restate: 'dist/cjs/src/restate/index.js' }
 // turnchart/restate makes its object with the Restate SDK's build of the module system that loads
 // it: the SDK ships a CommonJS and an ES module build, and its endpoint knows only its own build's
 // handlers and TerminalError. So the ES module entry passes the SDK's ES module.

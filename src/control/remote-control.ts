@@ -169,6 +169,11 @@ async function takeIfParked(deps: RemoteControlDeps, turnId: string): Promise<vo
   await deps.settleParked(turnId, () => undefined)
 }
 
+/** Stores a request to abort `turnId`, for whoever runs it (or takes it next) to apply. */
+export function storeAbort(store: Pick<Store, 'controls'>, turnId: string, reason: string): Promise<void> {
+  return store.controls.add({ id: newId('ctl'), turnId, kind: 'abort', callId: null, reason, createdAt: Date.now() })
+}
+
 /**
  * Aborts the unfinished turn of `sessionId`, wherever it runs, and resolves when it has ended
  * (or after `waitMs`, the request stored). No turn: nothing happens.
@@ -185,7 +190,7 @@ export async function requestAbort(deps: RemoteControlDeps, sessionId: string, r
   if (taken) return taken.abort(reason)
   const { bell, stop } = outcomeBell(deps.outcomes, (change) => 'session' in change && change.session === sessionId)
   try {
-    await deps.store.controls.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
+    await storeAbort(deps.store, open.id, reason)
     const deadline = Date.now() + deps.waitMs
     while (Date.now() < deadline) {
       await bell.wait(deps.checkEveryMs)

@@ -76,6 +76,23 @@ interface Waiter {
   reject(error: unknown): void
 }
 
+/**
+ * Stores a queued prompt or a steer in its session's queue, in one transaction that locks the
+ * session first; a steer resolves with the id of the session's open turn then (the turn it is
+ * for: it takes it at its next model call), if one is open. Every queued row is written here.
+ *
+ * @example
+ * const open = await storeQueued(store, { id, sessionId, input, options: {}, time: { created: Date.now() }, kind: 'steer' })
+ */
+export function storeQueued(store: Pick<Store, 'transaction'>, record: QueuedPromptRecord): Promise<string | undefined> {
+  return store.transaction(async (tx) => {
+    // A write first (SQLite: a read-then-write transaction fails at once with SQLITE_BUSY when another connection wrote in between).
+    if (!(await tx.sessions.lock(record.sessionId, record.time.created))) throw new SessionNotFoundError(record.sessionId)
+    await tx.queue.insert(record)
+    return record.kind === 'steer' ? (await tx.turns.openOfSession(record.sessionId))?.id : undefined
+  })
+}
+
 export class PromptQueue {
   private readonly waiters = new Map<string, Waiter>()
   /** Options of prompts queued here that are never stored (headers, stop conditions), used when this engine starts them. */
@@ -116,15 +133,8 @@ export class PromptQueue {
     done.catch(() => undefined) // a caller that never awaits `done` gets no unhandled rejection
     const waiter: Waiter = { sessionId, resolve, reject }
     this.waiters.set(id, waiter)
-    const now = Date.now()
-    const saved = this.deps.store.transaction(async (tx) => {
-      // A write first (SQLite: a read-then-write transaction fails at once with SQLITE_BUSY when another connection wrote in between).
-      if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
-      await tx.queue.insert({ id, sessionId, input, options: stored, time: { created: now }, ...(kind === 'steer' ? { kind } : {}) })
-      if (kind === 'steer') {
-        const running = await tx.turns.openOfSession(sessionId)
-        if (running) waiter.target = running.id
-      }
+    const saved = storeQueued(this.deps.store, { id, sessionId, input, options: stored, time: { created: Date.now() }, ...(kind === 'steer' ? { kind } : {}) }).then((open) => {
+      if (open) waiter.target = open
     })
     saved.then(
       () => {

@@ -6,15 +6,6 @@
  */
 export const parkedOwner = 'turnchart:parked'
 
-/**
- * The owner a turn run on Restate names (`turnchart/restate`): no engine of turnchart's own.
- * Restate runs one invocation at a time per session and retries it after a crash, so the turn
- * has no lease (`leaseUntil` null): the recovery sweep never claims it and `turnchart recover`
- * never ends it. Each attempt of the invocation claims the row again from whoever holds it (its
- * epoch bumped), so an older attempt still running cannot write.
- */
-export const restateOwner = 'turnchart:restate'
-
 /** When a claim taken now runs out: `leaseMs` from `now`, or never (null) for a turn whose host serializes its runs. */
 export function leaseEnd(leaseMs: number | null, now: number): number | null {
   return leaseMs === null ? null : now + leaseMs

@@ -90,7 +90,7 @@ export interface EngineParts {
  * The engine and its parts, hosted as `hosting` says (see `createEngine`).
  *
  * @example
- * const { engine, parts } = await assembleEngine(options, { owner: restateOwner, leases: false })
+ * const { engine, parts } = await assembleEngine(options, { owner: host.owner, leases: false })
  */
 export async function assembleEngine(options: EngineOptions, hosting: EngineHosting): Promise<{ engine: Engine; parts: EngineParts }> {
   const { config, services, opened, mcp, reportHookError } = await openEngineResources(options)

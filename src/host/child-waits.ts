@@ -1,16 +1,11 @@
 /**
- * The child turns each parent turn of this process waits on, for the parent's invocation to
- * call (run trees on Restate: a child turn is a call to its session's object). An `agentTool`
- * call tells of its child as it starts it (or finds it unfinished after a crash); the parent's
- * next `runUntilPause` hands the children over as its pause, and the invocation calls them.
+ * The child turns each parent turn of this process waits on, for the host to run (run trees on a
+ * host: on Restate, a child turn is a call to its session's object). An `agentTool` call tells of
+ * its child as it starts it (or finds it unfinished after a crash); the parent's next
+ * `runUntilPause` hands the children over as its pause, and the host runs them.
  */
 import type { ChildHost } from '../engine/child-turns'
-
-/** A child turn its parent waits on. */
-export interface ChildCall {
-  sessionId: string
-  turnId: string
-}
+import type { ChildCall } from './turn-host'
 
 export class ChildWaits implements ChildHost {
   /** The children told of and not handed over yet, by parent turn. */

@@ -1,24 +1,25 @@
 /**
- * The turns of one Restate service process: an engine hosted by Restate (owner `restateOwner`,
- * no lease, no sweep: Restate runs one invocation at a time per session and retries it after a
- * crash) and what the service's handlers ask of it. A turn runs in the engine as any turn does
- * (the same chart, actors, policies and store) until it ends or waits; a waiting turn is parked at
- * once (`parkAfterMs: 0`: no process holds it while Restate waits for its control), and the next
- * attempt of the invocation takes it from whoever holds it, its fence bumped.
+ * `HostedTurns`: an engine run by a host of turns (`TurnHost`: Restate, a queue, a serverless
+ * platform), and what the host asks of it. The host runs a session's turns one at a time and runs
+ * a turn again when its run died; the engine gives it the turn's runs and the calls that settle a
+ * pause. A turn runs in the engine as any turn does (the same chart, actors, policies and store)
+ * until it ends, waits, or waits on child turns; a waiting turn is parked at once (`parkAfterMs:
+ * 0`: no process holds it while the host waits for its control or its deadline), and the next run
+ * takes it from whoever holds it, its fence bumped: an older run still alive cannot write.
  */
 import { waitOf } from '../../machines/turn.machine'
 import { applyPending } from '../control/control-poller'
 import { readStatus } from '../control/read-status'
+import { storeAbort, storeDecision, type Decision } from '../control/remote-control'
 import { openTurnsBelow } from '../control/stored-turns'
-import { storeDecision, type Decision } from '../control/remote-control'
-import { QueuedPromptCancelledError, SessionNotFoundError, TurnNotFoundError, TurnParkedError, serializeError, type SerializedError } from '../core/errors'
+import { InvalidOptionError, QueuedPromptCancelledError, SessionNotFoundError, TurnNotFoundError, TurnParkedError, serializeError } from '../core/errors'
 import { newId } from '../core/ids'
-import { parkedOwner, restateOwner } from '../core/parking'
-import type { PromptOptions, SessionStatus, TurnRecord } from '../core/types'
+import { parkedOwner } from '../core/parking'
+import type { TurnRecord } from '../core/types'
 import type { EngineOptions } from '../config/options'
 import { turnRequest } from '../conversation/turn-options'
 import { userParts, type PromptInput } from '../conversation/user-input'
-import { remoteControl } from '../engine/control-calls'
+import { approveDecision, denyArguments, remoteControl } from '../engine/control-calls'
 import { assembleEngine, type EngineParts } from '../engine/create-engine'
 import type { Engine } from '../engine/engine'
 import { startQueuedTurn } from '../engine/prompt-calls'
@@ -26,63 +27,43 @@ import { takeHeldTurn } from '../engine/recovery'
 import { finalTextOf } from '../turn/turn-result'
 import type { RunningTurn } from '../turn/turn-handle'
 import { startTurn } from '../turn/turn-starts'
-import { ChildWaits, type ChildCall } from './child-waits'
-
-/** How a Restate-run turn ended, as `prompt` returns it (JSON: it is journaled). */
-export interface RestateTurnResult {
-  turnId: string
-  outcome: 'completed' | 'failed' | 'aborted'
-  /** The text of its last step. */
-  text: string
-  /** Why it failed or was aborted. */
-  error?: SerializedError
-}
+import { checkResolution } from '../tools/resolve-call'
+import { storeQueued } from '../conversation/prompt-queue'
+import { ChildWaits } from './child-waits'
+import type { HostedPrompt, HostedSessionStatus, HostedTurnResult, HostedTurnStatus, TurnHost, TurnPause } from './turn-host'
 
 /**
- * Where a turn stopped running: it ended, or it waits (parked) for a control, or for its
- * `deadline` (the earliest of what it waits on: an approval's expiry, a deferred call's timeout,
- * a sleep's end), when it has one.
+ * The turns a host runs in this process, and the calls that settle their pauses (`TurnHost` says
+ * what the host does with them).
+ *
+ * @example
+ * const turns = await HostedTurns.open({ database: './agent.db', model, tools }, { owner: 'my-queue' })
+ * const turnId = await turns.newTurn('ses_1', { input: 'hello' })
+ * const pause = await turns.runUntilPause('ses_1', turnId, { input: 'hello' }) // { kind: 'ended', result }
  */
-export type TurnPause = { kind: 'ended'; result: RestateTurnResult } | { kind: 'waiting'; state: string; deadline?: number } | { kind: 'children'; children: ChildCall[] }
-
-/**
- * What a `prompt` runs: a prompt with its options, a queued steer (its queue row's id, the
- * turn's), or a child turn its parent's `agentTool` call started (`turn`: its id).
- */
-export type HostedPrompt = { input: PromptInput; options?: PromptOptions } | { queued: string } | { turn: string }
-
-/** A turn as `status` reports it. */
-export interface RestateTurnStatus {
-  sessionId: string
-  turnId: string
-  state: string
-  /** What it waits for, when it waits (the chart's `meta.wait.awaits`: a `decision` or a call's `result`). */
-  awaits?: string
-}
-
-/**
- * A session's status as `status` reports it, read from the store: `engine.readStatus`'s, and
- * with a turn open, the open turns below it in its run tree (`children`: where to send their approvals).
- */
-export type RestateSessionStatus = { type: 'idle' } | (Exclude<SessionStatus, { type: 'idle' }> & { children?: RestateTurnStatus[] })
-
 export class HostedTurns {
   readonly engine: Engine
   readonly #parts: EngineParts
   readonly #children: ChildWaits
+  readonly #host: TurnHost
 
-  private constructor(engine: Engine, parts: EngineParts, children: ChildWaits) {
+  private constructor(engine: Engine, parts: EngineParts, children: ChildWaits, host: TurnHost) {
     this.engine = engine
     this.#parts = parts
     this.#children = children
+    this.#host = host
   }
 
-  /** Opens the engine that runs this process's turns: `options` as `createEngine` takes them, hosted by Restate. */
-  static async open(options: EngineOptions): Promise<HostedTurns> {
+  /** Opens the engine that runs this process's turns for `host`: `options` as `createEngine` takes them. */
+  static async open(options: EngineOptions, host: TurnHost): Promise<HostedTurns> {
+    const owner = host?.owner
+    if (typeof owner !== 'string' || owner === '' || owner === parkedOwner || /^[^:]*:\d+:/.test(owner)) {
+      throw new InvalidOptionError('host.owner', owner, "the host's own id, e.g. 'my-queue' (not an engine's 'host:pid:id', nor 'turnchart:parked')")
+    }
     const hosted: EngineOptions = { ...options, parkAfterMs: 0, recovery: { ...options.recovery, onOpen: false, intervalMs: 0 } }
     const children = new ChildWaits()
-    const { engine, parts } = await assembleEngine(hosted, { owner: restateOwner, leases: false, children })
-    return new HostedTurns(engine, parts, children)
+    const { engine, parts } = await assembleEngine(hosted, { owner: host.owner, leases: false, children })
+    return new HostedTurns(engine, parts, children, host)
   }
 
   /**
@@ -136,14 +117,28 @@ export class HostedTurns {
   }
 
   /**
-   * Stores a decision on a waiting call of the session's turn (`turnId`, or its open turn), for the
-   * invocation that runs it to apply. Throws `ApprovalNotPendingError` (a resolution:
-   * `CallNotWaitingError`) when the call does not wait for it.
+   * Approves a call waiting for approval in the session's turn (`turnId`, or its open turn): the
+   * decision stored for the turn's next run to apply. Throws `ApprovalNotPendingError` when the
+   * call does not wait for one.
    */
-  async decide(sessionId: string, turnId: string | undefined, callId: string, decision: Decision): Promise<void> {
-    const id = turnId ?? (await this.#openTurn(sessionId))?.id ?? 'none'
+  approve(sessionId: string, request: { turnId?: string; callId: string; input?: unknown; by?: string }): Promise<void> {
+    return this.#decide(sessionId, request, () => approveDecision(optionsOf(request, ['input', 'by'])))
+  }
+
+  /** Denies a call waiting for approval (a `reason` the model sees); as `approve`. */
+  deny(sessionId: string, request: { turnId?: string; callId: string; reason?: string; by?: string }): Promise<void> {
+    return this.#decide(sessionId, request, () => ({ kind: 'deny', ...present(denyArguments(optionsOf(request, ['reason', 'by']))) }))
+  }
+
+  /** Settles a call in doubt or deferred with its `resolution`; throws `CallNotWaitingError` when the call does not wait for one. */
+  resolveCall(sessionId: string, request: { turnId?: string; callId: string; resolution: unknown }): Promise<void> {
+    return this.#decide(sessionId, request, () => ({ kind: 'resolve', resolution: checkResolution(request?.resolution) }))
+  }
+
+  async #decide(sessionId: string, request: { turnId?: string; callId: string }, decision: () => Decision): Promise<void> {
+    const id = request?.turnId ?? (await this.#openTurn(sessionId))?.id ?? 'none'
     const remote = remoteControl({ store: this.#parts.store, config: this.#parts.config, running: this.#parts.running, recover: async () => [] })
-    await storeDecision(remote, newId('ctl'), id, callId, decision)
+    await storeDecision(remote, newId('ctl'), id, request?.callId, decision())
   }
 
   /**
@@ -152,15 +147,10 @@ export class HostedTurns {
    * turn will take it: it is started as a turn of its own).
    */
   async steer(sessionId: string, input: PromptInput): Promise<{ id: string; open: boolean }> {
-    const { store, config } = this.#parts
-    const parts = userParts(input, config.maxFileBytes) // (refused before anything is written)
+    const parts = userParts(input, this.#parts.config.maxFileBytes) // (refused before anything is written)
     const id = newId('trn')
-    const now = Date.now()
-    await store.transaction(async (tx) => {
-      if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
-      await tx.queue.insert({ id, sessionId, input: parts, options: {}, time: { created: now }, kind: 'steer' })
-    })
-    return { id, open: (await this.#openTurn(sessionId)) !== undefined }
+    const open = await storeQueued(this.#parts.store, { id, sessionId, input: parts, options: {}, time: { created: Date.now() }, kind: 'steer' })
+    return { id, open: open !== undefined }
   }
 
   /** The ids of the session's steers no turn took (its turn ended before another model call): each becomes a turn of its own. */
@@ -178,12 +168,12 @@ export class HostedTurns {
     const below = open ? await openTurnsBelow(this.#parts.store, open.id) : []
     const here = this.#parts.running.ofSession(sessionId)
     if (here) here.abort(reason)
-    else if (open) await this.#parts.store.controls.add({ id: newId('ctl'), turnId: open.id, kind: 'abort', callId: null, reason, createdAt: Date.now() })
+    else if (open) await storeAbort(this.#parts.store, open.id, reason)
     return below.map((turn) => turn.sessionId)
   }
 
   /** The session's status, from the store (as `engine.readStatus` reads it), with the open turns below its turn. */
-  async status(sessionId: string): Promise<RestateSessionStatus> {
+  async status(sessionId: string): Promise<HostedSessionStatus> {
     const status = await readStatus(this.#parts.store, sessionId)
     if (status.type === 'idle') return status
     const children = (await openTurnsBelow(this.#parts.store, status.turnId)).map(turnStatus)
@@ -221,15 +211,15 @@ export class HostedTurns {
     return (await takeHeldTurn(this.#parts, turnId)) ?? (await this.#stillOpen(turnId))
   }
 
-  /** A turn another claim took first: an error Restate retries (the next attempt takes it), unless it ended. */
+  /** A turn another claim took first: an error for the host to run it again (the next run takes it), unless it ended. */
   async #stillOpen(turnId: string): Promise<undefined> {
     const row = await this.#parts.store.turns.get(turnId)
     if (row && !row.outcome && row.owner === parkedOwner) throw new Error(`turn ${turnId} is parked again: run it once more`)
-    if (row && !row.outcome && row.owner !== restateOwner) throw new Error(`turn ${turnId} is held by ${row.owner ?? 'nobody'}: run it once more`)
+    if (row && !row.outcome && row.owner !== this.#host.owner) throw new Error(`turn ${turnId} is held by ${row.owner ?? 'nobody'}: run it once more`)
     return undefined
   }
 
-  async #storedResult(turnId: string): Promise<RestateTurnResult> {
+  async #storedResult(turnId: string): Promise<HostedTurnResult> {
     const { store } = this.#parts
     const row = await store.turns.get(turnId)
     if (!row) throw new SessionNotFoundError(turnId)
@@ -243,7 +233,17 @@ export class HostedTurns {
   }
 }
 
-function turnStatus(turn: TurnRecord): RestateTurnStatus {
+function turnStatus(turn: TurnRecord): HostedTurnStatus {
   const awaits = waitOf(turn.state)?.awaits
   return { sessionId: turn.sessionId, turnId: turn.id, state: turn.state, ...(awaits ? { awaits } : {}) }
+}
+
+/** A control's own options: the request without the call it names. */
+function optionsOf(request: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((key) => request?.[key] !== undefined).map((key) => [key, request[key]]))
+}
+
+/** The fields of `value` that are set. */
+function present<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>
 }

@@ -16,14 +16,21 @@
  * journal entry.
  */
 import * as restate from '@restatedev/restate-sdk'
-import type { EngineOptions } from '../config/options'
-import type { PromptOptions } from '../core/types'
-import type { PromptInput } from '../conversation/user-input'
-import type { Decision } from '../control/remote-control'
-import { approveDecision, denyArguments } from '../engine/control-calls'
-import { checkResolution } from '../tools/resolve-call'
+import { HostedTurns, type EngineOptions, type HostedPrompt, type HostedSessionStatus, type HostedTurnResult, type PromptInput, type PromptOptions, type TurnHost } from '../host'
 import { terminalErrors, type Refusals } from './terminal-errors'
-import { HostedTurns, type HostedPrompt, type RestateSessionStatus, type RestateTurnResult } from './hosted-turns'
+
+/** How a Restate-run turn ended, as `prompt` returns it (JSON: it is journaled). */
+export type RestateTurnResult = HostedTurnResult
+/** A session's status as the object's `status` reads it from the store. */
+export type RestateSessionStatus = HostedSessionStatus
+
+/**
+ * Restate as turnchart's host: the owner its turns name while they run. Restate runs one
+ * invocation at a time per session and retries it after a crash, so the turns hold no lease (no
+ * engine's recovery sweep takes them) and each attempt claims the row again from whoever holds
+ * it (its epoch bumped): an older attempt still running cannot write.
+ */
+const restateHost: TurnHost = { owner: 'turnchart:restate' }
 
 /** `createRestateService`'s options: the engine's (`createEngine`'s), and the object's name. */
 export type RestateServiceOptions = EngineOptions & {
@@ -98,7 +105,7 @@ export function createRestateServiceWith(sdk: RestateSdk, options: RestateServic
   const { name = 'turnchart', ...engineOptions } = options
   let opened: Promise<HostedTurns> | undefined
   // (a failed open is not kept: the next call opens again)
-  const hosted = () => (opened ??= HostedTurns.open(engineOptions).catch((error: unknown) => ((opened = undefined), Promise.reject(error))))
+  const hosted = () => (opened ??= HostedTurns.open(engineOptions, restateHost).catch((error: unknown) => ((opened = undefined), Promise.reject(error))))
   const service: Service = { name, sdk, hosted, refused: terminalErrors(sdk) }
   const definition = sdk.object({ name, handlers: objectHandlers(service) })
   return Object.assign(definition, { close: async () => (opened ? (await opened).close() : undefined) }) as RestateService
@@ -113,13 +120,13 @@ function objectHandlers(service: Service) {
   return {
     prompt: async (ctx: restate.ObjectContext, request: RestatePrompt) => runTurn(ctx, service, await hosted(), promptOf(request)),
     approve: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { input?: unknown; by?: string }) => {
-      await decide(ctx, service, request, () => approveDecision(withoutCall(request, ['input', 'by'])))
+      await decide(ctx, service, (turns) => turns.approve(ctx.key, request))
     }),
     deny: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { reason?: string; by?: string }) => {
-      await decide(ctx, service, request, () => ({ kind: 'deny', ...present(denyArguments(withoutCall(request, ['reason', 'by']))) }))
+      await decide(ctx, service, (turns) => turns.deny(ctx.key, request))
     }),
     resolveCall: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request: OfTurn & { resolution: unknown }) => {
-      await decide(ctx, service, request, () => ({ kind: 'resolve', resolution: checkResolution(request.resolution) }))
+      await decide(ctx, service, (turns) => turns.resolveCall(ctx.key, request))
     }),
     abort: shared(sharedOptions, async (ctx: restate.ObjectSharedContext, request?: { reason?: string }) => {
       const turns = await hosted()
@@ -186,9 +193,9 @@ async function wakeOrDeadline(ctx: restate.ObjectContext, sdk: RestateSdk, wake:
 }
 
 /** A decision on a call stored (journaled: once), then the turn's invocation woken. */
-async function decide(ctx: restate.ObjectSharedContext, service: Service, request: OfTurn, decision: () => Decision): Promise<void> {
+async function decide(ctx: restate.ObjectSharedContext, service: Service, store: (turns: HostedTurns) => Promise<void>): Promise<void> {
   const turns = await service.hosted()
-  await ctx.run('store the decision', () => service.refused(() => turns.decide(ctx.key, request?.turnId, request?.callId, decision())))
+  await ctx.run('store the decision', () => service.refused(() => store(turns)))
   await wakeTurn(ctx)
 }
 
@@ -207,14 +214,4 @@ function namedTurn(prompt: HostedPrompt): string | undefined {
 function promptOf(request: RestatePrompt): HostedPrompt {
   if (typeof request === 'object' && request !== null && !Array.isArray(request) && ('input' in request || 'queued' in request || 'turn' in request)) return request
   return { input: request as PromptInput }
-}
-
-/** A control's own options: the request without the call it names. */
-function withoutCall(request: OfTurn & Record<string, unknown>, keys: string[]): Record<string, unknown> {
-  return Object.fromEntries(keys.filter((key) => request?.[key] !== undefined).map((key) => [key, request[key]]))
-}
-
-/** The fields of `value` that are set. */
-function present<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>
 }

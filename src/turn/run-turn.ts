@@ -29,7 +29,7 @@ export type TurnClock = NonNullable<Parameters<typeof createActor>[1]>['clock']
 export interface TurnDeps {
   store: Store
   bus: Pick<Bus, 'publish'>
-  /** This engine's owner id (`host:pid:random`, or `restateOwner`), written on the turns it runs. */
+  /** This engine's owner id (`host:pid:random`, or its host's: `TurnHost.owner`), written on the turns it runs. */
   owner: string
   /** How long a claim on a turn holds (the lease written with its row); null: no lease (Restate serializes the session's turns). */
   leaseMs: number | null

@@ -26,6 +26,8 @@ const layers: string[][] = [
   // ui-stream maps a turn's events to the AI SDK's UI chunks: above turn/, which knows nothing of it.
   ['control', 'conversation', 'ui-stream'],
   ['engine'],
+  // The hosting seam: an engine run by a host of turns (turnchart/host); Restate is one such host.
+  ['host'],
   ['ui', 'viewer', 'testing', 'restate'],
   ['cli'],
 ]

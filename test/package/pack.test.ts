@@ -174,7 +174,9 @@ test.each([
 const typeCheck = [
   "import { createEngine, StorageError, type Engine, type EngineOptions } from 'turnchart'",
   "import { startScriptedServer, type ScriptedServer } from 'turnchart/testing'",
+  "import { HostedTurns, type TurnHost } from 'turnchart/host'",
   'export const f: (o: EngineOptions) => Promise<Engine> = createEngine',
+  'export const open: (o: EngineOptions, host: TurnHost) => Promise<HostedTurns> = (o, host) => HostedTurns.open(o, host)',
   'export const g: () => Promise<ScriptedServer> = startScriptedServer',
   "export const h: boolean = StorageError.isInstance(new Error('x'))",
   '',

@@ -6,7 +6,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { forkNode, nodeEntry } from './compiled'
 
-export type ChildMessage = { type: string; to?: string; turnId?: string; sessionId?: string; outcome?: string; error?: string; delta?: string; env?: string }
+export type ChildMessage = { type: string; to?: string; turnId?: string; sessionId?: string; outcome?: string; error?: string; delta?: string; env?: string; text?: string; deadline?: number; kind?: string }
 
 export interface TestChild {
   process: ChildProcess

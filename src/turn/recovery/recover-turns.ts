@@ -11,7 +11,7 @@ import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput, TurnStall } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
 import { serializeError, StorageError, TurnchartError, UnknownError } from '../../core/errors'
-import { leaseEnd, parkedOwner, restateOwner } from '../../core/parking'
+import { leaseEnd, parkedOwner } from '../../core/parking'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
 import { doubtCall, isWaitingCall, rerunCall } from '../../tools/tool-part'
@@ -38,14 +38,13 @@ export function newOwnerId(): string {
  * True when an engine (`owner`) may take `turn` over: nobody owns it, its lease ran out (this
  * engine's own turns too: the caller skips the turns it runs, so an expired lease of its own is
  * a turn it lost track of, e.g. after its final write failed), or its owner was a process on
- * this host that is gone.
+ * this host that is gone. A turn a host runs (`TurnHost`: its owner no engine's, no lease) is
+ * never taken: its host runs it again.
  */
 function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
   if (!turn.owner) return true
   // A parked turn waits for its control (approve, deny, abort, a deadline), not for an engine.
   if (turn.owner === parkedOwner) return false
-  // A turn run on Restate is retried by Restate, never taken over here.
-  if (turn.owner === restateOwner) return false
   if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
   if (turn.owner === owner) return false
   const [host, pid] = turn.owner.split(':')
