@@ -6,6 +6,7 @@
  * again what had not ended (the new run claims the turn: the fence keeps an older run out).
  */
 import fs from 'node:fs'
+import { TurnOwnershipLostError } from '../../src'
 import { HostedTurns, type EngineOptions, type HostedPrompt, type TurnPause } from '../../src/host'
 
 /** A journal line: a run begun (its turn and what it runs), or a turn that ended. */
@@ -71,11 +72,14 @@ export class QueueHost {
   /** Runs the turn until it ends: each wait awaited here, each child run here, a failed run run again. */
   async #run(sessionId: string, turnId: string, prompt: HostedPrompt): Promise<void> {
     for (;;) {
-      const pause = await this.turns.runUntilPause(sessionId, turnId, prompt).catch(async () => {
+      const pause = await this.turns.runUntilPause(sessionId, turnId, prompt).catch(async (error: unknown) => {
+        // Another run took the turn (this process was paused, say): that run goes on, not this one.
+        if (TurnOwnershipLostError.isInstance(error)) return 'taken' as const
         // (a run the host must run again: the database out, the turn not let go of yet)
         await new Promise((resolve) => setTimeout(resolve, 100))
         return undefined
       })
+      if (pause === 'taken') return
       if (!pause) continue
       if (pause.kind === 'ended') this.#write({ ended: turnId })
       this.#told(sessionId, turnId, pause)

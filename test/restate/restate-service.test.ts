@@ -14,6 +14,7 @@ import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { testNeeding } from '../support/requires'
 import { freePort, restate, startRestateServer, startService, until, type RestateServer, type ServiceProcess } from '../support/restate'
 import { startSwitchProxy, type SwitchProxy } from '../support/switch-proxy'
+import { staleRunIsFenced } from '../support/host-contract'
 import { modelFor } from '../support/harness'
 
 jest.setTimeout(120_000)
@@ -154,50 +155,32 @@ it('the service SIGKILLed inside a non-idempotent tool: the call is in doubt aft
   expect(model.calls).toBe(2)
 })
 
-it('a stale attempt is fenced: the service paused (SIGSTOP) mid-stream while Restate retries on another process, which claims the turn (epoch + 1); resumed while the new attempt streams, the old process\'s next write is refused, nothing of it stored, its tool never run', async () => {
+it('the host contract: a stale attempt is fenced (the service paused by SIGSTOP in its model call while Restate retries on another process behind the same address)', async () => {
   // Two service processes behind one address (a balancer): the deployment is the proxy. The
   // proxy cuts Restate's connection when it switches, so Restate retries the invocation on the
-  // second process at once, while the first lives on, paused, inside its model call.
-  const [oldStream, newStream] = [gate(), gate()]
-  model.push({ type: 'stream', chunks: [{ text: 'sending to ' }, { tool: { name: 'send', input: { to: 'old' }, id: 'call_old' } }], holdBefore: { chunk: 1, until: oldStream.opened } })
-  model.push({ type: 'stream', chunks: [{ text: 'sending to ' }, { tool: { name: 'send', input: { to: 'new' }, id: 'call_new' } }], holdBefore: { chunk: 1, until: newStream.opened } })
-  model.text('sent to new')
-  server = await startRestateServer()
-  paused = await serviceOn(port)
-  service = await serviceOn(await freePort())
-  proxy = await startSwitchProxy(port)
-  await server.register(`http://127.0.0.1:${proxy.port}`)
-  const invocation = await server.send('turnchart', 's1', 'prompt', 'send a note')
-  const { turnId } = (await paused.waitFor((m) => m.type === 'delta')) as { turnId: string }
-  readEngine = await createEngine({ database: database(), model: modelFor(model), recovery: { onOpen: false, intervalMs: 0 } })
-  const before = (await readEngine.getTurn(turnId))!.epoch!
-
-  paused.pause()
-  proxy.switchTo(Number(new URL(service.url).port))
-  await service.waitFor((m) => m.type === 'delta' && m.turnId === turnId)
-  expect((await readEngine.getTurn(turnId))!.epoch).toBeGreaterThan(before)
-  const transitions = await readEngine.transitions(turnId)
-
-  // While the new attempt streams its step, the old one wakes inside its model call and its held
-  // stream goes on: its step ends with a call of `send`, whose rows it must write before the tool runs.
-  paused.resume()
-  oldStream.open()
-  expect(await paused.waitFor((m) => m.type === 'lost' && m.turnId === turnId)).toMatchObject({ error: 'TurnOwnershipLostError' })
-  expect(await readEngine.transitions(turnId)).toEqual(transitions)
-
-  newStream.open()
-  expect(await server.attach(invocation)).toEqual({ turnId, outcome: 'completed', text: 'sent to new' })
-  expect(JSON.stringify(await readEngine.messages('s1'))).not.toContain('call_old')
-  expect(sideEffects()).toEqual(['sent to new'])
-  expect(model.calls).toBe(3)
+  // second process at once, while the first lives on, paused.
+  const restateServer = (server = await startRestateServer())
+  const first = (paused = await serviceOn(port))
+  const second = (service = await serviceOn(await freePort()))
+  const switching = (proxy = await startSwitchProxy(port))
+  await restateServer.register(`http://127.0.0.1:${switching.port}`)
+  await staleRunIsFenced({
+    model,
+    reader: async () => (readEngine ??= await createEngine({ database: database(), model: modelFor(model), recovery: { onOpen: false, intervalMs: 0 } })),
+    sideEffects,
+    async startFirst() {
+      await restateServer.send('turnchart', 's1', 'prompt', 'send a note')
+      return (await first.waitFor((m) => m.type === 'delta')).turnId!
+    },
+    pauseFirst: () => first.pause(),
+    resumeFirst: () => first.resume(),
+    async runElsewhere(turnId) {
+      switching.switchTo(Number(new URL(second.url).port))
+      await second.waitFor((m) => m.type === 'delta' && m.turnId === turnId)
+    },
+    firstLost: async (turnId) => (await first.waitFor((m) => m.type === 'lost' && m.turnId === turnId)).error,
+  })
 })
-
-/** A promise the test opens when it chooses. */
-function gate(): { opened: Promise<void>; open(): void } {
-  let open!: () => void
-  const opened = new Promise<void>((resolve) => (open = resolve))
-  return { opened, open }
-}
 
 it('a tool\'s sleep outlives a restart of the service and of restate-server: Restate\'s timer wakes the turn at its deadline, not before', async () => {
   model.tool('nap', { ms: 2500 }, { id: 'call_nap' })
