@@ -110,7 +110,7 @@ export const turnMachine = setup({
     hasToolCalls: ({ event }) => event.type === 'step.finished' && event.toolCalls > 0,
     /** The step's calls must not run: they loop (doom loop, policy `stop`), or the step limit is reached. */
     stepMustStop: ({ context, event }) =>
-      event.type === 'step.finished' && (!!event.doomLoop || (event.toolCalls > 0 && context.maxSteps !== null && context.step >= context.maxSteps)),
+      event.type === 'step.finished' && (!!event.doomLoop || (event.toolCalls > 0 && StepLimitError.reachedAt(context.step, context.maxSteps))),
     /** A final answer of a turn with structured output: checked at the step gate before the turn completes. */
     checksOutput: ({ event }) => event.type === 'step.finished' && event.checksOutput === true,
     needsApproval: ({ event }) => event.type === 'step.finished' && (event.approvals?.length ?? 0) > 0,
@@ -294,7 +294,7 @@ export const turnMachine = setup({
             },
             'retry-waiting': {
               tags: ['interruptible', 'retry-wait'],
-              meta: { work: { boundBy: 'retry-delay', label: "a retry's delay" } satisfies WorkMeaning },
+              meta: { work: { boundBy: 'retry-delay', label: "a retry's delay", attempt: 'attempt' } satisfies WorkMeaning },
               after: { retryDelay: { target: 'streaming', actions: 'startNextAttempt' } },
             },
           },
@@ -413,7 +413,7 @@ export const turnMachine = setup({
             },
             'compaction-retry-waiting': {
               tags: ['interruptible', 'retry-wait'],
-              meta: { work: { boundBy: 'retry-delay', label: "the summary request's retry delay" } satisfies WorkMeaning },
+              meta: { work: { boundBy: 'retry-delay', label: "the summary request's retry delay", attempt: 'summary attempt' } satisfies WorkMeaning },
               after: { retryDelay: { target: 'compacting', actions: 'startNextAttempt' } },
             },
           },
@@ -464,20 +464,24 @@ export function turnStateName(snapshot: { value: StateValue }): TurnStateName {
 
 interface NodeLike {
   key: string
+  type: string
   tags: readonly string[]
   meta?: { wait?: WaitMeaning; work?: WorkMeaning }
+  invoke: ReadonlyArray<{ src: unknown }>
+  transitions: ReadonlyMap<string, ReadonlyArray<{ target?: ReadonlyArray<{ key: string }> }>>
   states: Record<string, NodeLike>
 }
 const allNodes = (node: NodeLike): NodeLike[] => [node, ...Object.values(node.states).flatMap(allNodes)]
+const nodes: readonly NodeLike[] = allNodes(turnMachine.root as unknown as NodeLike)
 const taggedStates = (tag: string): ReadonlySet<string> =>
-  new Set(allNodes(turnMachine.root as unknown as NodeLike).filter((node) => node.tags.includes(tag)).map((node) => node.key))
+  new Set(nodes.filter((node) => node.tags.includes(tag)).map((node) => node.key))
 
 /** The stored names of the retry waits (tagged `retry-wait`): a deadline in `retryAt`, status `retry`. */
 export const retryWaitStates: ReadonlySet<string> = taggedStates('retry-wait')
 
 /** The waiting states by stored name, each with what it means (its `meta.wait`). */
 const waits: ReadonlyMap<string, WaitMeaning> = new Map(
-  allNodes(turnMachine.root as unknown as NodeLike).flatMap((node) => (node.meta?.wait ? [[node.key, node.meta.wait] as const] : [])),
+  nodes.flatMap((node) => (node.meta?.wait ? [[node.key, node.meta.wait] as const] : [])),
 )
 
 /**
@@ -494,7 +498,7 @@ export function waitOf(state: string): WaitMeaning | undefined {
 
 /** The working states by stored name, each with what bounds its work (its `meta.work`). */
 const works: ReadonlyMap<string, WorkMeaning> = new Map(
-  allNodes(turnMachine.root as unknown as NodeLike).flatMap((node) => (node.meta?.work ? [[node.key, node.meta.work] as const] : [])),
+  nodes.flatMap((node) => (node.meta?.work ? [[node.key, node.meta.work] as const] : [])),
 )
 
 /**
@@ -516,3 +520,33 @@ export function waitingStates(): ReadonlyMap<string, WaitMeaning> {
 
 /** The stored names of the states a process can die in with work in flight (tagged `interruptible`). */
 export const interruptibleStates: ReadonlySet<string> = taggedStates('interruptible')
+
+const only = (found: readonly NodeLike[], what: string): string => {
+  if (found.length !== 1) throw new Error(`the turn chart has ${found.length} states ${what}, not one`)
+  return found[0]!.key
+}
+
+/** The stored name of the state that runs the actor `src` (the one state that invokes it): where that work happens. */
+function stateInvoking(src: 'stepGate' | 'streamStep' | 'runTools' | 'compact'): string {
+  return only(nodes.filter((node) => node.invoke.some((invoke) => invoke.src === src)), `invoking ${src}`)
+}
+
+/** The step gate's state (it invokes `stepGate`): between two model calls. */
+export const gateState = stateInvoking('stepGate')
+/** The state that streams a step's model call (it invokes `streamStep`). */
+export const stepStreamState = stateInvoking('streamStep')
+/** The state that runs a step's tool calls (it invokes `runTools`). */
+export const toolsState = stateInvoking('runTools')
+/** The state that streams the summary request (it invokes `compact`). */
+export const summaryState = stateInvoking('compact')
+/** The state a crash is logged into (the target of `turn.crashed`), which recovery resumes from. */
+export const crashedState = only(
+  nodes.flatMap((node) => (node.transitions.get('turn.crashed') ?? []).flatMap((t) => t.target ?? [])) as unknown as NodeLike[],
+  'entered by turn.crashed',
+)
+const finalStates: ReadonlySet<string> = new Set(nodes.filter((node) => node.type === 'final').map((node) => node.key))
+
+/** Whether the state stored as `state` is final: the turn ended there, with that outcome. */
+export function isFinalState(state: string): boolean {
+  return finalStates.has(state)
+}

@@ -234,4 +234,6 @@ export interface WorkMeaning {
   boundBy: 'model' | 'tools' | 'retry-delay' | 'storage'
   /** What the turn waits on there, in words (`turn.stalled`'s `waitingOn`). */
   label: string
+  /** A retry's delay: what the attempt it waits for is called (the viewer's "attempt 3 in 1.4 s"). */
+  attempt?: string
 }

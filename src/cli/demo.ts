@@ -13,6 +13,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { jsonSchema, tool } from 'ai'
 import { createEngine } from '../engine/create-engine'
+import { retryWaitStates } from '../../machines/turn.machine'
 import { agentTool } from '../tools/agent-tool'
 import type { Engine } from '../engine/engine'
 import type { EngineModel, EngineOptions } from '../config/options'
@@ -187,7 +188,7 @@ class DemoPrinter {
       case 'part.updated':
         return this.#part(event.part)
       case 'turn.transition':
-        if (event.from === 'retry-waiting' || event.from === 'compaction-retry-waiting') this.#stopRetryLine()
+        if (retryWaitStates.has(event.from)) this.#stopRetryLine()
         return this.line(c.dim('  [') + formatTransition(event, c) + c.dim(']'))
       case 'session.status':
         return event.status.type === 'retry' ? this.#retry(event.status) : this.#stopRetryLine()

@@ -22,6 +22,7 @@ import type { ParentTurn, TurnChildren, TurnDeps } from '../turn/run-turn'
 import type { TurnServices } from '../turn/turn-config'
 import type { RunningTurn } from '../turn/turn-handle'
 import { finalTextOf } from '../turn/turn-result'
+import { stepStreamState } from '../../machines/turn.machine'
 import { startTurn } from '../turn/turn-starts'
 import { abortAnywhere, remoteControl } from './control-calls'
 import { takeOverTurns } from './recovery'
@@ -190,7 +191,7 @@ async function waitForChild(deps: ChildRunDeps, parent: ParentTurn, callId: stri
  * waits for, and the end of such a call. One event per transition or part end, never per delta.
  */
 function relayProgress(child: RunningTurn, parent: ParentTurn, callId: string): () => void {
-  let state = 'streaming'
+  let state = stepStreamState
   const asked = new Set<string>()
   const publish = (progress: Omit<ChildProgress, 'turnId' | 'sessionId' | 'state'>) =>
     parent.publish({ type: 'child.progress', sessionId: parent.sessionId, turnId: parent.turnId, callId, child: { turnId: child.id, sessionId: child.sessionId, state, ...progress } })

@@ -8,6 +8,7 @@ import { createRedactor, type Redactor } from '../core/secrets/redact-secrets'
 import { classifyError } from '../policy/classify-error'
 import { defaultFailurePolicies, type FailurePolicies } from '../policy/decide-failure'
 import { Telemetry } from '../telemetry/telemetry'
+import { isFinalState } from '../../machines/turn.machine'
 
 export interface EngineServices {
   telemetry: Telemetry
@@ -26,7 +27,7 @@ export function createEngineServices(config: ResolvedConfig, secrets: readonly s
   const defaults = defaultFailurePolicies(config.retry)
   return {
     // A broken tracer costs spans, never a turn: its errors go where subscribers' errors go.
-    telemetry: new Telemetry(config.telemetry, onHookError),
+    telemetry: new Telemetry(config.telemetry ?? {}, onHookError, isFinalState),
     redactor,
     failure: {
       // The default classifier gets the app's secrets, so a body is redacted before it is cut to 8 KB.

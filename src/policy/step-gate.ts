@@ -104,7 +104,7 @@ export async function decideStep(turn: GateTurn): Promise<StepVerdict> {
   const { stepNumber, maxSteps } = turn
   const answer = stepNumber > 0 && turn.checkOutput ? await turn.checkOutput() : null
   if (answer) return decideOutput(turn, answer)
-  if (maxSteps !== null && stepNumber >= maxSteps) return { type: 'gate.fail', rule: 'maxSteps', error: new StepLimitError(maxSteps).toJSON() }
+  if (StepLimitError.reachedAt(stepNumber, maxSteps)) return { type: 'gate.fail', rule: 'maxSteps', error: new StepLimitError(maxSteps!).toJSON() }
   // (the finished steps are read only for a rule that reads them: a turn with none reads no step)
   if (stepNumber > 0 && turn.stopWhen.length > 0 && (await anyHolds(turn.stopWhen, turn.steps()))) return { type: 'gate.complete', rule: 'stopWhen' }
   for (const rule of turn.rules) {

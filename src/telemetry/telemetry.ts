@@ -53,7 +53,6 @@ type OtelApi = typeof import('@opentelemetry/api')
 
 const SPAN_KIND_CLIENT = 2 // SpanKind.CLIENT, without importing the api for a constant
 const STATUS_ERROR = 2 // SpanStatusCode.ERROR
-const finalStates = new Set(['completed', 'failed', 'aborted'])
 
 let api: OtelApi | null | undefined
 function loadApi(): OtelApi | null {
@@ -78,7 +77,7 @@ interface OpenTurn {
  * runner open model-call and tool spans under the turn's span.
  *
  * @example
- * const telemetry = new Telemetry({ tracer: provider.getTracer('app') })
+ * const telemetry = new Telemetry({ tracer: provider.getTracer('app') }, console.error, isFinalState)
  * bus.subscribe((event) => telemetry.observe(event))
  */
 export class Telemetry {
@@ -92,8 +91,10 @@ export class Telemetry {
   /**
    * @param onError told when the tracer or a span throws: that span is skipped (or left
    * unfinished) and the turn goes on. Telemetry never fails a turn.
+   * @param isFinal whether a state ends the turn (the chart's `isFinalState`: machines/ sits
+   * beside this folder, not below it)
    */
-  constructor(options: TelemetryOptions = {}, onError: (error: unknown) => void = () => undefined) {
+  constructor(options: TelemetryOptions, onError: (error: unknown) => void, private readonly isFinal: (state: string) => boolean) {
     const otel = loadApi()
     const tracer = options.tracer ?? (otel ? (otel.trace.getTracer('turnchart') as unknown as TelemetryTracer) : undefined)
     // parent/child links need the api's context functions
@@ -113,7 +114,7 @@ export class Telemetry {
       turn.state.span.end()
       turn.state = undefined
     }
-    if (finalStates.has(event.to)) {
+    if (this.isFinal(event.to)) {
       turn.span.setAttribute('turnchart.turn.outcome', event.to)
       if (event.to === 'failed') turn.span.setStatus({ code: STATUS_ERROR, message: 'the turn failed' })
       turn.span.end()

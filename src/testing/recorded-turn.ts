@@ -8,6 +8,7 @@
 import { TurnNotFoundError, type SerializedError } from '../core/errors'
 import type { MessageWithParts, Part, StoredTurnOptions, TransitionRecord, TurnRecord } from '../core/types'
 import type { RecordingSource } from './recording-source'
+import { crashedState, retryWaitStates, stepStreamState, summaryState, workOf } from '../../machines/turn.machine'
 
 /** How a recorded call ended. */
 export type RecordedOutcome =
@@ -78,15 +79,15 @@ export function recordedCalls(rows: TransitionRecord[], own: MessageWithParts[])
   let summariesUsed = 0
   let open: RecordedCall | undefined
   for (const row of rows) {
-    if (open && (row.from === 'streaming' || row.from === 'compacting')) {
+    if (open && workOf(row.from)?.boundBy === 'model') {
       open.outcome = outcomeOf(row)
       if (open.kind === 'summary' && open.outcome.type === 'finished') open.summary = summaries[summariesUsed++]
       open = undefined
     }
     // The chart's own counting (machines/turn.machine.ts): a new step after a start, the tools,
     // a compaction or a recovery that restarts the step; a new attempt after a retry wait.
-    if (row.to === 'streaming') {
-      if (row.from === 'retry-waiting') attempt++
+    if (row.to === stepStreamState) {
+      if (retryWaitStates.has(row.from)) attempt++
       else {
         step = row.event === 'turn.start' ? 1 : step + 1
         attempt = 1
@@ -94,9 +95,9 @@ export function recordedCalls(rows: TransitionRecord[], own: MessageWithParts[])
       open = { call: calls.length + 1, kind: 'step', step, attempt, outcome: { type: 'cut', event: undefined }, parts: [] }
       open.parts = answers.filter((p) => p.step === step && p.attempt === attempt)
       calls.push(open)
-    } else if (row.to === 'compacting') {
-      if (row.from === 'compaction-retry-waiting') attempt++
-      else if (row.from !== 'interrupted') attempt = 1
+    } else if (row.to === summaryState) {
+      if (retryWaitStates.has(row.from)) attempt++
+      else if (row.from !== crashedState) attempt = 1
       open = { call: calls.length + 1, kind: 'summary', step, attempt, outcome: { type: 'cut', event: undefined }, parts: [] }
       calls.push(open)
     }

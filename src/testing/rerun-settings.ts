@@ -6,6 +6,7 @@
  * limit and compaction switches from the chart's stored input (or the source engine's options).
  */
 import type { TurnInput } from '../../machines/turn.types'
+import { workOf } from '../../machines/turn.machine'
 import type { ModelLimits } from '../policy/overflow'
 import type { SerializedError } from '../core/errors'
 import type { Part, StepFinishPart, TransitionRecord } from '../core/types'
@@ -49,7 +50,7 @@ function contextLimit(recording: RecordedTurn, rows: TransitionRecord[], notes: 
   const decided: Array<{ tokens: number; overflow: boolean }> = []
   let call = 0
   for (const row of rows) {
-    if (row.to === 'streaming' || row.to === 'compacting') call++
+    if (workOf(row.to)?.boundBy === 'model') call++
     if (row.event !== 'step.finished') continue
     const finish = recording.calls[call - 1]?.parts.find((p: Part): p is StepFinishPart => p.type === 'step-finish')
     const tokens = finish ? finish.tokens.input + finish.tokens.output : 0

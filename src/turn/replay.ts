@@ -3,7 +3,7 @@
  * `transition()`. Recovery uses it to restore the chart's context; `engine.replay` returns it.
  */
 import { initialTransition, transition, type SnapshotFrom } from 'xstate'
-import { turnMachine, turnStateName, type TurnMachine } from '../../machines/turn.machine'
+import { gateState, stepStreamState, turnMachine, turnStateName, type TurnMachine } from '../../machines/turn.machine'
 import type { TurnEvent, TurnInput } from '../../machines/turn.types'
 import { ReplayMismatchError, type SerializedError } from '../core/errors'
 
@@ -69,8 +69,8 @@ export function replayTransitions(
  * the row's target says.
  */
 function passGate(machine: TurnMachine, snapshot: SnapshotFrom<TurnMachine>, row: TransitionRecord): SnapshotFrom<TurnMachine> {
-  if (turnStateName(snapshot) !== 'step-gate' || row.to === 'step-gate') return snapshot
-  if (row.to === 'streaming') return transition(machine, snapshot, { type: 'gate.continue' })[0]
+  if (turnStateName(snapshot) !== gateState || row.to === gateState) return snapshot
+  if (row.to === stepStreamState) return transition(machine, snapshot, { type: 'gate.continue' })[0]
   if (row.to === 'completed') return transition(machine, snapshot, { type: 'gate.complete', rule: 'stopWhen' })[0]
   return snapshot
 }
@@ -89,13 +89,13 @@ function chartEvent(row: TransitionRecord): TurnEvent {
   const payload = row.payload
   switch (row.event) {
     case 'xstate.done.actor.runTools':
-      return { type: 'tools.finished', overflow: row.to !== 'streaming' }
+      return { type: 'tools.finished', overflow: row.to !== stepStreamState }
     case 'xstate.error.actor.runTools':
       return { type: 'turn.fail', error: payload.error as SerializedError }
     case 'compaction.finished':
       return { type: 'compaction.finished', completes: typeof payload.completes === 'boolean' ? payload.completes : row.to === 'completed' }
     case 'turn.recover':
-      return { ...payload, type: 'turn.recover', retryDelayMs: Number(payload.retryDelayMs ?? 0), ...(payload.restartStep === undefined && row.to === 'streaming' ? { restartStep: true } : {}) } as TurnEvent
+      return { ...payload, type: 'turn.recover', retryDelayMs: Number(payload.retryDelayMs ?? 0), ...(payload.restartStep === undefined && row.to === stepStreamState ? { restartStep: true } : {}) } as TurnEvent
     default:
       return { ...payload, type: row.event } as TurnEvent
   }

@@ -8,7 +8,7 @@ import type { FinishReason, InferUIMessageChunk } from 'ai'
 import type { ChildProgress, PartChange, ToolStage, TurnchartEvent } from '../core/bus'
 import type { SerializedError } from '../core/errors'
 import type { MessageInfo, Part, ToolPart } from '../core/types'
-import { waitOf } from '../../machines/turn.machine'
+import { isFinalState, stepStreamState, waitOf } from '../../machines/turn.machine'
 import type { WaitingStateName } from '../../machines/turn.types'
 import { toolStage } from '../turn/turn-stream'
 import { denialReason, isDenied, messageMetadata, type TurnchartUIMessage, type TurnStateData } from './ui-messages'
@@ -16,7 +16,6 @@ import { denialReason, isDenied, messageMetadata, type TurnchartUIMessage, type 
 export type TurnChunk = InferUIMessageChunk<TurnchartUIMessage>
 
 const finishReasons = new Set<string>(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other'])
-const finalStates = new Set(['completed', 'failed', 'aborted'])
 
 /** Why a stream of a turn ended: its outcome, or the waiting state it stopped at (the turn goes on once that is settled, maybe on another engine). */
 export type TurnStreamEnd = 'completed' | 'failed' | 'aborted' | WaitingStateName
@@ -61,7 +60,7 @@ export class TurnChunks {
     readonly sessionId: string,
     private readonly write: (chunk: TurnChunk) => void,
   ) {
-    this.#state = { turnId, state: 'streaming', attempt: 1, retryAt: null }
+    this.#state = { turnId, state: stepStreamState, attempt: 1, retryAt: null }
   }
 
   /** Set once the stream is over. */
@@ -127,7 +126,7 @@ export class TurnChunks {
         break
       case 'session.status':
         // Idle ends the stream whatever the last state seen (a turn ended by its engine's close, say).
-        if (event.status.type === 'idle' && this.#seen) this.finish(finalStates.has(this.#state.state) ? (this.#state.state as TurnStreamEnd) : 'completed')
+        if (event.status.type === 'idle' && this.#seen) this.finish(isFinalState(this.#state.state) ? (this.#state.state as TurnStreamEnd) : 'completed')
         break
     }
     return this.#ended !== undefined
@@ -189,8 +188,9 @@ export class TurnChunks {
     let next: TurnStateData | undefined
     if (event.type === 'turn.transition' && event.turnId === this.turnId) next = { ...current, state: event.to, retryAt: null, message: undefined }
     else if (event.type === 'session.status' && event.status.type === 'retry' && event.status.turnId === this.turnId) {
-      // The status counts retries (first retry: 1); the page shows the attempt it waits for.
-      next = { ...current, state: 'retry-waiting', attempt: event.status.attempt + 1, retryAt: event.status.next, message: event.status.message }
+      // The status counts retries (first retry: 1); the page shows the attempt it waits for. (The
+      // state is the retry wait the transition before it entered: a step's or a summary's.)
+      next = { ...current, attempt: event.status.attempt + 1, retryAt: event.status.next, message: event.status.message }
     } else if (event.type === 'storage.waiting' && event.turnId === this.turnId) {
       next = { ...current, storage: { operation: event.operation, since: event.since } }
     } else if (event.type === 'storage.resumed' && event.turnId === this.turnId && current.storage) {

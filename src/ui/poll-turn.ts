@@ -10,6 +10,7 @@
  */
 import { structuredOutputOf } from '../turn/turn-result'
 import { createUIMessageStream } from 'ai'
+import { gateState, stepStreamState } from '../../machines/turn.machine'
 import { Doorbell } from '../core/doorbell'
 import type { Engine } from '../engine/engine'
 import type { PartOrigin, ToolStage, TurnchartEvent } from '../core/bus'
@@ -99,7 +100,7 @@ async function readTurnSnapshot(engine: RowsReader, sessionId: string, turnId: s
   return {
     snapshot: {
       messages: own.map(({ info, parts }) => ({ info, parts, origin: info.role === 'user' ? 'steer' : info.summary ? 'summary' : 'answer' })),
-      state: { turnId, state: record?.state ?? 'streaming', attempt: record?.attempt ?? 1, retryAt: record?.retryAt ?? null },
+      state: { turnId, state: record?.state ?? stepStreamState, attempt: record?.attempt ?? 1, retryAt: record?.retryAt ?? null },
     },
     outcome: record?.outcome ?? null,
   }
@@ -159,7 +160,7 @@ async function followRows(
       if (outcome === 'completed') {
         // Structured output's object, from the log row that completed the turn (as a live stream sends it).
         const found = structuredOutputOf(await engine.transitions(turn.id))
-        if ('output' in found) chunks.handle({ type: 'turn.transition', sessionId: turn.sessionId, turnId: turn.id, seq: 0, from: 'step-gate', event: 'gate.complete', to: 'completed', time: Date.now(), output: found.output })
+        if ('output' in found) chunks.handle({ type: 'turn.transition', sessionId: turn.sessionId, turnId: turn.id, seq: 0, from: gateState, event: 'gate.complete', to: 'completed', time: Date.now(), output: found.output })
       }
       const end = outcome ?? waitingEnd(snapshot.state.state)
       if (end) chunks.finish(end)
@@ -206,5 +207,5 @@ function storedTurnOf(events: TurnchartEvent[], turnId: string): StoredTurn {
     if (event.type === 'message.updated') messages.set(event.info.id, { info: event.info, origin: event.origin, parts: messages.get(event.info.id)?.parts ?? [] })
     else if (event.type === 'part.updated') messages.get(event.part.messageId)?.parts.push(event.part)
   }
-  return { messages: [...messages.values()], state: { turnId, state: 'step-gate', attempt: 1, retryAt: null } }
+  return { messages: [...messages.values()], state: { turnId, state: gateState, attempt: 1, retryAt: null } }
 }

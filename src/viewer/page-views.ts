@@ -2,7 +2,7 @@
  * The session as the viewer's page shows it: the conversation (a file's bytes left out, their
  * size kept) and each turn with its path through the drawn chart.
  */
-import { waitOf } from '../../machines/turn.machine'
+import { waitOf, workOf } from '../../machines/turn.machine'
 import type { TurnInput } from '../../machines/turn.types'
 import type { Store } from '../store/store'
 import type { PageMessage, PagePart, SessionPage, TurnView } from './wire'
@@ -30,15 +30,16 @@ export async function sessionPage(store: Store, sessionId: string): Promise<Sess
 const pageMessage = ({ info, parts }: MessageWithParts): PageMessage => ({ info, parts: parts.map(pagePart) })
 
 /**
- * What the page is told of a turn in `state` that waits on a person or the world (the page has
- * no chart of its own to ask).
+ * What the page is told of a turn's `state` by the chart (the page has no chart of its own to
+ * ask): what it waits for on a person or the world, or the attempt its retry delay waits for.
  *
  * @example
- * waitingFields(record.state) // { waitingFor: 'a decision on its tool calls (approve or deny)' }
+ * stateFields(record.state) // { waitingFor: 'a decision on its tool calls (approve or deny)' }
  */
-export function waitingFields(state: string): { waitingFor?: string } {
+export function stateFields(state: string): Pick<TurnView, 'waitingFor' | 'retrying'> {
   const wait = waitOf(state)
-  return wait ? { waitingFor: wait.label } : {}
+  const attempt = workOf(state)?.attempt
+  return { ...(wait ? { waitingFor: wait.label } : {}), ...(attempt ? { retrying: attempt } : {}) }
 }
 
 /** A turn with its path on the drawing, and its child turns (run trees) the same way, with their messages. */
@@ -48,5 +49,5 @@ async function turnView(store: Store, tree: TurnTree): Promise<TurnView> {
   const { steps, mismatch } = turnPath(input, transitions)
   const childViews: TurnView[] = []
   for (const child of children) childViews.push({ ...(await turnView(store, child)), messages: child.messages.map(pageMessage) })
-  return { ...turn, ...waitingFields(turn.state), path: steps, ...(output === undefined ? {} : { output }), ...(mismatch === undefined ? {} : { mismatch }), ...(childViews.length ? { children: childViews } : {}) }
+  return { ...turn, ...stateFields(turn.state), path: steps, ...(output === undefined ? {} : { output }), ...(mismatch === undefined ? {} : { mismatch }), ...(childViews.length ? { children: childViews } : {}) }
 }

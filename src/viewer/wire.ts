@@ -29,6 +29,8 @@ export interface TurnView extends TurnRecord {
   path: PathStep[]
   /** In a waiting state (the chart's `meta.wait`): what the turn waits for, as the page says it. */
   waitingFor?: string
+  /** In a retry's delay (the chart's `meta.work.attempt`): what the attempt it waits for is called. */
+  retrying?: string
   /** Why the log could not be replayed through the chart (its rows are then drawn on the first edge that fits). */
   mismatch?: string
   /** Structured output: the final answer's parsed object (from the log's `gate.complete` row). */

@@ -9,7 +9,7 @@ import { z } from 'zod'
 import { CallNotWaitingError, CallOutcomeUnknownError, callInfo, configureTool, defer, type ToolPart } from '../../src'
 import { assistantParts, createHarness, type Harness } from '../support/harness'
 import { turnActivity } from '../../src/viewer/page/turn-activity'
-import { waitingFields } from '../../src/viewer/page-views'
+import { stateFields } from '../../src/viewer/page-views'
 import { pollTurnStream } from '../../src/ui/poll-turn'
 
 let h: Harness
@@ -58,7 +58,7 @@ test('an unknown outcome without reconcile is in doubt: the turn waits, the mode
   expect(h.server.requests).toHaveLength(1)
   // the viewer shows the turn as waiting; the turn's own stream says which call waits and why
   const record = (await h.engine.getTurn(turn.id))!
-  expect(turnActivity({ ...record, ...waitingFields(record.state) }, Date.now())).toBe('waiting')
+  expect(turnActivity({ ...record, ...stateFields(record.state) }, Date.now())).toBe('waiting')
   const told: unknown[] = []
   turn.subscribe((e) => e.type === 'calls.waiting' && told.push(e), { replay: true })
   expect(told).toMatchObject([{ calls: [{ status: 'in-doubt' }] }])

@@ -8,7 +8,7 @@ import path from 'node:path'
 import { createEngine } from '../../src'
 import { startScriptedServer } from '../../src/testing'
 import { activityStatus, turnActivity } from '../../src/viewer/page/turn-activity'
-import { waitingFields } from '../../src/viewer/page-views'
+import { stateFields } from '../../src/viewer/page-views'
 import { modelFor, tempDbPath } from '../support/harness'
 
 test('a streaming turn is running (live); released by its closed engine it is unfinished and nobody runs it (not live)', async () => {
@@ -32,7 +32,7 @@ test('a streaming turn is running (live); released by its closed engine it is un
       expect(turnActivity(released, Date.now())).toBe('unowned')
       expect(activityStatus([released], Date.now())).toMatchObject({ live: false, text: expect.stringContaining('no engine runs it') })
       // (the page is told the turn waits by the server, which reads the chart's `meta.wait`)
-      expect(turnActivity({ ...released, state: 'awaiting-approval', ...waitingFields('awaiting-approval') }, Date.now())).toBe('waiting')
+      expect(turnActivity({ ...released, state: 'awaiting-approval', ...stateFields('awaiting-approval') }, Date.now())).toBe('waiting')
     } finally {
       await reader.close()
     }

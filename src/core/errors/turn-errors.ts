@@ -70,6 +70,10 @@ export class StepLimitError extends TurnchartError {
     this.maxSteps = maxSteps
   }
   static isInstance = isNamed<StepLimitError>('StepLimitError')
+  /** The step limit's rule, said once (the chart before a step's calls run, the step gate before the next call): `step` steps made reach it. */
+  static reachedAt(step: number, maxSteps: number | null): boolean {
+    return maxSteps !== null && step >= maxSteps
+  }
 }
 
 /**

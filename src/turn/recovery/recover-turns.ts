@@ -6,7 +6,7 @@
  */
 import os from 'node:os'
 import { transition, type SnapshotFrom } from 'xstate'
-import { interruptibleStates, turnMachine, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
+import { crashedState, interruptibleStates, stepStreamState, toolsState, turnMachine, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
 import type { ToolSet } from 'ai'
 import type { TurnEvent, TurnInput, TurnStall } from '../../../machines/turn.types'
 import type { TurnchartEvent } from '../../core/bus'
@@ -282,18 +282,18 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   if (interruptibleStates.has(state)) {
     interrupted = await logCrash(ports, turn, { snapshot, state, seq })
     seq += 1
-  } else if (state !== 'interrupted') {
+  } else if (state !== crashedState) {
     throw new UnknownError(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
   }
 
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
   // The deep history of `running` (where the crash was) goes with it: `turn.recover` resumes there.
-  const restored = turnMachine.resolveState({ value: 'interrupted', context: interrupted.context, historyValue: historyByIds(interrupted.historyValue) })
+  const restored = turnMachine.resolveState({ value: crashedState, context: interrupted.context, historyValue: historyByIds(interrupted.historyValue) })
   // A model call that was in flight is not resumed: its step was closed above, a new one starts.
   // (a turn left in `interrupted`, its crash logged by a run that went no further: where it was is the crash row's `from`)
-  const crashedIn = state === 'interrupted' ? rows.at(-1)?.from : state
+  const crashedIn = state === crashedState ? rows.at(-1)?.from : state
   const recover: TurnEvent =
-    ports.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs, ...(crashedIn === 'streaming' ? { restartStep: true } : {}) }
+    ports.policy === 'abort' ? { type: 'turn.abort', reason: 'recovery policy abort' } : { type: 'turn.recover', retryDelayMs, ...(crashedIn === stepStreamState ? { restartStep: true } : {}) }
   return ports.resume({ ...turn, from: { snapshot: restored, seq, recover } })
 }
 
@@ -317,7 +317,7 @@ async function logCrash(
   const [interrupted] = transition(turnMachine, at.snapshot, crashed)
   // (the retry wait's deadline is kept: the resumed wait ends there)
   const facts = { turnId: record.id, after: { state: at.state, seq: at.seq }, time: now, parts: changed.map((p) => p.id), storedDeadline: record.retryAt }
-  const plan = planRows(facts, [{ event: crashed, to: 'interrupted', context: { step: record.step, attempt: record.attempt, retryDelayMs: 0 } }])
+  const plan = planRows(facts, [{ event: crashed, to: crashedState, context: { step: record.step, attempt: record.attempt, retryDelayMs: 0 } }])
   await ports.store.transaction(async (tx) => {
     await tx.messages.upsertParts(changed, now)
     await writePlan(tx, fence, plan)
@@ -380,7 +380,7 @@ function historyByIds(history: SnapshotFrom<TurnMachine>['historyValue']): Snaps
 function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId: string, state: string | null, tools: ToolSet, now: number, pinned?: PinnedTools): Part[] {
   if (!assistant) return []
   const stepFinish: Part[] = []
-  if (state === 'streaming') {
+  if (state === stepStreamState) {
     const step = Math.max(0, ...assistant.parts.map((p) => p.step ?? 0))
     const attempt = Math.max(0, ...assistant.parts.filter((p) => p.step === step).map((p) => p.attempt ?? 0))
     const finished = assistant.parts.some((p) => p.type === 'step-finish' && p.step === step && p.attempt === attempt)
@@ -409,7 +409,7 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
   // execution); any other one's outcome is unknown: in doubt, never an error the model sees
   // (its `reconcile`, then a person, says what happened). Calls in doubt or deferred stay so.
   const resumed: Part[] = []
-  if (state === 'tool-running') {
+  if (state === toolsState) {
     for (const part of assistant.parts) {
       if (part.type !== 'tool' || part.state.status !== 'running') continue
       if (isIdempotent(tools[part.tool]) || changedTool(part.tool)) rerunCall(part, now)
@@ -417,6 +417,6 @@ function closeInterruptedWork(assistant: MessageWithParts | undefined, sessionId
       resumed.push(part)
     }
   }
-  const keep = (part: ToolPart) => state === 'tool-running' && (part.state.status === 'running' || isWaitingCall(part))
+  const keep = (part: ToolPart) => state === toolsState && (part.state.status === 'running' || isWaitingCall(part))
   return [...new Set([...resumed, ...closeOpenWork(assistant.parts, { kind: 'restart' }, now, keep), ...stepFinish])]
 }

@@ -6,7 +6,7 @@
  * transaction. Parts and a run tree's spending are written in the same transaction by their
  * owners (the part writer, the rider); the plan names the parts its last row touched.
  */
-import { retryWaitStates, waitOf } from '../../../machines/turn.machine'
+import { crashedState, isFinalState, retryWaitStates, waitOf } from '../../../machines/turn.machine'
 import { serializeError, type SerializedError } from '../../core/errors'
 import type { TransitionRecord, TurnOutcome } from '../../core/types'
 import type { TurnUpdate } from '../../store/store'
@@ -44,11 +44,6 @@ export interface RowPlan {
   /** When the turn row changed (the rows' time). */
   time: number
 }
-
-const finalStates: ReadonlySet<string> = new Set(['completed', 'failed', 'aborted'])
-
-/** A state that ends the turn: its row is final, with an outcome. */
-export const isFinalState = (state: string): boolean => finalStates.has(state)
 
 /**
  * Plans the rows of `transitions` (at least one), numbered after `facts.after`.
@@ -105,7 +100,7 @@ export function planUnreplayable(turn: { id: string; step: number; attempt: numb
 function deadlineOf(to: string, facts: RowFacts, retryDelayMs: number): number | null {
   if (retryWaitStates.has(to)) return facts.time + retryDelayMs
   if (waitOf(to)) return facts.waitDeadline ?? null
-  if (to === 'interrupted') return facts.storedDeadline ?? null
+  if (to === crashedState) return facts.storedDeadline ?? null
   return null
 }
 

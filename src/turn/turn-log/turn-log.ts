@@ -25,7 +25,7 @@
  * `ended` settles with it, once, and the handle reports it.
  */
 import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
-import { turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
+import { crashedState, isFinalState, toolsState, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
 import type { TurnContext, TurnStall } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
@@ -37,7 +37,7 @@ import type { ToolSet } from 'ai'
 import { isIdempotent } from '../../tools/tool-options'
 import { withStorageWaits, writePlan, type LogTx } from './log-rows'
 import type { StorageWaitLog, WaitsToWrite } from './storage-wait-log'
-import { isFinalState, planRows, type RowPlan } from './row-plan'
+import { planRows, type RowPlan } from './row-plan'
 import type { RiddenWrite } from '../run-tree/run-tree'
 import { closeTurn, type TurnEnd } from './turn-end'
 import { waitAnnouncement, waitDeadline } from '../../chart/awaited-calls'
@@ -281,7 +281,7 @@ export class TurnLog {
   #leavesForRecovery(): boolean {
     const state = this.#committed.state
     // (while calls wait for their results, the others of the step ran: theirs may be what failed to be written)
-    if (state !== 'tool-running' && waitOf(state)?.awaits !== 'result') return false
+    if (state !== toolsState && waitOf(state)?.awaits !== 'result') return false
     const tools = this.#options.scope.config.tools ?? {}
     return this.#options.scope.stepTools.some((part) => part.state.status !== 'pending' && !isIdempotent(Object.hasOwn(tools, part.tool) ? tools[part.tool] : undefined))
   }
@@ -406,7 +406,7 @@ export class TurnLog {
 
   /** States whose `turn.fail` the chart takes (an interrupted turn is left for recovery instead). */
   #failsFrom(state: string): boolean {
-    return state !== 'interrupted' && !isFinalState(state)
+    return state !== crashedState && !isFinalState(state)
   }
 
   /** Writes a plan with the parts changed since the last row (and the spending that rides with it); a final one closes the turn's messages first. */

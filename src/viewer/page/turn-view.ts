@@ -30,8 +30,6 @@ export interface TurnContext {
   depth: number
 }
 
-const retryStates = new Set(['retry-waiting', 'compaction-retry-waiting'])
-
 function outcomeOf(turn: TurnView): string {
   return turn.outcome ?? 'running'
 }
@@ -47,9 +45,9 @@ function turnTime(turn: TurnView): HTMLElement {
 
 /** "Retrying: attempt 3 in 1.4 s", counting down until the next attempt starts. */
 function retryCountdown(turn: TurnView): HTMLElement | null {
-  if (turn.outcome !== null || !retryStates.has(turn.state) || turn.retryAt === null) return null
+  const what = turn.retrying
+  if (turn.outcome !== null || what === undefined || turn.retryAt === null) return null
   const retryAt = turn.retryAt
-  const what = turn.state === 'compaction-retry-waiting' ? 'summary attempt' : 'attempt'
   // Nobody runs it (a closed engine released it): no attempt is coming until an engine resumes it.
   if (turnActivity(turn, Date.now()) === 'unowned') {
     return el('p', { class: 'retry dim', role: 'status' }, el('b', {}, 'Retry pending: '), `${what} ${turn.attempt + 1} waits for an engine to resume this turn (no engine runs it)`)

@@ -1,4 +1,6 @@
 /**
+ * The chart's states are read from the chart (issues 50 and 70).
+ *
  * Waiting states as data (issue 50): what a waiting state means (what settles it, whether it
  * parks, how a UI stream ends there, what the viewer says) is said once, on the state in the
  * chart (`meta.wait`), and the rest of the code reads it through `waitOf(state)`. So no module
@@ -7,15 +9,42 @@
  * the `parkableStates` this replaced). Excepted: the store contract's conformance fixtures,
  * which store rows in such states to check a store (src/testing/store-conformance/). Read with
  * TypeScript's parser: comments and docs may name states freely.
+ *
+ * Every other state too (issue 70): the final states, the crash's state, the retry waits, the
+ * state of each actor's work are read from the chart (`isFinalState`, `crashedState`,
+ * `retryWaitStates`, `stepStreamState`…, derived from its structure in machines/), never
+ * written as a string. Excepted, the names the chart shares with another vocabulary: the
+ * outcomes (`completed`, `failed`, `aborted`: a public type, each the final state of its name),
+ * the session statuses (`idle`, `running`), a part's type (`step`), an option (`compaction`), a
+ * history node's type (`history`), and a step's finish reason (`reason: 'interrupted'`).
  */
 import fs from 'node:fs'
 import path from 'node:path'
 import ts from 'typescript'
-import { waitingStates } from '../../machines/turn.machine'
+import { turnMachine, waitingStates } from '../../machines/turn.machine'
 
 const root = path.resolve(__dirname, '../..')
 const excepted = ['src/testing/store-conformance/']
 const waitingNames = new Set(waitingStates().keys())
+type Node = { key: string; states: Record<string, Node> }
+const allKeys = (node: Node): string[] => [node.key, ...Object.values(node.states).flatMap(allKeys)]
+const sharedNames = new Set(['completed', 'failed', 'aborted', 'idle', 'running', 'step', 'compaction', 'history'])
+const stateNames = new Set(allKeys(turnMachine.root as unknown as Node).slice(1).filter((name) => !sharedNames.has(name)))
+
+/** Where `text` writes a state's name as a string (a step's finish reason excepted: `reason: 'interrupted'`). */
+function stateLiterals(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true)
+  const found: string[] = []
+  const visit = (node: ts.Node): void => {
+    if ((ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) && stateNames.has(node.text) && !ts.isImportDeclaration(node.parent)) {
+      const reason = ts.isPropertyAssignment(node.parent) && ts.isIdentifier(node.parent.name) && node.parent.name.text === 'reason'
+      if (!reason) found.push(`${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}: '${node.text}'`)
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(source)
+  return found
+}
 
 function files(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []))
@@ -63,6 +92,17 @@ test('the chart has waiting states and the sources were read', () => {
 
 test('no module outside machines/ names a particular waiting state: each reads what the chart says of it (waitOf)', () => {
   expect(sources.flatMap(({ file, text }) => namings(file, text))).toEqual([])
+})
+
+test('no module outside machines/ writes any other state of the chart as a string: each reads it from the chart', () => {
+  expect(stateNames.size).toBeGreaterThanOrEqual(8)
+  expect(sources.flatMap(({ file, text }) => stateLiterals(file, text))).toEqual([])
+})
+
+test('the check of every state finds a literal and a literal type, and leaves a finish reason and the shared names', () => {
+  expect(stateLiterals('src/x.ts', `if (row.to === 'streaming') go()`)).toEqual([`src/x.ts:1: 'streaming'`])
+  expect(stateLiterals('src/x.ts', `type Busy = 'tool-running' | 'step-gate'`)).toHaveLength(2)
+  expect(stateLiterals('src/x.ts', `const part = { type: 'step-finish', reason: 'interrupted' }\nif (outcome === 'completed' || status === 'idle') go()`)).toEqual([])
 })
 
 test('the check finds what it forbids: a literal, a literal type, and a constant of names imported from machines/', () => {
