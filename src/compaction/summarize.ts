@@ -54,22 +54,37 @@ export interface SummaryScope {
  * const event = await summarize(scope, { attempt: 1, waitedMs: 0, completes: false }, exit)
  */
 export async function summarize(scope: SummaryScope, input: Pick<CompactInput, 'attempt' | 'waitedMs'> & { completes: boolean }, exit: StateExit): Promise<CompactionEvent> {
+  const { text, tokens, failure } = await requestSummary(scope, input.attempt, exit)
+  // The chart left `compacting` (abort or stop): nothing is stored, the event is not read.
+  if (exit.left) return { type: 'compaction.failed', error: serializeError(exit.reason), retryDelayMs: null }
+  if (failure !== undefined) return failedSummary(failure, input, scope.config.failure)
+  // An answer without text would replace the whole history with nothing: the compaction failed.
+  if (text.trim() === '') {
+    const empty = { name: 'EmptySummaryError', message: 'the summary answer had no text; the history is kept as it was' }
+    return { type: 'compaction.failed', error: new CompactionFailedError(empty).toJSON(), retryDelayMs: null }
+  }
+  const summary = scope.addSummary(text.trim(), true)
+  if (tokens) {
+    // The summary request's usage, on the summary message (counted in the turn's usage).
+    summary.info.tokens = tokens
+    summary.info.cost = stepCost(tokens, scope.config.pricing)
+    scope.saveMessage(summary.info)
+  }
+  return { type: 'compaction.finished', completes: input.completes }
+}
+
+/** The summary request streamed: its text and usage, or what it failed with (in its telemetry span either way). */
+async function requestSummary(scope: SummaryScope, attempt: number, exit: StateExit): Promise<{ text: string; tokens?: Tokens; failure?: unknown }> {
   let failure: unknown
   let text = ''
   let tokens: Tokens | undefined
   // The summary request gets the same idle timeout as a step: a silent stream cannot hang the turn.
   const idle = startIdleTimer(exit, scope.config.streamIdleTimeoutMs)
   const { model, telemetry } = scope.config
-  const span = telemetry.modelCall({ turnId: scope.turnId, sessionId: scope.sessionId, provider: model.provider, model: model.modelId, attempt: input.attempt })
+  const span = telemetry.modelCall({ turnId: scope.turnId, sessionId: scope.sessionId, provider: model.provider, model: model.modelId, attempt })
+  const messages = [...scope.modelMessages(), { role: 'user' as const, content: scope.config.compaction.prompt }]
+  const request = { model, system: scope.config.system, messages, settings: { ...scope.config.call, toolChoice: undefined }, abortSignal: idle.signal, onChunk: idle.touch }
   try {
-    const request = {
-      model: scope.config.model,
-      system: scope.config.system,
-      messages: [...scope.modelMessages(), { role: 'user' as const, content: scope.config.compaction.prompt }],
-      settings: { ...scope.config.call, toolChoice: undefined },
-      abortSignal: idle.signal,
-      onChunk: idle.touch,
-    }
     await modelStream(request, (part) => {
       if (part.type === 'text-delta') text += part.delta
       else if (part.type === 'finish') tokens = toTokens(part.usage)
@@ -85,28 +100,16 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
   }
   if (idle.signal.aborted && !exit.left) failure = idle.signal.reason
   span?.end(exit.left ? { error: exit.reason } : failure !== undefined ? { error: failure } : { finishReason: 'stop', output: telemetry.recordOutputs ? text : undefined })
-  // The chart left `compacting` (abort or stop): nothing is stored, the event is not read.
-  if (exit.left) return { type: 'compaction.failed', error: serializeError(exit.reason), retryDelayMs: null }
-  if (failure !== undefined) {
-    const decision = decideFailure(failure, input, scope.config.failure)
-    if (decision.kind === 'overflow') {
-      const error = new ContextOverflowError({ reason: 'summary-overflow', message: `the summary request itself overflowed the context: ${decision.error.message}` })
-      return { type: 'compaction.failed', error: error.toJSON(), retryDelayMs: null }
-    }
-    const delayMs = decision.kind === 'retry' ? decision.delayMs : undefined
-    return { type: 'compaction.failed', error: new CompactionFailedError(decision.error, delayMs).toJSON(), retryDelayMs: delayMs ?? null }
+  return { text, tokens, failure }
+}
+
+/** The failure protocol's decision on a failed summary request: an overflow of its own (never compacted again), a retry, or the end. */
+function failedSummary(failure: unknown, input: Pick<CompactInput, 'attempt' | 'waitedMs'>, policies: SummaryScope['config']['failure']): CompactionEvent {
+  const decision = decideFailure(failure, input, policies)
+  if (decision.kind === 'overflow') {
+    const error = new ContextOverflowError({ reason: 'summary-overflow', message: `the summary request itself overflowed the context: ${decision.error.message}` })
+    return { type: 'compaction.failed', error: error.toJSON(), retryDelayMs: null }
   }
-  // An answer without text would replace the whole history with nothing: the compaction failed.
-  if (text.trim() === '') {
-    const empty = { name: 'EmptySummaryError', message: 'the summary answer had no text; the history is kept as it was' }
-    return { type: 'compaction.failed', error: new CompactionFailedError(empty).toJSON(), retryDelayMs: null }
-  }
-  const summary = scope.addSummary(text.trim(), true)
-  if (tokens) {
-    // The summary request's usage, on the summary message (counted in the turn's usage).
-    summary.info.tokens = tokens
-    summary.info.cost = stepCost(tokens, scope.config.pricing)
-    scope.saveMessage(summary.info)
-  }
-  return { type: 'compaction.finished', completes: input.completes }
+  const delayMs = decision.kind === 'retry' ? decision.delayMs : undefined
+  return { type: 'compaction.failed', error: new CompactionFailedError(decision.error, delayMs).toJSON(), retryDelayMs: delayMs ?? null }
 }

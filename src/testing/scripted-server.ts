@@ -12,109 +12,22 @@
 import * as http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { randomBytes } from 'node:crypto'
+import { DEFAULT_USAGE, type RawReply, type RecordedRequest, type ScriptProtocol, type ScriptReply, type ScriptUsage, type StreamReply } from './scripted-replies'
+import type { ProtocolWriter, StreamContext } from './scripted-stream'
+import { OpenAIChatWriter } from './scripted-openai-chat'
+import { ResponsesWriter } from './scripted-responses'
+import { AnthropicWriter } from './scripted-anthropic'
+import { GeminiWriter } from './scripted-gemini'
 
-/** Token counts reported in the final usage chunk of a streamed reply. */
-export interface ScriptUsage {
-  input: number
-  output: number
-  reasoning?: number
-  cacheRead?: number
+export type * from './scripted-replies'
+
+/** Each protocol's writer of a streamed reply. */
+const writers: Record<ScriptProtocol, new (context: StreamContext) => ProtocolWriter> = {
+  'openai-chat': OpenAIChatWriter,
+  'openai-responses': ResponsesWriter,
+  anthropic: AnthropicWriter,
+  google: GeminiWriter,
 }
-
-/** One piece of a streamed reply. */
-export type ScriptChunk =
-  /** Sent as `delta.content`. */
-  | { text: string }
-  /**
-   * Sent as `delta.reasoning_content` (chat completions) or a `thinking_delta` (Anthropic);
-   * `signature` ends the Anthropic thinking block with a `signature_delta`, or is the Gemini
-   * part's `thoughtSignature` (on a tool chunk too).
-   */
-  | { reasoning: string; signature?: string }
-  /**
-   * One tool call. An object `input` is JSON-stringified; a string is sent raw, which
-   * lets tests send invalid JSON. `id` defaults to `call_<n>`.
-   */
-  | { tool: { name: string; input: unknown | string; id?: string; signature?: string } }
-  /**
-   * An SSE data line sent verbatim as `data: ${raw}\n\n` (on the Anthropic path preceded by
-   * `event: <type>` when `raw` is JSON with a `type`). A function builds it from the request
-   * (e.g. a provider error that echoes the request headers).
-   */
-  | { raw: string | ((request: RecordedRequest) => string) }
-
-/** A `200 text/event-stream` reply made of scripted chunks. */
-export interface StreamReply {
-  type: 'stream'
-  chunks: ScriptChunk[]
-  /**
-   * `finish_reason` of the last choice chunk; default `'tool_calls'` if any tool chunk, else `'stop'`.
-   * On the Anthropic path the `stop_reason`; default `'tool_use'` or `'end_turn'`.
-   */
-  finish?: string
-  /** Default `{ input: 10, output: 5 }`; sent as a final chunk with `choices: []` (Anthropic: in `message_start` and `message_delta`). */
-  usage?: ScriptUsage
-  /**
-   * What happens after the chunks:
-   * - `'done'` (default): finish chunk, usage chunk, `data: [DONE]`, end.
-   * - `'hang'`: nothing more, never ends (until `close()` or the client aborts).
-   * - `'reset'`: the socket is destroyed abruptly, without finish or usage.
-   * - `'close'`: the response ends cleanly but without finish chunk, usage or `[DONE]`.
-   */
-  end?: 'done' | 'hang' | 'reset' | 'close'
-  /** Wait between chunks, in ms (default 0). */
-  delayMs?: number
-  /**
-   * Holds the stream before chunk `chunk` (0-based: the chunks before it are sent) until `until`
-   * settles, so a test opens it once what it waits for has happened (a page attached) instead
-   * of pacing the stream and hoping. `close()` cuts the hold short.
-   *
-   * @example
-   * let open!: () => void
-   * server.push({ type: 'stream', chunks, holdBefore: { chunk: 10, until: new Promise<void>((r) => (open = r)) } })
-   */
-  holdBefore?: { chunk: number; until: PromiseLike<unknown> }
-  headers?: Record<string, string>
-}
-
-/**
- * An HTTP error reply. A string `body` is sent as is, anything else JSON-stringified; a
- * function builds the body from the request (e.g. to echo its headers or URL, as some
- * providers and proxies do).
- */
-export interface ErrorReply {
-  type: 'error'
-  status: number
-  body: unknown | ((request: RecordedRequest) => unknown)
-  headers?: Record<string, string>
-}
-
-/** Accept the request and never send a status line or body. */
-export interface HangReply {
-  type: 'hang'
-}
-
-/**
- * Any HTTP reply, sent as given: for providers that misbehave below the SSE protocol (a 200
- * with an HTML or JSON body, an event stream dribbled byte by byte). A string `body` is sent
- * at once; an array is sent piece by piece, `delayMs` apart. No header is added.
- */
-export interface RawReply {
-  type: 'raw'
-  /** Default 200. */
-  status?: number
-  headers?: Record<string, string>
-  body: string | string[]
-  /** Wait between pieces of an array `body`, in ms (default 0). */
-  delayMs?: number
-  /** After the body: `'close'` (default) ends the response, `'hang'` keeps it open, `'reset'` destroys the socket. */
-  end?: 'close' | 'hang' | 'reset'
-}
-
-export type ScriptReply = StreamReply | ErrorReply | HangReply | RawReply
-
-/** The wire protocols the server speaks: OpenAI chat completions and Responses, Anthropic Messages, Gemini streamGenerateContent. */
-export type ScriptProtocol = 'openai-chat' | 'openai-responses' | 'anthropic' | 'google'
 
 /** The protocol of a request path (under the server's `url`, which ends in `/v1`). */
 function protocolOf(path: string): ScriptProtocol | undefined {
@@ -123,19 +36,6 @@ function protocolOf(path: string): ScriptProtocol | undefined {
   if (path === '/v1/messages') return 'anthropic'
   if (/^\/v1\/models\/[^/]+:streamGenerateContent$/.test(path)) return 'google'
   return undefined
-}
-
-/** A call as the server received it. */
-export interface RecordedRequest {
-  /** Which protocol the call used, by its path. */
-  protocol: ScriptProtocol
-  /** The parsed JSON body (the raw string if it was not JSON). */
-  body: any
-  headers: Record<string, string | string[] | undefined>
-  /** 1-based number of the call. */
-  call: number
-  /** The request target: path and query string (`/v1/chat/completions?key=…`). */
-  url: string
 }
 
 export interface ScriptedServer {
@@ -196,8 +96,6 @@ export interface ScriptedServer {
    */
   close(): Promise<void>
 }
-
-const DEFAULT_USAGE: ScriptUsage = { input: 10, output: 5 }
 
 /** Split text in word-ish pieces (whitespace stays attached), or in `deltas` even pieces. */
 function splitText(text: string, deltas?: number): string[] {
@@ -422,297 +320,37 @@ class ScriptedServerImpl implements ScriptedServer {
     // Send the status line now so a client sees the stream start even if nothing follows.
     res.flushHeaders()
     state.sentHeaders = true
-    if (protocol === 'anthropic') return this.streamAnthropic(reply, req, res, model, request)
-    if (protocol === 'google') return this.streamGemini(reply, req, res, model, request)
-    if (protocol === 'openai-responses') return this.streamResponses(reply, req, res, model, request)
-
-    const created = Math.floor(Date.now() / 1000)
-    let first = true
     const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
-    const write = (data: string) => {
-      if (!gone()) res.write(`data: ${data}\n\n`)
-    }
-    const send = (delta: Record<string, unknown>, finishReason: string | null = null) => {
-      // The first chunk announces the role, as OpenAI does.
-      if (first) delta = { role: 'assistant', ...delta }
-      first = false
-      write(JSON.stringify(this.chunk(model, created, [{ index: 0, delta, finish_reason: finishReason }])))
-    }
-    const pause = async () => {
-      if (reply.delayMs) await this.sleep(reply.delayMs)
-    }
-
-    let toolIndex = 0
-    for (const [i, chunk] of reply.chunks.entries()) {
-      if (i > 0) await pause()
-      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
-      if (gone()) return
-      if ('text' in chunk) send({ content: chunk.text })
-      else if ('reasoning' in chunk) send({ reasoning_content: chunk.reasoning })
-      else if ('raw' in chunk) write(typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw)
-      else {
-        const index = toolIndex++
-        const { name, input, id } = chunk.tool
-        const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
-        const half = Math.ceil(args.length / 2)
-        send({ tool_calls: [{ index, id, type: 'function', function: { name, arguments: '' } }] })
-        await pause()
-        send({ tool_calls: [{ index, function: { arguments: args.slice(0, half) } }] })
-        await pause()
-        send({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] })
-      }
-    }
-    if (reply.chunks.length > 0) await pause()
-    if (gone()) return
-
-    if (faultAtEnd(reply.end ?? 'done', req, res)) return
-    const hasTool = reply.chunks.some((chunk) => 'tool' in chunk)
-    send({}, reply.finish ?? (hasTool ? 'tool_calls' : 'stop'))
-    const usage = reply.usage ?? DEFAULT_USAGE
-    write(
-      JSON.stringify({
-        ...this.chunk(model, created, []),
-        usage: {
-          prompt_tokens: usage.input,
-          completion_tokens: usage.output,
-          total_tokens: usage.input + usage.output,
-          prompt_tokens_details: { cached_tokens: usage.cacheRead ?? 0 },
-          completion_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 },
-        },
-      }),
-    )
-    write('[DONE]')
-    res.end()
-  }
-
-  /** A stream reply in the Anthropic Messages protocol: one content block per run of text, thinking, or tool call. */
-  private async streamAnthropic(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, request: RecordedRequest): Promise<void> {
-    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
-    const event = (data: { type: string } & Record<string, unknown>) => {
-      if (!gone()) res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`)
-    }
-    const pause = async () => {
-      if (reply.delayMs) await this.sleep(reply.delayMs)
-    }
-    const usage = reply.usage ?? DEFAULT_USAGE
-    this.chunkCounter += 1
-    event({
-      type: 'message_start',
-      message: {
-        id: `msg_${this.chunkCounter}_${this.idTag}`,
-        type: 'message',
-        role: 'assistant',
-        model,
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { input_tokens: usage.input, cache_creation_input_tokens: 0, cache_read_input_tokens: usage.cacheRead ?? 0, output_tokens: 1 },
+    const context: StreamContext = {
+      model,
+      request,
+      usage: reply.usage ?? DEFAULT_USAGE,
+      write: (text) => void (gone() ? undefined : res.write(text)),
+      pause: async () => {
+        if (reply.delayMs) await this.sleep(reply.delayMs)
       },
-    })
-    let index = -1
-    let open: { kind: 'text' | 'thinking' | 'tool'; signed?: boolean } | undefined
-    const stop = () => {
-      if (open) event({ type: 'content_block_stop', index })
-      open = undefined
+      nextId: () => ++this.chunkCounter,
+      idTag: this.idTag,
     }
-    const start = (kind: 'text' | 'thinking' | 'tool', block: Record<string, unknown>) => {
-      stop()
-      index += 1
-      open = { kind }
-      event({ type: 'content_block_start', index, content_block: block })
-    }
-    for (const [i, chunk] of reply.chunks.entries()) {
-      if (i > 0) await pause()
-      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
-      if (gone()) return
-      if ('text' in chunk) {
-        if (open?.kind !== 'text') start('text', { type: 'text', text: '' })
-        event({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: chunk.text } })
-      } else if ('reasoning' in chunk) {
-        if (open?.kind !== 'thinking' || open.signed) start('thinking', { type: 'thinking', thinking: '', signature: '' })
-        event({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: chunk.reasoning } })
-        if (chunk.signature !== undefined) {
-          event({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: chunk.signature } })
-          open!.signed = true
-        }
-      } else if ('raw' in chunk) {
-        if (!gone()) res.write(typedRawEvent(typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw))
-      } else {
-        const { name, input, id } = chunk.tool
-        const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
-        const half = Math.ceil(args.length / 2)
-        start('tool', { type: 'tool_use', id, name, input: {} })
-        await pause()
-        event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: args.slice(0, half) } })
-        await pause()
-        event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: args.slice(half) } })
-      }
-    }
-    if (reply.chunks.length > 0) await pause()
-    if (gone()) return
-    if (faultAtEnd(reply.end ?? 'done', req, res)) return
-    stop()
-    const hasTool = reply.chunks.some((chunk) => 'tool' in chunk)
-    event({ type: 'message_delta', delta: { stop_reason: reply.finish ?? (hasTool ? 'tool_use' : 'end_turn'), stop_sequence: null }, usage: { output_tokens: usage.output } })
-    event({ type: 'message_stop' })
-    res.end()
+    return this.play(reply, new writers[protocol](context), context, { req, res, gone })
   }
 
-  /**
-   * A stream reply in the OpenAI Responses protocol: one output item per run of reasoning
-   * (a summary; `signature` is its `encrypted_content`), text (a message) or tool call (a
-   * `function_call`), between `response.created` and `response.completed` (or
-   * `response.incomplete` when `finish` is given, e.g. `'max_output_tokens'`).
-   */
-  private async streamResponses(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, request: RecordedRequest): Promise<void> {
-    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
-    let sequence = 0
-    const event = (data: { type: string } & Record<string, unknown>) => {
-      if (!gone()) res.write(`event: ${data.type}\ndata: ${JSON.stringify({ ...data, sequence_number: sequence++ })}\n\n`)
-    }
-    const pause = async () => {
-      if (reply.delayMs) await this.sleep(reply.delayMs)
-    }
-    this.chunkCounter += 1
-    const tag = `${this.chunkCounter}${this.idTag}`
-    const responseId = `resp_${tag}`
-    const created_at = Math.floor(Date.now() / 1000)
-    event({ type: 'response.created', response: { id: responseId, object: 'response', created_at, model, status: 'in_progress', output: [] } })
-    let outputIndex = -1
-    type Open = { kind: 'reasoning' | 'text'; id: string; text: string; encrypted?: string }
-    let open: Open | undefined
-    const item = (o: Open, status: string) =>
-      o.kind === 'text'
-        ? { type: 'message', id: o.id, role: 'assistant', status, content: status === 'completed' ? [{ type: 'output_text', text: o.text, annotations: [] }] : [] }
-        : { type: 'reasoning', id: o.id, summary: status === 'completed' ? [{ type: 'summary_text', text: o.text }] : [], encrypted_content: o.encrypted ?? null }
-    const close = () => {
-      if (!open) return
-      if (open.kind === 'reasoning') event({ type: 'response.reasoning_summary_part.done', item_id: open.id, output_index: outputIndex, summary_index: 0, part: { type: 'summary_text', text: open.text } })
-      else event({ type: 'response.output_text.done', item_id: open.id, output_index: outputIndex, content_index: 0, text: open.text })
-      event({ type: 'response.output_item.done', output_index: outputIndex, item: item(open, 'completed') })
-      open = undefined
-    }
-    const start = (kind: 'reasoning' | 'text', encrypted?: string) => {
-      close()
-      outputIndex += 1
-      open = { kind, id: `${kind === 'text' ? 'msg' : 'rs'}_${tag}_${outputIndex}`, text: '', encrypted }
-      event({ type: 'response.output_item.added', output_index: outputIndex, item: item(open, 'in_progress') })
-      if (kind === 'reasoning') event({ type: 'response.reasoning_summary_part.added', item_id: open.id, output_index: outputIndex, summary_index: 0, part: { type: 'summary_text', text: '' } })
-    }
+  /** Plays a streamed reply's chunks through its protocol's writer: the delays, the holds, the fault or the end. */
+  private async play(reply: StreamReply, writer: ProtocolWriter, context: StreamContext, to: { req: http.IncomingMessage; res: http.ServerResponse; gone(): boolean }): Promise<void> {
+    writer.start?.()
     for (const [i, chunk] of reply.chunks.entries()) {
-      if (i > 0) await pause()
+      if (i > 0) await context.pause()
       if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
-      if (gone()) return
-      if ('text' in chunk) {
-        if (open?.kind !== 'text') start('text')
-        open!.text += chunk.text
-        event({ type: 'response.output_text.delta', item_id: open!.id, output_index: outputIndex, content_index: 0, delta: chunk.text, logprobs: [] })
-      } else if ('reasoning' in chunk) {
-        if (open?.kind !== 'reasoning') start('reasoning', chunk.signature)
-        if (chunk.signature !== undefined) open!.encrypted = chunk.signature
-        open!.text += chunk.reasoning
-        event({ type: 'response.reasoning_summary_text.delta', item_id: open!.id, output_index: outputIndex, summary_index: 0, delta: chunk.reasoning })
-      } else if ('raw' in chunk) {
-        if (!gone()) res.write(typedRawEvent(typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw))
-      } else {
-        close()
-        outputIndex += 1
-        const { name, input, id } = chunk.tool
-        const args = typeof input === 'string' ? input : JSON.stringify(input ?? {})
-        const half = Math.ceil(args.length / 2)
-        const call = { type: 'function_call', id: `fc_${tag}_${outputIndex}`, call_id: id, name, arguments: '', status: 'in_progress' }
-        event({ type: 'response.output_item.added', output_index: outputIndex, item: call })
-        await pause()
-        event({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: outputIndex, delta: args.slice(0, half) })
-        await pause()
-        event({ type: 'response.function_call_arguments.delta', item_id: call.id, output_index: outputIndex, delta: args.slice(half) })
-        event({ type: 'response.function_call_arguments.done', item_id: call.id, output_index: outputIndex, arguments: args })
-        event({ type: 'response.output_item.done', output_index: outputIndex, item: { ...call, arguments: args, status: 'completed' } })
-      }
+      if (to.gone()) return
+      if ('text' in chunk) writer.text(chunk.text)
+      else if ('reasoning' in chunk) writer.reasoning(chunk.reasoning, chunk.signature)
+      else if ('raw' in chunk) writer.raw(typeof chunk.raw === 'function' ? chunk.raw(context.request) : chunk.raw)
+      else await writer.tool(chunk.tool)
     }
-    if (reply.chunks.length > 0) await pause()
-    if (gone()) return
-    if (faultAtEnd(reply.end ?? 'done', req, res)) return
-    close()
-    const usage = reply.usage ?? DEFAULT_USAGE
-    const incomplete = reply.finish !== undefined && reply.finish !== 'completed'
-    event({
-      type: incomplete ? 'response.incomplete' : 'response.completed',
-      response: {
-        id: responseId,
-        object: 'response',
-        created_at,
-        model,
-        status: incomplete ? 'incomplete' : 'completed',
-        incomplete_details: incomplete ? { reason: reply.finish } : null,
-        usage: {
-          input_tokens: usage.input,
-          input_tokens_details: { cached_tokens: usage.cacheRead ?? 0 },
-          output_tokens: usage.output,
-          output_tokens_details: { reasoning_tokens: usage.reasoning ?? 0 },
-          total_tokens: usage.input + usage.output,
-        },
-      },
-    })
-    res.end()
-  }
-
-  /**
-   * A stream reply in Gemini's `streamGenerateContent?alt=sse` protocol: one candidate chunk per
-   * script chunk (thoughts are `thought: true` text parts, tool calls whole `functionCall` parts),
-   * then a chunk with `finishReason` and `usageMetadata`.
-   */
-  private async streamGemini(reply: StreamReply, req: http.IncomingMessage, res: http.ServerResponse, model: string, request: RecordedRequest): Promise<void> {
-    const gone = () => res.destroyed || res.writableEnded || !this.open.has(res)
-    const write = (data: string) => {
-      if (!gone()) res.write(`data: ${data}\r\n\r\n`)
-    }
-    this.chunkCounter += 1
-    const responseId = `resp_${this.chunkCounter}_${this.idTag}`
-    const candidate = (parts: unknown[], extra: Record<string, unknown> = {}) =>
-      JSON.stringify({ candidates: [{ content: { parts, role: 'model' }, index: 0, ...extra }], modelVersion: model, responseId })
-    const pause = async () => {
-      if (reply.delayMs) await this.sleep(reply.delayMs)
-    }
-    for (const [i, chunk] of reply.chunks.entries()) {
-      if (i > 0) await pause()
-      if (reply.holdBefore?.chunk === i) await this.held(reply.holdBefore)
-      if (gone()) return
-      if ('text' in chunk) write(candidate([{ text: chunk.text }]))
-      else if ('reasoning' in chunk) write(candidate([{ text: chunk.reasoning, thought: true, ...(chunk.signature ? { thoughtSignature: chunk.signature } : {}) }]))
-      else if ('raw' in chunk) write(typeof chunk.raw === 'function' ? chunk.raw(request) : chunk.raw)
-      else {
-        const { name, input, id, signature } = chunk.tool
-        let args: unknown = input ?? {}
-        if (typeof input === 'string') {
-          try {
-            args = JSON.parse(input)
-          } catch {
-            args = input // Gemini sends parsed args; a string that is not JSON stays a string
-          }
-        }
-        write(candidate([{ functionCall: { ...(id ? { id } : {}), name, args }, ...(signature ? { thoughtSignature: signature } : {}) }]))
-      }
-    }
-    if (reply.chunks.length > 0) await pause()
-    if (gone()) return
-    if (faultAtEnd(reply.end ?? 'done', req, res)) return
-    const usage = reply.usage ?? DEFAULT_USAGE
-    write(
-      JSON.stringify({
-        candidates: [{ content: { parts: [{ text: '' }], role: 'model' }, finishReason: reply.finish ?? 'STOP', index: 0 }],
-        usageMetadata: {
-          promptTokenCount: usage.input,
-          candidatesTokenCount: usage.output - (usage.reasoning ?? 0),
-          totalTokenCount: usage.input + usage.output,
-          ...(usage.reasoning ? { thoughtsTokenCount: usage.reasoning } : {}),
-          ...(usage.cacheRead ? { cachedContentTokenCount: usage.cacheRead } : {}),
-        },
-        modelVersion: model,
-        responseId,
-      }),
-    )
-    res.end()
+    if (reply.chunks.length > 0) await context.pause()
+    if (to.gone() || faultAtEnd(reply.end ?? 'done', to.req, to.res)) return
+    writer.end(reply.finish, reply.chunks.some((chunk) => 'tool' in chunk))
+    to.res.end()
   }
 
   private async answerRaw(reply: RawReply, req: http.IncomingMessage, res: http.ServerResponse, state: { sentHeaders: boolean }): Promise<void> {
@@ -756,17 +394,6 @@ class ScriptedServerImpl implements ScriptedServer {
       this.sleeps.add(wake)
     })
   }
-
-  private chunk(model: string, created: number, choices: unknown[]) {
-    this.chunkCounter += 1
-    return {
-      id: `chatcmpl-${this.chunkCounter}-${this.idTag}`,
-      object: 'chat.completion.chunk',
-      created,
-      model,
-      choices,
-    }
-  }
 }
 
 /**
@@ -802,15 +429,4 @@ function faultAtEnd(end: string, req: http.IncomingMessage, res: http.ServerResp
     return true
   }
   return false
-}
-
-/** A raw SSE line, preceded by `event: <type>` when it is JSON with a `type` (Anthropic, Responses). */
-function typedRawEvent(raw: string): string {
-  let type: unknown
-  try {
-    type = (JSON.parse(raw) as { type?: unknown }).type
-  } catch {
-    type = undefined
-  }
-  return `${typeof type === 'string' ? `event: ${type}\n` : ''}data: ${raw}\n\n`
 }

@@ -42,10 +42,6 @@ export function stepStreamParts(parts: Part[], version: SpecificationVersion): S
       out.push({ type: `${part.type}-end`, id: idOf(part) })
     }
   }
-  const end = () => {
-    close(() => true)
-    for (const call of calls.splice(0)) out.push(...toolCallEnd(call))
-  }
   for (const part of parts) {
     switch (part.type) {
       case 'text':
@@ -63,19 +59,13 @@ export function stepStreamParts(parts: Part[], version: SpecificationVersion): S
         calls.push(part)
         break
       case 'file':
+      case 'source':
         close(() => true)
-        if (part.data !== undefined || part.url !== undefined) {
-          out.push({ type: 'file', mediaType: part.mediaType ?? 'application/octet-stream', data: fileData(part, version), ...metadata(part.providerMetadata) })
-        }
+        out.push(...attachmentParts(part, version))
         break
-      case 'source': {
-        close(() => true)
-        const { id: _id, sessionId: _s, messageId: _m, step: _st, attempt: _a, type: _t, sourceId, ...fields } = part
-        out.push({ type: 'source', id: sourceId, ...fields })
-        break
-      }
       case 'step-finish':
-        end()
+        close(() => true)
+        for (const call of calls.splice(0)) out.push(...toolCallEnd(call))
         out.push({ type: 'finish', finishReason: { unified: part.reason, raw: undefined }, usage: providerUsage(part.tokens) })
         break
     }
@@ -83,6 +73,16 @@ export function stepStreamParts(parts: Part[], version: SpecificationVersion): S
   // An attempt cut off or failed: its calls had arrived (a failure discards them, as it did), its text stays open.
   for (const call of calls) out.push(...toolCallEnd(call))
   return out
+}
+
+/** A file or a source as its stream part (a file with neither data nor a URL has none). */
+function attachmentParts(part: Extract<Part, { type: 'file' | 'source' }>, version: SpecificationVersion): StreamPart[] {
+  if (part.type === 'source') {
+    const { id: _id, sessionId: _s, messageId: _m, step: _st, attempt: _a, type: _t, sourceId, ...fields } = part
+    return [{ type: 'source', id: sourceId, ...fields }]
+  }
+  if (part.data === undefined && part.url === undefined) return []
+  return [{ type: 'file', mediaType: part.mediaType ?? 'application/octet-stream', data: fileData(part, version), ...metadata(part.providerMetadata) }]
 }
 
 /**

@@ -2,7 +2,7 @@
  * Functions short enough to read at once (issue 50): every function of src/ counted with
  * TypeScript's parser, nested ones and anonymous callbacks included (a closure of 200 lines is a
  * module hiding in a function). The numbers are held here: a change may lower them, never raise
- * them. The goal is none over 100 lines and at most 20 of 50 or more.
+ * them. The goal is none over 100 lines and at most 12 of 50 or more.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -11,7 +11,7 @@ import ts from 'typescript'
 const root = path.resolve(__dirname, '../..')
 
 /** The most functions allowed over 100 lines, and of 50 lines or more (lowered as functions are split). */
-const limits = { over100: 0, atLeast50: 20 }
+const limits = { over100: 0, atLeast50: 12 }
 
 interface Measured {
   where: string
@@ -56,7 +56,7 @@ test(`at most ${limits.over100} functions over 100 lines (goal: none)`, () => {
   expect(over.length <= limits.over100 ? [] : over).toEqual([])
 })
 
-test(`at most ${limits.atLeast50} functions of 50 lines or more (goal: 20)`, () => {
+test(`at most ${limits.atLeast50} functions of 50 lines or more (goal: 12)`, () => {
   const long = longest(50)
   expect(long.length <= limits.atLeast50 ? [] : long).toEqual([])
 })

@@ -19,7 +19,7 @@ import { toolChange, type ToolFingerprint } from '../../tools/tool-fingerprint'
 
 /** The tools a turn stored when it started, and the engine's now (a turn's configuration carries them). */
 type PinnedTools = { pinned: ToolFingerprint; current: ToolFingerprint }
-import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TurnRecord } from '../../core/types'
+import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-scope'
 import { closeOpenWork } from '../turn-log/close-open-work'
@@ -243,10 +243,25 @@ async function endUnrecoverable<C extends { tools: ToolSet }, T>(ports: Recovery
 
 /** `quiet`: a wait resumed to be settled at once (a parked turn taken by its control) is not announced again. */
 async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, claimed: TurnRecord, input: TurnInput, fence: TurnFence, quiet = false): Promise<T> {
+  const { turn, snapshot, rows } = await readClaimed(ports, claimed, input, fence)
+  const state = turn.record.state
+  // The prompt was stored but the turn never started: start it now.
+  if (state === 'idle') return ports.resume(turn)
+  if (waitOf(state)) {
+    // Nothing was in flight (the turn waits on a person or the world): it goes on waiting, now in this engine.
+    const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
+    return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null, ...(quiet ? { quiet } : {}) } })
+  }
+  return resumeCrashed(ports, turn, snapshot, rows)
+}
+
+/**
+ * The claimed turn read again now that the claim holds: the row read before it may be older than
+ * the log (its owner, alive with an expired lease, wrote rows until the claim fenced it out).
+ * Nobody else writes the turn now, so the row and the log read here must agree.
+ */
+async function readClaimed<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, claimed: TurnRecord, input: TurnInput, fence: TurnFence): Promise<{ turn: ResumeRequest<C>; snapshot: TurnSnapshot; rows: TransitionRecord[] }> {
   const { store } = ports
-  // The row read again now that the claim holds: the one read before it may be older than the
-  // log (its owner, alive with an expired lease, wrote rows until the claim fenced it out).
-  // Nobody else writes the turn now, so the row and the log read here agree.
   const [current, rows, config, messages] = await Promise.all([
     store.turns.get(claimed.id),
     store.transitions.list(claimed.id),
@@ -258,25 +273,16 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   const state = turnStateName(snapshot)
   if (state !== record.state) {
     // The turn row is written in the same transaction as each transition: they must agree.
-    throw new ReplayMismatchError({
-      turnId: record.id,
-      seq: rows.length,
-      expected: state,
-      logged: record.state,
-      detail: `the log leads to '${state}', the turn row says '${record.state}'`,
-    })
+    const detail = `the log leads to '${state}', the turn row says '${record.state}'`
+    throw new ReplayMismatchError({ turnId: record.id, seq: rows.length, expected: state, logged: record.state, detail })
   }
-  const turn = { record, input, fence, config, messages }
+  return { turn: { record, input, fence, config, messages }, snapshot, rows }
+}
 
-  // The prompt was stored but the turn never started: start it now.
-  if (state === 'idle') return ports.resume(turn)
-
-  if (waitOf(state)) {
-    // Nothing was in flight (the turn waits on a person or the world): it goes on waiting, now in this engine.
-    const waiting = turnMachine.resolveState({ value: snapshot.value, context: snapshot.context })
-    return ports.resume({ ...turn, from: { snapshot: waiting, seq: rows.length, recover: null, ...(quiet ? { quiet } : {}) } })
-  }
-
+/** A turn that worked when its process died (or whose crash is logged): the crash logged, it resumes where it was, or a new step starts. */
+async function resumeCrashed<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, turn: ResumeRequest<C>, snapshot: TurnSnapshot, rows: TransitionRecord[]): Promise<T> {
+  const { record } = turn
+  const state = record.state
   let seq = rows.length
   let interrupted = snapshot
   if (interruptibleStates.has(state)) {
@@ -285,7 +291,6 @@ async function recoverOne<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<
   } else if (state !== crashedState) {
     throw new UnknownError(`turn ${record.id} is open in state '${state}', which recovery cannot resume`)
   }
-
   const retryDelayMs = record.retryAt ? Math.max(0, record.retryAt - Date.now()) : 0
   // The deep history of `running` (where the crash was) goes with it: `turn.recover` resumes there.
   const restored = turnMachine.resolveState({ value: crashedState, context: interrupted.context, historyValue: historyByIds(interrupted.historyValue) })
