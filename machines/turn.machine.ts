@@ -43,6 +43,9 @@ export interface StreamStepInput {
   step: number
   attempt: number
   waitedMs: number
+  /** Which of the turn's models the attempt asks, and the step's attempt that model began on (absent: the first, since attempt 1). */
+  model?: number
+  modelSince?: number
 }
 export interface StepGateInput {
   turnId: string
@@ -128,11 +131,15 @@ export const turnMachine = setup({
     mayCompact: ({ context }) => context.autoCompact && context.compactions < context.maxCompactions,
     /** The step's or the summary request's failure may be retried (the actor's retry policy said when). */
     retryAllowed: ({ event }) => isFailure(event) && event.retryDelayMs !== null,
+    /** The provider failed this model: the step goes on with the turn's next one (decided by the step's actor). */
+    fallsBack: ({ event }) => event.type === 'step.failed' && event.fallback !== undefined,
     completesTurn: ({ event }) => event.type === 'compaction.finished' && event.completes,
     restartsStep: ({ event }) => event.type === 'turn.recover' && event.restartStep === true,
   },
   actions: {
-    startNextStep: assign({ step: ({ context }) => context.step + 1, attempt: 1, waitedMs: 0 }),
+    startNextStep: assign({ step: ({ context }) => context.step + 1, attempt: 1, waitedMs: 0, modelSince: 1 }),
+    /** The next attempt of the step asks the next model (and counts its own attempts from there). */
+    fallBack: assign(({ context, event }) => (event.type === 'step.failed' && event.fallback ? { model: event.fallback.model, modelSince: context.attempt + 1 } : {})),
     scheduleRetry: assign(({ context, event }) => {
       const delay = isFailure(event) ? (event.retryDelayMs ?? 0) : 0
       return { retryDelayMs: delay, waitedMs: context.waitedMs + delay, error: isFailure(event) ? event.error : null }
@@ -203,6 +210,8 @@ export const turnMachine = setup({
     attempt: 1,
     retryDelayMs: 0,
     waitedMs: 0,
+    model: 0,
+    modelSince: 1,
     autoCompact: input.autoCompact,
     maxCompactions: input.maxCompactions,
     compactions: 0,
@@ -270,7 +279,7 @@ export const turnMachine = setup({
               invoke: {
                 id: 'streamStep',
                 src: 'streamStep',
-                input: ({ context }) => ({ turnId: context.turnId, step: context.step, attempt: context.attempt, waitedMs: context.waitedMs }),
+                input: ({ context }) => ({ turnId: context.turnId, step: context.step, attempt: context.attempt, waitedMs: context.waitedMs, model: context.model, modelSince: context.modelSince }),
               },
               on: {
                 'step.finished': [
@@ -287,6 +296,8 @@ export const turnMachine = setup({
                 'step.failed': [
                   { guard: and(['overflowed', 'mayCompact']), target: '#turn.running.compaction', actions: 'countCompaction' },
                   { guard: 'overflowed', target: '#turn.failed', actions: 'rememberOverflowRefused' },
+                  // The provider failed this model: the next attempt asks the turn's next model.
+                  { guard: 'fallsBack', target: 'retry-waiting', actions: ['scheduleRetry', 'fallBack'] },
                   { guard: 'retryAllowed', target: 'retry-waiting', actions: 'scheduleRetry' },
                   { target: '#turn.failed', actions: 'rememberFailureOf' },
                 ],

@@ -16,6 +16,21 @@ export interface TurnInput {
   maxSteps?: number
 }
 
+/**
+ * A step that goes on with the turn's next model (`model: ['primary', 'backup']`): the
+ * provider failed the model it asked (an outage, overload, a timeout, a long rate-limit wait)
+ * after the attempts a model is given.
+ */
+export interface ModelFallback {
+  /** The index of the model the step goes on with, in the turn's list. */
+  model: number
+  /** The names of the model that failed and of the next one. */
+  from: string
+  to: string
+  /** What failed, in words (the error's name and message). */
+  reason: string
+}
+
 /** Control data only: counters and the decisions the events carried. Streamed content never lives here. */
 export interface TurnContext {
   turnId: string
@@ -28,6 +43,10 @@ export interface TurnContext {
   retryDelayMs: number
   /** Milliseconds spent waiting for retries in the current step (or compaction). */
   waitedMs: number
+  /** Fallback models: which of the turn's models (0: the first) the turn asks; it stays on the one it fell back to. */
+  model: number
+  /** The attempt of the current step on which that model was first asked (its own attempts count from there). */
+  modelSince: number
   autoCompact: boolean
   maxCompactions: number
   compactions: number
@@ -148,6 +167,8 @@ export type TurnEvent =
       overflow: boolean
       /** Set when the retry policy allows another attempt after this many ms. */
       retryDelayMs: number | null
+      /** The step goes on with the turn's next model (`retryDelayMs` is then 0): which, and why. */
+      fallback?: ModelFallback
     }
   /**
    * The step's tool calls have run. `overflow`: the step's usage filled the usable context, so

@@ -113,7 +113,7 @@ export function formatPart(part: Part, c: Colors): string {
       return head + tag
     }
     case 'step-start':
-      return c.dim(`step ${part.step} start (attempt ${part.attempt ?? 1})`)
+      return c.dim(`step ${part.step} start (attempt ${part.attempt ?? 1}${part.model ? `, model ${printable(part.model)}` : ''})`)
     case 'step-finish':
       return c.dim(`step ${part.step} finish: ${part.reason}, tokens in ${part.tokens.input} out ${part.tokens.output}${part.tokens.reasoning ? ` reasoning ${part.tokens.reasoning}` : ''}`)
     case 'compaction':

@@ -7,6 +7,7 @@
 import type { ToolSet } from 'ai'
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { TurnConfig, TurnServices } from '../turn/turn-config'
+import type { NamedModel } from '../llm/model-fallback'
 import { InvalidArgumentError } from '../core/errors'
 import type { PromptOptions, SessionDefaults, StopCondition, StoredTurnOptions, StructuredOutput } from '../core/types'
 import { isPlainObject, promptKeys, stopConditions, structuredOutput, validateTurnSettings } from '../config/call-settings'
@@ -51,10 +52,26 @@ const aiSdkEquivalents: Record<string, string> = {
   messages: "no messages: a session's history is stored; prompt with the new user message (engine.fork or engine.revert change the history)",
 }
 
-function checkNames(config: ResolvedConfig, where: string, model: unknown, tools: unknown, system: unknown): void {
-  if (model !== undefined && (typeof model !== 'string' || !(model in config.models))) {
-    throw new InvalidArgumentError(`${where}.model`, model, `the name of a registered model (${Object.keys(config.models).join(', ')})`)
+/** A model's name, or a list of names (fallback models): each registered, none twice, the list not empty. */
+function checkModels(config: ResolvedConfig, where: string, model: unknown): void {
+  if (model === undefined) return
+  const registered = `the name of a registered model (${Object.keys(config.models).join(', ')})`
+  const names = Array.isArray(model) ? model : [model]
+  if (names.length === 0) throw new InvalidArgumentError(`${where}.model`, model, `${registered}, or a non-empty list of such names`)
+  for (const name of names) {
+    if (typeof name !== 'string' || !Object.hasOwn(config.models, name)) throw new InvalidArgumentError(`${where}.model`, name, registered)
   }
+  if (new Set(names).size !== names.length) throw new InvalidArgumentError(`${where}.model`, model, 'a list of models that names each once')
+}
+
+/** The first model's name and the fallbacks after it. */
+function modelList(model: string | string[]): { model: string; fallbacks?: string[] } {
+  const [first, ...rest] = Array.isArray(model) ? model : [model]
+  return { model: first, ...(rest.length ? { fallbacks: rest } : {}) }
+}
+
+function checkNames(config: ResolvedConfig, where: string, model: unknown, tools: unknown, system: unknown): void {
+  checkModels(config, where, model)
   if (tools !== undefined) {
     if (!Array.isArray(tools)) throw new InvalidArgumentError(`${where}.tools`, tools, 'an array of tool names')
     for (const name of tools) {
@@ -119,12 +136,12 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
     throw new InvalidArgumentError('options.toolChoice', toolChoice, 'a tool this turn may use')
   }
   const allHeaders = { ...engineHeaders, ...headers }
-  const modelName = model ?? defaults?.model ?? 'default'
+  const models = modelList(model ?? defaults?.model ?? 'default')
   // (a name registered on no engine is refused when the turn is configured)
-  const modelId = Object.hasOwn(config.models, modelName) ? config.models[modelName].modelId : undefined
+  const modelId = Object.hasOwn(config.models, models.model) ? config.models[models.model].modelId : undefined
   return {
     stored: {
-      model: modelName,
+      ...models,
       ...(chosenSystem !== undefined ? { system: chosenSystem } : {}),
       ...(chosenTools ? { tools: [...chosenTools] } : {}),
       settings: merged,
@@ -136,6 +153,14 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
     memory: { ...(Object.keys(allHeaders).length ? { headers: allHeaders } : {}), ...(promptStops ? { stopWhen: promptStops } : {}), ...(promptOutput ? { output: promptOutput } : {}) },
     maxSteps: maxSteps ?? config.maxSteps,
   }
+}
+
+/** The turn's stored models by name, its first and its fallbacks; a name no longer registered is refused. */
+function storedModels(config: ResolvedConfig, stored: StoredTurnOptions): NamedModel[] {
+  return [stored.model, ...(stored.fallbacks ?? [])].map((name) => {
+    if (!Object.hasOwn(config.models, name)) throw new InvalidArgumentError('model', name, `the name of a registered model (${Object.keys(config.models).join(', ')})`)
+    return { name, model: config.models[name] }
+  })
 }
 
 /**
@@ -169,8 +194,8 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
     ...services,
   }
   if (!stored) return engine
-  const model = config.models[stored.model]
-  if (!model) throw new InvalidArgumentError('model', stored.model, `the name of a registered model (${Object.keys(config.models).join(', ')})`)
+  const named = storedModels(config, stored)
+  const model = named[0].model
   let tools: ToolSet = config.tools
   if (stored.tools) {
     tools = {}
@@ -186,6 +211,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
   return {
     ...engine,
     model,
+    ...(named.length > 1 ? { models: named } : {}),
     system: stored.system,
     tools,
     call: { ...stored.settings, ...(headers ? { headers } : {}) },

@@ -74,6 +74,12 @@ type TurnchartEventBody =
    */
   | { type: 'turn.stalled'; sessionId: string; turnId: string; state: string; waitingOn: string; since: number; boundMs: number }
   /**
+   * Fallback models: the provider failed the model `from` in step `step` (`reason`, the error's
+   * name and message), so the step goes on with the turn's next model, `to`. Published with the
+   * `step.failed` row that says so.
+   */
+  | { type: 'model.fallback'; sessionId: string; turnId: string; step: number; from: string; to: string; reason: string }
+  /**
    * Run trees: a child turn of `turnId` (started by its call `callId`, running in this engine)
    * moved. `child.state`: its chart's state; `text`: a text part it finished; `approvals`: calls
    * it (or a turn below it) waits on a decision for, each with that turn's id; `part`: the end of

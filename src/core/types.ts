@@ -215,6 +215,8 @@ export interface ToolPart extends PartBase {
 export interface StepStartPart extends PartBase {
   type: 'step-start'
   time: { start: number }
+  /** A turn with fallback models (`model: ['primary', 'backup']`): the name of the model this attempt asked. */
+  model?: string
   /** What the provider warned about for this call (a setting it does not support, e.g. `topK`), as it sent it. */
   warnings?: Array<Record<string, unknown> & { type: string }>
 }
@@ -478,8 +480,13 @@ export interface PromptOptions extends TurnSettings {
    * process recovers runs with that engine's own `stopWhen`.
    */
   stopWhen?: StopCondition | StopCondition[]
-  /** A model registered in `models` (default: the session's, else `'default'`). */
-  model?: string
+  /**
+   * A model registered in `models` (default: the session's, else `'default'`), or a list of them
+   * (fallback models): each step asks the first; when the provider fails it (an outage,
+   * overload, a timeout, a long rate-limit wait) after `retry.attemptsPerModel` attempts, the
+   * step goes on with the next.
+   */
+  model?: string | string[]
   /** System prompt of this turn (default: the session's, else the engine's). */
   system?: string
   /** Names of registered tools this turn may use (default: the session's, else all). */
@@ -499,7 +506,8 @@ export interface PromptOptions extends TurnSettings {
 /** Defaults of a session's turns: `engine.createSession({ title, system, model, tools, settings })`. Stored. */
 export interface SessionDefaults {
   system?: string
-  model?: string
+  /** A registered model's name, or a list of them (fallback models, as `PromptOptions.model`). */
+  model?: string | string[]
   tools?: string[]
   /** Call settings and `toolChoice` (not `headers`: they are never stored; `maxSteps` is per engine and per prompt). */
   settings?: Omit<TurnSettings, 'headers' | 'maxSteps'>
@@ -509,7 +517,10 @@ export interface SessionDefaults {
 
 /** What is stored with a turn: names and JSON only. */
 export interface StoredTurnOptions {
+  /** The model the turn asks first. */
   model: string
+  /** Fallback models: the names asked after `model`, in order, when the provider fails it. */
+  fallbacks?: string[]
   system?: string
   /** Tool names; absent: every registered tool. */
   tools?: string[]

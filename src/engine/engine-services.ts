@@ -33,6 +33,7 @@ export function createEngineServices(config: ResolvedConfig, secrets: readonly s
       // The default classifier gets the app's secrets, so a body is redacted before it is cut to 8 KB.
       classify: config.errorClassifier ?? ((error: unknown) => classifyError(error, redactor)),
       retry: config.retryPolicy ?? defaults.retry,
+      attemptsPerModel: config.retry.attemptsPerModel,
     },
     onHookError,
   }

@@ -86,6 +86,8 @@ function upgradeBreaks(config: Pick<ResolvedConfig, 'models'>, current: ToolFing
   const out: UpgradeBreak[] = []
   if (stored) {
     const model = config.models[stored.model]
+    // (a fallback model removed: the turn could not be configured again, as with its first)
+    for (const name of stored.fallbacks ?? []) if (!Object.hasOwn(config.models, name)) out.push({ ...at, tool: null, change: 'model-removed', model: name })
     if (!model) out.push({ ...at, tool: null, change: 'model-removed', model: stored.model })
     else if (stored.modelId !== undefined && model.modelId !== stored.modelId) {
       out.push({ ...at, tool: null, change: 'model-changed', model: stored.model, modelId: { stored: stored.modelId, current: model.modelId } })

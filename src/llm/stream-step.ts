@@ -30,6 +30,7 @@ import type { StateExit } from '../core/state-exit'
 import { modelStream, type ModelStreamEvent, type ModelStreamRequest } from './model-stream'
 import type { ProviderPromptCache } from './provider-prompt'
 import { addTokens, stepCost, toTokens } from './usage'
+import { attemptOnModel, fallbackAfter, modelAsked, type NamedModel } from './model-fallback'
 
 /**
  * What a step needs from its turn: the settings it calls the model with, the history, the
@@ -41,6 +42,8 @@ export interface StepScope {
   readonly sessionId: string
   readonly config: {
     model: ProviderLanguageModel
+    /** The turn's models when it named a list (fallback models): `[0]` is `model`. */
+    models?: readonly NamedModel[]
     system: string | undefined
     tools: ToolSet
     call: Omit<TurnSettings, 'maxSteps'>
@@ -106,7 +109,7 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
   const messages = scope.modelMessages()
   const span = modelCallSpan(scope, input, messages)
   try {
-    await modelStream(await stepRequest(scope, messages, idle), (event) => state.hear(event, idle.signal))
+    await modelStream(await stepRequest(scope, input, messages, idle), (event) => state.hear(event, idle.signal))
   } catch (error) {
     state.failure = error
   } finally {
@@ -130,10 +133,10 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
 }
 
 /** The model call's request: the turn's settings, the history, its tools, the idle timer on every chunk. */
-async function stepRequest(scope: StepScope, messages: ModelMessage[], idle: { signal: AbortSignal; touch(): void }): Promise<ModelStreamRequest> {
+async function stepRequest(scope: StepScope, input: StreamStepInput, messages: ModelMessage[], idle: { signal: AbortSignal; touch(): void }): Promise<ModelStreamRequest> {
   const { config } = scope
   return {
-    model: config.model,
+    model: modelAsked(config, input)?.model ?? config.model,
     // (the AI SDK sends it with each step of a tool loop too: the model knows the answer's shape from the start)
     ...(config.output ? { responseFormat: await config.output.responseFormat } : {}),
     system: config.system,
@@ -150,11 +153,12 @@ async function stepRequest(scope: StepScope, messages: ModelMessage[], idle: { s
 /** The model call's span (telemetry), its input read only when recorded. */
 function modelCallSpan(scope: StepScope, input: StreamStepInput, messages: ModelMessage[]) {
   const { config } = scope
+  const model = modelAsked(config, input)?.model ?? config.model
   return config.telemetry.modelCall({
     turnId: scope.turnId,
     sessionId: scope.sessionId,
-    provider: config.model.provider,
-    model: config.model.modelId,
+    provider: model.provider,
+    model: model.modelId,
     step: input.step,
     attempt: input.attempt,
     input: () => (config.system === undefined ? messages : [{ role: 'system', content: config.system }, ...messages]),
@@ -246,13 +250,17 @@ function recentCalls(messages: MessageWithParts[], count: number): ToolCallSigna
   return calls.reverse()
 }
 
+/** A failed attempt's event: the failure protocol's decision (the retry policy counts the attempts on the model asked), or a fallback to the turn's next model. */
 function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): TurnEvent {
-  const decision = decideFailure(error, input, scope.config.failure)
+  const { failure, models } = scope.config
+  const decision = decideFailure(error, { attempt: attemptOnModel(input), waitedMs: input.waitedMs }, failure)
+  const fallback = fallbackAfter(models, input, decision, failure.attemptsPerModel ?? 1)
   return {
     type: 'step.failed',
     error: decision.error,
     overflow: decision.kind === 'overflow',
-    retryDelayMs: decision.kind === 'retry' ? decision.delayMs : null,
+    retryDelayMs: fallback ? 0 : decision.kind === 'retry' ? decision.delayMs : null,
+    ...(fallback ? { fallback } : {}),
   }
 }
 
@@ -275,12 +283,18 @@ class StepState {
     private readonly input: StreamStepInput,
   ) {}
 
+  /** A turn with fallback models: the name of the model the attempt asks, on its step-start part. */
+  #asked(): { model?: string } {
+    const asked = (this.scope.config.models?.length ?? 0) > 1 ? modelAsked(this.scope.config, this.input) : undefined
+    return asked ? { model: asked.name } : {}
+  }
+
   /** One event of the model call; false once the attempt failed (the call stops). */
   hear(event: ModelStreamEvent, idle: AbortSignal): boolean {
     switch (event.type) {
       case 'start':
         // The provider's warnings stay on the step (and are published with its part).
-        this.add({ type: 'step-start', time: { start: Date.now() }, ...(event.warnings ? { warnings: event.warnings } : {}) })
+        this.add({ type: 'step-start', time: { start: Date.now() }, ...this.#asked(), ...(event.warnings ? { warnings: event.warnings } : {}) })
         break
       case 'text-start':
       case 'reasoning-start':

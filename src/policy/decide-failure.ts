@@ -31,13 +31,16 @@ export type RetryPolicy = (question: RetryQuestion) => RetryPlan
 export interface FailurePolicies {
   classify: ErrorClassifier
   retry: RetryPolicy
+  /** With a list of models, the attempts a model but the last is given in a step before the next is asked (`retry.attemptsPerModel`). */
+  attemptsPerModel?: number
 }
 
 /** The decision: try again after `delayMs`, compact (the context is full), or fail with `error`. */
 export type FailureDecision =
   | { kind: 'retry'; error: SerializedError; delayMs: number }
   | { kind: 'overflow'; error: SerializedError }
-  | { kind: 'fatal'; error: SerializedError }
+  /** `gaveUp`: the failure was the provider's (retryable), but the retry policy gave up on it. */
+  | { kind: 'fatal'; error: SerializedError; gaveUp?: true }
 
 /**
  * The default policies: turnchart's provider tables and `planRetry` with `options`.
@@ -84,7 +87,7 @@ export function decideFailure(error: unknown, at: { attempt: number; waitedMs: n
     return { kind: 'retry', error: classified.error, delayMs }
   }
   const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: at.attempt, lastError: classified.error })
-  return { kind: 'fatal', error: exhausted.toJSON() }
+  return { kind: 'fatal', error: exhausted.toJSON(), gaveUp: true }
 }
 
 /** Thrown by the checks below: the answer itself is what is wrong. */

@@ -6,8 +6,14 @@ import { maxTimerMs } from '../core/timer-limit'
 import { InvalidOptionError } from '../core/errors'
 
 export interface RetryOptions {
-  /** Attempts per step, the first one included. */
+  /** Attempts per step, the first one included (with a list of models, per model). */
   maxAttempts: number
+  /**
+   * With a list of models (`model: ['primary', 'backup']`), the attempts a model but the last is
+   * given in a step before the step goes on with the next (fewer when the policy gives up
+   * sooner, e.g. a `retry-after` past `maxHeaderDelayMs`). Default 2.
+   */
+  attemptsPerModel: number
   /** Backoff delay after the first failure. */
   initialDelayMs: number
   /** Each further failure multiplies the backoff delay by this. */
@@ -30,6 +36,7 @@ export interface RetryOptions {
  */
 export const defaultRetryOptions: RetryOptions = Object.freeze({
   maxAttempts: 5,
+  attemptsPerModel: 2,
   initialDelayMs: 1000,
   backoffFactor: 2,
   maxDelayMs: 30000,
@@ -130,7 +137,7 @@ export function backoffDelay(attempt: number, options: RetryOptions, random: () 
   return Math.round(capped * (1 - options.jitter * r))
 }
 
-const integerFields = ['maxAttempts'] as const
+const integerFields = ['maxAttempts', 'attemptsPerModel'] as const
 const delayFields = ['initialDelayMs', 'maxDelayMs', 'maxHeaderDelayMs', 'maxTotalWaitMs'] as const
 const timerFields = ['initialDelayMs', 'maxDelayMs', 'maxHeaderDelayMs'] as const
 

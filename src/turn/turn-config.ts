@@ -9,6 +9,7 @@ import type { Redactor } from '../core/secrets/redact-secrets'
 import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../core/types'
 import type { StepRule } from '../policy/step-gate'
 import type { ProviderLanguageModel } from '../llm/language-model'
+import type { NamedModel } from '../llm/model-fallback'
 import type { Pricing } from '../llm/usage'
 import type { FailurePolicies } from '../policy/decide-failure'
 import type { DoomLoopOptions } from '../policy/doom-loop'
@@ -17,7 +18,10 @@ import type { Telemetry } from '../telemetry/telemetry'
 import type { ToolFingerprint } from '../tools/tool-fingerprint'
 
 export interface TurnConfig {
+  /** The model the turn asks first (its list's first when it named a list). */
   model: ProviderLanguageModel
+  /** Fallback models: the turn's list of models by name (`model: ['primary', 'backup']`), `[0]` being `model`; absent with one model. */
+  models?: readonly NamedModel[]
   system: string | undefined
   tools: ToolSet
   /**

@@ -26,6 +26,13 @@ export function waitingEnd(state: string): TurnStreamEnd | undefined {
 }
 
 /** The turn id an event names, if any (assistant messages only: a user message opens no stream). */
+/** The state after an attempt started: its number, and the model it asks (fallback models); undefined when neither changed. */
+function stepStarted(current: TurnStateData, part: Extract<Part, { type: 'step-start' }>): TurnStateData | undefined {
+  const attempt = part.attempt ?? current.attempt
+  if (attempt === current.attempt && part.model === current.model) return undefined
+  return { ...current, attempt, ...(part.model !== undefined ? { model: part.model } : {}) }
+}
+
 function turnIdOf(event: TurnchartEvent): string | undefined {
   switch (event.type) {
     case 'turn.transition':
@@ -196,8 +203,8 @@ export class TurnChunks {
     } else if (event.type === 'storage.resumed' && event.turnId === this.turnId && current.storage) {
       const { storage: _, ...rest } = current
       next = rest
-    } else if (event.type === 'part.updated' && event.origin === 'answer' && event.part.type === 'step-start' && event.part.attempt !== undefined && event.part.attempt !== current.attempt) {
-      next = { ...current, attempt: event.part.attempt }
+    } else if (event.type === 'part.updated' && event.origin === 'answer' && event.part.type === 'step-start') {
+      next = stepStarted(current, event.part)
     }
     if (!next) return
     this.#state = next

@@ -20,6 +20,8 @@ export interface TurnStateData {
   message?: string
   /** While the turn's write waits on the database (an outage): which write, since when. */
   storage?: { operation: string; since: number }
+  /** Fallback models (`model: ['primary', 'backup']`): the name of the model the current attempt asks. */
+  model?: string
 }
 
 /** Message metadata: the turn, its usage and how it ended. */

@@ -26,7 +26,7 @@
  */
 import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
 import { crashedState, isFinalState, toolsState, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
-import type { TurnContext, TurnStall } from '../../../machines/turn.types'
+import type { ModelFallback, TurnContext, TurnStall } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
 import { BudgetExceededError, MessageAbortedError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
@@ -558,6 +558,8 @@ export class TurnLog {
     for (const row of rows) {
       const output = row.event === 'gate.complete' && row.payload.rule === 'output' && 'output' in row.payload ? { output: row.payload.output } : {}
       bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time, ...output })
+      const fallback = row.event === 'step.failed' ? (row.payload.fallback as ModelFallback | undefined) : undefined
+      if (fallback) bus.publish({ type: 'model.fallback', sessionId, turnId, step: context.step, from: fallback.from, to: fallback.to, reason: scope.config.redactor.text(fallback.reason) })
       if (isFinalState(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
       const wait = waitOf(row.to)
       const retry = { attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }

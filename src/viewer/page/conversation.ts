@@ -17,7 +17,7 @@ function renderPart(part: PagePart): HTMLElement {
       return el('div', { class: cls, 'data-status': s.status }, `tool ${part.tool}(${short(s.input, 120)}) ${s.status}${tail}`)
     }
     case 'step-start':
-      return el('div', { class: cls }, `step ${part.step} start (attempt ${part.attempt || 1})`)
+      return el('div', { class: cls }, `step ${part.step} start (attempt ${part.attempt || 1}${part.model ? `, model ${part.model}` : ''})`)
     case 'step-finish':
       return el('div', { class: cls }, `step ${part.step} finish: ${part.reason}, tokens in ${part.tokens.input} out ${part.tokens.output}`)
     case 'compaction':

@@ -45,6 +45,8 @@ export interface Arrangement {
   steers: Array<{ state: string; entry: number; text: string }>
   /** The prompt asks for structured output (`output: rigOutput`): its final answers are checked at the gate. */
   output: boolean
+  /** The prompt names two models (`model: ['default', 'backup']`, both the rig's server): a failure of the provider's kind falls back. */
+  models: boolean
 }
 
 export interface Decision {
@@ -393,6 +395,13 @@ export const recipes: Record<string, EdgeRecipe> = {
   'streaming --step.failed [retryAllowed]--> retry-waiting': {
     events: [failed(false, 1)],
     arrange: ({ plan, index }) => plan.replies.push(resetStream(index)),
+  },
+  'streaming --step.failed [fallsBack]--> retry-waiting': {
+    events: [{ type: 'step.failed', error, overflow: false, retryDelayMs: 0, fallback: { model: 1, from: 'default', to: 'backup', reason: 'APIError: overloaded' } }],
+    arrange: ({ plan }) => {
+      plan.models = true
+      plan.replies.push(overloaded)
+    },
   },
   'streaming --step.failed--> failed': {
     events: [failed(false, null)],

@@ -85,7 +85,7 @@ export const rigOutput = Output.object({ schema: z.object({ n: z.number() }) })
 export const rigDefaults: Partial<EngineOptions> = {
   limits: { context: 1000, output: 100 },
   compaction: { maxPerTurn: 1 },
-  retry: { initialDelayMs: 1, maxDelayMs: 4, jitter: 0, maxAttempts: 3 },
+  retry: { initialDelayMs: 1, maxDelayMs: 4, jitter: 0, maxAttempts: 3, attemptsPerModel: 1 },
   flushIntervalMs: 5,
   streamIdleTimeoutMs: 2000,
   // small, so that a walk reaches the step limit in a few tool steps
@@ -132,6 +132,8 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
   const engine = await createEngine({
     database: dbPath,
     model: modelFor(server),
+    // (a walk whose prompt names both falls back from the first to the second: one server answers both)
+    models: { backup: modelFor(server, 'backup-model') },
     tools: { work },
     stepRules: [modelRule],
     ...rigDefaults,

@@ -28,7 +28,7 @@ export function completePath(input: TurnInput, events: ModelEvent[]): PlannedSte
 }
 
 export function arrange(steps: PlannedStep[]): Arrangement {
-  const plan: Arrangement = { replies: [], tools: [], gate: [], budgetSteps: null, abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], resolutions: [], steers: [], output: false }
+  const plan: Arrangement = { replies: [], tools: [], gate: [], budgetSteps: null, abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], resolutions: [], steers: [], output: false, models: false }
   for (const [index, step] of steps.entries()) {
     const recipe = recipes[step.edge]
     if (!recipe) {
@@ -59,6 +59,7 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
   const turn = rig.engine.prompt(session.id, 'walk the chart', {
     ...(plan.budgetSteps === null ? {} : { budget: { steps: plan.budgetSteps } }),
     ...(plan.output ? { output: rigOutput } : {}),
+    ...(plan.models ? { model: ['default', 'backup'] } : {}),
   })
   rig.onGateAbort = () => turn.abort()
   for (const seq of plan.failWrites) rig.failTransitionWrite(turn.id, seq)
