@@ -11,11 +11,12 @@ function modelSummary(model: unknown): unknown {
   return { specificationVersion, provider, modelId }
 }
 
-export function resolveModels(options: EngineOptions): { model: ProviderLanguageModel; models: Record<string, ProviderLanguageModel> } {
+export function resolveModels(options: EngineOptions): { model: ProviderLanguageModel; models: Record<string, ProviderLanguageModel>; defaultModels?: string[] } {
   const models = { ...optionGroup('models', options.models) }
   for (const [name, m] of Object.entries(models)) {
     if (!isSupportedModel(m)) throw new InvalidOptionError(`models.${name}`, modelSummary(m), supportedModelsText)
   }
+  if (Array.isArray(options.model)) return modelList(options.model, models as Record<string, ProviderLanguageModel>)
   if (options.model !== undefined && models.default !== undefined && options.model !== models.default) {
     throw new InvalidOptionError('models.default', modelSummary(models.default), 'absent when `model` is given (`model` is the default model)')
   }
@@ -23,4 +24,15 @@ export function resolveModels(options: EngineOptions): { model: ProviderLanguage
   if (!isSupportedModel(model)) throw new InvalidOptionError('model', modelSummary(model), supportedModelsText)
   models.default = model
   return { model, models: models as Record<string, ProviderLanguageModel> }
+}
+
+/** `model: ['primary', 'backup']`: names of `models`, each once; the first is the default model. */
+function modelList(names: unknown[], models: Record<string, ProviderLanguageModel>): { model: ProviderLanguageModel; models: Record<string, ProviderLanguageModel>; defaultModels: string[] } {
+  const registered = `a name of models (${Object.keys(models).join(', ') || 'none given'})`
+  if (names.length === 0) throw new InvalidOptionError('model', names, `a model, or a non-empty list of names of models`)
+  for (const name of names) if (typeof name !== 'string' || !Object.hasOwn(models, name)) throw new InvalidOptionError('model', name, registered)
+  if (new Set(names).size !== names.length) throw new InvalidOptionError('model', names, 'a list of models that names each once')
+  const first = models[names[0] as string]
+  if (models.default !== undefined && models.default !== first) throw new InvalidOptionError('models.default', modelSummary(models.default), "absent when `model` is a list (the list's first is the default model)")
+  return { model: first, models: { ...models, default: first }, defaultModels: names as string[] }
 }

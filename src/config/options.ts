@@ -58,8 +58,13 @@ export interface EngineOptions {
    * `{ file, shared: true }`.
    */
   database?: DatabaseOption
-  /** An AI SDK language model object of any provider: a `LanguageModelV3` (ai v6 providers) or a `LanguageModelV4` (ai v7 providers); the model named `'default'`. Required unless `models.default` is given. */
-  model?: EngineModel
+  /**
+   * An AI SDK language model object of any provider: a `LanguageModelV3` (ai v6 providers) or a
+   * `LanguageModelV4` (ai v7 providers); the model named `'default'`. Required unless
+   * `models.default` is given. Or a list of names of `models` (fallback models, as a prompt's
+   * `model`): every turn's default list, its first the `default` model.
+   */
+  model?: EngineModel | string[]
   /** Models by name, for `prompt(..., { model: 'fast' })` and `createSession({ model })`; `model` is `default`. */
   models?: Record<string, EngineModel>
   /** Default call settings of every turn (`temperature`, `maxOutputTokens`, `topP`, `topK`, `seed`, `stopSequences`, `presencePenalty`, `frequencyPenalty`, `headers`, `providerOptions`, `toolChoice`). */

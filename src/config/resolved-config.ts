@@ -22,6 +22,8 @@ export interface ResolvedConfig {
   model: ProviderLanguageModel
   /** Registered models by name; `default` is `model`. */
   models: Record<string, ProviderLanguageModel>
+  /** `createEngine({ model: ['primary', 'backup'] })`: the turns' default list of models (fallback models). */
+  defaultModels?: string[]
   /** Default call settings of every turn. */
   call: Omit<TurnSettings, 'maxSteps'>
   maxSteps: number | undefined

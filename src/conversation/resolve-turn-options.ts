@@ -136,7 +136,7 @@ export function resolveTurnOptions(config: ResolvedConfig, defaults: SessionDefa
     throw new InvalidArgumentError('options.toolChoice', toolChoice, 'a tool this turn may use')
   }
   const allHeaders = { ...engineHeaders, ...headers }
-  const models = modelList(model ?? defaults?.model ?? 'default')
+  const models = modelList(model ?? defaults?.model ?? config.defaultModels ?? 'default')
   // (a name registered on no engine is refused when the turn is configured)
   const modelId = Object.hasOwn(config.models, models.model) ? config.models[models.model].modelId : undefined
   return {

@@ -6,6 +6,7 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
+import { createEngine } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { createHarness, modelFor, type Harness } from '../support/harness'
 
@@ -95,4 +96,29 @@ test('a bad list is refused and nothing is stored: empty, unregistered, twice th
   }
   await expect(h.engine.createSession({ model: [] })).rejects.toMatchObject({ name: 'InvalidArgumentError', argument: 'session.model' })
   expect(await h.engine.messages(session.id)).toEqual([])
+})
+
+test("an engine may name the list for every turn (createEngine({ model: ['primary', 'backup'] })); a prompt's own model wins", async () => {
+  backup = await startScriptedServer()
+  h = await createHarness((primary) => ({ models: { primary: modelFor(primary, 'primary-model'), backup: modelFor(backup, 'backup-model') }, model: ['primary', 'backup'] }))
+  h.server.error(503, { error: { message: 'down' } })
+  h.server.error(503, { error: { message: 'down' } })
+  backup.text('the engine fell back')
+  h.server.text('the primary alone')
+  const session = await h.engine.createSession()
+  expect(await h.engine.prompt(session.id, 'hello').done).toMatchObject({ outcome: 'completed', text: 'the engine fell back' })
+  expect(await h.engine.prompt(session.id, 'again', { model: 'primary' }).done).toMatchObject({ outcome: 'completed', text: 'the primary alone' })
+  expect([h.server.calls, backup.calls]).toEqual([3, 1])
+})
+
+test("an engine's bad list is refused, naming the option", async () => {
+  const server = await startScriptedServer()
+  try {
+    const models = { primary: modelFor(server) }
+    for (const model of [[], ['nope'], ['primary', 'primary']]) {
+      await expect(createEngine({ database: ':memory:', models, model })).rejects.toMatchObject({ name: 'InvalidOptionError', option: 'model' })
+    }
+  } finally {
+    await server.close()
+  }
 })
