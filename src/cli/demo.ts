@@ -115,7 +115,9 @@ async function queueDemoScript(server: ScriptedServer, cwd: string): Promise<voi
     usage: { input: 140, output: 20 },
   })
   server.push({ type: 'stream', delayMs: 12, chunks: [{ tool: { name: 'list', input: { path: '.' } } }], usage: { input: 60, output: 10 } })
-  const childAnswer = folders.length ? `${folders.length} of them are folders: ${folders.slice(0, 6).join(', ')}.` : 'None of them is a folder.'
+  // (every folder named when they are few; the first six and how many more otherwise)
+  const named = folders.length > 6 ? `${folders.slice(0, 6).join(', ')} and ${folders.length - 6} more` : folders.join(', ')
+  const childAnswer = folders.length ? `${folders.length} of them are folders: ${named}.` : 'None of them is a folder.'
   server.push({ type: 'stream', delayMs: 12, chunks: words(childAnswer).map((w) => ({ text: w })), usage: { input: 120, output: 16 } })
   server.push({ type: 'stream', delayMs: 12, chunks: words(`The researcher says: ${childAnswer}`).map((w) => ({ text: w })), usage: { input: 200, output: 18 } })
   // Turn 4: a long answer that is aborted half way.

@@ -6,11 +6,17 @@
 import type { CaseResult, SuiteResult } from '../testing/eval-suite'
 import { formatTrajectoryDiff } from '../testing/trajectory-diff'
 
+/** The cases by status as the rows say them: passed and failed, then errors and skipped when there are some. */
+function counts(result: SuiteResult): string {
+  const more = [result.errors ? `${result.errors} error${result.errors === 1 ? '' : 's'}` : '', result.skipped ? `${result.skipped} skipped` : '']
+  return [`${result.passed} passed`, `${result.failed} failed`, ...more.filter(Boolean)].join(', ')
+}
+
 export function formatTable(result: SuiteResult): string {
   const rows = result.cases.map((c) => [c.status === 'passed' ? 'pass' : c.status, c.name, `${c.scores.filter((s) => s.pass).length}/${c.scores.length}`, c.status === 'passed' ? '' : failure(c)])
   const widths = [6, Math.max(4, ...rows.map((r) => r[1].length))]
   const lines = [`${'result'.padEnd(widths[0])}  ${'case'.padEnd(widths[1])}  scores  why`, ...rows.map((r) => `${r[0].padEnd(widths[0])}  ${r[1].padEnd(widths[1])}  ${r[2].padEnd(6)}  ${r[3]}`)]
-  lines.push('', `${result.suite}: ${result.passed} passed, ${result.failed} failed of ${result.cases.length}; score ${(result.score * 100).toFixed(0)}%; ${result.usage.inputTokens + result.usage.outputTokens} tokens`)
+  lines.push('', `${result.suite}: ${counts(result)} of ${result.cases.length}; score ${(result.score * 100).toFixed(0)}%; ${result.usage.inputTokens + result.usage.outputTokens} tokens`)
   return `${lines.map((line) => line.trimEnd()).join('\n')}\n`
 }
 
@@ -77,7 +83,7 @@ ${c.diff ? `<h3>trajectory: original vs re-run</h3><pre class="diff">${xml(forma
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:1100px}pre{background:#f6f6f6;padding:8px;overflow:auto;font-size:12px}.status{font-size:12px;padding:2px 6px;border-radius:4px;background:#eee}.passed .status{background:#c8e6c9}.failed .status,.error .status{background:#ffcdd2}li.fail{color:#c62828}</style>
 </head><body>
 <h1>${xml(result.suite)}</h1>
-<p id="summary">run ${xml(result.runId)}: ${result.passed} passed, ${result.failed} failed of ${result.cases.length}; score ${(result.score * 100).toFixed(0)}%; ${result.usage.inputTokens + result.usage.outputTokens} tokens</p>
+<p id="summary">run ${xml(result.runId)}: ${counts(result)} of ${result.cases.length}; score ${(result.score * 100).toFixed(0)}%; ${result.usage.inputTokens + result.usage.outputTokens} tokens</p>
 <h2>score across runs (${runs.length})</h2>
 ${historyChart(runs)}
 ${cases.join('\n')}

@@ -67,7 +67,7 @@ export async function evalCommand(argv: string[], io: CliIO): Promise<number> {
   io.stdout.write(formatTable(result))
   const out = values.get('out')
   if (out) writeReports(result, out, io)
-  return result.failed > 0 ? 1 : 0
+  return result.failed + result.errors > 0 ? 1 : 0
 }
 
 function writeReports(result: SuiteResult, out: string, io: CliIO): void {

@@ -97,7 +97,12 @@ export interface SuiteResult {
   startedAt: string
   cases: CaseResult[]
   passed: number
+  /** Cases whose scores failed. */
   failed: number
+  /** Cases that could not be scored: their re-run threw or diverged from its recording. */
+  errors: number
+  /** Cases not run: the token budget was spent. */
+  skipped: number
   /** Passing scores over all scores (0..1); 0 when nothing was scored. */
   score: number
   usage: { inputTokens: number; outputTokens: number }
@@ -160,7 +165,9 @@ export async function runSuite(suite: EvalSuite, options: SuiteOptions = {}): Pr
     startedAt: startedAt.toISOString(),
     cases: results,
     passed: results.filter((r) => r.status === 'passed').length,
-    failed: results.filter((r) => r.status === 'failed' || r.status === 'error').length,
+    failed: results.filter((r) => r.status === 'failed').length,
+    errors: results.filter((r) => r.status === 'error').length,
+    skipped: results.filter((r) => r.status === 'skipped').length,
     score: scores.length === 0 ? 0 : scores.filter((s) => s.pass).length / scores.length,
     usage,
   }

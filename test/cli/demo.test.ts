@@ -47,6 +47,9 @@ test('the demo runs the whole script, stores it, and sessions/show/replay read i
   expect(out).toMatch(/^ {2}│ {3}⚙ list\(\{"path":"\."\}\)$/m)
   expect(out).toMatch(/^ {2}│ assistant › \d+ of them are folders/m)
   expect(out).toMatch(/^ {2}✓ researcher → "\d+ of them are folders/m)
+  // the count agrees with the folders it names (and how many more it leaves out)
+  const [, count, names, more] = /(\d+) of them are folders: (.*?)(?: and (\d+) more)?\.$/m.exec(out)!
+  expect(names.split(', ').length + Number(more ?? 0)).toBe(Number(count))
   // the abort
   expect(out).toContain('streaming → aborted  turn.abort')
   expect(out).toContain('MessageAbortedError')
