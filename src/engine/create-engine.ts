@@ -47,7 +47,6 @@ import { engineNotifications, storeFeeds, type StoreFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
 import { upgradeCalls } from './upgrade-check'
 import { waitingCalls } from './waiting-calls'
-import { livenessOwner } from '../store/liveness-owner'
 
 /**
  * Creates an engine. Invalid options fail here with an `InvalidOptionError` naming the option.
@@ -94,9 +93,7 @@ export interface EngineParts {
  * const { engine, parts } = await assembleEngine(options, { owner: host.owner, leases: false })
  */
 export async function assembleEngine(options: EngineOptions, hosting: EngineHosting): Promise<{ engine: Engine; parts: EngineParts }> {
-  // An engine that holds leases marks its owner id as one whose liveness the server keeps, when it does (PostgreSQL).
-  const marked = hosting.leases ? livenessOwner(hosting.owner) : undefined
-  const { config, services, opened, mcp, reportHookError } = await openEngineResources(options, marked)
+  const { config, services, opened, mcp, reportHookError } = await openEngineResources(options)
   const { store } = opened
   const feeds = opened.notifications && storeFeeds(opened.notifications)
   const bus = new Bus(reportHookError)
@@ -105,7 +102,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
   bus.subscribe((event) => services.telemetry.observe(event))
   const statusOf = sessionStatuses(bus)
-  const owner = marked && opened.notifications?.listening && opened.notifications.liveOwners ? marked : hosting.owner
+  const { owner } = hosting
   const lifecycle = new EngineLifecycle()
   const { isClosed } = lifecycle
   const storageWaits = new StorageWaits()
@@ -128,8 +125,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   })
   // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
   const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, parksChildren: hosting.children !== undefined, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
-  const liveOwners = opened.notifications?.liveOwners?.bind(opened.notifications)
-  const swept = engineRecovery({ config, services, turns, running, parked, queue, requireOpen, ...(liveOwners ? { liveOwners } : {}) })
+  const swept = engineRecovery({ config, services, turns, running, parked, queue, requireOpen })
   // A host that retries its turns itself is their only recovery: no sweep here.
   const recovery = hosting.leases ? swept : { recover: async () => [], sweeps: () => 0 }
   // Approve, deny and abort from any engine (src/control/).
@@ -171,7 +167,6 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
     ...(feeds ? { feeds } : {}),
     recover: recovery.recover,
     takeOver: (ids: string[]) => takeOverTurns({ config, services, turns, running }, ids),
-    ...(opened.notifications?.goneOwners && owner === marked ? { goneOwners: opened.notifications.goneOwners.bind(opened.notifications) } : {}),
     letStalledGo: (turnId, fence, stall) => letStalledGo({ config, services, turns, running }, turnId, fence, stall),
     closeResources: async () => {
       await opened.close()
@@ -182,7 +177,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
 }
 
 /** What the engine opens before its parts: its options resolved, its services, its MCP servers and its database. */
-async function openEngineResources(options: EngineOptions, liveness: string | undefined) {
+async function openEngineResources(options: EngineOptions) {
   const resolved = resolveConfig(options)
   // The app's reporter of hook errors, itself behind a boundary (it is the app's code too: a
   // throw, or an async reporter's rejection, goes nowhere rather than to the process).
@@ -199,7 +194,7 @@ async function openEngineResources(options: EngineOptions, liveness: string | un
     config = { ...resolved, tools, toolFingerprint: await toolFingerprint(tools) }
     // The listening connection's failures end nothing (the engine polls meanwhile): told where
     // subscribers' failures are.
-    opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text), ...(liveness ? { liveness } : {}) })
+    opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
   } catch (error) {
     await mcp?.close()
     throw error

@@ -31,7 +31,7 @@ export interface EngineStore extends OpenedStore {
 export async function openEngineStore(
   options: EngineOptions,
   config: ResolvedConfig,
-  listener: { onError(error: NotificationListenerError): void; redact(text: string): string; liveness?: string },
+  listener: { onError(error: NotificationListenerError): void; redact(text: string): string },
 ): Promise<EngineStore> {
   const { opened, database } = await openStoreWithDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
   const url = typeof options.notifications === 'string' ? options.notifications : config.notifications && typeof options.database === 'string' ? options.database : undefined

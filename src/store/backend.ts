@@ -74,8 +74,6 @@ export interface ListenerHooks {
   onError(error: NotificationListenerError): void
   /** Removes secrets from a driver's message before it is reported. */
   redact(text: string): string
-  /** The engine's owner id whose liveness the listening connection holds (a backend that keeps it: PostgreSQL). */
-  liveness?: string
 }
 
 /** A Kysely database a backend opened (or adopted), with its SQL specifics and capabilities. */

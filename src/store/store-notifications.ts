@@ -36,12 +36,4 @@ export interface StoreNotifications {
   whenListening(timeoutMs: number): Promise<boolean>
   /** Ends the connection and every timer; subscribers hear nothing more. */
   close(): Promise<void>
-  /**
-   * Capability (PostgreSQL): which of `owners` (engines' owner ids that say they hold their
-   * liveness on the server) are alive now. Rejects while the connection is down: the caller
-   * then knows nothing and waits for the leases.
-   */
-  liveOwners?(owners: readonly string[]): Promise<ReadonlySet<string>>
-  /** Capability (PostgreSQL): the owners, other than `except`, of unfinished turns whose leases hold but whose liveness the server ended. One round trip. */
-  goneOwners?(except: string): Promise<string[]>
 }

@@ -15,7 +15,6 @@ import { NotificationListenerError } from '../../core/errors'
 import { notificationChannel, quoteIdentifier } from './notify-triggers'
 import { pgLoader } from './open-postgres'
 import { SessionWatches } from './session-watches'
-import { goneOwnersSql, holdLivenessSql, liveOwnersSql } from './liveness'
 
 export type { StoreChange, StoreNotifications } from '../store-notifications'
 import type { StoreChange, StoreNotifications } from '../store-notifications'
@@ -38,8 +37,6 @@ export interface ListenOptions {
   heartbeatMs?: number
   /** How long a watch lasts without its refresh (refreshed every third of it). Default 30000. */
   watchTtlMs?: number
-  /** The engine's owner id whose liveness this connection holds (liveness.ts), from each connect on. */
-  liveness?: string
 }
 
 /** What this module uses of a `pg` Client. */
@@ -135,23 +132,6 @@ class ChangeListener implements StoreNotifications {
     })
   }
 
-  async liveOwners(owners: readonly string[]): Promise<ReadonlySet<string>> {
-    const rows = await this.#query(liveOwnersSql, [owners])
-    return new Set(rows.map((row) => row.owner as string))
-  }
-
-  async goneOwners(except: string): Promise<string[]> {
-    const rows = await this.#query(goneOwnersSql(`${quoteIdentifier(this.#options.schema)}.turnchart_turns`), [except, Date.now()])
-    return rows.map((row) => row.owner as string)
-  }
-
-  /** A read on the listening connection (its session is the one the server keeps); rejects while it is down. */
-  async #query(text: string, values: unknown[]): Promise<Array<Record<string, unknown>>> {
-    const current = this.#client
-    if (!current || !this.#listening) throw new Error('the listening connection is down')
-    return (await current.query(text, values)).rows
-  }
-
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
@@ -175,7 +155,6 @@ class ChangeListener implements StoreNotifications {
       await next.connect()
       detachFromEventLoop(next)
       await next.query(`listen ${quoteIdentifier(this.#channel)}`)
-      if (this.#options.liveness) await next.query(holdLivenessSql, [this.#options.liveness])
       if (next !== this.#client || this.#closed) return void next.end().catch(() => undefined)
       this.#listening = true
       this.#failures = 0
