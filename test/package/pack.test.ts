@@ -42,17 +42,19 @@ const runAsync = (command: string, args: string[], cwd: string, timeout = 600_00
 const installFlags = ['--prefer-offline', '--no-audit', '--no-fund']
 const fullInstall = process.env.TURNCHART_PACK_FULL_INSTALL === '1'
 
-/** The README's install lines (its "## Install" block), each as npm's arguments. */
+/** The README's install lines (its "## Install" block), each as a command's words. */
 function readmeInstallLines(): string[][] {
   const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(readme.indexOf('## Install')))![1]
   return block.trim().split('\n').map((line) => line.trim().split(/\s+/))
 }
 
-/** Runs `npm install …` lines in `app`, the packed tarball in place of `turnchart`. */
+/** Runs the lines in `app` as printed (npm and npx), `npm install` with the packed tarball in place of `turnchart`. */
 async function install(app: string, lines: string[][]): Promise<void> {
-  for (const [npm, ...args] of lines) {
-    expect([npm, args[0]]).toEqual(['npm', 'install'])
-    await runAsync('npm', [...args.map((arg) => (arg === 'turnchart' ? tarball : arg)), ...installFlags, ...(fullInstall ? [] : ['--ignore-scripts'])], app)
+  for (const [command, ...args] of lines) {
+    expect(['npm', 'npx']).toContain(command)
+    if (command === 'npm' && args[0] === 'install') {
+      await runAsync('npm', [...args.map((arg) => (arg === 'turnchart' ? tarball : arg)), ...installFlags, ...(fullInstall ? [] : ['--ignore-scripts'])], app)
+    } else await runAsync(command, args, app)
   }
 }
 
@@ -73,12 +75,14 @@ async function provideBinding(app: string): Promise<void> {
 async function makeApp(name: keyof typeof apps): Promise<string> {
   const app = path.join(work, `${name}-app`)
   fs.mkdirSync(app)
-  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: `${name}-app`, version: '1.0.0', private: true, type: name === 'cjs' ? 'commonjs' : 'module' }))
   if (name === 'readme') {
+    // As a person starts one: an empty folder, `npm init -y` (a CommonJS package), then the README's lines in order.
+    await runAsync('npm', ['init', '-y'], app)
     await install(app, readmeInstallLines())
     // Two compilers side by side (npm aliases), as an app pinning either would have it.
     await install(app, [['npm', 'install', '--save-dev', 'ts59@npm:typescript@5.9', 'ts-current@npm:typescript@latest']])
   } else {
+    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: `${name}-app`, version: '1.0.0', private: true, type: name === 'cjs' ? 'commonjs' : 'module' }))
     // turnchart beside this repository's `ai` and provider (peers of turnchart), and, in the ES
     // module app, the README's second line, for its strict check.
     const peers = ['ai', '@ai-sdk/openai-compatible'].map((peer) => `${peer}@${repoPackage.devDependencies[peer]}`)
@@ -232,6 +236,34 @@ const compilers = [
   ['5.9', 'ts59'],
   ['the current major', 'ts-current'],
 ] as const
+
+test("a new app made as the README says (npm init -y, the Install block's lines in order, the Example as index.ts) passes npx tsc --noEmit, then npx tsc && node index.js completes; tsc --init of TypeScript 5.9 with the same flag passes too", () => {
+  const app = apps.readme
+  expect(JSON.parse(fs.readFileSync(path.join(app, 'package.json'), 'utf8')).type).toBe('module')
+  const tsconfig = path.join(app, 'tsconfig.json')
+  expect(fs.existsSync(tsconfig)).toBe(true)
+  fs.writeFileSync(path.join(app, 'index.ts'), readmeExample())
+  const npx = (args: string[]) => {
+    try {
+      run('npx', args, app, 120_000)
+      return ''
+    } catch (error) {
+      return String((error as { stdout?: string }).stdout || error)
+    }
+  }
+  expect(npx(['tsc', '--noEmit'])).toBe('')
+  expect(npx(['tsc'])).toBe('')
+  const child = spawnSync(process.execPath, ['index.js'], { cwd: app, env: cleanEnv(), encoding: 'utf8', timeout: 60_000 })
+  expect(child.stderr).toMatch(/\ncompleted, \d+ tokens in, \d+ out\n$/)
+  expect(child.stdout).toBe('Let me look. The folder holds your project.')
+  // TypeScript 5.9's own --init, with the README's flag
+  const ts59 = path.join(app, 'node_modules/ts59/bin/tsc')
+  fs.rmSync(tsconfig)
+  run(process.execPath, [ts59, '--init', '--types', 'node'], app)
+  expect(compile(app, ts59, ['--noEmit'])).toBe('')
+  // (what it emitted and wrote goes: the tests below write their own configs and files)
+  for (const file of fs.readdirSync(app)) if (/^index\.(js|d\.ts|js\.map|d\.ts\.map|ts)$/.test(file) || file === 'tsconfig.json') fs.rmSync(path.join(app, file))
+})
 
 test.each(compilers)("the README's Example, in an app installed with the README's lines, passes tsc --strict without skipLibCheck on TypeScript %s", (_version, alias) => {
   const app = apps.readme
