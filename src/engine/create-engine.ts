@@ -47,6 +47,7 @@ import { engineNotifications, storeFeeds, type StoreFeeds } from './store-feeds'
 import { turnLogCalls } from './turn-log-calls'
 import { upgradeCalls } from './upgrade-check'
 import { waitingCalls } from './waiting-calls'
+import { livenessOwner } from '../store/liveness-owner'
 
 /**
  * Creates an engine. Invalid options fail here with an `InvalidOptionError` naming the option.
@@ -93,7 +94,9 @@ export interface EngineParts {
  * const { engine, parts } = await assembleEngine(options, { owner: host.owner, leases: false })
  */
 export async function assembleEngine(options: EngineOptions, hosting: EngineHosting): Promise<{ engine: Engine; parts: EngineParts }> {
-  const { config, services, opened, mcp, reportHookError } = await openEngineResources(options)
+  // An engine that holds leases marks its owner id as one whose liveness the server keeps, when it does (PostgreSQL).
+  const marked = hosting.leases ? livenessOwner(hosting.owner) : undefined
+  const { config, services, opened, mcp, reportHookError } = await openEngineResources(options, marked)
   const { store } = opened
   const feeds = opened.notifications && storeFeeds(opened.notifications)
   const bus = new Bus(reportHookError)
@@ -102,7 +105,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
   bus.subscribe((event) => services.telemetry.observe(event))
   const statusOf = sessionStatuses(bus)
-  const { owner } = hosting
+  const owner = opened.liveness ? opened.liveness.owner : hosting.owner
   const lifecycle = new EngineLifecycle()
   const { isClosed } = lifecycle
   const storageWaits = new StorageWaits()
@@ -125,7 +128,8 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   })
   // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
   const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, parksChildren: hosting.children !== undefined, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
-  const swept = engineRecovery({ config, services, turns, running, parked, queue, requireOpen })
+  const liveOwners = opened.liveness && ((owners: readonly string[]) => opened.liveness!.liveOwners(owners))
+  const swept = engineRecovery({ config, services, turns, running, parked, queue, requireOpen, ...(liveOwners ? { liveOwners } : {}) })
   // A host that retries its turns itself is their only recovery: no sweep here.
   const recovery = hosting.leases ? swept : { recover: async () => [], sweeps: () => 0 }
   // Approve, deny and abort from any engine (src/control/).
@@ -167,6 +171,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
     ...(feeds ? { feeds } : {}),
     recover: recovery.recover,
     takeOver: (ids: string[]) => takeOverTurns({ config, services, turns, running }, ids),
+    ...(opened.liveness ? { goneOwners: (except: string) => opened.liveness!.goneOwners(except) } : {}),
     letStalledGo: (turnId, fence, stall) => letStalledGo({ config, services, turns, running }, turnId, fence, stall),
     closeResources: async () => {
       await opened.close()
@@ -177,7 +182,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
 }
 
 /** What the engine opens before its parts: its options resolved, its services, its MCP servers and its database. */
-async function openEngineResources(options: EngineOptions) {
+async function openEngineResources(options: EngineOptions, liveness: string | undefined) {
   const resolved = resolveConfig(options)
   // The app's reporter of hook errors, itself behind a boundary (it is the app's code too: a
   // throw, or an async reporter's rejection, goes nowhere rather than to the process).
@@ -194,7 +199,7 @@ async function openEngineResources(options: EngineOptions) {
     config = { ...resolved, tools, toolFingerprint: await toolFingerprint(tools) }
     // The listening connection's failures end nothing (the engine polls meanwhile): told where
     // subscribers' failures are.
-    opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) })
+    opened = await openEngineStore(options, config, { onError: reportHookError, redact: (text) => services.redactor.text(text) }, liveness)
   } catch (error) {
     await mcp?.close()
     throw error

@@ -40,6 +40,8 @@ export interface LifecycleParts {
   recover(): Promise<unknown>
   /** Takes over the turns another engine released (by id). */
   takeOver(ids: string[]): Promise<unknown>
+  /** The owners, other than this engine, of turns whose liveness the database ended (PostgreSQL): a sweep takes them at once. */
+  goneOwners?(except: string): Promise<string[]>
   /** Lets go of a turn stopped here as stalled, for recovery to resume it. */
   letStalledGo: LetStalledGo
   /** Closes what the engine opened: its database (and listening connection), its MCP servers. */
@@ -166,9 +168,7 @@ function startBackground(parts: LifecycleParts, isClosed: () => boolean): { stop
   // engine's transaction (PostgreSQL ends one left idle past a lease). (SQLite's busy wait blocks the process
   // itself: no renewal runs meanwhile, and the write has failed or gone through when the next one does.)
   const stopRenewal = parts.leases ? keepLeases(store.turns, running, owner, { leaseMs: config.leaseMs, stallMarginMs: config.leaseMs }, parts.letStalledGo) : () => undefined
-  // Takes over the turns of workers that die while this engine runs, then settles the waits past their deadline.
-  const sweep = config.recovery.intervalMs > 0 ? setInterval(whileOpen, config.recovery.intervalMs) : undefined
-  sweep?.unref()
+  const stopSweeps = config.recovery.intervalMs > 0 ? sweepEvery(config.recovery.intervalMs, parts, whileOpen) : () => undefined
   let stopped = false
   const stop = () => {
     if (stopped) return
@@ -177,10 +177,46 @@ function startBackground(parts: LifecycleParts, isClosed: () => boolean): { stop
     parts.parked.close()
     stopRenewal()
     timer.stop()
-    clearInterval(sweep)
+    stopSweeps()
     parts.poller.stop()
   }
   return { stop, timer }
+}
+
+/**
+ * Takes over the turns of workers that die while this engine runs, then settles the waits past
+ * their deadline: `sweep` every `intervalMs`, and as soon as the database says an engine died.
+ */
+function sweepEvery(intervalMs: number, parts: Pick<LifecycleParts, 'goneOwners' | 'owner'>, sweep: () => void): () => void {
+  const timer = setInterval(sweep, intervalMs)
+  timer.unref()
+  const stopWatch = watchForGoneEngines(parts, sweep)
+  return () => {
+    clearInterval(timer)
+    stopWatch()
+  }
+}
+
+/** How often an engine asks the database whether an engine holding turns died (one read of the turns and the server's locks). */
+const livenessBeatMs = 250
+
+/**
+ * An engine whose liveness the database ended (it died, on any host) is noticed within two beats,
+ * not a lease: `sweep` runs then. Two, so that a living engine whose listening connection is
+ * being opened again (a dropped connection, 100 ms of backoff) is not taken for dead.
+ */
+function watchForGoneEngines(parts: Pick<LifecycleParts, 'goneOwners' | 'owner'>, sweep: () => void): () => void {
+  const { goneOwners, owner } = parts
+  if (!goneOwners) return () => undefined
+  let before = new Set<string>()
+  const beat = async () => {
+    const gone = await goneOwners(owner)
+    if (gone.some((id) => before.has(id))) sweep()
+    before = new Set(gone)
+  }
+  const watch = setInterval(() => void beat().catch(() => undefined), livenessBeatMs)
+  watch.unref()
+  return () => clearInterval(watch)
 }
 
 /** Arms the engine's deadline timer for the earliest stored deadline of the waiting turns. */

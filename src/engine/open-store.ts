@@ -10,7 +10,7 @@ import type { ResolvedConfig } from '../config/resolved-config'
 import type { EngineOptions } from '../config/options'
 import { InvalidOptionError, type NotificationListenerError } from '../core/errors'
 import { asStorageError } from './engine-calls'
-import { isOpenedDatabase, type OpenedDatabase, type OpenSettings } from '../store/backend'
+import { isOpenedDatabase, type EngineLiveness, type OpenedDatabase, type OpenSettings } from '../store/backend'
 import { openDatabase, type DatabaseOption } from '../store/backends/open-database'
 import { KyselyStore } from '../store/kysely/kysely-store'
 import { migrate } from '../store/migrations'
@@ -18,10 +18,12 @@ import { redactUrl } from '../store/redact-url'
 import type { StoreNotifications } from '../store/store-notifications'
 import type { OpenedStore } from '../store/store'
 
-/** The engine's store, with its listening connection when it has one. */
+/** The engine's store, with its listening connection and its liveness when it has them. */
 export interface EngineStore extends OpenedStore {
   /** Notifications of other engines' writes (PostgreSQL); undefined: the engine polls only. */
   notifications?: StoreNotifications
+  /** The engine's liveness, held by the database (PostgreSQL from a URL); undefined: its leases alone say it lives. */
+  liveness?: EngineLiveness
 }
 
 /**
@@ -32,8 +34,44 @@ export async function openEngineStore(
   options: EngineOptions,
   config: ResolvedConfig,
   listener: { onError(error: NotificationListenerError): void; redact(text: string): string },
+  liveness?: string,
 ): Promise<EngineStore> {
-  const { opened, database } = await openStoreWithDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
+  const store = await openStoreWithDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs, idleInTransactionTimeoutMs: config.leaseMs })
+  const held = liveness ? await holdLiveness(store, liveness) : undefined
+  const opened = await openListener(store, options, config, listener).catch(async (error: unknown) => {
+    await held?.close()
+    throw error
+  })
+  if (!held) return opened
+  return {
+    ...opened,
+    liveness: held,
+    close: async () => {
+      await held.close()
+      await opened.close()
+    },
+  }
+}
+
+/** The liveness of the engine `owner`, when the database holds it and took it at once (else nothing: its leases say it lives). */
+async function holdLiveness({ opened, database }: { opened: OpenedStore; database?: OpenedDatabase }, owner: string): Promise<EngineLiveness | undefined> {
+  if (!database?.holdLiveness) return undefined
+  const liveness = await database.holdLiveness(owner).catch(async (error: unknown) => {
+    await opened.close()
+    throw asStorageError('hold the engine\'s liveness', error)
+  })
+  if (liveness.held) return liveness
+  await liveness.close()
+  return undefined
+}
+
+/** The store with its listening connection, when the backend pushes changes (notifications). */
+async function openListener(
+  { opened, database }: { opened: OpenedStore; database?: OpenedDatabase },
+  options: EngineOptions,
+  config: ResolvedConfig,
+  listener: { onError(error: NotificationListenerError): void; redact(text: string): string },
+): Promise<EngineStore> {
   const url = typeof options.notifications === 'string' ? options.notifications : config.notifications && typeof options.database === 'string' ? options.database : undefined
   if (url === undefined) return opened
   if (!database?.listen) {

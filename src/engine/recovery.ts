@@ -42,7 +42,14 @@ export function takeHeldTurn(engine: TakingEngine, turnId: string): Promise<Runn
   return takeTurn(engine, turnId, resumeHeld)
 }
 
-type TakingEngine = { config: ResolvedConfig; services: TurnServices; turns: TurnDeps; running: RunningTurns }
+type TakingEngine = {
+  config: ResolvedConfig
+  services: TurnServices
+  turns: TurnDeps
+  running: RunningTurns
+  /** Which engines (owner ids) the database says are alive (PostgreSQL's liveness): their turns wait for no lease when they are not. */
+  liveOwners?: RecoveryPorts<TurnConfig, unknown>['liveOwners']
+}
 
 /** `resume`'s turn (tracked here as it resumed), once its resumption is in its log. */
 async function takeTurn(engine: TakingEngine, turnId: string, resume: typeof resumeHeld): Promise<RunningTurn | undefined> {
@@ -77,6 +84,7 @@ function recoveryPorts(engine: TakingEngine): RecoveryPorts<TurnConfig, RunningT
     owner: turns.owner,
     leaseMs: turns.leaseMs,
     policy: config.recovery.policy,
+    ...(engine.liveOwners ? { liveOwners: engine.liveOwners } : {}),
     publish: (event) => turns.bus.publish(event),
     // The turn's own options, stored with it (its headers, never stored, are not restored).
     turnConfig: async (turnId) => turnConfig(config, services, await turns.store.turns.options(turnId)),
@@ -127,6 +135,7 @@ export function engineRecovery(engine: {
   parked: Pick<ParkedTurns, 'settle'>
   queue: Pick<PromptQueue, 'drain' | 'drainFairly'>
   requireOpen(operation: string): void
+  liveOwners?: TakingEngine['liveOwners']
 }): EngineRecovery {
   const { config, running, parked, queue } = engine
   const store = engine.turns.store

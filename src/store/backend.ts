@@ -76,6 +76,22 @@ export interface ListenerHooks {
   redact(text: string): string
 }
 
+/**
+ * An engine's liveness kept by the database (PostgreSQL: postgres/liveness.ts): held while the
+ * engine's process lives, ended by the server when it dies, and read for other engines.
+ */
+export interface EngineLiveness {
+  /** The marked owner id whose liveness is held (liveness-owner.ts). */
+  readonly owner: string
+  /** Whether it is held now (false while its session connects again). */
+  readonly held: boolean
+  /** Which of `owners` (marked owner ids) are alive now; rejects when it cannot tell. */
+  liveOwners(owners: readonly string[]): Promise<ReadonlySet<string>>
+  /** The owners, other than `except`, of unfinished turns whose leases hold but whose liveness ended. One round trip. */
+  goneOwners(except: string): Promise<string[]>
+  close(): Promise<void>
+}
+
 /** A Kysely database a backend opened (or adopted), with its SQL specifics and capabilities. */
 export interface OpenedDatabase {
   db: Kysely<TurnchartDatabase>
@@ -94,6 +110,8 @@ export interface OpenedDatabase {
    * Absent: the engines poll.
    */
   listen?(url: string, option: 'notifications' | 'database', hooks: ListenerHooks): Promise<StoreNotifications>
+  /** Capability: holds the liveness of the engine `owner` (marked) on a session of its own (PostgreSQL opened from a URL). */
+  holdLiveness?(owner: string): Promise<EngineLiveness>
   /** Capability: an online backup of the whole database into the new file `to`, while others write (SQLite's backup API). */
   backup?(to: string): Promise<void>
   /** Closes the connection (or pool) when turnchart opened it; a caller's Kysely instance stays open. */

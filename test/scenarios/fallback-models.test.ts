@@ -122,3 +122,25 @@ test("an engine's bad list is refused, naming the option", async () => {
     await server.close()
   }
 })
+
+test("upgradeCheck names a waiting turn whose fallback model the next version removed (the turn could not be configured again)", async () => {
+  await withBackup()
+  const ask = tool({ description: 'Asks first', inputSchema: z.object({}), needsApproval: true, execute: async () => 'asked' })
+  await h.engine.close()
+  const primaryModel = modelFor(h.server, 'primary-model')
+  const engine = await createEngine({ database: h.dbPath, model: primaryModel, models: { primary: primaryModel, backup: modelFor(backup, 'backup-model') }, tools: { ask } })
+  h.server.tool('ask', {}, { id: 'call_ask' })
+  const session = await engine.createSession()
+  const turn = engine.prompt(session.id, 'ask', { model: ['primary', 'backup'] })
+  await new Promise<void>((resolve) => engine.subscribe((e) => e.type === 'turn.transition' && e.to === 'awaiting-approval' && resolve()))
+  expect((await engine.getTurn(turn.id))?.options).toMatchObject({ model: 'primary', fallbacks: ['backup'] })
+  await engine.close()
+  await expect(turn.done).rejects.toMatchObject({ name: 'TurnParkedError' })
+
+  const next = await createEngine({ database: h.dbPath, model: primaryModel, models: { primary: primaryModel }, tools: { ask }, recovery: { onOpen: false } })
+  try {
+    expect(await next.upgradeCheck()).toEqual([expect.objectContaining({ turnId: turn.id, change: 'model-removed', model: 'backup', tool: null })])
+  } finally {
+    await next.close()
+  }
+})

@@ -11,6 +11,7 @@ import { isKyselyOn } from '../kysely/kysely-instance'
 import { redactUrl } from '../redact-url'
 import type { TurnchartDatabase } from '../schema'
 import { listenForChanges } from './notifications'
+import { holdLiveness } from './liveness-session'
 import { isPostgresUrl, openPostgres, postgresConnection } from './open-postgres'
 import { postgresDialect } from './postgres-dialect'
 import { storeSchema } from './store-schema'
@@ -24,7 +25,9 @@ export const postgresBackend: StoreBackend = {
         ? openPostgres(database, { idleInTransactionTimeoutMs: settings.idleInTransactionTimeoutMs })
         : // The caller's: it stays open.
           { db: database as Kysely<TurnchartDatabase>, sql: postgresDialect, schema: () => storeSchema(database as Kysely<TurnchartDatabase>), close: async () => {} }
-    return { ...opened, listen: (url, option, hooks) => listen(opened.db, url, option, hooks) }
+    // (liveness on a session of its own needs the URL: a caller's Kysely instance has none to give)
+    const liveness = typeof database === 'string' ? { holdLiveness: (owner: string) => livenessOn(opened.db, database, owner) } : {}
+    return { ...opened, listen: (url, option, hooks) => listen(opened.db, url, option, hooks), ...liveness }
   },
   listensOn: isPostgresUrl,
   readOnly: {
@@ -35,6 +38,12 @@ export const postgresBackend: StoreBackend = {
     pollMs: 250,
     open: (location) => openPostgres(location, { readOnly: true }),
   },
+}
+
+/** The engine's liveness held on a session of its own on the database's URL. */
+async function livenessOn(db: Kysely<TurnchartDatabase>, url: string, owner: string) {
+  const { connectionString } = postgresConnection(url, {}, 'database')
+  return holdLiveness({ connectionString, schema: await storeSchema(db), owner })
 }
 
 /** The listener on `url`, on the schema of `db`'s tables; its first attempt awaited (a failure is reported and it retries on). */

@@ -12,6 +12,7 @@ import type { TurnEvent, TurnInput, TurnStall } from '../../../machines/turn.typ
 import type { TurnchartEvent } from '../../core/bus'
 import { serializeError, StorageError, TurnchartError, UnknownError } from '../../core/errors'
 import { leaseEnd, parkedOwner } from '../../core/parking'
+import { holdsLiveness } from '../../store/liveness-owner'
 import { newId } from '../../core/ids'
 import { isIdempotent } from '../../tools/tool-options'
 import { doubtCall, isWaitingCall, rerunCall } from '../../tools/tool-part'
@@ -41,11 +42,13 @@ export function newOwnerId(): string {
  * this host that is gone. A turn a host runs (`TurnHost`: its owner no engine's, no lease) is
  * never taken: its host runs it again.
  */
-function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number): boolean {
+function isClaimable(turn: Pick<TurnRecord, 'owner' | 'leaseUntil'>, owner: string, now: number, gone: ReadonlySet<string>): boolean {
   if (!turn.owner) return true
   // A parked turn waits for its control (approve, deny, abort, a deadline), not for an engine.
   if (turn.owner === parkedOwner) return false
   if (turn.leaseUntil !== null && turn.leaseUntil !== undefined && turn.leaseUntil < now) return true
+  // The database ended its engine's liveness (PostgreSQL: the connection that held it is gone).
+  if (gone.has(turn.owner)) return true
   if (turn.owner === owner) return false
   const [host, pid] = turn.owner.split(':')
   if (host !== os.hostname()) return false
@@ -83,6 +86,11 @@ export interface RecoveryPorts<C extends { tools: ToolSet }, T> {
   /** null: no lease (the host serializes the session's turns: Restate). */
   leaseMs: number | null
   policy: 'resume' | 'abort'
+  /**
+   * Which of `owners` (owner ids that say the database keeps their liveness: `holdsLiveness`)
+   * are alive now; rejects when it cannot tell. Absent: every owner is waited for by its leases.
+   */
+  liveOwners?(owners: readonly string[]): Promise<ReadonlySet<string>>
   publish(event: TurnchartEvent): void
   turnConfig(turnId: string): Promise<C>
   resume(request: ResumeRequest<C>): T
@@ -113,8 +121,27 @@ export async function recoverWith<C extends { tools: ToolSet }, T>(ports: Recove
           return record && recoverIfClaimed(ports, record)
         }),
       )
-    : await eachConcurrently(await ports.store.turns.open(), recoveryConcurrency, (record) => here.recoverOnce(record.id, () => recoverIfClaimed(ports, record)))
+    : await sweepOpen(ports, here)
   return recovered.filter((turn): turn is Awaited<T> => turn !== undefined)
+}
+
+/** Every unfinished turn the store has, each taken over when it may be: its owner's lease ran out, or the database says its owner is gone. */
+async function sweepOpen<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, here: TurnsHere): Promise<Array<T | undefined>> {
+  const open = await ports.store.turns.open()
+  const gone = await goneOwners(ports, open, Date.now())
+  return eachConcurrently(open, recoveryConcurrency, (record) => here.recoverOnce(record.id, () => recoverIfClaimed(ports, record, gone)))
+}
+
+/**
+ * The owners of `turns` that hold live leases but that the database says are gone (their
+ * engine's connection ended: the process died). None when it cannot tell (no such capability, or
+ * its connection down): their leases are waited for.
+ */
+async function goneOwners<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, turns: ReadonlyArray<Pick<TurnRecord, 'owner' | 'leaseUntil'>>, now: number): Promise<ReadonlySet<string>> {
+  const asked = new Set(turns.flatMap(({ owner, leaseUntil }) => (owner && owner !== ports.owner && holdsLiveness(owner) && (leaseUntil ?? 0) >= now ? [owner] : [])))
+  if (asked.size === 0 || !ports.liveOwners) return new Set()
+  const alive = await ports.liveOwners([...asked]).catch(() => undefined)
+  return alive ? new Set([...asked].filter((owner) => !alive.has(owner))) : new Set()
 }
 
 /** How many turns one pass recovers at once (their reads and writes share the engine's pool). */
@@ -135,9 +162,9 @@ async function eachConcurrently<I, R>(items: readonly I[], limit: number, fn: (i
 }
 
 /** One unfinished turn: claimed if it may be (one engine wins), then resumed; undefined when it is not this engine's to take. */
-async function recoverIfClaimed<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord & { input: unknown }): Promise<T | undefined> {
+async function recoverIfClaimed<C extends { tools: ToolSet }, T>(ports: RecoveryPorts<C, T>, record: TurnRecord & { input: unknown }, gone: ReadonlySet<string> = new Set()): Promise<T | undefined> {
   const { store, owner } = ports
-  if (!isClaimable(record, owner, Date.now())) return undefined
+  if (!isClaimable(record, owner, Date.now(), gone)) return undefined
   // The lease as read goes with the claim: the row may have been read a while ago (a sweep of
   // many turns), and an owner that renewed its lease since is alive and keeps its turn.
   const expected = { owner: record.owner ?? null, epoch: record.epoch ?? 0, leaseUntil: record.leaseUntil ?? null }
