@@ -105,7 +105,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
   bus.subscribe((event) => services.telemetry.observe(event))
   const statusOf = sessionStatuses(bus)
-  const owner = opened.liveness ? opened.liveness.owner : hosting.owner
+  const owner = opened.liveness?.owner ?? hosting.owner
   const lifecycle = new EngineLifecycle()
   const { isClosed } = lifecycle
   const storageWaits = new StorageWaits()
@@ -128,8 +128,8 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   })
   // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
   const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, parksChildren: hosting.children !== undefined, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
-  const liveOwners = opened.liveness && ((owners: readonly string[]) => opened.liveness!.liveOwners(owners))
-  const swept = engineRecovery({ config, services, turns, running, parked, queue, requireOpen, ...(liveOwners ? { liveOwners } : {}) })
+  const { liveness } = opened
+  const swept = engineRecovery({ config, services, turns, running, parked, queue, requireOpen, ...(liveness ? { liveOwners: (owners: readonly string[]) => liveness.liveOwners(owners) } : {}) })
   // A host that retries its turns itself is their only recovery: no sweep here.
   const recovery = hosting.leases ? swept : { recover: async () => [], sweeps: () => 0 }
   // Approve, deny and abort from any engine (src/control/).
@@ -171,7 +171,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
     ...(feeds ? { feeds } : {}),
     recover: recovery.recover,
     takeOver: (ids: string[]) => takeOverTurns({ config, services, turns, running }, ids),
-    ...(opened.liveness ? { goneOwners: (except: string) => opened.liveness!.goneOwners(except) } : {}),
+    ...(liveness ? { goneOwners: (except: string) => liveness.goneOwners(except) } : {}),
     letStalledGo: (turnId, fence, stall) => letStalledGo({ config, services, turns, running }, turnId, fence, stall),
     closeResources: async () => {
       await opened.close()

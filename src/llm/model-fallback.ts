@@ -6,6 +6,7 @@
  */
 import type { ModelFallback } from '../../machines/turn.types'
 import type { FailureDecision } from '../policy/decide-failure'
+import { defaultRetryOptions } from '../policy/retry-delay'
 import type { ProviderLanguageModel } from './language-model'
 
 /** A registered model by the name a turn gave it. */
@@ -26,9 +27,14 @@ export function attemptOnModel(at: ModelAttempt): number {
   return at.attempt - (at.modelSince ?? 1) + 1
 }
 
-/** The model an attempt asks: the turn's `models[at.model]`, else its first. */
-export function modelAsked(config: { model: ProviderLanguageModel; models?: readonly NamedModel[] }, at: ModelAttempt): NamedModel | undefined {
+/** The model an attempt asks, by name: the turn's `models[at.model]`; undefined for a turn with one model. */
+export function modelAsked(config: { models?: readonly NamedModel[] }, at: ModelAttempt): NamedModel | undefined {
   return config.models?.[at.model ?? 0]
+}
+
+/** The model object an attempt asks: the named one, else the turn's only model. */
+export function modelFor(config: { model: ProviderLanguageModel; models?: readonly NamedModel[] }, at: ModelAttempt): ProviderLanguageModel {
+  return modelAsked(config, at)?.model ?? config.model
 }
 
 /**
@@ -40,7 +46,7 @@ export function modelAsked(config: { model: ProviderLanguageModel; models?: read
  * fallbackAfter(models, { attempt: 2, model: 0 }, { kind: 'retry', error, delayMs: 2000 }, 2)
  * // { model: 1, from: 'primary', to: 'backup', reason: 'APIError: Service Unavailable' }
  */
-export function fallbackAfter(models: readonly NamedModel[] | undefined, at: ModelAttempt, decision: FailureDecision, attemptsPerModel: number): ModelFallback | undefined {
+export function fallbackAfter(models: readonly NamedModel[] | undefined, at: ModelAttempt, decision: FailureDecision, attemptsPerModel = defaultRetryOptions.attemptsPerModel): ModelFallback | undefined {
   const current = at.model ?? 0
   const next = models?.[current + 1]
   if (!models || !next) return undefined

@@ -30,7 +30,7 @@ import type { StateExit } from '../core/state-exit'
 import { modelStream, type ModelStreamEvent, type ModelStreamRequest } from './model-stream'
 import type { ProviderPromptCache } from './provider-prompt'
 import { addTokens, stepCost, toTokens } from './usage'
-import { attemptOnModel, fallbackAfter, modelAsked, type NamedModel } from './model-fallback'
+import { attemptOnModel, fallbackAfter, modelAsked, modelFor, type NamedModel } from './model-fallback'
 
 /**
  * What a step needs from its turn: the settings it calls the model with, the history, the
@@ -136,7 +136,7 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
 async function stepRequest(scope: StepScope, input: StreamStepInput, messages: ModelMessage[], idle: { signal: AbortSignal; touch(): void }): Promise<ModelStreamRequest> {
   const { config } = scope
   return {
-    model: modelAsked(config, input)?.model ?? config.model,
+    model: modelFor(config, input),
     // (the AI SDK sends it with each step of a tool loop too: the model knows the answer's shape from the start)
     ...(config.output ? { responseFormat: await config.output.responseFormat } : {}),
     system: config.system,
@@ -153,7 +153,7 @@ async function stepRequest(scope: StepScope, input: StreamStepInput, messages: M
 /** The model call's span (telemetry), its input read only when recorded. */
 function modelCallSpan(scope: StepScope, input: StreamStepInput, messages: ModelMessage[]) {
   const { config } = scope
-  const model = modelAsked(config, input)?.model ?? config.model
+  const model = modelFor(config, input)
   return config.telemetry.modelCall({
     turnId: scope.turnId,
     sessionId: scope.sessionId,
@@ -254,7 +254,7 @@ function recentCalls(messages: MessageWithParts[], count: number): ToolCallSigna
 function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): TurnEvent {
   const { failure, models } = scope.config
   const decision = decideFailure(error, { attempt: attemptOnModel(input), waitedMs: input.waitedMs }, failure)
-  const fallback = fallbackAfter(models, input, decision, failure.attemptsPerModel ?? 1)
+  const fallback = fallbackAfter(models, input, decision, failure.attemptsPerModel)
   return {
     type: 'step.failed',
     error: decision.error,
@@ -285,7 +285,7 @@ class StepState {
 
   /** A turn with fallback models: the name of the model the attempt asks, on its step-start part. */
   #asked(): { model?: string } {
-    const asked = (this.scope.config.models?.length ?? 0) > 1 ? modelAsked(this.scope.config, this.input) : undefined
+    const asked = modelAsked(this.scope.config, this.input)
     return asked ? { model: asked.name } : {}
   }
 
