@@ -35,11 +35,13 @@ export interface SummaryScope {
     call: Omit<TurnSettings, 'maxSteps'>
     pricing: Pricing | undefined
   }
-  modelMessages(): ModelMessage[]
-  /** Stores the summary message; the model is sent only what follows it from then on. */
-  addSummary(text: string, auto: boolean): MessageWithParts
-  /** Persists a message's changed info (the summary's usage). */
-  saveMessage(info: MessageInfo): void
+  readonly messages: {
+    modelMessages(): ModelMessage[]
+    /** Stores the summary message; the model is sent only what follows it from then on. */
+    addSummary(text: string, auto: boolean): MessageWithParts
+    /** Persists a message's changed info (the summary's usage). */
+    saveMessage(info: MessageInfo): void
+  }
 }
 
 /**
@@ -63,12 +65,12 @@ export async function summarize(scope: SummaryScope, input: Pick<CompactInput, '
     const empty = { name: 'EmptySummaryError', message: 'the summary answer had no text; the history is kept as it was' }
     return { type: 'compaction.failed', error: new CompactionFailedError(empty).toJSON(), retryDelayMs: null }
   }
-  const summary = scope.addSummary(text.trim(), true)
+  const summary = scope.messages.addSummary(text.trim(), true)
   if (tokens) {
     // The summary request's usage, on the summary message (counted in the turn's usage).
     summary.info.tokens = tokens
     summary.info.cost = stepCost(tokens, scope.config.pricing)
-    scope.saveMessage(summary.info)
+    scope.messages.saveMessage(summary.info)
   }
   return { type: 'compaction.finished', completes: input.completes }
 }
@@ -82,7 +84,7 @@ async function requestSummary(scope: SummaryScope, attempt: number, exit: StateE
   const idle = startIdleTimer(exit, scope.config.streamIdleTimeoutMs)
   const { model, telemetry } = scope.config
   const span = telemetry.modelCall({ turnId: scope.turnId, sessionId: scope.sessionId, provider: model.provider, model: model.modelId, attempt })
-  const messages = [...scope.modelMessages(), { role: 'user' as const, content: scope.config.compaction.prompt }]
+  const messages = [...scope.messages.modelMessages(), { role: 'user' as const, content: scope.config.compaction.prompt }]
   const request = { model, system: scope.config.system, messages, settings: { ...scope.config.call, toolChoice: undefined }, abortSignal: idle.signal, onChunk: idle.touch }
   try {
     await modelStream(request, (part) => {

@@ -62,6 +62,13 @@ export interface StepScope {
     /** How long a call waits for approval (a tool's own `approvalTimeoutMs` wins); undefined: no limit. */
     approvalTimeoutMs?: number | undefined
   }
+  /** The turn's messages in memory. */
+  readonly messages: StepMessages
+  readonly writer: { add(part: Part, message?: MessageInfo): void; append(part: TextPart, delta: string): void; changed(part: Part): void }
+}
+
+/** What a step reads and places among its turn's messages. */
+export interface StepMessages {
   /** The messages to send: the history and this turn's finished attempts. */
   modelMessages(): ModelMessage[]
   /** Their provider form from earlier steps (the same message objects are converted once). */
@@ -75,7 +82,6 @@ export interface StepScope {
   saveMessage(info: MessageInfo): void
   /** Set at the end of a finished step: its tool parts, which the tool runner runs. */
   stepTools: ToolPart[]
-  readonly writer: { add(part: Part, message?: MessageInfo): void; append(part: TextPart, delta: string): void; changed(part: Part): void }
 }
 
 /**
@@ -104,9 +110,9 @@ export interface StepRun {
 export async function streamStep({ scope, meter }: StepRun, input: StreamStepInput, exit: StateExit): Promise<TurnEvent> {
   // (the step gate admitted the step's first call; a retry's attempt is one more call the budget counts)
   if (input.attempt > 1) meter?.called()
-  const state = new StepState(scope, scope.assistantMessage(), input)
+  const state = new StepState(scope, scope.messages.assistantMessage(), input)
   const idle = startIdleTimer(exit, scope.config.streamIdleTimeoutMs)
-  const messages = scope.modelMessages()
+  const messages = scope.messages.modelMessages()
   const span = modelCallSpan(scope, input, messages)
   try {
     await modelStream(await stepRequest(scope, input, messages, idle), (event) => state.hear(event, idle.signal))
@@ -145,7 +151,7 @@ async function stepRequest(scope: StepScope, input: StreamStepInput, messages: M
     settings: config.call,
     abortSignal: idle.signal,
     onChunk: idle.touch,
-    promptCache: scope.promptCache,
+    promptCache: scope.messages.promptCache,
     onHookError: (error: unknown) => config.onHookError?.(new HookError("a tool's input hook", error)),
   }
 }
@@ -184,7 +190,7 @@ async function finishedEvent(scope: StepScope, state: StepState, meter: StepMete
   const { config } = scope
   state.closeOpenText()
   if (state.finished) meter?.spend(state.finished)
-  scope.stepTools = state.tools
+  scope.messages.stepTools = state.tools
   const tokens = state.stepTokens
   const overflow = config.limits !== undefined && tokens !== undefined && isUsageOverflow(tokens, config.limits, config.compaction.reserved)
   const { approvals, doomLoop } = await reviewToolCalls(scope, state.tools)
@@ -207,7 +213,7 @@ async function finishedEvent(scope: StepScope, state: StepState, meter: StepMete
 async function reviewToolCalls(scope: StepScope, stepTools: ToolPart[]): Promise<{ approvals: string[]; doomLoop: SerializedError | null }> {
   const runnable = stepTools.filter((p) => p.state.status === 'running')
   if (runnable.length === 0) return { approvals: [], doomLoop: null }
-  const loop = detectDoomLoop(recentCalls(scope.assistantMessages(), doomLoopWindow(scope.config.doomLoop)), scope.config.doomLoop)
+  const loop = detectDoomLoop(recentCalls(scope.messages.assistantMessages(), doomLoopWindow(scope.config.doomLoop)), scope.config.doomLoop)
   if (loop && scope.config.doomLoop.policy === 'stop') return { approvals: [], doomLoop: new DoomLoopError(loop).toJSON() }
   const looping = new Set(loop ? loop.calls.map((c) => `${c.tool}\u0000${canonicalJson(c.input)}`) : [])
   const approvals: string[] = []
@@ -346,7 +352,7 @@ class StepState {
     info.tokens = addTokens(info.tokens ?? toTokens(undefined), tokens)
     info.cost = (info.cost ?? 0) + cost
     info.finish = reason
-    this.scope.saveMessage(info)
+    this.scope.messages.saveMessage(info)
   }
 
   add(fields: DistributiveOmit<Part, 'id' | 'sessionId' | 'messageId' | 'step' | 'attempt'>): Part {
@@ -359,7 +365,7 @@ class StepState {
     part.step = this.input.step
     part.attempt = this.input.attempt
     // (straight to the writer: a step's part goes from the stream to its row through no other module)
-    this.scope.writer.add(part, this.scope.placePart(this.message, part))
+    this.scope.writer.add(part, this.scope.messages.placePart(this.message, part))
     return part
   }
 

@@ -25,10 +25,12 @@ export type { TurnToolContext } from './call-info'
 export interface ToolRunScope {
   readonly turnId: string
   readonly sessionId: string
-  /** The tool parts of the step that streamed last; the `running` ones are run. */
-  readonly stepTools: ToolPart[]
-  /** The history the tools are given (`messages` of the AI SDK's tool options). */
-  modelMessages(): ModelMessage[]
+  readonly messages: {
+    /** The tool parts of the step that streamed last; the `running` ones are run. */
+    readonly stepTools: ToolPart[]
+    /** The history the tools are given (`messages` of the AI SDK's tool options). */
+    modelMessages(): ModelMessage[]
+  }
   readonly config: { tools: ToolSet; pinnedTools?: { pinned: ToolFingerprint; current: ToolFingerprint }; toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }; telemetry: Pick<Telemetry, 'toolCall'>; redactor: Pick<Redactor, 'text'> }
   /** Told of each part whose state changed. */
   readonly writer: { changed(part: Part): void }
@@ -49,9 +51,9 @@ export interface ToolRunScope {
  * const waiting = await runTools(scope, exit)
  */
 export async function runTools(scope: ToolRunScope, exit: StateExit, children?: ChildTurnRunner): Promise<WaitingCalls> {
-  const calls = scope.stepTools.filter((part) => part.state.status === 'running' || (part.state.status === 'in-doubt' && !part.state.reconciled && reconcileOf(scope, part) !== undefined))
+  const calls = scope.messages.stepTools.filter((part) => part.state.status === 'running' || (part.state.status === 'in-doubt' && !part.state.reconciled && reconcileOf(scope, part) !== undefined))
   if (calls.length > 0) {
-    const messages = scope.modelMessages()
+    const messages = scope.messages.modelMessages()
     let next = 0
     const worker = async () => {
       while (next < calls.length && !exit.left) {
@@ -62,7 +64,7 @@ export async function runTools(scope: ToolRunScope, exit: StateExit, children?: 
     const workers = Array.from({ length: Math.min(scope.config.toolExecution.concurrency, calls.length) }, worker)
     await Promise.all(workers)
   }
-  return waitingCallsOf(scope.stepTools)
+  return waitingCallsOf(scope.messages.stepTools)
 }
 
 /** The calls of a step that wait for `resolveCall`: in doubt, deferred, and the earliest deadline among them. */
@@ -79,7 +81,7 @@ export interface WaitingCalls {
  * row's `retry_at` holds in a waiting state, so that whichever engine sweeps finds it).
  *
  * @example
- * waitingCallsOf(scope.stepTools) // { inDoubt: ['call_1'], deferred: [], sleeping: [], deadline: null }
+ * waitingCallsOf(scope.messages.stepTools) // { inDoubt: ['call_1'], deferred: [], sleeping: [], deadline: null }
  */
 export function waitingCallsOf(parts: readonly ToolPart[]): WaitingCalls {
   const inDoubt: string[] = []

@@ -116,7 +116,7 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
       rootTurnId: scope.turnId,
       startedAt: Date.now(),
       budget: () => (scope.ready ? scope.config.budget : undefined),
-      ...(spending ? { stored: () => scope.throughOutage("reading the run tree's spending", () => spending.get(scope.turnId)) } : {}),
+      ...(spending ? { stored: () => scope.outages.through("reading the run tree's spending", () => spending.get(scope.turnId)) } : {}),
     })
   // The tree's spending rides in the transactions of the turn's rows (no commit of its own).
   const log = new TurnLog({ scope, bus: scope.events, fence: scope.fence, ...(start.restored ? { restored: start.restored } : {}), rider: () => tree.rider() })

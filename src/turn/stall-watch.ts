@@ -13,6 +13,7 @@ import { turnStateName, workOf, type TurnMachine } from '../../machines/turn.mac
 import type { TurnStall, WorkMeaning } from '../../machines/turn.types'
 import { callTimeoutMs } from '../tools/tool-options'
 import type { TurnScope } from './turn-scope'
+import type { TurnMessages } from './turn-messages'
 
 /** A turn found stalled: where, on what, since when it had not moved, and the bound that ran out. */
 export type Stall = TurnStall
@@ -97,7 +98,7 @@ export class StallWatch {
  * @example
  * const watch = watchTurn(actor, scope, config.storage.outageMs)
  */
-export function watchTurn(actor: Actor<TurnMachine>, scope: Pick<TurnScope, 'events' | 'queue' | 'config' | 'stepTools'>, outageMs: number): StallWatch {
+export function watchTurn(actor: Actor<TurnMachine>, scope: Pick<TurnScope, 'events' | 'queue' | 'config'> & { messages: Pick<TurnMessages, 'stepTools'> }, outageMs: number): StallWatch {
   const now = () => {
     const snapshot = actor.getSnapshot()
     return { state: turnStateName(snapshot), retryDelayMs: snapshot.context.retryDelayMs }
@@ -110,7 +111,8 @@ export function watchTurn(actor: Actor<TurnMachine>, scope: Pick<TurnScope, 'eve
     toolsTimeoutMs: () => {
       const { tools, toolExecution } = scope.config
       const of = (name: string) => callTimeoutMs(Object.hasOwn(tools, name) ? tools[name] : undefined, toolExecution.timeoutMs)
-      return scope.stepTools.length === 0 ? toolExecution.timeoutMs : Math.max(...scope.stepTools.map((part) => of(part.tool)))
+      const { stepTools } = scope.messages
+      return stepTools.length === 0 ? toolExecution.timeoutMs : Math.max(...stepTools.map((part) => of(part.tool)))
     },
   }
   return new StallWatch({ now, events: scope.events, queue: scope.queue, bounds }, Date.now())

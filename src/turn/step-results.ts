@@ -3,14 +3,14 @@
  * built from the parts the turn stored: for each step its last attempt (a failed attempt's
  * parts stay stored, closed, and are not part of the step's result).
  */
-import type { Part, StopConditionStep, ToolPart } from '../core/types'
+import type { MessageWithParts, Part, StopConditionStep, ToolPart } from '../core/types'
 
 /**
  * The results of steps `from` to `to` (1-based, across the turn) among `parts`; a step with no
  * part (it failed before any) is left out.
  *
  * @example
- * const steps = stepResults(scope.assistantMessages().flatMap((m) => m.parts), 1, 3)
+ * const steps = stepResults(scope.messages.assistantMessages().flatMap((m) => m.parts), 1, 3)
  */
 export function stepResults(parts: readonly Part[], from: number, to: number): StopConditionStep[] {
   const byStep = new Map<number, Part[]>()
@@ -29,6 +29,29 @@ export function stepResults(parts: readonly Part[], from: number, to: number): S
     results.push(resultOf(step, all.filter((p) => (p.attempt ?? 0) === attempt)))
   }
   return results
+}
+
+/**
+ * A running turn's step results, each step converted once: a boundary reads only the messages
+ * that hold steps not converted yet.
+ */
+export class StepResultsSoFar {
+  readonly #results: StopConditionStep[] = []
+  #converted = 0
+
+  /** The turn's finished steps up to `step`, among its assistant messages (read only when a step is new). */
+  upTo(step: number, assistantMessages: () => readonly MessageWithParts[]): StopConditionStep[] {
+    if (step > this.#converted) {
+      const fresh: Part[] = []
+      for (const message of [...assistantMessages()].reverse()) {
+        if (!message.parts.some((p) => (p.step ?? 0) > this.#converted)) break
+        fresh.unshift(...message.parts)
+      }
+      this.#results.push(...stepResults(fresh, this.#converted + 1, step))
+      this.#converted = step
+    }
+    return this.#results
+  }
 }
 
 function resultOf(stepNumber: number, parts: Part[]): StopConditionStep {

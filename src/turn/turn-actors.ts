@@ -21,6 +21,8 @@ import { askAgainText, checkOutput } from '../llm/structured-output'
 import { finalTextOf } from './turn-result'
 import { isUsageOverflow } from '../policy/overflow'
 import type { TurnScope } from './turn-scope'
+import type { TurnMessages } from './turn-messages'
+import type { UserMessages } from './user-messages'
 import type { StateExit } from '../core/state-exit'
 
 /** What a turn's actors work with: its scope, its run tree (the budget) and its child turn runner. */
@@ -36,7 +38,10 @@ export interface TurnRun {
  * What each actor gets of its turn: the part of the scope (and of the run tree) it uses, and no
  * more. The scope is one object; these types are each actor's contract with it.
  */
-type GateScope = Pick<TurnScope, 'turnId' | 'config' | 'stepResults' | 'takeSteered' | 'lastStepFinish' | 'lastStepAnswered' | 'assistantMessages' | 'askAgain' | 'output'>
+type GateScope = Pick<TurnScope, 'turnId' | 'config' | 'output'> & {
+  messages: Pick<TurnMessages, 'stepResults' | 'lastStepFinish' | 'lastStepAnswered' | 'assistantMessages'>
+  userMessages: Pick<UserMessages, 'takeSteered' | 'askAgain'>
+}
 /** The step gate: its rules over the turn's steps, the budget it admits the next call with, a handoff it holds at. */
 interface GateRun {
   scope: GateScope
@@ -45,12 +50,12 @@ interface GateRun {
 }
 /** The tools: the step's calls, the runner of child turns, the step's usage judged again for an overflow, then the step gate. */
 interface ToolsRun extends GateRun {
-  scope: ToolRunScope & GateScope & Pick<TurnScope, 'lastStepFinish'>
+  scope: ToolRunScope & GateScope
   children?: ChildTurnRunner
 }
 /** The compaction: the summary request over the history, a model call the budget counts. */
 interface CompactRun {
-  scope: SummaryScope & Pick<TurnScope, 'lastStepAnswered' | 'messages'>
+  scope: SummaryScope & { messages: Pick<TurnMessages, 'lastStepAnswered' | 'all'> }
   tree: Pick<RunTree, 'called' | 'spend'>
 }
 
@@ -64,19 +69,19 @@ function gateTurn({ scope, tree }: GateRun, input: StepGateInput): GateTurn {
     maxSteps: input.maxSteps,
     stopWhen: scope.config.stopWhen,
     rules: scope.config.stepRules,
-    steps: () => scope.stepResults(input.step),
-    takeSteered: async () => (await scope.takeSteered()).length,
+    steps: () => scope.messages.stepResults(input.step),
+    takeSteered: () => scope.userMessages.takeSteered(),
     // (a turn's first gate runs in its prompt's transaction: it reads no stored spending)
     admit: () => tree.admit(scope.turnId, { readStored: input.step > 0 }),
     outputRetries: input.outputRetries,
     checkOutput: async () => {
       const { output } = scope.config
       if (!output) return null
-      const finish = scope.lastStepFinish()
-      if (!finish || !scope.lastStepAnswered()) return null
-      return checkOutput(output, finalTextOf(scope.assistantMessages()), finish.reason)
+      const finish = scope.messages.lastStepFinish()
+      if (!finish || !scope.messages.lastStepAnswered()) return null
+      return checkOutput(output, finalTextOf(scope.messages.assistantMessages()), finish.reason)
     },
-    askAgain: (reasons) => scope.askAgain(askAgainText(reasons)),
+    askAgain: (reasons) => scope.userMessages.askAgain(askAgainText(reasons)),
   }
 }
 
@@ -125,8 +130,8 @@ const actorsOf = (bound: Binder) => ({
     run: async ({ scope, tree }, input, exit) => {
       // A summary is a model call the budget counts; the next step gate checks it.
       tree.called()
-      const event = await summarize(scope, { ...input, completes: scope.lastStepAnswered() }, exit)
-      const summary = scope.messages.at(-1)?.info
+      const event = await summarize(scope, { ...input, completes: scope.messages.lastStepAnswered() }, exit)
+      const summary = scope.messages.all.at(-1)?.info
       if (event.type === 'compaction.finished' && summary?.summary && summary.tokens) tree.spend({ tokens: summary.tokens, cost: summary.cost ?? 0 })
       return event
     },
@@ -188,7 +193,7 @@ async function runToolsThenGate(turn: ToolsRun, input: RunToolsInput, exit: Stat
   if (waiting.inDoubt.length > 0 || waiting.deferred.length > 0) return { type: 'tools.waiting', ...waiting }
   // The step's usage judged again by the rule the step applied: a full context is compacted before the gate.
   const { limits, compaction } = scope.config
-  const finish = limits !== undefined ? scope.lastStepFinish() : undefined
+  const finish = limits !== undefined ? scope.messages.lastStepFinish() : undefined
   const overflow = limits !== undefined && finish !== undefined && isUsageOverflow(finish.tokens, limits, compaction.reserved)
   if (overflow || turn.handoff?.requested) return { type: 'tools.finished', overflow }
   try {

@@ -289,7 +289,7 @@ export class TurnHandle implements RunningTurn {
   #expireApprovals(now: number): number {
     let expired = 0
     for (const callId of [...this.actor.getSnapshot().context.pendingApprovals]) {
-      const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+      const part = this.#parts.scope.messages.stepTools.find((p) => p.callId === callId)
       if (!part || part.state.status !== 'pending' || part.state.expiresAt === undefined || part.state.expiresAt > now) continue
       const receipt = expireCall(part, now)
       this.#parts.scope.writer.stage(part)
@@ -301,7 +301,8 @@ export class TurnHandle implements RunningTurn {
 
   async resolveCall(callId: string, resolution: CallResolution): Promise<void> {
     const part = this.#waitingCall(callId)
-    const { config, stepTools, writer } = this.#parts.scope
+    const { config, messages, writer } = this.#parts.scope
+    const { stepTools } = messages
     const how = await settleWaitingCall(part, resolution, { tools: config.tools, maxOutputBytes: config.toolExecution.maxOutputBytes }, { turnId: this.id }, Date.now())
     this.#waitingCall(callId, part) // (still waiting after the output's conversion)
     // Staged, not flushed: the resolution commits in the transition's own transaction.
@@ -312,7 +313,8 @@ export class TurnHandle implements RunningTurn {
 
   /** Deferred calls past their deadline: errors the model sees. */
   #expireCalls(now: number): number {
-    const { stepTools, writer } = this.#parts.scope
+    const { messages, writer } = this.#parts.scope
+    const { stepTools } = messages
     const expired = stepTools.filter((part) => expireDeferredCall(part, now))
     for (const part of expired) {
       writer.stage(part)
@@ -460,7 +462,7 @@ export class TurnHandle implements RunningTurn {
     if (!inDoubtCalls.includes(callId) && !deferredCalls.includes(callId)) {
       throw new CallNotWaitingError(this.id, callId, `waiting calls: ${[...inDoubtCalls, ...deferredCalls].join(', ') || 'none'}`)
     }
-    const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+    const part = this.#parts.scope.messages.stepTools.find((p) => p.callId === callId)
     if (!part || (expected && part !== expected) || (!expected && !isWaitingCall(part))) throw new CallNotWaitingError(this.id, callId, 'its part is not in doubt or deferred')
     return part
   }
@@ -474,7 +476,7 @@ export class TurnHandle implements RunningTurn {
     if (!snapshot.context.pendingApprovals.includes(callId)) {
       throw new ApprovalNotPendingError(this.id, callId, `pending calls: ${snapshot.context.pendingApprovals.join(', ') || 'none'}`)
     }
-    const part = this.#parts.scope.stepTools.find((p) => p.callId === callId)
+    const part = this.#parts.scope.messages.stepTools.find((p) => p.callId === callId)
     if (!part || part.state.status !== 'pending') throw new ApprovalNotPendingError(this.id, callId, 'its part is not pending')
     return part
   }

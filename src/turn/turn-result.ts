@@ -15,7 +15,7 @@ import { writeUsage } from './turn-log/log-rows'
  * finalText(scope) // 'Here is what I found.'
  */
 function finalText(scope: TurnScope): string {
-  return finalTextOf(scope.assistantMessages())
+  return finalTextOf(scope.messages.assistantMessages())
 }
 
 /** `finalText` of stored messages: the last assistant message that is not a summary. */
@@ -39,7 +39,7 @@ export async function recordTurnResult(scope: TurnScope): Promise<{ usage: TurnU
   const text = finalText(scope)
   // From the messages in memory: the scope holds every message of the turn (a recovered turn's
   // earlier ones too), as stored by now; no read of them back.
-  const usage = usageOfMessages(scope.turnId, scope.messages.map((m) => m.info))
+  const usage = usageOfMessages(scope.turnId, scope.messages.all.map((m) => m.info))
   await scope.queue.run(() => writeUsage(scope.store, scope.turnId, usage)).catch(() => undefined)
   return { usage, text }
 }

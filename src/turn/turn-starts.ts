@@ -80,7 +80,7 @@ export function startTurn(deps: TurnDeps, sessionId: string, prompt: UserPartDra
         await request.before()
         if (actor.getSnapshot().status !== 'active') return null // aborted while waiting: nothing stored
       }
-      await scope.begin(prompt, async (tx) => {
+      await scope.userMessages.storePrompt(prompt, async (tx) => {
         const now = Date.now()
         if (!(await tx.sessions.lock(sessionId, now))) throw new SessionNotFoundError(sessionId)
         const open = await tx.turns.openOfSession(sessionId)
@@ -129,7 +129,8 @@ export function resumeTurn(
       // (`quiet`: a parked turn taken by the control that settles it now: nobody is to be asked again)
       if (wait && !restored.quiet) {
         // The wait goes on in this engine: say so, and ask again (the first request went to an engine that is gone).
-        const { sessionId, turnId, stepTools } = scope
+        const { sessionId, turnId } = scope
+        const { stepTools } = scope.messages
         scope.events.publish({ type: 'session.status', sessionId, status: sessionStatus(turnId, state, { toolParts: stepTools }) })
         scope.events.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, stepTools))
       }

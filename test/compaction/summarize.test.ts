@@ -28,16 +28,18 @@ function fakeScope(model: FakeModel) {
       call: { temperature: 0, toolChoice: 'required' },
       pricing: undefined,
     },
-    modelMessages: () => [
-      { role: 'user', content: 'hi' },
-      { role: 'assistant', content: 'hello' },
-    ],
-    addSummary(summary, auto) {
-      summaries.push({ text: summary, auto })
-      const message: MessageWithParts = { info: { id: 'msg_s', sessionId: 'ses_1', role: 'assistant', summary: true, time: { created: 1 } }, parts: [] }
-      return message
+    messages: {
+      modelMessages: () => [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello' },
+      ],
+      addSummary(summary, auto) {
+        summaries.push({ text: summary, auto })
+        const message: MessageWithParts = { info: { id: 'msg_s', sessionId: 'ses_1', role: 'assistant', summary: true, time: { created: 1 } }, parts: [] }
+        return message
+      },
+      saveMessage: (info) => saved.push(structuredClone(info)),
     },
-    saveMessage: (info) => saved.push(structuredClone(info)),
   }
   return { scope, summaries, saved }
 }

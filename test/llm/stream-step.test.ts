@@ -53,15 +53,17 @@ function fakeScope(model: FakeModel, options: { tools?: ToolSet; failure?: Failu
       telemetry: { modelCall: () => undefined, recordOutputs: false },
       redactor: { value: (v) => v },
     },
-    modelMessages: () => [{ role: 'user', content: 'hi' }],
-    assistantMessage: () => message,
-    assistantMessages: () => [message],
-    placePart(target, part) {
-      target.parts.push(part)
-      return undefined
+    messages: {
+      modelMessages: () => [{ role: 'user', content: 'hi' }],
+      assistantMessage: () => message,
+      assistantMessages: () => [message],
+      placePart(target, part) {
+        target.parts.push(part)
+        return undefined
+      },
+      saveMessage: (info) => recorded.saved.push(structuredClone(info)),
+      stepTools: [],
     },
-    saveMessage: (info) => recorded.saved.push(structuredClone(info)),
-    stepTools: [],
     writer: {
       add: (part) => recorded.added.push(part),
       append(part: TextPart, delta: string) {
@@ -125,17 +127,17 @@ test('tool calls: a valid call runs, one that needs approval waits, an unknown t
 
   await expect(run(scope)).resolves.toEqual({ type: 'step.finished', finishReason: 'tool-calls', toolCalls: 3, overflow: false, approvals: ['c2'] })
 
-  expect(scope.stepTools.map((p) => [p.callId, p.state.status])).toEqual([
+  expect(scope.messages.stepTools.map((p) => [p.callId, p.state.status])).toEqual([
     ['c1', 'running'],
     ['c2', 'pending'],
     ['c3', 'error'],
   ])
-  const [echoCall, guardedCall, unknownCall] = scope.stepTools
+  const [echoCall, guardedCall, unknownCall] = scope.messages.stepTools
   expect(echoCall.state.input).toEqual({ say: 'hi' })
   expect(guardedCall.state).toMatchObject({ status: 'pending', approval: 'required' })
   expect(unknownCall.state).toMatchObject({ error: "unknown tool 'nope'; available: echo, guarded" })
   // The part was opened at tool-input-start (pending), then changed when its call completed.
-  expect(recorded.added.filter((p) => p.type === 'tool')).toEqual(scope.stepTools)
+  expect(recorded.added.filter((p) => p.type === 'tool')).toEqual(scope.messages.stepTools)
   expect(recorded.changed.filter((p) => p.type === 'tool').map((p) => (p as ToolPart).callId)).toEqual(['c1', 'c2', 'c3', 'c2'])
 })
 
@@ -156,7 +158,7 @@ test('an error part (429) fails the attempt: the text stays, closed; its calls n
   expect(answer).toMatchObject({ text: 'partial', time: { end: expect.any(Number) } })
   expect(call.state).toMatchObject({ status: 'error', metadata: { interrupted: true }, error: expect.stringContaining('model request failed') })
   expect(recorded.saved).toEqual([]) // no finish: no usage
-  expect(scope.stepTools).toEqual([]) // nothing for the tool runner
+  expect(scope.messages.stepTools).toEqual([]) // nothing for the tool runner
 })
 
 test('a stream that throws mid-way fails the attempt with the replaced policies deciding', async () => {

@@ -22,8 +22,7 @@ function fakeScope(tools: ToolRunScope['config']['tools'], calls: Array<{ tool: 
   const scope: ToolRunScope = {
     turnId: 'trn_1',
     sessionId: 'ses_1',
-    stepTools,
-    modelMessages: () => [],
+    messages: { stepTools, modelMessages: () => [] },
     config: {
       tools,
       toolExecution: { concurrency: 2, timeoutMs: 1_000, maxOutputBytes: 1_000 },

@@ -54,10 +54,8 @@ function fakeTurn() {
     sessionId: 'ses_1',
     queue: new WriteQueue(),
     config: { redactor: { value: (v) => v, text: (t) => t } },
-    stepTools: [call],
-    storageWaits: new StorageWaitLog(),
-    assistantMessage: () => assistant,
-    assistantMessages: () => [assistant],
+    messages: { stepTools: [call], assistantMessage: () => assistant, assistantMessages: () => [assistant] },
+    outages: { waits: new StorageWaitLog() },
     writer: {
       takeTouched: () => touched.splice(0),
       async commit(more) {

@@ -22,7 +22,7 @@ import { toolChange, type ToolFingerprint } from '../../tools/tool-fingerprint'
 type PinnedTools = { pinned: ToolFingerprint; current: ToolFingerprint }
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
-import { turnAssistants } from '../turn-scope'
+import { turnAssistants } from '../turn-messages'
 import { closeOpenWork } from '../turn-log/close-open-work'
 import { writePlan } from '../turn-log/log-rows'
 import { planRows, planUnreplayable } from '../turn-log/row-plan'

@@ -3,7 +3,7 @@
  * what failed, so a wait cannot be written while it lasts: it rides on the next row that is
  * written (`TransitionRecord.storageWaits`), the row whose own write waited included, so that
  * `turnchart show` and the viewer, which read only the database, can say afterwards where the
- * turn stood still and why. Live, the events and the status say it (turn-scope.ts).
+ * turn stood still and why. Live, the events and the status say it (turn-outages.ts).
  */
 import type { StorageWaited } from '../../core/types'
 

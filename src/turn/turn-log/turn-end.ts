@@ -29,8 +29,10 @@ export type TurnEnd =
 
 /** What closing a turn's messages needs of its scope. */
 export interface ClosingScope {
-  assistantMessage(): MessageWithParts
-  assistantMessages(): MessageWithParts[]
+  readonly messages: {
+    assistantMessage(): MessageWithParts
+    assistantMessages(): MessageWithParts[]
+  }
   readonly writer: { changed(part: Part): void; message(info: MessageInfo): void }
 }
 
@@ -42,12 +44,12 @@ export interface ClosingScope {
  * very objects dirty).
  */
 export function closeTurn(scope: ClosingScope, outcome: TurnOutcome, error: SerializedError | null, now: number): void {
-  const message = scope.assistantMessage()
+  const message = scope.messages.assistantMessage()
   const reason: NotRunReason = outcome === 'failed' ? { kind: 'turn-failed', ...(error ? { errorName: error.name } : {}) } : { kind: 'aborted' }
-  for (const assistant of scope.assistantMessages()) {
+  for (const assistant of scope.messages.assistantMessages()) {
     for (const part of closeOpenWork(assistant.parts, reason, now)) scope.writer.changed(part)
     assistant.info.time.completed ??= now
   }
   if (outcome !== 'completed' && error) message.info.error = error
-  for (const assistant of scope.assistantMessages()) scope.writer.message(assistant.info)
+  for (const assistant of scope.messages.assistantMessages()) scope.writer.message(assistant.info)
 }

@@ -39,7 +39,7 @@ import { withStorageWaits, writePlan, type LogTx } from './log-rows'
 import type { StorageWaitLog, WaitsToWrite } from './storage-wait-log'
 import { planRows, type RowPlan } from './row-plan'
 import type { RiddenWrite } from '../run-tree/run-tree'
-import { closeTurn, type TurnEnd } from './turn-end'
+import { closeTurn, type ClosingScope, type TurnEnd } from './turn-end'
 import { waitAnnouncement, waitDeadline } from '../../chart/awaited-calls'
 import { sessionStatus } from '../../chart/session-status'
 
@@ -59,12 +59,12 @@ export interface TurnLogScope {
   readonly queue: { run<T>(job: () => Promise<T>): Promise<T> }
   /** `tools`: which calls are idempotent (a failed write while a non-idempotent call may have run leaves the turn for recovery). */
   readonly config: { readonly redactor: Pick<Redactor, 'value' | 'text'>; readonly tools?: ToolSet }
-  /** The tool parts of the last step (an approval request names them). */
-  readonly stepTools: readonly ToolPart[]
+  readonly messages: ClosingScope['messages'] & {
+    /** The tool parts of the last step (an approval request names them). */
+    readonly stepTools: readonly ToolPart[]
+  }
   /** The outages waited out, carried by the next row written. */
-  readonly storageWaits: Pick<StorageWaitLog, 'toWrite'>
-  assistantMessage(): MessageWithParts
-  assistantMessages(): MessageWithParts[]
+  readonly outages: { readonly waits: Pick<StorageWaitLog, 'toWrite'> }
   readonly writer: {
     takeTouched(): string[]
     commit(more: (tx: LogTx) => Promise<void>, options: { fencedByMore: boolean; operation: string }): Promise<void>
@@ -283,7 +283,7 @@ export class TurnLog {
     // (while calls wait for their results, the others of the step ran: theirs may be what failed to be written)
     if (state !== toolsState && waitOf(state)?.awaits !== 'result') return false
     const tools = this.#options.scope.config.tools ?? {}
-    return this.#options.scope.stepTools.some((part) => part.state.status !== 'pending' && !isIdempotent(Object.hasOwn(tools, part.tool) ? tools[part.tool] : undefined))
+    return this.#options.scope.messages.stepTools.some((part) => part.state.status !== 'pending' && !isIdempotent(Object.hasOwn(tools, part.tool) ? tools[part.tool] : undefined))
   }
 
   /**
@@ -333,7 +333,7 @@ export class TurnLog {
     const { scope } = this.#options
     const redact = (payload: Record<string, unknown>) => scope.config.redactor.value(payload)
     // (the step's parts are read for a deadline only by a row into a waiting state)
-    const waiting = waitOf(pending.at(-1)!.to) ? { waitDeadline: waitDeadline(scope.stepTools) } : {}
+    const waiting = waitOf(pending.at(-1)!.to) ? { waitDeadline: waitDeadline(scope.messages.stepTools) } : {}
     return planRows({ turnId: this.#turnId, after: this.#committed, time, parts, error, redact, ...waiting }, pending)
   }
 
@@ -428,7 +428,7 @@ export class TurnLog {
       // gone through, and then its rows are there (read once per outage, so the whole log will do).
       if (tried && (await tx.transitions.list(plan.turnId)).some((row) => row.seq === last.seq)) return
       tried = true
-      waits = scope.storageWaits.toWrite(Date.now())
+      waits = scope.outages.waits.toWrite(Date.now())
       await writePlan(tx, fence, withStorageWaits(plan, waits.waits))
       await ridden?.write(tx)
     }
@@ -563,9 +563,9 @@ export class TurnLog {
       if (isFinalState(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
       const wait = waitOf(row.to)
       const retry = { attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
-      bus.publish({ type: 'session.status', sessionId, status: sessionStatus(turnId, row.to, { retry, toolParts: scope.stepTools }) })
+      bus.publish({ type: 'session.status', sessionId, status: sessionStatus(turnId, row.to, { retry, toolParts: scope.messages.stepTools }) })
       // (entering the wait: a settling row that stays in it announces nothing new)
-      if (wait && row.from !== row.to) bus.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, scope.stepTools))
+      if (wait && row.from !== row.to) bus.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, scope.messages.stepTools))
     }
   }
 }
