@@ -23,7 +23,7 @@ type PinnedTools = { pinned: ToolFingerprint; current: ToolFingerprint }
 import { emptyTokens, type MessageWithParts, type Part, type ToolPart, type TransitionRecord, type TurnRecord } from '../../core/types'
 import { ReplayMismatchError, replayTransitions } from '../replay'
 import { turnAssistants } from '../turn-messages'
-import { closeOpenWork } from '../turn-log/close-open-work'
+import { closeOpenWork } from '../turn-log/turn-end'
 import { writePlan } from '../turn-log/log-rows'
 import { planRows, planUnreplayable } from '../turn-log/row-plan'
 import type { Store, TurnFence } from '../../store/store'

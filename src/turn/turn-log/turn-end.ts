@@ -1,12 +1,15 @@
 /**
  * How a turn ends, as its log decides it (`TurnLog.end`), and what an end does to the turn's
- * messages: open work closed, the assistant message completed and given the error.
+ * messages: open work closed, the assistant message completed and given the error. Open work is
+ * closed one way (`closeOpenWork`), at a turn's end and when recovery finds a crashed turn.
  */
 import type { SerializedError, TurnOwnershipLostError } from '../../core/errors'
-import type { MessageInfo, MessageWithParts, Part, TurnOutcome } from '../../core/types'
-import type { NotRunReason } from '../../tools/tool-part'
-import { closeOpenWork } from './close-open-work'
+import type { MessageInfo, MessageWithParts, Part, ToolPart, TurnOutcome } from '../../core/types'
+import { stopCall, type NotRunReason } from '../../tools/tool-part'
 import type { TurnStall } from '../../../machines/turn.types'
+import { toolsState, waitOf } from '../../../machines/turn.machine'
+import type { ToolSet } from 'ai'
+import { isIdempotent } from '../../tools/tool-options'
 
 /**
  * A turn's end, once: `finished` (its final row is written: the outcome is final), `unwritten`
@@ -52,4 +55,36 @@ export function closeTurn(scope: ClosingScope, outcome: TurnOutcome, error: Seri
   }
   if (outcome !== 'completed' && error) message.info.error = error
   for (const assistant of scope.messages.assistantMessages()) scope.writer.message(assistant.info)
+}
+
+/**
+ * A write failed while a non-idempotent call of the step may have had its effect (it ran, or
+ * runs, and its result may not be stored): failing the turn would close that call as an error
+ * (the model of the next turn would see "not run" of a call that may have run). The turn ends
+ * without a final row instead (`unwritten`): its row stays open in the last committed state
+ * (`committed`), and the recovery that takes it finds the call still running, so in doubt (its
+ * `reconcile` asked, else a person's `resolveCall`).
+ */
+export function leavesForRecovery(committed: string, stepTools: readonly ToolPart[], tools: ToolSet): boolean {
+  // (while calls wait for their results, the others of the step ran: theirs may be what failed to be written)
+  if (committed !== toolsState && waitOf(committed)?.awaits !== 'result') return false
+  return stepTools.some((part) => part.state.status !== 'pending' && !isIdempotent(Object.hasOwn(tools, part.tool) ? tools[part.tool] : undefined))
+}
+
+/**
+ * Closes the open parts among `parts` for `reason`; returns the parts that changed. `keep`
+ * leaves a call open (an idempotent tool recovery runs again).
+ *
+ * @example
+ * for (const part of closeOpenWork(message.parts, { kind: 'aborted' }, Date.now())) writer.changed(part)
+ */
+export function closeOpenWork(parts: Part[], reason: NotRunReason, now: number, keep: (part: ToolPart) => boolean = () => false): Part[] {
+  const changed: Part[] = []
+  for (const part of parts) {
+    if ((part.type === 'text' || part.type === 'reasoning') && part.time.end === undefined) {
+      part.time.end = now
+      changed.push(part)
+    } else if (part.type === 'tool' && !keep(part) && stopCall(part, reason, now)) changed.push(part)
+  }
+  return changed
 }

@@ -25,23 +25,22 @@
  * `ended` settles with it, once, and the handle reports it.
  */
 import type { AnyEventObject, InspectionEvent, SnapshotFrom } from 'xstate'
-import { crashedState, isFinalState, toolsState, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
-import type { ModelFallback, TurnContext, TurnStall } from '../../../machines/turn.types'
+import { crashedState, isFinalState, turnStateName, waitOf, type TurnMachine } from '../../../machines/turn.machine'
+import type { TurnContext, TurnStall } from '../../../machines/turn.types'
 import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
 import { BudgetExceededError, MessageAbortedError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
 import type { Redactor } from '../../core/secrets/redact-secrets'
-import type { MessageInfo, MessageWithParts, Part, SessionStatus, ToolPart, TransitionRecord, TurnOutcome } from '../../core/types'
+import type { MessageInfo, Part, ToolPart, TransitionRecord } from '../../core/types'
 import type { TurnFence } from '../../store/store'
 import type { ToolSet } from 'ai'
-import { isIdempotent } from '../../tools/tool-options'
 import { withStorageWaits, writePlan, type LogTx } from './log-rows'
 import type { StorageWaitLog, WaitsToWrite } from './storage-wait-log'
 import { planRows, type RowPlan } from './row-plan'
 import type { RiddenWrite } from '../run-tree/run-tree'
-import { closeTurn, type ClosingScope, type TurnEnd } from './turn-end'
-import { waitAnnouncement, waitDeadline } from '../../chart/awaited-calls'
-import { sessionStatus } from '../../chart/session-status'
+import { closeTurn, leavesForRecovery, type ClosingScope, type TurnEnd } from './turn-end'
+import { publishEnd, publishRows } from './turn-events'
+import { waitDeadline } from '../../chart/awaited-calls'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -270,20 +269,10 @@ export class TurnLog {
     this.#fail(new StorageError('writing parts', cause).toJSON())
   }
 
-  /**
-   * A write failed while a non-idempotent call of the step may have had its effect (it ran, or
-   * runs, and its result may not be stored): failing the turn would close that call as an error
-   * (the model of the next turn would see "not run" of a call that may have run). The turn ends
-   * here without a final row instead (`unwritten`): its row stays open in the last committed
-   * state, and the recovery that takes it finds the call still running, so in doubt (its
-   * `reconcile` asked, else a person's `resolveCall`).
-   */
+  /** The turn ends without a final row, its calls' outcome in doubt (`leavesForRecovery`, turn-end.ts). */
   #leavesForRecovery(): boolean {
-    const state = this.#committed.state
-    // (while calls wait for their results, the others of the step ran: theirs may be what failed to be written)
-    if (state !== toolsState && waitOf(state)?.awaits !== 'result') return false
-    const tools = this.#options.scope.config.tools ?? {}
-    return this.#options.scope.messages.stepTools.some((part) => part.state.status !== 'pending' && !isIdempotent(Object.hasOwn(tools, part.tool) ? tools[part.tool] : undefined))
+    const { scope } = this.#options
+    return leavesForRecovery(this.#committed.state, scope.messages.stepTools, scope.config.tools ?? {})
   }
 
   /**
@@ -529,18 +518,7 @@ export class TurnLog {
     this.#held = []
     this.#first?.known.resolve()
     this.#options.scope.writer.seal()
-    const { bus } = this.#options
-    const ids = { sessionId: this.#sessionId, turnId: this.#turnId }
-    if (end.kind === 'finished' || end.kind === 'unwritten') {
-      const error = end.kind === 'unwritten' ? { ...end.error, message: `${end.error.message} (the turn's row stays open; recovery ends or resumes it)` } : end.error
-      if (error) bus.publish({ type: 'session.error', ...ids, error })
-      bus.publish({ type: 'session.status', sessionId: this.#sessionId, status: { type: 'idle' } })
-    } else if (end.kind === 'lost') {
-      bus.publish({ type: 'turn.lost', ...ids, error: end.error.toJSON() })
-    } else if (end.kind === 'stalled') {
-      const { kind: _kind, ...stall } = end
-      bus.publish({ type: 'turn.stalled', ...ids, ...stall })
-    }
+    publishEnd(this.#options.bus, { sessionId: this.#sessionId, turnId: this.#turnId }, end)
     this.#ended.resolve(end)
   }
 
@@ -549,24 +527,12 @@ export class TurnLog {
     this.end({ kind: 'unwritten', error: failure })
   }
 
-  /** After the commit: the transitions, the status, and at the end the error and the result. */
+  /** After the commit: the rows' events; a final row's is the turn's end (with its error). */
   #publish(rows: TransitionRecord[], context: TurnContext, error: SerializedError | null): void {
-    const { bus, scope } = this.#options
-    const turnId = this.#turnId
-    const sessionId = this.#sessionId
-    // Each row's transition and status, in order (a held row's with the commit of the row that left it).
-    for (const row of rows) {
-      const output = row.event === 'gate.complete' && row.payload.rule === 'output' && 'output' in row.payload ? { output: row.payload.output } : {}
-      bus.publish({ type: 'turn.transition', sessionId, turnId, seq: row.seq, from: row.from, event: row.event, to: row.to, time: row.time, ...output })
-      const fallback = row.event === 'step.failed' ? (row.payload.fallback as ModelFallback | undefined) : undefined
-      if (fallback) bus.publish({ type: 'model.fallback', sessionId, turnId, step: context.step, from: fallback.from, to: fallback.to, reason: scope.config.redactor.text(fallback.reason) })
-      if (isFinalState(row.to)) return this.end({ kind: 'finished', outcome: row.to as TurnOutcome, ...(error ? { error } : {}) })
-      const wait = waitOf(row.to)
-      const retry = { attempt: context.attempt, message: scope.config.redactor.text(context.error?.message ?? 'retrying'), next: row.time + context.retryDelayMs }
-      bus.publish({ type: 'session.status', sessionId, status: sessionStatus(turnId, row.to, { retry, toolParts: scope.messages.stepTools }) })
-      // (entering the wait: a settling row that stays in it announces nothing new)
-      if (wait && row.from !== row.to) bus.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, scope.messages.stepTools))
-    }
+    const { scope } = this.#options
+    const turn = { turnId: this.#turnId, sessionId: this.#sessionId, stepTools: scope.messages.stepTools, redactor: scope.config.redactor }
+    const outcome = publishRows(this.#options.bus, turn, rows, context)
+    if (outcome) this.end({ kind: 'finished', outcome, ...(error ? { error } : {}) })
   }
 }
 
