@@ -5,6 +5,7 @@ export { createEngine } from './engine/create-engine'
 export type { CloseOptions, Engine, HandedOffReader } from './engine/engine'
 export type { EngineNotifications } from './engine/store-feeds'
 export type { WhenBusy } from './engine/prompt-calls'
+export type { Schedule, ScheduleOptions } from './engine/schedule-calls'
 export type { QueuedPrompt } from './conversation/prompt-queue'
 export type { ResolvedConfig } from './config/resolved-config'
 export type { EngineOptions, EngineModel, CompactionOptions, ToolExecutionOptions } from './config/options'
@@ -22,6 +23,11 @@ export type {
   QueuedPromptRecord,
   ControlRequest,
   OpenedStore,
+  ScheduleStore,
+  ScheduleRecord,
+  ScheduleRule,
+  ScheduleAdvance,
+  CatchUp,
 } from './store/store'
 export { MemoryStore } from './store/memory/memory-store'
 export type { DatabaseOption, SqliteFileOption } from './store/backends/database-option'

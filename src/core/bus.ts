@@ -96,6 +96,12 @@ type TurnchartEventBody =
   | { type: 'storage.resumed'; sessionId: string; turnId: string; operation: string; waitedMs: number; gaveUp: boolean }
   /** A prompt was queued (`whenBusy: 'enqueue'`) or a message steered (`kind: 'steer'`), and stored; `id` is its turn's to be. */
   | { type: 'prompt.queued'; sessionId: string; id: string; kind: 'prompt' | 'steer' }
+  /** A schedule's occurrence (`occurrence`, epoch ms) queued its turn (`turnId`) on its session: claimed by this engine, once in the fleet. */
+  | { type: 'schedule.fired'; sessionId: string; scheduleId: string; turnId: string; occurrence: number }
+  /** Occurrences of a schedule passed without a turn (its engines were down; `catchUp` left them): `missed` of them, the latest at `latest`. */
+  | { type: 'schedule.missed'; sessionId: string; scheduleId: string; missed: number; latest: number }
+  /** A schedule was stored, resumed or moved on: its next occurrence (null: none). An engine arms its deadline timer for it. */
+  | { type: 'schedule.updated'; sessionId: string; scheduleId: string; next: number | null }
 
 export type TurnchartEventType = TurnchartEvent['type']
 /** A subscriber. It may be `async`: a rejection of its promise is reported like a throw. */

@@ -62,7 +62,7 @@ function increment(digits: number[]): number[] {
  * @example
  * newId('ses') // 'ses_01JD3Q6V7Z9X4M2K8N5P0R1S2T'
  */
-export function newId(prefix: 'ses' | 'msg' | 'prt' | 'trn' | 'ctl', now = Date.now()): string {
+export function newId(prefix: 'ses' | 'msg' | 'prt' | 'trn' | 'ctl' | 'sch', now = Date.now()): string {
   if (now <= lastTime) {
     lastRandom = increment(lastRandom)
   } else {

@@ -37,6 +37,7 @@ import { EngineLifecycle } from './engine-lifecycle'
 import { createEngineServices, type EngineServices } from './engine-services'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
+import { scheduleCalls } from './schedule-calls'
 import { engineRecovery, letStalledGo, takeOverTurns, takeParkedTurn } from './recovery'
 import { ParkedTurns } from './parked-turns'
 import { RunningTurns } from './running-turns'
@@ -149,6 +150,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
     ...waitingCalls({ store, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
+    ...scheduleCalls({ config, services, store, bus, call }),
     subscribe(listener) {
       requireOpen('subscribe')
       return bus.subscribe(requireFunction('listener', listener))

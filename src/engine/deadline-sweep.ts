@@ -54,7 +54,8 @@ export interface DeadlineTimer {
 
 /**
  * The engine's one timer for the nearest deadline: those its turns announce (`calls.waiting` and
- * `approval.requested` events: a deferred call's deadline, an approval's expiry, a sleep's end)
+ * `approval.requested` events: a deferred call's deadline, an approval's expiry, a sleep's end),
+ * the schedules' next occurrences (`schedule.updated`)
  * and those it is armed for (the earliest stored deadline of the waiting turns, parked ones
  * included, read after each sweep), so that a deadline is settled when it passes rather than at
  * the next recovery interval. One timer, not one per turn: a parked turn holds none. The stored
@@ -84,6 +85,7 @@ export function deadlineTimer(subscribe: (listener: (event: TurnchartEvent) => v
   const unsubscribe = subscribe((event) => {
     if (event.type === 'calls.waiting') arm(Math.min(...event.calls.map((call) => call.deadline ?? Infinity)))
     else if (event.type === 'approval.requested') arm(Math.min(...event.calls.map((call) => call.expiresAt ?? Infinity)))
+    else if (event.type === 'schedule.updated' && event.next !== null) arm(event.next)
   })
   return {
     arm,
@@ -96,9 +98,17 @@ export function deadlineTimer(subscribe: (listener: (event: TurnchartEvent) => v
 
 /**
  * The earliest stored deadline after `now` of the turns in a waiting state (the chart's
- * `meta.wait`), parked or held, when the store can say (`nextDeadline`); undefined otherwise.
+ * `meta.wait`), parked or held, when the store can say (`nextDeadline`), and of the schedules'
+ * next occurrences; undefined when there is none.
  */
-export async function nextWaitDeadline(store: Pick<Store, 'turns'>, now: number): Promise<number | undefined> {
+export async function nextWaitDeadline(store: Pick<Store, 'turns' | 'schedules'>, now: number): Promise<number | undefined> {
   const next = await store.turns.nextDeadline?.([...waitingStates().keys()], now)
-  return next ?? undefined
+  const due = await store.schedules?.nextDue()
+  // (a schedule still due after the sweep failed to fire, or came due during it: tried again within a second, not in a loop)
+  const schedule = due === undefined ? Infinity : due <= now ? now + scheduleRetryMs : due
+  const earliest = Math.min(next ?? Infinity, schedule)
+  return Number.isFinite(earliest) ? earliest : undefined
 }
+
+/** How soon a sweep is run again for a schedule it left due. */
+const scheduleRetryMs = 1_000

@@ -9,6 +9,7 @@ import type { Turn } from '../turn/turn-handle'
 import type { BackupCalls } from './backup-call'
 import type { ControlCalls } from './control-calls'
 import type { PromptCalls } from './prompt-calls'
+import type { ScheduleCalls } from './schedule-calls'
 import type { SessionCalls } from './session-calls'
 import type { EngineNotifications } from './store-feeds'
 import type { TurnLogCalls } from './turn-log-calls'
@@ -45,7 +46,7 @@ export interface EngineStats {
   stalled: number
 }
 
-export interface Engine extends SessionCalls, PromptCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls, WaitingCalls {
+export interface Engine extends SessionCalls, PromptCalls, ScheduleCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls, WaitingCalls {
   /** What the engine holds in memory now: its turns' actors, leases and timers, and the sweeps run. */
   stats(): EngineStats
   /** Receives every event; returns the function that unsubscribes. */

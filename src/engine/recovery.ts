@@ -15,6 +15,7 @@ import type { TurnStall } from '../../machines/turn.types'
 import { newScope, resumeTurn, startTurnFromIdle } from '../turn/turn-starts'
 import type { PromptQueue } from '../conversation/prompt-queue'
 import { sweepDeadlines } from './deadline-sweep'
+import { fireSchedules } from '../schedule/fire-schedules'
 import type { ParkedTurns } from './parked-turns'
 import { treeOf } from './resumed-trees'
 import type { RunningTurns } from './running-turns'
@@ -121,8 +122,9 @@ export interface EngineRecovery {
 
 /**
  * The engine's one sweep: the turns of engines that are gone taken over, the waits whose stored
- * deadline passed settled (this engine's turns, those just taken over, and parked ones), and the
- * queues that stand still started here (the engine that would have started them died).
+ * deadline passed settled (this engine's turns, those just taken over, and parked ones), the
+ * schedules due fired (their turns queued), and the queues that stand still started here (the
+ * engine that would have started them died).
  *
  * @example
  * const { recover } = engineRecovery({ config, services, turns, running, parked, queue, requireOpen })
@@ -147,6 +149,8 @@ export function engineRecovery(engine: {
       sweeps++
       const recovered = await takeOverTurns(engine)
       await sweepDeadlines({ store, running, parked }, Date.now())
+      // The schedules due: each occurrence's turn queued (by one engine), started below.
+      await fireSchedules({ store, bus: engine.turns.bus }, Date.now())
       if (config.concurrency) void queue.drainFairly()
       else for (const sessionId of await store.queue.idleSessions()) void queue.drain(sessionId)
       return recovered

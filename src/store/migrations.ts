@@ -278,6 +278,31 @@ export const migrations: Migration[] = [
       await dialect.transitionsByKey?.(db)
     },
   },
+  {
+    // Schedules (`engine.schedule`): each starts a turn on its session at its occurrences; the
+    // transaction that queues an occurrence's turn moves `next_at` on (of two engines, one does).
+    name: '0021_schedules',
+    async up(db, dialect) {
+      const id = dialect.idType
+      await db.schema
+        .createTable('turnchart_schedules')
+        .addColumn('id', id, (c) => c.primaryKey())
+        .addColumn('session_id', id, (c) => c.notNull().references('turnchart_sessions.id').onDelete('cascade'))
+        .addColumn('input', 'text', (c) => c.notNull())
+        .addColumn('options', 'text', (c) => c.notNull())
+        .addColumn('rule', 'text', (c) => c.notNull())
+        .addColumn('catch_up', 'text', (c) => c.notNull())
+        .addColumn('next_at', 'bigint')
+        .addColumn('last_at', 'bigint')
+        .addColumn('last_turn_id', id)
+        .addColumn('missed', 'integer', (c) => c.notNull())
+        .addColumn('paused', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute()
+      await db.schema.createIndex('turnchart_schedules_next').on('turnchart_schedules').columns(['next_at']).execute()
+      await db.schema.createIndex('turnchart_schedules_session').on('turnchart_schedules').columns(['session_id']).execute()
+    },
+  },
 ]
 
 /**

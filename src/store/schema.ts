@@ -142,6 +142,27 @@ export interface SlotsTable {
   last_tenant: string | null
 }
 
+/** A schedule (`engine.schedule`): see `ScheduleRecord`. */
+export interface ScheduleTable {
+  id: string
+  session_id: string
+  /** JSON: the prompt's parts. */
+  input: string
+  /** JSON: the turn's options. */
+  options: string
+  /** JSON: `ScheduleRule`. */
+  rule: string
+  /** JSON: `CatchUp`. */
+  catch_up: string
+  next_at: ColumnType<number | null, number | null, number | null>
+  last_at: ColumnType<number | null, number | null, number | null>
+  last_turn_id: string | null
+  missed: number
+  /** 1 while paused. */
+  paused: number
+  created_at: Millis
+}
+
 export interface MigrationTable {
   name: string
   applied_at: Millis
@@ -158,4 +179,5 @@ export interface TurnchartDatabase {
   turnchart_queue: QueueTable
   turnchart_tree_spending: TreeSpendingTable
   turnchart_slots: SlotsTable
+  turnchart_schedules: ScheduleTable
 }

@@ -26,8 +26,9 @@ const complete: [
   // (`changeMark` is a capability: without it, the steers are read before every model call)
   Complete<Omit<QueueStore, 'changeMark'>, typeof queue>,
   Complete<ControlStore, typeof controls>,
-  // (`spending` is a capability: a store without it is taken, each engine counting budgets itself)
-  Complete<Omit<Store, 'transaction' | 'spending' | 'slots'>, Array<keyof typeof storeMethods>>,
+  // (`spending` is a capability: a store without it is taken, each engine counting budgets itself;
+  // so are `slots` and `schedules`: the options that need them are refused)
+  Complete<Omit<Store, 'transaction' | 'spending' | 'slots' | 'schedules'>, Array<keyof typeof storeMethods>>,
 ] = [true, true, true, true, true, true, true]
 void complete
 

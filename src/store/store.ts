@@ -244,6 +244,60 @@ export interface QueueStore {
   changeMark?(): string | number
 }
 
+/** When a schedule's occurrences fall: once, every interval from a first time, or on a cron expression in a time zone. */
+export type ScheduleRule = { at: number } | { every: number; from: number } | { cron: string; timezone: string }
+
+/**
+ * Which missed occurrences a schedule fires when it is found late (its engines were down):
+ * `'latest'` the last one only, `'none'` none, a number (ms) the last one when it is no older.
+ */
+export type CatchUp = 'latest' | 'none' | number
+
+/** A stored schedule (`engine.schedule`): it starts a turn on its session at each occurrence. */
+export interface ScheduleRecord {
+  id: string
+  sessionId: string
+  input: UserPartDraft[]
+  /** The turn's options, as a queued prompt's (never headers or stop conditions). */
+  options: PromptOptions
+  rule: ScheduleRule
+  catchUp: CatchUp
+  /** The next occurrence (epoch ms); null when there is none (a one-time schedule that fired). */
+  next: number | null
+  /** The last occurrence fired, and the turn it queued. */
+  last: number | null
+  lastTurnId: string | null
+  /** Occurrences passed without a turn (the engines were down, or the catch-up left them). */
+  missed: number
+  paused: boolean
+  time: { created: number }
+}
+
+/** What a claim of an occurrence writes: where the schedule goes next, and what it fired or missed. */
+export type ScheduleAdvance = Pick<ScheduleRecord, 'next' | 'last' | 'lastTurnId' | 'missed'>
+
+/**
+ * Stored schedules (`engine.schedule`). An occurrence is claimed by the transaction that queues
+ * its turn: of engines that reach it together, one claims it (`claim` compares the occurrence).
+ */
+export interface ScheduleStore {
+  /** Stores a schedule unless one with its id exists; returns the stored one (the same id twice is one schedule). */
+  insert(record: ScheduleRecord): Promise<ScheduleRecord>
+  get(id: string): Promise<ScheduleRecord | undefined>
+  /** Schedules, oldest first; of one session when given. */
+  list(sessionId?: string): Promise<ScheduleRecord[]>
+  /** Deletes a schedule; true when it was there. */
+  delete(id: string): Promise<boolean>
+  /** Pauses or resumes a schedule (resumed: from `next`); true when it was there. */
+  setPaused(id: string, paused: boolean, next: number | null): Promise<boolean>
+  /** Schedules not paused whose next occurrence is at or before `now`. */
+  due(now: number): Promise<ScheduleRecord[]>
+  /** The earliest next occurrence of the schedules not paused. */
+  nextDue(): Promise<number | undefined>
+  /** Moves the schedule on from occurrence `at` (still its next, not paused); true when this call did (the occurrence is the caller's). */
+  claim(id: string, at: number, advance: ScheduleAdvance): Promise<boolean>
+}
+
 export interface ControlStore {
   add(request: ControlRequest): Promise<void>
   /** Requests not yet handled for these turns, oldest first. */
@@ -312,6 +366,8 @@ export interface Store {
   readonly spending?: SpendingStore
   /** Capability: the running turns the `concurrency` option limits. Absent: that option is refused at `createEngine`. */
   readonly slots?: SlotStore
+  /** Capability: stored schedules (`engine.schedule`). Absent: scheduling is refused. */
+  readonly schedules?: ScheduleStore
   /**
    * Runs `fn` in one transaction with a store bound to it: its writes commit together, or none
    * does when `fn` throws. Called on a store already bound to a transaction, `fn` joins it.

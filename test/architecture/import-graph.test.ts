@@ -24,7 +24,7 @@ const layers: string[][] = [
   ['config'],
   ['turn'],
   // ui-stream maps a turn's events to the AI SDK's UI chunks: above turn/, which knows nothing of it.
-  ['control', 'conversation', 'ui-stream'],
+  ['control', 'conversation', 'schedule', 'ui-stream'],
   ['engine'],
   // The hosting seam: an engine run by a host of turns (turnchart/host); Restate is one such host.
   ['host'],

@@ -1,5 +1,5 @@
 /**
- * The code in docs/conversation.md, docs/tools.md, docs/web.md, docs/run-trees.md and docs/durability.md is complete programs that run: every ```ts
+ * The code in docs/conversation.md, docs/tools.md, docs/web.md, docs/run-trees.md, docs/durability.md and docs/scheduling.md is complete programs that run: every ```ts
  * block importing 'turnchart' type-checks against the library's types (strict), and runs (with
  * the scripted model of 'turnchart/testing', so it needs no key); a block followed by a
  * "It prints:" line and a ```text block must print exactly that. To run them the way a user's
@@ -15,7 +15,7 @@ import { promisify } from 'node:util'
 import { build } from 'esbuild'
 
 const root = path.resolve(__dirname, '../..')
-const pages = ['docs/conversation.md', 'docs/tools.md', 'docs/web.md', 'docs/run-trees.md', 'docs/durability.md']
+const pages = ['docs/conversation.md', 'docs/tools.md', 'docs/web.md', 'docs/run-trees.md', 'docs/durability.md', 'docs/scheduling.md']
 
 export interface DocExample {
   /** `docs/web.md #1`: the page and the example's number on it. */

@@ -112,6 +112,7 @@ describe('PostgreSQL', () => {
       'turnchart_migrations',
       'turnchart_parts',
       'turnchart_queue',
+      'turnchart_schedules',
       'turnchart_sessions',
       'turnchart_slots',
       'turnchart_transitions',

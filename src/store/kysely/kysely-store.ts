@@ -11,6 +11,7 @@ import type { Store } from '../store'
 import { KyselyControls } from './controls'
 import { KyselyMessages } from './messages'
 import { KyselyQueue } from './queue'
+import { KyselySchedules } from './schedules'
 import type { Executor } from './rows'
 import { KyselySessions } from './sessions'
 import { KyselySpending } from './spending'
@@ -27,6 +28,7 @@ export class KyselyStore implements Store {
   readonly controls: KyselyControls
   readonly spending: KyselySpending
   readonly slots: KyselySlots
+  readonly schedules: KyselySchedules
 
   /**
    * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
@@ -47,6 +49,7 @@ export class KyselyStore implements Store {
     this.controls = new KyselyControls(db)
     this.spending = new KyselySpending(db)
     this.slots = new KyselySlots(db)
+    this.schedules = new KyselySchedules(db)
   }
 
   /** The stores of the group commit's transactions: SQLite's batches reuse one transaction object, so its store is made once. */

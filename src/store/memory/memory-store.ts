@@ -22,6 +22,7 @@ import { MemoryMessages } from './messages'
 import { Mutex } from './mutex'
 import { QueueChanges } from '../queue-changes'
 import { MemoryQueue } from './queue'
+import { MemorySchedules } from './schedules'
 import { MemorySessions } from './sessions'
 import { MemorySpending } from './spending'
 import { MemorySlots } from './slots'
@@ -39,6 +40,7 @@ abstract class MemoryAggregates implements Store {
   readonly controls: MemoryControls
   readonly spending: MemorySpending
   readonly slots: MemorySlots
+  readonly schedules: MemorySchedules
 
   constructor(access: Access, queueChanges: QueueChanges) {
     this.sessions = new MemorySessions(access)
@@ -49,6 +51,7 @@ abstract class MemoryAggregates implements Store {
     this.controls = new MemoryControls(access)
     this.spending = new MemorySpending(access)
     this.slots = new MemorySlots(access)
+    this.schedules = new MemorySchedules(access)
   }
 
   abstract transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>

@@ -113,6 +113,7 @@ function deleteOne(t: Tables, id: string): void {
   for (const turnId of turns) t.remove('spending', turnId) // (a tree's spending goes with its root turn)
   for (const turnId of turns) t.remove('turns', turnId)
   for (const row of [...t.queue.values()]) if (row.sessionId === id) t.remove('queue', row.id)
+  for (const row of [...t.schedules.values()]) if (row.sessionId === id) t.remove('schedules', row.id)
   for (const row of [...t.parts.values()]) if (row.sessionId === id) t.remove('parts', row.id)
   for (const row of [...t.messages.values()]) if (row.sessionId === id) t.remove('messages', row.id)
   t.remove('sessions', id)

@@ -9,7 +9,7 @@
  * the running call or transaction, so a throw can put everything back.
  */
 import type { TurnOutcome } from '../../core/types'
-import type { ControlRequest } from '../store'
+import type { ControlRequest, ScheduleRecord } from '../store'
 
 export interface SessionRow {
   id: string
@@ -119,6 +119,9 @@ export interface SpendingRow {
   updated: number
 }
 
+/** A schedule, as the record (replaced whole on each write: the journal keeps the old one). */
+export type ScheduleRow = ScheduleRecord
+
 /** The one row of the starts' lock (key `'1'`): the tenant served last (`''`: a session without one). */
 export interface SlotRow {
   lastTenant: string
@@ -134,6 +137,7 @@ export interface Rows {
   queue: QueueRow
   spending: SpendingRow
   slots: SlotRow
+  schedules: ScheduleRow
 }
 
 export type TableName = keyof Rows
@@ -166,6 +170,7 @@ export class Tables {
   readonly queue = new Map<string, QueueRow>()
   readonly spending = new Map<string, SpendingRow>()
   readonly slots = new Map<string, SlotRow>()
+  readonly schedules = new Map<string, ScheduleRow>()
   /** Set while a call or transaction runs (the store's mutex makes it one at a time). */
   journal: Journal | undefined
 

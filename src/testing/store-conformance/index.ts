@@ -11,6 +11,7 @@ import { controlsCases } from './controls'
 import { messagesAndPartsCases } from './messages-and-parts'
 import { queueCases } from './queue'
 import { runTreesCases } from './run-trees'
+import { schedulesCases } from './schedules'
 import { sessionsCases } from './sessions'
 import { boundedSpendingCases, spendingCases } from './spending'
 import { slotsCases } from './slots'
@@ -38,7 +39,7 @@ export interface StoreInitializer<S extends Store = Store> {
 export interface StoreConformanceCase {
   /** `<initializer>: <suite>: <title>`. */
   name: string
-  /** The aggregate it is about: `sessions`, `messages and parts`, `turns, fencing, leases and claims`, `transitions`, `queue`, `controls`, `run trees`, `spending`, `slots`, `transactions`. */
+  /** The aggregate it is about: `sessions`, `messages and parts`, `turns, fencing, leases and claims`, `transitions`, `queue`, `controls`, `run trees`, `spending`, `slots`, `schedules`, `transactions`. */
   suite: string
   title: string
   /** Creates a store, runs the case on it, destroys the store (also when the case fails); rejects with the failure. */
@@ -56,6 +57,7 @@ const groups: CaseGroup[] = [
   spendingCases,
   boundedSpendingCases,
   slotsCases,
+  schedulesCases,
   transactionsCases,
 ]
 
