@@ -24,6 +24,9 @@ read-only (never migrate, recover or write; <db> is a SQLite file or a postgres:
   show <db> <session> [--json]
                               a session's conversation: messages, parts, turns and states
   replay <db> <turn> [--json]  a turn's transition timeline, replayed through the chart
+  schedules <db> [--session <id>] [--json]
+                              the schedules (engine.schedule): next and last occurrence,
+                              turns started, occurrences missed
   view <db> [--port <n>]      serve an offline viewer on 127.0.0.1: sessions, conversations,
                               each turn's path through the chart (live for running turns)
   rerun <db> <turn> [--json] [--system <text>] [--model <url> [--model-id <id>]]
@@ -68,6 +71,7 @@ type Command = (argv: string[], io: CliIO) => Promise<number>
 const commands: Record<string, () => Promise<Command>> = {
   demo: async () => (await import('./demo')).demoCommand,
   sessions: async () => (await import('./sessions')).sessionsCommand,
+  schedules: async () => (await import('./schedules')).schedulesCommand,
   show: async () => (await import('./show')).showCommand,
   replay: async () => (await import('./replay')).replayCommand,
   rerun: async () => (await import('./rerun')).rerunCommand,

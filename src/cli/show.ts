@@ -8,6 +8,7 @@ import { viewSession, type ChildTurnTree, type TurnTree } from '../viewer/read-v
 import { stallOf, stallText } from '../chart/readable-event'
 import { parseArgs } from './args'
 import { CliError, colors, formatPart, openForReading, printable, type CliIO } from './io'
+import { describeSchedule } from './schedules'
 
 type Colors = ReturnType<typeof colors>
 
@@ -76,6 +77,7 @@ export async function showCommand(argv: string[], io: CliIO): Promise<number> {
     const tools = toolNames(messages)
     out(c.bold(`session ${session.id}${session.title ? `: ${printable(session.title)}` : ''}`))
     if (session.forkedFrom) out(c.dim(`forked from ${session.forkedFrom.sessionId} turn ${session.forkedFrom.turnId} at step ${session.forkedFrom.step}`))
+    for (const schedule of view.schedules) out(c.dim(`schedule ${describeSchedule(schedule)}`))
     let lastTurn: string | undefined
     const endTurn = () => {
       const children = lastTurn ? turns.get(lastTurn)?.children ?? [] : []

@@ -37,7 +37,7 @@ import { EngineLifecycle } from './engine-lifecycle'
 import { createEngineServices, type EngineServices } from './engine-services'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
-import { scheduleCalls } from './schedule-calls'
+import { scheduleCalls, type ScheduleCalls } from './schedule-calls'
 import { engineRecovery, letStalledGo, takeOverTurns, takeParkedTurn } from './recovery'
 import { ParkedTurns } from './parked-turns'
 import { RunningTurns } from './running-turns'
@@ -116,7 +116,8 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   // The steers being stored: the queue tells, a turn waits (at each step gate).
   const steers = new SteerWrites()
   const leaseMs = hosting.leases ? config.leaseMs : null
-  const turns = turnDeps({ config, services, store, bus, owner, leaseMs, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}), ...(hosting.children ? { childHost: hosting.children } : {}) })
+  const schedules = scheduleCalls({ config, services, store, bus, call })
+  const turns = turnDeps({ config, services, store, bus, owner, leaseMs, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}), ...(hosting.children ? { childHost: hosting.children } : {}), ...(store.schedules ? { schedules } : {}) })
   const queue = new PromptQueue({
     store,
     bus,
@@ -150,7 +151,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
     ...waitingCalls({ store, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
-    ...scheduleCalls({ config, services, store, bus, call }),
+    ...schedules,
     subscribe(listener) {
       requireOpen('subscribe')
       return bus.subscribe(requireFunction('listener', listener))
@@ -229,6 +230,8 @@ function turnDeps(deps: {
   reportHookError: (error: unknown) => void
   storageWaits: StorageWaits
   childHost?: ChildHost
+  /** The engine's schedules, lent to the tool calls of its turns (`scheduleTool`). */
+  schedules?: Pick<ScheduleCalls, 'schedule'>
 }): TurnDeps {
   const { config, services, running, isClosed, steers, reportHookError, feeds, childHost } = deps
   return {
@@ -249,6 +252,7 @@ function turnDeps(deps: {
     children: childTurns({ config, services, running, isClosed, ...(feeds ? { feeds } : {}), ...(childHost ? { childHost } : {}) }),
     steersStored: (sessionId) => steers.stored(sessionId),
     uiMessageStream: uiMessageStreamOfTurn,
+    ...(deps.schedules ? { schedule: deps.schedules.schedule } : {}),
   }
 }
 

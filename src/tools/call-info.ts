@@ -5,6 +5,7 @@
  */
 import { sha256Hex } from '../core/input-digest'
 import type { ChildTurnRunner } from './child-turns'
+import type { ScheduleFromCall } from './schedule-tool'
 
 /**
  * What a tool's `execute` gets besides the AI SDK's options (as `options.experimental_context`):
@@ -15,6 +16,14 @@ export interface TurnToolContext {
   turnId: string
   /** Run trees: starts a child turn of this call (what `agentTool` runs on); absent when the engine runs none. */
   childTurns?: ChildTurnRunner
+  /** Stores a schedule on this session (what `scheduleTool` runs on), the call's key its id; absent when the store keeps none. */
+  schedule?: ScheduleFromCall
+}
+
+/** What the engine lends a turn's tool calls: the runner of child turns, and its schedules (each bound to the call when it runs). */
+export interface CallPorts {
+  childTurns?: ChildTurnRunner
+  schedule?: (request: Parameters<ScheduleFromCall>[0] & { sessionId: string; id: string }) => ReturnType<ScheduleFromCall>
 }
 
 /** One execution of one stored tool call, as `callInfo(options)` reads it. */
@@ -62,6 +71,7 @@ export function callInfo(options: unknown): CallInfo {
     idempotencyKey: String(context?.idempotencyKey ?? ''),
     attempt: typeof context?.attempt === 'number' ? context.attempt : 1,
     ...(context?.childTurns ? { childTurns: context.childTurns } : {}),
+    ...(context?.schedule ? { schedule: context.schedule } : {}),
   }
 }
 

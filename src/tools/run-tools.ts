@@ -7,7 +7,6 @@ import type { ModelMessage, ToolSet } from 'ai'
 import type { Part, ToolPart, ToolState } from '../core/types'
 import type { Telemetry } from '../telemetry/telemetry'
 import type { Redactor } from '../core/secrets/redact-secrets'
-import type { ChildTurnRunner } from './child-turns'
 import { callTimeoutMs, toolOptions, type ReconcileResult, type ToolOptions } from './tool-options'
 import { completeCall, deferCall, doubtCall, executionOf, failCall, markReconciled, matchesApproval, rerunCall } from './tool-part'
 import { CallOutcomeUnknownError, safeMessage } from '../core/errors'
@@ -15,7 +14,7 @@ import { untilLeft } from '../core/until-aborted'
 import { StateExit } from '../core/state-exit'
 import { toolChange, toolChangedMessage, type ToolFingerprint } from './tool-fingerprint'
 import { isMcpTool, throwIfMcpError } from './mcp-result'
-import { idempotencyKeyOf, type CallInfo } from './call-info'
+import { idempotencyKeyOf, type CallInfo, type CallPorts } from './call-info'
 import { deadlineOf, isDeferral } from './defer'
 import { callWait } from '../core/call-wait'
 
@@ -44,13 +43,13 @@ export interface ToolRunScope {
  * actor makes it the turn's failure). Resolves with the calls of the step that still wait
  * (`waitingCallsOf`).
  *
- * `children`: the runner an `agentTool` starts its child turn through (run trees), put in each
- * call's context.
+ * `ports`: what the engine lends the calls, put in each call's context: the runner an
+ * `agentTool` starts its child turn through (run trees), the schedules `scheduleTool` stores in.
  *
  * @example
  * const waiting = await runTools(scope, exit)
  */
-export async function runTools(scope: ToolRunScope, exit: StateExit, children?: ChildTurnRunner): Promise<WaitingCalls> {
+export async function runTools(scope: ToolRunScope, exit: StateExit, ports: CallPorts = {}): Promise<WaitingCalls> {
   const calls = scope.messages.stepTools.filter((part) => part.state.status === 'running' || (part.state.status === 'in-doubt' && !part.state.reconciled && reconcileOf(scope, part) !== undefined))
   if (calls.length > 0) {
     const messages = scope.messages.modelMessages()
@@ -58,7 +57,7 @@ export async function runTools(scope: ToolRunScope, exit: StateExit, children?: 
     const worker = async () => {
       while (next < calls.length && !exit.left) {
         const part = calls[next++]
-        await runOne(scope, part, messages, exit, children)
+        await runOne(scope, part, messages, exit, ports)
       }
     }
     const workers = Array.from({ length: Math.min(scope.config.toolExecution.concurrency, calls.length) }, worker)
@@ -113,17 +112,21 @@ function reconcileOf(scope: ToolRunScope, part: ToolPart): ToolOptions['reconcil
  * What one execution of a call gets as its context: the turn, the call, its key and its
  * execution. The key is a SHA-256, made when first read (most tools never read it).
  */
-function callContext(scope: ToolRunScope, part: ToolPart, children: ChildTurnRunner | undefined): CallInfo {
+function callContext(scope: ToolRunScope, part: ToolPart, ports: CallPorts): CallInfo {
   let key: string | undefined
+  const idempotencyKey = () => (key ??= idempotencyKeyOf(scope.turnId, part.id))
+  const { childTurns, schedule } = ports
   return {
     sessionId: scope.sessionId,
     turnId: scope.turnId,
     callId: part.callId,
     get idempotencyKey() {
-      return (key ??= idempotencyKeyOf(scope.turnId, part.id))
+      return idempotencyKey()
     },
     attempt: executionOf(part),
-    ...(children ? { childTurns: children } : {}),
+    ...(childTurns ? { childTurns } : {}),
+    // (the call's key is the schedule's id: the call run again stores the same one)
+    ...(schedule ? { schedule: (request) => schedule({ ...request, sessionId: scope.sessionId, id: `sch_${idempotencyKey().slice(4)}` }) } : {}),
   }
 }
 
@@ -151,17 +154,17 @@ function executeOptions(context: CallInfo, messages: ModelMessage[], callExit: S
  * One call: a call in doubt is reconciled first (and runs again when its hook says it did not
  * happen); a running call executes, and if its outcome turns out unknown its hook is asked once.
  */
-async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], exit: StateExit, children: ChildTurnRunner | undefined): Promise<void> {
+async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], exit: StateExit, ports: CallPorts): Promise<void> {
   let mayReconcile = true
   if (part.state.status === 'in-doubt') {
-    await reconcileCall(scope, part, exit, children)
+    await reconcileCall(scope, part, exit, ports)
     mayReconcile = false
   }
   if (part.state.status === 'running') {
-    await executeCall(scope, part, messages, exit, children)
+    await executeCall(scope, part, messages, exit, ports)
     if (mayReconcile && !exit.left && (part.state as ToolState).status === 'in-doubt' && reconcileOf(scope, part)) {
-      await reconcileCall(scope, part, exit, children)
-      if ((part.state as ToolState).status === 'running') await executeCall(scope, part, messages, exit, children)
+      await reconcileCall(scope, part, exit, ports)
+      if ((part.state as ToolState).status === 'running') await executeCall(scope, part, messages, exit, ports)
     }
   }
   if (!exit.left) scope.writer.changed(part)
@@ -172,7 +175,7 @@ async function runOne(scope: ToolRunScope, part: ToolPart, messages: ModelMessag
  * completes the call), not done (the call runs again, same key), or cannot tell (a throw or a
  * timeout too: the call stays in doubt, not asked again for this execution).
  */
-async function reconcileCall(scope: ToolRunScope, part: ToolPart, exit: StateExit, children: ChildTurnRunner | undefined): Promise<void> {
+async function reconcileCall(scope: ToolRunScope, part: ToolPart, exit: StateExit, ports: CallPorts): Promise<void> {
   const hook = reconcileOf(scope, part)
   if (!hook || part.state.status !== 'in-doubt') return
   const definition = definitionOf(scope, part)
@@ -185,7 +188,7 @@ async function reconcileCall(scope: ToolRunScope, part: ToolPart, exit: StateExi
   })
   let verdict: ReconcileResult
   try {
-    verdict = await Promise.race([Promise.resolve(hook(part.state.input, callContext(scope, part, children))), giveUp])
+    verdict = await Promise.race([Promise.resolve(hook(part.state.input, callContext(scope, part, ports))), giveUp])
   } catch {
     verdict = undefined
   } finally {
@@ -206,7 +209,7 @@ async function reconcileCall(scope: ToolRunScope, part: ToolPart, exit: StateExi
   else markReconciled(part)
 }
 
-async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], exit: StateExit, children: ChildTurnRunner | undefined): Promise<void> {
+async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelMessage[], exit: StateExit, ports: CallPorts): Promise<void> {
   if (part.state.status !== 'running') return
   const { input } = part.state
   const definition = definitionOf(scope, part)
@@ -225,7 +228,7 @@ async function executeCall(scope: ToolRunScope, part: ToolPart, messages: ModelM
     if (!definition?.execute) throw new Error(`unknown tool '${part.tool}'`)
     // An approved call runs only with the input its receipt's digest names (what the approver saw).
     if (!matchesApproval(part, input)) throw new Error(`not run: the input differs from the approved one (its SHA-256 is not the receipt's ${part.receipt?.inputDigest})`)
-    const run = Promise.resolve(definition.execute(input as never, executeOptions(callContext(scope, part, children), messages, callExit) as never)).then(lastValue)
+    const run = Promise.resolve(definition.execute(input as never, executeOptions(callContext(scope, part, ports), messages, callExit) as never)).then(lastValue)
     const output = await untilLeft(run, callExit)
     if (exit.left) return // the turn's end marks the part aborted
     if (isDeferral(output)) return deferCall(part, deadlineOf(output, Date.now()), output.onDeadline && { output: boundedOutput(output.onDeadline.output, scope.config.toolExecution.maxOutputBytes) })

@@ -14,6 +14,7 @@ import type { Usage } from '../core/types'
 import type { Store } from '../store/store'
 import type { OutagePolicy } from '../store/outage'
 import type { ChildTurnRunner } from '../tools/child-turns'
+import type { CallPorts } from '../tools/call-info'
 import { HandoffPoint } from './handoff-point'
 import { RunTree } from './run-tree/run-tree'
 import type { RunTrees } from './run-tree/run-trees'
@@ -55,6 +56,8 @@ export interface TurnDeps {
   children?(parent: ParentTurn, turns: TurnDeps): TurnChildren
   /** Run trees: the trees this engine runs turns of (a recovered child finds its root's here). */
   trees?: RunTrees
+  /** The engine's schedules, as a tool call stores one (`scheduleTool`); absent when its store keeps none. */
+  schedule?: CallPorts['schedule']
   /** Resolves once the steers this engine is storing for the session are stored (read at each step gate). */
   steersStored?(sessionId: string): Promise<void>
   /** A turn's UI message stream (`turn.toUIMessageStreamResponse()`), from the layer above that builds it. */
@@ -127,7 +130,8 @@ export function runTurn(deps: TurnDeps, start: TurnStart): RunningTurn {
   const appInspector = deps.inspect ? tree.inspection.inspectorFor(deps.inspect, scope.parentTurnId) : undefined
   const handoff = new HandoffPoint()
   // Bound before the actor exists (a restored one invokes at once), released once it stopped.
-  const release = deps.engineChart.bind({ scope, tree, handoff, ...(children ? { children } : {}) }, log)
+  const calls = { ...(children ? { childTurns: children } : {}), ...(deps.schedule ? { schedule: deps.schedule } : {}) }
+  const release = deps.engineChart.bind({ scope, tree, handoff, calls }, log)
   const actor = createActor(deps.engineChart.machine, {
     input: start.input,
     ...(start.restored ? { snapshot: start.restored.snapshot } : {}),

@@ -12,7 +12,7 @@ import { serializeError, StorageError, UnknownError } from '../core/errors'
 import { summarize, type SummaryScope } from '../compaction/summarize'
 import { streamStep, type StepRun } from '../llm/stream-step'
 import { runTools, type ToolRunScope } from '../tools/run-tools'
-import type { ChildTurnRunner } from '../tools/child-turns'
+import type { CallPorts } from '../tools/call-info'
 import { gatedActor, type BoundTurn, type WriteAheadGate } from './gated-actor'
 import type { HandoffPoint } from './handoff-point'
 import type { RunTree } from './run-tree/run-tree'
@@ -25,11 +25,12 @@ import type { TurnMessages } from './turn-messages'
 import type { UserMessages } from './user-messages'
 import type { StateExit } from '../core/state-exit'
 
-/** What a turn's actors work with: its scope, its run tree (the budget) and its child turn runner. */
+/** What a turn's actors work with: its scope, its run tree (the budget) and what the engine lends its tool calls. */
 export interface TurnRun {
   scope: TurnScope
   tree: RunTree
-  children?: ChildTurnRunner
+  /** The child turn runner of this turn (run trees), the engine's schedules. */
+  calls: CallPorts
   /** Where a handoff asked by the engine holds the turn (its next step gate). */
   handoff?: HandoffPoint
 }
@@ -51,7 +52,7 @@ interface GateRun {
 /** The tools: the step's calls, the runner of child turns, the step's usage judged again for an overflow, then the step gate. */
 interface ToolsRun extends GateRun {
   scope: ToolRunScope & GateScope
-  children?: ChildTurnRunner
+  calls: CallPorts
 }
 /** The compaction: the summary request over the history, a model call the budget counts. */
 interface CompactRun {
@@ -187,8 +188,8 @@ export class EngineChart {
  * handoff (held in `step-gate`, as the gate holds it) leave without a verdict.
  */
 async function runToolsThenGate(turn: ToolsRun, input: RunToolsInput, exit: StateExit): Promise<TurnEvent> {
-  const { scope, children } = turn
-  const waiting = await runTools(scope, exit, children)
+  const { scope, calls } = turn
+  const waiting = await runTools(scope, exit, calls)
   // Calls in doubt or deferred: the turn waits for them (the others have their results).
   if (waiting.inDoubt.length > 0 || waiting.deferred.length > 0) return { type: 'tools.waiting', ...waiting }
   // The step's usage judged again by the rule the step applied: a full context is compacted before the gate.

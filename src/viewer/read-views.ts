@@ -4,7 +4,7 @@
  */
 import { structuredOutputOf } from '../turn/turn-result'
 import type { TurnInput } from '../../machines/turn.types'
-import type { Store } from '../store/store'
+import type { ScheduleRecord, Store } from '../store/store'
 import { replayTransitions, type ReplayStep } from '../turn/replay'
 import type { MessageWithParts, SessionInfo, TransitionRecord, TurnRecord } from '../core/types'
 import type { SessionSummary } from './wire'
@@ -44,6 +44,8 @@ export interface SessionView {
   session: SessionInfo
   messages: MessageWithParts[]
   turns: TurnTree[]
+  /** The session's schedules (`engine.schedule`), oldest first. */
+  schedules: ScheduleRecord[]
 }
 
 /** Trees deeper than this are cut (a runaway recursion of agent tools must not hang a reader). */
@@ -75,7 +77,7 @@ export async function viewSession(store: Store, sessionId: string): Promise<Sess
     const turn = await store.turns.get(id)
     if (turn) turns.push(await turnTree(store, turn, 0))
   }
-  return { session, messages, turns }
+  return { session, messages, turns, schedules: (await store.schedules?.list(sessionId)) ?? [] }
 }
 
 export interface TurnReplay {

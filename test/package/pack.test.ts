@@ -157,7 +157,7 @@ test('the installed package.json: engines, bin, optional native driver, and opti
   expect(fs.readFileSync(path.join(apps.cjs, 'node_modules/turnchart/LICENSE'), 'utf8')).toMatch(/^MIT License\n\nCopyright \(c\) \d{4} turnchart contributors\n/)
   expect(installed.peerDependenciesMeta).toEqual({ '@ai-sdk/mcp': { optional: true }, '@ai-sdk/openai-compatible': { optional: true }, '@opentelemetry/api': { optional: true }, '@restatedev/restate-sdk': { optional: true }, '@statelyai/inspect': { optional: true }, pg: { optional: true } })
   expect(installed.peerDependencies.ai).toBe('^6.0.0 || ^7.0.0')
-  expect(Object.keys(installed.dependencies).sort()).toEqual(['@types/json-schema', 'ajv', 'kysely', 'xstate'])
+  expect(Object.keys(installed.dependencies).sort()).toEqual(['@types/json-schema', 'ajv', 'croner', 'kysely', 'xstate'])
   expect(Object.keys(installed.optionalDependencies)).toEqual(['better-sqlite3'])
   // One copy of `ai`: the app's.
   const copies = run('npm', ['ls', 'ai', '--all', '--parseable'], apps.cjs).trim().split('\n').filter(Boolean)
@@ -321,7 +321,7 @@ test('the shipped declarations import only dependencies, the required peer `ai` 
     }
   }
   expect(Object.fromEntries(imported)).toEqual({})
-  expect(allowed).toEqual(new Set(['@types/json-schema', 'ajv', 'kysely', 'xstate', 'ai']))
+  expect(allowed).toEqual(new Set(['@types/json-schema', 'ajv', 'croner', 'kysely', 'xstate', 'ai']))
 })
 
 test.each([

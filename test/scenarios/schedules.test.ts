@@ -5,7 +5,7 @@
  * engine. Real engines on one database (a SQLite file, or PostgreSQL in the postgres project),
  * the scripted server over HTTP.
  */
-import { createEngine, type Engine, type TurnchartEvent } from '../../src'
+import { createEngine, scheduleTool, type Engine, type TurnchartEvent } from '../../src'
 import { createHarness, modelFor, type Harness } from '../support/harness'
 
 let h: Harness | undefined
@@ -146,4 +146,24 @@ test('bad schedules throw InvalidArgumentError naming the field, and store nothi
     await expect(h.engine.schedule(options as never)).rejects.toMatchObject({ name: 'InvalidArgumentError', argument })
   }
   expect(await h.engine.schedules()).toEqual([])
+})
+
+test('scheduleTool: the model schedules a follow-up on its own session, approved by a person; it fires there once', async () => {
+  h = await createHarness({ tools: { remind: scheduleTool() } })
+  const at = new Date(Date.now() + 800).toISOString()
+  h.server.tool('remind', { prompt: 'Check whether the deploy finished', at }, { id: 'call_remind' })
+  h.server.text('I will check then.')
+  h.server.text('The deploy finished.')
+  const session = await h.engine.createSession()
+  const turn = h.engine.prompt(session.id, 'remind me to check the deploy in a moment')
+  await h.waitForEvent((e) => e.type === 'approval.requested' && e.turnId === turn.id)
+  expect(await h.engine.schedules()).toEqual([]) // nothing stored before the approval
+  await h.engine.approve(turn.id, 'call_remind')
+  expect(await turn.done).toMatchObject({ outcome: 'completed', text: 'I will check then.' })
+  const [listed] = await h.engine.schedules({ sessionId: session.id })
+  expect(listed).toMatchObject({ sessionId: session.id, at: Date.parse(at), next: Date.parse(at) })
+  const fire = await h.waitForEvent((e) => e.type === 'schedule.fired' && e.scheduleId === listed.id, 5_000)
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === (fire as { turnId: string }).turnId && e.to === 'completed', 5_000)
+  const users = (await h.engine.messages(session.id)).filter((m) => m.info.role === 'user').map((m) => m.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join(''))
+  expect(users).toEqual(['remind me to check the deploy in a moment', 'Check whether the deploy finished'])
 })
