@@ -100,6 +100,12 @@ type OnApproval = (id: string, approved: boolean, options?: { reason?: string; t
  */
 function ApprovalButtons({ approvalId, toolCallId, input, onApproval }: { approvalId: string; toolCallId: string; input: unknown; onApproval: OnApproval }) {
   const [reason, setReason] = useState('')
+  const buttons = useRef<HTMLSpanElement>(null)
+  // A decision waits: bring it into view (below a long answer it would sit under the fold). (A
+  // block body: Chromium's scrollIntoView returns a promise, which React would take for a cleanup.)
+  useEffect(() => {
+    void buttons.current?.scrollIntoView({ block: 'center' })
+  }, [])
   const original = JSON.stringify(input ?? {})
   const [edited, setEdited] = useState(original)
   let parsed: { ok: boolean; value?: unknown } = { ok: true, value: input }
@@ -109,7 +115,7 @@ function ApprovalButtons({ approvalId, toolCallId, input, onApproval }: { approv
     parsed = { ok: false }
   }
   return (
-    <span className="approval">
+    <span className="approval" ref={buttons}>
       <input data-testid="edit-input" className="edit-input" value={edited} aria-label="the call's input (JSON), editable" onChange={(e) => setEdited(e.target.value)} />
       <button data-testid="approve" disabled={!parsed.ok} onClick={() => onApproval(approvalId, true, edited === original ? {} : { toolCallId, input: parsed.value })}>
         {edited === original ? 'Approve' : 'Approve edited'}

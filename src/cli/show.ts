@@ -20,6 +20,8 @@ function pathOf(turn: TurnTree | undefined): string {
 
 function turnLines(turn: TurnTree | undefined, id: string, c: Colors, indent: string, name = `turn ${id}`): string[] {
   const lines = [indent + c.cyan(`${name}: ${turn?.outcome ?? `unfinished (${turn?.state ?? '?'})`}`) + c.dim(`  ${pathOf(turn)}`)]
+  const schedule = turn?.options?.schedule
+  if (schedule) lines.push(c.dim(`${indent}  started by schedule ${printable(schedule.id)} at its occurrence ${new Date(schedule.occurrence).toISOString()}`))
   if (turn?.error) lines.push(c.red(printable(`${indent}  ${turn.error.name}: ${turn.error.message}`)))
   if (turn && 'output' in turn) lines.push(printable(`${indent}  output ${JSON.stringify(turn.output)}`))
   for (const row of turn?.transitions ?? []) {

@@ -8,7 +8,7 @@ import type { ResolvedConfig } from '../config/resolved-config'
 import type { Store } from '../store/store'
 import type { TurnServices } from '../turn/turn-config'
 import type { TurnRequest } from '../turn/turn-starts'
-import type { PromptOptions } from '../core/types'
+import type { PromptOptions, ScheduleOccurrence } from '../core/types'
 import { resolveTurnOptions, turnConfig } from './resolve-turn-options'
 import type { ConcurrencyLimits } from '../config/concurrency'
 import { ConcurrencyLimitError } from '../core/errors'
@@ -25,13 +25,13 @@ export async function takeSlot(tx: Store, limits: ConcurrencyLimits, sessionId: 
 }
 
 /**
- * The `TurnRequest` of a prompt. Throws `InvalidArgumentError` for an unknown model or tool
- * name or a bad setting.
+ * The `TurnRequest` of a prompt (`schedule`: the occurrence that queued it). Throws
+ * `InvalidArgumentError` for an unknown model or tool name or a bad setting.
  *
  * @example
  * startTurn(deps, sessionId, parts, turnRequest(config, services, sessionId, { model: 'fast', temperature: 0 }))
  */
-export function turnRequest(config: ResolvedConfig, services: TurnServices, sessionId: string, options: PromptOptions | undefined): TurnRequest {
+export function turnRequest(config: ResolvedConfig, services: TurnServices, sessionId: string, options: PromptOptions | undefined, schedule?: ScheduleOccurrence): TurnRequest {
   const { maxSteps } = resolveTurnOptions(config, undefined, options) // validates now, synchronously
   return {
     ...(maxSteps !== undefined ? { maxSteps } : {}),
@@ -44,8 +44,10 @@ export function turnRequest(config: ResolvedConfig, services: TurnServices, sess
         await tx.sessions.setRevertedTo(sessionId, null, Date.now())
       }
       const resolved = resolveTurnOptions(config, session?.defaults, options)
-      await tx.turns.setOptions(turnId, resolved.stored)
-      return turnConfig(config, services, resolved.stored, resolved.memory)
+      // (a schedule's turn stores which occurrence started it)
+      const stored = schedule ? { ...resolved.stored, schedule } : resolved.stored
+      await tx.turns.setOptions(turnId, stored)
+      return turnConfig(config, services, stored, resolved.memory)
     },
   }
 }

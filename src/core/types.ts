@@ -535,4 +535,12 @@ export interface StoredTurnOptions {
   toolFingerprint?: Record<string, string>
   /** The provider's id of the turn's model when it started (`modelId`, e.g. `gpt-4o-mini`): `engine.upgradeCheck()` names a model changed since. */
   modelId?: string
+  /** A turn a schedule started (`engine.schedule`): which one, and the occurrence (epoch ms). */
+  schedule?: ScheduleOccurrence
+}
+
+/** Which schedule started a turn, and at which of its occurrences (epoch ms). */
+export interface ScheduleOccurrence {
+  id: string
+  occurrence: number
 }

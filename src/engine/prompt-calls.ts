@@ -158,7 +158,7 @@ function promptTurn(deps: PromptCallDeps, sessionId: string, input: PromptInput,
  * queue = new PromptQueue({ ..., start: (record, memory) => running.track(startQueuedTurn(deps, record, memory)) })
  */
 export function startQueuedTurn(deps: Pick<PromptCallDeps, 'config' | 'services' | 'turns'>, record: QueuedPromptRecord, memory: Pick<PromptOptions, 'headers' | 'stopWhen' | 'output'>): RunningTurn {
-  const request = turnRequest(deps.config, deps.services, record.sessionId, { ...record.options, ...memory })
+  const request = turnRequest(deps.config, deps.services, record.sessionId, { ...record.options, ...memory }, record.schedule)
   return startTurn(deps.turns, record.sessionId, record.input, {
     ...request,
     turnId: record.id,

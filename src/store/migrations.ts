@@ -301,6 +301,8 @@ export const migrations: Migration[] = [
         .execute()
       await db.schema.createIndex('turnchart_schedules_next').on('turnchart_schedules').columns(['next_at']).execute()
       await db.schema.createIndex('turnchart_schedules_session').on('turnchart_schedules').columns(['session_id']).execute()
+      // A queued prompt an occurrence queued names it: its turn stores which (`options.schedule`).
+      await db.schema.alterTable('turnchart_queue').addColumn('schedule', 'text').execute()
     },
   },
 ]

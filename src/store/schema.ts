@@ -122,6 +122,8 @@ export interface QueueTable {
   created_at: Millis
   /** `prompt` (waits for the session to be idle) or `steer` (taken by the running turn at its next model call, else a prompt). */
   kind: ColumnType<'prompt' | 'steer', 'prompt' | 'steer' | undefined, 'prompt' | 'steer'>
+  /** JSON: the schedule and occurrence that queued it (`{ id, occurrence }`); null for a prompt of the app's. */
+  schedule: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 /** A run tree's spending (one budget across engines), keyed by its root turn; deleted with it. */

@@ -27,7 +27,7 @@
  * - Values are copies: changing an object after writing it, or one read back, changes nothing
  *   stored. JSON fields round-trip as JSON does (a field set to undefined is dropped).
  */
-import type { MessageInfo, MessageWithParts, Part, PromptOptions, SessionInfo, StoredTurnOptions, TransitionRecord, TurnOutcome, TurnRecord, TurnUsage, UserPartDraft } from '../core/types'
+import type { MessageInfo, MessageWithParts, Part, PromptOptions, ScheduleOccurrence, SessionInfo, StoredTurnOptions, TransitionRecord, TurnOutcome, TurnRecord, TurnUsage, UserPartDraft } from '../core/types'
 import type { SerializedError } from '../core/errors'
 
 /** Who may write a running turn: its owner at the epoch of its claim (the fencing token). */
@@ -75,6 +75,8 @@ export interface QueuedPromptRecord {
    * steer that no running turn took starts a turn like a prompt. Absent: a prompt.
    */
   kind?: 'prompt' | 'steer'
+  /** The schedule and occurrence (epoch ms) that queued it; its turn stores them (`options.schedule`). */
+  schedule?: ScheduleOccurrence
 }
 
 /** A request to a turn from any engine (approve, deny, abort, resolve a waiting call), applied by the engine that runs it. */

@@ -5,7 +5,18 @@
  */
 import { sha256Hex } from '../core/input-digest'
 import type { ChildTurnRunner } from './child-turns'
-import type { ScheduleFromCall } from './schedule-tool'
+
+/** What a call asks the engine to schedule on its session: a prompt and when (as `engine.schedule` takes it). */
+export interface CallSchedule {
+  input: string
+  at?: number
+  every?: number
+  cron?: string
+  timezone?: string
+}
+
+/** The engine's schedules as a tool call reaches them: bound to the call's session, the call's key the schedule's id. */
+export type ScheduleFromCall = (request: CallSchedule) => Promise<{ id: string; next: number | null }>
 
 /**
  * What a tool's `execute` gets besides the AI SDK's options (as `options.experimental_context`):

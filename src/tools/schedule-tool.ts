@@ -6,20 +6,8 @@
  */
 import { jsonSchema, type Tool } from 'ai'
 import { InvalidArgumentError } from '../core/errors'
-import { callInfo } from './call-info'
+import { callInfo, type CallSchedule } from './call-info'
 import { configureTool } from './tool-options'
-
-/** What a call asks the engine to schedule on its session: a prompt and when (as `engine.schedule` takes it). */
-export interface CallSchedule {
-  input: string
-  at?: number
-  every?: number
-  cron?: string
-  timezone?: string
-}
-
-/** The engine's schedules as a tool call reaches them: bound to the call's session, the call's key the schedule's id. */
-export type ScheduleFromCall = (request: CallSchedule) => Promise<{ id: string; next: number | null }>
 
 /** The input the model gives: the prompt, and one of a time, an interval or a cron expression. */
 interface ScheduleToolInput {

@@ -4,8 +4,8 @@
  */
 import { waitOf, workOf } from '../../machines/turn.machine'
 import type { TurnInput } from '../../machines/turn.types'
-import type { Store } from '../store/store'
-import type { PageMessage, PagePart, SessionPage, TurnView } from './wire'
+import type { ScheduleRecord, Store } from '../store/store'
+import type { PageMessage, PagePart, ScheduleLine, SessionPage, TurnView } from './wire'
 import { turnPath } from './turn-path'
 import { viewSession, type TurnTree } from './read-views'
 import type { MessageWithParts, Part } from '../core/types'
@@ -24,7 +24,14 @@ export async function sessionPage(store: Store, sessionId: string): Promise<Sess
   if (!view) return undefined
   const turns: TurnView[] = []
   for (const turn of view.turns) turns.push(await turnView(store, turn))
-  return { session: view.session, messages: view.messages.map(pageMessage), turns }
+  return { session: view.session, messages: view.messages.map(pageMessage), turns, schedules: view.schedules.map(scheduleLine) }
+}
+
+/** A stored schedule as the page lists it, its rule said in words. */
+function scheduleLine(schedule: ScheduleRecord): ScheduleLine {
+  const { rule } = schedule
+  const when = 'at' in rule ? `at ${new Date(rule.at).toISOString()}` : 'every' in rule ? `every ${rule.every} ms` : `cron '${rule.cron}' ${rule.timezone}`
+  return { id: schedule.id, when, next: schedule.next, paused: schedule.paused, missed: schedule.missed, ...(schedule.lastTurnId ? { lastTurnId: schedule.lastTurnId } : {}) }
 }
 
 const pageMessage = ({ info, parts }: MessageWithParts): PageMessage => ({ info, parts: parts.map(pagePart) })

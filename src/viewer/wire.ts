@@ -53,6 +53,18 @@ export interface SessionPage {
   session: SessionInfo
   messages: PageMessage[]
   turns: TurnView[]
+  /** The session's schedules (`engine.schedule`), oldest first. */
+  schedules: ScheduleLine[]
+}
+
+/** A schedule as the page lists it: `when` says its rule (`every 500 ms`, `cron '0 9 * * 1' Europe/Berlin`, `at …`). */
+export interface ScheduleLine {
+  id: string
+  when: string
+  next: number | null
+  paused: boolean
+  missed: number
+  lastTurnId?: string
 }
 
 /** The events of `GET /api/live` (server-sent events), by name. */

@@ -200,6 +200,32 @@ browserTest(
   180_000,
 )
 
+browserTest('at 1280×800, below a long conversation, an approval scrolls into view: Approve and Deny are on screen without scrolling by hand', async () => {
+  await start()
+  const page = await context.newPage()
+  await page.setViewportSize({ width: 1280, height: 800 })
+  await page.goto(app.url)
+  await page.getByTestId('prompt').waitFor()
+  // A conversation longer than the window (each prompt an answer of a line).
+  for (let i = 1; i <= 10; i++) {
+    await send(page, `note number ${i}`)
+    await page.locator('[data-testid=message-assistant]').filter({ hasText: `note number ${i}` }).waitFor()
+    await ready(page)
+  }
+  await send(page, examplePrompts.deploy)
+  await page.getByTestId('deny').waitFor()
+  /** The element's box lies within the 800 px high viewport. */
+  const inView = async (testId: string) => {
+    const box = (await page.getByTestId(testId).last().boundingBox())!
+    return box.y >= 0 && box.y + box.height <= 800
+  }
+  await page.waitForFunction(() => (globalThis as any).document.scrollingElement.scrollTop > 0)
+  expect({ approve: await inView('approve'), deny: await inView('deny') }).toEqual({ approve: true, deny: true })
+  await page.getByTestId('deny').last().click()
+  await ready(page)
+  await page.close()
+}, 90_000)
+
 browserTest('at 360 px the page does not scroll sideways, and Send, Stop and an approval\'s buttons stay on screen', async () => {
   await start()
   const page = await context.newPage()

@@ -10,8 +10,8 @@ import { runCli } from './run-cli'
 const more = '(turnchart help: every command and option)\n'
 
 test.concurrent.each([
-  ['no command', [], 'missing command\ncommands: demo, sessions, show, replay, rerun, diff, eval, chart, recover, prune, backup, view'],
-  ['an unknown command', ['bogus'], 'unknown command bogus\ncommands: demo, sessions, show, replay, rerun, diff, eval, chart, recover, prune, backup, view'],
+  ['no command', [], 'missing command\ncommands: demo, sessions, schedules, show, replay, rerun, diff, eval, chart, recover, prune, backup, view'],
+  ['an unknown command', ['bogus'], 'unknown command bogus\ncommands: demo, sessions, schedules, show, replay, rerun, diff, eval, chart, recover, prune, backup, view'],
   ['sessions without a database', ['sessions'], 'missing argument <db>\nusage: turnchart sessions <db> [--json]'],
   ['show without a session', ['show', 'a.db'], 'missing argument <session>\nusage: turnchart show <db> <session> [--json]'],
   ['replay with an extra argument', ['replay', 'a.db', 't', 'extra'], 'unexpected argument extra\nusage: turnchart replay <db> <turn> [--json]'],

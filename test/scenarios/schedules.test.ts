@@ -51,6 +51,8 @@ test('every: 1000 fires five turns in about five seconds, each completing, none 
   expect(turns.map((e) => e.occurrence - next!)).toEqual([0, 1000, 2000, 3000, 4000])
   for (const { turnId } of turns) await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === turnId && e.to === 'completed', 5_000)
   expect(new Set(turns.map((e) => e.turnId)).size).toBe(5)
+  // Each turn knows the schedule and occurrence that started it.
+  for (const { turnId, occurrence } of turns) expect((await h.engine.getTurn(turnId))?.options?.schedule).toEqual({ id, occurrence })
   expect(h.server.requests.length).toBe(5)
   expect((await h.engine.messages(session.id)).filter((m) => m.info.role === 'user').length).toBe(5)
   expect(await h.engine.schedules()).toEqual([])

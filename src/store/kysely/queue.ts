@@ -6,7 +6,7 @@ import type { QueueChanges } from '../queue-changes'
 import type { QueueStore, QueuedPromptRecord } from '../store'
 import { num, type Executor } from './rows'
 
-type Row = { id: string; session_id: string; input: string; options: string; created_at: number | string; kind: 'prompt' | 'steer' }
+type Row = { id: string; session_id: string; input: string; options: string; created_at: number | string; kind: 'prompt' | 'steer'; schedule: string | null }
 
 function fromRow(row: Row): QueuedPromptRecord {
   return {
@@ -16,6 +16,7 @@ function fromRow(row: Row): QueuedPromptRecord {
     options: JSON.parse(row.options),
     time: { created: num(row.created_at) },
     ...(row.kind === 'steer' ? { kind: 'steer' as const } : {}),
+    ...(row.schedule ? { schedule: JSON.parse(row.schedule) } : {}),
   }
 }
 
@@ -41,6 +42,7 @@ export class KyselyQueue implements QueueStore {
         options: JSON.stringify(record.options),
         created_at: record.time.created,
         kind: record.kind ?? 'prompt',
+        schedule: record.schedule ? JSON.stringify(record.schedule) : null,
       })
       .execute()
   }

@@ -12,6 +12,7 @@ function fromRow(row: QueueRow): QueuedPromptRecord {
     options: JSON.parse(row.options),
     time: { created: row.created },
     ...(row.kind === 'steer' ? { kind: 'steer' as const } : {}),
+    ...(row.schedule ? { schedule: JSON.parse(row.schedule) } : {}),
   }
 }
 
@@ -42,6 +43,7 @@ export class MemoryQueue implements QueueStore {
         options: toJson(record.options),
         created: record.time.created,
         kind: record.kind ?? 'prompt',
+        schedule: record.schedule ? toJson(record.schedule) : null,
       })
     })
   }

@@ -108,6 +108,8 @@ export interface QueueRow {
   options: string
   created: number
   kind: 'prompt' | 'steer'
+  /** JSON text, or null. */
+  schedule: string | null
 }
 
 export interface SpendingRow {

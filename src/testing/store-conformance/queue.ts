@@ -16,6 +16,8 @@ async function sessions(store: Store, count: number) {
 
 export const queueCases = defineCases('queue', (it) => {
   queuedPromptCases(it)
+  scheduledPromptCases(it)
+  queueOrderCases(it)
   idleSessionCases(it)
 })
 
@@ -31,7 +33,20 @@ function queuedPromptCases(it: AddCase): void {
     expect(await store.queue.get(q.id)).toEqual(q)
     expect(await store.queue.get('trn_unknown')).toBeUndefined()
   })
+}
 
+function scheduledPromptCases(it: AddCase): void {
+  it('a prompt a schedule queued names the schedule and its occurrence, listed and read back as inserted', async (store) => {
+    const [s] = await sessions(store, 1)
+    const mine = queued(s.id)
+    const fired = queued(s.id, { schedule: { id: 'sch_daily', occurrence: big + 1 } })
+    for (const q of [mine, fired]) await store.queue.insert(q)
+    expect(await store.queue.list(s.id)).toEqual([mine, fired])
+    expect(await store.queue.get(fired.id)).toEqual(fired)
+  })
+}
+
+function queueOrderCases(it: AddCase): void {
   it("list and oldest give a session's queue oldest first (id order); another session's prompts are not in it", async (store) => {
     const [s, other] = await sessions(store, 2)
     const ids = Array.from({ length: 4 }, () => newId('trn'))

@@ -4,7 +4,7 @@
  * update rebuilds only the turn that changed.
  */
 import type { ChartDrawing } from '../chart-drawing'
-import type { SessionPage, TurnView } from '../wire'
+import type { ScheduleLine, SessionPage, TurnView } from '../wire'
 import type { Block } from './blocks'
 import { renderMessage } from './conversation'
 import { el } from './dom'
@@ -47,18 +47,12 @@ function turnIndex(page: SessionPage, selected: string | undefined): HTMLElement
   )
 }
 
-/**
- * The blocks of a session's page, in order.
- *
- * @example
- * reconcile(main, sessionBlocks(page, drawing, route.turn), carryOver)
- */
-export function sessionBlocks(page: SessionPage, drawing: ChartDrawing, selected: string | undefined): Block[] {
+/** The session's header: its title, counts, where a fork came from, its schedules, the index of its turns. */
+function headBlock(page: SessionPage, selected: string | undefined): Block {
   const { session } = page
-  const open = turnToOpen(page, selected)
-  const head: Block = {
+  return {
     key: 'head',
-    signature: JSON.stringify([session, page.messages.length, page.turns.map((t) => [t.id, t.state, t.outcome, t.path.length]), selected]),
+    signature: JSON.stringify([session, page.messages.length, page.turns.map((t) => [t.id, t.state, t.outcome, t.path.length]), page.schedules, selected]),
     build: () =>
       el(
         'header',
@@ -70,9 +64,26 @@ export function sessionBlocks(page: SessionPage, drawing: ChartDrawing, selected
         session.forkedFrom
           ? el('div', { class: 'dim forked-from' }, 'forked from ', el('a', { href: sessionHref(session.forkedFrom.sessionId) }, session.forkedFrom.sessionId), ` turn ${session.forkedFrom.turnId} at step ${session.forkedFrom.step}`)
           : null,
+        // Its schedules (`engine.schedule`): each one's rule and next occurrence.
+        ...page.schedules.map((schedule) => el('div', { class: 'dim schedule' }, 'schedule ', el('span', { class: 'mono' }, schedule.id), ` · ${schedule.when} · ${scheduleState(schedule)}`)),
         turnIndex(page, selected),
       ),
   }
+}
+
+const scheduleState = (schedule: ScheduleLine) =>
+  `${schedule.paused ? 'paused' : schedule.next === null ? 'done' : `next ${clock(schedule.next)}`}${schedule.missed ? ` · ${schedule.missed} missed` : ''}`
+
+/**
+ * The blocks of a session's page, in order.
+ *
+ * @example
+ * reconcile(main, sessionBlocks(page, drawing, route.turn), carryOver)
+ */
+export function sessionBlocks(page: SessionPage, drawing: ChartDrawing, selected: string | undefined): Block[] {
+  const { session } = page
+  const open = turnToOpen(page, selected)
+  const head = headBlock(page, selected)
   const numbers = new Map(page.turns.map((t, i) => [t.id, i + 1]))
   const byTurn = new Map<string, SessionPage['messages']>()
   // Each turn takes the place of its first message; a message of no known turn stands alone.
