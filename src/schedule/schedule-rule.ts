@@ -14,7 +14,7 @@ export const minEveryMs = 100
 /** How late an occurrence may be and still be on time (`catchUp: 'none'` fires it): a sweep's lateness, not an outage's. */
 export const onTimeMs = 2_000
 
-/** Past this many occurrences a late cron schedule's missed ones are counted no further. */
+/** Past this many occurrences a late cron schedule's missed ones are counted no further (the latest fired is then the last one counted). */
 const maxCounted = 10_000
 
 /** What `engine.schedule` takes to say when (exactly one of `at`, `every` and `cron`; `at` may start an `every`). */
@@ -75,16 +75,26 @@ export interface OccurrencePlan {
  * planOccurrences({ rule: { every: 1000, from: 0 }, catchUp: 'latest' }, 0, 3_500) // { fire: 3000, missed: 3, next: 4000 }
  */
 export function planOccurrences(schedule: { rule: ScheduleRule; catchUp: CatchUp }, due: number, now: number): OccurrencePlan {
-  let latest = due
-  let passed = 1
-  for (let next = occurrenceAfter(schedule.rule, latest); next !== null && next <= now && passed < maxCounted; next = occurrenceAfter(schedule.rule, latest)) {
-    latest = next
-    passed++
-  }
+  const { latest, passed } = passedSince(schedule.rule, due, now)
   const late = now - latest
   const { catchUp } = schedule
   const fires = catchUp === 'latest' || late <= (catchUp === 'none' ? onTimeMs : catchUp)
   return { fire: fires ? latest : null, missed: passed - (fires ? 1 : 0), next: occurrenceAfter(schedule.rule, Math.max(latest, now)) }
+}
+
+/** The occurrences from `due` to `now`: how many, and the latest (an interval's counted, a cron's walked up to `maxCounted`). */
+function passedSince(rule: ScheduleRule, due: number, now: number): { latest: number; passed: number } {
+  if ('every' in rule) {
+    const passed = Math.floor((now - due) / rule.every) + 1
+    return { latest: due + (passed - 1) * rule.every, passed }
+  }
+  let latest = due
+  let passed = 1
+  for (let next = occurrenceAfter(rule, latest); next !== null && next <= now && passed < maxCounted; next = occurrenceAfter(rule, latest)) {
+    latest = next
+    passed++
+  }
+  return { latest, passed }
 }
 
 function catchUpOf(value: unknown): CatchUp {

@@ -6,7 +6,7 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
-import { agentTool, createEngine, type Engine } from '../../src'
+import { agentTool, createEngine, type Engine, type TurnchartEvent } from '../../src'
 import { createHarness, modelFor, postgresOnly, sqliteOnly, type Harness } from '../support/harness'
 
 let h: Harness
@@ -78,6 +78,26 @@ async function answeredInOrder(holding: { done: Promise<unknown> }, release: () 
   await holding.done
   return (await Promise.all(queued.map((q) => q.done))).map((r) => r.text)
 }
+
+test('a scheduled turn takes a tenant slot like a prompt: at the limit its occurrence waits in the queue, and runs once the slot frees', async () => {
+  const { hold, release, running } = holdTool()
+  h = await createHarness({ tools: { hold }, concurrency: { perTenant: 1 } })
+  const busy = await h.engine.createSession({ tenant: 'acme' })
+  const reports = await h.engine.createSession({ tenant: 'acme' })
+  h.server.tool('hold', {})
+  const holding = h.engine.prompt(busy.id, 'hold')
+  await running
+  const { id } = await h.engine.schedule({ sessionId: reports.id, input: 'write the report', at: Date.now() })
+  const fired = (await h.waitForEvent((e) => e.type === 'schedule.fired' && e.scheduleId === id)) as Extract<TurnchartEvent, { type: 'schedule.fired' }>
+  // acme runs its limit: the occurrence's turn waits in the session's queue.
+  expect((await h.engine.queue(reports.id)).map((q) => q.id)).toEqual([fired.turnId])
+  h.server.text('held long enough')
+  h.server.text('report written')
+  release()
+  expect((await holding.done).outcome).toBe('completed')
+  await h.waitForEvent((e) => e.type === 'turn.transition' && e.turnId === fired.turnId && e.to === 'completed')
+  expect(await h.engine.queue(reports.id)).toEqual([])
+})
 
 postgresOnly("a tenant at its limit queues its next prompt while another tenant's runs, across two engines", async () => {
   const { hold, release, running } = holdTool()

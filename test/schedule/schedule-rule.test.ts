@@ -36,6 +36,8 @@ test('a late schedule: latest fires the last missed occurrence, none fires nothi
   expect(planOccurrences({ rule: every, catchUp: 600 }, 0, 3_500)).toEqual({ fire: 3000, missed: 3, next: 4000 })
   expect(planOccurrences({ rule: every, catchUp: 400 }, 0, 3_500)).toEqual({ fire: null, missed: 4, next: 4000 })
   expect(planOccurrences({ rule: { at: 100 }, catchUp: 'latest' }, 100, 5_000)).toEqual({ fire: 100, missed: 0, next: null })
+  // A day of a one-second interval missed: counted, not walked.
+  expect(planOccurrences({ rule: every, catchUp: 'latest' }, 0, 86_400_500)).toEqual({ fire: 86_400_000, missed: 86_400, next: 86_401_000 })
 })
 
 test('every starts from at when given, else an interval from now', () => {
