@@ -3,6 +3,7 @@
  * session), oldest first: when each fires next, what it fired last, what it missed. Read-only.
  */
 import type { ScheduleRecord } from '../store/store'
+import { ruleText } from '../schedule/schedule-rule'
 import { parseArgs } from './args'
 import { colors, openForReading, printable, truncate, type CliIO } from './io'
 
@@ -26,13 +27,11 @@ export async function schedulesCommand(argv: string[], io: CliIO): Promise<numbe
 
 /** One line: id, session, rule, next, last, missed, paused, and the prompt's start. */
 export function describeSchedule(schedule: ScheduleRecord, bold: (text: string) => string = (text) => text): string {
-  const { rule } = schedule
-  const when = 'at' in rule ? `at ${iso(rule.at)}` : 'every' in rule ? `every ${rule.every} ms` : `cron '${printable(rule.cron)}' ${rule.timezone}`
   const text = schedule.input.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join(' ')
   return [
     bold(schedule.id),
     schedule.sessionId,
-    when,
+    printable(ruleText(schedule.rule)),
     schedule.paused ? 'paused' : `next ${schedule.next === null ? 'none' : iso(schedule.next)}`,
     ...(schedule.last !== null ? [`last ${iso(schedule.last)} (${schedule.lastTurnId})`] : []),
     ...(schedule.missed > 0 ? [`missed ${schedule.missed}`] : []),

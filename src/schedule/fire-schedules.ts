@@ -50,8 +50,8 @@ async function fireOne(store: Store, schedule: ScheduleRecord, now: number) {
     if (!(await tx.schedules!.claim(schedule.id, schedule.next!, { ...advance, next: plan.next, missed: schedule.missed + plan.missed }))) return false
     if (plan.fire === null) return true
     if (!(await tx.sessions.lock(schedule.sessionId, now))) throw new SessionNotFoundError(schedule.sessionId)
-    const queued = { id: turnId, sessionId: schedule.sessionId, input: schedule.input, options: schedule.options, time: { created: now } }
-    await tx.queue.insert({ ...queued, schedule: { id: schedule.id, occurrence: plan.fire } })
+    const occurrence = { id: schedule.id, occurrence: plan.fire }
+    await tx.queue.insert({ id: turnId, sessionId: schedule.sessionId, input: schedule.input, options: schedule.options, time: { created: now }, schedule: occurrence })
     return true
   })
   return claimed ? { plan, turnId } : undefined

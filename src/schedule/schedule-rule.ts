@@ -60,6 +60,11 @@ export function occurrenceAfter(rule: ScheduleRule, time: number): number | null
   return new Cron(rule.cron, { timezone: rule.timezone }).nextRun(new Date(time))?.getTime() ?? null
 }
 
+/** A rule in words, as the CLI and the viewer list it: `at 2031-01-06T08:00:00.000Z`, `every 500 ms`, `cron '0 9 * * 1' Europe/Berlin`. */
+export function ruleText(rule: ScheduleRule): string {
+  return 'at' in rule ? `at ${new Date(rule.at).toISOString()}` : 'every' in rule ? `every ${rule.every} ms` : `cron '${rule.cron}' ${rule.timezone}`
+}
+
 /** What a due schedule does now: the occurrence it fires (null: none), the ones it missed, its next. */
 export interface OccurrencePlan {
   fire: number | null

@@ -7,6 +7,7 @@ import type { TurnInput } from '../../machines/turn.types'
 import type { ScheduleRecord, Store } from '../store/store'
 import type { PageMessage, PagePart, ScheduleLine, SessionPage, TurnView } from './wire'
 import { turnPath } from './turn-path'
+import { ruleText } from '../schedule/schedule-rule'
 import { viewSession, type TurnTree } from './read-views'
 import type { MessageWithParts, Part } from '../core/types'
 
@@ -29,9 +30,7 @@ export async function sessionPage(store: Store, sessionId: string): Promise<Sess
 
 /** A stored schedule as the page lists it, its rule said in words. */
 function scheduleLine(schedule: ScheduleRecord): ScheduleLine {
-  const { rule } = schedule
-  const when = 'at' in rule ? `at ${new Date(rule.at).toISOString()}` : 'every' in rule ? `every ${rule.every} ms` : `cron '${rule.cron}' ${rule.timezone}`
-  return { id: schedule.id, when, next: schedule.next, paused: schedule.paused, missed: schedule.missed, ...(schedule.lastTurnId ? { lastTurnId: schedule.lastTurnId } : {}) }
+  return { id: schedule.id, when: ruleText(schedule.rule), next: schedule.next, paused: schedule.paused, missed: schedule.missed, ...(schedule.lastTurnId ? { lastTurnId: schedule.lastTurnId } : {}) }
 }
 
 const pageMessage = ({ info, parts }: MessageWithParts): PageMessage => ({ info, parts: parts.map(pagePart) })
