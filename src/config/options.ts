@@ -10,6 +10,7 @@ import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../c
 import type { TurnchartEvent } from '../core/bus'
 import type { StepRule } from '../policy/step-gate'
 import type { Pricing } from '../llm/usage'
+import type { CircuitBreakerOptions } from '../llm/circuit-rule'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
 import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
@@ -143,6 +144,16 @@ export interface EngineOptions {
    * `planRetry` with the `retry` options.
    */
   retryPolicy?: RetryPolicy
+  /**
+   * Per model name, the provider's failures (an outage, overload, a timeout, a rate limit waited
+   * past `retry.maxHeaderDelayMs`) within `windowMs` open the model's circuit for `openMs`: no
+   * engine on the database sends it a request meanwhile (a step goes on with its next model, or
+   * waits in `retry-waiting`); then one request probes it, and its answer closes it. Kept in the
+   * store (a row per model that failed), so every engine learns from one. Default
+   * `{ failureThreshold: 5, windowMs: 60000, openMs: 30000 }`; `false`: no circuits.
+   * See docs/reliability.md.
+   */
+  circuitBreaker?: Partial<CircuitBreakerOptions> | false
   compaction?: CompactionOptions
   toolExecution?: ToolExecutionOptions
   /** A stream silent for this long fails the step as retryable. Default 60000. */

@@ -18,7 +18,7 @@ import { validateMcp } from './mcp'
 
 export const knownOptions: ReadonlySet<string> = new Set([
   'database', 'model', 'models', 'settings', 'maxSteps', 'maxFileBytes', 'limits', 'tools', 'system', 'retry',
-  'errorClassifier', 'retryPolicy', 'compaction', 'toolExecution', 'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing',
+  'errorClassifier', 'retryPolicy', 'circuitBreaker', 'compaction', 'toolExecution', 'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing',
   'inspect', 'clock', 'busyTimeoutMs', 'onEvent', 'onSubscriberError', 'doomLoop', 'recovery', 'leaseMs', 'storage', 'parkAfterMs', 'controlPollIntervalMs',
   'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'approvalTimeoutMs', 'notifications', 'budget', 'output', 'concurrency',
   // MCP servers (issue 38)

@@ -13,6 +13,7 @@ import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
 import type { RetryOptions } from '../policy/retry-delay'
+import type { CircuitBreakerOptions } from '../llm/circuit-rule'
 import type { TelemetryOptions } from '../telemetry/telemetry'
 import type { Clock, InspectOption } from './options'
 import type { StepRule } from '../policy/step-gate'
@@ -50,6 +51,8 @@ export interface ResolvedConfig {
   errorClassifier: ErrorClassifier | undefined
   /** The app's retry policy, when it replaced turnchart's (`planRetry` with `retry`). */
   retryPolicy: RetryPolicy | undefined
+  /** `circuitBreaker`, defaults filled in; `false`: no circuits. */
+  circuitBreaker: CircuitBreakerOptions | false
   compaction: { auto: boolean; reserved: number | undefined; maxPerTurn: number; prompt: string }
   toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }
   doomLoop: DoomLoopOptions

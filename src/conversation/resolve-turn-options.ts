@@ -176,6 +176,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
   const { headers } = memory
   const engine: TurnConfig = {
     model: config.model,
+    modelName: config.defaultModels?.[0] ?? 'default',
     system: config.system,
     tools: config.tools,
     editableApprovals: config.editableApprovals,
@@ -211,6 +212,7 @@ export function turnConfig(config: ResolvedConfig, services: TurnServices, store
   return {
     ...engine,
     model,
+    modelName: named[0].name,
     ...(named.length > 1 ? { models: named } : {}),
     system: stored.system,
     tools,

@@ -80,6 +80,11 @@ type TurnchartEventBody =
    */
   | { type: 'model.fallback'; sessionId: string; turnId: string; step: number; from: string; to: string; reason: string }
   /**
+   * A model's circuit (`circuitBreaker`) opened (`openUntil`: until when no engine asks it) or
+   * closed (its probe was answered), changed by a step of this turn on this engine.
+   */
+  | { type: 'model.circuit'; sessionId: string; turnId: string; model: string; state: 'closed' | 'open' | 'half-open'; failures: number; openUntil?: number }
+  /**
    * Run trees: a child turn of `turnId` (started by its call `callId`, running in this engine)
    * moved. `child.state`: its chart's state; `text`: a text part it finished; `approvals`: calls
    * it (or a turn below it) waits on a decision for, each with that turn's id; `part`: the end of

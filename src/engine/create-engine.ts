@@ -35,6 +35,7 @@ import { engineCalls } from './engine-calls'
 import type { Engine } from './engine'
 import { EngineLifecycle } from './engine-lifecycle'
 import { createEngineServices, type EngineServices } from './engine-services'
+import { engineCircuits, modelHealthCalls } from './model-health'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
 import { scheduleCalls, type ScheduleCalls } from './schedule-calls'
@@ -97,10 +98,13 @@ export interface EngineParts {
 export async function assembleEngine(options: EngineOptions, hosting: EngineHosting): Promise<{ engine: Engine; parts: EngineParts }> {
   // An engine that holds leases marks its owner id as one whose liveness the server keeps, when it does (PostgreSQL).
   const marked = hosting.leases ? livenessOwner(hosting.owner) : undefined
-  const { config, services, opened, mcp, reportHookError } = await openEngineResources(options, marked)
+  const resources = await openEngineResources(options, marked)
+  const { config, opened, mcp, reportHookError } = resources
   const { store } = opened
   const feeds = opened.notifications && storeFeeds(opened.notifications)
   const bus = new Bus(reportHookError)
+  const circuits = engineCircuits(config, store, bus)
+  const services: EngineServices = circuits ? { ...resources.services, circuits } : resources.services
   // The app's listener first: it hears the recovery at open too (a turn resumed waiting asks again).
   if (config.onEvent) bus.subscribe(config.onEvent)
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).
@@ -149,6 +153,7 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
     ...backupCalls({ opened, call }),
     ...upgradeCalls({ config, store, call }),
     ...waitingCalls({ store, call }),
+    ...modelHealthCalls({ config, circuits, call }),
     ...control.calls,
     ...promptCalls({ config, services, turns, running, queue, statusOf, requireOpen, call }),
     ...schedules,

@@ -8,12 +8,15 @@ import { createRedactor, type Redactor } from '../core/secrets/redact-secrets'
 import { classifyError } from '../policy/classify-error'
 import { defaultFailurePolicies, type FailurePolicies } from '../policy/decide-failure'
 import { Telemetry } from '../telemetry/telemetry'
+import type { ModelCircuits } from '../llm/model-circuits'
 import { isFinalState } from '../../machines/turn.machine'
 
 export interface EngineServices {
   telemetry: Telemetry
   redactor: Redactor
   failure: FailurePolicies
+  /** The models' circuits (`circuitBreaker`), made once the store is open; absent when turned off. */
+  circuits?: ModelCircuits
   /** The app's `onSubscriberError` behind a boundary: where a hook's failure that ends nothing is told. */
   onHookError(error: unknown): void
 }

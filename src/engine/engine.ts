@@ -3,6 +3,7 @@
  * and prompts, each group declared in its own file, and the engine's own lifecycle.
  */
 import type { WaitingCalls } from './waiting-calls'
+import type { ModelHealthCalls } from './model-health'
 import type { ResolvedConfig } from '../config/resolved-config'
 import type { Listener } from '../core/bus'
 import type { Turn } from '../turn/turn-handle'
@@ -46,7 +47,7 @@ export interface EngineStats {
   stalled: number
 }
 
-export interface Engine extends SessionCalls, PromptCalls, ScheduleCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls, WaitingCalls {
+export interface Engine extends SessionCalls, PromptCalls, ScheduleCalls, ControlCalls, TurnLogCalls, BackupCalls, UpgradeCalls, WaitingCalls, ModelHealthCalls {
   /** What the engine holds in memory now: its turns' actors, leases and timers, and the sweeps run. */
   stats(): EngineStats
   /** Receives every event; returns the function that unsubscribes. */

@@ -40,7 +40,8 @@ export function modelFor(config: { model: ProviderLanguageModel; models?: readon
 /**
  * The fallback a failed attempt leads to, if any: a next model in the list, a failure of the
  * provider's kind, and either the retry policy gave up on this model (a `retry-after` past
- * `retry.maxHeaderDelayMs`, its attempts spent) or it had `attemptsPerModel` attempts.
+ * `retry.maxHeaderDelayMs`, its attempts spent), it had `attemptsPerModel` attempts, or its
+ * circuit is open (`CircuitOpenError`).
  *
  * @example
  * fallbackAfter(models, { attempt: 2, model: 0 }, { kind: 'retry', error, delayMs: 2000 }, 2)
@@ -51,6 +52,8 @@ export function fallbackAfter(models: readonly NamedModel[] | undefined, at: Mod
   const next = models?.[current + 1]
   if (!models || !next) return undefined
   const providers = decision.kind === 'retry' || (decision.kind === 'fatal' && decision.gaveUp === true)
-  if (!providers || (decision.kind === 'retry' && attemptOnModel(at) < attemptsPerModel)) return undefined
+  // (a model whose circuit is open is not asked again in this step: the next one is asked at once)
+  const circuitOpen = decision.error.name === 'CircuitOpenError'
+  if (!providers || (decision.kind === 'retry' && !circuitOpen && attemptOnModel(at) < attemptsPerModel)) return undefined
   return { model: current + 1, from: models[current].name, to: next.name, reason: `${decision.error.name}: ${decision.error.message}` }
 }

@@ -7,7 +7,7 @@
  */
 import type { StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { DoomLoopError, HookError, StreamIdleTimeoutError, serializeError, type SerializedError } from '../core/errors'
+import { CircuitOpenError, DoomLoopError, HookError, StreamIdleTimeoutError, serializeError, type SerializedError } from '../core/errors'
 import { canonicalJson } from '../core/input-digest'
 import { detectDoomLoop, doomLoopWindow, type ToolCallSignature } from '../policy/doom-loop'
 import { newId } from '../core/ids'
@@ -31,6 +31,8 @@ import { modelStream, type ModelStreamEvent, type ModelStreamRequest } from './m
 import type { ProviderPromptCache } from './provider-prompt'
 import { addTokens, stepCost, toTokens } from './usage'
 import { attemptOnModel, fallbackAfter, modelAsked, modelFor, type NamedModel } from './model-fallback'
+import type { CircuitAdmission } from './circuit-rule'
+import type { ModelCircuits } from './model-circuits'
 
 /**
  * What a step needs from its turn: the settings it calls the model with, the history, the
@@ -44,6 +46,10 @@ export interface StepScope {
     model: ProviderLanguageModel
     /** The turn's models when it named a list (fallback models): `[0]` is `model`. */
     models?: readonly NamedModel[]
+    /** The registered name of `model`: its circuit's key. */
+    modelName?: string
+    /** The models' circuits: asked before the request, told how the provider answered. */
+    circuits?: Pick<ModelCircuits, 'admit' | 'failed' | 'answered' | 'released'>
     system: string | undefined
     tools: ToolSet
     call: Omit<TurnSettings, 'maxSteps'>
@@ -108,6 +114,8 @@ export interface StepRun {
  * const event = await streamStep({ scope, meter: tree }, { turnId, step: 1, attempt: 1, waitedMs: 0 }, exit)
  */
 export async function streamStep({ scope, meter }: StepRun, input: StreamStepInput, exit: StateExit): Promise<TurnEvent> {
+  const circuit = await askCircuit(scope, input)
+  if (circuit?.admission.send === false) return failedEvent(scope, input, new CircuitOpenError(circuit.model, circuit.admission.until)).event
   // (the step gate admitted the step's first call; a retry's attempt is one more call the budget counts)
   if (input.attempt > 1) meter?.called()
   const state = new StepState(scope, scope.messages.assistantMessage(), input)
@@ -126,6 +134,7 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
   if (exit.left) {
     // The chart left `streaming` (abort or stop): the turn's end closes what is open.
     state.closeOpenText()
+    await tellCircuit(scope, circuit, 'released')
     return { type: 'step.failed', error: scope.config.redactor.value(serializeError(exit.reason)), overflow: false, retryDelayMs: null }
   }
   if (state.failure !== undefined) {
@@ -133,9 +142,38 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
     state.closeOpenText()
     state.discardTools()
     const reason = idle.signal.aborted && StreamIdleTimeoutError.isInstance(idle.signal.reason) ? idle.signal.reason : state.failure
-    return failedEvent(scope, input, reason)
+    const failed = failedEvent(scope, input, reason)
+    await tellCircuit(scope, circuit, failed.providers ? 'failed' : 'answered')
+    return failed.event
   }
+  await tellCircuit(scope, circuit, 'answered')
   return finishedEvent(scope, state, meter)
+}
+
+/** The circuit of the model an attempt asks, and whether it may ask it (undefined: circuits are off). */
+interface AttemptCircuit {
+  model: string
+  admission: CircuitAdmission
+}
+
+async function askCircuit(scope: StepScope, input: StreamStepInput): Promise<AttemptCircuit | undefined> {
+  const { circuits } = scope.config
+  const model = modelAsked(scope.config, input)?.name ?? scope.config.modelName
+  if (!circuits || model === undefined) return undefined
+  return { model, admission: await circuits.admit(model) }
+}
+
+/**
+ * Tells the circuit how the provider did: a failure of its kind counts; an answer (a finish, or
+ * the caller's own error) closes a half-open circuit whose probe this attempt was; a probe
+ * stopped without an answer lets another request probe.
+ */
+async function tellCircuit(scope: StepScope, circuit: AttemptCircuit | undefined, outcome: 'failed' | 'answered' | 'released'): Promise<void> {
+  const { circuits } = scope.config
+  if (!circuits || !circuit) return
+  const origin = { sessionId: scope.sessionId, turnId: scope.turnId }
+  if (outcome === 'failed') await circuits.failed(circuit.model, origin)
+  else if (circuit.admission.send && circuit.admission.probe) await (outcome === 'answered' ? circuits.answered(circuit.model, origin) : circuits.released(circuit.model, origin))
 }
 
 /** The model call's request: the turn's settings, the history, its tools, the idle timer on every chunk. */
@@ -256,18 +294,23 @@ function recentCalls(messages: MessageWithParts[], count: number): ToolCallSigna
   return calls.reverse()
 }
 
-/** A failed attempt's event: the failure protocol's decision (the retry policy counts the attempts on the model asked), or a fallback to the turn's next model. */
-function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): TurnEvent {
+/**
+ * A failed attempt's event: the failure protocol's decision (the retry policy counts the attempts
+ * on the model asked), or a fallback to the turn's next model; `providers`: the failure was the
+ * provider's (what a circuit counts).
+ */
+function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): { event: TurnEvent; providers: boolean } {
   const { failure, models } = scope.config
   const decision = decideFailure(error, { attempt: attemptOnModel(input), waitedMs: input.waitedMs }, failure)
   const fallback = fallbackAfter(models, input, decision, failure.attemptsPerModel)
-  return {
+  const event: TurnEvent = {
     type: 'step.failed',
     error: decision.error,
     overflow: decision.kind === 'overflow',
     retryDelayMs: fallback ? 0 : decision.kind === 'retry' ? decision.delayMs : null,
     ...(fallback ? { fallback } : {}),
   }
+  return { event, providers: decision.kind === 'retry' || (decision.kind === 'fatal' && decision.gaveUp === true) }
 }
 
 /** One attempt of a step as its events arrive: the parts it opened (by the stream's ids), its finish or its failure. */

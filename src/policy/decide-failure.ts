@@ -4,7 +4,7 @@
  * today's tables and rules as defaults; an app may replace either (`createEngine({
  * errorClassifier, retryPolicy })`).
  */
-import { HookError, RetriesExhaustedError, type SerializedError } from '../core/errors'
+import { CircuitOpenError, HookError, RetriesExhaustedError, type SerializedError } from '../core/errors'
 import { isThenable } from '../core/hooks'
 import { classifyError, type ClassifiedError } from './classify-error'
 import { retryOptionsFor } from './connection-refused'
@@ -68,6 +68,7 @@ export function defaultFailurePolicies(options: RetryOptions = defaultRetryOptio
  */
 export function decideFailure(error: unknown, at: { attempt: number; waitedMs: number }, policies: FailurePolicies): FailureDecision {
   let classified: ClassifiedError
+  if (CircuitOpenError.isInstance(error)) return circuitWait(error, at, policies)
   try {
     classified = checkedClassification(policies.classify(error))
   } catch (thrown) {
@@ -88,6 +89,24 @@ export function decideFailure(error: unknown, at: { attempt: number; waitedMs: n
   }
   const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: at.attempt, lastError: classified.error })
   return { kind: 'fatal', error: exhausted.toJSON(), gaveUp: true }
+}
+
+/**
+ * A request not sent, its model's circuit open: the retry policy is asked as after a provider
+ * that said when to come back (`retry-after-ms`), as a first attempt (waits on a circuit are
+ * bounded by the total wait and the header bound, not by the attempts sent).
+ */
+function circuitWait(error: CircuitOpenError, at: { waitedMs: number }, policies: FailurePolicies): FailureDecision {
+  const record = error.toJSON()
+  const headers = { 'retry-after-ms': String(Math.max(1, error.until - Date.now())) }
+  let plan: RetryPlan
+  try {
+    plan = checkedPlan(policies.retry({ attempt: 1, headers, waitedMs: at.waitedMs, error }))
+  } catch (thrown) {
+    return { kind: 'fatal', error: hookFailure('retryPolicy', thrown) }
+  }
+  if (plan.action === 'retry') return { kind: 'retry', error: record, delayMs: Math.min(Math.max(1, Math.ceil(plan.delayMs)), maxTimerMs) }
+  return { kind: 'fatal', error: new RetriesExhaustedError({ reason: plan.reason, attempts: 1, lastError: record }).toJSON(), gaveUp: true }
 }
 
 /** Thrown by the checks below: the answer itself is what is wrong. */

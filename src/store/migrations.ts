@@ -305,6 +305,21 @@ export const migrations: Migration[] = [
       await db.schema.alterTable('turnchart_queue').addColumn('schedule', 'text').execute()
     },
   },
+  {
+    // Models' circuits (`circuitBreaker`): a row per model that failed, shared by every engine.
+    name: '0022_circuits',
+    async up(db) {
+      await db.schema
+        .createTable('turnchart_circuits')
+        .addColumn('model', 'text', (c) => c.primaryKey())
+        .addColumn('failures', 'integer', (c) => c.notNull())
+        .addColumn('since', 'bigint', (c) => c.notNull())
+        .addColumn('open_until', 'bigint')
+        .addColumn('probe_until', 'bigint')
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .execute()
+    },
+  },
 ]
 
 /**

@@ -165,6 +165,16 @@ export interface ScheduleTable {
   created_at: Millis
 }
 
+/** A model's circuit (`CircuitRecord`). */
+export interface CircuitTable {
+  model: string
+  failures: number
+  since: Millis
+  open_until: ColumnType<number | null, number | null, number | null>
+  probe_until: ColumnType<number | null, number | null, number | null>
+  version: number
+}
+
 export interface MigrationTable {
   name: string
   applied_at: Millis
@@ -182,4 +192,5 @@ export interface TurnchartDatabase {
   turnchart_tree_spending: TreeSpendingTable
   turnchart_slots: SlotsTable
   turnchart_schedules: ScheduleTable
+  turnchart_circuits: CircuitTable
 }

@@ -27,8 +27,9 @@ const complete: [
   Complete<Omit<QueueStore, 'changeMark'>, typeof queue>,
   Complete<ControlStore, typeof controls>,
   // (`spending` is a capability: a store without it is taken, each engine counting budgets itself;
-  // so are `slots` and `schedules`: the options that need them are refused)
-  Complete<Omit<Store, 'transaction' | 'spending' | 'slots' | 'schedules'>, Array<keyof typeof storeMethods>>,
+  // so are `slots` and `schedules`: the options that need them are refused; and `circuits`: each
+  // engine then keeps its models' circuits itself)
+  Complete<Omit<Store, 'transaction' | 'spending' | 'slots' | 'schedules' | 'circuits'>, Array<keyof typeof storeMethods>>,
 ] = [true, true, true, true, true, true, true]
 void complete
 

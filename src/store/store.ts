@@ -300,6 +300,34 @@ export interface ScheduleStore {
   claim(id: string, at: number, advance: ScheduleAdvance): Promise<boolean>
 }
 
+/**
+ * A model's circuit (`circuitBreaker`), as every engine on the database sees it: the provider's
+ * failures counted in a window, and while `openUntil` is ahead no request goes to the model.
+ * Written by compare-and-set on `version` (a failure counted twice, or a probe taken by two
+ * engines, is one write refused).
+ */
+export interface CircuitRecord {
+  /** The model's registered name. */
+  model: string
+  /** The provider's failures since `since` (the window's start). */
+  failures: number
+  since: number
+  /** Set while the circuit is open or half-open (past it: one probe may ask); null once closed. */
+  openUntil: number | null
+  /** A half-open circuit's probe: no other request until it answers or this time passes. */
+  probeUntil: number | null
+  version: number
+}
+
+/** Models' circuits (`circuitBreaker`): a row per model that ever failed, read before each request. */
+export interface CircuitStore {
+  get(model: string): Promise<CircuitRecord | undefined>
+  /** Every model's row, by name. */
+  list(): Promise<CircuitRecord[]>
+  /** Writes `record` where the stored row is at `record.version - 1` (version 1: where there is none); false when another write came first. */
+  put(record: CircuitRecord): Promise<boolean>
+}
+
 export interface ControlStore {
   add(request: ControlRequest): Promise<void>
   /** Requests not yet handled for these turns, oldest first. */
@@ -370,6 +398,8 @@ export interface Store {
   readonly slots?: SlotStore
   /** Capability: stored schedules (`engine.schedule`). Absent: scheduling is refused. */
   readonly schedules?: ScheduleStore
+  /** Capability: models' circuits shared by the engines on the database. Absent: each engine keeps its own. */
+  readonly circuits?: CircuitStore
   /**
    * Runs `fn` in one transaction with a store bound to it: its writes commit together, or none
    * does when `fn` throws. Called on a store already bound to a transaction, `fn` joins it.

@@ -10,6 +10,7 @@ import type { Budget, StopCondition, StructuredOutput, TurnSettings } from '../c
 import type { StepRule } from '../policy/step-gate'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { NamedModel } from '../llm/model-fallback'
+import type { ModelCircuits } from '../llm/model-circuits'
 import type { Pricing } from '../llm/usage'
 import type { FailurePolicies } from '../policy/decide-failure'
 import type { DoomLoopOptions } from '../policy/doom-loop'
@@ -20,6 +21,8 @@ import type { ToolFingerprint } from '../tools/tool-fingerprint'
 export interface TurnConfig {
   /** The model the turn asks first (its list's first when it named a list). */
   model: ProviderLanguageModel
+  /** The registered name of `model` (what its circuit is kept by). */
+  modelName: string
   /** Fallback models: the turn's list of models by name (`model: ['primary', 'backup']`), `[0]` being `model`; absent with one model. */
   models?: readonly NamedModel[]
   system: string | undefined
@@ -51,6 +54,8 @@ export interface TurnConfig {
   budget?: Budget
   /** The error classifier and the retry policy every failed model request is decided by. */
   failure: FailurePolicies
+  /** The models' circuits (`circuitBreaker`), asked before each request; absent when turned off. */
+  circuits?: ModelCircuits
   telemetry: Telemetry
   /** Removes credentials from errors before they are stored or published. */
   redactor: Redactor
@@ -59,4 +64,4 @@ export interface TurnConfig {
 }
 
 /** The engine's services every turn's configuration carries. */
-export type TurnServices = Pick<TurnConfig, 'failure' | 'telemetry' | 'redactor' | 'onHookError'>
+export type TurnServices = Pick<TurnConfig, 'failure' | 'circuits' | 'telemetry' | 'redactor' | 'onHookError'>

@@ -63,7 +63,7 @@ test("{ file, shared: true } adds turnchart's tables beside the app's; then a pa
   await engine.close()
   const names = tables(file)
   expect(names).toContain('users')
-  expect(names.filter((name) => name.startsWith('turnchart_'))).toHaveLength(11)
+  expect(names.filter((name) => name.startsWith('turnchart_'))).toHaveLength(12)
   const app = new Database(file, { readonly: true })
   expect(app.prepare('select name from users').all()).toEqual([{ name: 'ada' }])
   app.close()
@@ -83,7 +83,7 @@ test('a new file and an empty file open as before', async () => {
     const engine = await createEngine({ database: db, model: modelFor(server) })
     await engine.createSession()
     await engine.close()
-    expect(tables(db).filter((name) => name.startsWith('turnchart_'))).toHaveLength(11)
+    expect(tables(db).filter((name) => name.startsWith('turnchart_'))).toHaveLength(12)
   }
 })
 

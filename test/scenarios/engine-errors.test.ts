@@ -53,6 +53,7 @@ const calls: Record<string, (engine: Engine) => unknown> = {
   resolveCall: (e) => e.resolveCall('trn_x', 'call_x', { output: 1 }),
   wake: (e) => e.wake('trn_x'),
   waiting: (e) => e.waiting(),
+  modelHealth: (e) => e.modelHealth(),
   schedule: (e) => e.schedule({ sessionId: 'ses_x', input: 'hi', every: 1000 }),
   schedules: (e) => e.schedules(),
   unschedule: (e) => e.unschedule('sch_x'),

@@ -107,6 +107,7 @@ describe('PostgreSQL', () => {
     expect(rows).toEqual(migrations.map((m) => ({ name: m.name })))
     const tables = await client.query('select table_name from information_schema.tables where table_schema = $1 order by 1', [schema])
     expect(tables.rows.map((r) => r.table_name)).toEqual([
+      'turnchart_circuits',
       'turnchart_controls',
       'turnchart_messages',
       'turnchart_migrations',

@@ -64,6 +64,25 @@ function retriesExhaustedMessage(reason: RetriesExhaustedError['reason'], attemp
   return `${why}; last error${status}: ${last.message}`
 }
 
+/**
+ * The model's circuit is open (`circuitBreaker`): its provider failed often enough, on this
+ * engine or another on the database, that no request is sent to it before `until` (its circuit
+ * half-opens, or the probe asking it answers). The step goes on with its next model, or waits.
+ */
+export class CircuitOpenError extends TurnchartError {
+  readonly name = 'CircuitOpenError'
+  /** The model's registered name. */
+  readonly model: string
+  /** When the model may be asked again (epoch ms). */
+  readonly until: number
+  constructor(model: string, until: number) {
+    super(`the circuit of model '${model}' is open until ${new Date(until).toISOString()}: its provider failed too often`)
+    this.model = model
+    this.until = until
+  }
+  static isInstance = isNamed<CircuitOpenError>('CircuitOpenError')
+}
+
 /** The model stream sent nothing for longer than `streamIdleTimeoutMs`. Retryable. */
 export class StreamIdleTimeoutError extends TurnchartError {
   readonly name = 'StreamIdleTimeoutError'

@@ -12,6 +12,7 @@ import { KyselyControls } from './controls'
 import { KyselyMessages } from './messages'
 import { KyselyQueue } from './queue'
 import { KyselySchedules } from './schedules'
+import { KyselyCircuits } from './circuits'
 import type { Executor } from './rows'
 import { KyselySessions } from './sessions'
 import { KyselySpending } from './spending'
@@ -29,6 +30,7 @@ export class KyselyStore implements Store {
   readonly spending: KyselySpending
   readonly slots: KyselySlots
   readonly schedules: KyselySchedules
+  readonly circuits: KyselyCircuits
 
   /**
    * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
@@ -50,6 +52,7 @@ export class KyselyStore implements Store {
     this.spending = new KyselySpending(db)
     this.slots = new KyselySlots(db)
     this.schedules = new KyselySchedules(db)
+    this.circuits = new KyselyCircuits(db)
   }
 
   /** The stores of the group commit's transactions: SQLite's batches reuse one transaction object, so its store is made once. */

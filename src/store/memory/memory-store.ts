@@ -23,6 +23,7 @@ import { Mutex } from './mutex'
 import { QueueChanges } from '../queue-changes'
 import { MemoryQueue } from './queue'
 import { MemorySchedules } from './schedules'
+import { MemoryCircuits } from './circuits'
 import { MemorySessions } from './sessions'
 import { MemorySpending } from './spending'
 import { MemorySlots } from './slots'
@@ -41,6 +42,7 @@ abstract class MemoryAggregates implements Store {
   readonly spending: MemorySpending
   readonly slots: MemorySlots
   readonly schedules: MemorySchedules
+  readonly circuits: MemoryCircuits
 
   constructor(access: Access, queueChanges: QueueChanges) {
     this.sessions = new MemorySessions(access)
@@ -52,6 +54,7 @@ abstract class MemoryAggregates implements Store {
     this.spending = new MemorySpending(access)
     this.slots = new MemorySlots(access)
     this.schedules = new MemorySchedules(access)
+    this.circuits = new MemoryCircuits(access)
   }
 
   abstract transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>

@@ -9,7 +9,7 @@
  * the running call or transaction, so a throw can put everything back.
  */
 import type { TurnOutcome } from '../../core/types'
-import type { ControlRequest, ScheduleRecord } from '../store'
+import type { CircuitRecord, ControlRequest, ScheduleRecord } from '../store'
 
 export interface SessionRow {
   id: string
@@ -124,6 +124,9 @@ export interface SpendingRow {
 /** A schedule, as the record (replaced whole on each write: the journal keeps the old one). */
 export type ScheduleRow = ScheduleRecord
 
+/** A model's circuit, as the record (replaced whole on each write). */
+export type CircuitRow = CircuitRecord
+
 /** The one row of the starts' lock (key `'1'`): the tenant served last (`''`: a session without one). */
 export interface SlotRow {
   lastTenant: string
@@ -140,6 +143,7 @@ export interface Rows {
   spending: SpendingRow
   slots: SlotRow
   schedules: ScheduleRow
+  circuits: CircuitRow
 }
 
 export type TableName = keyof Rows
@@ -173,6 +177,7 @@ export class Tables {
   readonly spending = new Map<string, SpendingRow>()
   readonly slots = new Map<string, SlotRow>()
   readonly schedules = new Map<string, ScheduleRow>()
+  readonly circuits = new Map<string, CircuitRow>()
   /** Set while a call or transaction runs (the store's mutex makes it one at a time). */
   journal: Journal | undefined
 

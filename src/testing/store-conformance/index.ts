@@ -7,6 +7,7 @@
  */
 import type { Store } from '../../store/store'
 import type { CaseGroup } from './cases'
+import { circuitsCases } from './circuits'
 import { controlsCases } from './controls'
 import { messagesAndPartsCases } from './messages-and-parts'
 import { queueCases } from './queue'
@@ -39,7 +40,7 @@ export interface StoreInitializer<S extends Store = Store> {
 export interface StoreConformanceCase {
   /** `<initializer>: <suite>: <title>`. */
   name: string
-  /** The aggregate it is about: `sessions`, `messages and parts`, `turns, fencing, leases and claims`, `transitions`, `queue`, `controls`, `run trees`, `spending`, `slots`, `schedules`, `transactions`. */
+  /** The aggregate it is about: `sessions`, `messages and parts`, `turns, fencing, leases and claims`, `transitions`, `queue`, `controls`, `run trees`, `spending`, `slots`, `schedules`, `circuits`, `transactions`. */
   suite: string
   title: string
   /** Creates a store, runs the case on it, destroys the store (also when the case fails); rejects with the failure. */
@@ -58,6 +59,7 @@ const groups: CaseGroup[] = [
   boundedSpendingCases,
   slotsCases,
   schedulesCases,
+  circuitsCases,
   transactionsCases,
 ]
 

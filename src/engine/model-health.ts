@@ -1,0 +1,44 @@
+/**
+ * The engine's models' circuits (`circuitBreaker`) and `engine.modelHealth()`: kept in the store
+ * when it keeps them (every engine on the database sees one circuit per model), else by this
+ * engine alone.
+ */
+import type { ResolvedConfig } from '../config/resolved-config'
+import type { Bus } from '../core/bus'
+import { ModelCircuits, type ModelHealth } from '../llm/model-circuits'
+import { MemoryStore } from '../store/memory/memory-store'
+import type { Store } from '../store/store'
+import type { EngineCall } from './engine-calls'
+
+export interface ModelHealthCalls {
+  /**
+   * Each model's circuit: every registered model (closed when it never failed) and any other
+   * the database keeps a circuit for, by name, as the engines on the database see it now.
+   * Empty with `circuitBreaker: false`.
+   */
+  modelHealth(): Promise<ModelHealth[]>
+}
+
+/**
+ * The circuits a step asks before its request; undefined when `circuitBreaker` is `false`. A
+ * step that opens or closes one publishes `model.circuit`.
+ *
+ * @example
+ * const circuits = engineCircuits(config, store, bus)
+ */
+export function engineCircuits(config: ResolvedConfig, store: Store, bus: Bus): ModelCircuits | undefined {
+  if (config.circuitBreaker === false) return undefined
+  // (a store of the app's own without circuits: this engine's, in memory)
+  const rows = store.circuits ?? new MemoryStore().circuits
+  return new ModelCircuits(rows, config.circuitBreaker, (health, origin) => bus.publish({ type: 'model.circuit', ...origin, ...health }))
+}
+
+/**
+ * @example
+ * const engine = { ...modelHealthCalls({ config, circuits, call }), ... }
+ */
+export function modelHealthCalls({ config, circuits, call }: { config: ResolvedConfig; circuits: ModelCircuits | undefined; call: EngineCall }): ModelHealthCalls {
+  return {
+    modelHealth: () => call("read the models' circuits", async () => (circuits ? circuits.health(Object.keys(config.models)) : [])),
+  }
+}

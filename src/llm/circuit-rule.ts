@@ -1,0 +1,80 @@
+/**
+ * A model's circuit breaker, as a rule over its stored row (pure: the clock is a parameter).
+ * Closed, it counts the provider's failures in a window; at `failureThreshold` it opens for
+ * `openMs`, and no request goes to the model. Then it is half-open: one request (the probe) may
+ * ask it; the probe's answer closes it, the probe's failure opens it again.
+ */
+import type { CircuitRecord } from '../store/store'
+
+/** `createEngine({ circuitBreaker })`. */
+export interface CircuitBreakerOptions {
+  /** The provider's failures within `windowMs` that open a model's circuit. */
+  failureThreshold: number
+  windowMs: number
+  /** How long an open circuit sends the model nothing before it half-opens. */
+  openMs: number
+}
+
+/**
+ * Five failures of the provider in a minute, across the fleet: more than one turn's retries of a
+ * blip (two attempts a model with a fallback), fewer than a few turns each learning alone that
+ * the provider is down. Thirty seconds open: what a provider's overload usually lasts.
+ */
+export const defaultCircuitBreaker: CircuitBreakerOptions = Object.freeze({ failureThreshold: 5, windowMs: 60_000, openMs: 30_000 })
+
+export type CircuitState = 'closed' | 'open' | 'half-open'
+
+/** What a request to the model may do now: go (the probe of a half-open circuit, or not), or wait until a time. */
+export type CircuitAdmission = { send: true; probe?: CircuitRecord } | { send: false; until: number }
+
+/** The longest a request waits on another's probe before it looks again. */
+const probeLookMs = 2_000
+
+export function circuitState(record: CircuitRecord | undefined, now: number): CircuitState {
+  if (!record || record.openUntil === null) return 'closed'
+  return record.openUntil > now ? 'open' : 'half-open'
+}
+
+/**
+ * Whether a request may go: a closed circuit sends; an open one waits until it half-opens; a
+ * half-open one sends the request that takes its probe (`probe`: the row to write), and the
+ * others wait on the probe.
+ */
+export function admit(record: CircuitRecord | undefined, now: number, options: CircuitBreakerOptions): CircuitAdmission {
+  const state = circuitState(record, now)
+  if (!record || state === 'closed') return { send: true }
+  if (state === 'open') return { send: false, until: record.openUntil! }
+  if (record.probeUntil !== null && record.probeUntil > now) return { send: false, until: Math.min(record.probeUntil, now + probeLookMs) }
+  // (a probe that never answers, its engine gone, is given up after `openMs`)
+  return { send: true, probe: { ...record, probeUntil: now + options.openMs, version: record.version + 1 } }
+}
+
+/** The row after a failure of the provider's kind; undefined when nothing changes (the circuit was already open). */
+export function afterFailure(record: CircuitRecord | undefined, model: string, now: number, options: CircuitBreakerOptions): CircuitRecord | undefined {
+  const opened = (failures: number, since: number): CircuitRecord => ({
+    model,
+    failures,
+    since,
+    openUntil: failures >= options.failureThreshold ? now + options.openMs : null,
+    probeUntil: null,
+    version: (record?.version ?? 0) + 1,
+  })
+  const state = circuitState(record, now)
+  if (!record) return opened(1, now)
+  if (state === 'open') return undefined
+  // A failure while half-open (the probe's, or a request sent before it opened) opens it again.
+  if (state === 'half-open') return { ...record, failures: record.failures + 1, openUntil: now + options.openMs, probeUntil: null, version: record.version + 1 }
+  return now - record.since >= options.windowMs ? opened(1, now) : opened(record.failures + 1, record.since)
+}
+
+/** The row after the provider answered a request of a half-open circuit (the probe): closed; undefined when nothing changes. */
+export function afterAnswer(record: CircuitRecord | undefined, now: number): CircuitRecord | undefined {
+  if (!record || circuitState(record, now) !== 'half-open') return undefined
+  return { ...record, failures: 0, since: now, openUntil: null, probeUntil: null, version: record.version + 1 }
+}
+
+/** The row after a probe ended without an answer (its step aborted): another request may probe. */
+export function probeReleased(record: CircuitRecord | undefined, now: number): CircuitRecord | undefined {
+  if (!record || circuitState(record, now) !== 'half-open' || record.probeUntil === null) return undefined
+  return { ...record, probeUntil: null, version: record.version + 1 }
+}

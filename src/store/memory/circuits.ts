@@ -1,0 +1,27 @@
+/** Models' circuits in memory: a row per model, written by compare-and-set on its version (calls run one at a time). */
+import type { CircuitRecord, CircuitStore } from '../store'
+import type { Access } from './access'
+
+export class MemoryCircuits implements CircuitStore {
+  constructor(private readonly db: Access) {}
+
+  get(model: string): Promise<CircuitRecord | undefined> {
+    return this.db.run((t) => {
+      const row = t.circuits.get(model)
+      return row && { ...row }
+    })
+  }
+
+  list(): Promise<CircuitRecord[]> {
+    return this.db.run((t) => [...t.circuits.values()].sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0)).map((row) => ({ ...row })))
+  }
+
+  put(record: CircuitRecord): Promise<boolean> {
+    return this.db.run((t) => {
+      const stored = t.circuits.get(record.model)
+      if ((stored?.version ?? 0) !== record.version - 1) return false
+      t.put('circuits', record.model, { ...record })
+      return true
+    })
+  }
+}
