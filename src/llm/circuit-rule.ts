@@ -2,7 +2,9 @@
  * A model's circuit breaker, as a rule over its stored row (pure: the clock is a parameter).
  * Closed, it counts the provider's failures in a window; at `failureThreshold` it opens for
  * `openMs`, and no request goes to the model. Then it is half-open: one request (the probe) may
- * ask it; the probe's answer closes it, the probe's failure opens it again.
+ * ask it; the probe's answer closes it, the probe's failure opens it again. Apart from the
+ * circuit, a provider that said when to come back (`retry-after`) holds the model until then for
+ * every engine, as it would have told each of them.
  */
 import type { CircuitRecord } from '../store/store'
 
@@ -24,8 +26,11 @@ export const defaultCircuitBreaker: CircuitBreakerOptions = Object.freeze({ fail
 
 export type CircuitState = 'closed' | 'open' | 'half-open'
 
-/** What a request to the model may do now: go (the probe of a half-open circuit, or not), or wait until a time. */
-export type CircuitAdmission = { send: true; probe?: CircuitRecord } | { send: false; until: number }
+/**
+ * What a request to the model may do now: go (the probe of a half-open circuit, or not), or wait
+ * until a time (`held`: the provider asked for the wait, the circuit is not open).
+ */
+export type CircuitAdmission = { send: true; probe?: CircuitRecord } | { send: false; until: number; held?: true }
 
 /** The longest a request waits on another's probe before it looks again. */
 const probeLookMs = 2_000
@@ -42,6 +47,7 @@ export function circuitState(record: CircuitRecord | undefined, now: number): Ci
  */
 export function admit(record: CircuitRecord | undefined, now: number, options: CircuitBreakerOptions): CircuitAdmission {
   const state = circuitState(record, now)
+  if (record?.heldUntil != null && record.heldUntil > now && state !== 'open') return { send: false, until: record.heldUntil, held: true }
   if (!record || state === 'closed') return { send: true }
   if (state === 'open') return { send: false, until: record.openUntil! }
   if (record.probeUntil !== null && record.probeUntil > now) return { send: false, until: Math.min(record.probeUntil, now + probeLookMs) }
@@ -57,6 +63,7 @@ export function afterFailure(record: CircuitRecord | undefined, model: string, n
     since,
     openUntil: failures >= options.failureThreshold ? now + options.openMs : null,
     probeUntil: null,
+    heldUntil: record?.heldUntil ?? null,
     version: (record?.version ?? 0) + 1,
   })
   const state = circuitState(record, now)
@@ -77,4 +84,14 @@ export function afterAnswer(record: CircuitRecord | undefined, now: number): Cir
 export function probeReleased(record: CircuitRecord | undefined, now: number): CircuitRecord | undefined {
   if (!record || circuitState(record, now) !== 'half-open' || record.probeUntil === null) return undefined
   return { ...record, probeUntil: null, version: record.version + 1 }
+}
+
+/**
+ * The row after the provider said not to ask before `until` (a `retry-after`, on a failure
+ * already counted by `afterFailure` or not); undefined when the model is held that long already.
+ */
+export function heldTo(record: CircuitRecord | undefined, model: string, until: number, now: number): CircuitRecord | undefined {
+  if (record?.heldUntil != null && record.heldUntil >= until) return undefined
+  const base = record ?? { model, failures: 0, since: now, openUntil: null, probeUntil: null, heldUntil: null, version: 0 }
+  return { ...base, heldUntil: until, version: base.version + 1 }
 }

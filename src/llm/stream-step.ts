@@ -7,7 +7,7 @@
  */
 import type { StreamStepInput } from '../../machines/turn.machine'
 import type { TurnEvent } from '../../machines/turn.types'
-import { CircuitOpenError, DoomLoopError, HookError, StreamIdleTimeoutError, serializeError, type SerializedError } from '../core/errors'
+import { CircuitOpenError, DoomLoopError, ModelHeldError, HookError, StreamIdleTimeoutError, serializeError, type SerializedError } from '../core/errors'
 import { canonicalJson } from '../core/input-digest'
 import { detectDoomLoop, doomLoopWindow, type ToolCallSignature } from '../policy/doom-loop'
 import { newId } from '../core/ids'
@@ -115,7 +115,8 @@ export interface StepRun {
  */
 export async function streamStep({ scope, meter }: StepRun, input: StreamStepInput, exit: StateExit): Promise<TurnEvent> {
   const circuit = await askCircuit(scope, input)
-  if (circuit?.admission.send === false) return failedEvent(scope, input, new CircuitOpenError(circuit.model, circuit.admission.until)).event
+  const held = circuit?.admission.send === false ? circuit.admission : undefined
+  if (held) return failedEvent(scope, input, held.held ? new ModelHeldError(circuit!.model, held.until) : new CircuitOpenError(circuit!.model, held.until)).event
   // (the step gate admitted the step's first call; a retry's attempt is one more call the budget counts)
   if (input.attempt > 1) meter?.called()
   const state = new StepState(scope, scope.messages.assistantMessage(), input)
@@ -143,7 +144,7 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
     state.discardTools()
     const reason = idle.signal.aborted && StreamIdleTimeoutError.isInstance(idle.signal.reason) ? idle.signal.reason : state.failure
     const failed = failedEvent(scope, input, reason)
-    await tellCircuit(scope, circuit, failed.providers ? 'failed' : 'answered')
+    await tellCircuit(scope, circuit, failed.providers ? 'failed' : 'answered', failed.retryAt)
     return failed.event
   }
   await tellCircuit(scope, circuit, 'answered')
@@ -168,11 +169,11 @@ async function askCircuit(scope: StepScope, input: StreamStepInput): Promise<Att
  * the caller's own error) closes a half-open circuit whose probe this attempt was; a probe
  * stopped without an answer lets another request probe.
  */
-async function tellCircuit(scope: StepScope, circuit: AttemptCircuit | undefined, outcome: 'failed' | 'answered' | 'released'): Promise<void> {
+async function tellCircuit(scope: StepScope, circuit: AttemptCircuit | undefined, outcome: 'failed' | 'answered' | 'released', retryAt?: number): Promise<void> {
   const { circuits } = scope.config
   if (!circuits || !circuit) return
   const origin = { sessionId: scope.sessionId, turnId: scope.turnId }
-  if (outcome === 'failed') await circuits.failed(circuit.model, origin)
+  if (outcome === 'failed') await circuits.failed(circuit.model, origin, retryAt)
   else if (circuit.admission.send && circuit.admission.probe) await (outcome === 'answered' ? circuits.answered(circuit.model, origin) : circuits.released(circuit.model, origin))
 }
 
@@ -297,9 +298,9 @@ function recentCalls(messages: MessageWithParts[], count: number): ToolCallSigna
 /**
  * A failed attempt's event: the failure protocol's decision (the retry policy counts the attempts
  * on the model asked), or a fallback to the turn's next model; `providers`: the failure was the
- * provider's (what a circuit counts).
+ * provider's (what a circuit counts); `retryAt`: it said when to come back.
  */
-function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): { event: TurnEvent; providers: boolean } {
+function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): { event: TurnEvent; providers: boolean; retryAt?: number } {
   const { failure, models } = scope.config
   const decision = decideFailure(error, { attempt: attemptOnModel(input), waitedMs: input.waitedMs }, failure)
   const fallback = fallbackAfter(models, input, decision, failure.attemptsPerModel)
@@ -310,7 +311,9 @@ function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): 
     retryDelayMs: fallback ? 0 : decision.kind === 'retry' ? decision.delayMs : null,
     ...(fallback ? { fallback } : {}),
   }
-  return { event, providers: decision.kind === 'retry' || (decision.kind === 'fatal' && decision.gaveUp === true) }
+  const providers = decision.kind === 'retry' || (decision.kind === 'fatal' && decision.gaveUp === true)
+  const retryAt = decision.kind === 'overflow' ? undefined : decision.retryAt
+  return { event, providers, ...(retryAt !== undefined ? { retryAt } : {}) }
 }
 
 /** One attempt of a step as its events arrive: the parts it opened (by the stream's ids), its finish or its failure. */

@@ -4,7 +4,7 @@
  * today's tables and rules as defaults; an app may replace either (`createEngine({
  * errorClassifier, retryPolicy })`).
  */
-import { CircuitOpenError, HookError, RetriesExhaustedError, type SerializedError } from '../core/errors'
+import { CircuitOpenError, HookError, ModelHeldError, RetriesExhaustedError, type SerializedError } from '../core/errors'
 import { isThenable } from '../core/hooks'
 import { classifyError, type ClassifiedError } from './classify-error'
 import { retryOptionsFor } from './connection-refused'
@@ -35,12 +35,16 @@ export interface FailurePolicies {
   attemptsPerModel?: number
 }
 
-/** The decision: try again after `delayMs`, compact (the context is full), or fail with `error`. */
+/**
+ * The decision: try again after `delayMs`, compact (the context is full), or fail with `error`.
+ * `retryAt`: the provider said when to come back (a `retry-after`), which holds the model for
+ * every engine (`circuitBreaker`).
+ */
 export type FailureDecision =
-  | { kind: 'retry'; error: SerializedError; delayMs: number }
+  | { kind: 'retry'; error: SerializedError; delayMs: number; retryAt?: number }
   | { kind: 'overflow'; error: SerializedError }
   /** `gaveUp`: the failure was the provider's (retryable), but the retry policy gave up on it. */
-  | { kind: 'fatal'; error: SerializedError; gaveUp?: true }
+  | { kind: 'fatal'; error: SerializedError; gaveUp?: true; retryAt?: number }
 
 /**
  * The default policies: turnchart's provider tables and `planRetry` with `options`.
@@ -68,7 +72,7 @@ export function defaultFailurePolicies(options: RetryOptions = defaultRetryOptio
  */
 export function decideFailure(error: unknown, at: { attempt: number; waitedMs: number }, policies: FailurePolicies): FailureDecision {
   let classified: ClassifiedError
-  if (CircuitOpenError.isInstance(error)) return circuitWait(error, at, policies)
+  if (CircuitOpenError.isInstance(error) || ModelHeldError.isInstance(error)) return circuitWait(error, at, policies)
   try {
     classified = checkedClassification(policies.classify(error))
   } catch (thrown) {
@@ -85,18 +89,20 @@ export function decideFailure(error: unknown, at: { attempt: number; waitedMs: n
   if (plan.action === 'retry') {
     // A replaced policy may answer anything: the wait is a whole number of ms a timer can hold.
     const delayMs = Number.isFinite(plan.delayMs) && plan.delayMs > 0 ? Math.min(Math.ceil(plan.delayMs), maxTimerMs) : 0
-    return { kind: 'retry', error: classified.error, delayMs }
+    const told = plan.source === 'retry-after' || plan.source === 'retry-after-ms'
+    return { kind: 'retry', error: classified.error, delayMs, ...(told ? { retryAt: Date.now() + delayMs } : {}) }
   }
   const exhausted = new RetriesExhaustedError({ reason: plan.reason, attempts: at.attempt, lastError: classified.error })
-  return { kind: 'fatal', error: exhausted.toJSON(), gaveUp: true }
+  const told = plan.reason === 'header-delay-too-long' && typeof plan.delayMs === 'number' && Number.isFinite(plan.delayMs)
+  return { kind: 'fatal', error: exhausted.toJSON(), gaveUp: true, ...(told ? { retryAt: Date.now() + plan.delayMs! } : {}) }
 }
 
 /**
- * A request not sent, its model's circuit open: the retry policy is asked as after a provider
- * that said when to come back (`retry-after-ms`), as a first attempt (waits on a circuit are
- * bounded by the total wait and the header bound, not by the attempts sent).
+ * A request not sent, its model's circuit open or the model held: the retry policy is asked as
+ * after a provider that said when to come back (`retry-after-ms`), as a first attempt (such waits
+ * are bounded by the total wait and the header bound, not by the attempts sent).
  */
-function circuitWait(error: CircuitOpenError, at: { waitedMs: number }, policies: FailurePolicies): FailureDecision {
+function circuitWait(error: CircuitOpenError | ModelHeldError, at: { waitedMs: number }, policies: FailurePolicies): FailureDecision {
   const record = error.toJSON()
   const headers = { 'retry-after-ms': String(Math.max(1, error.until - Date.now())) }
   let plan: RetryPlan

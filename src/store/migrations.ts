@@ -316,6 +316,7 @@ export const migrations: Migration[] = [
         .addColumn('since', 'bigint', (c) => c.notNull())
         .addColumn('open_until', 'bigint')
         .addColumn('probe_until', 'bigint')
+        .addColumn('held_until', 'bigint')
         .addColumn('version', 'integer', (c) => c.notNull())
         .execute()
     },

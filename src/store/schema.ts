@@ -172,6 +172,7 @@ export interface CircuitTable {
   since: Millis
   open_until: ColumnType<number | null, number | null, number | null>
   probe_until: ColumnType<number | null, number | null, number | null>
+  held_until: ColumnType<number | null, number | null, number | null>
   version: number
 }
 

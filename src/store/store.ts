@@ -316,6 +316,8 @@ export interface CircuitRecord {
   openUntil: number | null
   /** A half-open circuit's probe: no other request until it answers or this time passes. */
   probeUntil: number | null
+  /** The provider said (a `retry-after`) not to ask the model before this time: no engine does. */
+  heldUntil: number | null
   version: number
 }
 

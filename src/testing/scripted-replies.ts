@@ -117,6 +117,8 @@ export interface RecordedRequest {
   call: number
   /** The request target: path and query string (`/v1/chat/completions?key=…`). */
   url: string
+  /** When it arrived (epoch ms). */
+  at: number
 }
 
 /** The usage a reply reports when its script gives none. */

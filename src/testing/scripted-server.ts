@@ -275,7 +275,7 @@ class ScriptedServerImpl implements ScriptedServer {
       } catch {
         // keep the raw text: a test may want to see what a broken client sent
       }
-      const request: RecordedRequest = { protocol, body, headers: { ...req.headers }, call: this.requests.length + 1, url: req.url ?? '' }
+      const request: RecordedRequest = { protocol, body, headers: { ...req.headers }, call: this.requests.length + 1, url: req.url ?? '', at: Date.now() }
       this.requests.push(request)
       for (const waiter of this.waiters) {
         if (waiter.n <= request.call) {

@@ -1,5 +1,5 @@
 /** The circuit breaker's rule over a model's row: counted, opened, half-opened, probed, closed. */
-import { admit, afterAnswer, afterFailure, circuitState, probeReleased, type CircuitBreakerOptions } from '../../src/llm/circuit-rule'
+import { admit, afterAnswer, afterFailure, circuitState, heldTo, probeReleased, type CircuitBreakerOptions } from '../../src/llm/circuit-rule'
 import type { CircuitRecord } from '../../src/store/store'
 
 const options: CircuitBreakerOptions = { failureThreshold: 3, windowMs: 10_000, openMs: 5_000 }
@@ -45,4 +45,16 @@ test('an answer on a closed circuit writes nothing', () => {
   expect(afterAnswer(undefined, 0)).toBeUndefined()
   expect(afterAnswer(failures(0, 1), 2)).toBeUndefined()
   expect(admit(failures(0, 1), 2, options)).toEqual({ send: true })
+})
+
+test("a provider's retry-after holds the model until then, apart from the circuit; a shorter hold changes nothing", () => {
+  const held = heldTo(undefined, 'primary', 3_000, 1_000)!
+  expect(held).toMatchObject({ failures: 0, openUntil: null, heldUntil: 3_000, version: 1 })
+  expect(circuitState(held, 1_000)).toBe('closed')
+  expect(admit(held, 1_000, options)).toEqual({ send: false, until: 3_000, held: true })
+  expect(admit(held, 3_000, options)).toEqual({ send: true })
+  expect(heldTo(held, 'primary', 2_000, 1_500)).toBeUndefined()
+  // an open circuit says when it half-opens, the hold notwithstanding
+  const opened = { ...failures(0, 1, 2)!, heldUntil: 9_000 }
+  expect(admit(opened, 3_000, options)).toEqual({ send: false, until: 5_002 })
 })

@@ -83,6 +83,24 @@ export class CircuitOpenError extends TurnchartError {
   static isInstance = isNamed<CircuitOpenError>('CircuitOpenError')
 }
 
+/**
+ * The provider said (a `retry-after`, on this engine or another on the database) not to ask the
+ * model before `until`: the request was not sent, and the step waits as if told so itself.
+ */
+export class ModelHeldError extends TurnchartError {
+  readonly name = 'ModelHeldError'
+  /** The model's registered name. */
+  readonly model: string
+  /** When the model may be asked again (epoch ms). */
+  readonly until: number
+  constructor(model: string, until: number) {
+    super(`the provider of model '${model}' asked not to be asked before ${new Date(until).toISOString()}`)
+    this.model = model
+    this.until = until
+  }
+  static isInstance = isNamed<ModelHeldError>('ModelHeldError')
+}
+
 /** The model stream sent nothing for longer than `streamIdleTimeoutMs`. Retryable. */
 export class StreamIdleTimeoutError extends TurnchartError {
   readonly name = 'StreamIdleTimeoutError'
