@@ -12,6 +12,7 @@ export const examplePrompts = {
   story: 'Tell me a story about a statechart',
   book: 'Book a table for two tonight',
   charge: 'Charge my card 20 euros',
+  remind: 'Remind me in 10 seconds to stretch',
 }
 
 function words(text: string): string[] {
@@ -24,10 +25,22 @@ export const storyText =
   'The page that watched it was reloaded half way, yet the story went on, because every part it had told was still in memory, ' +
   'and the page asked for them again before the next word arrived. Nothing was lost and nothing was told twice. The end.'
 
-/** Queues the model's answer to an approval decision of the deploy call (call before it is applied). */
-export function queueApprovalReply(server: ScriptedServer, approved: boolean): void {
-  const text = approved ? 'Done: the site is live in production.' : 'Understood: I did not deploy; production is unchanged.'
+/** Queues the model's answer to an approval decision of a `deploy` or `remind` call (call before it is applied). */
+export function queueApprovalReply(server: ScriptedServer, tool: string, approved: boolean): void {
+  const text =
+    tool === 'remind'
+      ? approved
+        ? 'Reminder set: I will write to you then (reload the page to see it).'
+        : 'Understood: no reminder.'
+      : approved
+        ? 'Done: the site is live in production.'
+        : 'Understood: I did not deploy; production is unchanged.'
   server.push({ type: 'stream', delayMs: 15, chunks: words(text).map((w) => ({ text: w })) })
+}
+
+/** Queues the model's answer to a turn a reminder started (`schedule.fired`): the prompt it stored is the reminder. */
+export function queueReminderReply(server: ScriptedServer): void {
+  server.push({ type: 'stream', delayMs: 15, chunks: words('Reminder: time to stretch!').map((w) => ({ text: w })) })
 }
 
 /** How a waiting call was settled through `POST /api/chat/<id>/calls` (`engine.resolveCall`). */
@@ -81,6 +94,11 @@ export function queueReplies(server: ScriptedServer, prompt: string, folderEntri
   } else if (text.includes('charge')) {
     // A slow payment gateway: stop the server (kill -9) while it charges, start it again, and the call is in doubt.
     server.push({ type: 'stream', delayMs: 15, chunks: [...words('Charging your card.').map((w) => ({ text: w })), { tool: { name: 'charge', input: { euros: 20 } } }] })
+  } else if (text.includes('remind')) {
+    // The engine's scheduleTool (`remind`): approved, it stores a schedule; at its time the engine starts a turn on this chat.
+    const seconds = Number(/in (\d+) seconds?/.exec(text)?.[1] ?? 10)
+    const at = new Date(Date.now() + seconds * 1000).toISOString()
+    server.push({ type: 'stream', delayMs: 15, chunks: [...words('I can set a reminder.').map((w) => ({ text: w })), { tool: { name: 'remind', input: { prompt: 'Remind me to stretch', at } } }] })
   } else if (text.includes('poem')) {
     const verse = 'In idle the actor waits, a prompt upon the stack; then streaming, token after token, it never looks back. '
     server.push({ type: 'stream', delayMs: 120, chunks: words(verse.repeat(20)).map((w) => ({ text: w })), end: 'hang' })

@@ -19,10 +19,10 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { tool, type LanguageModel } from 'ai'
 import { build, stop as stopEsbuild } from 'esbuild'
 import { z } from 'zod'
-import { createChatHandler, createEngine, defaultMaxBodyBytes, defer, toNodeListener, type Engine } from '../../src'
+import { createChatHandler, createEngine, defaultMaxBodyBytes, defer, scheduleTool, toNodeListener, type Engine } from '../../src'
 import { listFolder, listTool } from '../../src/cli/demo'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
-import { examplePrompts, queueApprovalReply, queueCallReply, queueReplies, type CallSettlement } from './script'
+import { examplePrompts, queueApprovalReply, queueCallReply, queueReminderReply, queueReplies, type CallSettlement } from './script'
 
 export interface ChatExample {
   url: string
@@ -101,13 +101,21 @@ export async function startChatExample(options: { port?: number; database?: stri
     database: options.database ?? path.join(dir!, 'chat.db'),
     model,
     limits: { context: 128_000, output: 8_192 },
-    tools: { list: listTool, deploy: deployTool, book: bookTool, charge: chargeTool },
+    // `remind`: the model schedules a follow-up on this chat (approved first); the engine starts it then.
+    tools: { list: listTool, deploy: deployTool, book: bookTool, charge: chargeTool, remind: scheduleTool() },
     // The page may edit the deploy call's input before approving it.
     editableApprovals: ['deploy'],
   })
   // 'detach': a reload must not abort the turn; the page's stop button sends DELETE.
   // 'steer': what the user sends while a turn runs joins that turn at its next step boundary.
   const handler = createChatHandler(engine, { onDisconnect: 'detach', whenBusy: 'steer' })
+  // With the scripted model, a turn a reminder started gets the reminder's answer (no page asked for it).
+  if (scripted) {
+    const reminders = scripted
+    engine.subscribe((event) => {
+      if (event.type === 'schedule.fired') queueReminderReply(reminders)
+    })
+  }
   // With the scripted model, a new prompt first queues the replies its keyword calls for, and an
   // approval decision the answer that fits it.
   const api = toNodeListener(async (request) => {
@@ -120,7 +128,10 @@ export async function startChatExample(options: { port?: number; database?: stri
       if (last?.role === 'user' && body?.id && !engine.activeTurn(body.id)) queueReplies(scripted, last.parts.map((p) => p.text ?? '').join(' '), entries)
       const decision = last?.role === 'assistant' ? last.parts.find((p) => p.state === 'approval-responded') : undefined
       const waiting = body?.id ? engine.status(body.id) : undefined
-      if (decision && waiting?.type === 'busy' && waiting.state === 'awaiting-approval') queueApprovalReply(scripted, decision.approval?.approved === true)
+      if (decision && waiting?.type === 'busy' && waiting.state === 'awaiting-approval') {
+        const call = (await engine.waiting({ sessionId: body!.id! })).find((entry) => entry.kind === 'approval')
+        queueApprovalReply(scripted, call?.toolName ?? 'deploy', decision.approval?.approved === true)
+      }
     }
     // A waiting call settled (POST <api>/<id>/calls): the answer that fits it.
     const calls = /^\/api\/chat\/([^/]+)\/calls$/.exec(new URL(request.url).pathname)

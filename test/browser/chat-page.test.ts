@@ -200,6 +200,34 @@ browserTest(
   180_000,
 )
 
+browserTest('a reminder the model schedules (scheduleTool): approved, stored, started by the engine at its time with no page asking; a reload shows its prompt and answer', async () => {
+  await start()
+  const page = await context.newPage()
+  await page.goto(app.url)
+  await page.getByTestId('prompt').waitFor()
+  const chatId = new URL(page.url()).searchParams.get('chat')!
+  const fired = new Promise<void>((resolve) => {
+    const off = app.engine.subscribe((e) => {
+      if (e.type === 'schedule.fired' && e.sessionId === chatId) {
+        off()
+        resolve()
+      }
+    })
+  })
+  await send(page, 'Remind me in 2 seconds to stretch')
+  await page.getByTestId('approve').waitFor()
+  await page.getByTestId('approve').click()
+  await page.locator('[data-testid=message-assistant]').filter({ hasText: 'Reminder set' }).waitFor()
+  await ready(page)
+  expect(await app.engine.schedules({ sessionId: chatId })).toEqual([expect.objectContaining({ sessionId: chatId, at: expect.any(Number) })])
+  // (the occurrence queued its turn on the chat: the turn itself starts from the queue)
+  await fired
+  await page.reload()
+  await page.locator('[data-testid=message-user]').filter({ hasText: 'Remind me to stretch' }).waitFor()
+  await page.locator('[data-testid=message-assistant]').filter({ hasText: 'Reminder: time to stretch!' }).waitFor()
+  await page.close()
+}, 60_000)
+
 browserTest('at 1280×800, below a long conversation, an approval scrolls into view: Approve and Deny are on screen without scrolling by hand', async () => {
   await start()
   const page = await context.newPage()
