@@ -36,6 +36,7 @@ import type { Engine } from './engine'
 import { EngineLifecycle } from './engine-lifecycle'
 import { createEngineServices, type EngineServices } from './engine-services'
 import { engineCircuits, modelHealthCalls } from './model-health'
+import { confirmedLiveness } from './gone-sightings'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
 import { scheduleCalls, type ScheduleCalls } from './schedule-calls'
@@ -134,7 +135,8 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   })
   // Waiting turns let go of after `parkAfterMs`, taken again by whichever engine settles them.
   const parked = new ParkedTurns({ bus, store, running, parkAfterMs: config.parkAfterMs, parksChildren: hosting.children !== undefined, take: (turnId) => takeParkedTurn({ config, services, turns, running }, turnId) })
-  const { liveness } = opened
+  // (an engine's death counts once the database said so for a while: gone-sightings.ts)
+  const liveness = opened.liveness && confirmedLiveness(opened.liveness)
   const swept = engineRecovery({ config, services, turns, running, parked, queue, requireOpen, ...(liveness ? { liveOwners: (owners: readonly string[]) => liveness.liveOwners(owners) } : {}) })
   // A host that retries its turns itself is their only recovery: no sweep here.
   const recovery = hosting.leases ? swept : { recover: async () => [], sweeps: () => 0 }

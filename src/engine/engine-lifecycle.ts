@@ -202,17 +202,14 @@ const livenessBeatMs = 250
 
 /**
  * An engine whose liveness the database ended (it died, on any host) is noticed within two beats,
- * not a lease: `sweep` runs then. Two, so that a living engine whose listening connection is
- * being opened again (a dropped connection, 100 ms of backoff) is not taken for dead.
+ * not a lease: `sweep` runs then (`goneOwners` answers an owner once it was seen gone for two
+ * beats: a living engine whose liveness session is being opened again is not taken for dead).
  */
 function watchForGoneEngines(parts: Pick<LifecycleParts, 'goneOwners' | 'owner'>, sweep: () => void): () => void {
   const { goneOwners, owner } = parts
   if (!goneOwners) return () => undefined
-  let before = new Set<string>()
   const beat = async () => {
-    const gone = await goneOwners(owner)
-    if (gone.some((id) => before.has(id))) sweep()
-    before = new Set(gone)
+    if ((await goneOwners(owner)).length > 0) sweep()
   }
   const watch = setInterval(() => void beat().catch(() => undefined), livenessBeatMs)
   watch.unref()

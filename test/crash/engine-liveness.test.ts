@@ -56,3 +56,34 @@ itPostgres("an engine on another host SIGKILLed mid-stream: another engine takes
   expect(turn.epoch).toBeGreaterThan(held.epoch!)
   expect((await engine.transitions(turnId!)).map((row) => row.event)).toContain('turn.crashed')
 })
+
+itPostgres("a living engine whose liveness session drops for a moment keeps its turn: another engine's recovery pass at that moment does not take it, and the turn completes where it runs", async () => {
+  const database = withParams(pgBaseUrl, { schema })
+  const { Client } = await import('pg')
+  const admin = new Client({ connectionString: pgBaseUrl })
+  await admin.connect()
+  try {
+    server.push({ type: 'stream', delayMs: 400, chunks: [{ text: 'slow ' }, { text: 'but ' }, { text: 'steady ' }, { text: 'answer' }] })
+    engine = await createEngine({ database, model: modelFor(server), recovery: { onOpen: false, intervalMs: 30_000 } })
+    const other = await createEngine({ database, model: modelFor(server), recovery: { onOpen: false, intervalMs: 30_000 } })
+    try {
+      const session = await engine.createSession()
+      const turn = engine.prompt(session.id, 'go')
+      await server.waitForCall(1)
+      const before = (await engine.getTurn(turn.id))!
+      // The engine's liveness session ends (its backend terminated); it connects again after ~100 ms.
+      const lockOf = `locktype = 'advisory' and classid::int4 = 1953854062 and objsubid = 2 and objid::int4 = hashtext($1)`
+      const { rows } = await admin.query(`select pg_terminate_backend(pid) as done from pg_locks where ${lockOf}`, [before.owner])
+      expect(rows).toEqual([{ done: true }])
+      expect(await other.recover()).toEqual([])
+      expect(await turn.done).toMatchObject({ outcome: 'completed', text: 'slow but steady answer' })
+      const after = (await engine.getTurn(turn.id))!
+      expect(after.epoch).toBe(before.epoch)
+      expect((await engine.transitions(turn.id)).map((row) => row.event)).not.toContain('turn.crashed')
+    } finally {
+      await other.close()
+    }
+  } finally {
+    await admin.end()
+  }
+})
