@@ -126,7 +126,7 @@ async function openStoreWithDatabase(database: DatabaseOption | undefined, setti
     throw asStorageError('migrate the database', error)
   }
   const store: OpenedStore = {
-    store: new KyselyStore(opened.db, opened.verify, opened.groupCommit?.(), opened.queueChanges),
+    store: new KyselyStore(opened.db, opened.verify, opened.groupCommit?.(), opened.changes),
     dialect: backend.name,
     ...(opened.schema ? { schema: opened.schema } : {}),
     ...(opened.backup ? { backup: opened.backup } : {}),

@@ -1,8 +1,9 @@
 /**
  * The models' circuits of every engine on a database (`circuitBreaker`): a step asks before its
  * request whether the model may be asked, and says after it whether the provider failed. Rows
- * are read before each request and written only when something changes (a failure, a probe, a
- * close): a step that succeeds on a closed circuit writes nothing.
+ * are read before each request (not even read while the store's `changeMark` says no circuit was
+ * written since) and written only when something changes (a failure, a probe, a close): a step
+ * that succeeds on a closed circuit writes nothing.
  *
  * The circuits are advisory: a database that cannot be read or written leaves the request to go
  * (the turn's own writes find the outage).
@@ -33,6 +34,9 @@ export type CircuitChange = (health: ModelHealth, origin: CircuitOrigin) => void
 const writeRounds = 5
 
 export class ModelCircuits {
+  /** Each model's row as last read, at the store's change mark then. */
+  readonly #read = new Map<string, { mark: string | number; record: CircuitRecord | undefined }>()
+
   constructor(
     private readonly store: CircuitStore,
     private readonly options: CircuitBreakerOptions,
@@ -44,7 +48,7 @@ export class ModelCircuits {
   async admit(model: string): Promise<CircuitAdmission> {
     try {
       for (let round = 0; round < writeRounds; round++) {
-        const admission = admit(await this.store.get(model), this.now(), this.options)
+        const admission = admit(await this.#get(model), this.now(), this.options)
         if (!admission.send || !admission.probe || (await this.store.put(admission.probe))) return admission
       }
     } catch {
@@ -82,6 +86,17 @@ export class ModelCircuits {
     const rows = new Map((await this.store.list()).map((row) => [row.model, row]))
     const all = [...new Set([...names, ...rows.keys()])].sort()
     return all.map((model) => healthOf(model, rows.get(model), now, this.options))
+  }
+
+  /** The model's row, read again only when the store cannot say that no circuit was written since the last read. */
+  async #get(model: string): Promise<CircuitRecord | undefined> {
+    // (the mark first: a write after it makes the next mark differ)
+    const mark = this.store.changeMark?.()
+    const known = this.#read.get(model)
+    if (mark !== undefined && known?.mark === mark) return known.record
+    const record = await this.store.get(model)
+    if (mark !== undefined) this.#read.set(model, { mark, record })
+    return record
   }
 
   async #change(model: string, origin: CircuitOrigin, next: (record: CircuitRecord | undefined, now: number) => CircuitRecord | undefined): Promise<void> {

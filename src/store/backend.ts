@@ -11,7 +11,7 @@
 import type { Kysely, RawBuilder, Transaction } from 'kysely'
 import type { NotificationListenerError } from '../core/errors'
 import type { TurnchartDatabase } from './schema'
-import type { QueueChanges } from './queue-changes'
+import type { StoreChanges } from './table-changes'
 import type { Store } from './store'
 import type { StoreNotifications } from './store-notifications'
 
@@ -100,8 +100,8 @@ export interface OpenedDatabase {
   verify?: () => void
   /** Capability: group commit (see `GroupCommitter`). Absent: each transaction commits alone. */
   groupCommit?: () => GroupCommitter
-  /** Capability: what the store knows of its queue's changes (queue-changes.ts). Absent: the queue is read every time. */
-  queueChanges?: QueueChanges
+  /** Capability: what the store knows of its queue's and circuits' changes (table-changes.ts). Absent: they are read every time. */
+  changes?: StoreChanges
   /** Capability: the schema turnchart's tables are in (PostgreSQL; its notifications' channel is named after it). */
   schema?: () => Promise<string>
   /**

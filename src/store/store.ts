@@ -328,6 +328,12 @@ export interface CircuitStore {
   list(): Promise<CircuitRecord[]>
   /** Writes `record` where the stored row is at `record.version - 1` (version 1: where there is none); false when another write came first. */
   put(record: CircuitRecord): Promise<boolean>
+  /**
+   * Capability: a mark that changes whenever a circuit may have been written (through this store,
+   * or by another connection where the store can tell), as `QueueStore.changeMark`: a step that
+   * read its model's circuit at one mark need not read it again while the mark is the same.
+   */
+  changeMark?(): string | number
 }
 
 export interface ControlStore {

@@ -1,28 +1,39 @@
 /**
- * What a store knows of its queue's changes (`QueueStore.changeMark`): a count of the prompts
- * and steers stored through it, and, where other connections may write the same database, a
- * figure of theirs that changes with each of their commits (SQLite's `data_version`). A turn's
- * step gate reads its session's queue before each model call for steers, and almost always
- * finds none: while the mark stays the same, nothing can have been queued, and the read is
- * skipped.
+ * What a store knows of one table's changes (`QueueStore.changeMark`, `CircuitStore.changeMark`):
+ * a count of the writes made through it, and, where other connections may write the same
+ * database, a figure of theirs that changes with each of their commits (SQLite's
+ * `data_version`). A turn reads its session's queue before each model call for steers, and its
+ * model's circuit before each request, and almost always finds nothing new: while the mark stays
+ * the same, nothing can have changed, and the read is skipped.
  *
- * Why a count at insert suffices: the stores run a call after the transaction in progress ends
- * (SQLite's one connection, the memory store's mutex), so a reader that sees the count of an
- * insert reads the queue after that insert's transaction committed or rolled back.
+ * Why a count at the write suffices: the stores run a call after the transaction in progress
+ * ends (SQLite's one connection, the memory store's mutex), so a reader that sees the count of a
+ * write reads the table after that write's transaction committed or rolled back.
  */
-export class QueueChanges {
+export class TableChanges {
   #stored = 0
 
   /** @param others a figure that changes whenever another connection commits to the database; absent: no other connection writes it. */
   constructor(private readonly others?: () => number) {}
 
-  /** A prompt or a steer is being stored (before its statement runs). */
+  /** A row is being written (before its statement runs). */
   storing(): void {
     this.#stored++
   }
 
-  /** Equal marks: nothing was queued between them. */
+  /** Equal marks: nothing was written between them. */
   mark(): string | number {
     return this.others ? `${this.#stored}:${this.others()}` : this.#stored
   }
+}
+
+/** The tables whose changes a store counts: what the steps read before each model call. */
+export interface StoreChanges {
+  queue: TableChanges
+  circuits: TableChanges
+}
+
+/** @param others as `TableChanges`'s: shared by the tables (another connection's commit may touch any). */
+export function storeChanges(others?: () => number): StoreChanges {
+  return { queue: new TableChanges(others), circuits: new TableChanges(others) }
 }

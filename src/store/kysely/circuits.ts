@@ -1,7 +1,9 @@
 /** Models' circuits on Kysely: a row per model, written by compare-and-set on its version. */
-import type { Selectable } from 'kysely'
-import type { CircuitTable } from '../schema'
+import type { Kysely, Selectable } from 'kysely'
+import { precompiledQuery } from '../precompiled-query'
+import type { CircuitTable, TurnchartDatabase } from '../schema'
 import type { CircuitRecord, CircuitStore } from '../store'
+import type { TableChanges } from '../table-changes'
 import { num, type Executor } from './rows'
 
 const orNull = (value: unknown): number | null => (value === null || value === undefined ? null : num(value))
@@ -11,10 +13,19 @@ function fromRow(row: Selectable<CircuitTable>): CircuitRecord {
 }
 
 export class KyselyCircuits implements CircuitStore {
-  constructor(private readonly db: Executor) {}
+  /** @param changes the backend's count of the circuits' changes (SQLite): `changeMark`; absent, read every time (PostgreSQL). */
+  constructor(
+    private readonly db: Executor,
+    private readonly changes?: TableChanges,
+  ) {
+    if (changes) this.changeMark = () => changes.mark()
+  }
+
+  readonly changeMark?: () => string | number
 
   async get(model: string): Promise<CircuitRecord | undefined> {
-    const row = await this.db.selectFrom('turnchart_circuits').selectAll().where('model', '=', model).executeTakeFirst()
+    const { rows } = await getQuery.execute(this.db as Kysely<TurnchartDatabase>, { model })
+    const row = rows[0] as Selectable<CircuitTable> | undefined
     return row && fromRow(row)
   }
 
@@ -23,6 +34,7 @@ export class KyselyCircuits implements CircuitStore {
   }
 
   async put(record: CircuitRecord): Promise<boolean> {
+    this.changes?.storing()
     const values = { failures: record.failures, since: record.since, open_until: record.openUntil, probe_until: record.probeUntil, held_until: record.heldUntil, version: record.version }
     if (record.version === 1) {
       const inserted = await this.db
@@ -41,3 +53,6 @@ export class KyselyCircuits implements CircuitStore {
     return Number(updated.numUpdatedRows) > 0
   }
 }
+
+/** Precompiled: every step reads its model's circuit before its request. */
+const getQuery = precompiledQuery(['model'], (db, v) => db.selectFrom('turnchart_circuits').selectAll().where('model', '=', v.model as string))

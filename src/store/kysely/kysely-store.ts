@@ -5,7 +5,7 @@
  */
 import type { Kysely } from 'kysely'
 import type { GroupCommitter } from '../backend'
-import type { QueueChanges } from '../queue-changes'
+import type { StoreChanges } from '../table-changes'
 import type { TurnchartDatabase } from '../schema'
 import type { Store } from '../store'
 import { KyselyControls } from './controls'
@@ -35,24 +35,24 @@ export class KyselyStore implements Store {
   /**
    * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
    * @param group the backend's group commit (SQLite): transactions asked for together share one commit.
-   * @param queueChanges the backend's queue changes (SQLite): the queue's `changeMark`.
+   * @param changes the backend's count of the queue's and circuits' changes (SQLite): their `changeMark`.
    */
   constructor(
     private readonly db: Executor,
     private readonly verify?: () => void,
     private readonly group?: GroupCommitter,
-    private readonly queueChanges?: QueueChanges,
+    private readonly changes?: StoreChanges,
   ) {
     this.sessions = new KyselySessions(db)
     this.messages = new KyselyMessages(db)
     this.turns = new KyselyTurns(db)
     this.transitions = new KyselyTransitions(db)
-    this.queue = new KyselyQueue(db, queueChanges)
+    this.queue = new KyselyQueue(db, changes?.queue)
     this.controls = new KyselyControls(db)
     this.spending = new KyselySpending(db)
     this.slots = new KyselySlots(db)
     this.schedules = new KyselySchedules(db)
-    this.circuits = new KyselyCircuits(db)
+    this.circuits = new KyselyCircuits(db, changes?.circuits)
   }
 
   /** The stores of the group commit's transactions: SQLite's batches reuse one transaction object, so its store is made once. */
@@ -67,7 +67,7 @@ export class KyselyStore implements Store {
     // then fails with "cannot rollback - no transaction is active".
     const trx = await (this.db as Kysely<TurnchartDatabase>).startTransaction().execute()
     try {
-      const result = await fn(new KyselyStore(trx, undefined, undefined, this.queueChanges))
+      const result = await fn(new KyselyStore(trx, undefined, undefined, this.changes))
       await trx.commit().execute()
       return result
     } catch (error) {
@@ -78,7 +78,7 @@ export class KyselyStore implements Store {
 
   #batchStore(trx: Executor): KyselyStore {
     let store = this.#batchStores.get(trx)
-    if (!store) this.#batchStores.set(trx, (store = new KyselyStore(trx, undefined, undefined, this.queueChanges)))
+    if (!store) this.#batchStores.set(trx, (store = new KyselyStore(trx, undefined, undefined, this.changes)))
     return store
   }
 }

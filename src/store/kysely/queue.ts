@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely'
 import { precompiledQuery } from '../precompiled-query'
 import type { TurnchartDatabase } from '../schema'
-import type { QueueChanges } from '../queue-changes'
+import type { TableChanges } from '../table-changes'
 import type { QueueStore, QueuedPromptRecord } from '../store'
 import { num, type Executor } from './rows'
 
@@ -24,7 +24,7 @@ export class KyselyQueue implements QueueStore {
   /** @param changes the database's queue changes, when turnchart's own connection is the only writer it cannot see (SQLite). */
   constructor(
     private readonly db: Executor,
-    private readonly changes?: QueueChanges,
+    private readonly changes?: TableChanges,
   ) {
     if (changes) this.changeMark = () => changes.mark()
   }

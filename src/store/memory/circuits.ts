@@ -1,9 +1,17 @@
 /** Models' circuits in memory: a row per model, written by compare-and-set on its version (calls run one at a time). */
 import type { CircuitRecord, CircuitStore } from '../store'
 import type { Access } from './access'
+import type { TableChanges } from '../table-changes'
 
 export class MemoryCircuits implements CircuitStore {
-  constructor(private readonly db: Access) {}
+  constructor(
+    private readonly db: Access,
+    private readonly changes: TableChanges,
+  ) {}
+
+  changeMark(): string | number {
+    return this.changes.mark()
+  }
 
   get(model: string): Promise<CircuitRecord | undefined> {
     return this.db.run((t) => {
@@ -17,6 +25,7 @@ export class MemoryCircuits implements CircuitStore {
   }
 
   put(record: CircuitRecord): Promise<boolean> {
+    this.changes.storing()
     return this.db.run((t) => {
       const stored = t.circuits.get(record.model)
       if ((stored?.version ?? 0) !== record.version - 1) return false

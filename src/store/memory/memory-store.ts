@@ -20,7 +20,7 @@ import { autocommit, inTransaction, type Access } from './access'
 import { MemoryControls } from './controls'
 import { MemoryMessages } from './messages'
 import { Mutex } from './mutex'
-import { QueueChanges } from '../queue-changes'
+import { storeChanges, type StoreChanges } from '../table-changes'
 import { MemoryQueue } from './queue'
 import { MemorySchedules } from './schedules'
 import { MemoryCircuits } from './circuits'
@@ -44,17 +44,17 @@ abstract class MemoryAggregates implements Store {
   readonly schedules: MemorySchedules
   readonly circuits: MemoryCircuits
 
-  constructor(access: Access, queueChanges: QueueChanges) {
+  constructor(access: Access, changes: StoreChanges) {
     this.sessions = new MemorySessions(access)
     this.messages = new MemoryMessages(access)
     this.turns = new MemoryTurns(access)
     this.transitions = new MemoryTransitions(access)
-    this.queue = new MemoryQueue(access, queueChanges)
+    this.queue = new MemoryQueue(access, changes.queue)
     this.controls = new MemoryControls(access)
     this.spending = new MemorySpending(access)
     this.slots = new MemorySlots(access)
     this.schedules = new MemorySchedules(access)
-    this.circuits = new MemoryCircuits(access)
+    this.circuits = new MemoryCircuits(access, changes.circuits)
   }
 
   abstract transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>
@@ -63,24 +63,24 @@ abstract class MemoryAggregates implements Store {
 export class MemoryStore extends MemoryAggregates {
   readonly #tables: Tables
   readonly #mutex: Mutex
-  /** Only this object writes its tables: the queue's inserts through it and its transactions are all there is to count. */
-  readonly #queueChanges: QueueChanges
+  /** Only this object writes its tables: the writes through it and its transactions are all there is to count. */
+  readonly #changes: StoreChanges
 
   constructor() {
     const tables = new Tables()
     const mutex = new Mutex()
-    const queueChanges = new QueueChanges()
-    super(autocommit(tables, mutex), queueChanges)
+    const changes = storeChanges()
+    super(autocommit(tables, mutex), changes)
     this.#tables = tables
     this.#mutex = mutex
-    this.#queueChanges = queueChanges
+    this.#changes = changes
   }
 
   async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
     const release = await this.#mutex.lock()
     const journal = new Journal()
     this.#tables.journal = journal
-    const tx = new MemoryTransaction(this.#tables, journal, this.#queueChanges)
+    const tx = new MemoryTransaction(this.#tables, journal, this.#changes)
     try {
       return await fn(tx)
     } catch (error) {
@@ -99,10 +99,10 @@ class MemoryTransaction extends MemoryAggregates {
   constructor(
     tables: Tables,
     journal: Journal,
-    queueChanges: QueueChanges,
+    changes: StoreChanges,
     private readonly state = { open: true },
   ) {
-    super(inTransaction(tables, journal, () => state.open), queueChanges)
+    super(inTransaction(tables, journal, () => state.open), changes)
   }
 
   /** Joins this transaction. */

@@ -1,6 +1,6 @@
 /** Queued prompts in memory: stored, listed in order, taken (once) by the transaction that starts their turn. */
 import type { QueueStore, QueuedPromptRecord } from '../store'
-import type { QueueChanges } from '../queue-changes'
+import type { TableChanges } from '../table-changes'
 import type { Access } from './access'
 import { compareIds, foreignKeyViolation, toJson, uniqueViolation, type QueueRow, type Tables } from './tables'
 
@@ -24,7 +24,7 @@ function ofSession(t: Tables, sessionId: string): QueueRow[] {
 export class MemoryQueue implements QueueStore {
   constructor(
     private readonly db: Access,
-    private readonly changes: QueueChanges,
+    private readonly changes: TableChanges,
   ) {}
 
   changeMark(): string | number {

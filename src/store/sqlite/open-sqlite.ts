@@ -11,7 +11,7 @@ import { InvalidOptionError } from '../../core/errors'
 import { refuseAnotherAppsFile } from './database-tables'
 import type { OpenedDatabase } from '../backend'
 import type { TurnchartDatabase } from '../schema'
-import { QueueChanges } from '../queue-changes'
+import { storeChanges } from '../table-changes'
 import { GroupCommit } from './group-commit'
 import { shareConnection } from './shared-connections'
 import { sqliteDialect } from './sqlite-dialect'
@@ -93,7 +93,7 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
     db,
     sql: sqliteDialect,
     ...(verify ? { verify } : {}),
-    queueChanges: new QueueChanges(value === ':memory:' ? undefined : () => (dataVersion.all([])[0] as { data_version: number }).data_version),
+    changes: storeChanges(value === ':memory:' ? undefined : () => (dataVersion.all([])[0] as { data_version: number }).data_version),
     // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
     groupCommit: () => new GroupCommit(directBatches(db, dialect, statements), verify),
     ...backupOf(handle),

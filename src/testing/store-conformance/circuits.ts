@@ -1,7 +1,8 @@
 /**
  * Models' circuits (the `circuits` capability: one circuit per model across engines): none
  * before the first put, written only over the version before it (the first put inserts, a second
- * insert or a stale update is refused), listed by model, undone with their transaction.
+ * insert or a stale update is refused), listed by model, undone with their transaction; a
+ * store's change mark moves with each put.
  * A store without the capability passes each case (each engine then keeps its own).
  */
 import { rejection } from './fixtures'
@@ -48,6 +49,23 @@ export const circuitsCases = defineCases('circuits', (it) => {
         ['alpha', 5_000],
         ['zeta', null],
       ])
+    }),
+  )
+
+  it(
+    'a store that marks its circuits\' changes (`changeMark`) moves the mark with each put, directly or in a transaction; reads leave it as it is',
+    withCircuits(async (store, circuits) => {
+      const mark = circuits.changeMark?.bind(circuits)
+      if (!mark) return
+      const before = mark()
+      await circuits.get('primary')
+      await circuits.list()
+      expect(mark()).toBe(before)
+      await circuits.put(row('primary', 1))
+      const afterPut = mark()
+      expect(afterPut === before).toBe(false)
+      await store.transaction((tx) => tx.circuits!.put(row('primary', 2)))
+      expect(mark() === afterPut).toBe(false)
     }),
   )
 
