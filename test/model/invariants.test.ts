@@ -119,8 +119,7 @@ beforeAll(async () => {
     includeUsage: true,
     fetch: (url, init) => fetch(String(url).replace('http://scripted.invalid/v1', server!.url), init),
   })
-  // (no circuits: each run's failures are its own script's, not a provider's state that the next run inherits)
-  rig = await startRig({ model: provider('test-model'), circuitBreaker: false, streamIdleTimeoutMs: 40, retry: { initialDelayMs: 1, maxDelayMs: 4, jitter: 0, maxAttempts }, toolExecution: { timeoutMs: 2000 } })
+  rig = await startRig({ model: provider('test-model'), streamIdleTimeoutMs: 40, retry: { initialDelayMs: 1, maxDelayMs: 4, jitter: 0, maxAttempts }, toolExecution: { timeoutMs: 2000 } })
 })
 afterAll(async () => {
   coverage.write()

@@ -86,6 +86,8 @@ export const rigDefaults: Partial<EngineOptions> = {
   limits: { context: 1000, output: 100 },
   compaction: { maxPerTurn: 1 },
   retry: { initialDelayMs: 1, maxDelayMs: 4, jitter: 0, maxAttempts: 3, attemptsPerModel: 1 },
+  // (no circuits: each walk's provider failures are its own, not a state the next walk inherits)
+  circuitBreaker: false,
   flushIntervalMs: 5,
   streamIdleTimeoutMs: 2000,
   // small, so that a walk reaches the step limit in a few tool steps
