@@ -121,8 +121,9 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   // The steers being stored: the queue tells, a turn waits (at each step gate).
   const steers = new SteerWrites()
   const leaseMs = hosting.leases ? config.leaseMs : null
-  const schedules = scheduleCalls({ config, services, store, bus, call })
-  const turns = turnDeps({ config, services, store, bus, owner, leaseMs, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}), ...(hosting.children ? { childHost: hosting.children } : {}), ...(store.schedules ? { schedules } : {}) })
+  // (a host's engine has no sweep: it stores no schedule, and its turns' scheduleTool has none to call)
+  const schedules = scheduleCalls({ config, services, store, bus, call, fires: hosting.leases })
+  const turns = turnDeps({ config, services, store, bus, owner, leaseMs, running, isClosed, steers, reportHookError, storageWaits, ...(feeds ? { feeds } : {}), ...(hosting.children ? { childHost: hosting.children } : {}), ...(store.schedules && hosting.leases ? { schedules } : {}) })
   const queue = new PromptQueue({
     store,
     bus,

@@ -73,6 +73,12 @@ export interface ScheduleCallDeps {
   store: Store
   bus: Pick<Bus, 'publish'>
   call: EngineCall
+  /**
+   * Whether this engine's sweep fires schedules: turnchart's own engines do; an engine a host runs
+   * its turns on (turnchart/restate, turnchart/host) has no sweep, and refuses to store one that
+   * nothing would fire.
+   */
+  fires: boolean
 }
 
 /**
@@ -85,13 +91,18 @@ export function scheduleCalls(deps: ScheduleCallDeps): ScheduleCalls {
     if (!store.schedules) throw new InvalidArgumentError('database', 'a store without schedules', `a store that keeps schedules to ${operation}`)
     return store.schedules
   }
+  const storable = (): ScheduleStore => {
+    if (!deps.fires) throw new InvalidArgumentError('engine', 'an engine a host runs its turns on (it has no sweep)', "an engine of createEngine to store a schedule (its sweep fires the occurrences; a host's engine would store one nothing fires)")
+    return schedules('store a schedule')
+  }
   const updated = (record: ScheduleRecord) => deps.bus.publish({ type: 'schedule.updated', sessionId: record.sessionId, scheduleId: record.id, next: record.next })
   return {
     async schedule(options) {
       const record = scheduleRecord(deps, options, Date.now())
+      const rows = storable()
       const stored = await call('store a schedule', async () => {
         if (!(await store.sessions.get(record.sessionId))) throw new InvalidArgumentError('sessionId', record.sessionId, 'the id of a stored session')
-        return schedules('store a schedule').insert(record)
+        return rows.insert(record)
       })
       updated(stored)
       return { id: stored.id, next: stored.next }
