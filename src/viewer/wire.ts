@@ -22,7 +22,14 @@ export interface PathStep {
   storageWaits?: StorageWaited[]
   /** The stall this row logged (`turn.crashed { stalled }`): its engine found the turn stalled and let it go for recovery. */
   stalled?: TurnStall
+  /** What the state the row entered means, as the chart says it (`meta.work`, `meta.wait`); absent for the step gate's and final states. */
+  into?: StateMeaning
+  /** What the row says beyond its event: a fallback to another model, the error a failed attempt ended with. */
+  note?: string
 }
+
+/** What the turn does in a state (its work and what bounds it) or waits for there, as the chart says it. */
+export type StateMeaning = { kind: 'work'; bound: 'model' | 'tools' | 'retry-delay' | 'storage'; label: string } | { kind: 'wait'; label: string }
 
 export interface TurnView extends TurnRecord {
   /** The transition log, each row with its edges on the drawing. */

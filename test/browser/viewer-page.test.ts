@@ -374,6 +374,8 @@ browserTest("the chart fits its panel: labels of at least 11 px at 1280×800 and
   expect(closer.smallestLabel).toBeGreaterThan(13)
   // Dragging the chart pans it.
   const figure = wide.locator(`article[data-turn="${turn}"] figure.chart`)
+  // (the turn at a glance is above it: the chart is brought on screen to be dragged)
+  await figure.scrollIntoViewIfNeeded()
   const box = (await figure.boundingBox())!
   await wide.mouse.move(box.x + box.width / 2, box.y + box.height / 2)
   await wide.mouse.down()
@@ -399,6 +401,46 @@ browserTest("the chart fits its panel: labels of at least 11 px at 1280×800 and
   expect(await article.evaluate((a: any) => a.querySelector('figure.chart').getBoundingClientRect().top > a.querySelector('ol.path').getBoundingClientRect().bottom)).toBe(true)
   expect(await phone.evaluate(() => (globalThis as any).document.documentElement.scrollWidth <= (globalThis as any).document.documentElement.clientWidth)).toBe(true)
   await phone.close()
+})
+
+browserTest('a turn at a glance: its states in order as bars on one time axis, what each did, the retry marked with its error; on screen without panning, labels of at least 11 px, at 1280×800 and 390×844', async () => {
+  // The demo's turn with the 429: a retry's delay between two model calls.
+  const logged = demo.turns.find((t) => t.transitions.some((row) => row.to === 'retry-waiting'))!
+  const visited = ['idle', ...logged.transitions.filter((row) => row.from !== row.to).map((row) => row.to)]
+  for (const [width, height] of [
+    [1280, 800],
+    [390, 844],
+  ]) {
+    const page = await open(turnHash(logged.id), width, height)
+    const glance = page.locator(`article[data-turn="${logged.id}"] ol.timeline`)
+    await glance.scrollIntoViewIfNeeded()
+    const facts = await glance.evaluate((list: any) => {
+      const w = globalThis as any
+      const rows = [...list.querySelectorAll('li.tl-row')].map((li: any) => ({
+        state: li.dataset.state,
+        kind: li.className,
+        note: li.querySelector('.tl-note')?.textContent ?? '',
+        bar: li.querySelector('.tl-bar')?.getBoundingClientRect().width ?? 0,
+      }))
+      const sizes = [...list.querySelectorAll('.tl-state, .tl-note')].map((node: any) => parseFloat(w.getComputedStyle(node).fontSize))
+      const box = list.getBoundingClientRect()
+      return { rows, smallest: Math.min(...sizes), left: box.left, right: box.right, viewport: w.innerWidth, scrolls: w.document.documentElement.scrollWidth > w.document.documentElement.clientWidth }
+    })
+    expect(facts.rows.map((r) => r.state)).toEqual(visited)
+    expect(facts.smallest).toBeGreaterThanOrEqual(11)
+    expect(facts.left).toBeGreaterThanOrEqual(0)
+    expect(facts.right).toBeLessThanOrEqual(facts.viewport)
+    expect(facts.scrolls).toBe(false)
+    // What each state did, as the chart says it; the retry with the error it waited out.
+    const streaming = facts.rows.find((r) => r.state === 'streaming')!
+    expect(streaming).toMatchObject({ kind: expect.stringContaining('tl-model'), note: expect.stringContaining('the model stream') })
+    expect(streaming.bar).toBeGreaterThan(0)
+    const retry = facts.rows.find((r) => r.state === 'retry-waiting')!
+    expect(retry).toMatchObject({ kind: expect.stringContaining('tl-retry-delay'), note: expect.stringMatching(/retry's delay.*APIError: Rate limit/) })
+    expect(facts.rows.at(-1)).toMatchObject({ state: 'completed', note: 'the turn ends' })
+    if (width === 1280) await shoot(page, `article[data-turn="${logged.id}"] ol.timeline`, 'viewer-timeline.png')
+    await page.close()
+  }
 })
 
 browserTest('errors a user understands: an unknown session, an unknown turn, a page that is not there, each with a way back', async () => {

@@ -14,6 +14,7 @@ import { el } from './dom'
 import { renderMessage } from './conversation'
 import { clock, duration, offset } from './format'
 import { visitsOf } from './visits'
+import { timeline } from './timeline'
 import { turnActivity } from './turn-activity'
 import { readableEvent, stallText } from '../../chart/readable-event'
 import type { TurnStall } from '../../../machines/turn.types'
@@ -145,6 +146,7 @@ export function renderTurn(turn: TurnView, context: TurnContext): HTMLElement {
     'output' in turn ? el('p', { class: 'output-line' }, el('b', {}, 'Output: '), el('code', { class: 'mono' }, JSON.stringify(turn.output))) : null,
     retryCountdown(turn),
     turn.mismatch ? el('p', { class: 'warning' }, `The log does not replay through this chart: ${turn.mismatch}`) : null,
+    turn.path.length ? timeline(turn) : null,
     messages.length ? el('div', { class: 'turn-messages' }, ...messages.map((m) => renderMessage(m.info, m.parts))) : null,
     chart,
     el(
