@@ -115,8 +115,7 @@ export interface StepRun {
  */
 export async function streamStep({ scope, meter }: StepRun, input: StreamStepInput, exit: StateExit): Promise<TurnEvent> {
   const circuit = await askCircuit(scope, input)
-  const held = circuit?.admission.send === false ? circuit.admission : undefined
-  if (held) return failedEvent(scope, input, held.held ? new ModelHeldError(circuit!.model, held.until) : new CircuitOpenError(circuit!.model, held.until)).event
+  if (circuit && !circuit.admission.send) return failedEvent(scope, input, notSent(circuit.model, circuit.admission)).event
   // (the step gate admitted the step's first call; a retry's attempt is one more call the budget counts)
   if (input.attempt > 1) meter?.called()
   const state = new StepState(scope, scope.messages.assistantMessage(), input)
@@ -155,6 +154,11 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
 interface AttemptCircuit {
   model: string
   admission: CircuitAdmission
+}
+
+/** Why a request was not sent: the provider holds the model (a `retry-after`), or its circuit is open. */
+function notSent(model: string, admission: { until: number; held?: true }): ModelHeldError | CircuitOpenError {
+  return admission.held ? new ModelHeldError(model, admission.until) : new CircuitOpenError(model, admission.until)
 }
 
 async function askCircuit(scope: StepScope, input: StreamStepInput): Promise<AttemptCircuit | undefined> {

@@ -206,9 +206,12 @@ browserTest('a reminder the model schedules (scheduleTool): approved, stored, st
   await page.goto(app.url)
   await page.getByTestId('prompt').waitFor()
   const chatId = new URL(page.url()).searchParams.get('chat')!
-  const fired = new Promise<void>((resolve) => {
+  // The reminder's turn: queued by its occurrence, then run to its end (the page follows only the turns it starts).
+  const reminded = new Promise<void>((resolve) => {
+    let fired: string | undefined
     const off = app.engine.subscribe((e) => {
-      if (e.type === 'schedule.fired' && e.sessionId === chatId) {
+      if (e.type === 'schedule.fired' && e.sessionId === chatId) fired = e.turnId
+      if (e.type === 'turn.transition' && e.turnId === fired && e.to === 'completed') {
         off()
         resolve()
       }
@@ -220,8 +223,7 @@ browserTest('a reminder the model schedules (scheduleTool): approved, stored, st
   await page.locator('[data-testid=message-assistant]').filter({ hasText: 'Reminder set' }).waitFor()
   await ready(page)
   expect(await app.engine.schedules({ sessionId: chatId })).toEqual([expect.objectContaining({ sessionId: chatId, at: expect.any(Number) })])
-  // (the occurrence queued its turn on the chat: the turn itself starts from the queue)
-  await fired
+  await reminded
   await page.reload()
   await page.locator('[data-testid=message-user]').filter({ hasText: 'Remind me to stretch' }).waitFor()
   await page.locator('[data-testid=message-assistant]').filter({ hasText: 'Reminder: time to stretch!' }).waitFor()
