@@ -14,6 +14,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
+import { tool } from 'ai'
+import { z } from 'zod'
 import { createEngine, type Engine, type TransitionRecord } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { openReadOnlyStore } from '../../src/store/backends/read-only-store'
@@ -81,7 +83,8 @@ beforeAll(async () => {
   browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] })
   // Another engine on the same file (this process; the viewer is the child): the live turns.
   server = await startScriptedServer()
-  engine = await createEngine({ database: demoDb, model: modelFor(server), flushIntervalMs: 20, retry: { maxHeaderDelayMs: 10_000 } })
+  const deploy = tool({ description: 'Deploys (asks first)', inputSchema: z.object({ env: z.string() }), needsApproval: true, execute: async ({ env }) => `deployed to ${env}` })
+  engine = await createEngine({ database: demoDb, model: modelFor(server), tools: { deploy }, flushIntervalMs: 20, retry: { maxHeaderDelayMs: 10_000 } })
   fs.mkdirSync(images, { recursive: true })
 }, 120_000)
 
@@ -441,6 +444,21 @@ browserTest('a turn at a glance: its states in order as bars on one time axis, w
     if (width === 1280) await shoot(page, `article[data-turn="${logged.id}"] ol.timeline`, 'viewer-timeline.png')
     await page.close()
   }
+})
+
+browserTest("a wait at a glance: the approval's row is hatched, says what the turn waited for and which decision settled it", async () => {
+  const session = await engine.createSession({ title: 'an approval' })
+  server.tool('deploy', { env: 'production' }, { id: 'call_deploy' })
+  server.text('Deployed.')
+  const turn = engine.prompt(session.id, 'Deploy it')
+  await new Promise<void>((resolve) => engine.subscribe((e) => e.type === 'turn.transition' && e.turnId === turn.id && e.to === 'awaiting-approval' && resolve()))
+  await engine.approve(turn.id, 'call_deploy')
+  expect((await turn.done).outcome).toBe('completed')
+  const page = await open(`#/session/${session.id}/turn/${turn.id}`, 390, 844)
+  const row = page.locator(`article[data-turn="${turn.id}"] ol.timeline li[data-state="awaiting-approval"]`)
+  expect(await row.getAttribute('class')).toContain('tl-wait')
+  expect(await row.locator('.tl-note').textContent()).toMatch(/waited for a decision on its tool calls \(approve or deny\), settled by .*approved/)
+  await page.close()
 })
 
 browserTest('errors a user understands: an unknown session, an unknown turn, a page that is not there, each with a way back', async () => {
