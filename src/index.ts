@@ -28,6 +28,8 @@ export type {
   ScheduleRule,
   ScheduleAdvance,
   CatchUp,
+  CircuitStore,
+  CircuitRecord,
 } from './store/store'
 export { MemoryStore } from './store/memory/memory-store'
 export type { DatabaseOption, SqliteFileOption } from './store/backends/database-option'
@@ -58,6 +60,8 @@ export { configureTool, idempotent, type ToolOptions, type ReconcileResult } fro
 export type { CallResolution } from './tools/resolve-call'
 export type { UpgradeBreak, UpgradeChange } from './engine/upgrade-check'
 export type { WaitingEntry, WaitingOptions } from './engine/waiting-calls'
+export type { CircuitBreakerOptions, CircuitState } from './llm/circuit-rule'
+export type { ModelHealth } from './llm/model-circuits'
 export type { AwaitedKind } from './core/call-wait'
 export type { TenantUsage } from './engine/session-calls'
 export { agentTool, type AgentToolOptions } from './tools/agent-tool'

@@ -55,8 +55,19 @@ export function admit(record: CircuitRecord | undefined, now: number, options: C
   return { send: true, probe: { ...record, probeUntil: now + options.openMs, version: record.version + 1 } }
 }
 
-/** The row after a failure of the provider's kind; undefined when nothing changes (the circuit was already open). */
-export function afterFailure(record: CircuitRecord | undefined, model: string, now: number, options: CircuitBreakerOptions): CircuitRecord | undefined {
+/**
+ * The row after a failure of the provider's kind, and the hold it asked for (`heldUntil`, a
+ * `retry-after`), in one write over `record`; undefined when nothing changes (the circuit was
+ * already open, the model held as long already).
+ */
+export function afterFailure(record: CircuitRecord | undefined, model: string, now: number, options: CircuitBreakerOptions, heldUntil?: number): CircuitRecord | undefined {
+  const counted = countedFailure(record, model, now, options)
+  const held = heldUntil === undefined ? undefined : heldTo(counted ?? record, model, heldUntil, now)
+  return held ? { ...held, version: (record?.version ?? 0) + 1 } : counted
+}
+
+/** The row with one more failure counted; undefined when the circuit is open already. */
+function countedFailure(record: CircuitRecord | undefined, model: string, now: number, options: CircuitBreakerOptions): CircuitRecord | undefined {
   const opened = (failures: number, since: number): CircuitRecord => ({
     model,
     failures,

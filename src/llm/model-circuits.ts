@@ -9,7 +9,7 @@
  * (the turn's own writes find the outage).
  */
 import type { CircuitRecord, CircuitStore } from '../store/store'
-import { admit, afterAnswer, afterFailure, circuitState, heldTo, probeReleased, type CircuitAdmission, type CircuitBreakerOptions, type CircuitState } from './circuit-rule'
+import { admit, afterAnswer, afterFailure, circuitState, probeReleased, type CircuitAdmission, type CircuitBreakerOptions, type CircuitState } from './circuit-rule'
 
 /** A model's circuit as `engine.modelHealth()` lists it. */
 export interface ModelHealth {
@@ -62,12 +62,7 @@ export class ModelCircuits {
    * timeout); `heldUntil`: it said not to ask before then (a `retry-after`), which holds every engine.
    */
   failed(model: string, origin: CircuitOrigin, heldUntil?: number): Promise<void> {
-    return this.#change(model, origin, (record, now) => {
-      const failed = afterFailure(record, model, now, this.options)
-      const held = heldUntil === undefined ? undefined : heldTo(failed ?? record, model, heldUntil, now)
-      // (one write: the failure and the hold over the row as it was read)
-      return held ? { ...held, version: (record?.version ?? 0) + 1 } : failed
-    })
+    return this.#change(model, origin, (record, now) => afterFailure(record, model, now, this.options, heldUntil))
   }
 
   /** The provider answered the probe of `model`'s circuit: it closes. */

@@ -5,7 +5,7 @@
  * own (a bad request, a full context) would fail on every model alike.
  */
 import type { ModelFallback } from '../../machines/turn.types'
-import type { FailureDecision } from '../policy/decide-failure'
+import { isProvidersFailure, type FailureDecision } from '../policy/decide-failure'
 import { defaultRetryOptions } from '../policy/retry-delay'
 import type { ProviderLanguageModel } from './language-model'
 
@@ -51,7 +51,7 @@ export function fallbackAfter(models: readonly NamedModel[] | undefined, at: Mod
   const current = at.model ?? 0
   const next = models?.[current + 1]
   if (!models || !next) return undefined
-  const providers = decision.kind === 'retry' || (decision.kind === 'fatal' && decision.gaveUp === true)
+  const providers = isProvidersFailure(decision)
   // (a model whose circuit is open is not asked again in this step: the next one is asked at once)
   const circuitOpen = decision.error.name === 'CircuitOpenError'
   if (!providers || (decision.kind === 'retry' && !circuitOpen && attemptOnModel(at) < attemptsPerModel)) return undefined

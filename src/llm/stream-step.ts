@@ -11,7 +11,7 @@ import { CircuitOpenError, DoomLoopError, ModelHeldError, HookError, StreamIdleT
 import { canonicalJson } from '../core/input-digest'
 import { detectDoomLoop, doomLoopWindow, type ToolCallSignature } from '../policy/doom-loop'
 import { newId } from '../core/ids'
-import { decideFailure } from '../policy/decide-failure'
+import { decideFailure, isProvidersFailure } from '../policy/decide-failure'
 import { isUsageOverflow } from '../policy/overflow'
 import type { LanguageModelUsage, ModelMessage, ToolSet } from 'ai'
 import type { StructuredOutput, TurnSettings } from '../core/types'
@@ -315,7 +315,7 @@ function failedEvent(scope: StepScope, input: StreamStepInput, error: unknown): 
     retryDelayMs: fallback ? 0 : decision.kind === 'retry' ? decision.delayMs : null,
     ...(fallback ? { fallback } : {}),
   }
-  const providers = decision.kind === 'retry' || (decision.kind === 'fatal' && decision.gaveUp === true)
+  const providers = isProvidersFailure(decision)
   const retryAt = decision.kind === 'overflow' ? undefined : decision.retryAt
   return { event, providers, ...(retryAt !== undefined ? { retryAt } : {}) }
 }

@@ -46,6 +46,11 @@ export type FailureDecision =
   /** `gaveUp`: the failure was the provider's (retryable), but the retry policy gave up on it. */
   | { kind: 'fatal'; error: SerializedError; gaveUp?: true; retryAt?: number }
 
+/** Whether the decision is on a failure of the provider's (retryable, or given up on by the retry policy): what a fallback and a circuit count. */
+export function isProvidersFailure(decision: FailureDecision): boolean {
+  return decision.kind === 'retry' || (decision.kind === 'fatal' && decision.gaveUp === true)
+}
+
 /**
  * The default policies: turnchart's provider tables and `planRetry` with `options`.
  *
@@ -87,8 +92,7 @@ export function decideFailure(error: unknown, at: { attempt: number; waitedMs: n
     return { kind: 'fatal', error: hookFailure('retryPolicy', thrown) }
   }
   if (plan.action === 'retry') {
-    // A replaced policy may answer anything: the wait is a whole number of ms a timer can hold.
-    const delayMs = Number.isFinite(plan.delayMs) && plan.delayMs > 0 ? Math.min(Math.ceil(plan.delayMs), maxTimerMs) : 0
+    const delayMs = timerDelay(plan.delayMs)
     const told = plan.source === 'retry-after' || plan.source === 'retry-after-ms'
     return { kind: 'retry', error: classified.error, delayMs, ...(told ? { retryAt: Date.now() + delayMs } : {}) }
   }
@@ -111,8 +115,13 @@ function circuitWait(error: CircuitOpenError | ModelHeldError, at: { waitedMs: n
   } catch (thrown) {
     return { kind: 'fatal', error: hookFailure('retryPolicy', thrown) }
   }
-  if (plan.action === 'retry') return { kind: 'retry', error: record, delayMs: Math.min(Math.max(1, Math.ceil(plan.delayMs)), maxTimerMs) }
+  if (plan.action === 'retry') return { kind: 'retry', error: record, delayMs: Math.max(1, timerDelay(plan.delayMs)) }
   return { kind: 'fatal', error: new RetriesExhaustedError({ reason: plan.reason, attempts: 1, lastError: record }).toJSON(), gaveUp: true }
+}
+
+/** A replaced policy may answer anything: the wait is a whole number of ms a timer can hold. */
+function timerDelay(ms: number): number {
+  return Number.isFinite(ms) && ms > 0 ? Math.min(Math.ceil(ms), maxTimerMs) : 0
 }
 
 /** Thrown by the checks below: the answer itself is what is wrong. */

@@ -2,6 +2,7 @@
 import type { CircuitRecord, CircuitStore } from '../store'
 import type { Access } from './access'
 import type { TableChanges } from '../table-changes'
+import { compareIds } from './tables'
 
 export class MemoryCircuits implements CircuitStore {
   constructor(
@@ -21,7 +22,7 @@ export class MemoryCircuits implements CircuitStore {
   }
 
   list(): Promise<CircuitRecord[]> {
-    return this.db.run((t) => [...t.circuits.values()].sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0)).map((row) => ({ ...row })))
+    return this.db.run((t) => [...t.circuits.values()].sort((a, b) => compareIds(a.model, b.model)).map((row) => ({ ...row })))
   }
 
   put(record: CircuitRecord): Promise<boolean> {
