@@ -199,7 +199,11 @@ async function runScript(s: Script): Promise<string[]> {
     // (+1: a call past the script is answered 400 by the server, which ends the turn; and one more
     // per stream the idle timeout cut: on a loaded machine a scripted reply can stall past
     // streamIdleTimeoutMs, and its retry then takes the next reply)
-    const idleTimeouts = rows.filter((r) => (r.payload.error as { name?: string } | undefined)?.name === 'StreamIdleTimeoutError').length
+    // (a summary request's idle timeout is the CompactionFailedError's lastError)
+    const idleTimeouts = rows.filter((r) => {
+      const error = r.payload.error as { name?: string; lastError?: { name?: string } } | undefined
+      return error?.name === 'StreamIdleTimeoutError' || error?.lastError?.name === 'StreamIdleTimeoutError'
+    }).length
     if (server.calls > s.replies.length + 1 + idleTimeouts) {
       problems.push(`${server.calls} HTTP calls for ${s.replies.length} replies: ${rows.map((r) => `${r.from}>${r.event}>${r.to}`).join(' | ')}`)
     }
