@@ -52,7 +52,7 @@ const storeSuites = ['<rootDir>/test/store/conformance/', '<rootDir>/test/store/
  * across engines, PostgreSQL's notifications between engines). The crash and multi-engine tests run PostgreSQL themselves in the sqlite
  * project (test/crash), and every other scenario runs on SQLite only.
  */
-const postgresScenarios = ['api', 'approval', 'approval-receipts', 'parked-turns', 'close-approval', 'conversation', 'queue', 'steering', 'ui-resume-across-engines', 'no-silent-loss', 'push-across-engines', 'run-trees', 'run-trees-engines', 'tenants', 'sleep', 'schedules', 'circuit-breaker']
+const postgresScenarios = ['api', 'approval', 'approval-receipts', 'parked-turns', 'close-approval', 'conversation', 'queue', 'steering', 'ui-resume-across-engines', 'no-silent-loss', 'push-across-engines', 'run-trees', 'run-trees-engines', 'tenants', 'sleep', 'schedules', 'circuit-breaker', 'rate-limits']
 const postgresSuites = ['**/test/store/**/*.test.ts', `**/test/scenarios/{${postgresScenarios.join(',')}}.test.ts`]
 
 /** The files the postgres project runs (relative to the repository): what it reports as skipped without a server. */

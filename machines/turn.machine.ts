@@ -144,6 +144,8 @@ export const turnMachine = setup({
       const delay = isFailure(event) ? (event.retryDelayMs ?? 0) : 0
       return { retryDelayMs: delay, waitedMs: context.waitedMs + delay, error: isFailure(event) ? event.error : null }
     }),
+    rememberThrottle: assign({ throttledUntil: ({ event }) => (event.type === 'step.throttled' ? event.until : null) }),
+    forgetThrottle: assign({ throttledUntil: null }),
     startNextAttempt: assign({ attempt: ({ context }) => context.attempt + 1, retryDelayMs: 0 }),
     rememberApprovals: assign({
       pendingApprovals: ({ event }) => (event.type === 'step.finished' ? [...(event.approvals ?? [])] : []),
@@ -223,6 +225,7 @@ export const turnMachine = setup({
     sleepingCalls: [],
     callDeadline: null,
     callRetried: false,
+    throttledUntil: null,
     maxSteps: input.maxSteps ?? null,
     steered: 0,
     outputRetries: 0,
@@ -301,12 +304,25 @@ export const turnMachine = setup({
                   { guard: 'retryAllowed', target: 'retry-waiting', actions: 'scheduleRetry' },
                   { target: '#turn.failed', actions: 'rememberFailureOf' },
                 ],
+                'step.throttled': { target: 'throttled', actions: 'rememberThrottle' },
               },
             },
             'retry-waiting': {
               tags: ['interruptible', 'retry-wait'],
               meta: { work: { boundBy: 'retry-delay', label: "a retry's delay", attempt: 'attempt' } satisfies WorkMeaning },
               after: { retryDelay: { target: 'streaming', actions: 'startNextAttempt' } },
+            },
+            /**
+             * The step's request would pass its model's rate limit (`rateLimits`, held across the
+             * fleet): nothing was sent; the turn waits, parked past `parkAfterMs`, until the limit
+             * allows it (`throttledUntil`, the row's deadline), when whichever engine sweeps
+             * lifts it and the same attempt asks again.
+             */
+            throttled: {
+              meta: {
+                wait: { awaits: 'time', settledBy: ['throttle.lifted'], parks: true, label: "its model's rate limit (rateLimits)" } satisfies WaitMeaning,
+              },
+              on: { 'throttle.lifted': { target: 'streaming', actions: 'forgetThrottle' } },
             },
           },
         },

@@ -64,6 +64,8 @@ export interface TurnContext {
   callDeadline: number | null
   /** A call in doubt was resolved with `retry`: it runs again (`awaiting-calls` → `tool-running`). */
   callRetried: boolean
+  /** In `throttled`: when its model's rate limit allows the step's request (the row's deadline). */
+  throttledUntil: number | null
   /** Messages steered into the turn so far (`engine.steer`), each taken before a model call. */
   steered: number
   /** Structured output: final answers sent back to the model because they did not match the schema (at most one). */
@@ -176,6 +178,10 @@ export type TurnEvent =
    * step gate, when `stopWhen` held; replayed as the gate's `gate.complete`.)
    */
   | { type: 'tools.finished'; overflow: boolean; stop?: boolean }
+  /** The step's request would pass its model's rate limit (`rateLimits`): not sent; it may be at `until`. */
+  | { type: 'step.throttled'; model: string; until: number }
+  /** A throttled turn's time came (whichever engine sweeps past its deadline): the step asks again. */
+  | { type: 'throttle.lifted' }
   /** The compaction actor: the summary message is stored. `completes`: it followed a final answer, so the turn ends. */
   | { type: 'compaction.finished'; completes: boolean }
   /** The compaction actor: the summary request failed (same shape as `step.failed`, minus overflow). */
@@ -210,7 +216,7 @@ export type TurnStateName =
   | 'aborted'
 
 /** The states where a turn waits on a person or the world (each has a `WaitMeaning` as its `meta.wait`). */
-export type WaitingStateName = 'awaiting-approval' | 'call-in-doubt' | 'awaiting-deferred' | 'sleeping'
+export type WaitingStateName = 'awaiting-approval' | 'call-in-doubt' | 'awaiting-deferred' | 'sleeping' | 'throttled'
 
 /**
  * What a waiting state means to the rest of the code, said once, on the state in the chart
@@ -225,15 +231,20 @@ export interface WaitMeaning {
    * waits: `decision`, a person approves or denies each pending call (`approval.requested`, the
    * status's `approvals`; an approval past its `expiresAt` is a denial); `result`, each call's
    * result arrives (`engine.resolveCall`; `calls.waiting`, the status's `calls`; a call past its
-   * deadline is an error the model sees).
+   * deadline is an error the model sees); `time`, a time passes (the model's rate limit allows the
+   * request then: `context.throttledUntil`, the row's deadline), and nothing is listed but the turn.
    */
-  awaits: 'decision' | 'result'
+  awaits: 'decision' | 'result' | 'time'
   /** The events that settle the wait, each a logged transition of the waiting turn. */
   settledBy: ReadonlyArray<TurnEvent['type']>
   /** Nothing of the turn's own is in flight (no request, tool or timer of the chart's): its engine may park it after `parkAfterMs`. */
   parks: boolean
-  /** A UI message stream of the turn ends at this wait, with this finish reason (the page settles the wait, then follows the turn again). */
-  uiFinish: 'tool-calls' | 'stop'
+  /**
+   * A UI message stream of the turn ends at this wait, with this finish reason (the page settles
+   * the wait, then follows the turn again); absent: the stream follows the turn through it (the
+   * wait ends by itself, nobody on the page settles it).
+   */
+  uiFinish?: 'tool-calls' | 'stop'
   /** What the turn waits for, as the viewer and the CLI say it. */
   label: string
 }

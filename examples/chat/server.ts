@@ -19,7 +19,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import { tool, type LanguageModel } from 'ai'
 import { build, stop as stopEsbuild } from 'esbuild'
 import { z } from 'zod'
-import { createChatHandler, createEngine, defaultMaxBodyBytes, defer, scheduleTool, toNodeListener, type Engine } from '../../src'
+import { createChatHandler, createEngine, defaultMaxBodyBytes, defer, scheduleTool, toNodeListener, type Engine, type WaitingCallEntry } from '../../src'
 import { listFolder, listTool } from '../../src/cli/demo'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { examplePrompts, queueApprovalReply, queueCallReply, queueReminderReply, queueReplies, type CallSettlement } from './script'
@@ -129,7 +129,7 @@ export async function startChatExample(options: { port?: number; database?: stri
       const decision = last?.role === 'assistant' ? last.parts.find((p) => p.state === 'approval-responded') : undefined
       const waiting = body?.id ? engine.status(body.id) : undefined
       if (decision && waiting?.type === 'busy' && waiting.state === 'awaiting-approval') {
-        const call = (await engine.waiting({ sessionId: body!.id! })).find((entry) => entry.kind === 'approval')
+        const call = (await engine.waiting({ sessionId: body!.id! })).find((entry): entry is WaitingCallEntry => entry.kind === 'approval')
         queueApprovalReply(scripted, call?.toolName ?? 'deploy', decision.approval?.approved === true)
       }
     }
@@ -137,7 +137,7 @@ export async function startChatExample(options: { port?: number; database?: stri
     const calls = /^\/api\/chat\/([^/]+)\/calls$/.exec(new URL(request.url).pathname)
     if (scripted && calls && request.method === 'POST' && length <= defaultMaxBodyBytes) {
       const { callId, ...settlement } = ((await request.clone().json().catch(() => ({}))) ?? {}) as { callId?: string } & CallSettlement
-      const call = (await engine.waiting({ sessionId: decodeURIComponent(calls[1]) })).find((entry) => entry.callId === callId)
+      const call = (await engine.waiting({ sessionId: decodeURIComponent(calls[1]) })).find((entry): entry is WaitingCallEntry => entry.kind !== 'throttled' && entry.callId === callId)
       if (call) queueCallReply(scripted, call.toolName, settlement)
     }
     return handler(request)

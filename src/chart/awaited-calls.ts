@@ -2,9 +2,11 @@
  * The calls a waiting turn waits on, read from its tool parts by what the wait awaits (the
  * chart's `WaitMeaning.awaits`): what its status lists, what it announces, and the earliest
  * deadline among them (the turn row's `retry_at`, which whichever engine sweeps settles). One
- * reading for the live turn (its step's parts) and for a stored one (its parts read back).
+ * reading for the live turn (its step's parts) and for a stored one (its parts read back). A
+ * wait for a time (`throttled`) waits on no call: it lists nothing, announces its time, and
+ * its deadline is that time.
  */
-import type { WaitMeaning } from '../../machines/turn.types'
+import type { TurnContext, WaitMeaning } from '../../machines/turn.types'
 import type { TurnchartEvent } from '../core/bus'
 import { callWait, type AwaitedKind } from '../core/call-wait'
 import type { ToolPart, WaitingCall } from '../core/types'
@@ -18,21 +20,40 @@ export interface ApprovalCall {
   expiresAt?: number
 }
 
-/** What a waiting turn lists: the calls a person decides on, or the calls whose results it waits for. */
-export type AwaitedCalls = { approvals: ApprovalCall[] } | { calls: WaitingCall[] }
+/** What a waiting turn lists: the calls a person decides on, the calls whose results it waits for, or nothing (a time). */
+export type AwaitedCalls = { approvals: ApprovalCall[] } | { calls: WaitingCall[] } | Record<string, never>
+
+/** What a waiting turn waits on: its step's tool parts (the calls), and its context (a time). */
+export interface WaitFacts {
+  stepTools: readonly ToolPart[]
+  context: Pick<TurnContext, 'throttledUntil'>
+}
 
 /**
  * @example
  * awaitedCalls('decision', stepTools) // { approvals: [{ callId: 'call_1', tool: 'deploy', input: {} }] }
  */
 export function awaitedCalls(awaits: WaitMeaning['awaits'], parts: readonly ToolPart[]): AwaitedCalls {
+  if (awaits === 'time') return {}
   return awaits === 'decision' ? { approvals: approvalsIn(parts) } : { calls: waitingCallsIn(parts) }
 }
 
 /** The event that tells callers what a turn waits on (on entry to the wait, and again where another engine resumes it). */
-export function waitAnnouncement(awaits: WaitMeaning['awaits'], ids: { sessionId: string; turnId: string }, parts: readonly ToolPart[]): TurnchartEvent {
-  const listed = awaitedCalls(awaits, parts)
-  return 'approvals' in listed ? { type: 'approval.requested', ...ids, calls: listed.approvals } : { type: 'calls.waiting', ...ids, calls: listed.calls }
+export function waitAnnouncement(awaits: WaitMeaning['awaits'], ids: { sessionId: string; turnId: string }, facts: WaitFacts): TurnchartEvent {
+  if (awaits === 'time') return { type: 'turn.throttled', ...ids, until: facts.context.throttledUntil ?? 0 }
+  const listed = awaitedCalls(awaits, facts.stepTools)
+  return 'approvals' in listed ? { type: 'approval.requested', ...ids, calls: listed.approvals } : { type: 'calls.waiting', ...ids, calls: (listed as { calls: WaitingCall[] }).calls }
+}
+
+/**
+ * When a waiting turn's wait ends by itself, its row's deadline: its time (a wait for a time),
+ * else the earliest deadline of the calls it waits on; null when none has one.
+ *
+ * @example
+ * deadlineOfWait('time', { stepTools: [], context: { throttledUntil: 1733300000000 } }) // 1733300000000
+ */
+export function deadlineOfWait(awaits: WaitMeaning['awaits'], facts: WaitFacts): number | null {
+  return awaits === 'time' ? (facts.context.throttledUntil ?? null) : waitDeadline(facts.stepTools)
 }
 
 /** The calls among `parts` that wait for a decision (pending, approval required). */

@@ -1,8 +1,9 @@
-/** `model` and `models`: AI SDK model objects of a supported specification version, `model` being `models.default`. */
+/** `model` and `models`: AI SDK model objects of a supported specification version, `model` being `models.default`; `rateLimits`, by their names. */
 import { InvalidOptionError } from '../core/errors'
 import { isSupportedModel, supportedModelsText, type ProviderLanguageModel } from '../llm/language-model'
 import type { EngineOptions } from './options'
-import { optionGroup } from './option-values'
+import { nonNegativeInteger, optionGroup } from './option-values'
+import type { RateLimit } from '../llm/rate-limit-rule'
 
 /** What an error may say about a rejected model: never the whole object (its config may hold secrets). */
 function modelSummary(model: unknown): unknown {
@@ -35,4 +36,20 @@ function modelList(names: unknown[], models: Record<string, ProviderLanguageMode
   const first = models[names[0] as string]
   if (models.default !== undefined && models.default !== first) throw new InvalidOptionError('models.default', modelSummary(models.default), "absent when `model` is a list (the list's first is the default model)")
   return { model: first, models: { ...models, default: first }, defaultModels: names as string[] }
+}
+
+/**
+ * `rateLimits`: per name of `models` (`default` for `model`), a limit of requests and of tokens
+ * a minute, each at least 1 when given.
+ */
+export function resolveRateLimits(options: EngineOptions, models: Record<string, ProviderLanguageModel>): Record<string, RateLimit> {
+  const limits: Record<string, RateLimit> = {}
+  for (const [name, value] of Object.entries(optionGroup('rateLimits', options.rateLimits))) {
+    if (!Object.hasOwn(models, name)) throw new InvalidOptionError(`rateLimits.${name}`, value, `a limit of a name of models (${Object.keys(models).join(', ')})`)
+    const group = optionGroup(`rateLimits.${name}`, value, ['requestsPerMinute', 'tokensPerMinute'])
+    const requestsPerMinute = group.requestsPerMinute === undefined ? undefined : nonNegativeInteger(`rateLimits.${name}.requestsPerMinute`, group.requestsPerMinute, 0, 1)
+    const tokensPerMinute = group.tokensPerMinute === undefined ? undefined : nonNegativeInteger(`rateLimits.${name}.tokensPerMinute`, group.tokensPerMinute, 0, 1)
+    limits[name] = { ...(requestsPerMinute !== undefined ? { requestsPerMinute } : {}), ...(tokensPerMinute !== undefined ? { tokensPerMinute } : {}) }
+  }
+  return limits
 }

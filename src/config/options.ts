@@ -11,6 +11,7 @@ import type { TurnchartEvent } from '../core/bus'
 import type { StepRule } from '../policy/step-gate'
 import type { Pricing } from '../llm/usage'
 import type { CircuitBreakerOptions } from '../llm/circuit-rule'
+import type { RateLimit } from '../llm/rate-limit-rule'
 import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
 import type { ErrorClassifier, RetryPolicy } from '../policy/decide-failure'
@@ -154,6 +155,15 @@ export interface EngineOptions {
    * See docs/reliability.md.
    */
   circuitBreaker?: Partial<CircuitBreakerOptions> | false
+  /**
+   * Per name of `models` (`default`: `model`), the most requests and tokens (input and output, as
+   * the provider reports them) sent to the model in any minute, by every engine on the database:
+   * a step that would pass its model's limit does not send its request, and the turn waits in
+   * `throttled` until the limit allows it (it parks past `parkAfterMs`; any engine takes it on).
+   * A request's tokens are estimated before it (a quarter of its prompt's characters) and
+   * corrected by the usage the provider reports. See docs/reliability.md.
+   */
+  rateLimits?: Record<string, RateLimit>
   compaction?: CompactionOptions
   toolExecution?: ToolExecutionOptions
   /** A stream silent for this long fails the step as retryable. Default 60000. */

@@ -10,7 +10,7 @@ import { resolveCall } from './call'
 import { resolveCompaction } from './compaction'
 import { resolveDurability } from './durability'
 import { resolveFailure } from './failure'
-import { resolveModels } from './models'
+import { resolveModels, resolveRateLimits } from './models'
 import { resolveObservability, resolveSecrets } from './observability'
 import { resolveTools } from './tools'
 import { resolveConcurrency } from './concurrency'
@@ -18,7 +18,7 @@ import { validateMcp } from './mcp'
 
 export const knownOptions: ReadonlySet<string> = new Set([
   'database', 'model', 'models', 'settings', 'maxSteps', 'maxFileBytes', 'limits', 'tools', 'system', 'retry',
-  'errorClassifier', 'retryPolicy', 'circuitBreaker', 'compaction', 'toolExecution', 'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing',
+  'errorClassifier', 'retryPolicy', 'circuitBreaker', 'rateLimits', 'compaction', 'toolExecution', 'streamIdleTimeoutMs', 'flushIntervalMs', 'pricing',
   'inspect', 'clock', 'busyTimeoutMs', 'onEvent', 'onSubscriberError', 'doomLoop', 'recovery', 'leaseMs', 'storage', 'parkAfterMs', 'controlPollIntervalMs',
   'telemetry', 'redact', 'stopWhen', 'stepRules', 'editableApprovals', 'approvalTimeoutMs', 'notifications', 'budget', 'output', 'concurrency',
   // MCP servers (issue 38)
@@ -40,8 +40,10 @@ export function resolveConfig(options: EngineOptions): ResolvedConfig {
   resolveSecrets(options)
   // Checked here, kept out of the result (its headers are for the servers only): createEngine reads options.mcp.
   validateMcp(options.mcp)
+  const models = resolveModels(options)
   return {
-    ...resolveModels(options),
+    ...models,
+    rateLimits: resolveRateLimits(options, models.models),
     ...resolveCall(options),
     ...resolveTools(options),
     compaction: resolveCompaction(options),

@@ -14,6 +14,7 @@ import type { DoomLoopOptions } from '../policy/doom-loop'
 import type { ModelLimits } from '../policy/overflow'
 import type { RetryOptions } from '../policy/retry-delay'
 import type { CircuitBreakerOptions } from '../llm/circuit-rule'
+import type { RateLimit } from '../llm/rate-limit-rule'
 import type { TelemetryOptions } from '../telemetry/telemetry'
 import type { Clock, InspectOption } from './options'
 import type { StepRule } from '../policy/step-gate'
@@ -53,6 +54,8 @@ export interface ResolvedConfig {
   retryPolicy: RetryPolicy | undefined
   /** `circuitBreaker`, defaults filled in; `false`: no circuits. */
   circuitBreaker: CircuitBreakerOptions | false
+  /** `rateLimits`, by model name (none: `{}`). */
+  rateLimits: Readonly<Record<string, RateLimit>>
   compaction: { auto: boolean; reserved: number | undefined; maxPerTurn: number; prompt: string }
   toolExecution: { concurrency: number; timeoutMs: number; maxOutputBytes: number }
   doomLoop: DoomLoopOptions

@@ -62,6 +62,8 @@ type TurnchartEventBody =
   | { type: 'approval.requested'; sessionId: string; turnId: string; calls: Array<{ callId: string; tool: string; input: unknown; expiresAt?: number }> }
   /** The turn waits for these calls (in doubt, deferred): `engine.resolveCall` settles each. */
   | { type: 'calls.waiting'; sessionId: string; turnId: string; calls: WaitingCall[] }
+  /** The turn waits in `throttled`: its step's request would pass its model's rate limit (`rateLimits`) before `until`. */
+  | { type: 'turn.throttled'; sessionId: string; turnId: string; until: number }
   /** `output`: structured output's parsed object, on the step gate's `gate.complete` that ends a turn with `output` (as its log row stores it). */
   | { type: 'turn.transition'; sessionId: string; turnId: string; seq: number; from: string; event: string; to: string; time: number; output?: unknown }
   /** This engine lost the turn to another engine (fencing): it stopped here; the other engine goes on. */

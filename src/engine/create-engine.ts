@@ -35,7 +35,7 @@ import { engineCalls } from './engine-calls'
 import type { Engine } from './engine'
 import { EngineLifecycle } from './engine-lifecycle'
 import { createEngineServices, type EngineServices } from './engine-services'
-import { engineCircuits, modelHealthCalls } from './model-health'
+import { engineCircuits, engineRateLimits, modelHealthCalls } from './model-health'
 import { confirmedLiveness } from './gone-sightings'
 import { openEngineStore } from './open-store'
 import { promptCalls, startQueuedTurn } from './prompt-calls'
@@ -105,7 +105,8 @@ export async function assembleEngine(options: EngineOptions, hosting: EngineHost
   const feeds = opened.notifications && storeFeeds(opened.notifications)
   const bus = new Bus(reportHookError)
   const circuits = engineCircuits(config, store, bus)
-  const services: EngineServices = circuits ? { ...resources.services, circuits } : resources.services
+  const rateLimits = engineRateLimits(config, store)
+  const services: EngineServices = { ...resources.services, ...(circuits ? { circuits } : {}), ...(rateLimits ? { rateLimits } : {}) }
   // The app's listener first: it hears the recovery at open too (a turn resumed waiting asks again).
   if (config.onEvent) bus.subscribe(config.onEvent)
   // OpenTelemetry turn and state spans follow the published transitions (src/telemetry).

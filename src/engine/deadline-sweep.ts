@@ -1,7 +1,8 @@
 /**
  * Stored deadlines of waiting turns, settled by whichever engine sweeps: a deferred call's
- * (`defer({ timeoutMs })`: an error the model sees) and an approval's (`approvalTimeoutMs`: the
- * call is expired, its receipt `expired`, and the model sees a denial).
+ * (`defer({ timeoutMs })`: an error the model sees), an approval's (`approvalTimeoutMs`: the
+ * call is expired, its receipt `expired`, and the model sees a denial) and a throttled turn's
+ * (its step asks the model's rate limit again).
  *
  * A waiting state's row (`waitOf`, the chart's `meta.wait`) keeps the earliest deadline of what
  * it waits on (`retry_at`, planned by src/turn/turn-log/row-plan.ts); each waiting part keeps
@@ -53,8 +54,9 @@ export interface DeadlineTimer {
 }
 
 /**
- * The engine's one timer for the nearest deadline: those its turns announce (`calls.waiting` and
- * `approval.requested` events: a deferred call's deadline, an approval's expiry, a sleep's end),
+ * The engine's one timer for the nearest deadline: those its turns announce (`calls.waiting`,
+ * `approval.requested` and `turn.throttled` events: a deferred call's deadline, an approval's
+ * expiry, a sleep's end, a rate limit's time),
  * the schedules' next occurrences (`schedule.updated`)
  * and those it is armed for (the earliest stored deadline of the waiting turns, parked ones
  * included, read after each sweep), so that a deadline is settled when it passes rather than at
@@ -85,6 +87,7 @@ export function deadlineTimer(subscribe: (listener: (event: TurnchartEvent) => v
   const unsubscribe = subscribe((event) => {
     if (event.type === 'calls.waiting') arm(Math.min(...event.calls.map((call) => call.deadline ?? Infinity)))
     else if (event.type === 'approval.requested') arm(Math.min(...event.calls.map((call) => call.expiresAt ?? Infinity)))
+    else if (event.type === 'turn.throttled') arm(event.until)
     else if (event.type === 'schedule.updated' && event.next !== null) arm(event.next)
   })
   return {

@@ -9,6 +9,7 @@ import { classifyError } from '../policy/classify-error'
 import { defaultFailurePolicies, type FailurePolicies } from '../policy/decide-failure'
 import { Telemetry } from '../telemetry/telemetry'
 import type { ModelCircuits } from '../llm/model-circuits'
+import type { ModelRateLimits } from '../llm/model-rate-limits'
 import { isFinalState } from '../../machines/turn.machine'
 
 export interface EngineServices {
@@ -17,6 +18,8 @@ export interface EngineServices {
   failure: FailurePolicies
   /** The models' circuits (`circuitBreaker`), made once the store is open; absent when turned off. */
   circuits?: ModelCircuits
+  /** The models' rate limits (`rateLimits`), made once the store is open; absent when no model has one. */
+  rateLimits?: ModelRateLimits
   /** The app's `onSubscriberError` behind a boundary: where a hook's failure that ends nothing is told. */
   onHookError(error: unknown): void
 }

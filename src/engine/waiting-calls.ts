@@ -12,14 +12,26 @@ import { awaitedCallsIn, type AwaitedCall } from '../chart/awaited-calls'
 import { storedToolParts } from '../control/stored-turns'
 import type { EngineCall } from './engine-calls'
 
-/** A call that waits, with its turn: what `approve`, `deny`, `resolveCall` or `wake` settles. */
-export interface WaitingEntry extends AwaitedCall {
+/** What waits: a call (what `approve`, `deny`, `resolveCall` or `wake` settles), or a throttled turn. */
+export type WaitingEntry = WaitingCallEntry | ThrottledEntry
+
+/** The waiting turn an entry is of. */
+interface WaitingTurn {
   turnId: string
   sessionId: string
-  /** The turn's waiting state (`awaiting-approval`, `call-in-doubt`, `awaiting-deferred`, `sleeping`). */
+  /** The turn's waiting state (`awaiting-approval`, `call-in-doubt`, `awaiting-deferred`, `sleeping`, `throttled`). */
   state: string
-  /** No engine holds the turn: the call that settles it takes it. */
+  /** No engine holds the turn: the call that settles it (or the sweep past its deadline) takes it. */
   parked: boolean
+}
+
+/** A call that waits, with its turn. */
+export interface WaitingCallEntry extends AwaitedCall, WaitingTurn {}
+
+/** A turn whose step waits for its model's rate limit (`rateLimits`) until `deadline`: whichever engine sweeps then goes on with it. */
+export interface ThrottledEntry extends WaitingTurn {
+  kind: 'throttled'
+  deadline: number
 }
 
 export interface WaitingOptions {
@@ -32,7 +44,7 @@ export interface WaitingOptions {
 export interface WaitingCalls {
   /**
    * What waits on a person or the world across sessions (approvals, calls in doubt, deferred
-   * calls, sleeps), oldest turn first, parked turns included; `{ sessionId }` or `{ tenant }`
+   * calls, sleeps; and turns throttled by a rate limit, `kind: 'throttled'`), oldest turn first, parked turns included; `{ sessionId }` or `{ tenant }`
    * narrows it. `since` when the call's part says when it began to wait, `deadline` when its
    * wait ends by itself.
    */
@@ -61,7 +73,10 @@ async function listWaiting(store: Store, options: WaitingOptions): Promise<Waiti
   const entries: WaitingEntry[] = []
   for (const turn of turns) {
     if (options.tenant !== undefined && (await store.sessions.get(turn.sessionId))?.tenant !== options.tenant) continue
-    for (const awaited of awaitedCallsIn(await storedToolParts(store, turn.sessionId, turn.id))) entries.push({ turnId: turn.id, sessionId: turn.sessionId, state: turn.state, parked: turn.owner === parkedOwner, ...awaited })
+    const waiting: WaitingTurn = { turnId: turn.id, sessionId: turn.sessionId, state: turn.state, parked: turn.owner === parkedOwner }
+    // (a wait for a time waits on no call: the turn is the entry, its deadline the row's)
+    if (waitOf(turn.state)!.awaits === 'time') entries.push({ ...waiting, kind: 'throttled', deadline: turn.retryAt ?? 0 })
+    else for (const awaited of awaitedCallsIn(await storedToolParts(store, turn.sessionId, turn.id))) entries.push({ ...waiting, ...awaited })
   }
   return entries
 }

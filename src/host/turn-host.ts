@@ -64,7 +64,7 @@ export interface HostedTurnStatus {
   sessionId: string
   turnId: string
   state: string
-  /** What it waits for, when it waits (the chart's `meta.wait.awaits`: a `decision` or a call's `result`). */
+  /** What it waits for, when it waits (the chart's `meta.wait.awaits`: a `decision`, a call's `result`, or a `time`). */
   awaits?: string
 }
 

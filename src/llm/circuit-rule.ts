@@ -69,12 +69,11 @@ export function afterFailure(record: CircuitRecord | undefined, model: string, n
 /** The row with one more failure counted; undefined when the circuit is open already. */
 function countedFailure(record: CircuitRecord | undefined, model: string, now: number, options: CircuitBreakerOptions): CircuitRecord | undefined {
   const opened = (failures: number, since: number): CircuitRecord => ({
-    model,
+    ...(record ?? modelRow(model, now)),
     failures,
     since,
     openUntil: failures >= options.failureThreshold ? now + options.openMs : null,
     probeUntil: null,
-    heldUntil: record?.heldUntil ?? null,
     version: (record?.version ?? 0) + 1,
   })
   const state = circuitState(record, now)
@@ -103,6 +102,14 @@ export function probeReleased(record: CircuitRecord | undefined, now: number): C
  */
 export function heldTo(record: CircuitRecord | undefined, model: string, until: number, now: number): CircuitRecord | undefined {
   if (record?.heldUntil != null && record.heldUntil >= until) return undefined
-  const base = record ?? { model, failures: 0, since: now, openUntil: null, probeUntil: null, heldUntil: null, version: 0 }
+  const base = record ?? modelRow(model, now)
   return { ...base, heldUntil: until, version: base.version + 1 }
+}
+
+/**
+ * A model's row before anything was written to it (version 0: its first put inserts it), the
+ * base of the first write of the circuit and of the rate limit alike.
+ */
+export function modelRow(model: string, now: number): CircuitRecord {
+  return { model, failures: 0, since: now, openUntil: null, probeUntil: null, heldUntil: null, admitted: [], version: 0 }
 }

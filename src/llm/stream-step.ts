@@ -33,6 +33,7 @@ import { addTokens, stepCost, toTokens } from './usage'
 import { attemptOnModel, fallbackAfter, modelAsked, modelFor, type NamedModel } from './model-fallback'
 import type { CircuitAdmission } from './circuit-rule'
 import type { ModelCircuits } from './model-circuits'
+import type { ModelRateLimits, RateTicket } from './model-rate-limits'
 
 /**
  * What a step needs from its turn: the settings it calls the model with, the history, the
@@ -50,6 +51,8 @@ export interface StepScope {
     modelName?: string
     /** The models' circuits: asked before the request, told how the provider answered. */
     circuits?: Pick<ModelCircuits, 'admit' | 'failed' | 'answered' | 'released'>
+    /** The models' rate limits: a request is counted before it is sent, its tokens corrected after. */
+    rateLimits?: Pick<ModelRateLimits, 'admit' | 'used'>
     system: string | undefined
     tools: ToolSet
     call: Omit<TurnSettings, 'maxSteps'>
@@ -114,13 +117,14 @@ export interface StepRun {
  * const event = await streamStep({ scope, meter: tree }, { turnId, step: 1, attempt: 1, waitedMs: 0 }, exit)
  */
 export async function streamStep({ scope, meter }: StepRun, input: StreamStepInput, exit: StateExit): Promise<TurnEvent> {
-  const circuit = await askCircuit(scope, input)
-  if (circuit && !circuit.admission.send) return failedEvent(scope, input, notSent(circuit.model, circuit.admission)).event
+  const messages = scope.messages.modelMessages()
+  const asked = await askModel(scope, input, messages)
+  if ('event' in asked) return asked.event
+  const { circuit, ticket } = asked
   // (the step gate admitted the step's first call; a retry's attempt is one more call the budget counts)
   if (input.attempt > 1) meter?.called()
   const state = new StepState(scope, scope.messages.assistantMessage(), input)
   const idle = startIdleTimer(exit, scope.config.streamIdleTimeoutMs)
-  const messages = scope.messages.modelMessages()
   const span = modelCallSpan(scope, input, messages)
   try {
     await modelStream(await stepRequest(scope, input, messages, idle), (event) => state.hear(event, idle.signal))
@@ -147,8 +151,32 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
     return failed.event
   }
   await tellCircuit(scope, circuit, 'answered')
+  if (ticket && state.stepTokens) await scope.config.rateLimits?.used(ticket, state.stepTokens.input + state.stepTokens.output)
   return finishedEvent(scope, state, meter)
 }
+
+/**
+ * Whether the attempt may send its request: its model's circuit (open: the step fails, and falls
+ * back or waits) and then its rate limit (passed: `step.throttled`, and a probe it took is let
+ * go); or the circuit and the rate limit's count it goes with.
+ */
+async function askModel(scope: StepScope, input: StreamStepInput, messages: ModelMessage[]): Promise<{ circuit?: AttemptCircuit; ticket?: RateTicket } | { event: TurnEvent }> {
+  const circuit = await askCircuit(scope, input)
+  if (circuit && !circuit.admission.send) return { event: failedEvent(scope, input, notSent(circuit.model, circuit.admission)).event }
+  const model = attemptModelName(scope, input)
+  const limited = model === undefined ? undefined : await scope.config.rateLimits?.admit(model, () => estimatedTokens(scope, messages))
+  if (!limited || limited.send) return { circuit, ticket: limited?.ticket }
+  await tellCircuit(scope, circuit, 'released')
+  return { event: { type: 'step.throttled', model: model!, until: limited.until } }
+}
+
+/** A request's tokens before it is sent: a quarter of its prompt's characters (the provider's count corrects it after). */
+function estimatedTokens(scope: StepScope, messages: ModelMessage[]): number {
+  return Math.ceil(((scope.config.system?.length ?? 0) + JSON.stringify(messages).length) / 4)
+}
+
+/** The registered name of the model an attempt asks (its circuit's and rate limit's key). */
+const attemptModelName = (scope: StepScope, input: StreamStepInput) => modelAsked(scope.config, input)?.name ?? scope.config.modelName
 
 /** The circuit of the model an attempt asks, and whether it may ask it (undefined: circuits are off). */
 interface AttemptCircuit {
@@ -163,7 +191,7 @@ function notSent(model: string, admission: { until: number; held?: true }): Mode
 
 async function askCircuit(scope: StepScope, input: StreamStepInput): Promise<AttemptCircuit | undefined> {
   const { circuits } = scope.config
-  const model = modelAsked(scope.config, input)?.name ?? scope.config.modelName
+  const model = attemptModelName(scope, input)
   if (!circuits || model === undefined) return undefined
   return { model, admission: await circuits.admit(model) }
 }

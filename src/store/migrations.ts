@@ -317,6 +317,7 @@ export const migrations: Migration[] = [
         .addColumn('open_until', 'bigint')
         .addColumn('probe_until', 'bigint')
         .addColumn('held_until', 'bigint')
+        .addColumn('admitted', 'text', (c) => c.notNull().defaultTo('[]'))
         .addColumn('version', 'integer', (c) => c.notNull())
         .execute()
     },

@@ -173,6 +173,8 @@ export interface CircuitTable {
   open_until: ColumnType<number | null, number | null, number | null>
   probe_until: ColumnType<number | null, number | null, number | null>
   held_until: ColumnType<number | null, number | null, number | null>
+  /** `CircuitRecord.admitted`, as JSON. */
+  admitted: string
   version: number
 }
 

@@ -318,7 +318,20 @@ export interface CircuitRecord {
   probeUntil: number | null
   /** The provider said (a `retry-after`) not to ask the model before this time: no engine does. */
   heldUntil: number | null
+  /**
+   * The requests admitted under the model's rate limit (`rateLimits`) in the last minute, by the
+   * second they were admitted in, oldest first (at most 61 entries: a bounded row).
+   */
+  admitted: AdmittedSecond[]
   version: number
+}
+
+/** The requests admitted to a model in one second, and the tokens they are counted for (estimated before, corrected after). */
+export interface AdmittedSecond {
+  /** The second's start (epoch ms, a multiple of 1000). */
+  second: number
+  requests: number
+  tokens: number
 }
 
 /** Models' circuits (`circuitBreaker`): a row per model that ever failed, read before each request. */

@@ -11,6 +11,7 @@ import type { StepRule } from '../policy/step-gate'
 import type { ProviderLanguageModel } from '../llm/language-model'
 import type { NamedModel } from '../llm/model-fallback'
 import type { ModelCircuits } from '../llm/model-circuits'
+import type { ModelRateLimits } from '../llm/model-rate-limits'
 import type { Pricing } from '../llm/usage'
 import type { FailurePolicies } from '../policy/decide-failure'
 import type { DoomLoopOptions } from '../policy/doom-loop'
@@ -56,6 +57,8 @@ export interface TurnConfig {
   failure: FailurePolicies
   /** The models' circuits (`circuitBreaker`), asked before each request; absent when turned off. */
   circuits?: ModelCircuits
+  /** The models' rate limits (`rateLimits`), asked before each request; absent when no model has one. */
+  rateLimits?: ModelRateLimits
   telemetry: Telemetry
   /** Removes credentials from errors before they are stored or published. */
   redactor: Redactor
@@ -64,4 +67,4 @@ export interface TurnConfig {
 }
 
 /** The engine's services every turn's configuration carries. */
-export type TurnServices = Pick<TurnConfig, 'failure' | 'circuits' | 'telemetry' | 'redactor' | 'onHookError'>
+export type TurnServices = Pick<TurnConfig, 'failure' | 'circuits' | 'rateLimits' | 'telemetry' | 'redactor' | 'onHookError'>

@@ -280,9 +280,17 @@ export class TurnHandle implements RunningTurn {
   async expire(now: number): Promise<number> {
     const wait = waitOf(turnStateName(this.actor.getSnapshot()))
     if (this.#settled || !wait) return 0
-    const expired = wait.awaits === 'decision' ? this.#expireApprovals(now) : this.#expireCalls(now)
+    const expired = wait.awaits === 'decision' ? this.#expireApprovals(now) : wait.awaits === 'time' ? this.#liftThrottle(now) : this.#expireCalls(now)
     await this.#parts.log.settled()
     return expired
+  }
+
+  /** A throttled turn whose time came: the step asks its model's rate limit again. */
+  #liftThrottle(now: number): number {
+    const until = this.actor.getSnapshot().context.throttledUntil
+    if (until !== null && until > now) return 0
+    this.actor.send({ type: 'throttle.lifted' })
+    return 1
   }
 
   /** Approvals past their `expiresAt` (`approvalTimeoutMs`): denials the model sees. */

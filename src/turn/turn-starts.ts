@@ -132,7 +132,7 @@ export function resumeTurn(
         const { sessionId, turnId } = scope
         const { stepTools } = scope.messages
         scope.events.publish({ type: 'session.status', sessionId, status: sessionStatus(turnId, state, { toolParts: stepTools }) })
-        scope.events.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, stepTools))
+        scope.events.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, { stepTools, context: restored.snapshot.context }))
       }
       return restored.recover
     },

@@ -20,9 +20,9 @@ const finishReasons = new Set<string>(['stop', 'length', 'content-filter', 'tool
 /** Why a stream of a turn ended: its outcome, or the waiting state it stopped at (the turn goes on once that is settled, maybe on another engine). */
 export type TurnStreamEnd = 'completed' | 'failed' | 'aborted' | WaitingStateName
 
-/** The end of a stream of a turn in `state`, when that state is a wait (the chart's `meta.wait`): a stream stops there. */
+/** The end of a stream of a turn in `state`, when that state is a wait the page settles (the chart's `meta.wait` with a `uiFinish`): a stream stops there. */
 export function waitingEnd(state: string): TurnStreamEnd | undefined {
-  return waitOf(state) ? (state as WaitingStateName) : undefined
+  return waitOf(state)?.uiFinish ? (state as WaitingStateName) : undefined
 }
 
 /** The turn id an event names, if any (assistant messages only: a user message opens no stream). */

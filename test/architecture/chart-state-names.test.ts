@@ -16,7 +16,8 @@
  * written as a string. Excepted, the names the chart shares with another vocabulary: the
  * outcomes (`completed`, `failed`, `aborted`: a public type, each the final state of its name),
  * the session statuses (`idle`, `running`), a part's type (`step`), an option (`compaction`), a
- * history node's type (`history`), and a step's finish reason (`reason: 'interrupted'`).
+ * history node's type (`history`), a step's finish reason (`reason: 'interrupted'`), and the
+ * kind of `engine.waiting()`'s entry for a throttled turn (`kind: 'throttled'`, a public name).
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -31,14 +32,22 @@ const allKeys = (node: Node): string[] => [node.key, ...Object.values(node.state
 const sharedNames = new Set(['completed', 'failed', 'aborted', 'idle', 'running', 'step', 'compaction', 'history'])
 const stateNames = new Set(allKeys(turnMachine.root as unknown as Node).slice(1).filter((name) => !sharedNames.has(name)))
 
-/** Where `text` writes a state's name as a string (a step's finish reason excepted: `reason: 'interrupted'`). */
+/** The property a literal is the value (or the literal type) of: `reason: 'interrupted'` → `reason`. */
+function propertyOf(node: ts.Node): string | undefined {
+  const holder = ts.isLiteralTypeNode(node.parent) ? node.parent.parent : node.parent
+  return (ts.isPropertyAssignment(holder) || ts.isPropertySignature(holder)) && ts.isIdentifier(holder.name) ? holder.name.text : undefined
+}
+
+/** A literal that is a name of another vocabulary the chart shares (see the header). */
+const sharedVocabulary = (node: ts.StringLiteralLike) => (propertyOf(node) === 'reason' && node.text === 'interrupted') || (propertyOf(node) === 'kind' && node.text === 'throttled')
+
+/** Where `text` writes a state's name as a string (a shared vocabulary's names excepted). */
 function stateLiterals(file: string, text: string): string[] {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true)
   const found: string[] = []
   const visit = (node: ts.Node): void => {
     if ((ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) && stateNames.has(node.text) && !ts.isImportDeclaration(node.parent)) {
-      const reason = ts.isPropertyAssignment(node.parent) && ts.isIdentifier(node.parent.name) && node.parent.name.text === 'reason'
-      if (!reason) found.push(`${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}: '${node.text}'`)
+      if (!sharedVocabulary(node)) found.push(`${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}: '${node.text}'`)
     }
     ts.forEachChild(node, visit)
   }
@@ -63,7 +72,7 @@ function namings(file: string, text: string): string[] {
   const found: string[] = []
   const at = (node: ts.Node) => `${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`
   const visit = (node: ts.Node): void => {
-    if ((ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) && waitingNames.has(node.text) && !ts.isImportDeclaration(node.parent)) {
+    if ((ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) && waitingNames.has(node.text) && !ts.isImportDeclaration(node.parent) && !sharedVocabulary(node)) {
       found.push(`${at(node)}: '${node.text}'`)
     }
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier) && node.moduleSpecifier.text.includes('machines/') && !node.importClause?.isTypeOnly) {
@@ -103,6 +112,9 @@ test('the check of every state finds a literal and a literal type, and leaves a 
   expect(stateLiterals('src/x.ts', `if (row.to === 'streaming') go()`)).toEqual([`src/x.ts:1: 'streaming'`])
   expect(stateLiterals('src/x.ts', `type Busy = 'tool-running' | 'step-gate'`)).toHaveLength(2)
   expect(stateLiterals('src/x.ts', `const part = { type: 'step-finish', reason: 'interrupted' }\nif (outcome === 'completed' || status === 'idle') go()`)).toEqual([])
+  // engine.waiting()'s entry kind is the public name; the state itself is still found
+  expect(namings('src/x.ts', `interface E { kind: 'throttled' }\nconst e = { kind: 'throttled' }`)).toEqual([])
+  expect(namings('src/x.ts', `if (entry.state === 'throttled') go()`)).toHaveLength(1)
 })
 
 test('the check finds what it forbids: a literal, a literal type, and a constant of names imported from machines/', () => {

@@ -28,7 +28,7 @@ test('the boxes nest as the chart does: running holds the step, the tools and th
       running: [
         'initial:running',
         'step-gate',
-        { step: ['initial:step', 'streaming', 'retry-waiting'] },
+        { step: ['initial:step', 'streaming', 'retry-waiting', 'throttled'] },
         'awaiting-approval',
         'tool-running',
         { 'awaiting-calls': ['initial:awaiting-calls', 'call-in-doubt', 'awaiting-deferred', 'sleeping'] },

@@ -40,6 +40,21 @@ test('a retried step, a tool step and a compaction, replayed with the pure trans
   expect(snapshot.output).toEqual({ outcome: 'completed', error: null })
 })
 
+test("a step over its model's rate limit waits in throttled until its time, then the same attempt asks again", () => {
+  const { states, snapshot } = replay([
+    ...started,
+    { type: 'step.throttled', model: 'primary', until: 61_200 },
+    { type: 'throttle.lifted' },
+    { type: 'step.throttled', model: 'primary', until: 62_000 },
+  ])
+  expect(states).toEqual(['idle', 'step-gate', 'streaming', 'throttled', 'streaming', 'throttled'])
+  // (the deadline the row stores and the sweep reads; not a retry: no attempt is spent, no delay waited)
+  expect(snapshot.context).toMatchObject({ step: 1, attempt: 1, waitedMs: 0, throttledUntil: 62_000 })
+  const lifted = replay([...started, { type: 'step.throttled', model: 'primary', until: 61_200 }, { type: 'throttle.lifted' }]).snapshot
+  expect(lifted.context.throttledUntil).toBeNull()
+  expect(replay([...started, { type: 'step.throttled', model: 'primary', until: 61_200 }, { type: 'turn.abort' }]).states.at(-1)).toBe('aborted')
+})
+
 test('the retry delay comes from the event and accumulates per step', () => {
   const { snapshot } = replay([
     ...started,
@@ -99,7 +114,7 @@ test('the stored state names are the leaves of the chart: unique, kebab-case, th
   walk(turnMachine.root as never)
   expect(new Set(leaves).size).toBe(leaves.length)
   expect(leaves.sort()).toEqual(
-    ['aborted', 'awaiting-approval', 'awaiting-deferred', 'call-in-doubt', 'compacting', 'compaction-retry-waiting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'sleeping', 'step-gate', 'streaming', 'tool-running'].sort(),
+    ['aborted', 'awaiting-approval', 'awaiting-deferred', 'call-in-doubt', 'compacting', 'compaction-retry-waiting', 'completed', 'failed', 'idle', 'interrupted', 'retry-waiting', 'sleeping', 'step-gate', 'streaming', 'throttled', 'tool-running'].sort(),
   )
   for (const leaf of leaves) expect(leaf).toMatch(/^[a-z]+(-[a-z]+)*$/)
   expect([...retryWaitStates].sort()).toEqual(['compaction-retry-waiting', 'retry-waiting'])
@@ -111,8 +126,9 @@ test('the diagram tells the behaviour in at most 46 edges (the root-level abort 
   const rootEdges = (turnMachine.root as unknown as { transitions: Map<string, unknown[]> }).transitions.size
   // (31 with the step gate, 33 with structured output's check, 37 with the waits on tool calls: tools.waiting, call.resolved,
   // the way back to tool-running and the way from in doubt to deferred; 40 with the sleep's way in from deferred;
-  // 45 with the step gate's verdicts decided after the tools; 46 with fallback models; docs/chart.md lists them and why each one added is there)
-  expect(edges.length + rootEdges).toBeLessThanOrEqual(46)
+  // 45 with the step gate's verdicts decided after the tools; 46 with fallback models; 48 with the rate limit's wait;
+  // docs/chart.md lists them and why each one added is there)
+  expect(edges.length + rootEdges).toBeLessThanOrEqual(48)
   expect(edges.filter((e) => e.event === 'turn.crashed')).toEqual([{ source: 'running', event: 'turn.crashed', guard: null, target: 'interrupted' }])
   expect(edges.filter((e) => e.event === 'turn.fail').map((e) => e.source).sort()).toEqual(['idle', 'running'])
 })
@@ -263,6 +279,8 @@ test('each waiting state says what it means on the state (meta.wait), and nothin
     'call-in-doubt': ['result', ['call.resolved'], true, 'tool-calls'],
     'awaiting-deferred': ['result', ['call.resolved'], true, 'tool-calls'],
     sleeping: ['result', ['call.resolved'], true, 'tool-calls'],
+    // (a UI stream follows a throttled turn through its wait: nobody on the page settles it)
+    throttled: ['time', ['throttle.lifted'], true, undefined],
   })
   for (const state of ['idle', 'step-gate', 'streaming', 'tool-running', 'retry-waiting', 'compacting', 'interrupted', 'completed']) expect(waitOf(state)).toBeUndefined()
   // A waiting state has nothing in flight: recovery resumes it as it is, it is never interrupted.

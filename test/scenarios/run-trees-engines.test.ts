@@ -10,7 +10,7 @@ import os from 'node:os'
 import { tool } from 'ai'
 import { Client } from 'pg'
 import { z } from 'zod'
-import { agentTool, createEngine, type Engine, type EngineOptions, type ToolPart } from '../../src'
+import { agentTool, createEngine, type Engine, type EngineOptions, type ToolPart, type WaitingCallEntry } from '../../src'
 import { createHarness, modelFor, pgBaseUrl, postgresOnly, type Harness } from '../support/harness'
 
 let h: Harness
@@ -112,7 +112,7 @@ postgresOnly('two children of one tree on two engines stepping at the same momen
   const session = await h.engine.createSession()
   const parent = h.engine.prompt(session.id, 'ship it')
   await h.waitForEvent((e) => e.type === 'approval.requested' && h.events.filter((x) => x.type === 'approval.requested').length === 2)
-  const approvals = await h.engine.waiting({ sessionId: undefined })
+  const approvals = (await h.engine.waiting({ sessionId: undefined })).filter((entry): entry is WaitingCallEntry => entry.kind === 'approval')
   expect(approvals).toHaveLength(2)
   await moveToB(approvals[1].turnId)
   // Then both work, step after step, one on A and one on B, until the tree's budget is spent.

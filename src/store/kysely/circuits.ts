@@ -2,14 +2,14 @@
 import type { Kysely, Selectable } from 'kysely'
 import { precompiledQuery } from '../precompiled-query'
 import type { CircuitTable, TurnchartDatabase } from '../schema'
-import type { CircuitRecord, CircuitStore } from '../store'
+import type { AdmittedSecond, CircuitRecord, CircuitStore } from '../store'
 import type { TableChanges } from '../table-changes'
 import { num, type Executor } from './rows'
 
 const orNull = (value: unknown): number | null => (value === null || value === undefined ? null : num(value))
 
 function fromRow(row: Selectable<CircuitTable>): CircuitRecord {
-  return { model: row.model, failures: num(row.failures), since: num(row.since), openUntil: orNull(row.open_until), probeUntil: orNull(row.probe_until), heldUntil: orNull(row.held_until), version: num(row.version) }
+  return { model: row.model, failures: num(row.failures), since: num(row.since), openUntil: orNull(row.open_until), probeUntil: orNull(row.probe_until), heldUntil: orNull(row.held_until), admitted: JSON.parse(row.admitted) as AdmittedSecond[], version: num(row.version) }
 }
 
 export class KyselyCircuits implements CircuitStore {
@@ -35,7 +35,7 @@ export class KyselyCircuits implements CircuitStore {
 
   async put(record: CircuitRecord): Promise<boolean> {
     this.changes?.storing()
-    const values = { failures: record.failures, since: record.since, open_until: record.openUntil, probe_until: record.probeUntil, held_until: record.heldUntil, version: record.version }
+    const values = { failures: record.failures, since: record.since, open_until: record.openUntil, probe_until: record.probeUntil, held_until: record.heldUntil, admitted: JSON.stringify(record.admitted), version: record.version }
     if (record.version === 1) {
       const inserted = await this.db
         .insertInto('turnchart_circuits')

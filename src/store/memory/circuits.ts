@@ -17,12 +17,12 @@ export class MemoryCircuits implements CircuitStore {
   get(model: string): Promise<CircuitRecord | undefined> {
     return this.db.run((t) => {
       const row = t.circuits.get(model)
-      return row && { ...row }
+      return row && copy(row)
     })
   }
 
   list(): Promise<CircuitRecord[]> {
-    return this.db.run((t) => [...t.circuits.values()].sort((a, b) => compareIds(a.model, b.model)).map((row) => ({ ...row })))
+    return this.db.run((t) => [...t.circuits.values()].sort((a, b) => compareIds(a.model, b.model)).map(copy))
   }
 
   put(record: CircuitRecord): Promise<boolean> {
@@ -30,8 +30,11 @@ export class MemoryCircuits implements CircuitStore {
     return this.db.run((t) => {
       const stored = t.circuits.get(record.model)
       if ((stored?.version ?? 0) !== record.version - 1) return false
-      t.put('circuits', record.model, { ...record })
+      t.put('circuits', record.model, copy(record))
       return true
     })
   }
 }
+
+/** A row apart from the caller's (its seconds too): a caller's later edit changes nothing stored. */
+const copy = (row: CircuitRecord): CircuitRecord => ({ ...row, admitted: row.admitted.map((second) => ({ ...second })) })

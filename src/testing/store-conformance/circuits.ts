@@ -10,7 +10,7 @@ import { defineCases } from './cases'
 import type { CircuitRecord, CircuitStore, Store } from '../../store/store'
 import { expect } from './expect'
 
-const row = (model: string, version: number, fields: Partial<CircuitRecord> = {}): CircuitRecord => ({ model, failures: version, since: 1_000, openUntil: null, probeUntil: null, heldUntil: null, version, ...fields })
+const row = (model: string, version: number, fields: Partial<CircuitRecord> = {}): CircuitRecord => ({ model, failures: version, since: 1_000, openUntil: null, probeUntil: null, heldUntil: null, admitted: [], version, ...fields })
 
 /** The case's body, run only on a store that keeps circuits. */
 const withCircuits = (body: (store: Store, circuits: CircuitStore) => Promise<void>) => async (store: Store) => {
@@ -29,10 +29,10 @@ export const circuitsCases = defineCases('circuits', (it) => {
   )
 
   it(
-    'a put writes over the version before it only (two engines counting one failure: one write stands); times far past 2^31 round-trip',
+    'a put writes over the version before it only (two engines counting one failure: one write stands); times far past 2^31 and the admitted seconds round-trip',
     withCircuits(async (_store, circuits) => {
       await circuits.put(row('primary', 1))
-      const opened = row('primary', 2, { openUntil: 1_800_000_000_000, probeUntil: 1_800_000_030_000, heldUntil: 1_800_000_002_000 })
+      const opened = row('primary', 2, { openUntil: 1_800_000_000_000, probeUntil: 1_800_000_030_000, heldUntil: 1_800_000_002_000, admitted: [{ second: 1_800_000_001_000, requests: 3, tokens: 4_200 }] })
       expect(await circuits.put(opened)).toBe(true)
       expect(await circuits.put(row('primary', 2, { failures: 7 }))).toBe(false)
       expect(await circuits.put(row('primary', 4))).toBe(false)

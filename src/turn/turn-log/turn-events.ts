@@ -38,7 +38,7 @@ export function publishRows(bus: Pick<Bus, 'publish'>, turn: EventsTurn, rows: T
     bus.publish({ type: 'session.status', sessionId, status: sessionStatus(turnId, row.to, { retry, toolParts: turn.stepTools }) })
     // (entering the wait: a settling row that stays in it announces nothing new)
     const wait = waitOf(row.to)
-    if (wait && row.from !== row.to) bus.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, turn.stepTools))
+    if (wait && row.from !== row.to) bus.publish(waitAnnouncement(wait.awaits, { sessionId, turnId }, { stepTools: turn.stepTools, context }))
   }
   return undefined
 }

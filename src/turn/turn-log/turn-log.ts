@@ -40,7 +40,7 @@ import { planRows, type RowPlan } from './row-plan'
 import type { RiddenWrite } from '../run-tree/run-tree'
 import { closeTurn, leavesForRecovery, type ClosingScope, type TurnEnd } from './turn-end'
 import { publishEnd, publishRows } from './turn-events'
-import { waitDeadline } from '../../chart/awaited-calls'
+import { deadlineOfWait } from '../../chart/awaited-calls'
 
 type TurnSnapshot = SnapshotFrom<TurnMachine>
 
@@ -322,7 +322,9 @@ export class TurnLog {
     const { scope } = this.#options
     const redact = (payload: Record<string, unknown>) => scope.config.redactor.value(payload)
     // (the step's parts are read for a deadline only by a row into a waiting state)
-    const waiting = waitOf(pending.at(-1)!.to) ? { waitDeadline: waitDeadline(scope.messages.stepTools) } : {}
+    const last = pending.at(-1)!
+    const wait = waitOf(last.to)
+    const waiting = wait ? { waitDeadline: deadlineOfWait(wait.awaits, { stepTools: scope.messages.stepTools, context: last.context }) } : {}
     return planRows({ turnId: this.#turnId, after: this.#committed, time, parts, error, redact, ...waiting }, pending)
   }
 

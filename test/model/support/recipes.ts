@@ -47,6 +47,11 @@ export interface Arrangement {
   output: boolean
   /** The prompt names two models (`model: ['default', 'backup']`, both the rig's server): a failure of the provider's kind falls back. */
   models: boolean
+  /**
+   * The prompt asks the rate-limited model (`model: ['limited']`), whose window the rig fills
+   * first: its first step is throttled until the window `lifts` (soon) or `holds` (a minute).
+   */
+  throttle: 'lifts' | 'holds' | null
 }
 
 export interface Decision {
@@ -486,6 +491,34 @@ export const recipes: Record<string, EdgeRecipe> = {
   'retry-waiting --after(retryDelay)--> streaming': {
     events: [{ type: 'xstate.after.retryDelay.turn.running.step.retry-waiting' }],
     arrange: () => {}, // the failed reply's tiny backoff elapses
+  },
+  'streaming --step.throttled--> throttled': {
+    events: [{ type: 'step.throttled', model: 'limited', until: 0 }],
+    arrange: ({ plan, steps, index }) => {
+      plan.throttle = steps[index + 1]?.event.type === 'throttle.lifted' ? 'lifts' : 'holds'
+    },
+    check: (walk) => {
+      expect(walk.events.some((e) => e.type === 'turn.throttled')).toBe(true)
+      // (nothing was sent while throttled: each request the walk made had its reply)
+      expect(walk.requests.length).toBe(walk.plan.replies.length)
+    },
+  },
+  'throttled --throttle.lifted--> streaming': {
+    events: [{ type: 'throttle.lifted' }],
+    arrange: ({ plan }) => {
+      plan.throttle = 'lifts'
+    },
+  },
+  'throttled --turn.abort--> aborted': {
+    events: [abort],
+    arrange: ({ plan, index }) => {
+      plan.throttle = 'holds'
+      plan.abortAt = index
+    },
+    check: (walk) => {
+      expectOutcome(walk, 'aborted', 'MessageAbortedError')
+      expect(walk.turn.retryAt).toBeNull()
+    },
   },
   'retry-waiting --turn.abort--> aborted': {
     events: [abort],

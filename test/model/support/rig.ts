@@ -62,6 +62,8 @@ export interface Rig {
   onGateAbort: (() => void) | undefined
   /** Makes the engine's insert of transition row `seq` of `turnId` fail inside its transaction. */
   failTransitionWrite(turnId: string, seq: number): void
+  /** Fills the `limited` model's rate window with requests that stop counting in `ms`: a step's request to it waits that long. */
+  fillRateWindow(ms: number): void
   /** The chart input stored with the turn (turnchart_turns.input), read over the control connection. */
   storedInput(turnId: string): TurnInput
   /** Resolves with the first event (past or future) matching `predicate`. */
@@ -135,7 +137,9 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
     database: dbPath,
     model: modelFor(server),
     // (a walk whose prompt names both falls back from the first to the second: one server answers both)
-    models: { backup: modelFor(server, 'backup-model') },
+    models: { backup: modelFor(server, 'backup-model'), limited: modelFor(server, 'limited-model') },
+    // (a walk whose prompt names `limited` finds its window filled by the rig first: its step is throttled)
+    rateLimits: { limited: { requestsPerMinute: 1000 } },
     tools: { work },
     stepRules: [modelRule],
     ...rigDefaults,
@@ -159,6 +163,12 @@ export async function startRig(options: Partial<EngineOptions> = {}): Promise<Ri
     },
     set onGateAbort(abort) {
       onGateAbort = abort
+    },
+    fillRateWindow(ms) {
+      // (a second's requests count until a minute, a second and the 200 ms margin after its start)
+      const admitted = JSON.stringify([{ second: Date.now() + ms - 61_200, requests: 1000, tokens: 0 }])
+      control.prepare("DELETE FROM turnchart_circuits WHERE model = 'limited'").run()
+      control.prepare("INSERT INTO turnchart_circuits (model, failures, since, admitted, version) VALUES ('limited', 0, ?, ?, 1)").run(Date.now(), admitted)
     },
     failTransitionWrite(turnId, seq) {
       // A persistent (not TEMP) trigger: it fires for the engine's own connection, inside the

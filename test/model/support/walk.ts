@@ -28,7 +28,7 @@ export function completePath(input: TurnInput, events: ModelEvent[]): PlannedSte
 }
 
 export function arrange(steps: PlannedStep[]): Arrangement {
-  const plan: Arrangement = { replies: [], tools: [], gate: [], budgetSteps: null, abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], resolutions: [], steers: [], output: false, models: false }
+  const plan: Arrangement = { replies: [], tools: [], gate: [], budgetSteps: null, abortAt: null, abortAfterCalls: 0, failWrites: [], optionalReplies: 0, decisions: [], resolutions: [], steers: [], output: false, models: false, throttle: null }
   for (const [index, step] of steps.entries()) {
     const recipe = recipes[step.edge]
     if (!recipe) {
@@ -55,11 +55,12 @@ export async function walk(rig: Rig, steps: PlannedStep[]): Promise<{ edges: str
   rig.tools.splice(0, rig.tools.length, ...plan.tools)
   rig.gate.splice(0, rig.gate.length, ...plan.gate)
   const callsBefore = rig.server.calls
+  if (plan.throttle) rig.fillRateWindow(plan.throttle === 'lifts' ? 300 : 60_000)
   const session = await rig.engine.createSession()
   const turn = rig.engine.prompt(session.id, 'walk the chart', {
     ...(plan.budgetSteps === null ? {} : { budget: { steps: plan.budgetSteps } }),
     ...(plan.output ? { output: rigOutput } : {}),
-    ...(plan.models ? { model: ['default', 'backup'] } : {}),
+    ...(plan.models ? { model: ['default', 'backup'] } : plan.throttle ? { model: ['limited'] } : {}),
   })
   rig.onGateAbort = () => turn.abort()
   for (const seq of plan.failWrites) rig.failTransitionWrite(turn.id, seq)
