@@ -41,8 +41,8 @@ export function awaitedCalls(awaits: WaitMeaning['awaits'], parts: readonly Tool
 /** The event that tells callers what a turn waits on (on entry to the wait, and again where another engine resumes it). */
 export function waitAnnouncement(awaits: WaitMeaning['awaits'], ids: { sessionId: string; turnId: string }, facts: WaitFacts): TurnchartEvent {
   if (awaits === 'time') return { type: 'turn.throttled', ...ids, until: facts.context.throttledUntil ?? 0 }
-  const listed = awaitedCalls(awaits, facts.stepTools)
-  return 'approvals' in listed ? { type: 'approval.requested', ...ids, calls: listed.approvals } : { type: 'calls.waiting', ...ids, calls: (listed as { calls: WaitingCall[] }).calls }
+  if (awaits === 'decision') return { type: 'approval.requested', ...ids, calls: approvalsIn(facts.stepTools) }
+  return { type: 'calls.waiting', ...ids, calls: waitingCallsIn(facts.stepTools) }
 }
 
 /**

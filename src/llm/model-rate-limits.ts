@@ -19,8 +19,8 @@ export interface RateTicket {
   tokens: number
 }
 
-/** What a request may do: go (counted), or wait until a time. */
-export type RateLimitAdmission = { send: true; ticket: RateTicket } | { send: false; until: number }
+/** What a request may do: go (counted, unless the database could not be asked), or wait until a time. */
+export type RateLimitAdmission = { send: true; ticket?: RateTicket } | { send: false; until: number }
 
 /**
  * Compare-and-set rounds before a request waits a moment instead: each lost round is another
@@ -49,15 +49,15 @@ export class ModelRateLimits {
         if (await this.store.put(admission.row)) return { send: true, ticket: { model, second: admission.second, tokens: counted } }
       }
     } catch {
-      // (see the module's comment: the request goes)
-      return { send: true, ticket: { model, second: 0, tokens: 0 } }
+      // (see the module's comment: the request goes, counted nowhere)
+      return { send: true }
     }
     return { send: false, until: this.now() + contendedWaitMs }
   }
 
   /** The provider reported what the request used: its second counts that many tokens instead of the estimate. */
   async used(ticket: RateTicket, tokens: number): Promise<void> {
-    if (this.limits[ticket.model]?.tokensPerMinute === undefined || ticket.second === 0) return
+    if (this.limits[ticket.model]?.tokensPerMinute === undefined) return
     try {
       for (let round = 0; round < countRounds; round++) {
         const corrected = correctedTokens(await this.store.get(ticket.model), ticket.second, tokens - ticket.tokens)

@@ -19,5 +19,5 @@ test('chart --json prints the machine definition for the Stately editor', async 
   expect(definition.id).toBe(turnMachine.id)
   expect(Object.keys(definition.states).sort()).toEqual(Object.keys(turnMachine.root.states).sort())
   expect(definition.states.idle.on['turn.start'][0].target).toEqual(['#turn.running'])
-  expect(Object.keys(definition.states.running.states.step.states)).toEqual(['streaming', 'retry-waiting'])
+  expect(Object.keys(definition.states.running.states.step.states)).toEqual(['streaming', 'retry-waiting', 'throttled'])
 }, 60_000)

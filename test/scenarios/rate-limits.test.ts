@@ -67,11 +67,15 @@ test('requestsPerMinute: 30 over three engines and 20 two-step turns: at most 30
       return { engine, session, turn: engine.prompt(session.id, `turn ${n}`) }
     }),
   )
-  // Thirty requests go at once; the ten over the limit are not sent: their turns wait, then park.
+  // Thirty requests go at once; the steps over the limit are not sent: their turns wait, then park (every turn not
+  // completed by then: some wait for their first step, most for their second).
   const throttled = await waitUntil(async () => {
     const entries = (await fleet[0].engine.waiting()).filter((entry) => entry.kind === 'throttled')
-    return entries.length === 10 && entries.every((entry) => entry.parked) ? entries : undefined
+    const outcomes = await Promise.all(turns.map(async ({ turn }) => (await fleet[0].engine.getTurn(turn.id))?.outcome))
+    const completed = outcomes.filter((outcome) => outcome === 'completed').length
+    return server.calls === 30 && entries.length > 0 && entries.length + completed === 20 && entries.every((entry) => entry.parked) ? entries : undefined
   })
+  expect(throttled.length).toBeGreaterThanOrEqual(5)
   expect(server.calls).toBe(30)
   const first = Math.min(...server.requests.map((r) => r.at))
   for (const entry of throttled) {
