@@ -2,8 +2,9 @@
 // model server that allows LIMIT requests in any minute, counted by arrival; past it, it answers
 // 429 with a `retry-after` saying when its window has room (as providers do). Each engine keeps
 // its sessions busy, a turn after a turn (one step: a short answer), for SECONDS. Twice, in the
-// same run: without `rateLimits` (the engines learn the limit from the 429s; a `retry-after`
-// holds the model for the fleet), and with `rateLimits: { default: { requestsPerMinute: LIMIT } }`.
+// same run: each turn alone (`circuitBreaker: false`: a `retry-after` holds only the turn that got
+// it), without `rateLimits` (the engines learn the limit from the 429s; a `retry-after` holds the
+// model for the fleet), and with `rateLimits: { default: { requestsPerMinute: LIMIT } }`.
 // Not a test: a measurement, printed as a Markdown table.
 //
 // Figures, over the phase: requests the server received per minute, of them above its limit
@@ -46,7 +47,7 @@ function pct(values, p) {
 }
 
 // ---- the model server: LIMIT requests in any minute by arrival, a 429 with retry-after past it
-const server = { accepted: [], refused: 0 }
+const server = { accepted: [], answered: 0, refused: 0 }
 const modelServer = http.createServer((req, res) => {
   req.resume()
   req.on('end', () => {
@@ -59,6 +60,7 @@ const modelServer = http.createServer((req, res) => {
       return res.end(JSON.stringify({ error: { message: `rate limit: ${LIMIT} requests a minute`, type: 'rate_limit_error' } }))
     }
     server.accepted.push(now)
+    server.answered++
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
     const send = (choices, extra = {}) => res.write(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm', choices, ...extra })}\n\n`)
     send([{ index: 0, delta: { role: 'assistant', content: 'done' }, finish_reason: null }])
@@ -89,6 +91,7 @@ async function phase(label, options) {
   // (the server's window starts empty: a phase does not inherit the last one's minute)
   await new Promise((r) => setTimeout(r, server.accepted.length ? minuteMs : 0))
   server.accepted = []
+  server.answered = 0
   server.refused = 0
   const engines = []
   for (let i = 0; i < ENGINES; i++) engines.push(await createEngine({ database: urlOf(dbName), model, parkAfterMs: 2_000, ...options }))
@@ -124,7 +127,7 @@ async function phase(label, options) {
   }
   const lanes = engines.flatMap((engine) => Array.from({ length: SESSIONS }, () => lane(engine)))
   await new Promise((r) => setTimeout(r, end - Date.now()))
-  const received = server.accepted.length + server.refused
+  const received = server.answered + server.refused
   const refused = server.refused
   const wall = (Date.now() - start) / minuteMs
   for (const turn of running) turn.abort()
@@ -137,7 +140,11 @@ async function phase(label, options) {
   return `| ${label} | ${perMinute(received)} | ${perMinute(refused)} | ${perMinute(completed)} | ${failed}${why ? ` (${why})` : ''} | ${(pct(times, 50) / 1000).toFixed(1)} / ${(pct(times, 99) / 1000).toFixed(1)} s | ${throttled.size} |`
 }
 
-const rows = [await phase('without `rateLimits` (the provider\'s 429s and their retry-after)', {}), await phase(`\`rateLimits: { default: { requestsPerMinute: ${LIMIT} } }\``, { rateLimits: { default: { requestsPerMinute: LIMIT } } })]
+const rows = [
+  await phase('each turn alone (`circuitBreaker: false`: no `rateLimits`, a `retry-after` holds only the turn that got it)', { circuitBreaker: false }),
+  await phase('without `rateLimits` (the provider\'s 429s; a `retry-after` holds the model for the fleet)', {}),
+  await phase(`\`rateLimits: { default: { requestsPerMinute: ${LIMIT} } }\``, { rateLimits: { default: { requestsPerMinute: LIMIT } } }),
+]
 modelServer.close()
 
 console.log(`## Rate limits across the fleet
