@@ -1,15 +1,16 @@
 /**
  * The models' rate limits of every engine on a database (`rateLimits`): a step asks before its
  * request whether the model's limit allows one more, which counts it on the model's row (the
- * circuit's, by compare-and-set); after the answer it corrects the tokens it estimated by what
- * the provider reported. A model without a limit is not asked about.
+ * circuit's, by compare-and-set); once the answer began it counts the request from then, with
+ * the tokens the provider reported (a second write per request). A model without a limit is not
+ * asked about.
  *
  * Unlike a circuit, a limit is held to: a request goes only once counted. A database that
  * cannot be read or written lets the request go (the turn's own writes find the outage), and
  * so does a store without circuits, whose engine counts alone.
  */
 import type { CircuitStore } from '../store/store'
-import { admitRequest, correctedTokens, type RateLimit } from './rate-limit-rule'
+import { admitRequest, answeredRequest, type RateLimit } from './rate-limit-rule'
 
 /** A request counted under its model's limit: what `used` corrects. */
 export interface RateTicket {
@@ -55,16 +56,20 @@ export class ModelRateLimits {
     return { send: false, until: this.now() + contendedWaitMs }
   }
 
-  /** The provider reported what the request used: its second counts that many tokens instead of the estimate. */
-  async used(ticket: RateTicket, tokens: number): Promise<void> {
-    if (this.limits[ticket.model]?.tokensPerMinute === undefined) return
+  /**
+   * The provider began to answer the request at `at` (or failed it then): it counts from that
+   * second on, with the tokens it `used` when the provider said (and the model's tokens are
+   * limited).
+   */
+  async answered(ticket: RateTicket, at: number, used?: number): Promise<void> {
+    const tokens = this.limits[ticket.model]?.tokensPerMinute === undefined ? undefined : used
     try {
       for (let round = 0; round < countRounds; round++) {
-        const corrected = correctedTokens(await this.store.get(ticket.model), ticket.second, tokens - ticket.tokens)
-        if (!corrected || (await this.store.put(corrected))) return
+        const moved = answeredRequest(await this.store.get(ticket.model), ticket, at, tokens)
+        if (!moved || (await this.store.put(moved))) return
       }
     } catch {
-      // (the estimate stays counted)
+      // (it stays counted from its admission)
     }
   }
 }

@@ -52,16 +52,25 @@ export function admitRequest(record: CircuitRecord | undefined, model: string, n
 }
 
 /**
- * The row with a request's tokens corrected by `delta` (what the provider reported, less the
- * estimate); undefined when its second no longer counts.
+ * The row once the provider answered a request admitted in `admitted` (its second) with
+ * `tokens` counted: the request counts from the second the answer began (`at`) instead, with
+ * the tokens the provider reported (`used`; undefined: the estimate stays). The provider counts
+ * a request when it arrives, which is after it was admitted (by as much as the machine's load
+ * makes it) and before its answer began: counted from its answer, no request is let go a minute
+ * after an earlier one arrived sooner than a minute after it. Undefined when nothing changes.
  *
  * @example
- * correctedTokens(row, 1733300000000, 350)
+ * answeredRequest(row, { second: 1733300000000, tokens: 1200 }, 1733300001400, 950)
  */
-export function correctedTokens(record: CircuitRecord | undefined, second: number, delta: number): CircuitRecord | undefined {
-  if (!record || delta === 0 || !record.admitted.some((s) => s.second === second)) return undefined
-  const admitted = record.admitted.map((s) => (s.second === second ? { ...s, tokens: Math.max(0, s.tokens + delta) } : s))
-  return { ...record, admitted, version: record.version + 1 }
+export function answeredRequest(record: CircuitRecord | undefined, admitted: { second: number; tokens: number }, at: number, used?: number): CircuitRecord | undefined {
+  const second = at - (at % secondMs)
+  const tokens = used ?? admitted.tokens
+  if (!record || (second === admitted.second && tokens === admitted.tokens)) return undefined
+  // (its own second may no longer count: then it is counted again from its answer's, as it should be)
+  const without = record.admitted.flatMap((s) =>
+    s.second !== admitted.second ? [s] : s.requests > 1 ? [{ ...s, requests: s.requests - 1, tokens: Math.max(0, s.tokens - admitted.tokens) }] : [],
+  )
+  return { ...record, admitted: withRequest(without, second, tokens), version: record.version + 1 }
 }
 
 function fits(seconds: readonly AdmittedSecond[], limit: RateLimit, tokens: number): boolean {

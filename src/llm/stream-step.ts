@@ -51,8 +51,8 @@ export interface StepScope {
     modelName?: string
     /** The models' circuits: asked before the request, told how the provider answered. */
     circuits?: Pick<ModelCircuits, 'admit' | 'failed' | 'answered' | 'released'>
-    /** The models' rate limits: a request is counted before it is sent, its tokens corrected after. */
-    rateLimits?: Pick<ModelRateLimits, 'admit' | 'used'>
+    /** The models' rate limits: a request is counted before it is sent, and from its answer's start once it began. */
+    rateLimits?: Pick<ModelRateLimits, 'admit' | 'answered'>
     system: string | undefined
     tools: ToolSet
     call: Omit<TurnSettings, 'maxSteps'>
@@ -126,13 +126,19 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
   const state = new StepState(scope, scope.messages.assistantMessage(), input)
   const idle = startIdleTimer(exit, scope.config.streamIdleTimeoutMs)
   const span = modelCallSpan(scope, input, messages)
+  // (when the provider began to answer: its rate limit counts the request from then)
+  let answeredAt: number | undefined
   try {
-    await modelStream(await stepRequest(scope, input, messages, idle), (event) => state.hear(event, idle.signal))
+    await modelStream(await stepRequest(scope, input, messages, idle), (event) => {
+      answeredAt ??= Date.now()
+      return state.hear(event, idle.signal)
+    })
   } catch (error) {
     state.failure = error
   } finally {
     idle.stop()
   }
+  if (ticket) await scope.config.rateLimits?.answered(ticket, answeredAt ?? Date.now(), state.stepTokens && state.stepTokens.input + state.stepTokens.output)
   if (state.failure === undefined && idle.signal.aborted) state.failure = idle.signal.reason
   span?.end(spanEnd(scope, state, exit))
   if (exit.left) {
@@ -151,7 +157,6 @@ export async function streamStep({ scope, meter }: StepRun, input: StreamStepInp
     return failed.event
   }
   await tellCircuit(scope, circuit, 'answered')
-  if (ticket && state.stepTokens) await scope.config.rateLimits?.used(ticket, state.stepTokens.input + state.stepTokens.output)
   return finishedEvent(scope, state, meter)
 }
 

@@ -57,11 +57,6 @@ export async function toolFingerprint(tools: ToolSet | undefined): Promise<ToolF
   return out
 }
 
-/** One digest for a whole fingerprint (to compare two tool sets at a glance). */
-export function fingerprintDigest(fingerprint: ToolFingerprint): string {
-  return digestJson(fingerprint)
-}
-
 /**
  * The fingerprint restricted to `names` (a turn that may call some of the engine's tools;
  * `undefined`: all of them).
@@ -111,23 +106,4 @@ export function toolChangedMessage(tool: string, change: ToolChange): string {
   return change === 'removed'
     ? `tool '${tool}' is no longer available (removed): it was removed after this turn started; the call was not run`
     : `tool '${tool}' changed after this turn started (schema-changed): its input schema is not the one the model was given; the call was not run`
-}
-
-/** A stored fingerprint read back (`null` for a turn stored before fingerprints, or unreadable). */
-export function parseFingerprint(text: string | null | undefined): ToolFingerprint | null {
-  if (!text) return null
-  try {
-    const value: unknown = JSON.parse(text)
-    if (!value || typeof value !== 'object' || Array.isArray(value)) return null
-    const out: ToolFingerprint = {}
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) if (typeof v === 'string') out[k] = v
-    return out
-  } catch {
-    return null
-  }
-}
-
-/** The fingerprint as text (canonical JSON: the same tool set is the same text). */
-export function serializeFingerprint(fingerprint: ToolFingerprint): string {
-  return canonicalJson(fingerprint)
 }
