@@ -10,7 +10,6 @@
  * that each looks once for what was sent while nobody listened. Until then the engine's polls
  * (which run anyway) deliver everything, later.
  */
-import { sql, type Kysely } from 'kysely'
 import { NotificationListenerError } from '../../core/errors'
 import { notificationChannel, quoteIdentifier } from './notify-triggers'
 import { pgLoader } from './open-postgres'

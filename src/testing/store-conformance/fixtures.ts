@@ -5,7 +5,7 @@
  * that JSON and SQL handle badly when they are handled wrong.
  */
 import { newId } from '../../core/ids'
-import type { MessageInfo, Part, SessionInfo, TextPart, ToolPart, TransitionRecord, TurnRecord } from '../../core/types'
+import type { MessageInfo, SessionInfo, TextPart, ToolPart, TransitionRecord, TurnRecord } from '../../core/types'
 import type { ControlRequest, QueuedPromptRecord, Store } from '../../store/store'
 
 /** Later than 2^31 ms and 2^32 ms: a bigint column, returned as a number. */
