@@ -97,7 +97,13 @@ class LivenessSession implements EngineLiveness {
   async #connect(): Promise<void> {
     if (this.#closed) return
     const beatMs = this.#options.beatMs ?? 2000
-    const next = new this.#Client({ connectionString: this.#options.connectionString, application_name: 'turnchart liveness', keepAlive: true, connectionTimeoutMillis: beatMs, query_timeout: beatMs })
+    let next: PgClient
+    try {
+      next = new this.#Client({ connectionString: this.#options.connectionString, application_name: 'turnchart liveness', keepAlive: true, connectionTimeoutMillis: beatMs, query_timeout: beatMs })
+    } catch {
+      // (a client that cannot even be made, its process tearing down: tried again later, never thrown out of a timer)
+      return this.#retryLater()
+    }
     this.#client = next
     next.on('error', () => this.#fail(next))
     next.on('end', () => this.#fail(next))
@@ -126,6 +132,11 @@ class LivenessSession implements EngineLiveness {
     client.removeAllListeners()
     client.on('error', () => undefined)
     void client.end().catch(() => undefined)
+    this.#retryLater()
+  }
+
+  /** Connects again after a backoff (100 ms doubling, at most 5 s); the timer holds no process open. */
+  #retryLater(): void {
     const delay = Math.min(100 * 2 ** this.#failures++, 5000)
     this.#retry = setTimeout(() => void this.#connect(), delay)
     this.#retry.unref()
