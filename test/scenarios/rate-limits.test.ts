@@ -99,7 +99,7 @@ test('requestsPerMinute: 30 over three engines and 20 two-step turns: at most 30
   expect(rows.map((r) => `${r.from}>${r.event}>${r.to}`)).toContain('throttled>throttle.lifted>streaming')
   expect(rows.find((r) => r.event === 'step.throttled')?.payload).toMatchObject({ model: 'primary', until: one.deadline })
   const announced = fleet.flatMap(({ events }) => events.filter((e) => e.type === 'turn.throttled'))
-  expect(announced.length).toBeGreaterThanOrEqual(10)
+  expect(announced.length).toBeGreaterThanOrEqual(throttled.length)
 }, 120_000)
 
 test('bad rate limits throw InvalidOptionError naming the field, and nothing is stored', async () => {
