@@ -3,7 +3,8 @@
  * (its body streamed as the handler reads it, its `signal` aborted when the client goes away)
  * and pipes the `Response` back, flushing the headers at once so event streams start without
  * delay. A body the handler leaves unread (it refused it: too large) is not read further, and
- * the connection is closed after the answer instead of being kept alive behind it.
+ * the connection is closed after the answer (half-closed first, so that the answer is not reset)
+ * instead of being kept alive behind it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
@@ -44,7 +45,10 @@ export function toNodeListener(handler: (request: Request) => Promise<Response>)
         const cookies = response.headers.getSetCookie()
         if (cookies.length > 0) res.setHeader('set-cookie', cookies)
         // The rest of the body stays unread: the connection cannot carry another request.
-        if (hasBody && !req.complete) res.setHeader('connection', 'close')
+        if (hasBody && !req.complete) {
+          res.setHeader('connection', 'close')
+          lingerBeforeClosing(req)
+        }
         res.flushHeaders()
         if (!response.body) return void res.end()
         await pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>), res)
@@ -53,6 +57,28 @@ export function toNodeListener(handler: (request: Request) => Promise<Response>)
         if (!res.headersSent) res.statusCode = 500
         res.end()
       })
+  }
+}
+
+/** How long a connection whose body was left unread stays half-closed after the answer. */
+const lingerMs = 2000
+
+/**
+ * Closes a connection whose request body is left unread without resetting it under the answer.
+ * Node closes such a connection as soon as the answer is written, and closing a socket with
+ * unread bytes sends a TCP reset: a client still sending its body then sees its write fail,
+ * and may never read the 413 already on its way. So the server only half-closes (the answer,
+ * then its end) and drops the connection `lingerMs` later, still without reading the rest.
+ */
+function lingerBeforeClosing(req: IncomingMessage): void {
+  const socket = req.socket
+  socket.destroySoon = () => {
+    // Node has just set the unread body flowing to discard it: paused, the rest stays unread.
+    req.pause()
+    socket.end()
+    const timer = setTimeout(() => socket.destroy(), lingerMs)
+    timer.unref()
+    socket.once('close', () => clearTimeout(timer))
   }
 }
 
