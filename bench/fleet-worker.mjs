@@ -1,13 +1,14 @@
 // One engine process of the fleet run (bench/fleet.mjs): an engine on the fleet's PostgreSQL
-// database that runs the prompts its parent sends, reports each run of its tool, and on
+// database that runs the prompts its parent sends, records each run of its tool, and on
 // SIGTERM hands its turns over (`close({ handoff: true })`) and exits 0. SIGKILL is the crash.
 //   node bench/fleet-worker.mjs <database URL> <model base URL>
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import pg from 'pg'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const dist = process.env.TURNCHART_DIST ?? path.join(here, '../dist')
-const { createEngine } = await import(pathToFileURL(path.join(dist, 'esm', 'index.mjs')).href)
+const { callInfo, configureTool, createEngine } = await import(pathToFileURL(path.join(dist, 'esm', 'index.mjs')).href)
 const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible')
 const { tool } = await import('ai')
 const { z } = await import('zod')
@@ -18,16 +19,31 @@ process.on('uncaughtException', (error) => {
 })
 const [database, baseURL] = process.argv.slice(2)
 const model = createOpenAICompatible({ name: 'fleet', baseURL, apiKey: 'k', includeUsage: true })('fleet-model')
+// The tool's effect is a row of the app's own (`fleet_work`, made by the parent), one per
+// execution key, its `runs` counting executions: what an app's API that dedupes by key keeps.
+const app = new pg.Pool({ connectionString: database, max: 4 })
+app.on('error', () => undefined) // (a connection ended by the backends' kill: the pool drops it)
 const tools = {
-  work: tool({
-    description: 'Work once',
-    inputSchema: z.object({ key: z.string() }),
-    // Not idempotent (the default): recovery never runs a call that may have run.
-    execute: async ({ key }) => {
-      process.send?.({ type: 'tool-ran', key })
-      return `worked ${key}`
+  work: configureTool(
+    tool({
+      description: 'Work once',
+      inputSchema: z.object({ key: z.string() }),
+      // Not idempotent (the default): recovery never runs a call that may have run without asking `reconcile`.
+      execute: async ({ key }, options) => {
+        const { idempotencyKey } = callInfo(options)
+        await app.query('insert into fleet_work (idempotency_key, key, runs) values ($1, $2, 1) on conflict (idempotency_key) do update set runs = fleet_work.runs + 1', [idempotencyKey, key])
+        return `worked ${key}`
+      },
+    }),
+    // A call in doubt (its engine died while it ran) settled as an app settles it: by its own record.
+    {
+      reconcile: async ({ key }, { idempotencyKey }) => {
+        const { rows } = await app.query('select 1 from fleet_work where idempotency_key = $1', [idempotencyKey])
+        process.send?.({ type: 'reconciled', ran: rows.length > 0 })
+        return rows.length > 0 ? { done: true, output: `worked ${key}` } : { done: false }
+      },
     },
-  }),
+  ),
 }
 // Defaults but the recovery sweep (1 s, not the lease's 30 s): a SIGKILLed engine's turns are
 // found by the sweep (its pid is gone); a handed-off turn is taken when its release is notified.

@@ -22,11 +22,18 @@
 // from a one-row write commit rate measured on the same server at the end of the run.
 //
 //   npm run build && node bench/fleet.mjs
+// Calls in doubt (a tool running when its engine was SIGKILLed) are settled as an app settles
+// them: the tool's effect is a row of the app's own, one per execution key, and its `reconcile`
+// reads it (ran: its result; did not: run it again). With BENCH_FLEET_MULTIHOST=1 each engine runs
+// in a UTS namespace of its own (`unshare --uts`, root: another host name), so no engine can see
+// another's pid and a dead engine is noticed only as a multi-host fleet notices it (its liveness
+// on the database, else its leases).
+//
 // Knobs: BENCH_PG_URL (else TURNCHART_PG_URL, else postgres://postgres@127.0.0.1:5432/test; a
 // database `bench_fleet_<time>` is created there and dropped after), BENCH_FLEET_SECONDS (chaos
 // phase, default 75), BENCH_FLEET_SESSIONS (200), BENCH_FLEET_ENGINES (4), BENCH_FLEET_EVERY_MS
 // (a kill or a handoff this often, default 4000).
-import { fork } from 'node:child_process'
+import { fork, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
@@ -49,6 +56,7 @@ const SECONDS = Number(process.env.BENCH_FLEET_SECONDS ?? 75)
 const SESSIONS = Number(process.env.BENCH_FLEET_SESSIONS ?? 200)
 const ENGINES = Number(process.env.BENCH_FLEET_ENGINES ?? 4)
 const EVERY_MS = Number(process.env.BENCH_FLEET_EVERY_MS ?? 4000)
+const MULTIHOST = process.env.BENCH_FLEET_MULTIHOST === '1'
 const CHUNKS = 12
 const CHUNK_MS = 25
 
@@ -113,6 +121,13 @@ const modelUrl = `http://127.0.0.1:${modelServer.address().port}/v1`
 const admin = new pg.Client({ connectionString: adminUrl })
 await admin.connect()
 await admin.query(`create database "${dbName}"`)
+{
+  // The app's own record of the tool's effect (bench/fleet-worker.mjs).
+  const app = new pg.Client({ connectionString: urlOf(dbName) })
+  await app.connect()
+  await app.query('create table fleet_work (idempotency_key text primary key, key text not null, runs int not null)')
+  await app.end()
+}
 const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible')
 const setup = await createEngine({ database: urlOf(dbName, { application_name: `${appName}_setup` }), model: createOpenAICompatible({ name: 'fleet', baseURL: modelUrl, apiKey: 'k' })('fleet-model'), recovery: { onOpen: false, intervalMs: 0 }, notifications: false })
 const sessions = []
@@ -129,18 +144,23 @@ const refusals = {}
 const sentTo = new Map() // sessionId -> the worker it was sent to
 const turnNo = new Map()
 const workers = new Map() // slot -> { child, pid, since }
-const toolRuns = new Map() // key -> runs
+const reconciled = { ran: 0, ranAgain: 0 }
+let hosts = 0
 const events = [] // { kind: 'kill' | 'handoff' | 'backends', at, pid }
 let loadBefore = os.loadavg()
 function startWorker(slot) {
   return new Promise((resolve, reject) => {
-    const child = fork(path.join(here, 'fleet-worker.mjs'), [fleetUrl, modelUrl], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    const script = path.join(here, 'fleet-worker.mjs')
+    const child = MULTIHOST
+      ? // a host of its own: `unshare` and `sh` exec into node, so the pid is the engine's
+        spawn('unshare', ['--uts', 'sh', '-c', 'hostname "$0" && exec "$@"', `fleet-host-${++hosts}`, process.execPath, script, fleetUrl, modelUrl], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+      : fork(script, [fleetUrl, modelUrl], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
     const worker = { child, pid: child.pid, slot, ready: false }
     child.on('message', (m) => {
       if (m.type === 'ready') {
         worker.ready = true
         resolve(worker)
-      } else if (m.type === 'tool-ran') toolRuns.set(m.key, (toolRuns.get(m.key) ?? 0) + 1)
+      } else if (m.type === 'reconciled') reconciled[m.ran ? 'ran' : 'ranAgain']++
       else if (m.type === 'refused') (sent.delete(m.sessionId), (refusals[m.error] = (refusals[m.error] ?? 0) + 1))
       else if (m.type === 'handed-off') worker.handedOffMs = m.ms
     })
@@ -263,7 +283,11 @@ for (const t of turns) {
   else if (t.outcome !== 'completed') problems.push(`turn ${t.id}: ${t.outcome ?? 'open'}${error ? ` (${error.name}: ${error.message})` : ''}`)
   if ((finalsOf.get(t.id) ?? 0) !== 1) problems.push(`turn ${t.id}: ${finalsOf.get(t.id) ?? 0} final rows`)
 }
-const twice = [...toolRuns.entries()].filter(([, n]) => n > 1)
+// Ran twice: by the app's own record (a run whose report a SIGKILL cut is counted there too).
+const { rows: work } = await query('select key, runs from fleet_work')
+const twice = work.filter((r) => r.runs > 1).map((r) => [r.key, r.runs])
+// Turns that waited on a call in doubt (its reconcile could not tell): none while the record answers.
+const { rows: inDoubt } = await query(`select distinct turn_id from turnchart_transitions where to_state = 'call-in-doubt'`)
 for (const [key, n] of twice) problems.push(`tool ran ${n} times for ${key}`)
 // The logs of the turns with a problem, for whoever reads why.
 const { rows: keyed } = await query(`select m.turn_id, p.data from turnchart_parts p join turnchart_messages m on m.id = p.message_id where p.type = 'text' and m.role = 'user'`)
@@ -343,7 +367,9 @@ const result = {
   commitRate,
   modelCalls,
   extraModelCalls: extraCalls,
-  toolRuns: [...toolRuns.values()].reduce((a, n) => a + n, 0),
+  multiHost: MULTIHOST,
+  toolRuns: work.reduce((a, r) => a + r.runs, 0),
+  callsInDoubt: { settledAsRan: reconciled.ran, ranAgain: reconciled.ranAgain, turnsThatWaited: inDoubt.length },
   toolRunsTwice: twice.length,
   outcomes,
   problems: problems.slice(0, 20),
@@ -359,6 +385,8 @@ fs.writeFileSync(path.join(here, 'results', `fleet-${result.at.replace(/[:.]/g, 
 const modelTurns = commitRate / perTurn
 console.log(`## Fleet run (PostgreSQL)
 
+Mode: ${MULTIHOST ? 'multi-host (each engine its own host name: a dead engine is noticed by its liveness on the database, else its leases)' : 'one host (an engine sees that a dead engine\'s pid is gone)'}.
+
 ${ENGINES} engine processes, ${SESSIONS} sessions, ${result.chaosSeconds.toFixed(0)} s of chaos (every ${EVERY_MS / 1000} s one engine SIGKILLed or handed off, and restarted; the fleet's backends killed once, ${result.backendsKilled} of them), then a drain. ${os.cpus().length} cores; load average ${loadBefore.map((l) => l.toFixed(1)).join(' / ')} before, ${loadAfter.map((l) => l.toFixed(1)).join(' / ')} after.
 
 | | |
@@ -371,6 +399,7 @@ ${ENGINES} engine processes, ${SESSIONS} sessions, ${result.chaosSeconds.toFixed
 | handoff pause, p50 / p99 (${pauses.length} turns) | ${ms(result.handoffPause.p50)} / ${ms(result.handoffPause.p99)} |
 | PostgreSQL commits per turn (all transactions, reads included) | ${perTurn.toFixed(1)} |
 | model calls made again (a step cut by a SIGKILL or the backends' kill) | ${extraCalls} of ${modelCalls} |
+| calls in doubt after a kill, settled by the tool's \`reconcile\`: it had run / ran again; turns that waited in \`call-in-doubt\` | ${reconciled.ran} / ${reconciled.ranAgain}; ${inDoubt.length} |
 | every turn ended exactly once (one final row; completed, or failed by the kill), no tool ran twice | ${problems.length === 0 ? 'yes' : `NO: ${problems.length} problems: ${problems.slice(0, 5).join('; ')}`} |
 
 Model (2 cores, one PostgreSQL server shared with the engines): one-row write commits at ${commitRate.toFixed(0)}/s (8 connections) at ${perTurn.toFixed(1)} commits per turn ≈ ${modelTurns.toFixed(0)} turns/s for the server alone.
