@@ -19,9 +19,14 @@ process.on('uncaughtException', (error) => {
 })
 const [database, baseURL] = process.argv.slice(2)
 const model = createOpenAICompatible({ name: 'fleet', baseURL, apiKey: 'k', includeUsage: true })('fleet-model')
-// The tool's effect is a row of the app's own (`fleet_work`, made by the parent), one per
-// execution key, its `runs` counting executions: what an app's API that dedupes by key keeps.
-const app = new pg.Pool({ connectionString: database, max: 4 })
+// The tool's effect is a row of the app's own (`fleet_work`, made by the parent beside the
+// engine's tables: in the URL's `schema` when it names one), one per execution key, its `runs`
+// counting executions: what an app's API that dedupes by key keeps.
+const appUrl = new URL(database)
+const schema = appUrl.searchParams.get('schema')
+appUrl.searchParams.delete('schema')
+const work = schema ? `"${schema}".fleet_work` : 'fleet_work'
+const app = new pg.Pool({ connectionString: appUrl.toString(), max: 4 })
 app.on('error', () => undefined) // (a connection ended by the backends' kill: the pool drops it)
 const tools = {
   work: configureTool(
@@ -31,14 +36,14 @@ const tools = {
       // Not idempotent (the default): recovery never runs a call that may have run without asking `reconcile`.
       execute: async ({ key }, options) => {
         const { idempotencyKey } = callInfo(options)
-        await app.query('insert into fleet_work (idempotency_key, key, runs) values ($1, $2, 1) on conflict (idempotency_key) do update set runs = fleet_work.runs + 1', [idempotencyKey, key])
+        await app.query(`insert into ${work} as w (idempotency_key, key, runs) values ($1, $2, 1) on conflict (idempotency_key) do update set runs = w.runs + 1`, [idempotencyKey, key])
         return `worked ${key}`
       },
     }),
     // A call in doubt (its engine died while it ran) settled as an app settles it: by its own record.
     {
       reconcile: async ({ key }, { idempotencyKey }) => {
-        const { rows } = await app.query('select 1 from fleet_work where idempotency_key = $1', [idempotencyKey])
+        const { rows } = await app.query(`select 1 from ${work} where idempotency_key = $1`, [idempotencyKey])
         process.send?.({ type: 'reconciled', ran: rows.length > 0 })
         return rows.length > 0 ? { done: true, output: `worked ${key}` } : { done: false }
       },

@@ -74,10 +74,9 @@ const modelUrl = `http://127.0.0.1:${modelServer.address().port}/v1`
 function startWorker(database, recoveryMs) {
   return new Promise((resolve, reject) => {
     const child = fork(path.join(here, 'fleet-worker.mjs'), [database, modelUrl], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, FLEET_RECOVERY_MS: String(recoveryMs) } })
-    const worker = { child, toolRuns: 0, exited: new Promise((r) => child.once('exit', r)) }
+    const worker = { child, exited: new Promise((r) => child.once('exit', r)) }
     child.on('message', (m) => {
       if (m.type === 'ready') resolve(worker)
-      else if (m.type === 'tool-ran') worker.toolRuns++
     })
     child.once('exit', (code) => reject(new Error(`worker exited before ready (${code})`)))
   })
@@ -95,6 +94,8 @@ async function round(n) {
   const db = new pg.Client({ connectionString: BASE })
   await db.connect()
   const t = (name) => `"${schema}".${name}`
+  // The tool's record of its runs (bench/fleet-worker.mjs), beside the engine's tables.
+  await db.query(`create table ${t('fleet_work')} (idempotency_key text primary key, key text not null, runs int not null)`)
   // This process hears the releases as the taking engine does.
   const released = new Map()
   const listener = new pg.Client({ connectionString: BASE })
@@ -127,7 +128,7 @@ async function round(n) {
     if (heard !== undefined) (result.release.push(heard - log[i - 1].at), result.take.push(log[i].at - heard))
   }
   result.outcomes = Object.fromEntries(outcomes.map((o) => [o.outcome ?? 'open', o.n]))
-  result.toolRuns = a.toolRuns + b.toolRuns
+  result.toolRuns = (await db.query(`select coalesce(sum(runs), 0)::int as n from ${t('fleet_work')}`)).rows[0].n
   b.child.kill('SIGKILL')
   await b.exited
   await listener.end()
