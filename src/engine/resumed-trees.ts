@@ -1,9 +1,12 @@
 /**
  * The run tree a turn resumed here joins: the one this engine holds for its root, or one that
- * loads the root's budget and what the tree spent so far from the stored rows (once).
+ * loads the root's budget and what the tree spent so far from the stored rows (once). Its reads
+ * ride a database outage out as a turn's own do (`storage.outageMs`): a turn resumed just as
+ * the database dropped its connections waits for it instead of failing at its step gate.
  */
 import { turnUsages } from '../conversation/history'
 import type { TurnRecord } from '../core/types'
+import { OutageRetry } from '../store/outage'
 import type { Store } from '../store/store'
 import { RunTree, type TreeLoad } from '../turn/run-tree/run-tree'
 import type { TurnDeps } from '../turn/run-turn'
@@ -15,12 +18,18 @@ import type { TurnDeps } from '../turn/run-turn'
  * @example
  * const tree = treeOf(turns, record)
  */
-export function treeOf(turns: Pick<TurnDeps, 'store' | 'trees'>, record: TurnRecord): RunTree {
+export function treeOf(turns: Pick<TurnDeps, 'store' | 'trees' | 'outage'>, record: TurnRecord): RunTree {
   const rootTurnId = record.rootTurnId ?? record.id
   const spending = turns.store.spending
+  const through = <T>(operation: string, read: () => Promise<T>) => new OutageRetry(turns.outage ?? { outageMs: 0 }).run(operation, read)
   return (
     turns.trees?.get(rootTurnId) ??
-    new RunTree({ rootTurnId, startedAt: record.time.created, load: () => loadTree(turns.store, rootTurnId), ...(spending ? { stored: () => spending.get(rootTurnId) } : {}) })
+    new RunTree({
+      rootTurnId,
+      startedAt: record.time.created,
+      load: () => through('loading the run tree', () => loadTree(turns.store, rootTurnId)),
+      ...(spending ? { stored: () => through("reading the run tree's spending", () => spending.get(rootTurnId)) } : {}),
+    })
   )
 }
 

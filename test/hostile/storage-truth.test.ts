@@ -229,6 +229,37 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
     expect(waited[0]!.storageWaits).toEqual([{ operation: (resumed as { operation: string }).operation, waitedMs: (resumed as { waitedMs: number }).waitedMs }])
   })
 
+  it("a turn resumed in another engine loads its run tree through an outage: the reads of its first step gate fail twice for a reason that passes, and the turn completes (the fleet bench saw it fail at the gate)", async () => {
+    let remaining = 2
+    // The resumed tree's load: the session's turns' usage (what the tree spent so far).
+    const fault = new WriteFault(({ sql }) => /^select "id", "usage" from "turnchart_turns"/i.test(sql) && remaining-- > 0)
+    const f = await fixture(dialect, fault)
+    cleanup.push(() => f.drop())
+    let started!: () => void
+    const running = new Promise<void>((resolve) => (started = resolve))
+    let finish!: () => void
+    const finished = new Promise<void>((resolve) => (finish = resolve))
+    const slow = tool({ description: 'waits', inputSchema: z.object({}), execute: async () => (started(), await finished, 'done') })
+    const first = await engineOn(f.db, { tools: { slow } })
+    const session = await first.createSession()
+    server.tool('slow', {})
+    server.text('answered in the second engine')
+    const turn = first.prompt(session.id, 'go')
+    turn.done.catch(() => undefined)
+    await running
+    // Handed off: the turn holds at its next step gate, released, once its call has its result.
+    const closing = first.close({ handoff: true })
+    finish()
+    await closing
+    const second = await engineOn(f.db, { tools: { slow }, storage: { outageMs: 10_000 } })
+    fault.armed = true
+    const [resumed] = await second.recover()
+    expect(resumed!.id).toBe(turn.id)
+    expect((await resumed!.done).outcome).toBe('completed')
+    expect(fault.hits).toBe(2)
+    expect(server.requests).toHaveLength(2)
+  })
+
   it('a takeover during the outage wins: the waiting engine\'s write is refused by the fence and it lets go; no row twice, the turn completed once', async () => {
     // Engine A loses its database (every statement of its own connection fails for a reason that
     // passes) mid-stream and waits; its lease runs out; engine B, on a connection of its own,
