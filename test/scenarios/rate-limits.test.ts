@@ -2,16 +2,18 @@
  * Rate limits held by the fleet (issue 71, item 3): with `rateLimits`, no engine on the database
  * sends a model more requests in any minute than its limit; a step that would pass it waits in
  * `throttled` (listed by `engine.waiting()`, parked past `parkAfterMs`) until the limit allows
- * it, and whichever engine sweeps then goes on with it. A real minute: the model server records
- * when each request arrived. Engines share a SQLite file or a PostgreSQL schema (the postgres
+ * it, and whichever engine sweeps then goes on with it. The minute is real: the model server records
+ * when each request arrived, and the test counts requests of another fleet on the model's row first,
+ * made just under a minute ago, so that the minute moves within seconds. Engines share a SQLite file or a PostgreSQL schema (the postgres
  * project runs this file again).
  */
+import Database from 'better-sqlite3'
 import { stepCountIs, tool } from 'ai'
 import { z } from 'zod'
 import { createEngine, type Engine, type TurnchartEvent } from '../../src'
 import { startScriptedServer, type ScriptedServer } from '../../src/testing'
 import { recordEvents } from '../support/event-log'
-import { freshDatabase, modelFor } from '../support/harness'
+import { freshDatabase, modelFor, pgBaseUrl } from '../support/harness'
 
 let server: ScriptedServer
 let database: ReturnType<typeof freshDatabase>
@@ -57,41 +59,65 @@ function mostInAMinute(arrivals: number[]): number {
   return most
 }
 
-test('requestsPerMinute: 30 over three engines and 20 two-step turns: at most 30 requests reach the model in any minute, the turns over it wait in throttled (parked, listed by engine.waiting()), and every turn completes', async () => {
+/**
+ * Counts `requests` on the model's row as requests of the minute that ends `freesInMs` from now
+ * (another fleet's, made just under a minute ago), as the engines count their own: a test that
+ * waits seconds for the window to move, not a minute.
+ */
+async function countedEarlier(model: string, requests: number, freesInMs: number): Promise<void> {
+  // (a second's requests count until a minute, a second and the 200 ms arrival margin after its start)
+  const admitted = JSON.stringify([{ second: Date.now() + freesInMs - 61_200, requests, tokens: 0 }])
+  const values = [model, Date.now(), admitted]
+  if (database.schema) {
+    const { Client } = await import('pg')
+    const client = new Client({ connectionString: pgBaseUrl, options: `-c search_path=${database.schema}` })
+    await client.connect()
+    await client.query('insert into turnchart_circuits (model, failures, since, admitted, version) values ($1, 0, $2, $3, 1)', values)
+    await client.end()
+  } else {
+    const handle = new Database(database.database)
+    handle.prepare('insert into turnchart_circuits (model, failures, since, admitted, version) values (?, 0, ?, ?, 1)').run(...values)
+    handle.close()
+  }
+}
+
+test('requestsPerMinute: 30 over three engines, 25 counted already: ten two-step turns race for the 5 requests left, the others wait in throttled (parked, listed by engine.waiting()) until the minute moves, and every turn completes; at most 30 counted in any minute', async () => {
   const fleet = [await engineWith(30), await engineWith(30), await engineWith(30)]
-  for (let n = 0; n < 40; n++) server.tool('noop', {}, { id: `call_${n}` })
+  for (let n = 0; n < 20; n++) server.tool('noop', {}, { id: `call_${n}` })
+  const freesAt = Date.now() + 8_000
+  await countedEarlier('primary', 25, freesAt - Date.now())
   const turns = await Promise.all(
-    Array.from({ length: 20 }, async (_, n) => {
+    Array.from({ length: 10 }, async (_, n) => {
       const { engine } = fleet[n % 3]
       const session = await engine.createSession()
       return { engine, session, turn: engine.prompt(session.id, `turn ${n}`) }
     }),
   )
-  // Thirty requests go at once; the steps over the limit are not sent: their turns wait, then park (every turn not
-  // completed by then: some wait for their first step, most for their second).
+  // Five requests go; the steps over the limit are not sent: their turns wait, then park (every turn not
+  // completed by then waits, for its first step or its second).
   const throttled = await waitUntil(async () => {
     const entries = (await fleet[0].engine.waiting()).filter((entry) => entry.kind === 'throttled')
     const outcomes = await Promise.all(turns.map(async ({ turn }) => (await fleet[0].engine.getTurn(turn.id))?.outcome))
     const completed = outcomes.filter((outcome) => outcome === 'completed').length
-    return server.calls === 30 && entries.length > 0 && entries.length + completed === 20 && entries.every((entry) => entry.parked) ? entries : undefined
-  })
+    return server.calls === 5 && entries.length > 0 && entries.length + completed === 10 && entries.every((entry) => entry.parked) ? entries : undefined
+  }, 7_000)
   expect(throttled.length).toBeGreaterThanOrEqual(5)
-  expect(server.calls).toBe(30)
-  const first = Math.min(...server.requests.map((r) => r.at))
+  expect(server.calls).toBe(5)
   for (const entry of throttled) {
     expect(entry).toMatchObject({ kind: 'throttled', state: 'throttled', parked: true })
-    // (a minute after the second of the first request, and the margin for requests' arrival)
-    expect(entry.deadline).toBeGreaterThan(first + 60_000)
-    expect(entry.deadline).toBeLessThan(first + 62_000)
+    // (when the 25 counted before leave the minute)
+    expect(Math.abs(entry.deadline - freesAt)).toBeLessThan(50)
   }
   const [one] = throttled
   const holder = turns.find((t) => t.turn.id === one.turnId)!
   expect(await holder.engine.readStatus(holder.session.id)).toMatchObject({ type: 'busy', turnId: one.turnId, state: 'throttled' })
 
   // (a parked turn is finished by whichever engine's sweep takes it: its outcome is read from the database)
-  const done = await Promise.all(turns.map(({ engine, turn }) => waitUntil(async () => (await engine.getTurn(turn.id))?.outcome ?? undefined, 90_000)))
+  const done = await Promise.all(turns.map(({ engine, turn }) => waitUntil(async () => (await engine.getTurn(turn.id))?.outcome ?? undefined, 12_000)))
   expect(done.every((outcome) => outcome === 'completed')).toBe(true)
-  expect(server.calls).toBe(40)
+  expect(server.calls).toBe(20)
+  // The minute of the 25: five more in it, no more; the rest once it moved.
+  expect(server.requests.filter((r) => r.at < freesAt).length).toBe(5)
   expect(mostInAMinute(server.requests.map((r) => r.at))).toBeLessThanOrEqual(30)
   // A throttled turn's log: the step not sent, its wait, and the same attempt asking again.
   const rows = await holder.engine.transitions(one.turnId)
@@ -100,7 +126,7 @@ test('requestsPerMinute: 30 over three engines and 20 two-step turns: at most 30
   expect(rows.find((r) => r.event === 'step.throttled')?.payload).toMatchObject({ model: 'primary', until: one.deadline })
   const announced = fleet.flatMap(({ events }) => events.filter((e) => e.type === 'turn.throttled'))
   expect(announced.length).toBeGreaterThanOrEqual(throttled.length)
-}, 120_000)
+})
 
 test('bad rate limits throw InvalidOptionError naming the field, and nothing is stored', async () => {
   const models = { primary: modelFor(server, 'primary-model') }
