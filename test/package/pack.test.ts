@@ -237,7 +237,7 @@ const compilers = [
   ['the current major', 'ts-current'],
 ] as const
 
-test("a new app made as the README says (npm init -y, the Install block's lines in order, the Example as index.ts) passes npx tsc --noEmit, then npx tsc && node index.js completes; tsc --init of TypeScript 5.9 with the same flag passes too", () => {
+test("a new app made as the README says (npm init -y, the Install block's lines in order, the Example as index.ts) compiles with npx tsc (what npx tsc --noEmit checks, and its output) and node index.js completes; tsc --init of TypeScript 5.9 with the same flag passes too", () => {
   const app = apps.readme
   expect(JSON.parse(fs.readFileSync(path.join(app, 'package.json'), 'utf8')).type).toBe('module')
   const tsconfig = path.join(app, 'tsconfig.json')
@@ -251,7 +251,7 @@ test("a new app made as the README says (npm init -y, the Install block's lines 
       return String((error as { stdout?: string }).stdout || error)
     }
   }
-  expect(npx(['tsc', '--noEmit'])).toBe('')
+  // (`npx tsc` reports what `npx tsc --noEmit` would, then emits: one compile, not two)
   expect(npx(['tsc'])).toBe('')
   const child = spawnSync(process.execPath, ['index.js'], { cwd: app, env: cleanEnv(), encoding: 'utf8', timeout: 60_000 })
   expect(child.stderr).toMatch(/\ncompleted, \d+ tokens in, \d+ out\n$/)
@@ -279,17 +279,6 @@ test.each(compilers)("the README's Example, in an app installed with the README'
   expect(compile(app, compiler, ['-p', 'tsconfig.json', '--noEmit'])).toBe('')
   writeTsconfig(app, compiler, 'init')
   expect(compile(app, compiler, ['-p', 'tsconfig.json', '--noEmit'])).toBe('')
-})
-
-test("the README's Example, compiled in that app, runs without a key and completes", () => {
-  const app = apps.readme
-  const compiler = path.join(app, 'node_modules/ts59/bin/tsc')
-  fs.writeFileSync(path.join(app, 'example.ts'), readmeExample())
-  writeTsconfig(app, compiler, 'base')
-  expect(compile(app, compiler, ['-p', 'tsconfig.json', '--outDir', 'out'])).toBe('')
-  const child = spawnSync(process.execPath, ['out/example.js'], { cwd: app, env: cleanEnv(), encoding: 'utf8', timeout: 60_000 })
-  expect(child.stderr).toMatch(/\ncompleted, \d+ tokens in, \d+ out\n$/)
-  expect(child.stdout).toBe('Let me look. The folder holds your project.')
 })
 
 // Under moduleResolution `node` (node10) the AI SDK's own declarations do not resolve without
