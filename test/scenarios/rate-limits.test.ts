@@ -126,7 +126,7 @@ test('requestsPerMinute: 30 over three engines, 25 counted already: ten two-step
   expect(rows.find((r) => r.event === 'step.throttled')?.payload).toMatchObject({ model: 'primary', until: one.deadline })
   const announced = fleet.flatMap(({ events }) => events.filter((e) => e.type === 'turn.throttled'))
   expect(announced.length).toBeGreaterThanOrEqual(throttled.length)
-})
+}, 40_000)
 
 test('bad rate limits throw InvalidOptionError naming the field, and nothing is stored', async () => {
   const models = { primary: modelFor(server, 'primary-model') }
