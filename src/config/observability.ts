@@ -1,6 +1,6 @@
 /** `inspect`, `clock`, `onEvent`, `onSubscriberError`, `telemetry`, `pricing` and `redact`: what watches, times, prices and cleans a turn. */
 import type { TurnchartEvent } from '../core/bus'
-import { InvalidOptionError } from '../core/errors'
+import { InvalidOptionError, NotificationListenerError } from '../core/errors'
 import { minSecretLength } from '../core/secrets/redact-secrets'
 import type { Pricing } from '../llm/usage'
 import type { TelemetryOptions } from '../telemetry/telemetry'
@@ -36,7 +36,7 @@ export function resolveObservability(options: EngineOptions): {
     inspect: options.inspect,
     clock: options.clock,
     onEvent: functionOption('onEvent', options.onEvent),
-    onSubscriberError: functionOption('onSubscriberError', options.onSubscriberError) ?? ((error) => console.error('turnchart: a subscriber threw', error)),
+    onSubscriberError: functionOption('onSubscriberError', options.onSubscriberError) ?? reportToConsole,
     telemetry: {
       ...(telemetry.tracer ? { tracer: telemetry.tracer as TelemetryOptions['tracer'] } : {}),
       recordInputs: booleanOption('telemetry.recordInputs', telemetry.recordInputs, false),
@@ -57,4 +57,13 @@ export function resolveSecrets(options: EngineOptions): string[] {
     }
   })
   return secrets as string[]
+}
+
+/**
+ * The default `onSubscriberError`: the error said for what it is. A notifications outage says
+ * itself what happened (nothing threw: the engine polls meanwhile); anything else is the throw
+ * of a subscriber or a hook, which stopped nothing.
+ */
+function reportToConsole(error: unknown): void {
+  console.error(NotificationListenerError.isInstance(error) ? 'turnchart:' : 'turnchart: a subscriber or a hook threw (nothing stopped):', error)
 }

@@ -7,7 +7,7 @@
  */
 import { tool } from 'ai'
 import { z } from 'zod'
-import { classifyError, HookError, type EngineOptions, type TurnchartEvent, type TurnResult } from '../../src'
+import { classifyError, HookError, NotificationListenerError, type EngineOptions, type TurnchartEvent, type TurnResult } from '../../src'
 import { createHarness, assistantParts, type Harness } from '../support/harness'
 import { unhandledRejectionsDuring } from '../support/unhandled-rejections'
 
@@ -82,6 +82,27 @@ describe('subscribers and their reporter', () => {
       h = undefined
     }
   })
+})
+
+test("without onSubscriberError, the console says what happened: a subscriber's throw as one, a notifications outage as itself (nothing threw)", async () => {
+  const said: unknown[][] = []
+  const spy = jest.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void said.push(args))
+  try {
+    h = await createHarness()
+    h.engine.subscribe(() => {
+      throw boom('subscriber')
+    })
+    h.server.text('fine')
+    await runTurn()
+    const { resolveObservability } = await import('../../src/config/observability')
+    resolveObservability({}).onSubscriberError(new NotificationListenerError('postgres://db/app', 'connection refused'))
+  } finally {
+    spy.mockRestore()
+  }
+  expect(said.map(([words, error]) => `${String(words)} ${String(error)}`)).toEqual([
+    'turnchart: a subscriber or a hook threw (nothing stopped): Error: subscriber broke',
+    'turnchart: NotificationListenerError: the PostgreSQL notification listener on postgres://db/app failed (connection refused); polling until it reconnects',
+  ])
 })
 
 describe('inspect', () => {
