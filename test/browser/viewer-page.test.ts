@@ -116,11 +116,21 @@ async function open(hash: string, width = 1280, height = 900): Promise<Page> {
   return page
 }
 
-/** A screenshot of one element for the docs, the page scrolled to the top (so the sticky header covers none of it). */
+/**
+ * A screenshot of one element for the docs, the page scrolled to the top (so the sticky header
+ * covers none of it). A live page may rebuild the element between finding it and measuring it
+ * (CI: no box): it is measured again once it is on screen.
+ */
 async function shoot(page: Page, selector: string, file: string) {
   await page.evaluate(() => (globalThis as any).scrollTo(0, 0))
-  const box = (await page.locator(selector).boundingBox())!
-  await page.screenshot({ path: path.join(images, file), fullPage: true, clip: { x: Math.max(0, box.x - 8), y: Math.max(0, box.y - 8), width: box.width + 16, height: box.height + 16 } })
+  const target = page.locator(selector)
+  let box = null
+  for (let tries = 0; box === null && tries < 5; tries++) {
+    await target.waitFor({ state: 'visible' })
+    box = await target.boundingBox()
+  }
+  expect(box).not.toBeNull()
+  await page.screenshot({ path: path.join(images, file), fullPage: true, clip: { x: Math.max(0, box!.x - 8), y: Math.max(0, box!.y - 8), width: box!.width + 16, height: box!.height + 16 } })
 }
 
 const turnHash = (turnId: string) => `#/session/${demo.session}/turn/${turnId}`
