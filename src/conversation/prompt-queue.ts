@@ -222,9 +222,11 @@ export class PromptQueue {
     if (this.deps.isClosed() || this.deps.activeTurn(sessionId) || this.draining.has(sessionId)) return false
     this.draining.add(sessionId)
     try {
-      if (await store.turns.openOfSession(sessionId)) return false // its engine drains when it ends
+      // The queue first: after most turns it is empty, and one read says so.
       const record = await store.queue.oldest(sessionId)
-      if (!record || this.deps.isClosed() || this.deps.activeTurn(sessionId)) return false
+      if (!record) return false
+      if (await store.turns.openOfSession(sessionId)) return false // its engine drains when it ends
+      if (this.deps.isClosed() || this.deps.activeTurn(sessionId)) return false
       let turn: Turn
       try {
         turn = this.deps.start(record, this.memory.get(record.id) ?? {})

@@ -8,7 +8,7 @@ import type { ControlStore, MessageStore, QueueStore, SessionStore, Store, Trans
 
 const sessions = ['insert', 'get', 'list', 'children', 'lock', 'setTitle', 'setRevertedTo', 'delete'] as const
 const messages = ['upsert', 'upsertParts', 'list', 'exists', 'deleteAfter', 'assistantInfos'] as const
-const turns = ['insert', 'children', 'childOfCall', 'descendants', 'update', 'checkFence', 'get', 'input', 'openOfSession', 'open', 'due', 'claim', 'renewLeases', 'release', 'setOptions', 'options', 'setUsage', 'usages'] as const
+const turns = ['insert', 'children', 'childOfCall', 'descendants', 'update', 'checkFence', 'get', 'input', 'openOfSession', 'open', 'due', 'claim', 'renewLeases', 'release', 'setOptions', 'options', 'usages'] as const
 const transitions = ['append', 'list', 'deleteFinished'] as const
 const queue = ['insert', 'get', 'list', 'oldest', 'take', 'takeSteers', 'idleSessions'] as const
 const controls = ['add', 'pending', 'handled', 'outcome'] as const

@@ -52,6 +52,8 @@ export interface TurnUpdate {
   attempt: number
   retryAt: number | null
   error: SerializedError | null
+  /** A final row's: the turn's usage (its steps and compactions), written with it. Absent: the usage stays as it is. */
+  usage?: TurnUsage
 }
 
 /** An unfinished turn's owner and lease (a session holds at most one such turn). */
@@ -209,8 +211,7 @@ export interface TurnStore {
   setOptions(id: string, options: StoredTurnOptions): Promise<void>
   /** The call options stored with a turn (null when none were). */
   options(id: string): Promise<StoredTurnOptions | null>
-  setUsage(id: string, usage: TurnUsage): Promise<void>
-  /** The session's turns, oldest first, with the usage written at their end (null while running or when it was never written). */
+  /** The session's turns, oldest first, with the usage written at their end (`TurnUpdate.usage`; null while running or when it was never written). */
   usages(sessionId: string): Promise<Array<{ id: string; usage: TurnUsage | null }>>
 }
 

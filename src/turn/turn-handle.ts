@@ -19,7 +19,7 @@ import type { HandoffPoint } from './handoff-point'
 import { watchTurn, type Stall, type StallWatch } from './stall-watch'
 import type { TurnLog } from './turn-log/turn-log'
 import type { TurnEnd } from './turn-log/turn-end'
-import { recordTurnResult } from './turn-result'
+import { turnResult } from './turn-result'
 import type { TurnScope } from './turn-scope'
 import type { AsyncIterableStream, TurnListener, TurnStreamPart } from './turn-stream'
 
@@ -448,17 +448,14 @@ export class TurnHandle implements RunningTurn {
     }
   }
 
-  /** The turn's last row is written: `done` waits for the usage row (kept on the turn's row: reverting its messages later does not lose it). */
+  /** The turn's last row is written (its usage with it): `done` adds its descendants' usage. */
   #finished({ kind: _kind, error, ...end }: Extract<TurnEnd, { kind: 'finished' }>): void {
-    void recordTurnResult(this.#parts.scope)
-      .then(async (extra) => {
-        const descendants = await this.#parts.descendantUsages?.().catch(() => undefined)
-        return { ...extra, usage: withDescendants(extra.usage, descendants) }
-      })
-      .then((extra) => {
-        const { output } = this.#parts.scope
-        this.#resolve({ turnId: this.id, sessionId: this.sessionId, ...end, ...extra, ...(output ? { output: output.value } : {}), ...(error ? { error: errorFromRecord(error) } : {}) })
-      })
+    const { usage, text } = turnResult(this.#parts.scope)
+    void (async () => {
+      const descendants = await this.#parts.descendantUsages?.().catch(() => undefined)
+      const { output } = this.#parts.scope
+      this.#resolve({ turnId: this.id, sessionId: this.sessionId, ...end, usage: withDescendants(usage, descendants), text, ...(output ? { output: output.value } : {}), ...(error ? { error: errorFromRecord(error) } : {}) })
+    })()
   }
 
   /** The part of `callId` when it waits for its result (in doubt, deferred; `expected`: that very part, after an await). */

@@ -1,11 +1,10 @@
 /**
  * What `turn.done` adds to the outcome: the turn's usage (its steps and compactions) and the
- * text of its last step; the usage is also written on the turn row.
+ * text of its last step. (The turn log writes the same usage on the turn row with its final row.)
  */
 import { usageOfMessages } from '../core/usage'
 import type { TurnScope } from './turn-scope'
 import type { MessageWithParts, TransitionRecord, TurnUsage } from '../core/types'
-import { writeUsage } from './turn-log/log-rows'
 
 /**
  * The text parts of the last step of the turn's last assistant message (the final answer of
@@ -31,17 +30,11 @@ export function finalTextOf(messages: MessageWithParts[]): string {
 }
 
 /**
- * After the turn's last write: its usage written on its row, and what `turn.done` adds. Never
- * rejects: a failed usage write loses the row's copy only (`engine.usage` then sums it from the
- * stored messages); `done` reports the usage all the same, an app billing from it is not told zero.
+ * After the turn's last write: what `turn.done` adds, from the messages in memory (the scope
+ * holds every message of the turn, a recovered turn's earlier ones too, as stored by now).
  */
-export async function recordTurnResult(scope: TurnScope): Promise<{ usage: TurnUsage; text: string }> {
-  const text = finalText(scope)
-  // From the messages in memory: the scope holds every message of the turn (a recovered turn's
-  // earlier ones too), as stored by now; no read of them back.
-  const usage = usageOfMessages(scope.turnId, scope.messages.all.map((m) => m.info))
-  await scope.queue.run(() => writeUsage(scope.store, scope.turnId, usage)).catch(() => undefined)
-  return { usage, text }
+export function turnResult(scope: TurnScope): { usage: TurnUsage; text: string } {
+  return { usage: usageOfMessages(scope.turnId, scope.messages.all.map((m) => m.info)), text: finalText(scope) }
 }
 
 /**

@@ -35,12 +35,6 @@ const rules: Rule[] = [
     reason: "a turn's state moves only with its log row, written by the turn log (recovery's rows too)",
   },
   {
-    name: 'turns.setUsage',
-    pattern: /\.turns\.setUsage\(/,
-    allowed: turnLog,
-    reason: "a turn's usage is written at its end, by the turn log",
-  },
-  {
     name: 'transitions.append',
     pattern: /\.transitions\.append\(/,
     allowed: turnLog,
@@ -80,7 +74,6 @@ describe.each(rules)('$name', (rule) => {
 test('each rule finds what it forbids (the patterns are not dead)', () => {
   const samples: Record<string, string> = {
     'turns.update': 'await tx.turns.update(id, update, now, fence)',
-    'turns.setUsage': 'store.turns.setUsage(id, usage)',
     'transitions.append': 'await tx.transitions.append(row)',
     'Object.create over the chart': 'const logic = Object.create(machine) as TurnMachine',
   }

@@ -48,9 +48,8 @@ class WriteFault {
 }
 
 const turnInsert = ({ sql }: Statement) => /^insert into "turnchart_turns"/i.test(sql)
-const usageWrite = ({ sql }: Statement) => /^update "turnchart_turns" set "usage"/i.test(sql)
 /** An update of the turn row that gives it an outcome (a turn's final row). */
-const finalRow = ({ sql, params }: Statement) => /^update "turnchart_turns" set .*"outcome"/i.test(sql) && params.some((p) => p === 'completed' || p === 'failed' || p === 'aborted')
+const finalRow = ({ sql, params }: Statement) => /^update "turnchart_turns" set .*"outcome"/i.test(sql) && params.flat().some((p) => p === 'completed' || p === 'failed' || p === 'aborted')
 
 interface Fixture {
   db: Kysely<any>
@@ -298,19 +297,23 @@ describe.each(['sqlite', 'postgres'] as const)('%s', (dialect) => {
     expect(server.requests).toHaveLength(2)
   })
 
-  it("a failed write of a turn's usage: done reports the usage all the same, engine.usage sums it from the messages", async () => {
-    const fault = new WriteFault(usageWrite)
+  it("a turn's usage is written by its final row's update (no write of its own that could fail alone): the row has it once done settles", async () => {
+    const statements: Statement[] = []
+    const fault = new WriteFault((statement) => (statements.push(statement), false))
+    fault.armed = true
     const f = await fixture(dialect, fault)
     cleanup.push(() => f.drop())
     const engine = await engineOn(f.db)
     const session = await engine.createSession()
     server.text('counted', { usage: { input: 10, output: 5 } })
-    fault.armed = true
     const result = await engine.prompt(session.id, 'count').done
-    expect(fault.hits).toBe(1)
-    expect(result.outcome).toBe('completed')
     expect(result.usage.tokens).toMatchObject({ input: 10, output: 5 })
-    expect((await engine.usage(session.id)).tokens).toMatchObject({ input: 10, output: 5 })
+    const finalRows = statements.filter(finalRow)
+    expect(finalRows).toHaveLength(1)
+    expect(finalRows[0].sql).toMatch(/"usage" = /)
+    expect(statements.filter(({ sql }) => /^update "turnchart_turns" set "usage"/i.test(sql))).toEqual([])
+    const row = await f.db.selectFrom('turnchart_turns').select('usage').where('id', '=', result.turnId).executeTakeFirstOrThrow()
+    expect(JSON.parse(row.usage)).toEqual(result.usage)
   })
 })
 

@@ -30,7 +30,10 @@ const deferred = (): Deferred => {
 function fakeTurn() {
   const text: TextPart = { id: 'prt_text', sessionId: 'ses_1', messageId: 'msg_a', type: 'text', text: 'so far', time: { start: 1 } }
   const call: ToolPart = { id: 'prt_call', sessionId: 'ses_1', messageId: 'msg_a', type: 'tool', callId: 'c1', tool: 'echo', state: { status: 'running', input: {}, time: { start: 1 } } }
-  const assistant: MessageWithParts = { info: { id: 'msg_a', sessionId: 'ses_1', role: 'assistant', turnId: 'trn_1', time: { created: 1 } }, parts: [text, call] }
+  const assistant: MessageWithParts = {
+    info: { id: 'msg_a', sessionId: 'ses_1', role: 'assistant', turnId: 'trn_1', time: { created: 1 }, tokens: { input: 7, output: 3, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 0.5 },
+    parts: [text, call],
+  }
 
   /** What committed: the log, and the turn row's updates. */
   const rows: TransitionRecord[] = []
@@ -54,7 +57,7 @@ function fakeTurn() {
     sessionId: 'ses_1',
     queue: new WriteQueue(),
     config: { redactor: { value: (v) => v, text: (t) => t } },
-    messages: { stepTools: [call], assistantMessage: () => assistant, assistantMessages: () => [assistant] },
+    messages: { stepTools: [call], assistantMessage: () => assistant, assistantMessages: () => [assistant], all: [assistant] },
     outages: { waits: new StorageWaitLog() },
     writer: {
       takeTouched: () => touched.splice(0),
@@ -148,6 +151,9 @@ test('each transition is one row, in order, with the turn row and the parts touc
     ['completed', 2, null],
   ])
   expect(turn.updates.at(-1)).toMatchObject({ outcome: 'completed', error: null })
+  // The turn's usage rides on its final row's update (no write of its own); no other update has one.
+  expect(turn.updates.at(-1)!.usage).toMatchObject({ turnId: 'trn_1', tokens: { input: 7, output: 3 }, cost: 0.5 })
+  expect(turn.updates.slice(0, -1).filter((u) => u.usage)).toEqual([])
   expect(end).toEqual({ kind: 'finished', outcome: 'completed' })
 
   const transitions = turn.published.filter((e) => e.type === 'turn.transition').map((e) => (e.type === 'turn.transition' ? e.seq : 0))

@@ -90,10 +90,11 @@ export class KyselyTurns implements TurnStore {
     if (fence) {
       // The hot path (every transition row). The outcome is set only when there is one: a SET
       // of that column would update the open-turns index (on SQLite) for nothing.
-      const query = update.outcome ? endFencedTurnQuery : updateFencedTurnQuery
+      const query = !update.outcome ? updateFencedTurnQuery : update.usage ? endFencedTurnWithUsageQuery : endFencedTurnQuery
       const result = await query.execute(this.db as Kysely<TurnchartDatabase>, {
         state: update.state,
         outcome: update.outcome ?? null, // not a parameter of updateFencedTurnQuery
+        usage: update.usage ? JSON.stringify(update.usage) : null, // a parameter of endFencedTurnWithUsageQuery only
         step: update.step,
         attempt: update.attempt,
         retry_at: update.retryAt,
@@ -116,6 +117,7 @@ export class KyselyTurns implements TurnStore {
         retry_at: update.retryAt,
         error: update.error ? JSON.stringify(update.error) : null,
         updated_at: now,
+        ...(update.usage ? { usage: JSON.stringify(update.usage) } : {}),
       })
       .where('id', '=', id)
       .execute()
@@ -212,10 +214,6 @@ export class KyselyTurns implements TurnStore {
     return parseJsonOrNull<StoredTurnOptions>(row?.options)
   }
 
-  async setUsage(id: string, usage: TurnUsage): Promise<void> {
-    await this.db.updateTable('turnchart_turns').set({ usage: JSON.stringify(usage) }).where('id', '=', id).execute()
-  }
-
   async usages(sessionId: string): Promise<Array<{ id: string; usage: TurnUsage | null }>> {
     const rows = await this.db.selectFrom('turnchart_turns').select(['id', 'usage']).where('session_id', '=', sessionId).orderBy('id').execute()
     return rows.map((row) => ({ id: row.id, usage: parseJsonOrNull<TurnUsage>(row.usage) }))
@@ -233,16 +231,20 @@ const checkFenceQuery = precompiledQuery(['id', 'owner', 'epoch'], (db, v) =>
 )
 
 const turnColumns = ['state', 'step', 'attempt', 'retry_at', 'error', 'updated_at', 'id', 'owner', 'epoch'] as const
-const updateFencedTurnQuery = fencedTurnUpdate(false)
-const endFencedTurnQuery = fencedTurnUpdate(true)
+const updateFencedTurnQuery = fencedTurnUpdate('step')
+const endFencedTurnQuery = fencedTurnUpdate('end')
+const endFencedTurnWithUsageQuery = fencedTurnUpdate('end with usage')
 
-function fencedTurnUpdate(withOutcome: boolean) {
-  return precompiledQuery([...turnColumns, ...(withOutcome ? (['outcome'] as const) : [])], (db, v) =>
+/** The fenced update of a step (no outcome), of a turn's end, and of its end with its usage. */
+function fencedTurnUpdate(kind: 'step' | 'end' | 'end with usage') {
+  const extra = kind === 'step' ? ([] as const) : kind === 'end' ? (['outcome'] as const) : (['outcome', 'usage'] as const)
+  return precompiledQuery([...turnColumns, ...extra], (db, v) =>
     db
       .updateTable('turnchart_turns')
       .set({
         state: v.state as string,
-        ...(withOutcome ? { outcome: v.outcome as string } : {}),
+        ...(kind !== 'step' ? { outcome: v.outcome as string } : {}),
+        ...(kind === 'end with usage' ? { usage: v.usage as string } : {}),
         step: v.step as number,
         attempt: v.attempt as number,
         retry_at: v.retry_at as number | null,

@@ -120,6 +120,7 @@ export class MemoryTurns implements TurnStore {
         retryAt: update.retryAt,
         error: update.error ? toJson(update.error) : null,
         updated: now,
+        ...(update.usage ? { usage: toJson(update.usage) } : {}),
       })
     })
   }
@@ -201,10 +202,6 @@ export class MemoryTurns implements TurnStore {
 
   options(id: string): Promise<StoredTurnOptions | null> {
     return this.db.run((t) => parseJsonOrNull<StoredTurnOptions>(t.turns.get(id)?.options))
-  }
-
-  setUsage(id: string, usage: TurnUsage): Promise<void> {
-    return this.set(id, { usage: toJson(usage) })
   }
 
   usages(sessionId: string): Promise<Array<{ id: string; usage: TurnUsage | null }>> {

@@ -98,7 +98,7 @@ function descendantCases(it: AddCase): void {
     const grandchild = turn(gs.id, { parentTurnId: child.id, parentCallId: 'g1', rootTurnId: root.id })
     await store.turns.insert(grandchild, {})
     const usage = { turnId: grandchild.id, tokens: { input: 3, output: 4, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 0.5, compaction: { tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 0 } }
-    await store.turns.setUsage(grandchild.id, usage)
+    await store.turns.update(grandchild.id, { state: 'completed', outcome: 'completed', step: 0, attempt: 1, retryAt: null, error: null, usage }, big)
     expect(await store.turns.descendants([root.id])).toEqual([
       { id: child.id, parentTurnId: root.id, sessionId: cs.id, step: 2, usage: null },
       { id: grandchild.id, parentTurnId: child.id, sessionId: gs.id, step: 0, usage },

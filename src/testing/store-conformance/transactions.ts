@@ -82,9 +82,9 @@ function rollbackCases(it: AddCase, traits: StoreTraits): void {
         await tx.messages.upsert(message(added.id))
         const t2 = turn(s.id)
         await tx.turns.insert(t2, {})
-        await tx.turns.update(t.id, { state: 'completed', outcome: 'completed', step: 2, attempt: 1, retryAt: null, error: null }, big + 1, fence)
+        const usage = { turnId: t.id, tokens: { input: 1, output: 1, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 1, compaction: { tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 0 } }
+        await tx.turns.update(t.id, { state: 'completed', outcome: 'completed', step: 2, attempt: 1, retryAt: null, error: null, usage }, big + 1, fence)
         await tx.turns.setOptions(t.id, { model: 'm', settings: {} })
-        await tx.turns.setUsage(t.id, { turnId: t.id, tokens: { input: 1, output: 1, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 1, compaction: { tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 0 } })
         await tx.transitions.append(transition(t.id, 2))
         await tx.controls.add(control(t.id))
         expect(await tx.queue.take(q.id)).toBe(true)

@@ -288,14 +288,19 @@ function releaseAndStoredCases(it: AddCase): void {
     expect(await store.turns.options('trn_unknown')).toBeNull()
   })
 
-  it("usages lists the session's turns oldest first, with the usage written at their end or null", async (store) => {
+  it("usages lists the session's turns oldest first, with the usage their final update wrote (fenced or not) or null", async (store) => {
     const { session: s, turn: first } = await sessionWithTurn(store)
     const second = turn(s.id)
     await store.turns.insert(second, {})
     const { turn: elsewhere } = await sessionWithTurn(store)
     const usage: TurnUsage = { turnId: first.id, tokens: { input: 3_000_000_000, output: 2, reasoning: 1, cache: { read: 0, write: 7 } }, cost: 0.125, compaction: { tokens: { input: 1, output: 1, reasoning: 0, cache: { read: 0, write: 0 } }, cost: 0.01 } }
-    await store.turns.setUsage(first.id, usage)
-    await store.turns.setUsage(elsewhere.id, { ...usage, turnId: elsewhere.id })
+    const end = { state: 'completed', outcome: 'completed', step: 2, attempt: 1, retryAt: null, error: null } as const
+    const fence = await store.turns.claim(first.id, { owner: null, epoch: 0 }, 'host:1:a', big + 30_000)
+    // A step's fenced update leaves the usage as it is; the final one writes it.
+    await store.turns.update(first.id, { ...end, state: 'streaming', outcome: null }, big, fence!)
+    expect((await store.turns.usages(s.id))[0]).toEqual({ id: first.id, usage: null })
+    await store.turns.update(first.id, { ...end, usage }, big, fence!)
+    await store.turns.update(elsewhere.id, { ...end, usage: { ...usage, turnId: elsewhere.id } }, big)
     expect(await store.turns.usages(s.id)).toEqual([
       { id: first.id, usage },
       { id: second.id, usage: null },

@@ -1,12 +1,12 @@
 /**
  * The committer of a turn's progress: it writes what the row planner (row-plan.ts) planned, in
- * the caller's transaction, and a finished turn's usage. Every write of `turns.update`,
- * `turns.setUsage` and `transitions.append` in turnchart is here (test/architecture/
+ * the caller's transaction (a final row's turn update carries the turn's usage). Every write of
+ * `turns.update` and `transitions.append` in turnchart is here (test/architecture/
  * forbidden-patterns.test.ts checks it), called by the turn log (turn-log.ts) for a running
  * turn and by recovery for a turn it claimed. Inserts, claims, leases and pruning stay with
  * their owners.
  */
-import type { StorageWaited, TurnUsage } from '../../core/types'
+import type { StorageWaited } from '../../core/types'
 import type { Store, TurnFence } from '../../store/store'
 import type { RowPlan } from './row-plan'
 
@@ -33,9 +33,4 @@ export function withStorageWaits(plan: RowPlan, waits: StorageWaited[]): RowPlan
   const rows = [...plan.rows]
   rows[rows.length - 1] = { ...rows[rows.length - 1]!, storageWaits: waits }
   return { ...plan, rows }
-}
-
-/** Writes a finished turn's usage on its row (reverting its messages later does not lose it). */
-export function writeUsage(store: Pick<Store, 'turns'>, turnId: string, usage: TurnUsage): Promise<void> {
-  return store.turns.setUsage(turnId, usage)
 }

@@ -31,9 +31,10 @@ import type { Bus } from '../../core/bus'
 import { deferred } from '../../core/deferred'
 import { BudgetExceededError, MessageAbortedError, StorageError, TurnOwnershipLostError, type SerializedError } from '../../core/errors'
 import type { Redactor } from '../../core/secrets/redact-secrets'
-import type { MessageInfo, Part, ToolPart, TransitionRecord } from '../../core/types'
+import type { MessageInfo, Part, ToolPart, TransitionRecord, TurnUsage } from '../../core/types'
 import type { TurnFence } from '../../store/store'
 import type { ToolSet } from 'ai'
+import { usageOfMessages } from '../../core/usage'
 import { withStorageWaits, writePlan, type LogTx } from './log-rows'
 import type { StorageWaitLog, WaitsToWrite } from './storage-wait-log'
 import { planRows, type RowPlan } from './row-plan'
@@ -61,6 +62,8 @@ export interface TurnLogScope {
   readonly messages: ClosingScope['messages'] & {
     /** The tool parts of the last step (an approval request names them). */
     readonly stepTools: readonly ToolPart[]
+    /** Every message of the turn (a final row carries the usage they add up to). */
+    readonly all: ReadonlyArray<{ readonly info: MessageInfo }>
   }
   /** The outages waited out, carried by the next row written. */
   readonly outages: { readonly waits: Pick<StorageWaitLog, 'toWrite'> }
@@ -405,10 +408,13 @@ export class TurnLog {
     const { scope, fence } = this.#options
     const last = plan.rows.at(-1)!
     const { error } = plan.turn
+    let usage: TurnUsage | undefined
     if (plan.turn.outcome) {
       closeTurn(scope, plan.turn.outcome, error, last.time)
       // After the final row's changes: later ones (a tool that ignores its abort signal) are dropped.
       scope.writer.seal()
+      // Written on the turn row by the final row's update (no statement of its own): the closed messages are final.
+      usage = usageOfMessages(scope.turnId, scope.messages.all.map((m) => m.info))
     }
     // (a failure's final row carries no spending: it must be writable when the spending's write is what failed)
     const ridden = error ? undefined : this.#options.rider?.()
@@ -420,7 +426,7 @@ export class TurnLog {
       if (tried && (await tx.transitions.list(plan.turnId)).some((row) => row.seq === last.seq)) return
       tried = true
       waits = scope.outages.waits.toWrite(Date.now())
-      await writePlan(tx, fence, withStorageWaits(plan, waits.waits))
+      await writePlan(tx, fence, withStorageWaits(usage ? { ...plan, turn: { ...plan.turn, usage } } : plan, waits.waits))
       await ridden?.write(tx)
     }
     try {
