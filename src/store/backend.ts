@@ -44,6 +44,8 @@ export interface SqlDialect {
   createNotifyTriggers?(db: Kysely<any>): Promise<void>
   /** Migration 0013: the turn trigger also notifies a turn released by its owner (a handoff). */
   notifyReleasedTurns?(db: Kysely<any>): Promise<void>
+  /** Migration 0023: a change of a model's circuit notifies the listeners (PostgreSQL), who read it again only then. */
+  notifyCircuits?(db: Kysely<any>): Promise<void>
   /**
    * Migration 0020: the transition log stored once, in the order of its key `(turn_id, seq)`
    * (SQLite: `WITHOUT ROWID`; a rowid table kept every row twice, in the table and in its

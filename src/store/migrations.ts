@@ -322,6 +322,14 @@ export const migrations: Migration[] = [
         .execute()
     },
   },
+  {
+    // The engines read a model's circuit before each request only when it may have changed: on
+    // PostgreSQL, when their listener heard it did (`m:<model>`).
+    name: '0023_notify_circuits',
+    async up(db, dialect) {
+      await dialect.notifyCircuits?.(db)
+    },
+  },
 ]
 
 /**

@@ -14,6 +14,8 @@ export type StoreChange =
   | { kind: 'session'; sessionId: string }
   /** The turn's owner released it unfinished (a handoff, a clean close): another engine may claim it now. */
   | { kind: 'released'; turnId: string }
+  /** The model's circuit changed (its failures, opening, probe or hold): read it again before the next request. */
+  | { kind: 'circuit'; model: string }
   /** The connection was down: any change may have been missed, look once. */
   | { kind: 'missed' }
 

@@ -242,9 +242,10 @@ export interface QueueStore {
    * Capability: a mark that changes whenever a prompt or a steer may have been queued (through
    * this store, or by another connection where the store can tell): a caller that read a
    * session's queue at one mark need not read it again while the mark is the same. Absent when
-   * the store cannot tell (another process may write unseen): read every time.
+   * the store cannot tell (another process may write unseen): read every time; undefined while
+   * it cannot tell.
    */
-  changeMark?(): string | number
+  changeMark?(): string | number | undefined
 }
 
 /** When a schedule's occurrences fall: once, every interval from a first time, or on a cron expression in a time zone. */
@@ -346,8 +347,9 @@ export interface CircuitStore {
    * Capability: a mark that changes whenever a circuit may have been written (through this store,
    * or by another connection where the store can tell), as `QueueStore.changeMark`: a step that
    * read its model's circuit at one mark need not read it again while the mark is the same.
+   * Undefined while the store cannot tell (PostgreSQL: while its listener does not hear).
    */
-  changeMark?(): string | number
+  changeMark?(): string | number | undefined
 }
 
 export interface ControlStore {

@@ -13,27 +13,32 @@
 export class TableChanges {
   #stored = 0
 
-  /** @param others a figure that changes whenever another connection commits to the database; absent: no other connection writes it. */
-  constructor(private readonly others?: () => number) {}
+  /**
+   * @param others a figure that changes whenever another connection commits to the table (or
+   *   the database); absent: no other connection writes it; undefined: it cannot be told now.
+   */
+  constructor(private readonly others?: () => number | undefined) {}
 
   /** A row is being written (before its statement runs). */
   storing(): void {
     this.#stored++
   }
 
-  /** Equal marks: nothing was written between them. */
-  mark(): string | number {
-    return this.others ? `${this.#stored}:${this.others()}` : this.#stored
+  /** Equal marks: nothing was written between them. Undefined: nobody can tell (read). */
+  mark(): string | number | undefined {
+    if (!this.others) return this.#stored
+    const others = this.others()
+    return others === undefined ? undefined : `${this.#stored}:${others}`
   }
 }
 
-/** The tables whose changes a store counts: what the steps read before each model call. */
+/** The tables whose changes a store counts: what the steps read before each model call. Absent: read every time. */
 export interface StoreChanges {
-  queue: TableChanges
-  circuits: TableChanges
+  queue?: TableChanges
+  circuits?: TableChanges
 }
 
 /** @param others as `TableChanges`'s: shared by the tables (another connection's commit may touch any). */
-export function storeChanges(others?: () => number): StoreChanges {
+export function storeChanges(others?: () => number): Required<StoreChanges> {
   return { queue: new TableChanges(others), circuits: new TableChanges(others) }
 }

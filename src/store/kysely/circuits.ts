@@ -21,7 +21,7 @@ export class KyselyCircuits implements CircuitStore {
     if (changes) this.changeMark = () => changes.mark()
   }
 
-  readonly changeMark?: () => string | number
+  readonly changeMark?: () => string | number | undefined
 
   async get(model: string): Promise<CircuitRecord | undefined> {
     const { rows } = await getQuery.execute(this.db as Kysely<TurnchartDatabase>, { model })

@@ -29,7 +29,7 @@ export class KyselyQueue implements QueueStore {
     if (changes) this.changeMark = () => changes.mark()
   }
 
-  readonly changeMark?: () => string | number
+  readonly changeMark?: () => string | number | undefined
 
   async insert(record: QueuedPromptRecord): Promise<void> {
     this.changes?.storing()

@@ -10,7 +10,7 @@ export class MemoryCircuits implements CircuitStore {
     private readonly changes: TableChanges,
   ) {}
 
-  changeMark(): string | number {
+  changeMark(): string | number | undefined {
     return this.changes.mark()
   }
 

@@ -44,7 +44,7 @@ abstract class MemoryAggregates implements Store {
   readonly schedules: MemorySchedules
   readonly circuits: MemoryCircuits
 
-  constructor(access: Access, changes: StoreChanges) {
+  constructor(access: Access, changes: Required<StoreChanges>) {
     this.sessions = new MemorySessions(access)
     this.messages = new MemoryMessages(access)
     this.turns = new MemoryTurns(access)
@@ -64,7 +64,7 @@ export class MemoryStore extends MemoryAggregates {
   readonly #tables: Tables
   readonly #mutex: Mutex
   /** Only this object writes its tables: the writes through it and its transactions are all there is to count. */
-  readonly #changes: StoreChanges
+  readonly #changes: Required<StoreChanges>
 
   constructor() {
     const tables = new Tables()
@@ -99,7 +99,7 @@ class MemoryTransaction extends MemoryAggregates {
   constructor(
     tables: Tables,
     journal: Journal,
-    changes: StoreChanges,
+    changes: Required<StoreChanges>,
     private readonly state = { open: true },
   ) {
     super(inTransaction(tables, journal, () => state.open), changes)

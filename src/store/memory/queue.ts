@@ -27,7 +27,7 @@ export class MemoryQueue implements QueueStore {
     private readonly changes: TableChanges,
   ) {}
 
-  changeMark(): string | number {
+  changeMark(): string | number | undefined {
     return this.changes.mark()
   }
 

@@ -243,7 +243,7 @@ class ChangeListener implements StoreNotifications {
   }
 }
 
-/** A payload (`c:<turnId>`, `h:<controlId>`, `s:<sessionId>`, `r:<turnId>`) as a change; anything else is ignored. */
+/** A payload (`c:<turnId>`, `h:<controlId>`, `s:<sessionId>`, `r:<turnId>`, `m:<model>`) as a change; anything else is ignored. */
 function parse(payload: string): StoreChange | undefined {
   const id = payload.slice(2)
   if (!id || payload[1] !== ':') return undefined
@@ -251,6 +251,7 @@ function parse(payload: string): StoreChange | undefined {
   if (payload[0] === 'h') return { kind: 'handled', controlId: id }
   if (payload[0] === 's') return { kind: 'session', sessionId: id }
   if (payload[0] === 'r') return { kind: 'released', turnId: id }
+  if (payload[0] === 'm') return { kind: 'circuit', model: id }
   return undefined
 }
 

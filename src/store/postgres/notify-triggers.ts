@@ -13,7 +13,10 @@
  *   write (parts, messages, a turn's transitions) only while someone watches the session
  *   (`turnchart_watches`, written by a listener following a turn run elsewhere);
  * - `r:<turnId>`: the unfinished turn was released by its owner (a handoff, a clean close):
- *   another engine may claim it now, and the first to hear it does.
+ *   another engine may claim it now, and the first to hear it does;
+ * - `m:<model>`: the model's circuit changed (a failure counted, opened, a probe taken or let go,
+ *   closed, a hold): the engines read it again before their next request, and not before (a
+ *   rate limit's count of admitted requests changes it on every request, and notifies nothing).
  *
  * Why the watch gate: PostgreSQL serialises the commits of transactions that notified (one
  * lock on the notification queue), so notifying every part flush of every turn would cost the
@@ -95,6 +98,21 @@ export async function createNotifyTriggers(db: Kysely<any>): Promise<void> {
 export async function notifyReleasedTurns(db: Kysely<any>): Promise<void> {
   const { s, notify, watched } = await triggerParts(db)
   await sql.raw(turnFunction(s, notify, watched, 'create or replace')).execute(db)
+}
+
+/**
+ * Migration 0023: the circuits' trigger (`m:<model>`), on a change of what a circuit decides,
+ * not of the requests a rate limit counted.
+ *
+ * @example
+ * await notifyCircuits(trx) // inside the migration transaction
+ */
+export async function notifyCircuits(db: Kysely<any>): Promise<void> {
+  const { s, notify } = await triggerParts(db)
+  const decided = (row: string) => `(${['failures', 'since', 'open_until', 'probe_until', 'held_until'].map((c) => `${row}.${c}`).join(', ')})`
+  const body = `if TG_OP = 'INSERT' or ${decided('OLD')} is distinct from ${decided('NEW')} then ${notify(`'m:' || NEW.model`)} end if;`
+  await sql.raw(fn(s, 'turnchart_notify_circuit', body)).execute(db)
+  await sql.raw(`create trigger turnchart_notify after insert or update on ${s}.turnchart_circuits for each row execute function ${s}.turnchart_notify_circuit()`).execute(db)
 }
 
 /** What the trigger functions are written with: the current schema, quoted, the notify statement and the watch test. */

@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL backend on `pg`: a `postgres://` or `postgresql://` URL, or a caller's Kysely
  * instance on Kysely's PostgresDialect. Its capabilities: notifications (LISTEN/NOTIFY on a
- * connection of the engine's own), the schema, read-only opening. No group commit (its
+ * connection of the engine's own), the circuits' change mark it feeds (heard-circuits.ts), the
+ * schema, read-only opening. No group commit (its
  * transactions run at once on the pool) and no online backup (that is `pg_dump`'s job).
  */
 import type { Kysely } from 'kysely'
@@ -10,6 +11,8 @@ import type { ListenerHooks, OpenedDatabase, StoreBackend } from '../backend'
 import { isKyselyOn } from '../kysely/kysely-instance'
 import { redactUrl } from '../redact-url'
 import type { TurnchartDatabase } from '../schema'
+import { TableChanges } from '../table-changes'
+import { HeardCircuits } from './heard-circuits'
 import { listenForChanges } from './notifications'
 import { holdLiveness } from './liveness-session'
 import { isPostgresUrl, openPostgres, postgresConnection } from './open-postgres'
@@ -27,7 +30,15 @@ export const postgresBackend: StoreBackend = {
           { db: database as Kysely<TurnchartDatabase>, sql: postgresDialect, schema: () => storeSchema(database as Kysely<TurnchartDatabase>), close: async () => {} }
     // (liveness on a session of its own needs the URL: a caller's Kysely instance has none to give)
     const liveness = typeof database === 'string' ? { holdLiveness: (owner: string) => livenessOn(opened.db, database, owner) } : {}
-    return { ...opened, listen: (url, option, hooks) => listen(opened.db, url, option, hooks), ...liveness }
+    // The circuits are read again when the listener heard one change; the queue every time (a
+    // steer must reach the next step boundary, and a notification may come a little after it).
+    const heard = new HeardCircuits()
+    return {
+      ...opened,
+      changes: { circuits: new TableChanges(() => heard.figure()) },
+      listen: async (url, option, hooks) => heard.follow(await listen(opened.db, url, option, hooks)),
+      ...liveness,
+    }
   },
   listensOn: isPostgresUrl,
   readOnly: {

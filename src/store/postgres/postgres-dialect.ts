@@ -5,7 +5,7 @@
  */
 import { sql, type Kysely } from 'kysely'
 import type { SqlDialect } from '../backend'
-import { createNotifyTriggers, notifyReleasedTurns } from './notify-triggers'
+import { createNotifyTriggers, notifyCircuits, notifyReleasedTurns } from './notify-triggers'
 
 export const postgresDialect: SqlDialect = {
   // The "C" collation: ordering and `>=` on ids compare bytes (ids sort by creation time) whatever the database's locale.
@@ -21,6 +21,7 @@ export const postgresDialect: SqlDialect = {
   },
   createNotifyTriggers,
   notifyReleasedTurns,
+  notifyCircuits,
   async tableNames(db) {
     const { rows } = await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema()`.execute(db)
     return rows.map((r) => r.name)
