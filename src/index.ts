@@ -19,6 +19,7 @@ export type {
   ControlStore,
   TurnFence,
   TurnUpdate,
+  TransactionOptions,
   OpenTurn,
   QueuedPromptRecord,
   ControlRequest,

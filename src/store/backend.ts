@@ -64,10 +64,16 @@ export interface SqlDialect {
 }
 
 /**
- * Group commit: transactions asked for together run in one and share its commit (SQLite, whose
- * one writer runs them one after another anyway). A work still succeeds or fails alone.
+ * Group commit: transactions asked for together run in one and share its commit. A work still
+ * succeeds or fails alone.
  */
 export interface GroupCommitter {
+  /**
+   * Which transactions join: every one (SQLite, whose one writer runs them one after another
+   * anyway), or only those that allow it (`{ shared: true }`: PostgreSQL, whose others run at
+   * once on the pool, and must not wait behind a batch).
+   */
+  readonly joins: 'every' | 'shared'
   run<T>(work: (trx: Transaction<TurnchartDatabase>) => Promise<T>): Promise<T>
 }
 

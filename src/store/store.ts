@@ -431,7 +431,17 @@ export interface Store {
    * @example
    * await store.transaction(async (tx) => { await tx.messages.upsertParts(parts, now); await tx.transitions.append(row) })
    */
-  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T>
+  transaction<T>(fn: (tx: Store) => Promise<T>, options?: TransactionOptions): Promise<T>
+}
+
+/** How a transaction may be run (a store may ignore what it cannot do). */
+export interface TransactionOptions {
+  /**
+   * Its commit may wait for other transactions asked for at the same time and share theirs
+   * (group commit, where the store has it): for a write nobody waits on, such as streamed
+   * text's interval flush. It still succeeds or fails alone.
+   */
+  shared?: boolean
 }
 
 /** A store an engine opened, with the way to close what it opened. */

@@ -7,6 +7,10 @@
  * written at the next turn of the write queue, coalesced with whatever else is dirty. A crash
  * loses at most one flush interval. A flush writes messages before parts, so a part never
  * reaches the database before its message. Never one database write per delta.
+ *
+ * The interval flushes of every turn fall on the same ticks (multiples of the interval), and
+ * ask for a shared transaction: the turns streaming on one engine write their text in one
+ * commit per tick where the store groups commits (SQLite, PostgreSQL), not one each.
  */
 import type { MessageInfo, Part, TextPart } from '../core/types'
 import type { Store } from '../store/store'
@@ -133,15 +137,15 @@ export class PartWriter {
    * @example
    * await writer.commit((tx) => writePlan(tx, fence, plan), { operation: 'recording the transition to streaming' })
    */
-  async commit(more?: (tx: Store) => Promise<void>, options: { fencedByMore?: boolean; operation?: string } = {}): Promise<void> {
+  async commit(more?: (tx: Store) => Promise<void>, options: { fencedByMore?: boolean; operation?: string; shared?: boolean } = {}): Promise<void> {
     const { messages, parts } = this.takeDirty()
-    const transaction = () =>
-      this.options.store.transaction(async (tx) => {
-        if (!options.fencedByMore) await this.options.fence?.(tx)
-        for (const info of messages) await tx.messages.upsert(info)
-        await tx.messages.upsertParts(parts, this.options.now())
-        await more?.(tx)
-      })
+    const write = async (tx: Store) => {
+      if (!options.fencedByMore) await this.options.fence?.(tx)
+      for (const info of messages) await tx.messages.upsert(info)
+      await tx.messages.upsertParts(parts, this.options.now())
+      await more?.(tx)
+    }
+    const transaction = () => this.options.store.transaction(write, options.shared ? { shared: true } : undefined)
     try {
       await this.#outage.run(options.operation ?? 'writing parts', transaction)
     } catch (error) {
@@ -151,12 +155,12 @@ export class PartWriter {
     }
   }
 
-  /** Writes every dirty row now (queued behind earlier writes), in one transaction. */
+  /** Writes every dirty row now (queued behind earlier writes), in one transaction (shared: nobody waits on it). */
   flush(): Promise<void> {
     return this.options.queue.run(async () => {
       this.flushQueued = false
       if (this.dirty.size === 0 && this.dirtyMessages.size === 0) return
-      await this.commit()
+      await this.commit(undefined, { shared: true })
     })
   }
 
@@ -178,13 +182,14 @@ export class PartWriter {
     return ids
   }
 
-  /** Arms the interval flush (once: what gets dirty meanwhile rides with it). */
+  /** Arms the interval flush for the next tick (once: what gets dirty meanwhile rides with it). */
   private flushLater(): void {
     if (this.timer) return
+    const interval = this.options.flushIntervalMs
     this.timer = setTimeout(() => {
       this.timer = undefined
       if (this.dirty.size > 0 || this.dirtyMessages.size > 0) this.flushSoon()
-    }, this.options.flushIntervalMs)
+    }, interval - (Date.now() % interval))
     this.timer.unref?.()
   }
 

@@ -1,11 +1,12 @@
 /**
  * The part writer on a MemoryStore, under jest's fake timers (nothing sleeps): when new parts
- * and streamed text reach the store (once `flushIntervalMs` has passed, or at a part's close;
- * never one write per delta), and what a failed flush leaves for the next write.
+ * and streamed text reach the store (at the next flush tick, a multiple of `flushIntervalMs`,
+ * the same for every turn; or at a part's close; never one write per delta), and what a failed
+ * flush leaves for the next write. The fake clock starts on a tick.
  */
 import type { MessageInfo, TextPart } from '../../src/core/types'
 import { MemoryStore } from '../../src/store/memory/memory-store'
-import type { Store } from '../../src/store/store'
+import type { Store, TransactionOptions } from '../../src/store/store'
 import { PartWriter } from '../../src/turn/part-writer'
 import { WriteQueue } from '../../src/turn/write-queue'
 import { message, session, textPart } from '../../src/testing/store-conformance/fixtures'
@@ -15,12 +16,13 @@ const flushIntervalMs = 250
 beforeEach(() => {
   // Timers and setImmediate (the boundary flush) are the clock's; promises run as they do.
   jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] })
+  jest.setSystemTime(Math.ceil(Date.now() / 1000) * 1000)
 })
 afterEach(() => {
   jest.useRealTimers()
 })
 
-/** A writer on a memory store holding one session; `transactions` counts the writes it made. */
+/** A writer on a memory store holding one session; `transactions` counts the writes it made, `at` when each began and whether it was shared. */
 async function writerOn(wrap: (store: MemoryStore) => Pick<Store, 'transaction'> = (store) => store) {
   const store = new MemoryStore()
   const s = session()
@@ -28,8 +30,10 @@ async function writerOn(wrap: (store: MemoryStore) => Pick<Store, 'transaction'>
   const target = wrap(store)
   const counted = {
     transactions: 0,
-    transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    at: [] as Array<{ time: number; shared: boolean }>,
+    transaction<T>(fn: (tx: Store) => Promise<T>, options?: TransactionOptions): Promise<T> {
       counted.transactions++
+      counted.at.push({ time: Date.now(), shared: options?.shared === true })
       return target.transaction(fn)
     },
   }
@@ -63,7 +67,7 @@ async function openPart(w: Awaited<ReturnType<typeof writerOn>>, assistant: Mess
   return part
 }
 
-test('a new part and its text reach the store within flushIntervalMs, in one write, not before', async () => {
+test('a new part and its text reach the store at the next tick, in one write, not before; a later change at the tick after', async () => {
   const w = await writerOn()
   const part = textPart(w.assistant, '')
   w.writer.message(w.assistant)
@@ -74,18 +78,33 @@ test('a new part and its text reach the store within flushIntervalMs, in one wri
   expect(await w.stored(part)).toBeUndefined()
   expect(w.counted.transactions).toBe(0)
 
-  // Past the interval: its timer fires and the flush lands (the fake clock runs a setImmediate
-  // asked for inside a tick one millisecond later, hence 2).
+  // At the tick: its timer fires and the flush lands (the fake clock runs a setImmediate asked
+  // for inside a tick one millisecond later, hence 2), in a shared transaction.
   await w.advance(2)
   expect(await w.stored(part)).toMatchObject({ text: 'hello' })
-  expect(w.counted.transactions).toBe(1)
+  expect(w.counted.at).toEqual([{ time: expect.any(Number), shared: true }])
 
-  // Text appended later: within the next interval, not before.
+  // Text appended 2 ms after that tick: at the next one (248 ms later), not before.
   w.writer.append(part, ' world')
-  await w.advance(flushIntervalMs - 1)
+  await w.advance(flushIntervalMs - 4)
   expect(await w.stored(part)).toMatchObject({ text: 'hello' })
-  await w.advance(2)
+  await w.advance(4)
   expect(await w.stored(part)).toMatchObject({ text: 'hello world' })
+})
+
+test("two turns' writers, dirtied at different times, flush at the same tick (so their flushes can share a commit)", async () => {
+  const first = await writerOn()
+  const second = await writerOn()
+  const a = textPart(first.assistant, 'a')
+  first.writer.message(first.assistant)
+  first.writer.add(a)
+  await first.advance(90)
+  const b = textPart(second.assistant, 'b')
+  second.writer.message(second.assistant)
+  second.writer.add(b)
+  await first.advance(flushIntervalMs)
+  expect(first.counted.at).toHaveLength(1)
+  expect(second.counted.at).toEqual(first.counted.at)
 })
 
 test("a part's close is written at the next turn of the write queue, with whatever else is dirty", async () => {

@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely'
 import type { GroupCommitter } from '../backend'
 import type { StoreChanges } from '../table-changes'
 import type { TurnchartDatabase } from '../schema'
-import type { Store } from '../store'
+import type { Store, TransactionOptions } from '../store'
 import { KyselyControls } from './controls'
 import { KyselyMessages } from './messages'
 import { KyselyQueue } from './queue'
@@ -34,7 +34,7 @@ export class KyselyStore implements Store {
 
   /**
    * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
-   * @param group the backend's group commit (SQLite): transactions asked for together share one commit.
+   * @param group the backend's group commit: transactions asked for together share one commit (SQLite: every one; PostgreSQL: the shared ones).
    * @param changes the backend's count of the queue's and circuits' changes (SQLite): their `changeMark`.
    */
   constructor(
@@ -58,9 +58,9 @@ export class KyselyStore implements Store {
   /** The stores of the group commit's transactions: SQLite's batches reuse one transaction object, so its store is made once. */
   readonly #batchStores = new WeakMap<Executor, KyselyStore>()
 
-  async transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Store) => Promise<T>, options?: TransactionOptions): Promise<T> {
     if (this.db.isTransaction) return fn(this)
-    if (this.group) return this.group.run((trx) => fn(this.#batchStore(trx)))
+    if (this.group && (this.group.joins === 'every' || options?.shared)) return this.group.run((trx) => fn(this.#batchStore(trx)))
     this.verify?.()
     // A controlled transaction, so that a failing ROLLBACK cannot hide the error that caused it:
     // SQLite rolls back by itself on SQLITE_FULL or an I/O error, and the ROLLBACK that follows

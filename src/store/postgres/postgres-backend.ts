@@ -2,8 +2,8 @@
  * The PostgreSQL backend on `pg`: a `postgres://` or `postgresql://` URL, or a caller's Kysely
  * instance on Kysely's PostgresDialect. Its capabilities: notifications (LISTEN/NOTIFY on a
  * connection of the engine's own), the circuits' change mark it feeds (heard-circuits.ts), the
- * schema, read-only opening. No group commit (its
- * transactions run at once on the pool) and no online backup (that is `pg_dump`'s job).
+ * schema, read-only opening, and group commit for the transactions that allow it (interval
+ * flushes: the others run at once on the pool). No online backup (that is `pg_dump`'s job).
  */
 import type { Kysely } from 'kysely'
 import { InvalidOptionError } from '../../core/errors'
@@ -11,6 +11,7 @@ import type { ListenerHooks, OpenedDatabase, StoreBackend } from '../backend'
 import { isKyselyOn } from '../kysely/kysely-instance'
 import { redactUrl } from '../redact-url'
 import type { TurnchartDatabase } from '../schema'
+import { GroupCommit, kyselyBatches } from '../group-commit'
 import { TableChanges } from '../table-changes'
 import { HeardCircuits } from './heard-circuits'
 import { listenForChanges } from './notifications'
@@ -36,6 +37,8 @@ export const postgresBackend: StoreBackend = {
     return {
       ...opened,
       changes: { circuits: new TableChanges(() => heard.figure()) },
+      // Only the transactions that allow it (streamed text's interval flushes): the others run at once on the pool.
+      groupCommit: () => new GroupCommit(kyselyBatches(opened.db), { joins: 'shared' }),
       listen: async (url, option, hooks) => heard.follow(await listen(opened.db, url, option, hooks)),
       ...liveness,
     }

@@ -12,7 +12,7 @@
  */
 import { SqliteAdapter, SqliteDialect, Transaction, type CompiledQuery, type DatabaseConnection, type Driver, type Kysely, type QueryResult } from 'kysely'
 import type { DirectAdapter, DirectStatement } from '../precompiled-query'
-import type { BatchOpener } from './group-commit'
+import type { BatchOpener } from '../group-commit'
 import type { SqliteDriverStatement } from './sqlite-driver'
 import type { SqliteHandle } from './statement-cache'
 
@@ -81,7 +81,7 @@ export class DirectSqliteDialect extends SqliteDialect {
  * connection, so the batches' `Transaction` over it is made once.
  *
  * @example
- * new GroupCommit(directBatches(db, dialect, handle), verify)
+ * new GroupCommit(directBatches(db, dialect, handle), { verify })
  */
 export function directBatches<DB>(db: Kysely<DB>, dialect: DirectSqliteDialect, handle: SqliteHandle): BatchOpener<DB> {
   const driver = dialect.createDriver()

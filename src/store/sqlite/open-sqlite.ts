@@ -12,7 +12,7 @@ import { refuseAnotherAppsFile } from './database-tables'
 import type { OpenedDatabase } from '../backend'
 import type { TurnchartDatabase } from '../schema'
 import { storeChanges } from '../table-changes'
-import { GroupCommit } from './group-commit'
+import { GroupCommit } from '../group-commit'
 import { shareConnection } from './shared-connections'
 import { sqliteDialect } from './sqlite-dialect'
 import type { SqliteConnection, SqliteDriver, SqliteOpenOptions } from './sqlite-driver'
@@ -95,7 +95,7 @@ function openSqliteConnection(value: string, options: SqliteOpenSettings): Opene
     ...(verify ? { verify } : {}),
     changes: storeChanges(value === ':memory:' ? undefined : () => (dataVersion.all([])[0] as { data_version: number }).data_version),
     // SQLite runs one transaction at a time anyway: those of concurrent turns share commits.
-    groupCommit: () => new GroupCommit(directBatches(db, dialect, statements), verify),
+    groupCommit: () => new GroupCommit(directBatches(db, dialect, statements), { verify }),
     ...backupOf(handle),
     close: async () => {
       if (value !== ':memory:') checkpointAtClose(handle)

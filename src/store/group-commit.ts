@@ -1,6 +1,8 @@
 /**
- * Group commit for SQLite: transactions asked for while another is running (or in the same tick)
- * run together in one transaction, each in its own savepoint, and share its commit.
+ * Group commit: transactions asked for while another is running (or in the same tick) run
+ * together in one transaction, each in its own savepoint, and share its commit. SQLite groups
+ * every transaction this way; PostgreSQL only those that allow it (`{ shared: true }`: streamed
+ * text's interval flushes, which every turn streaming on the engine asks for at the same tick).
  *
  * SQLite has one writer and turnchart one connection per file, so transactions run one after
  * another anyway; what costs is each commit (a WAL append and its lock dance, ~0.1-0.3 ms).
@@ -67,12 +69,17 @@ export class GroupCommit<DB> {
   /**
    * @param open begins each shared transaction (`kyselyBatches(db)`, or on turnchart's own
    *   connection `directBatches`: sqlite/direct-statements.ts).
-   * @param verify run before each shared transaction; throws when writing is no longer safe.
+   * @param options `joins`: every transaction (the default) or only the shared ones
+   *   (`GroupCommitter.joins`); `verify`: run before each shared transaction, throws when
+   *   writing is no longer safe.
    */
-  constructor(open: BatchOpener<DB>, verify?: () => void) {
+  constructor(open: BatchOpener<DB>, options: { joins?: 'every' | 'shared'; verify?: () => void } = {}) {
     this.#open = open
-    this.#verify = verify
+    this.#verify = options.verify
+    this.joins = options.joins ?? 'every'
   }
+
+  readonly joins: 'every' | 'shared'
 
   /**
    * Runs `work` in a transaction (shared with the works queued with it) and resolves with its
