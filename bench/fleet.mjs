@@ -32,7 +32,7 @@
 // Knobs: BENCH_PG_URL (else TURNCHART_PG_URL, else postgres://postgres@127.0.0.1:5432/test; a
 // database `bench_fleet_<time>` is created there and dropped after), BENCH_FLEET_SECONDS (chaos
 // phase, default 75), BENCH_FLEET_SESSIONS (200), BENCH_FLEET_ENGINES (4), BENCH_FLEET_EVERY_MS
-// (a kill or a handoff this often, default 4000).
+// (a kill or a handoff this often, default 4000), BENCH_FLEET_CHAOS=0 (none: the steady state).
 import { fork, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
@@ -57,6 +57,8 @@ const SESSIONS = Number(process.env.BENCH_FLEET_SESSIONS ?? 200)
 const ENGINES = Number(process.env.BENCH_FLEET_ENGINES ?? 4)
 const EVERY_MS = Number(process.env.BENCH_FLEET_EVERY_MS ?? 4000)
 const MULTIHOST = process.env.BENCH_FLEET_MULTIHOST === '1'
+// BENCH_FLEET_CHAOS=0: no kill, no handoff, no backends' kill: the fleet's steady state (its commits per turn without takeovers).
+const CHAOS = process.env.BENCH_FLEET_CHAOS !== '0'
 const CHUNKS = 12
 const CHUNK_MS = 25
 
@@ -220,7 +222,8 @@ const driving = setInterval(() => void drive().catch((error) => console.error(`d
 const backendsAt = started + (SECONDS * 1000) / 2
 let backendsKilled = false
 while (Date.now() - started < SECONDS * 1000) {
-  await new Promise((r) => setTimeout(r, EVERY_MS))
+  await new Promise((r) => setTimeout(r, CHAOS ? EVERY_MS : SECONDS * 1000))
+  if (!CHAOS) break
   if (!backendsKilled && Date.now() >= backendsAt) {
     backendsKilled = true
     const backendsKillAt = Date.now()
@@ -387,7 +390,7 @@ console.log(`## Fleet run (PostgreSQL)
 
 Mode: ${MULTIHOST ? 'multi-host (each engine its own host name: a dead engine is noticed by its liveness on the database, else its leases)' : 'one host (an engine sees that a dead engine\'s pid is gone)'}.
 
-${ENGINES} engine processes, ${SESSIONS} sessions, ${result.chaosSeconds.toFixed(0)} s of chaos (every ${EVERY_MS / 1000} s one engine SIGKILLed or handed off, and restarted; the fleet's backends killed once, ${result.backendsKilled} of them), then a drain. ${os.cpus().length} cores; load average ${loadBefore.map((l) => l.toFixed(1)).join(' / ')} before, ${loadAfter.map((l) => l.toFixed(1)).join(' / ')} after.
+${ENGINES} engine processes, ${SESSIONS} sessions, ${CHAOS ? `${result.chaosSeconds.toFixed(0)} s of chaos (every ${EVERY_MS / 1000} s one engine SIGKILLed or handed off, and restarted; the fleet's backends killed once, ${result.backendsKilled} of them)` : `${result.chaosSeconds.toFixed(0)} s without chaos (BENCH_FLEET_CHAOS=0: no kill, no handoff)`}, then a drain. ${os.cpus().length} cores; load average ${loadBefore.map((l) => l.toFixed(1)).join(' / ')} before, ${loadAfter.map((l) => l.toFixed(1)).join(' / ')} after.
 
 | | |
 |---|---|
