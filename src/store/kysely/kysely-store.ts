@@ -35,7 +35,7 @@ export class KyselyStore implements Store {
   /**
    * @param verify run before each transaction; throws when writing is no longer safe (a SQLite file deleted under us).
    * @param group the backend's group commit: transactions asked for together share one commit (SQLite: every one; PostgreSQL: the shared ones).
-   * @param changes the backend's count of the queue's and circuits' changes (SQLite): their `changeMark`.
+   * @param changes the backend's count of the queue's and circuits' changes (SQLite; PostgreSQL: the circuits' only): their `changeMark`.
    */
   constructor(
     private readonly db: Executor,

@@ -231,14 +231,16 @@ const checkFenceQuery = precompiledQuery(['id', 'owner', 'epoch'], (db, v) =>
 )
 
 const turnColumns = ['state', 'step', 'attempt', 'retry_at', 'error', 'updated_at', 'id', 'owner', 'epoch'] as const
+/** The columns each fenced update sets beyond a step's. */
+const endColumns = { step: [], end: ['outcome'], 'end with usage': ['outcome', 'usage'] } as const
+
 const updateFencedTurnQuery = fencedTurnUpdate('step')
 const endFencedTurnQuery = fencedTurnUpdate('end')
 const endFencedTurnWithUsageQuery = fencedTurnUpdate('end with usage')
 
 /** The fenced update of a step (no outcome), of a turn's end, and of its end with its usage. */
-function fencedTurnUpdate(kind: 'step' | 'end' | 'end with usage') {
-  const extra = kind === 'step' ? ([] as const) : kind === 'end' ? (['outcome'] as const) : (['outcome', 'usage'] as const)
-  return precompiledQuery([...turnColumns, ...extra], (db, v) =>
+function fencedTurnUpdate(kind: keyof typeof endColumns) {
+  return precompiledQuery([...turnColumns, ...endColumns[kind]], (db, v) =>
     db
       .updateTable('turnchart_turns')
       .set({
